@@ -1,0 +1,186 @@
+// The URL-seen filter: a lock-striped, scalable approximate set of byte strings.
+//
+// One Filter answers "have I seen this key?" for the whole crawl. It is built at
+// run time from FilterOptions as one of three variants:
+//
+//   bloom     blocked Bloom layers (bits; no delete)          ~10 bits/key at 1%
+//   counting  blocked counting Bloom, 4-bit counters (delete)  4x bloom's bits
+//   cuckoo    partial-key cuckoo, 4-way buckets (delete)       ~10.5 bits/key at 1%
+//
+// Each variant is a chain of layers (scalable, Almeida et al. 2007; RedisBloom
+// SBChain): when the newest layer holds its capacity a new one is added with
+// capacity x expansion and error x tightening. Layer i gets error
+// e_i = e (1 - r) r^i, so the compound false-positive rate stays below
+// sum(e_i) < e however many keys arrive. With scaling = false there is one
+// layer: a full bloom keeps answering (its stats say "saturated"), a full
+// cuckoo or counting filter refuses new keys (InsertResult::kFull).
+//
+// Tightening ratio r (default 0.85). Bits/key of the bloom variant at e = 1%,
+// computed from the exact blocked-Bloom formula (tests/bench/dedup_bench
+// --sizing prints this table; measured numbers agree, see README):
+//
+//                      r = 0.5    r = 0.8    r = 0.85   r = 0.9
+//   7 layers, N=100c     26.2       21.0       20.0      20.2   (started at N/100)
+//   20 layers (cap.)     58.9       24.9       22.3      20.5   (bits per slot)
+//
+// r = 0.5 (RedisBloom's default) pays for every doubling with a whole extra
+// bit-per-key-and-a-half; r = 0.85 is near the optimum (6/7) for the 5-10
+// doublings a crawl that guessed its size within 1000x will see.
+//
+// Lock striping: S stripes (power of two, default 64). The stripe is taken
+// from hash bits no layer uses (hash.h). Each stripe is a whole scalable chain
+// of capacity/S under its own spin lock, held for the whole check-and-insert,
+// so Insert is atomic: when threads race to insert one new key exactly one gets
+// true. Stripes grow independently. 64 stripes keep the chance that two of T
+// workers collide on a stripe at about T/64 (< 5% for 2 threads, 25% for 16)
+// while costing only 64 small headers; raise it for many-core machines.
+//
+// Threads: every method may be called from any thread at any time, including
+// Save while others insert (it locks one stripe at a time; no global pause).
+// Ownership: the Filter owns all its memory; it is neither copyable nor movable.
+#ifndef DEDUP_FILTER_H_
+#define DEDUP_FILTER_H_
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dedup/hash.h"
+#include "dedup/status.h"
+
+namespace crawler::dedup {
+
+enum class FilterType : uint8_t { kBloom = 0, kCuckoo = 1, kCounting = 2 };
+
+const char* FilterTypeName(FilterType type);
+// Parses "bloom" | "cuckoo" | "counting".
+Result<FilterType> ParseFilterType(std::string_view name);
+
+struct FilterOptions {
+  FilterType type = FilterType::kBloom;
+  uint64_t capacity = 1'000'000;  // expected keys (whole filter, all stripes)
+  double error_rate = 0.01;       // compound false-positive bound, (0, 0.5)
+  double expansion = 2.0;         // capacity growth per new layer, >= 1.5... 16
+  double tightening = 0.85;       // r: error growth per new layer, (0, 1)
+  bool scaling = true;            // false: one fixed layer per stripe
+  uint32_t stripes = 64;          // power of two, 1 .. 65536
+  bool allow_erase = false;       // true requires cuckoo or counting
+};
+
+// Checks every field; the message names the field and the allowed range.
+Status ValidateOptions(const FilterOptions& options);
+
+enum class InsertResult : uint8_t {
+  kInserted,  // the key was not present and now is
+  kPresent,   // the key (or a false-positive twin) was present already
+  kFull,      // fixed (non-scaling) cuckoo/counting filter is full: not inserted
+};
+
+struct StripeStats {
+  uint32_t layers = 0;
+  uint64_t items = 0;
+  uint64_t capacity = 0;
+  uint64_t bytes = 0;
+  double fill = 0;           // bloom: set bits / bits; counting: nonzero
+                             // counters / counters; cuckoo: load factor
+  double estimated_fpr = 0;  // now, from each layer's items and geometry
+  uint64_t inserts_new = 0;
+  uint64_t inserts_duplicate = 0;
+  uint64_t inserts_full = 0;  // refused with kFull
+  uint64_t erases = 0;
+  uint64_t relocations = 0;   // cuckoo kicks
+  uint64_t saturations = 0;   // counting: counters that reached 15
+  bool saturated = false;     // fixed bloom past capacity / fixed filter full
+};
+
+struct FilterStats {
+  FilterType type = FilterType::kBloom;
+  FilterOptions options;
+  uint32_t stripes = 0;
+  uint32_t layers_min = 0;
+  uint32_t layers_max = 0;
+  uint64_t items = 0;
+  uint64_t capacity = 0;
+  uint64_t bytes = 0;
+  double bits_per_item = 0;
+  double fill = 0;             // capacity-weighted mean over stripes
+  double estimated_fpr = 0;    // mean over stripes (a key picks one at random)
+  double fpr_bound = 0;        // the configured compound bound
+  uint64_t inserts_new = 0;
+  uint64_t inserts_duplicate = 0;
+  uint64_t inserts_full = 0;
+  uint64_t erases = 0;
+  uint64_t relocations = 0;
+  uint64_t saturations = 0;
+  uint32_t saturated_stripes = 0;
+  std::vector<StripeStats> per_stripe;
+
+  // One JSON object; per_stripe included iff `with_stripes`.
+  std::string ToJson(bool with_stripes = false) const;
+};
+
+class Filter {
+ public:
+  virtual ~Filter() = default;
+  Filter(const Filter&) = delete;
+  Filter& operator=(const Filter&) = delete;
+
+  // Builds an empty filter. Errors: kInvalidArgument naming the bad option;
+  // allow_erase with type bloom is rejected here, not at the first Erase.
+  static Result<std::unique_ptr<Filter>> Create(const FilterOptions& options);
+
+  // Reads a filter written by Save. A damaged, truncated or foreign file is
+  // rejected whole with an error naming `path` and what is wrong; nothing is
+  // ever half-loaded.
+  static Result<std::unique_ptr<Filter>> Load(const std::string& path);
+  // Same, from an open stream positioned at the filter's first byte; `name`
+  // is used in error messages.
+  static Result<std::unique_ptr<Filter>> Read(std::FILE* in, const std::string& name);
+
+  // Returns true iff `key` was not present (and now is). Atomic per key.
+  // A full fixed cuckoo/counting filter returns false and counts the refusal
+  // in stats; callers that must tell "seen" from "full" use TryInsert.
+  bool Insert(std::string_view key) { return TryInsertHash(HashKey(key)) == InsertResult::kInserted; }
+  InsertResult TryInsert(std::string_view key) { return TryInsertHash(HashKey(key)); }
+  virtual InsertResult TryInsertHash(const KeyHash& h) = 0;
+
+  // Inserts many keys; out[i] is as TryInsert(keys[i]). Faster than a loop on
+  // large filters: it hashes the batch and prefetches every probed cache line
+  // before touching any. REQUIRES: out.size() == keys.size().
+  virtual void InsertBatch(std::span<const std::string_view> keys,
+                           std::span<InsertResult> out) = 0;
+
+  // True iff the key may be present (false positives at the stated rate,
+  // never a false negative for a key inserted and not erased).
+  bool Contains(std::string_view key) const { return ContainsHash(HashKey(key)); }
+  virtual bool ContainsHash(const KeyHash& h) const = 0;
+
+  // Removes one copy of `key`. Returns true iff a copy was found and removed.
+  // Only for filters created with allow_erase (cuckoo, counting); otherwise
+  // returns false. Caveat (counting, and cuckoo on fingerprint twins): erasing
+  // a key that was never inserted but tests present removes another key's
+  // trace and can cause false negatives.
+  bool Erase(std::string_view key) { return EraseHash(HashKey(key)); }
+  virtual bool EraseHash(const KeyHash& h) = 0;
+
+  virtual FilterStats Stats() const = 0;
+  virtual const FilterOptions& options() const = 0;
+
+  // Writes the filter (format in format.h) to `path` atomically: temp file,
+  // fsync, rename, fsync of the directory; the temp is removed on failure.
+  // Other threads may keep inserting; each stripe is copied under its own lock.
+  Status Save(const std::string& path) const;
+  // Writes to an open stream (no fsync); `name` is used in error messages.
+  virtual Status Write(std::FILE* out, const std::string& name) const = 0;
+
+ protected:
+  Filter() = default;
+};
+
+}  // namespace crawler::dedup
+
+#endif  // DEDUP_FILTER_H_

@@ -1,0 +1,484 @@
+// StripedFilter<Layer>: the one implementation of Filter, instantiated for the
+// three layer types. See filter.h for the design; format.h for the bytes.
+#include "dedup/filter.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <type_traits>
+
+#include "bloom_impl.h"
+#include "cuckoo_impl.h"
+#include "format.h"
+#include "spin_lock.h"
+
+namespace crawler::dedup {
+
+KeyHash HashKey(std::string_view key) {
+  XXH128_hash_t h = XXH3_128bits_withSeed(key.data(), key.size(), kHashSeed);
+  return KeyHash{h.low64, h.high64};
+}
+
+const char* FilterTypeName(FilterType type) {
+  switch (type) {
+    case FilterType::kBloom: return "bloom";
+    case FilterType::kCuckoo: return "cuckoo";
+    case FilterType::kCounting: return "counting";
+  }
+  return "unknown";
+}
+
+Result<FilterType> ParseFilterType(std::string_view name) {
+  if (name == "bloom") return FilterType::kBloom;
+  if (name == "cuckoo") return FilterType::kCuckoo;
+  if (name == "counting") return FilterType::kCounting;
+  return Status::Error(Status::Code::kInvalidArgument,
+                       "type '" + std::string(name) + "' is not bloom, cuckoo or counting");
+}
+
+Status ValidateOptions(const FilterOptions& o) {
+  auto bad = [](const std::string& msg) {
+    return Status::Error(Status::Code::kInvalidArgument, msg);
+  };
+  if (static_cast<unsigned>(o.type) > 2) return bad("type is not bloom, cuckoo or counting");
+  if (o.capacity == 0 || o.capacity > (uint64_t{1} << 40)) {
+    return bad("capacity " + std::to_string(o.capacity) + " is not in 1 .. 2^40");
+  }
+  if (!(o.error_rate >= 1e-9 && o.error_rate < 0.5)) {
+    return bad("error_rate " + std::to_string(o.error_rate) + " is not in [1e-9, 0.5)");
+  }
+  if (!(o.expansion >= 1.1 && o.expansion <= 16)) {
+    return bad("expansion " + std::to_string(o.expansion) + " is not in [1.1, 16]");
+  }
+  if (!(o.tightening > 0.05 && o.tightening < 1)) {
+    return bad("tightening " + std::to_string(o.tightening) + " is not in (0.05, 1)");
+  }
+  if (o.stripes == 0 || o.stripes > 65536 || !std::has_single_bit(o.stripes)) {
+    return bad("stripes " + std::to_string(o.stripes) + " is not a power of two in 1 .. 65536");
+  }
+  if (o.allow_erase && o.type == FilterType::kBloom) {
+    return bad("a bloom filter cannot erase: use type cuckoo or counting when deletes are wanted");
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+// A stripe never holds more layers than this; with expansion >= 1.1 and
+// capacity <= 2^40 a chain can not legitimately get there.
+constexpr uint32_t kMaxLayers = 400;
+constexpr size_t kBatch = 16;  // keys hashed and prefetched ahead in InsertBatch
+
+template <typename Layer>
+constexpr FilterType TypeOf() {
+  if constexpr (std::is_same_v<Layer, BloomLayer>) return FilterType::kBloom;
+  if constexpr (std::is_same_v<Layer, CountingLayer>) return FilterType::kCounting;
+  return FilterType::kCuckoo;
+}
+
+template <typename Layer>
+class StripedFilter final : public Filter {
+ public:
+  // `empty`: leave every stripe without layers (Read fills them in).
+  StripedFilter(const FilterOptions& options, bool empty)
+      : options_(options),
+        stripe_bits_(static_cast<unsigned>(std::countr_zero(options.stripes))),
+        stripes_(new Stripe[options.stripes]) {
+    if (empty) return;
+    for (uint32_t i = 0; i < options_.stripes; ++i) {
+      stripes_[i].layers.emplace_back(FirstCapacity(), LayerError(0));
+    }
+  }
+
+  InsertResult TryInsertHash(const KeyHash& h) override {
+    Stripe& s = stripes_[StripeOf(h, stripe_bits_)];
+    std::lock_guard<SpinLock> lock(s.mu);
+    return InsertLocked(s, h);
+  }
+
+  void InsertBatch(std::span<const std::string_view> keys,
+                   std::span<InsertResult> out) override {
+    std::array<KeyHash, kBatch> hashes;
+    for (size_t base = 0; base < keys.size(); base += kBatch) {
+      size_t n = std::min(kBatch, keys.size() - base);
+      for (size_t i = 0; i < n; ++i) {
+        hashes[i] = HashKey(keys[base + i]);
+        Stripe& s = stripes_[StripeOf(hashes[i], stripe_bits_)];
+        std::lock_guard<SpinLock> lock(s.mu);
+        for (const Layer& layer : s.layers) layer.Prefetch(hashes[i]);
+      }
+      for (size_t i = 0; i < n; ++i) out[base + i] = TryInsertHash(hashes[i]);
+    }
+  }
+
+  bool ContainsHash(const KeyHash& h) const override {
+    const Stripe& s = stripes_[StripeOf(h, stripe_bits_)];
+    std::lock_guard<SpinLock> lock(s.mu);
+    for (const Layer& layer : s.layers) {
+      if (layer.Contains(h)) return true;
+    }
+    return false;
+  }
+
+  bool EraseHash(const KeyHash& h) override {
+    if (!options_.allow_erase) return false;
+    Stripe& s = stripes_[StripeOf(h, stripe_bits_)];
+    std::lock_guard<SpinLock> lock(s.mu);
+    // Oldest first: an inserted key lives in the oldest layer that contains it
+    // (it was absent from all older ones when added, and they only shrink
+    // since), while a newer layer may hold a fingerprint twin of it.
+    for (size_t i = 0; i < s.layers.size(); ++i) {
+      if (s.layers[i].Remove(h)) {
+        ++s.erases;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  FilterStats Stats() const override {
+    FilterStats t;
+    t.type = TypeOf<Layer>();
+    t.options = options_;
+    t.stripes = options_.stripes;
+    t.fpr_bound = options_.error_rate;
+    t.layers_min = UINT32_MAX;
+    double fill_weighted = 0, fpr_sum = 0;
+    uint64_t cells_capacity = 0;
+    for (uint32_t i = 0; i < options_.stripes; ++i) {
+      StripeStats st = StatsOf(stripes_[i]);
+      t.layers_min = std::min(t.layers_min, st.layers);
+      t.layers_max = std::max(t.layers_max, st.layers);
+      t.items += st.items;
+      t.capacity += st.capacity;
+      t.bytes += st.bytes;
+      fill_weighted += st.fill * static_cast<double>(st.capacity);
+      cells_capacity += st.capacity;
+      fpr_sum += st.estimated_fpr;
+      t.inserts_new += st.inserts_new;
+      t.inserts_duplicate += st.inserts_duplicate;
+      t.inserts_full += st.inserts_full;
+      t.erases += st.erases;
+      t.relocations += st.relocations;
+      t.saturations += st.saturations;
+      t.saturated_stripes += st.saturated ? 1 : 0;
+      t.per_stripe.push_back(st);
+    }
+    t.fill = cells_capacity ? fill_weighted / static_cast<double>(cells_capacity) : 0;
+    t.estimated_fpr = fpr_sum / options_.stripes;
+    t.bits_per_item = t.items ? 8.0 * static_cast<double>(t.bytes) / static_cast<double>(t.items) : 0;
+    return t;
+  }
+
+  const FilterOptions& options() const override { return options_; }
+
+  Status Write(std::FILE* out, const std::string& name) const override {
+    Status st = WritePreamble(out, name);
+    if (!st.ok()) return st;
+    ByteWriter head;
+    head.U8(static_cast<uint8_t>(options_.type));
+    head.U8(options_.scaling ? 1 : 0);
+    head.U8(options_.allow_erase ? 1 : 0);
+    head.U8(0);
+    head.U32(options_.stripes);
+    head.U64(options_.capacity);
+    head.F64(options_.error_rate);
+    head.F64(options_.expansion);
+    head.F64(options_.tightening);
+    st = WriteSection(out, name, kTagHead, head.buffer());
+    uint64_t total_items = 0;
+    for (uint32_t i = 0; i < options_.stripes && st.ok(); ++i) {
+      ByteWriter w;
+      {
+        // The only pause a writer causes: copying one stripe under its lock.
+        const Stripe& s = stripes_[i];
+        std::lock_guard<SpinLock> lock(s.mu);
+        size_t bytes = 64;
+        for (const Layer& layer : s.layers) bytes += layer.data().size() + 96;
+        w.Reserve(bytes);
+        w.U32(i);
+        w.U32(static_cast<uint32_t>(s.layers.size()));
+        w.U64(s.inserts_new);
+        w.U64(s.inserts_duplicate);
+        w.U64(s.inserts_full);
+        w.U64(s.erases);
+        w.U64(s.saturations);
+        for (const Layer& layer : s.layers) {
+          EncodeLayer(layer, &w);
+          total_items += layer.items();
+        }
+      }
+      st = WriteSection(out, name, kTagStripe, w.buffer());
+    }
+    if (!st.ok()) return st;
+    ByteWriter end;
+    end.U32(options_.stripes);
+    end.U32(0);
+    end.U64(total_items);
+    return WriteSection(out, name, kTagEnd, end.buffer());
+  }
+
+  // Parses one STRP payload into stripe `index`.
+  Status DecodeStripe(uint32_t index, const std::vector<uint8_t>& payload,
+                      const std::string& name, uint64_t* items) {
+    const std::string what = name + ": stripe " + std::to_string(index);
+    ByteReader r(payload.data(), payload.size());
+    Stripe& s = stripes_[index];
+    uint32_t got_index = r.U32();
+    uint32_t layers = r.U32();
+    s.inserts_new = r.U64();
+    s.inserts_duplicate = r.U64();
+    s.inserts_full = r.U64();
+    s.erases = r.U64();
+    s.saturations = r.U64();
+    if (!r.ok()) return Corrupt(what + ": stripe header is cut short");
+    if (got_index != index) {
+      return Corrupt(what + ": section holds stripe " + std::to_string(got_index));
+    }
+    if (layers == 0 || layers > kMaxLayers) {
+      return Corrupt(what + ": layer count " + std::to_string(layers) + " out of range");
+    }
+    for (uint32_t l = 0; l < layers; ++l) {
+      Layer layer;
+      Status st = DecodeLayer(&r, what + " layer " + std::to_string(l), &layer);
+      if (!st.ok()) return st;
+      *items += layer.items();
+      s.layers.push_back(std::move(layer));
+    }
+    if (r.remaining() != 0) return Corrupt(what + ": trailing bytes after the last layer");
+    return Status::Ok();
+  }
+
+ private:
+  struct alignas(64) Stripe {  // own cache line: no false sharing between locks
+    mutable SpinLock mu;
+    std::vector<Layer> layers;  // GUARDED_BY(mu); oldest first, never empty
+    uint64_t inserts_new = 0;        // GUARDED_BY(mu)
+    uint64_t inserts_duplicate = 0;  // GUARDED_BY(mu)
+    uint64_t inserts_full = 0;       // GUARDED_BY(mu)
+    uint64_t erases = 0;             // GUARDED_BY(mu)
+    uint64_t saturations = 0;        // GUARDED_BY(mu)
+  };
+
+  static Status Corrupt(const std::string& msg) {
+    return Status::Error(Status::Code::kCorruption, msg);
+  }
+
+  // capacity/S plus 4 standard deviations of the binomial spread of keys over
+  // stripes, so a filter created for N keys holds N keys without growing
+  // (and a fixed one without refusing): 4/sqrt(N/S) extra, 1% at N = 10^7.
+  uint64_t FirstCapacity() const {
+    uint64_t base = std::max<uint64_t>(1, (options_.capacity + options_.stripes - 1) / options_.stripes);
+    if (options_.stripes == 1) return base;
+    return base + static_cast<uint64_t>(std::ceil(4 * std::sqrt(static_cast<double>(base))));
+  }
+  // e_i = e (1 - r) r^i, so that sum over all i is e.
+  double LayerError(size_t i) const {
+    if (!options_.scaling) return options_.error_rate;
+    return options_.error_rate * (1 - options_.tightening) *
+           std::pow(options_.tightening, static_cast<double>(i));
+  }
+
+  // REQUIRES: s.mu held.
+  InsertResult InsertLocked(Stripe& s, const KeyHash& h) {
+    std::vector<Layer>& layers = s.layers;
+    for (size_t i = 0; i + 1 < layers.size(); ++i) {
+      if (layers[i].Contains(h)) {
+        ++s.inserts_duplicate;
+        return InsertResult::kPresent;
+      }
+    }
+    if (layers.back().Full()) {
+      if (layers.back().Contains(h)) {
+        ++s.inserts_duplicate;
+        return InsertResult::kPresent;
+      }
+      if (options_.scaling && layers.size() < kMaxLayers) {
+        auto capacity = static_cast<uint64_t>(
+            std::ceil(static_cast<double>(layers.back().capacity()) * options_.expansion));
+        layers.emplace_back(capacity, LayerError(layers.size()));
+      } else if (TypeOf<Layer>() != FilterType::kBloom) {
+        ++s.inserts_full;
+        return InsertResult::kFull;
+      }
+      // A fixed bloom past capacity keeps answering; stats flag it saturated.
+    }
+    if (layers.back().AddIfAbsent(h, &s.saturations)) {
+      ++s.inserts_new;
+      return InsertResult::kInserted;
+    }
+    ++s.inserts_duplicate;
+    return InsertResult::kPresent;
+  }
+
+  StripeStats StatsOf(const Stripe& s) const {
+    std::lock_guard<SpinLock> lock(s.mu);
+    StripeStats st;
+    st.layers = static_cast<uint32_t>(s.layers.size());
+    double pass = 1;  // probability a non-member passes every layer
+    for (const Layer& layer : s.layers) {
+      st.items += layer.items();
+      st.capacity += layer.capacity();
+      st.bytes += layer.Bytes();
+      st.fill += layer.Fill() * static_cast<double>(layer.capacity());
+      st.relocations += layer.relocations();
+      pass *= 1 - layer.EstimatedFpr();
+    }
+    st.fill = st.capacity ? st.fill / static_cast<double>(st.capacity) : 0;
+    st.estimated_fpr = 1 - pass;
+    st.inserts_new = s.inserts_new;
+    st.inserts_duplicate = s.inserts_duplicate;
+    st.inserts_full = s.inserts_full;
+    st.erases = s.erases;
+    st.saturations = s.saturations;
+    st.saturated = !options_.scaling && s.layers.back().Full();
+    return st;
+  }
+
+  const FilterOptions options_;
+  const unsigned stripe_bits_;
+  std::unique_ptr<Stripe[]> stripes_;
+};
+
+template <typename Layer>
+Result<std::unique_ptr<Filter>> ReadStripes(std::FILE* in, const std::string& name,
+                                            const FilterOptions& options) {
+  auto filter = std::make_unique<StripedFilter<Layer>>(options, /*empty=*/true);
+  std::vector<uint8_t> payload;
+  uint64_t items = 0;
+  for (uint32_t i = 0; i < options.stripes; ++i) {
+    Status st = ReadSection(in, name, kTagStripe, "stripe " + std::to_string(i), &payload);
+    if (!st.ok()) return st;
+    st = filter->DecodeStripe(i, payload, name, &items);
+    if (!st.ok()) return st;
+  }
+  Status st = ReadSection(in, name, kTagEnd, "end", &payload);
+  if (!st.ok()) return st;
+  ByteReader r(payload.data(), payload.size());
+  uint32_t stripes = r.U32();
+  r.U32();
+  uint64_t total = r.U64();
+  if (!r.ok() || stripes != options.stripes || total != items) {
+    return Status::Error(Status::Code::kCorruption,
+                         name + ": end section does not match the stripes read");
+  }
+  return std::unique_ptr<Filter>(std::move(filter));
+}
+
+Status FsyncDirOf(const std::string& path) {
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd < 0) return Status::Error(Status::Code::kIoError, dir + ": open: " + std::strerror(errno));
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  if (rc != 0) return Status::Error(Status::Code::kIoError, dir + ": fsync: " + std::strerror(err));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Filter>> Filter::Create(const FilterOptions& options) {
+  Status st = ValidateOptions(options);
+  if (!st.ok()) return st;
+  switch (options.type) {
+    case FilterType::kBloom:
+      return std::unique_ptr<Filter>(std::make_unique<StripedFilter<BloomLayer>>(options, false));
+    case FilterType::kCounting:
+      return std::unique_ptr<Filter>(std::make_unique<StripedFilter<CountingLayer>>(options, false));
+    case FilterType::kCuckoo:
+      return std::unique_ptr<Filter>(std::make_unique<StripedFilter<CuckooLayer>>(options, false));
+  }
+  return Status::Error(Status::Code::kInvalidArgument, "unknown filter type");
+}
+
+Result<std::unique_ptr<Filter>> Filter::Read(std::FILE* in, const std::string& name) {
+  Status st = ReadPreamble(in, name);
+  if (!st.ok()) return st;
+  std::vector<uint8_t> payload;
+  st = ReadSection(in, name, kTagHead, "header", &payload);
+  if (!st.ok()) return st;
+  ByteReader r(payload.data(), payload.size());
+  FilterOptions o;
+  uint8_t type = r.U8();
+  uint8_t scaling = r.U8();
+  uint8_t allow_erase = r.U8();
+  r.U8();
+  o.stripes = r.U32();
+  o.capacity = r.U64();
+  o.error_rate = r.F64();
+  o.expansion = r.F64();
+  o.tightening = r.F64();
+  if (!r.ok() || r.remaining() != 0) {
+    return Status::Error(Status::Code::kCorruption, name + ": header section has the wrong size");
+  }
+  if (type > 2 || scaling > 1 || allow_erase > 1) {
+    return Status::Error(Status::Code::kCorruption, name + ": header has an invalid type or flag");
+  }
+  o.type = static_cast<FilterType>(type);
+  o.scaling = scaling == 1;
+  o.allow_erase = allow_erase == 1;
+  st = ValidateOptions(o);
+  if (!st.ok()) {
+    return Status::Error(Status::Code::kCorruption, name + ": header: " + st.message());
+  }
+  switch (o.type) {
+    case FilterType::kBloom: return ReadStripes<BloomLayer>(in, name, o);
+    case FilterType::kCounting: return ReadStripes<CountingLayer>(in, name, o);
+    case FilterType::kCuckoo: return ReadStripes<CuckooLayer>(in, name, o);
+  }
+  return Status::Error(Status::Code::kCorruption, name + ": unknown filter type");
+}
+
+Result<std::unique_ptr<Filter>> Filter::Load(const std::string& path) {
+  std::FILE* in = std::fopen(path.c_str(), "rb");
+  if (in == nullptr) {
+    return Status::Error(Status::Code::kIoError, path + ": open: " + std::strerror(errno));
+  }
+  auto result = Read(in, path);
+  bool trailing = result.ok() && std::fgetc(in) != EOF;
+  std::fclose(in);
+  if (trailing) {
+    return Status::Error(Status::Code::kCorruption, path + ": trailing bytes after the end section");
+  }
+  return result;
+}
+
+Status Filter::Save(const std::string& path) const {
+  const std::string tmp = path + ".tmp";
+  std::FILE* out = std::fopen(tmp.c_str(), "wb");
+  if (out == nullptr) {
+    return Status::Error(Status::Code::kIoError, tmp + ": open: " + std::strerror(errno));
+  }
+  Status st = Write(out, tmp);
+  if (st.ok() && std::fflush(out) != 0) {
+    st = Status::Error(Status::Code::kIoError, tmp + ": flush: " + std::strerror(errno));
+  }
+  if (st.ok() && ::fsync(fileno(out)) != 0) {
+    st = Status::Error(Status::Code::kIoError, tmp + ": fsync: " + std::strerror(errno));
+  }
+  if (std::fclose(out) != 0 && st.ok()) {
+    st = Status::Error(Status::Code::kIoError, tmp + ": close: " + std::strerror(errno));
+  }
+  if (st.ok() && std::rename(tmp.c_str(), path.c_str()) != 0) {
+    st = Status::Error(Status::Code::kIoError, path + ": rename: " + std::strerror(errno));
+  }
+  if (!st.ok()) {
+    std::remove(tmp.c_str());
+    return st;
+  }
+  return FsyncDirOf(path);
+}
+
+}  // namespace crawler::dedup

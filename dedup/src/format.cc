@@ -1,0 +1,272 @@
+#include "format.h"
+
+#define XXH_STATIC_LINKING_ONLY  // XXH64_state_t on the stack
+#include <xxhash.h>
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace crawler::dedup {
+namespace {
+
+Status IoError(const std::string& name, const char* what) {
+  return Status::Error(Status::Code::kIoError,
+                       name + ": " + what + ": " + std::strerror(errno));
+}
+
+uint64_t SectionChecksum(const char (&tag)[4], uint64_t length, const uint8_t* payload) {
+  XXH64_state_t state;
+  XXH64_reset(&state, 0);
+  XXH64_update(&state, tag, 4);
+  XXH64_update(&state, &length, sizeof(length));
+  XXH64_update(&state, payload, length);
+  return XXH64_digest(&state);
+}
+
+std::string TagName(const char* tag) { return std::string(tag, 4); }
+
+// Bytes left in `in` if it is a regular file, else no limit.
+uint64_t BytesLeft(std::FILE* in) {
+  struct stat st;
+  long pos = std::ftell(in);
+  if (pos >= 0 && fstat(fileno(in), &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= pos) {
+    return static_cast<uint64_t>(st.st_size - pos);
+  }
+  return UINT64_MAX;
+}
+
+// One stripe of a 2^40-key filter is far below this; a larger length is damage.
+constexpr uint64_t kMaxSectionBytes = uint64_t{1} << 44;
+
+}  // namespace
+
+Status WritePreamble(std::FILE* out, const std::string& name) {
+  ByteWriter w;
+  w.Bytes(reinterpret_cast<const uint8_t*>(kMagic), sizeof(kMagic));
+  w.U32(kFormatVersion);
+  w.U32(0);
+  if (std::fwrite(w.buffer().data(), 1, w.buffer().size(), out) != w.buffer().size()) {
+    return IoError(name, "write");
+  }
+  return Status::Ok();
+}
+
+Status WriteSection(std::FILE* out, const std::string& name, const char (&tag)[4],
+                    const std::vector<uint8_t>& payload) {
+  uint64_t length = payload.size();
+  uint64_t sum = SectionChecksum(tag, length, payload.data());
+  if (std::fwrite(tag, 1, 4, out) != 4 || std::fwrite(&length, 8, 1, out) != 1 ||
+      std::fwrite(payload.data(), 1, length, out) != length ||
+      std::fwrite(&sum, 8, 1, out) != 1) {
+    return IoError(name, "write");
+  }
+  return Status::Ok();
+}
+
+Status ReadPreamble(std::FILE* in, const std::string& name) {
+  uint8_t buf[16];
+  size_t got = std::fread(buf, 1, sizeof(buf), in);
+  if (std::ferror(in)) return IoError(name, "read");
+  if (got < sizeof(kMagic) || std::memcmp(buf, kMagic, sizeof(kMagic)) != 0) {
+    if (got < sizeof(kMagic) && std::memcmp(buf, kMagic, got) == 0) {
+      return Status::Error(Status::Code::kTruncated,
+                           name + ": file ends inside the header (" +
+                               std::to_string(got) + " bytes)");
+    }
+    return Status::Error(Status::Code::kBadMagic,
+                         name + ": not a dedup filter file (magic is not CRWLDDUP)");
+  }
+  if (got < sizeof(buf)) {
+    return Status::Error(Status::Code::kTruncated,
+                         name + ": file ends inside the header (" + std::to_string(got) +
+                             " bytes)");
+  }
+  ByteReader r(buf + 8, 8);
+  uint32_t version = r.U32();
+  if (version != kFormatVersion) {
+    return Status::Error(Status::Code::kBadVersion,
+                         name + ": format version " + std::to_string(version) +
+                             ", this build reads version " +
+                             std::to_string(kFormatVersion));
+  }
+  if (r.U32() != 0) {
+    return Status::Error(Status::Code::kCorruption, name + ": reserved header field is not 0");
+  }
+  return Status::Ok();
+}
+
+Status ReadSection(std::FILE* in, const std::string& name, const char (&tag)[4],
+                   const std::string& what, std::vector<uint8_t>* payload) {
+  char got_tag[4];
+  uint64_t length = 0;
+  size_t n = std::fread(got_tag, 1, 4, in);
+  if (n == 4) n += std::fread(&length, 1, 8, in);
+  if (std::ferror(in)) return IoError(name, "read");
+  if (n < 12) {
+    return Status::Error(Status::Code::kTruncated,
+                         name + ": file ends before the " + what + " section");
+  }
+  if (std::memcmp(got_tag, tag, 4) != 0) {
+    return Status::Error(Status::Code::kCorruption,
+                         name + ": expected section " + TagName(tag) + " (" + what +
+                             "), found tag '" + TagName(got_tag) + "'");
+  }
+  if (length > kMaxSectionBytes) {
+    return Status::Error(Status::Code::kCorruption,
+                         name + ": " + what + " section claims " + std::to_string(length) +
+                             " bytes, more than any filter section can hold");
+  }
+  const uint64_t max_length = BytesLeft(in);
+  if (length > max_length) {
+    return Status::Error(Status::Code::kTruncated,
+                         name + ": file ends inside the " + what + " section (it claims " +
+                             std::to_string(length) + " bytes, " + std::to_string(max_length) +
+                             " are left)");
+  }
+  payload->resize(length);
+  uint64_t sum = 0;
+  size_t body = std::fread(payload->data(), 1, length, in);
+  size_t tail = body == length ? std::fread(&sum, 1, 8, in) : 0;
+  if (std::ferror(in)) return IoError(name, "read");
+  if (body != length || tail != 8) {
+    return Status::Error(Status::Code::kTruncated,
+                         name + ": file ends inside the " + what + " section");
+  }
+  if (sum != SectionChecksum(tag, length, payload->data())) {
+    return Status::Error(Status::Code::kCorruption,
+                         name + ": checksum mismatch in the " + what + " section");
+  }
+  return Status::Ok();
+}
+
+}  // namespace crawler::dedup
+
+namespace crawler::dedup {
+namespace {
+
+Status BadField(const std::string& where, const std::string& what) {
+  return Status::Error(Status::Code::kCorruption, where + ": " + what);
+}
+
+bool ErrorInRange(double e) { return e > 0 && e < 1; }
+
+AlignedBuffer CopyData(const uint8_t* p, uint64_t n) {
+  AlignedBuffer buf(n);
+  if (n > 0) std::memcpy(buf.data(), p, n);
+  return buf;
+}
+
+template <unsigned kCellBits>
+void EncodeBlocked(const BlockedLayer<kCellBits>& layer, ByteWriter* w) {
+  w->U64(layer.capacity());
+  w->F64(layer.error());
+  w->U32(layer.block_bits());
+  w->U32(layer.k());
+  w->U64(layer.blocks());
+  w->U64(layer.items());
+  w->U64(layer.nonzero());
+  w->U64(layer.data().size());
+  w->Bytes(layer.data().data(), layer.data().size());
+}
+
+template <unsigned kCellBits>
+Status DecodeBlocked(ByteReader* r, const std::string& where, BlockedLayer<kCellBits>* out) {
+  uint64_t capacity = r->U64();
+  double error = r->F64();
+  uint32_t block_bits = r->U32();
+  uint32_t k = r->U32();
+  uint64_t blocks = r->U64();
+  uint64_t items = r->U64();
+  uint64_t nonzero = r->U64();
+  uint64_t data_len = r->U64();
+  if (!r->ok()) return BadField(where, "layer record is cut short");
+  if (capacity == 0) return BadField(where, "capacity is 0");
+  if (!ErrorInRange(error)) return BadField(where, "error rate out of (0, 1)");
+  if (block_bits < 512 || block_bits > 4096 || !std::has_single_bit(block_bits)) {
+    return BadField(where, "block_bits " + std::to_string(block_bits) + " is not 512..4096");
+  }
+  if (k == 0 || k > 64) return BadField(where, "k " + std::to_string(k) + " is not 1..64");
+  if (blocks == 0 || blocks > (uint64_t{1} << 40)) return BadField(where, "block count out of range");
+  if (data_len != blocks * block_bits * kCellBits / 8) {
+    return BadField(where, "data length " + std::to_string(data_len) +
+                               " does not match the geometry");
+  }
+  if (nonzero > blocks * block_bits) return BadField(where, "more set cells than cells");
+  const uint8_t* data = r->Bytes(data_len);
+  if (data == nullptr) return BadField(where, "layer data is cut short");
+  *out = BlockedLayer<kCellBits>(capacity, error, block_bits, k, blocks, items, nonzero,
+                                 CopyData(data, data_len));
+  return Status::Ok();
+}
+
+}  // namespace
+
+void EncodeLayer(const BloomLayer& layer, ByteWriter* w) { EncodeBlocked(layer, w); }
+void EncodeLayer(const CountingLayer& layer, ByteWriter* w) { EncodeBlocked(layer, w); }
+Status DecodeLayer(ByteReader* r, const std::string& where, BloomLayer* out) {
+  return DecodeBlocked(r, where, out);
+}
+Status DecodeLayer(ByteReader* r, const std::string& where, CountingLayer* out) {
+  return DecodeBlocked(r, where, out);
+}
+
+void EncodeLayer(const CuckooLayer& layer, ByteWriter* w) {
+  w->U64(layer.capacity());
+  w->F64(layer.error());
+  w->U32(layer.fp_bits());
+  w->U8(layer.full_flag() ? 1 : 0);
+  w->U8(0);
+  w->U8(0);
+  w->U8(0);
+  w->U64(layer.buckets());
+  w->U64(layer.items());
+  w->U32(layer.victim_fp());
+  w->U32(0);
+  w->U64(layer.victim_bucket());
+  w->U64(layer.relocations());
+  w->U64(layer.data().size());
+  w->Bytes(layer.data().data(), layer.data().size());
+}
+
+Status DecodeLayer(ByteReader* r, const std::string& where, CuckooLayer* out) {
+  uint64_t capacity = r->U64();
+  double error = r->F64();
+  uint32_t fp_bits = r->U32();
+  uint8_t full = r->U8();
+  r->U8();
+  r->U8();
+  r->U8();
+  uint64_t buckets = r->U64();
+  uint64_t items = r->U64();
+  uint32_t victim_fp = r->U32();
+  r->U32();
+  uint64_t victim_bucket = r->U64();
+  uint64_t relocations = r->U64();
+  uint64_t data_len = r->U64();
+  if (!r->ok()) return BadField(where, "layer record is cut short");
+  if (capacity == 0) return BadField(where, "capacity is 0");
+  if (!ErrorInRange(error)) return BadField(where, "error rate out of (0, 1)");
+  if (fp_bits < 4 || fp_bits > CuckooLayer::kMaxFingerprintBits) {
+    return BadField(where, "fingerprint bits " + std::to_string(fp_bits) + " not 4..32");
+  }
+  if (full > 1) return BadField(where, "full flag is not 0 or 1");
+  if (buckets == 0 || buckets > (uint64_t{1} << 40)) return BadField(where, "bucket count out of range");
+  if (items > buckets * CuckooLayer::kSlots + 1) return BadField(where, "more items than slots");
+  if (victim_bucket >= buckets) return BadField(where, "victim bucket out of range");
+  if (victim_fp != 0 && fp_bits < 32 && victim_fp >= (1u << fp_bits)) {
+    return BadField(where, "victim fingerprint wider than fp_bits");
+  }
+  if (data_len != CuckooLayer::DataBytes(buckets, fp_bits)) {
+    return BadField(where, "data length " + std::to_string(data_len) +
+                               " does not match the geometry");
+  }
+  const uint8_t* data = r->Bytes(data_len);
+  if (data == nullptr) return BadField(where, "layer data is cut short");
+  *out = CuckooLayer(capacity, error, fp_bits, buckets, items, full == 1, victim_fp,
+                     victim_bucket, relocations, CopyData(data, data_len));
+  return Status::Ok();
+}
+
+}  // namespace crawler::dedup

@@ -1,0 +1,139 @@
+// On-disk format of a dedup filter (dedup.bin), and the byte codecs for it.
+//
+// All integers little-endian; doubles as their IEEE-754 binary64 bit pattern.
+//
+//   offset 0   "CRWLDDUP"       8 bytes  magic
+//          8   version   u32             kFormatVersion (1)
+//         12   reserved  u32             0
+//         16   section*                  HEAD, then STRP x stripes (index order), then END!
+//
+//   section := tag[4] | length u64 | payload[length] | xxh64 u64
+//              xxh64 = XXH64(tag | length | payload, seed 0)
+//
+//   HEAD: type u8 | scaling u8 | allow_erase u8 | 0 u8 | stripes u32 |
+//         capacity u64 | error_rate f64 | expansion f64 | tightening f64
+//   STRP: index u32 | layers u32 | inserts_new u64 | inserts_duplicate u64 |
+//         inserts_full u64 | erases u64 | saturations u64 | layer x layers
+//     bloom / counting layer:
+//         capacity u64 | error f64 | block_bits u32 | k u32 | blocks u64 |
+//         items u64 | nonzero u64 | data_len u64 | data[data_len]
+//         (bloom: bit p of a block is bit p%8 of byte p/8; counting: counter p
+//          is the low nibble of byte p/2 for even p, the high for odd p)
+//     cuckoo layer:
+//         capacity u64 | error f64 | fp_bits u32 | full u8 | 0 u8 u8 u8 |
+//         buckets u64 | items u64 | victim_fp u32 | 0 u32 | victim_bucket u64 |
+//         relocations u64 | data_len u64 | data[data_len]
+//         (slot s of bucket b is the fp_bits-bit little-endian field at bit
+//          (b*4+s)*fp_bits of data)
+//   END!: stripes u32 | 0 u32 | total_items u64
+//
+// A reader checks magic, then version, then each section's bounds and checksum
+// before parsing it, then every field's range; the END! section proves the
+// file was not cut at a section boundary. Any failure rejects the whole file.
+//
+// Thread-compatibility: the codecs are plain values; no shared state.
+#ifndef DEDUP_FORMAT_H_
+#define DEDUP_FORMAT_H_
+
+#include <bit>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bloom_impl.h"
+#include "cuckoo_impl.h"
+#include "dedup/status.h"
+
+namespace crawler::dedup {
+
+inline constexpr char kMagic[8] = {'C', 'R', 'W', 'L', 'D', 'D', 'U', 'P'};
+inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr char kTagHead[4] = {'H', 'E', 'A', 'D'};
+inline constexpr char kTagStripe[4] = {'S', 'T', 'R', 'P'};
+inline constexpr char kTagEnd[4] = {'E', 'N', 'D', '!'};
+
+static_assert(std::endian::native == std::endian::little,
+              "the codecs below memcpy integers; add byte swaps for big-endian hosts");
+
+// Appends little-endian values to a growable buffer.
+class ByteWriter {
+ public:
+  void U8(uint8_t v) { buf_.push_back(v); }
+  void U32(uint32_t v) { Raw(&v, sizeof(v)); }
+  void U64(uint64_t v) { Raw(&v, sizeof(v)); }
+  void F64(double v) { U64(std::bit_cast<uint64_t>(v)); }
+  void Bytes(const uint8_t* p, size_t n) { Raw(p, n); }
+  void Reserve(size_t n) { buf_.reserve(n); }
+  const std::vector<uint8_t>& buffer() const { return buf_; }
+
+ private:
+  void Raw(const void* p, size_t n) {
+    const auto* b = static_cast<const uint8_t*>(p);
+    buf_.insert(buf_.end(), b, b + n);
+  }
+  std::vector<uint8_t> buf_;
+};
+
+// Reads little-endian values from a byte span; a read past the end sets a
+// sticky failure and returns zeros, checked once with ok().
+class ByteReader {
+ public:
+  ByteReader(const uint8_t* data, size_t size) : p_(data), end_(data + size) {}
+  uint8_t U8() { uint8_t v = 0; Raw(&v, 1); return v; }
+  uint32_t U32() { uint32_t v = 0; Raw(&v, 4); return v; }
+  uint64_t U64() { uint64_t v = 0; Raw(&v, 8); return v; }
+  double F64() { return std::bit_cast<double>(U64()); }
+  // Returns a pointer to the next n bytes, or nullptr (and failure) if short.
+  const uint8_t* Bytes(uint64_t n) {
+    if (!ok_ || n > static_cast<uint64_t>(end_ - p_)) {
+      ok_ = false;
+      return nullptr;
+    }
+    const uint8_t* at = p_;
+    p_ += n;
+    return at;
+  }
+  bool ok() const { return ok_; }
+  size_t remaining() const { return static_cast<size_t>(end_ - p_); }
+
+ private:
+  void Raw(void* out, size_t n) {
+    const uint8_t* at = Bytes(n);
+    if (at != nullptr) std::memcpy(out, at, n);
+  }
+  const uint8_t* p_;
+  const uint8_t* end_;
+  bool ok_ = true;
+};
+
+// Writes magic + version + reserved.
+Status WritePreamble(std::FILE* out, const std::string& name);
+// Writes one framed section (tag, length, payload, checksum).
+Status WriteSection(std::FILE* out, const std::string& name, const char (&tag)[4],
+                    const std::vector<uint8_t>& payload);
+
+// Reads the preamble; distinguishes a foreign file (kBadMagic), a short file
+// (kTruncated) and a newer/older format (kBadVersion).
+Status ReadPreamble(std::FILE* in, const std::string& name);
+
+// Reads one section whose tag must be `tag`; verifies its length against
+// what the file has left and its checksum before returning the payload.
+// `what` names the section in errors ("stripe 3").
+Status ReadSection(std::FILE* in, const std::string& name, const char (&tag)[4],
+                   const std::string& what, std::vector<uint8_t>* payload);
+
+// Layer records (the "layer" productions above). Decode validates every field
+// and the data length against the geometry; `where` names the layer in errors.
+void EncodeLayer(const BloomLayer& layer, ByteWriter* w);
+void EncodeLayer(const CountingLayer& layer, ByteWriter* w);
+void EncodeLayer(const CuckooLayer& layer, ByteWriter* w);
+Status DecodeLayer(ByteReader* r, const std::string& where, BloomLayer* out);
+Status DecodeLayer(ByteReader* r, const std::string& where, CountingLayer* out);
+Status DecodeLayer(ByteReader* r, const std::string& where, CuckooLayer* out);
+
+}  // namespace crawler::dedup
+
+#endif  // DEDUP_FORMAT_H_
