@@ -10,7 +10,8 @@ namespace {
 
 constexpr double kSizingMargin = 0.97;    // size for 97% of the target (bloom_impl.h)
 constexpr double kBlockOverhead = 1.035;  // accept a block size within 3.5% of classic
-constexpr uint32_t kBlockSizes[] = {512, 1024, 2048, 4096};
+// One 64-byte line, or an aligned pair of lines (prefetched together).
+constexpr uint32_t kBlockSizes[] = {512, 1024};
 
 double ClassicFpr(double bits_per_item, uint32_t k) {
   return std::pow(1.0 - std::exp(-static_cast<double>(k) / bits_per_item), k);

@@ -3,7 +3,7 @@
 // One Filter answers "have I seen this key?" for the whole crawl. It is built at
 // run time from FilterOptions as one of three variants:
 //
-//   bloom     blocked Bloom layers (bits; no delete)          ~10 bits/key at 1%
+//   bloom     cache-line-blocked Bloom layers (no delete)     ~10 bits/key at 1%
 //   counting  blocked counting Bloom, 4-bit counters (delete)  4x bloom's bits
 //   cuckoo    partial-key cuckoo, 4-way buckets (delete)       ~10.5 bits/key at 1%
 //
@@ -15,25 +15,34 @@
 // layer: a full bloom keeps answering (its stats say "saturated"), a full
 // cuckoo or counting filter refuses new keys (InsertResult::kFull).
 //
-// Tightening ratio r (default 0.85). Bits/key of the bloom variant at e = 1%,
-// computed from the exact blocked-Bloom formula (tests/bench/dedup_bench
-// --sizing prints this table; measured numbers agree, see README):
+// Tightening ratio r (default 0.85). Measured with the bloom variant, started
+// at N/100 and grown to N = 10^7 keys (7 layers), error 1%, 16 stripes:
 //
-//                      r = 0.5    r = 0.8    r = 0.85   r = 0.9
-//   7 layers, N=100c     26.2       21.0       20.0      20.2   (started at N/100)
-//   20 layers (cap.)     58.9       24.9       22.3      20.5   (bits per slot)
+//   build/tests/dedup_bench --variants bloom --starts N/100 --threads 1 --tightening R
 //
-// r = 0.5 (RedisBloom's default) pays for every doubling with a whole extra
-// bit-per-key-and-a-half; r = 0.85 is near the optimum (6/7) for the 5-10
-// doublings a crawl that guessed its size within 1000x will see.
+//                    r = 0.5    r = 0.8    r = 0.85   r = 0.9
+//   bits/key          26.22      21.42      21.35      21.73
+//   measured FPR     0.952%     0.722%     0.601%     0.453%
 //
-// Lock striping: S stripes (power of two, default 64). The stripe is taken
+// r = 0.5 (RedisBloom's default) spends the whole error budget on the first
+// layers and pays ~5 bits/key more for it; r = 0.85 is near the optimum
+// (6/7 for 7 layers) for the 5-10 doublings that a crawl whose first guess was
+// off by up to 1000x will see, and degrades slowly beyond.
+//
+// Lock striping: S stripes (power of two, default 16). The stripe is taken
 // from hash bits no layer uses (hash.h). Each stripe is a whole scalable chain
-// of capacity/S under its own spin lock, held for the whole check-and-insert,
-// so Insert is atomic: when threads race to insert one new key exactly one gets
-// true. Stripes grow independently. 64 stripes keep the chance that two of T
-// workers collide on a stripe at about T/64 (< 5% for 2 threads, 25% for 16)
-// while costing only 64 small headers; raise it for many-core machines.
+// of capacity/S (plus a 4-sigma headroom for the uneven spread of keys over
+// stripes) under its own spin lock, held for the whole check-and-insert, so
+// Insert is atomic: when threads race to insert one new key exactly one gets
+// true. Stripes grow independently. Why 16: with T threads a thread finds its
+// stripe taken about (T-1)/16 of the time (6% on this 2-core machine), a batch
+// of 1024 keys takes each lock once for ~64 keys, and the headroom stays small
+// (4/sqrt(N/16): 1.3% at N = 10^6). Raise it for many-core machines.
+//
+// Batches (InsertBatch, ContainsBatch) are the fast path: single-key calls
+// from several threads bounce the lock's cache line between cores on every
+// call, while a batch takes it once per stripe group and overlaps the group's
+// cache misses. The crawl engine should insert a page's links as one batch.
 //
 // Threads: every method may be called from any thread at any time, including
 // Save while others insert (it locks one stripe at a time; no global pause).
@@ -67,7 +76,7 @@ struct FilterOptions {
   double expansion = 2.0;         // capacity growth per new layer, >= 1.5... 16
   double tightening = 0.85;       // r: error growth per new layer, (0, 1)
   bool scaling = true;            // false: one fixed layer per stripe
-  uint32_t stripes = 64;          // power of two, 1 .. 65536
+  uint32_t stripes = 16;          // power of two, 1 .. 65536
   bool allow_erase = false;       // true requires cuckoo or counting
 };
 
@@ -148,9 +157,10 @@ class Filter {
   InsertResult TryInsert(std::string_view key) { return TryInsertHash(HashKey(key)); }
   virtual InsertResult TryInsertHash(const KeyHash& h) = 0;
 
-  // Inserts many keys; out[i] is as TryInsert(keys[i]). Faster than a loop on
-  // large filters: it hashes the batch and prefetches every probed cache line
-  // before touching any. REQUIRES: out.size() == keys.size().
+  // Inserts many keys; out[i] is as TryInsert(keys[i]) (of equal keys in one
+  // batch, the first gets kInserted). Faster than a loop: it hashes a chunk,
+  // groups it by stripe, and per stripe takes the lock once and prefetches
+  // every probed line before touching any. REQUIRES: out.size() == keys.size().
   virtual void InsertBatch(std::span<const std::string_view> keys,
                            std::span<InsertResult> out) = 0;
 
@@ -158,6 +168,10 @@ class Filter {
   // never a false negative for a key inserted and not erased).
   bool Contains(std::string_view key) const { return ContainsHash(HashKey(key)); }
   virtual bool ContainsHash(const KeyHash& h) const = 0;
+  // out[i] = Contains(keys[i]), batched as InsertBatch is.
+  // REQUIRES: out.size() == keys.size().
+  virtual void ContainsBatch(std::span<const std::string_view> keys,
+                             std::span<bool> out) const = 0;
 
   // Removes one copy of `key`. Returns true iff a copy was found and removed.
   // Only for filters created with allow_erase (cuckoo, counting); otherwise
