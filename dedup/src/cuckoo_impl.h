@@ -70,8 +70,11 @@ class CuckooLayer {
     return (buckets * kSlots * fp_bits + 7) / 8 + 8;
   }
 
+  // Both candidate buckets: a lookup of an absent key reads both.
   void Prefetch(const KeyHash& h) const {
-    __builtin_prefetch(data_.data() + (Bucket1(h) * kSlots * fp_bits_ >> 3));
+    uint64_t i1 = Bucket1(h);
+    __builtin_prefetch(data_.data() + (i1 * kSlots * fp_bits_ >> 3));
+    __builtin_prefetch(data_.data() + (AltBucket(i1, Fingerprint(h)) * kSlots * fp_bits_ >> 3));
   }
 
   bool Contains(const KeyHash& h) const {

@@ -1,0 +1,76 @@
+// URL resolution and normalization: the dedup key and the URL that is fetched.
+//
+// Built on Boost.URL (parsing, RFC 3986 resolution, percent-encoding
+// normalization) with the crawler's own rules on top. Pure functions: any
+// thread, no shared state.
+//
+// ResolveReference is RFC 3986 section 5.2 exactly (strict parser: "http:g"
+// stays "http:g"; "../" above the root is dropped, as in 5.4.2).
+//
+// ResolveHref is what a browser does with an href (WHATWG URL Standard):
+//   followed:  leading/trailing C0 controls and spaces are stripped; tabs and
+//              newlines anywhere are removed; in http(s) URLs "\" is "/"
+//              before the query; "http:g" with an http base is relative
+//              (5.4.2's "backward compatible" reading); spaces, quotes, <, >,
+//              `, {, }, |, ^ and non-ASCII bytes are percent-encoded (UTF-8).
+//   not followed (error or kept as is): IPv4 numbers in other bases
+//              ("0x7f.1"), IDNA mapping beyond ASCII lowercasing (NFC,
+//              case-folding of non-ASCII letters, UTS #46 disallowed code
+//              points), and "%" not followed by two hex digits (an error
+//              here; browsers keep it).
+//
+// NormalizeUrl applies the safe rules (RFC 3986 6.2.2 plus scheme rules):
+//   lowercase scheme and host; drop the default port; empty path -> "/";
+//   remove dot segments; decode %XX of unreserved characters only and
+//   uppercase the hex of the rest (so %2F, %3F, %23 stay encoded); drop the
+//   fragment; drop a lone trailing "?"; IDN host labels -> punycode
+//   ("xn--"); only http and https.
+// and, when switched on in UrlOptions, the lossy ones: sort query
+// parameters, strip tracking parameters (utm_*, fbclid, gclid, ...), strip
+// session ids (jsessionid, phpsessid, sid=<32 hex>), strip a leading "www.".
+// Normalization is idempotent: Normalize(Normalize(u)) == Normalize(u).
+#ifndef PARSERS_URL_H_
+#define PARSERS_URL_H_
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace crawler::parsers {
+
+struct UrlOptions {
+  bool sort_query = false;
+  bool strip_tracking = false;
+  bool strip_session_ids = false;
+  bool strip_www = false;
+  size_t max_length = 2048;  // bytes of the normalized URL
+};
+
+// A normalized URL, or the reason there is none ("no scheme", "bad port
+// '99999'", "bad percent-escape", "host longer than 253 bytes", ...).
+struct [[nodiscard]] UrlResult {
+  std::string url;
+  std::string error;  // empty iff ok
+  bool ok() const { return error.empty(); }
+  static UrlResult Ok(std::string u) { return {std::move(u), {}}; }
+  static UrlResult Error(std::string e) { return {{}, std::move(e)}; }
+};
+
+// Normalizes an absolute URL (after the browser clean-up above).
+UrlResult NormalizeUrl(std::string_view url, const UrlOptions& options = {});
+
+// Resolves an href found on the page at `base` (itself a normalized URL),
+// then normalizes the result.
+UrlResult ResolveHref(std::string_view base, std::string_view href,
+                      const UrlOptions& options = {});
+
+// RFC 3986 5.2 resolution only (no normalization, any scheme).
+UrlResult ResolveReference(std::string_view base, std::string_view reference);
+
+// RFC 3492 punycode of a label given as UTF-8 (without the "xn--" prefix).
+// Errors on invalid UTF-8.
+UrlResult Punycode(std::string_view utf8_label);
+
+}  // namespace crawler::parsers
+
+#endif  // PARSERS_URL_H_

@@ -1,0 +1,228 @@
+// robots.txt per RFC 9309; see parsers/robots.h.
+#include "parsers/robots.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace crawler::parsers {
+namespace {
+
+constexpr size_t kMaxPatternBytes = 4096;  // bounds the O(path x pattern) matcher
+
+char Lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+bool IsHex(char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+int HexValue(char c) { return c <= '9' ? c - '0' : Lower(c) - 'a' + 10; }
+bool IsUnreserved(unsigned char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+         c == '-' || c == '.' || c == '_' || c == '~';
+}
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+std::string LowerAscii(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = Lower(c);
+  return out;
+}
+
+// The product token of a user-agent value: up to the first '/' or space.
+std::string ProductToken(std::string_view value) {
+  size_t end = value.find_first_of("/ \t");
+  return LowerAscii(value.substr(0, end));
+}
+
+struct Group {
+  std::vector<std::string> agents;
+  std::vector<Robots::Rule> rules;
+  std::optional<double> crawl_delay;
+};
+
+}  // namespace
+
+std::string NormalizeRobotsPath(std::string_view path) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(path.size());
+  for (size_t i = 0; i < path.size(); ++i) {
+    auto c = static_cast<unsigned char>(path[i]);
+    if (c == '%' && i + 2 < path.size() && IsHex(path[i + 1]) && IsHex(path[i + 2])) {
+      auto decoded = static_cast<unsigned char>(HexValue(path[i + 1]) * 16 + HexValue(path[i + 2]));
+      if (IsUnreserved(decoded)) {
+        out += static_cast<char>(decoded);
+      } else {
+        out += '%';
+        out += kHex[decoded >> 4];
+        out += kHex[decoded & 15];
+      }
+      i += 2;
+    } else if (c <= 0x20 || c >= 0x7F) {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+bool RobotsPatternMatches(std::string_view pattern, std::string_view path) {
+  // The set of path positions reachable after consuming a pattern prefix,
+  // kept as a sorted vector (google/robotstxt's approach): O(|path| x |pattern|).
+  std::vector<size_t> pos = {0};
+  std::vector<size_t> next;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    char c = pattern[i];
+    if (c == '$' && i + 1 == pattern.size()) {
+      return pos.back() == path.size();
+    }
+    next.clear();
+    if (c == '*') {
+      for (size_t p = pos.front(); p <= path.size(); ++p) next.push_back(p);
+    } else {
+      for (size_t p : pos) {
+        if (p < path.size() && path[p] == c) next.push_back(p + 1);
+      }
+      if (next.empty()) return false;
+    }
+    pos.swap(next);
+  }
+  return true;
+}
+
+Robots Robots::AllowAll() { return Robots(); }
+
+Robots Robots::DisallowAll() {
+  Robots r;
+  r.disallow_all_ = true;
+  return r;
+}
+
+Robots Robots::ForFetch(RobotsFetch outcome, std::string_view body,
+                        std::string_view product_token) {
+  switch (outcome) {
+    case RobotsFetch::kOk: return Parse(body, product_token);
+    case RobotsFetch::kClientError:
+    case RobotsFetch::kTooManyRedirects: return AllowAll();
+    case RobotsFetch::kServerError:
+    case RobotsFetch::kUnreachable: return DisallowAll();
+  }
+  return DisallowAll();
+}
+
+Robots Robots::Parse(std::string_view body, std::string_view product_token) {
+  Robots r;
+  if (body.size() > kMaxRobotsBytes) {
+    body = body.substr(0, kMaxRobotsBytes);
+    r.truncated_ = true;
+    r.warnings_.push_back("robots.txt is larger than 500 KiB; the rest is ignored");
+  }
+  if (body.substr(0, 3) == "\xEF\xBB\xBF") body.remove_prefix(3);  // UTF-8 BOM
+  const std::string token = ProductToken(product_token);
+
+  std::vector<Group> groups;
+  bool last_was_agent = false;
+  size_t line_no = 0;
+  size_t start = 0;
+  while (start < body.size()) {
+    size_t end = body.find_first_of("\r\n", start);
+    if (end == std::string_view::npos) end = body.size();
+    std::string_view line = body.substr(start, end - start);
+    start = end + 1;
+    if (end < body.size() && body[end] == '\r' && start < body.size() && body[start] == '\n') ++start;
+    ++line_no;
+    const std::string where = "line " + std::to_string(line_no) + ": ";
+
+    if (size_t hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
+    line = Trim(line);
+    if (line.empty()) continue;
+    size_t colon = line.find(':');
+    if (colon == std::string_view::npos) {
+      r.warnings_.push_back(where + "no ':' in '" + std::string(line.substr(0, 80)) + "'");
+      continue;
+    }
+    std::string key = LowerAscii(Trim(line.substr(0, colon)));
+    std::string_view value = Trim(line.substr(colon + 1));
+
+    if (key == "user-agent") {
+      if (!last_was_agent) groups.emplace_back();
+      groups.back().agents.push_back(ProductToken(value));
+      last_was_agent = true;
+      continue;
+    }
+    if (key == "sitemap") {
+      r.sitemaps_.emplace_back(value);
+      continue;  // not a group member: does not end a run of user-agent lines
+    }
+    if (key == "allow" || key == "disallow" || key == "crawl-delay") {
+      last_was_agent = false;
+      if (groups.empty()) {
+        r.warnings_.push_back(where + "'" + key + "' before any user-agent line");
+        continue;
+      }
+      if (key == "crawl-delay") {
+        char* parse_end = nullptr;
+        std::string v(value);
+        double delay = std::strtod(v.c_str(), &parse_end);
+        if (v.empty() || parse_end != v.c_str() + v.size() || !(delay >= 0) || delay > 86400) {
+          r.warnings_.push_back(where + "bad crawl-delay '" + v + "'");
+        } else {
+          groups.back().crawl_delay = delay;
+        }
+        continue;
+      }
+      if (value.empty()) continue;  // "Disallow:" allows everything; "Allow:" says nothing
+      if (value.size() > kMaxPatternBytes) {
+        r.warnings_.push_back(where + "pattern longer than 4096 bytes ignored");
+        continue;
+      }
+      groups.back().rules.push_back(Rule{key == "allow", NormalizeRobotsPath(value)});
+      continue;
+    }
+    last_was_agent = false;
+    r.warnings_.push_back(where + "unknown key '" + key + "'");
+  }
+
+  // Our groups: every group naming our token (merged), else every "*" group.
+  for (const std::string& want : {token, std::string("*")}) {
+    bool found = false;
+    for (const Group& g : groups) {
+      if (std::find(g.agents.begin(), g.agents.end(), want) == g.agents.end()) continue;
+      found = true;
+      r.rules_.insert(r.rules_.end(), g.rules.begin(), g.rules.end());
+      if (g.crawl_delay && (!r.crawl_delay_ || *g.crawl_delay > *r.crawl_delay_)) {
+        r.crawl_delay_ = g.crawl_delay;
+      }
+    }
+    if (found) break;
+  }
+  return r;
+}
+
+bool Robots::Allowed(std::string_view path) const {
+  std::string p = NormalizeRobotsPath(path.empty() ? std::string_view("/") : path);
+  if (p == "/robots.txt") return true;
+  if (disallow_all_) return false;
+  size_t best = 0;
+  bool matched = false, allow = true;
+  for (const Rule& rule : rules_) {
+    if (!RobotsPatternMatches(rule.pattern, p)) continue;
+    size_t len = rule.pattern.size();
+    if (!matched || len > best) {
+      allow = rule.allow;
+      best = len;
+      matched = true;
+    } else if (len == best && rule.allow) {
+      allow = true;  // RFC 9309 2.2.2: on a tie, allow wins
+    }
+  }
+  return allow;
+}
+
+}  // namespace crawler::parsers

@@ -1,0 +1,545 @@
+// URL resolution and normalization; see parsers/url.h for the rules.
+#include "parsers/url.h"
+
+#include <algorithm>
+#include <boost/url.hpp>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace crawler::parsers {
+namespace {
+
+namespace urls = boost::urls;
+
+constexpr size_t kMaxHostLength = 253;  // DNS: 255 octets on the wire, 253 as text
+constexpr size_t kMaxLabelLength = 63;
+
+bool IsAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+bool IsHex(char c) { return IsDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+char Lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+
+std::string LowerAscii(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = Lower(c);
+  return out;
+}
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (Lower(a[i]) != Lower(b[i])) return false;
+  }
+  return true;
+}
+
+// The scheme of `s` if it starts with one (ALPHA *(ALPHA / DIGIT / + - .) ":").
+std::string_view SchemeOf(std::string_view s) {
+  if (s.empty() || !IsAlpha(s[0])) return {};
+  for (size_t i = 1; i < s.size(); ++i) {
+    char c = s[i];
+    if (c == ':') return s.substr(0, i);
+    if (!IsAlpha(c) && !IsDigit(c) && c != '+' && c != '-' && c != '.') return {};
+  }
+  return {};
+}
+
+bool IsSpecial(std::string_view scheme) {
+  return EqualsIgnoreCase(scheme, "http") || EqualsIgnoreCase(scheme, "https");
+}
+
+// The browser's clean-up of an href (see url.h). `special`: the URL is (or
+// resolves against) an http(s) URL. Drops the fragment. Fails only on a "%"
+// that does not start a valid escape.
+UrlResult Clean(std::string_view in, bool special) {
+  size_t begin = 0, end = in.size();
+  while (begin < end && static_cast<unsigned char>(in[begin]) <= 0x20) ++begin;
+  while (end > begin && static_cast<unsigned char>(in[end - 1]) <= 0x20) --end;
+  in = in.substr(begin, end - begin);
+
+  static constexpr char kHexDigits[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(in.size() + 8);
+  bool in_query = false;
+  // Where the authority ends (square brackets are legal only inside it).
+  size_t authority_end = std::string_view::npos;
+  {
+    size_t start = 0;
+    std::string_view scheme = SchemeOf(in);
+    if (!scheme.empty()) start = scheme.size() + 1;
+    if (in.substr(start, 2) == "//" || (special && in.substr(start, 2) == "\\\\")) {
+      authority_end = in.find_first_of("/\\?#", start + 2);
+      if (authority_end == std::string_view::npos) authority_end = in.size();
+    }
+  }
+  for (size_t i = 0; i < in.size(); ++i) {
+    char c = in[i];
+    auto u = static_cast<unsigned char>(c);
+    if (c == '\t' || c == '\n' || c == '\r') continue;
+    if (c == '#') break;  // the fragment never reaches a server or the dedup key
+    if (c == '?') in_query = true;
+    if (c == '\\' && special && !in_query) c = '/';
+    if (c == '%') {
+      if (i + 2 >= in.size() || !IsHex(in[i + 1]) || !IsHex(in[i + 2])) {
+        return UrlResult::Error("bad percent-escape at byte " + std::to_string(i + begin));
+      }
+    }
+    bool bracket_outside_host = (c == '[' || c == ']') && (authority_end == std::string_view::npos || i >= authority_end);
+    if (u <= 0x20 || u >= 0x7F || c == '"' || c == '<' || c == '>' || c == '`' || c == '{' ||
+        c == '}' || c == '|' || c == '^' || c == '\\' || bracket_outside_host) {
+      out += '%';
+      out += kHexDigits[u >> 4];
+      out += kHexDigits[u & 15];
+      continue;
+    }
+    out += c;
+  }
+  return UrlResult::Ok(std::move(out));
+}
+
+// A clear reason for a string Boost.URL would not parse as an absolute URL.
+std::string Diagnose(std::string_view s, const boost::system::error_code& ec) {
+  if (s.empty()) return "empty URL";
+  if (SchemeOf(s).empty()) return "no scheme";
+  size_t start = SchemeOf(s).size() + 1;
+  if (s.substr(start, 2) == "//") {
+    size_t end = s.find_first_of("/?#", start + 2);
+    std::string_view authority = s.substr(start + 2, end == std::string_view::npos ? std::string_view::npos : end - start - 2);
+    size_t at = authority.rfind('@');
+    std::string_view hostport = at == std::string_view::npos ? authority : authority.substr(at + 1);
+    size_t colon = hostport.rfind(':');
+    if (colon != std::string_view::npos && hostport.find(']') == std::string_view::npos) {
+      std::string_view port = hostport.substr(colon + 1);
+      if (!std::all_of(port.begin(), port.end(), IsDigit)) {
+        return "bad port '" + std::string(port) + "'";
+      }
+    }
+    return "bad host or authority '" + std::string(authority) + "' (" + ec.message() + ")";
+  }
+  return "not a valid URL (" + ec.message() + ")";
+}
+
+// UTF-8 -> code points; false on malformed input.
+bool DecodeUtf8(std::string_view s, std::vector<uint32_t>* out) {
+  for (size_t i = 0; i < s.size();) {
+    auto b = static_cast<unsigned char>(s[i]);
+    int len = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 0;
+    if (len == 0 || i + static_cast<size_t>(len) > s.size()) return false;
+    uint32_t cp = len == 1 ? b : b & (0x7F >> len);
+    for (int k = 1; k < len; ++k) {
+      auto c = static_cast<unsigned char>(s[i + static_cast<size_t>(k)]);
+      if ((c >> 6) != 2) return false;
+      cp = (cp << 6) | (c & 0x3F);
+    }
+    static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    out->push_back(cp);
+    i += static_cast<size_t>(len);
+  }
+  return true;
+}
+
+std::string PercentDecode(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  auto hex = [](char c) { return IsDigit(c) ? c - '0' : Lower(c) - 'a' + 10; };
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size() && IsHex(s[i + 1]) && IsHex(s[i + 2])) {
+      out += static_cast<char>(hex(s[i + 1]) * 16 + hex(s[i + 2]));
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+// A registered-name host: percent-decoded, lowercased, IDN labels to punycode,
+// checked for length and characters.
+UrlResult NormalizeHostName(std::string_view encoded) {
+  std::string host = PercentDecode(encoded);
+  if (host.empty()) return UrlResult::Error("no host");
+  std::string out;
+  size_t start = 0;
+  while (start <= host.size()) {
+    size_t dot = host.find('.', start);
+    if (dot == std::string::npos) dot = host.size();
+    std::string label = LowerAscii(std::string_view(host).substr(start, dot - start));
+    bool ascii = std::all_of(label.begin(), label.end(),
+                             [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+    if (!ascii) {
+      UrlResult puny = Punycode(label);
+      if (!puny.ok()) return UrlResult::Error("bad host: " + puny.error);
+      label = "xn--" + puny.url;
+    }
+    for (char c : label) {
+      if (!IsAlpha(c) && !IsDigit(c) && c != '-' && c != '_') {
+        return UrlResult::Error("bad character '" + std::string(1, c) + "' in host '" + host + "'");
+      }
+    }
+    if (label.size() > kMaxLabelLength) {
+      return UrlResult::Error("host label longer than 63 bytes in '" + host + "'");
+    }
+    if (label.empty() && dot != host.size()) {
+      return UrlResult::Error("empty label in host '" + host + "'");
+    }
+    if (!out.empty() || start > 0) out += '.';
+    out += label;
+    start = dot + 1;
+    if (dot == host.size()) break;
+  }
+  if (out.size() > kMaxHostLength) {
+    return UrlResult::Error("host longer than 253 bytes");
+  }
+  return UrlResult::Ok(std::move(out));
+}
+
+bool IsTrackingParam(std::string_view key) {
+  std::string k = LowerAscii(key);
+  if (k.rfind("utm_", 0) == 0) return true;
+  static constexpr std::string_view kTrackers[] = {
+      "fbclid", "gclid", "dclid", "gclsrc", "msclkid", "yclid", "igshid",
+      "mc_cid", "mc_eid", "_ga",  "_gl",    "mkt_tok"};
+  return std::find(std::begin(kTrackers), std::end(kTrackers), k) != std::end(kTrackers);
+}
+
+bool IsSessionParam(std::string_view key, std::string_view value) {
+  std::string k = LowerAscii(key);
+  if (k == "jsessionid" || k == "phpsessid" || k == "aspsessionid" || k == "sessionid") return true;
+  return k == "sid" && value.size() == 32 && std::all_of(value.begin(), value.end(), IsHex);
+}
+
+// Applies the lossy query rules to an already normalized encoded query.
+std::string RewriteQuery(std::string_view query, const UrlOptions& o) {
+  std::vector<std::string_view> params;
+  size_t start = 0;
+  while (start <= query.size()) {
+    size_t amp = query.find('&', start);
+    if (amp == std::string_view::npos) amp = query.size();
+    std::string_view p = query.substr(start, amp - start);
+    size_t eq = p.find('=');
+    std::string_view key = p.substr(0, eq);
+    std::string_view value = eq == std::string_view::npos ? std::string_view() : p.substr(eq + 1);
+    bool drop = p.empty() || (o.strip_tracking && IsTrackingParam(key)) ||
+                (o.strip_session_ids && IsSessionParam(key, value));
+    if (!drop) params.push_back(p);
+    start = amp + 1;
+  }
+  if (o.sort_query) std::stable_sort(params.begin(), params.end());
+  std::string out;
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (i) out += '&';
+    out += params[i];
+  }
+  return out;
+}
+
+// ";jsessionid=..." path parameters (Java servlet session ids).
+std::string StripPathSessionIds(std::string_view path) {
+  std::string out;
+  size_t i = 0;
+  while (i < path.size()) {
+    size_t semi = path.find(';', i);
+    if (semi == std::string_view::npos) {
+      out.append(path.substr(i));
+      break;
+    }
+    out.append(path.substr(i, semi - i));
+    size_t end = path.find_first_of("/;", semi + 1);
+    if (end == std::string_view::npos) end = path.size();
+    std::string_view param = path.substr(semi + 1, end - semi - 1);
+    std::string_view key = param.substr(0, param.find('='));
+    if (!IsSessionParam(key, param.substr(std::min(param.size(), key.size() + 1)))) {
+      out.append(path.substr(semi, end - semi));
+    }
+    i = end;
+  }
+  return out;
+}
+
+// RFC 3986 5.2.4, on an encoded path.
+std::string RemoveDotSegments(std::string_view in) {
+  std::string out;
+  out.reserve(in.size());
+  auto pop_segment = [&out] {
+    size_t slash = out.rfind('/');
+    out.erase(slash == std::string::npos ? 0 : slash);
+  };
+  while (!in.empty()) {
+    if (in.starts_with("../")) {
+      in.remove_prefix(3);
+    } else if (in.starts_with("./")) {
+      in.remove_prefix(2);
+    } else if (in.starts_with("/./")) {
+      in.remove_prefix(2);
+    } else if (in == "/.") {
+      in = "/";
+    } else if (in.starts_with("/../")) {
+      in.remove_prefix(3);
+      pop_segment();
+    } else if (in == "/..") {
+      in = "/";
+      pop_segment();
+    } else if (in == "." || in == "..") {
+      in = {};
+    } else {
+      size_t next = in.find('/', 1);
+      if (next == std::string_view::npos) next = in.size();
+      out.append(in.substr(0, next));
+      in.remove_prefix(next);
+    }
+  }
+  return out;
+}
+
+// Percent-encoding normalization (RFC 3986 6.2.2.2): escapes of unreserved
+// characters are decoded, the hex digits of the others uppercased.
+std::string NormalizePercent(std::string_view s) {
+  static constexpr char kHexDigits[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(s.size());
+  auto hex = [](char c) { return IsDigit(c) ? c - '0' : Lower(c) - 'a' + 10; };
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size() && IsHex(s[i + 1]) && IsHex(s[i + 2])) {
+      auto c = static_cast<unsigned char>(hex(s[i + 1]) * 16 + hex(s[i + 2]));
+      if (IsAlpha(static_cast<char>(c)) || IsDigit(static_cast<char>(c)) || c == '-' || c == '.' ||
+          c == '_' || c == '~') {
+        out += static_cast<char>(c);
+      } else {
+        out += '%';
+        out += kHexDigits[c >> 4];
+        out += kHexDigits[c & 15];
+      }
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+UrlResult NormalizeParsed(const urls::url_view& u, const UrlOptions& o) {
+  if (!u.has_scheme()) return UrlResult::Error("no scheme");
+  std::string scheme = LowerAscii(u.scheme());
+  if (scheme != "http" && scheme != "https") {
+    return UrlResult::Error("scheme '" + scheme + "' is not http or https");
+  }
+  if (!u.has_authority() || u.encoded_host().empty()) return UrlResult::Error("no host");
+
+  std::string host;
+  switch (u.host_type()) {
+    case urls::host_type::name: {
+      UrlResult h = NormalizeHostName(u.encoded_host());
+      if (!h.ok()) return h;
+      host = std::move(h.url);
+      // Repeatedly, so that normalizing twice changes nothing.
+      while (o.strip_www && host.rfind("www.", 0) == 0 && host.size() > 4) host.erase(0, 4);
+      break;
+    }
+    case urls::host_type::ipv6:
+    case urls::host_type::ipvfuture:
+      host = LowerAscii(u.encoded_host());
+      break;
+    default:  // ipv4: canonical already (Boost.URL accepts only dotted decimal)
+      host = std::string(u.encoded_host());
+      break;
+  }
+
+  std::string out = scheme + "://";
+  if (u.has_userinfo()) out += NormalizePercent(u.encoded_userinfo()) + "@";
+  out += host;
+  if (u.has_port() && !u.port().empty()) {
+    std::string_view port = u.port();
+    if (!std::all_of(port.begin(), port.end(), IsDigit)) {
+      return UrlResult::Error("bad port '" + std::string(port) + "'");
+    }
+    uint64_t n = 0;
+    for (char c : port) {
+      n = n * 10 + static_cast<uint64_t>(c - '0');
+      if (n > 65535) return UrlResult::Error("bad port '" + std::string(port) + "' (above 65535)");
+    }
+    if (n == 0) return UrlResult::Error("bad port '0'");
+    if (!((scheme == "http" && n == 80) || (scheme == "https" && n == 443))) {
+      out += ':' + std::to_string(n);
+    }
+  }
+
+  std::string path = RemoveDotSegments(NormalizePercent(u.encoded_path()));
+  if (o.strip_session_ids) path = StripPathSessionIds(path);
+  if (path.empty()) path = "/";
+  out += path;
+
+  if (u.has_query()) {
+    std::string query = NormalizePercent(u.encoded_query());
+    if (o.sort_query || o.strip_tracking || o.strip_session_ids) query = RewriteQuery(query, o);
+    if (!query.empty()) out += "?" + query;  // a lone "?" is dropped
+  }
+  // The fragment is never part of the result.
+  if (out.size() > o.max_length) {
+    return UrlResult::Error("URL longer than " + std::to_string(o.max_length) + " bytes (" +
+                            std::to_string(out.size()) + ")");
+  }
+  return UrlResult::Ok(std::move(out));
+}
+
+}  // namespace
+
+UrlResult NormalizeUrl(std::string_view url, const UrlOptions& options) {
+  UrlResult cleaned = Clean(url, IsSpecial(SchemeOf(url)));
+  if (!cleaned.ok()) return cleaned;
+  auto parsed = urls::parse_uri(cleaned.url);
+  if (!parsed) return UrlResult::Error(Diagnose(cleaned.url, parsed.error()));
+  // Boost.URL 1.81 accepts "http://a:8x/" as port "8" and path "x/"; a path
+  // after an authority must start with "/".
+  if (parsed->has_authority() && !parsed->encoded_path().empty() &&
+      parsed->encoded_path().front() != '/') {
+    return UrlResult::Error(Diagnose(
+        cleaned.url, boost::system::errc::make_error_code(boost::system::errc::invalid_argument)));
+  }
+  return NormalizeParsed(*parsed, options);
+}
+
+UrlResult ResolveReference(std::string_view base, std::string_view reference) {
+  auto b = urls::parse_uri(base);
+  if (!b) return UrlResult::Error("base: " + Diagnose(base, b.error()));
+  auto r = urls::parse_uri_reference(reference);
+  if (!r) return UrlResult::Error("reference: not a valid URI reference (" + r.error().message() + ")");
+  // RFC 3986 5.2.2, then recomposition as in 5.3.
+  std::string_view scheme = b->scheme();
+  std::optional<std::string_view> authority;
+  std::string path;
+  std::optional<std::string_view> query;
+  if (r->has_scheme()) {
+    scheme = r->scheme();
+    if (r->has_authority()) authority = r->encoded_authority();
+    path = RemoveDotSegments(r->encoded_path());
+    if (r->has_query()) query = r->encoded_query();
+  } else {
+    if (r->has_authority()) {
+      authority = r->encoded_authority();
+      path = RemoveDotSegments(r->encoded_path());
+      if (r->has_query()) query = r->encoded_query();
+    } else {
+      if (r->encoded_path().empty()) {
+        path = b->encoded_path();
+        if (r->has_query()) {
+          query = r->encoded_query();
+        } else if (b->has_query()) {
+          query = b->encoded_query();
+        }
+      } else {
+        if (r->encoded_path().starts_with("/")) {
+          path = RemoveDotSegments(r->encoded_path());
+        } else {
+          std::string_view bp = b->encoded_path();
+          std::string merged;
+          if (b->has_authority() && bp.empty()) {
+            merged = "/";
+          } else {
+            size_t slash = bp.rfind('/');
+            merged = slash == std::string_view::npos ? "" : std::string(bp.substr(0, slash + 1));
+          }
+          merged += r->encoded_path();
+          path = RemoveDotSegments(merged);
+        }
+        if (r->has_query()) query = r->encoded_query();
+      }
+      if (b->has_authority()) authority = b->encoded_authority();
+    }
+  }
+  std::string out(scheme);
+  out += ':';
+  if (authority) {
+    out += "//";
+    out += *authority;
+  }
+  out += path;
+  if (query) {
+    out += '?';
+    out += *query;
+  }
+  if (r->has_fragment()) {
+    out += '#';
+    out += r->encoded_fragment();
+  }
+  return UrlResult::Ok(std::move(out));
+}
+
+UrlResult ResolveHref(std::string_view base, std::string_view href, const UrlOptions& options) {
+  std::string_view scheme = SchemeOf(href);
+  bool special = scheme.empty() ? IsSpecial(SchemeOf(base)) : IsSpecial(scheme);
+  UrlResult cleaned = Clean(href, special);
+  if (!cleaned.ok()) return cleaned;
+  std::string ref = std::move(cleaned.url);
+  // WHATWG: "http:g" (same special scheme as the base, no "//") is relative.
+  if (!scheme.empty() && special && EqualsIgnoreCase(scheme, SchemeOf(base)) &&
+      std::string_view(ref).substr(scheme.size() + 1, 2) != "//") {
+    ref.erase(0, scheme.size() + 1);
+  }
+  if (!scheme.empty() && !special) {
+    return UrlResult::Error("scheme '" + LowerAscii(scheme) + "' is not http or https");
+  }
+  UrlResult resolved = ResolveReference(base, ref);
+  if (!resolved.ok()) return resolved;
+  return NormalizeUrl(resolved.url, options);
+}
+
+UrlResult Punycode(std::string_view utf8_label) {
+  std::vector<uint32_t> cps;
+  if (!DecodeUtf8(utf8_label, &cps)) return UrlResult::Error("invalid UTF-8 in label");
+  // RFC 3492 6.3 with its parameters (section 5).
+  constexpr uint32_t kBase = 36, kTMin = 1, kTMax = 26, kSkew = 38, kDamp = 700;
+  constexpr uint32_t kInitialBias = 72, kInitialN = 128;
+  auto digit = [](uint32_t d) { return static_cast<char>(d < 26 ? 'a' + d : '0' + (d - 26)); };
+  auto adapt = [&](uint32_t delta, uint32_t points, bool first) {
+    delta = first ? delta / kDamp : delta / 2;
+    delta += delta / points;
+    uint32_t k = 0;
+    while (delta > ((kBase - kTMin) * kTMax) / 2) {
+      delta /= kBase - kTMin;
+      k += kBase;
+    }
+    return k + (kBase - kTMin + 1) * delta / (delta + kSkew);
+  };
+  std::string out;
+  for (uint32_t cp : cps) {
+    if (cp < 0x80) out += static_cast<char>(cp);
+  }
+  const auto basic = static_cast<uint32_t>(out.size());
+  uint32_t handled = basic;
+  if (basic > 0) out += '-';
+  uint32_t n = kInitialN, delta = 0, bias = kInitialBias;
+  const auto total = static_cast<uint32_t>(cps.size());
+  while (handled < total) {
+    uint32_t m = UINT32_MAX;
+    for (uint32_t cp : cps) {
+      if (cp >= n && cp < m) m = cp;
+    }
+    if (m - n > (UINT32_MAX - delta) / (handled + 1)) return UrlResult::Error("label too long");
+    delta += (m - n) * (handled + 1);
+    n = m;
+    for (uint32_t cp : cps) {
+      if (cp < n) ++delta;
+      if (cp == n) {
+        uint32_t q = delta;
+        for (uint32_t k = kBase;; k += kBase) {
+          uint32_t t = k <= bias ? kTMin : (k >= bias + kTMax ? kTMax : k - bias);
+          if (q < t) break;
+          out += digit(t + (q - t) % (kBase - t));
+          q = (q - t) / (kBase - t);
+        }
+        out += digit(q);
+        bias = adapt(delta, handled + 1, handled == basic);
+        delta = 0;
+        ++handled;
+      }
+    }
+    ++delta;
+    ++n;
+  }
+  return UrlResult::Ok(std::move(out));
+}
+
+}  // namespace crawler::parsers

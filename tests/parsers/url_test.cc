@@ -1,0 +1,259 @@
+// URL resolution and normalization (parsers/url.h): RFC 3986 section 5.4
+// examples, each normalization rule with positive and negative cases, the
+// browser (WHATWG) deviations, errors, punycode (RFC 3492) and idempotence.
+#include <catch2/catch.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "parsers/url.h"
+
+namespace crawler::parsers {
+namespace {
+
+using Cases = std::vector<std::pair<std::string, std::string>>;
+constexpr const char* kBase = "http://a/b/c/d;p?q";
+
+void CheckResolves(const Cases& cases) {
+  for (const auto& [ref, want] : cases) {
+    INFO("reference \"" << ref << "\"");
+    UrlResult r = ResolveReference(kBase, ref);
+    REQUIRE(r.ok());
+    CHECK(r.url == want);
+  }
+}
+
+TEST_CASE("RFC 3986 5.4.1: normal examples", "[parsers][url][rfc3986]") {
+  CheckResolves({{"g:h", "g:h"},
+                 {"g", "http://a/b/c/g"},
+                 {"./g", "http://a/b/c/g"},
+                 {"g/", "http://a/b/c/g/"},
+                 {"/g", "http://a/g"},
+                 {"//g", "http://g"},
+                 {"?y", "http://a/b/c/d;p?y"},
+                 {"g?y", "http://a/b/c/g?y"},
+                 {"#s", "http://a/b/c/d;p?q#s"},
+                 {"g#s", "http://a/b/c/g#s"},
+                 {"g?y#s", "http://a/b/c/g?y#s"},
+                 {";x", "http://a/b/c/;x"},
+                 {"g;x", "http://a/b/c/g;x"},
+                 {"g;x?y#s", "http://a/b/c/g;x?y#s"},
+                 {"", "http://a/b/c/d;p?q"},
+                 {".", "http://a/b/c/"},
+                 {"./", "http://a/b/c/"},
+                 {"..", "http://a/b/"},
+                 {"../", "http://a/b/"},
+                 {"../g", "http://a/b/g"},
+                 {"../..", "http://a/"},
+                 {"../../", "http://a/"},
+                 {"../../g", "http://a/g"}});
+}
+
+TEST_CASE("RFC 3986 5.4.2: abnormal examples", "[parsers][url][rfc3986]") {
+  CheckResolves({{"../../../g", "http://a/g"},
+                 {"../../../../g", "http://a/g"},
+                 {"/./g", "http://a/g"},
+                 {"/../g", "http://a/g"},
+                 {"g.", "http://a/b/c/g."},
+                 {".g", "http://a/b/c/.g"},
+                 {"g..", "http://a/b/c/g.."},
+                 {"..g", "http://a/b/c/..g"},
+                 {"./../g", "http://a/b/g"},
+                 {"./g/.", "http://a/b/c/g/"},
+                 {"g/./h", "http://a/b/c/g/h"},
+                 {"g/../h", "http://a/b/c/h"},
+                 {"g;x=1/./y", "http://a/b/c/g;x=1/y"},
+                 {"g;x=1/../y", "http://a/b/c/y"},
+                 {"g?y/./x", "http://a/b/c/g?y/./x"},
+                 {"g?y/../x", "http://a/b/c/g?y/../x"},
+                 {"g#s/./x", "http://a/b/c/g#s/./x"},
+                 {"g#s/../x", "http://a/b/c/g#s/../x"},
+                 {"http:g", "http:g"}});  // strict parser
+}
+
+void CheckNormalizes(const Cases& cases, const UrlOptions& options = {}) {
+  for (const auto& [in, want] : cases) {
+    INFO("input \"" << in << "\"");
+    UrlResult r = NormalizeUrl(in, options);
+    INFO("error: " << r.error);
+    REQUIRE(r.ok());
+    CHECK(r.url == want);
+  }
+}
+
+void CheckRejects(const Cases& cases) {
+  for (const auto& [in, words] : cases) {
+    INFO("input \"" << in << "\"");
+    UrlResult r = NormalizeUrl(in);
+    REQUIRE_FALSE(r.ok());
+    CHECK_THAT(r.error, Catch::Contains(words));
+  }
+}
+
+TEST_CASE("Normalize: scheme and host are lowercased, the path is not", "[parsers][url]") {
+  CheckNormalizes({{"HTTP://Example.COM/Path/FILE.html", "http://example.com/Path/FILE.html"},
+                   {"hTTps://WWW.a.ORG", "https://www.a.org/"}});
+}
+
+TEST_CASE("Normalize: default ports dropped, other ports kept", "[parsers][url]") {
+  CheckNormalizes({{"http://a:80/x", "http://a/x"},
+                   {"https://a:443/x", "https://a/x"},
+                   {"http://a:/x", "http://a/x"},
+                   {"http://a:8080/x", "http://a:8080/x"},
+                   {"https://a:80/x", "https://a:80/x"},
+                   {"http://a:0080/x", "http://a/x"}});
+}
+
+TEST_CASE("Normalize: empty path becomes /", "[parsers][url]") {
+  CheckNormalizes({{"http://a", "http://a/"}, {"http://a?x=1", "http://a/?x=1"},
+                   {"http://a/b", "http://a/b"}});
+}
+
+TEST_CASE("Normalize: dot segments removed (RFC 3986 5.2.4)", "[parsers][url]") {
+  CheckNormalizes({{"http://a/b/./c/../d", "http://a/b/d"},
+                   {"http://a/../../x", "http://a/x"},
+                   {"http://a/b/%2E%2E/c", "http://a/c"},
+                   {"http://a/b..c/.d", "http://a/b..c/.d"}});
+}
+
+TEST_CASE("Normalize: unreserved escapes decoded, others uppercased, %2F %3F %23 kept",
+          "[parsers][url]") {
+  CheckNormalizes({{"http://a/%7Euser/%41%62", "http://a/~user/Ab"},
+                   {"http://a/x%2fy%3fz%23w", "http://a/x%2Fy%3Fz%23w"},
+                   {"http://a/%e2%82%ac?q=%c3%a9", "http://a/%E2%82%AC?q=%C3%A9"},
+                   {"http://a/%2D%2E%5F", "http://a/-._"}});
+}
+
+TEST_CASE("Normalize: fragment dropped, lone trailing ? dropped", "[parsers][url]") {
+  CheckNormalizes({{"http://a/b#frag", "http://a/b"},
+                   {"http://a/b?#", "http://a/b"},
+                   {"http://a/b?", "http://a/b"},
+                   {"http://a/b?x", "http://a/b?x"},
+                   {"http://a/b?x=", "http://a/b?x="}});
+}
+
+TEST_CASE("Normalize: IDN hosts become punycode", "[parsers][url][idn]") {
+  CheckNormalizes({{"http://bücher.example/", "http://xn--bcher-kva.example/"},
+                   {"http://b%C3%BCcher.example/", "http://xn--bcher-kva.example/"},
+                   {"http://xn--bcher-kva.example/", "http://xn--bcher-kva.example/"},
+                   {"http://münchen.DE/", "http://xn--mnchen-3ya.de/"}});
+}
+
+TEST_CASE("RFC 3492 7.1: punycode sample strings", "[parsers][url][idn]") {
+  CHECK(Punycode("bücher").url == "bcher-kva");
+  CHECK(Punycode("münchen").url == "mnchen-3ya");
+  // (A) Arabic (Egyptian), (B) Chinese (simplified), (L) 3<nen>B<gumi><kinpachi><sensei>
+  CHECK(Punycode("\u0644\u064A\u0647\u0645\u0627\u0628\u062A\u0643\u0644\u0645\u0648\u0634"
+                 "\u0639\u0631\u0628\u064A\u061F")
+            .url == "egbpdaj6bu4bxfgehfvwxn");
+  CHECK(Punycode("\u4ED6\u4EEC\u4E3A\u4EC0\u4E48\u4E0D\u8BF4\u4E2D\u6587").url ==
+        "ihqwcrb4cv8a8dqg056pqjye");
+  CHECK(Punycode("3\u5E74B\u7D44\u91D1\u516B\u5148\u751F").url == "3B-ww4c5e180e575a65lsy2b");
+  CHECK_FALSE(Punycode("\xff\xfe").ok());
+}
+
+TEST_CASE("Normalize: only http and https", "[parsers][url]") {
+  CheckRejects({{"ftp://a/x", "scheme 'ftp' is not http or https"},
+                {"mailto:someone@example.org", "scheme 'mailto'"},
+                {"javascript:alert(1)", "scheme 'javascript'"}});
+  CheckNormalizes({{"https://a/", "https://a/"}});
+}
+
+TEST_CASE("Normalize: errors say what is wrong", "[parsers][url]") {
+  CheckRejects({{"", "empty URL"},
+                {"example.com/x", "no scheme"},
+                {"/relative/path", "no scheme"},
+                {"http://a:99999/", "bad port '99999'"},
+                {"http://a:8x/", "bad port '8x'"},
+                {"http://a/%zz", "bad percent-escape"},
+                {"http://a/%4", "bad percent-escape"},
+                {"http:///x", "no host"},
+                {"http://" + std::string(300, 'a') + ".com/", "longer than 63"},
+                {"http://" + std::string(5, 'x') + std::string(260, '.'), "empty label"},
+                {"http://a b.com/", "bad character ' '"}});
+  std::string long_host;
+  for (int i = 0; i < 30; ++i) long_host += "abcdefghi.";
+  CheckRejects({{"http://" + long_host + "com/", "host longer than 253"}});
+  UrlOptions short_urls;
+  short_urls.max_length = 20;
+  UrlResult r = NormalizeUrl("http://a/" + std::string(30, 'x'), short_urls);
+  REQUIRE_FALSE(r.ok());
+  CHECK_THAT(r.error, Catch::Contains("longer than 20 bytes"));
+}
+
+TEST_CASE("Lossy rules are off by default and each works when named", "[parsers][url]") {
+  const std::string in =
+      "http://www.a.com/p;jsessionid=0123?b=2&utm_source=x&a=1&PHPSESSID=zz&fbclid=q"
+      "&sid=0123456789abcdef0123456789abcdef&sid=short";
+  CheckNormalizes({{in, in.substr(0, in.size())}});  // default: unchanged
+  UrlOptions sort;
+  sort.sort_query = true;
+  CheckNormalizes({{"http://a/?b=2&a=1&a=0", "http://a/?a=0&a=1&b=2"}}, sort);
+  UrlOptions tracking;
+  tracking.strip_tracking = true;
+  CheckNormalizes({{"http://a/?utm_source=x&k=v&UTM_medium=y&gclid=1", "http://a/?k=v"},
+                   {"http://a/?utm_source=x", "http://a/"}},
+                  tracking);
+  UrlOptions session;
+  session.strip_session_ids = true;
+  CheckNormalizes({{"http://a/p;jsessionid=0123?x=1&PHPSESSID=zz", "http://a/p?x=1"},
+                   {"http://a/?sid=0123456789abcdef0123456789abcdef&sid=short",
+                    "http://a/?sid=short"}},
+                  session);
+  UrlOptions www;
+  www.strip_www = true;
+  CheckNormalizes({{"http://www.a.com/", "http://a.com/"}, {"http://wwwa.com/", "http://wwwa.com/"}},
+                  www);
+}
+
+TEST_CASE("WHATWG: hrefs are cleaned and resolved as a browser does", "[parsers][url][whatwg]") {
+  const std::string base = "http://a/b/c/d;p?q";
+  Cases cases = {
+      {"  /g  ", "http://a/g"},                    // leading/trailing spaces
+      {"\t/g\n/h\r", "http://a/g/h"},              // tabs and newlines removed
+      {"\\g\\h", "http://a/g/h"},                  // backslash is a slash
+      {"g\\h?x\\y", "http://a/b/c/g/h?x%5Cy"},     // ... but not in the query
+      {"http:g", "http://a/b/c/g"},                // same special scheme: relative
+      {"http:/g", "http://a/g"},
+      {"/a b", "http://a/a%20b"},                  // spaces percent-encoded
+      {"/\xc3\xbc", "http://a/%C3%BC"},            // non-ASCII bytes as UTF-8
+      {"/x\"<>`{}|^", "http://a/x%22%3C%3E%60%7B%7D%7C%5E"},
+      {"#frag", "http://a/b/c/d;p?q"},
+      {"//OTHER.example:80/x", "http://other.example/x"},
+      {"https://b/", "https://b/"}};
+  for (const auto& [href, want] : cases) {
+    INFO("href \"" << href << "\"");
+    UrlResult r = ResolveHref(base, href);
+    INFO("error: " << r.error);
+    REQUIRE(r.ok());
+    CHECK(r.url == want);
+  }
+  CHECK_FALSE(ResolveHref(base, "mailto:x@y").ok());
+  CHECK_FALSE(ResolveHref(base, "javascript:void(0)").ok());
+}
+
+TEST_CASE("Normalization is idempotent", "[parsers][url]") {
+  UrlOptions all;
+  all.sort_query = all.strip_tracking = all.strip_session_ids = all.strip_www = true;
+  const std::vector<std::string> inputs = {
+      "HTTP://Example.COM:80/a/./b/../c/%7e%2f?b=2&a=1#x",
+      "https://bücher.example/ü?q=%c3%a9&utm_x=1",
+      "http://a/%2e%2E/x;jsessionid=1/y?",
+      "http://[::1]:8080/x",
+      "http://127.0.0.1/a b",
+      "http://www.www.a/"};
+  for (const UrlOptions& o : {UrlOptions{}, all}) {
+    for (const std::string& in : inputs) {
+      INFO("input \"" << in << "\"");
+      UrlResult once = NormalizeUrl(in, o);
+      INFO("error: " << once.error);
+      REQUIRE(once.ok());
+      UrlResult twice = NormalizeUrl(once.url, o);
+      REQUIRE(twice.ok());
+      CHECK(twice.url == once.url);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace crawler::parsers
