@@ -1,0 +1,82 @@
+// Link extraction from HTML with gumbo (the HTML5 parsing algorithm, so broken
+// markup is recovered the way browsers recover it).
+//
+// Collected, in document order:
+//   a[href], area[href]; link[href] whose rel names a page (canonical,
+//   alternate, next, prev); frame[src], iframe[src];
+//   <meta http-equiv=refresh content="N; url=...">;
+//   with ExtractOptions::include_assets: img[src], script[src],
+//   link[rel=stylesheet|icon][href].
+// Honoured: the first <base href> (resolved against the page URL); rel=nofollow
+// per link; <meta name=robots content=...> nofollow / noindex / none.
+// Character sets: the extractor takes bytes and the Content-Type charset.
+// UTF-8 (or none given and the bytes are valid UTF-8) is parsed as is;
+// ISO-8859-1 / windows-1252 / US-ASCII (or invalid UTF-8 with no charset)
+// are converted to UTF-8 first; any other charset is parsed as is, which keeps
+// every ASCII character (and so every ASCII link) intact.
+// Each link carries its raw href and its resolved, normalized URL; skipped
+// hrefs are counted by reason (javascript:, mailto:, data:, other scheme,
+// unparsable, too long) and never abort the extraction.
+//
+// Pure function: any thread. Cost is linear in the input (one gumbo parse and
+// one iterative walk; no recursion, so deep nesting cannot exhaust the stack
+// in our code).
+#ifndef PARSERS_LINKS_H_
+#define PARSERS_LINKS_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "parsers/url.h"
+
+namespace crawler::parsers {
+
+enum class LinkSource : uint8_t {
+  kAnchor, kArea, kLink, kFrame, kIframe, kMetaRefresh, kImg, kScript, kStylesheet
+};
+const char* LinkSourceName(LinkSource source);
+
+struct Link {
+  std::string href;  // the attribute value as written
+  std::string url;   // resolved against the base and normalized
+  LinkSource source = LinkSource::kAnchor;
+  bool nofollow = false;  // rel=nofollow on this element
+};
+
+struct SkipCounts {
+  uint64_t javascript = 0;
+  uint64_t mailto = 0;
+  uint64_t data = 0;
+  uint64_t other_scheme = 0;  // ftp:, tel:, ...
+  uint64_t unparsable = 0;
+  uint64_t too_long = 0;
+  uint64_t total() const { return javascript + mailto + data + other_scheme + unparsable + too_long; }
+};
+
+struct ExtractOptions {
+  bool include_assets = false;
+  UrlOptions url;
+};
+
+struct ExtractResult {
+  std::vector<Link> links;
+  SkipCounts skipped;
+  std::string base;          // the URL links were resolved against
+  bool meta_nofollow = false;
+  bool meta_noindex = false;
+};
+
+// `page_url` must be a normalized http(s) URL; `charset` is the Content-Type
+// charset parameter ("" when absent).
+ExtractResult ExtractLinks(std::string_view html, std::string_view page_url,
+                           std::string_view charset, const ExtractOptions& options = {});
+
+// Bytes in a single-byte charset to UTF-8 (windows-1252 mapping, a superset
+// of ISO-8859-1's printable range). Exposed for tests.
+std::string Windows1252ToUtf8(std::string_view bytes);
+
+}  // namespace crawler::parsers
+
+#endif  // PARSERS_LINKS_H_

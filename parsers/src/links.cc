@@ -1,0 +1,282 @@
+// Link extraction with gumbo; see parsers/links.h.
+#include "parsers/links.h"
+
+#include <gumbo.h>
+
+#include <algorithm>
+#include <memory>
+
+namespace crawler::parsers {
+namespace {
+
+char Lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+
+std::string LowerAscii(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = Lower(c);
+  return out;
+}
+
+std::string_view TrimSpace(std::string_view s) {
+  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'; };
+  while (!s.empty() && space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+// True iff the whitespace-separated token list `list` contains `token`
+// (ASCII case-insensitive).
+bool HasToken(std::string_view list, std::string_view token) {
+  std::string l = LowerAscii(list);
+  size_t i = 0;
+  while (i < l.size()) {
+    while (i < l.size() && (l[i] == ' ' || l[i] == '\t' || l[i] == '\n' || l[i] == '\r' || l[i] == ',')) ++i;
+    size_t start = i;
+    while (i < l.size() && !(l[i] == ' ' || l[i] == '\t' || l[i] == '\n' || l[i] == '\r' || l[i] == ',')) ++i;
+    if (std::string_view(l).substr(start, i - start) == token) return true;
+  }
+  return false;
+}
+
+bool ValidUtf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    auto b = static_cast<unsigned char>(s[i]);
+    size_t len = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 0;
+    if (len == 0 || i + len > s.size()) return false;
+    for (size_t k = 1; k < len; ++k) {
+      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 2) return false;
+    }
+    i += len;
+  }
+  return true;
+}
+
+const char* Attr(const GumboElement& e, const char* name) {
+  const GumboAttribute* a = gumbo_get_attribute(&e.attributes, name);
+  return a == nullptr ? nullptr : a->value;
+}
+
+// The URL in a meta refresh content ("5; url=http://x/" or "0;URL='x'").
+std::string_view RefreshTarget(std::string_view content) {
+  size_t semi = content.find_first_of(";,");
+  if (semi == std::string_view::npos) return {};
+  std::string_view rest = TrimSpace(content.substr(semi + 1));
+  if (rest.size() >= 3 && Lower(rest[0]) == 'u' && Lower(rest[1]) == 'r' && Lower(rest[2]) == 'l') {
+    std::string_view after = TrimSpace(rest.substr(3));
+    if (!after.empty() && after[0] == '=') rest = TrimSpace(after.substr(1));
+  }
+  if (!rest.empty() && (rest[0] == '\'' || rest[0] == '"')) {
+    char q = rest[0];
+    rest.remove_prefix(1);
+    size_t end = rest.find(q);
+    if (end != std::string_view::npos) rest = rest.substr(0, end);
+  }
+  return rest;
+}
+
+struct GumboDeleter {
+  void operator()(GumboOutput* out) const { gumbo_destroy_output(&kGumboDefaultOptions, out); }
+};
+
+class Extractor {
+ public:
+  Extractor(std::string_view page_url, const ExtractOptions& options)
+      : options_(options) {
+    result_.base = std::string(page_url);
+  }
+
+  void Walk(const GumboNode* root) {
+    // Iterative pre-order walk: document order, no recursion.
+    std::vector<const GumboNode*> stack = {root};
+    while (!stack.empty()) {
+      const GumboNode* node = stack.back();
+      stack.pop_back();
+      if (node->type != GUMBO_NODE_ELEMENT && node->type != GUMBO_NODE_TEMPLATE) continue;
+      const GumboElement& e = node->v.element;
+      Visit(e);
+      for (unsigned i = e.children.length; i-- > 0;) {
+        stack.push_back(static_cast<const GumboNode*>(e.children.data[i]));
+      }
+    }
+  }
+
+  ExtractResult Take() { return std::move(result_); }
+
+ private:
+  void Visit(const GumboElement& e) {
+    switch (e.tag) {
+      case GUMBO_TAG_BASE:
+        if (!base_seen_) {
+          if (const char* href = Attr(e, "href")) {
+            UrlResult b = ResolveHref(result_.base, href, options_.url);
+            if (b.ok()) result_.base = b.url;
+            base_seen_ = true;
+          }
+        }
+        break;
+      case GUMBO_TAG_A:
+        Add(e, "href", LinkSource::kAnchor);
+        break;
+      case GUMBO_TAG_AREA:
+        Add(e, "href", LinkSource::kArea);
+        break;
+      case GUMBO_TAG_FRAME:
+        Add(e, "src", LinkSource::kFrame);
+        break;
+      case GUMBO_TAG_IFRAME:
+        Add(e, "src", LinkSource::kIframe);
+        break;
+      case GUMBO_TAG_IMG:
+        if (options_.include_assets) Add(e, "src", LinkSource::kImg);
+        break;
+      case GUMBO_TAG_SCRIPT:
+        if (options_.include_assets) Add(e, "src", LinkSource::kScript);
+        break;
+      case GUMBO_TAG_LINK: {
+        const char* rel = Attr(e, "rel");
+        if (rel == nullptr) break;
+        if (HasToken(rel, "canonical") || HasToken(rel, "alternate") || HasToken(rel, "next") ||
+            HasToken(rel, "prev")) {
+          Add(e, "href", LinkSource::kLink);
+        } else if (options_.include_assets && (HasToken(rel, "stylesheet") || HasToken(rel, "icon"))) {
+          Add(e, "href", LinkSource::kStylesheet);
+        }
+        break;
+      }
+      case GUMBO_TAG_META: {
+        const char* equiv = Attr(e, "http-equiv");
+        const char* content = Attr(e, "content");
+        if (content == nullptr) break;
+        if (equiv != nullptr && LowerAscii(TrimSpace(equiv)) == "refresh") {
+          std::string_view target = RefreshTarget(content);
+          if (!target.empty()) AddHref(target, LinkSource::kMetaRefresh, false);
+        }
+        const char* name = Attr(e, "name");
+        if (name != nullptr && LowerAscii(TrimSpace(name)) == "robots") {
+          if (HasToken(content, "nofollow") || HasToken(content, "none")) result_.meta_nofollow = true;
+          if (HasToken(content, "noindex") || HasToken(content, "none")) result_.meta_noindex = true;
+        }
+        break;
+      }
+      default:
+        break;
+    }
+  }
+
+  void Add(const GumboElement& e, const char* attr, LinkSource source) {
+    const char* value = Attr(e, attr);
+    if (value == nullptr) return;
+    const char* rel = Attr(e, "rel");
+    AddHref(value, source, rel != nullptr && HasToken(rel, "nofollow"));
+  }
+
+  void AddHref(std::string_view href, LinkSource source, bool nofollow) {
+    std::string_view h = TrimSpace(href);
+    std::string scheme;
+    for (size_t i = 0; i < h.size() && i < 16; ++i) {
+      if (h[i] == ':') {
+        scheme = LowerAscii(h.substr(0, i));
+        break;
+      }
+      if (h[i] == '/' || h[i] == '?' || h[i] == '#') break;
+    }
+    SkipCounts& s = result_.skipped;
+    if (scheme == "javascript") {
+      ++s.javascript;
+      return;
+    }
+    if (scheme == "mailto") {
+      ++s.mailto;
+      return;
+    }
+    if (scheme == "data") {
+      ++s.data;
+      return;
+    }
+    if (h.size() > options_.url.max_length) {
+      ++s.too_long;
+      return;
+    }
+    UrlResult r = ResolveHref(result_.base, href, options_.url);
+    if (!r.ok()) {
+      if (r.error.find("is not http or https") != std::string::npos) {
+        ++s.other_scheme;
+      } else if (r.error.find("longer than") != std::string::npos) {
+        ++s.too_long;
+      } else {
+        ++s.unparsable;
+      }
+      return;
+    }
+    result_.links.push_back(Link{std::string(href), std::move(r.url), source, nofollow});
+  }
+
+  const ExtractOptions& options_;
+  ExtractResult result_;
+  bool base_seen_ = false;
+};
+
+}  // namespace
+
+const char* LinkSourceName(LinkSource source) {
+  switch (source) {
+    case LinkSource::kAnchor: return "a";
+    case LinkSource::kArea: return "area";
+    case LinkSource::kLink: return "link";
+    case LinkSource::kFrame: return "frame";
+    case LinkSource::kIframe: return "iframe";
+    case LinkSource::kMetaRefresh: return "meta-refresh";
+    case LinkSource::kImg: return "img";
+    case LinkSource::kScript: return "script";
+    case LinkSource::kStylesheet: return "stylesheet";
+  }
+  return "?";
+}
+
+std::string Windows1252ToUtf8(std::string_view bytes) {
+  // 0x80..0x9F in windows-1252 (0 = undefined: mapped to U+FFFD).
+  static constexpr uint16_t kHigh[32] = {
+      0x20AC, 0,      0x201A, 0x0192, 0x201E, 0x2026, 0x2020, 0x2021, 0x02C6, 0x2030, 0x0160,
+      0x2039, 0x0152, 0,      0x017D, 0,      0,      0x2018, 0x2019, 0x201C, 0x201D, 0x2022,
+      0x2013, 0x2014, 0x02DC, 0x2122, 0x0161, 0x203A, 0x0153, 0,      0x017E, 0x0178};
+  std::string out;
+  out.reserve(bytes.size() + bytes.size() / 8);
+  for (char ch : bytes) {
+    auto b = static_cast<unsigned char>(ch);
+    uint32_t cp = b;
+    if (b < 0x80) {
+      out += ch;
+      continue;
+    }
+    if (b < 0xA0) cp = kHigh[b - 0x80] ? kHigh[b - 0x80] : 0xFFFD;
+    if (cp < 0x800) {
+      out += static_cast<char>(0xC0 | (cp >> 6));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else {
+      out += static_cast<char>(0xE0 | (cp >> 12));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    }
+  }
+  return out;
+}
+
+ExtractResult ExtractLinks(std::string_view html, std::string_view page_url,
+                           std::string_view charset, const ExtractOptions& options) {
+  std::string cs = LowerAscii(TrimSpace(charset));
+  std::string converted;
+  bool single_byte = cs == "iso-8859-1" || cs == "latin1" || cs == "latin-1" ||
+                     cs == "windows-1252" || cs == "cp1252" || cs == "us-ascii" ||
+                     cs == "ascii" || cs == "iso8859-1";
+  if (single_byte || (cs.empty() && !ValidUtf8(html))) {
+    converted = Windows1252ToUtf8(html);
+    html = converted;
+  }
+  std::unique_ptr<GumboOutput, GumboDeleter> output(
+      gumbo_parse_with_options(&kGumboDefaultOptions, html.data(), html.size()));
+  Extractor extractor(page_url, options);
+  if (output != nullptr) extractor.Walk(output->root);
+  return extractor.Take();
+}
+
+}  // namespace crawler::parsers
