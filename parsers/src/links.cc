@@ -81,7 +81,7 @@ struct GumboDeleter {
 class Extractor {
  public:
   Extractor(std::string_view page_url, const ExtractOptions& options)
-      : options_(options) {
+      : options_(options), resolver_(std::make_unique<UrlResolver>(page_url)) {
     result_.base = std::string(page_url);
   }
 
@@ -108,8 +108,11 @@ class Extractor {
       case GUMBO_TAG_BASE:
         if (!base_seen_) {
           if (const char* href = Attr(e, "href")) {
-            UrlResult b = ResolveHref(result_.base, href, options_.url);
-            if (b.ok()) result_.base = b.url;
+            UrlResult b = resolver_->Resolve(href, options_.url);
+            if (b.ok()) {
+              result_.base = b.url;
+              resolver_ = std::make_unique<UrlResolver>(result_.base);
+            }
             base_seen_ = true;
           }
         }
@@ -197,7 +200,7 @@ class Extractor {
       ++s.too_long;
       return;
     }
-    UrlResult r = ResolveHref(result_.base, href, options_.url);
+    UrlResult r = resolver_->Resolve(href, options_.url);
     if (!r.ok()) {
       if (r.error.find("is not http or https") != std::string::npos) {
         ++s.other_scheme;
@@ -212,6 +215,7 @@ class Extractor {
   }
 
   const ExtractOptions& options_;
+  std::unique_ptr<UrlResolver> resolver_;  // of result_.base
   ExtractResult result_;
   bool base_seen_ = false;
 };

@@ -159,6 +159,20 @@ std::string PercentDecode(std::string_view s) {
 // A registered-name host: percent-decoded, lowercased, IDN labels to punycode,
 // checked for length and characters.
 UrlResult NormalizeHostName(std::string_view encoded) {
+  // Fast path: already lowercase LDH labels of sane length (most hosts).
+  if (!encoded.empty() && encoded.size() <= kMaxHostLength && encoded.front() != '.' &&
+      encoded.find("..") == std::string_view::npos &&
+      std::all_of(encoded.begin(), encoded.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || IsDigit(c) || c == '-' || c == '.' || c == '_';
+      })) {
+    size_t label = 0;
+    bool short_labels = true;
+    for (char c : encoded) {
+      label = c == '.' ? 0 : label + 1;
+      short_labels &= label <= kMaxLabelLength;
+    }
+    if (short_labels) return UrlResult::Ok(std::string(encoded));
+  }
   std::string host = PercentDecode(encoded);
   if (host.empty()) return UrlResult::Error("no host");
   std::string out;
@@ -320,36 +334,34 @@ std::string NormalizePercent(std::string_view s) {
   return out;
 }
 
-UrlResult NormalizeParsed(const urls::url_view& u, const UrlOptions& o) {
-  if (!u.has_scheme()) return UrlResult::Error("no scheme");
-  std::string scheme = LowerAscii(u.scheme());
-  if (scheme != "http" && scheme != "https") {
-    return UrlResult::Error("scheme '" + scheme + "' is not http or https");
-  }
+// "scheme://[userinfo@]host[:port]" of `u`'s authority, normalized; `scheme`
+// is already lowercase http or https.
+UrlResult NormalizeOrigin(std::string_view scheme, const urls::url_view& u, const UrlOptions& o) {
   if (!u.has_authority() || u.encoded_host().empty()) return UrlResult::Error("no host");
-
-  std::string host;
+  std::string out(scheme);
+  out += "://";
+  if (u.has_userinfo()) {
+    out += NormalizePercent(u.encoded_userinfo());
+    out += '@';
+  }
   switch (u.host_type()) {
     case urls::host_type::name: {
       UrlResult h = NormalizeHostName(u.encoded_host());
       if (!h.ok()) return h;
-      host = std::move(h.url);
+      std::string_view host = h.url;
       // Repeatedly, so that normalizing twice changes nothing.
-      while (o.strip_www && host.rfind("www.", 0) == 0 && host.size() > 4) host.erase(0, 4);
+      while (o.strip_www && host.starts_with("www.") && host.size() > 4) host.remove_prefix(4);
+      out += host;
       break;
     }
     case urls::host_type::ipv6:
     case urls::host_type::ipvfuture:
-      host = LowerAscii(u.encoded_host());
+      out += LowerAscii(u.encoded_host());
       break;
     default:  // ipv4: canonical already (Boost.URL accepts only dotted decimal)
-      host = std::string(u.encoded_host());
+      out += u.encoded_host();
       break;
   }
-
-  std::string out = scheme + "://";
-  if (u.has_userinfo()) out += NormalizePercent(u.encoded_userinfo()) + "@";
-  out += host;
   if (u.has_port() && !u.port().empty()) {
     std::string_view port = u.port();
     if (!std::all_of(port.begin(), port.end(), IsDigit)) {
@@ -362,21 +374,30 @@ UrlResult NormalizeParsed(const urls::url_view& u, const UrlOptions& o) {
     }
     if (n == 0) return UrlResult::Error("bad port '0'");
     if (!((scheme == "http" && n == 80) || (scheme == "https" && n == 443))) {
-      out += ':' + std::to_string(n);
+      out += ':';
+      out += std::to_string(n);
     }
   }
+  return UrlResult::Ok(std::move(out));
+}
 
-  std::string path = RemoveDotSegments(NormalizePercent(u.encoded_path()));
-  if (o.strip_session_ids) path = StripPathSessionIds(path);
-  if (path.empty()) path = "/";
-  out += path;
-
-  if (u.has_query()) {
-    std::string query = NormalizePercent(u.encoded_query());
-    if (o.sort_query || o.strip_tracking || o.strip_session_ids) query = RewriteQuery(query, o);
-    if (!query.empty()) out += "?" + query;  // a lone "?" is dropped
+// Appends the normalized path and query to `origin` (the fragment is never
+// part of the result) and checks the length.
+UrlResult AppendPathQuery(std::string origin, std::string_view path,
+                          std::optional<std::string_view> query, const UrlOptions& o) {
+  std::string p = RemoveDotSegments(NormalizePercent(path));
+  if (o.strip_session_ids) p = StripPathSessionIds(p);
+  if (p.empty()) p = "/";
+  std::string out = std::move(origin);
+  out += p;
+  if (query) {
+    std::string q = NormalizePercent(*query);
+    if (o.sort_query || o.strip_tracking || o.strip_session_ids) q = RewriteQuery(q, o);
+    if (!q.empty()) {  // a lone "?" is dropped
+      out += '?';
+      out += q;
+    }
   }
-  // The fragment is never part of the result.
   if (out.size() > o.max_length) {
     return UrlResult::Error("URL longer than " + std::to_string(o.max_length) + " bytes (" +
                             std::to_string(out.size()) + ")");
@@ -384,26 +405,67 @@ UrlResult NormalizeParsed(const urls::url_view& u, const UrlOptions& o) {
   return UrlResult::Ok(std::move(out));
 }
 
+std::optional<std::string_view> QueryOf(const urls::url_view& u) {
+  if (!u.has_query()) return std::nullopt;
+  return std::string_view(u.encoded_query());
+}
+
+// Lowercased http/https scheme of `u`, or the error.
+UrlResult HttpScheme(const urls::url_view& u) {
+  if (!u.has_scheme()) return UrlResult::Error("no scheme");
+  std::string scheme = LowerAscii(u.scheme());
+  if (scheme != "http" && scheme != "https") {
+    return UrlResult::Error("scheme '" + scheme + "' is not http or https");
+  }
+  return UrlResult::Ok(std::move(scheme));
+}
+
+UrlResult NormalizeParsed(const urls::url_view& u, const UrlOptions& o) {
+  UrlResult scheme = HttpScheme(u);
+  if (!scheme.ok()) return scheme;
+  UrlResult origin = NormalizeOrigin(scheme.url, u, o);
+  if (!origin.ok()) return origin;
+  return AppendPathQuery(std::move(origin.url), u.encoded_path(), QueryOf(u), o);
+}
+
 }  // namespace
 
-UrlResult NormalizeUrl(std::string_view url, const UrlOptions& options) {
-  UrlResult cleaned = Clean(url, IsSpecial(SchemeOf(url)));
-  if (!cleaned.ok()) return cleaned;
-  auto parsed = urls::parse_uri(cleaned.url);
-  if (!parsed) return UrlResult::Error(Diagnose(cleaned.url, parsed.error()));
+namespace {
+
+UrlResult ResolveAgainst(const urls::url_view& base, std::string_view reference);
+
+// Parses and normalizes a string that is already clean (see Clean).
+UrlResult NormalizeClean(std::string_view clean, const UrlOptions& options) {
+  auto parsed = urls::parse_uri(clean);
+  if (!parsed) return UrlResult::Error(Diagnose(clean, parsed.error()));
   // Boost.URL 1.81 accepts "http://a:8x/" as port "8" and path "x/"; a path
   // after an authority must start with "/".
   if (parsed->has_authority() && !parsed->encoded_path().empty() &&
       parsed->encoded_path().front() != '/') {
     return UrlResult::Error(Diagnose(
-        cleaned.url, boost::system::errc::make_error_code(boost::system::errc::invalid_argument)));
+        clean, boost::system::errc::make_error_code(boost::system::errc::invalid_argument)));
   }
   return NormalizeParsed(*parsed, options);
+}
+
+}  // namespace
+
+UrlResult NormalizeUrl(std::string_view url, const UrlOptions& options) {
+  UrlResult cleaned = Clean(url, IsSpecial(SchemeOf(url)));
+  if (!cleaned.ok()) return cleaned;
+  return NormalizeClean(cleaned.url, options);
 }
 
 UrlResult ResolveReference(std::string_view base, std::string_view reference) {
   auto b = urls::parse_uri(base);
   if (!b) return UrlResult::Error("base: " + Diagnose(base, b.error()));
+  return ResolveAgainst(*b, reference);
+}
+
+namespace {
+
+UrlResult ResolveAgainst(const urls::url_view& base, std::string_view reference) {
+  const urls::url_view* b = &base;
   auto r = urls::parse_uri_reference(reference);
   if (!r) return UrlResult::Error("reference: not a valid URI reference (" + r.error().message() + ")");
   // RFC 3986 5.2.2, then recomposition as in 5.3.
@@ -467,23 +529,78 @@ UrlResult ResolveReference(std::string_view base, std::string_view reference) {
   return UrlResult::Ok(std::move(out));
 }
 
-UrlResult ResolveHref(std::string_view base, std::string_view href, const UrlOptions& options) {
+}  // namespace
+
+UrlResolver::UrlResolver(std::string_view base) : base_(base) {
+  auto parsed = urls::parse_uri(base_);
+  if (!parsed) return;
+  view_ = *parsed;
+  UrlResult scheme = HttpScheme(view_);
+  if (!scheme.ok()) return;
+  scheme_ = scheme.url;
+  UrlOptions keep_www, strip_www;
+  strip_www.strip_www = true;
+  UrlResult a = NormalizeOrigin(scheme_, view_, keep_www);
+  UrlResult b = NormalizeOrigin(scheme_, view_, strip_www);
+  if (!a.ok() || !b.ok()) return;
+  origin_[0] = std::move(a.url);
+  origin_[1] = std::move(b.url);
+  ok_ = true;
+}
+
+UrlResult UrlResolver::Resolve(std::string_view href, const UrlOptions& options) const {
+  if (!ok_) return UrlResult::Error("base: not a valid absolute http(s) URL '" + base_ + "'");
   std::string_view scheme = SchemeOf(href);
-  bool special = scheme.empty() ? IsSpecial(SchemeOf(base)) : IsSpecial(scheme);
-  UrlResult cleaned = Clean(href, special);
-  if (!cleaned.ok()) return cleaned;
-  std::string ref = std::move(cleaned.url);
-  // WHATWG: "http:g" (same special scheme as the base, no "//") is relative.
-  if (!scheme.empty() && special && EqualsIgnoreCase(scheme, SchemeOf(base)) &&
-      std::string_view(ref).substr(scheme.size() + 1, 2) != "//") {
-    ref.erase(0, scheme.size() + 1);
-  }
-  if (!scheme.empty() && !special) {
+  if (!scheme.empty() && !IsSpecial(scheme)) {
     return UrlResult::Error("scheme '" + LowerAscii(scheme) + "' is not http or https");
   }
-  UrlResult resolved = ResolveReference(base, ref);
-  if (!resolved.ok()) return resolved;
-  return NormalizeUrl(resolved.url, options);
+  UrlResult cleaned = Clean(href, /*special=*/true);
+  if (!cleaned.ok()) return cleaned;
+  std::string_view ref = cleaned.url;
+  // WHATWG: "http:g" (same special scheme as the base, no "//") is relative.
+  if (!scheme.empty() && EqualsIgnoreCase(scheme, scheme_) &&
+      ref.substr(scheme.size() + 1, 2) != "//") {
+    ref.remove_prefix(scheme.size() + 1);
+  }
+  auto r = urls::parse_uri_reference(ref);
+  if (!r) return UrlResult::Error("not a valid URL reference (" + r.error().message() + ")");
+  if (r->has_authority() && !r->encoded_path().empty() && r->encoded_path().front() != '/') {
+    return UrlResult::Error(Diagnose(
+        r->has_scheme() ? ref : "http:" + std::string(ref),
+        boost::system::errc::make_error_code(boost::system::errc::invalid_argument)));
+  }
+  // RFC 3986 5.2.2; dot segments are removed once, after percent
+  // normalization (AppendPathQuery), which gives the same result.
+  if (r->has_scheme() || r->has_authority()) {
+    UrlResult s = r->has_scheme() ? HttpScheme(*r) : UrlResult::Ok(scheme_);
+    if (!s.ok()) return s;
+    UrlResult origin = NormalizeOrigin(s.url, *r, options);
+    if (!origin.ok()) return origin;
+    return AppendPathQuery(std::move(origin.url), r->encoded_path(), QueryOf(*r), options);
+  }
+  const std::string& origin = origin_[options.strip_www ? 1 : 0];
+  std::string_view ref_path = r->encoded_path();
+  if (ref_path.empty()) {
+    return AppendPathQuery(origin, view_.encoded_path(),
+                           r->has_query() ? QueryOf(*r) : QueryOf(view_), options);
+  }
+  if (ref_path.front() == '/') {
+    return AppendPathQuery(origin, ref_path, QueryOf(*r), options);
+  }
+  std::string_view bp = view_.encoded_path();
+  std::string merged;
+  size_t slash = bp.rfind('/');
+  if (slash == std::string_view::npos) {
+    merged = "/";  // the base has an authority and an empty path
+  } else {
+    merged.assign(bp.substr(0, slash + 1));
+  }
+  merged += ref_path;
+  return AppendPathQuery(origin, merged, QueryOf(*r), options);
+}
+
+UrlResult ResolveHref(std::string_view base, std::string_view href, const UrlOptions& options) {
+  return UrlResolver(base).Resolve(href, options);
 }
 
 UrlResult Punycode(std::string_view utf8_label) {

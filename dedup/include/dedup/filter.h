@@ -5,7 +5,7 @@
 //
 //   bloom     cache-line-blocked Bloom layers (no delete)     ~10 bits/key at 1%
 //   counting  blocked counting Bloom, 4-bit counters (delete)  4x bloom's bits
-//   cuckoo    partial-key cuckoo, 4-way buckets (delete)       ~10.5 bits/key at 1%
+//   cuckoo    partial-key cuckoo, 4-way buckets (delete)       ~11.2 bits/key at 1%
 //
 // Each variant is a chain of layers (scalable, Almeida et al. 2007; RedisBloom
 // SBChain): when the newest layer holds its capacity a new one is added with

@@ -36,6 +36,8 @@
 #include <string>
 #include <string_view>
 
+#include <boost/url/url_view.hpp>
+
 namespace crawler::parsers {
 
 struct UrlOptions {
@@ -63,6 +65,26 @@ UrlResult NormalizeUrl(std::string_view url, const UrlOptions& options = {});
 // then normalizes the result.
 UrlResult ResolveHref(std::string_view base, std::string_view href,
                       const UrlOptions& options = {});
+
+// ResolveHref for many hrefs of one page: parses the base once.
+// Immutable after construction (any thread may call Resolve); it refers to
+// its own copy of the base, so it is neither copyable nor movable.
+class UrlResolver {
+ public:
+  explicit UrlResolver(std::string_view base);
+  UrlResolver(const UrlResolver&) = delete;
+  UrlResolver& operator=(const UrlResolver&) = delete;
+
+  UrlResult Resolve(std::string_view href, const UrlOptions& options = {}) const;
+  const std::string& base() const { return base_; }
+
+ private:
+  std::string base_;
+  boost::urls::url_view view_;  // into base_
+  std::string scheme_;          // lowercase
+  std::string origin_[2];       // normalized "scheme://host[:port]", keeping / stripping "www."
+  bool ok_ = false;
+};
 
 // RFC 3986 5.2 resolution only (no normalization, any scheme).
 UrlResult ResolveReference(std::string_view base, std::string_view reference);

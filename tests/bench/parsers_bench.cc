@@ -1,0 +1,165 @@
+// parsers_bench: URL normalization throughput, and link-extraction cost
+// against gumbo's own parse of the same pages.
+//
+//   build/tests/parsers_bench                # 1000 pages of 10-60 KB
+//   build/tests/parsers_bench --pages 3000
+//
+// Sample (this 2-core machine, Release): see README "How to benchmark".
+//
+// The corpus is generated (deterministic) before any timing: pages of
+// 10-60 KB of text and markup with 20-100 links each, relative (same dir,
+// "../", root-relative, query strings, fragments) and absolute (other hosts,
+// mixed-case hosts, default ports), plus a few mailto:/javascript: links.
+// Normalization is timed on every href of the corpus through
+// UrlResolver::Resolve (resolve against the page + normalize), one resolver
+// per page as ExtractLinks uses it, single-threaded. Extraction is
+// timed as ExtractLinks over every page vs gumbo_parse + destroy alone.
+// Prints numbers; asserts nothing.
+#include <gumbo.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "parsers/links.h"
+#include "parsers/url.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Page {
+  std::string url;
+  std::string html;
+  std::vector<std::string> hrefs;
+};
+
+std::string Href(std::mt19937_64& rng, int page) {
+  auto n = [&rng](uint64_t m) { return std::to_string(rng() % m); };
+  switch (rng() % 10) {
+    case 0: return "articles/2024/" + n(12) + "/the-long-title-of-article-number-" + n(100000) + ".html";
+    case 1: return "../section-" + n(50) + "/category/subcategory-" + n(30) + "/item-" + n(1000) + ".html";
+    case 2: return "/docs/reference/" + n(500) + "/index.html?lang=en&ref=page-" + std::to_string(page);
+    case 3: return "https://Host" + n(300) + ".Example.org:443/a/b/c/resource/" + n(9999) + "?view=full";
+    case 4: return "http://www.example.com/search?q=term" + n(1000) + "&page=2&sort=date#results";
+    case 5: return "./topic/" + n(800) + "/discussion/thread-" + n(99999) + "/#comment-" + n(9);
+    case 6: return "//cdn.example.net/assets/v" + n(20) + "/downloads/files/document-" + n(500) + ".html";
+    case 7: return "/a/./b/../c/%7Euser/projects/page%20" + n(300) + ".html?session=abc&x=" + n(99);
+    case 8: return rng() % 4 == 0 ? "mailto:someone@example.org" : "/shop/item.html?id=" + n(100000) + "&color=blue&size=xl";
+    default: return "#top";
+  }
+}
+
+std::vector<Page> MakeCorpus(int pages) {
+  std::mt19937_64 rng(42);
+  static const char* kWords[] = {"crawler", "archive", "index", "page", "link", "the", "of",
+                                 "web", "bloom", "filter", "resume", "politeness", "frontier"};
+  std::vector<Page> corpus;
+  for (int p = 0; p < pages; ++p) {
+    Page page;
+    page.url = "https://site" + std::to_string(p % 20) + ".example.org/dir" +
+               std::to_string(p % 37) + "/page-" + std::to_string(p) + ".html";
+    size_t target = 10'000 + rng() % 50'000;
+    int links = 20 + static_cast<int>(rng() % 81);
+    std::string& h = page.html;
+    h = "<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>Page " +
+        std::to_string(p) + "</title><link rel=stylesheet href=/s.css></head><body><nav><ul>";
+    for (int l = 0; l < links; ++l) {
+      page.hrefs.push_back(Href(rng, p));
+      if (l == links / 2) h += "</ul></nav><main>";
+      h += l < links / 2 ? "<li><a href=\"" : "<p>See <a class=ref href=\"";
+      h += page.hrefs.back();
+      h += "\">link ";
+      h += std::to_string(l);
+      h += l < links / 2 ? "</a></li>" : "</a> for more.</p>";
+    }
+    while (h.size() < target) {
+      h += "<p>";
+      for (int w = 0; w < 60; ++w) {
+        h += kWords[rng() % (sizeof(kWords) / sizeof(kWords[0]))];
+        h += ' ';
+      }
+      h += "</p>\n";
+    }
+    h += "</main></body></html>";
+    corpus.push_back(std::move(page));
+  }
+  return corpus;
+}
+
+double Seconds(Clock::time_point since) {
+  return std::chrono::duration<double>(Clock::now() - since).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int pages = 1000;
+  int rounds = 3;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string flag = argv[i];
+    if (flag == "--pages") pages = std::atoi(argv[i + 1]);
+    else if (flag == "--rounds") rounds = std::atoi(argv[i + 1]);
+    else {
+      std::fprintf(stderr, "usage: parsers_bench [--pages N] [--rounds R]\n");
+      return 2;
+    }
+  }
+  std::vector<Page> corpus = MakeCorpus(pages);
+  size_t bytes = 0, hrefs = 0, href_bytes = 0;
+  for (const Page& p : corpus) {
+    bytes += p.html.size();
+    hrefs += p.hrefs.size();
+    for (const std::string& h : p.hrefs) href_bytes += h.size();
+  }
+  std::printf("parsers_bench: %d pages, %.1f MB (avg %.1f KB), %zu hrefs (avg %.1f bytes raw)\n",
+              pages, static_cast<double>(bytes) / 1e6,
+              static_cast<double>(bytes) / pages / 1e3, hrefs,
+              static_cast<double>(href_bytes) / static_cast<double>(hrefs));
+
+  // Normalization: best of `rounds`.
+  double best = 1e300;
+  size_t ok = 0, out_bytes = 0;
+  for (int r = 0; r < rounds; ++r) {
+    ok = out_bytes = 0;
+    auto start = Clock::now();
+    for (const Page& p : corpus) {
+      crawler::parsers::UrlResolver resolver(p.url);  // once per page, as the extractor does
+      for (const std::string& h : p.hrefs) {
+        crawler::parsers::UrlResult u = resolver.Resolve(h);
+        ok += u.ok();
+        out_bytes += u.url.size();
+      }
+    }
+    best = std::min(best, Seconds(start));
+  }
+  std::printf("normalize (UrlResolver::Resolve): %.2f M URLs/s single-threaded; %zu ok, avg %.1f bytes out\n",
+              static_cast<double>(hrefs) / best / 1e6, ok,
+              static_cast<double>(out_bytes) / static_cast<double>(ok));
+
+  double gumbo_best = 1e300, extract_best = 1e300;
+  size_t links = 0;
+  for (int r = 0; r < rounds; ++r) {
+    auto start = Clock::now();
+    for (const Page& p : corpus) {
+      GumboOutput* out = gumbo_parse_with_options(&kGumboDefaultOptions, p.html.data(), p.html.size());
+      gumbo_destroy_output(&kGumboDefaultOptions, out);
+    }
+    gumbo_best = std::min(gumbo_best, Seconds(start));
+    start = Clock::now();
+    links = 0;
+    for (const Page& p : corpus) {
+      links += crawler::parsers::ExtractLinks(p.html, p.url, "utf-8").links.size();
+    }
+    extract_best = std::min(extract_best, Seconds(start));
+  }
+  double mb = static_cast<double>(bytes) / 1e6;
+  std::printf("gumbo alone:    %7.1f MB/s  %7.0f pages/s\n", mb / gumbo_best, pages / gumbo_best);
+  std::printf("ExtractLinks:   %7.1f MB/s  %7.0f pages/s  (%zu links)\n", mb / extract_best,
+              pages / extract_best, links);
+  std::printf("extraction / gumbo time: %.3f (target <= 1.3)\n", extract_best / gumbo_best);
+  return 0;
+}
