@@ -4,7 +4,13 @@
 //   build/tests/parsers_bench                # 1000 pages of 10-60 KB
 //   build/tests/parsers_bench --pages 3000
 //
-// Sample (this 2-core machine, Release): see README "How to benchmark".
+// Sample (this 2-core machine, Release):
+//
+//   parsers_bench: 1000 pages, 35.1 MB (avg 35.1 KB), 58122 hrefs (avg 49.4 bytes raw)
+//   normalize (UrlResolver::Resolve): 1.50 M URLs/s single-threaded; 56643 ok, avg 67.8 bytes out
+//   gumbo alone:       23.2 MB/s      660 pages/s
+//   ExtractLinks:      22.4 MB/s      638 pages/s  (56643 links)
+//   extraction / gumbo time: 1.035 (target <= 1.3)
 //
 // The corpus is generated (deterministic) before any timing: pages of
 // 10-60 KB of text and markup with 20-100 links each, relative (same dir,
