@@ -1,0 +1,132 @@
+// The crawl frontier: per-host FIFO queues, a politeness schedule, and a
+// memory bound with disk spill.
+//
+// Every URL enters through Admit, which asks the one dedup filter first (so a
+// URL is queued at most once per crawl), then goes to its host's FIFO queue
+// (host = "scheme://host[:port]" of the normalized URL). Pop hands out the
+// next URL of a host that is
+//   - open: the engine has its robots.txt decision (OpenHost), so no page of
+//     a host is fetched before its robots.txt (RFC 9309);
+//   - due: its politeness delay has passed. After a fetch ends (Done) the
+//     host waits max(min_delay, its Crawl-delay capped at max_crawl_delay,
+//     response_factor x the response time); two request starts to one host
+//     are always at least min_delay apart;
+//   - under max_connections_per_host transfers in flight.
+// Among due hosts the one due longest ago goes first; within a host, FIFO
+// (breadth-first as far as discovery order is).
+//
+// Memory bound: at most max_memory_urls queued URLs live in RAM. Beyond it, a
+// host's newer URLs go to an append-only spill file under spill_dir (one per
+// host that spills) and are read back in order, a chunk at a time, when its
+// RAM part runs dry. Per-host bookkeeping stays in RAM (a few hundred bytes a
+// host), so RAM grows with hosts, not with queued URLs.
+//
+// Spill file record (little-endian): depth u32 | url_len u32 | ref_len u32 |
+// url | referrer. Files are this process's scratch; checkpoints (a later
+// issue) will copy their unread part into the frontier image.
+//
+// Time is passed in by the caller (a steady_clock time point), so tests drive
+// the schedule with a fake clock. Thread-safe: every method may be called from
+// any thread; one mutex guards all state and no I/O but the spill's runs under it.
+#ifndef FRONTIER_FRONTIER_H_
+#define FRONTIER_FRONTIER_H_
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dedup/filter.h"
+#include "dedup/status.h"
+
+namespace crawler::frontier {
+
+using Clock = std::chrono::steady_clock;
+
+struct UrlEntry {
+  std::string url;  // normalized
+  uint32_t depth = 0;
+  std::string referrer;
+};
+
+struct FrontierOptions {
+  uint64_t max_memory_urls = 100'000;
+  std::string spill_dir;               // required when spilling can happen
+  double min_delay_s = 1.0;
+  double max_crawl_delay_s = 30.0;     // a robots.txt Crawl-delay above this is capped
+  double response_factor = 0.0;        // k: wait k x the last response time
+  uint32_t max_connections_per_host = 1;
+  uint32_t spill_chunk = 1024;         // URLs read back from disk at a time
+};
+
+// A URL handed out by Pop; give it back with Done.
+struct Lease {
+  UrlEntry entry;
+  std::string host;
+};
+
+struct FrontierStats {
+  uint64_t queued_memory = 0;
+  uint64_t queued_disk = 0;
+  uint64_t in_flight = 0;
+  uint64_t hosts = 0;
+  uint64_t hosts_waiting_robots = 0;  // not opened yet
+  uint64_t hosts_ready = 0;           // open, non-empty, due now
+  uint64_t hosts_waiting_politeness = 0;
+  uint64_t admitted = 0;              // URLs that passed dedup
+  uint64_t duplicates = 0;            // URLs the filter had seen
+  uint64_t refused_full = 0;          // a fixed filter was full: not queued, counted
+  uint64_t spilled = 0;               // URLs ever written to disk
+};
+
+struct AdmitResult {
+  uint64_t admitted = 0;
+  uint64_t duplicates = 0;
+  uint64_t refused_full = 0;
+  std::vector<std::string> new_hosts;  // hosts seen for the first time: fetch their robots.txt
+};
+
+// "scheme://host[:port]" of a normalized URL ("" if it has no "://").
+std::string_view HostKey(std::string_view url);
+
+class Frontier {
+ public:
+  static Result<std::unique_ptr<Frontier>> Create(const FrontierOptions& options);
+  ~Frontier();
+  Frontier(const Frontier&) = delete;
+  Frontier& operator=(const Frontier&) = delete;
+
+  // Asks `filter` about every entry (one batch) and queues the new ones.
+  // Errors only on spill I/O failure, naming the file; entries already
+  // queued stay queued.
+  [[nodiscard]] Result<AdmitResult> Admit(std::vector<UrlEntry> entries, dedup::Filter& filter);
+
+  // The robots.txt decision for `host` is known: its URLs may be handed out.
+  // `crawl_delay_s`: the host's Crawl-delay, if any.
+  void OpenHost(std::string_view host, std::optional<double> crawl_delay_s);
+
+  // The next due URL, or nullopt. When nullopt and URLs are queued in open
+  // hosts, *next_due (if given) is when the earliest host becomes due.
+  [[nodiscard]] Result<std::optional<Lease>> Pop(Clock::time_point now,
+                                                 Clock::time_point* next_due = nullptr);
+
+  // The fetch of `lease` ended at `now` after `response_s` seconds.
+  void Done(const Lease& lease, Clock::time_point now, double response_s);
+
+  FrontierStats Stats(Clock::time_point now) const;
+  // Queued + in flight == 0.
+  bool Empty() const;
+
+ private:
+  struct Impl;
+  explicit Frontier(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace crawler::frontier
+
+#endif  // FRONTIER_FRONTIER_H_

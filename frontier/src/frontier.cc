@@ -1,0 +1,351 @@
+// The crawl frontier; see frontier/frontier.h.
+#include "frontier/frontier.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <mutex>
+#include <set>
+#include <unordered_map>
+
+namespace crawler::frontier {
+namespace {
+
+// Pending spill records held in RAM across all hosts before they are
+// appended to their files (amortises open/append/close).
+constexpr uint64_t kMaxBufferedSpill = 8192;
+
+Status IoError(const std::string& path, const char* what) {
+  return Status::Error(Status::Code::kIoError, path + ": " + what + ": " + std::strerror(errno));
+}
+
+void PutU32(std::string* out, uint32_t v) {
+  char b[4];
+  std::memcpy(b, &v, 4);  // little-endian hosts only (static_assert in dedup/format.h)
+  out->append(b, 4);
+}
+
+}  // namespace
+
+std::string_view HostKey(std::string_view url) {
+  size_t sep = url.find("://");
+  if (sep == std::string_view::npos) return {};
+  size_t end = url.find_first_of("/?#", sep + 3);
+  return url.substr(0, end == std::string_view::npos ? url.size() : end);
+}
+
+struct Frontier::Impl {
+  struct Host {
+    std::string key;
+    std::deque<UrlEntry> ram;         // FIFO head
+    std::string spill_path;           // "" until the host first spills
+    uint64_t on_disk = 0;             // records in the file not yet read back
+    uint64_t read_offset = 0;         // byte offset of the next unread record
+    std::vector<UrlEntry> write_buf;  // FIFO tail, after the file's records
+    bool open = false;
+    double crawl_delay_s = 0;
+    Clock::time_point due{};
+    uint32_t in_flight = 0;
+    bool scheduled = false;
+    uint64_t Queued() const { return ram.size() + on_disk + write_buf.size(); }
+    bool Spilling() const { return on_disk + write_buf.size() > 0; }
+  };
+
+  explicit Impl(const FrontierOptions& o) : options(o) {}
+
+  ~Impl() {
+    for (const Host& h : hosts) {
+      if (!h.spill_path.empty()) std::remove(h.spill_path.c_str());
+    }
+  }
+
+  const FrontierOptions options;
+  mutable std::mutex mu;
+  // All below GUARDED_BY(mu).
+  std::vector<Host> hosts;
+  std::unordered_map<std::string, size_t> host_index;
+  std::set<std::pair<Clock::time_point, size_t>> schedule;  // open, non-empty, below the limit
+  uint64_t in_memory = 0;  // ram + write_buf entries over all hosts
+  uint64_t buffered = 0;   // write_buf entries over all hosts
+  uint64_t on_disk = 0;
+  uint64_t in_flight = 0;
+  uint64_t admitted = 0, duplicates = 0, refused_full = 0, spilled = 0;
+
+  size_t HostFor(std::string_view key, std::vector<std::string>* new_hosts) {
+    auto it = host_index.find(std::string(key));
+    if (it != host_index.end()) return it->second;
+    size_t id = hosts.size();
+    hosts.emplace_back();
+    hosts.back().key = std::string(key);
+    host_index.emplace(std::string(key), id);
+    if (new_hosts != nullptr) new_hosts->emplace_back(key);
+    return id;
+  }
+
+  void MaybeSchedule(size_t id) {
+    Host& h = hosts[id];
+    if (h.open && !h.scheduled && h.Queued() > 0 && h.in_flight < options.max_connections_per_host) {
+      schedule.emplace(h.due, id);
+      h.scheduled = true;
+    }
+  }
+
+  void Unschedule(size_t id) {
+    Host& h = hosts[id];
+    if (h.scheduled) {
+      schedule.erase({h.due, id});
+      h.scheduled = false;
+    }
+  }
+
+  Status Push(UrlEntry e, std::vector<std::string>* new_hosts) {
+    size_t id = HostFor(HostKey(e.url), new_hosts);
+    Host& h = hosts[id];
+    if (!h.Spilling() && in_memory < options.max_memory_urls) {
+      h.ram.push_back(std::move(e));
+    } else {
+      h.write_buf.push_back(std::move(e));
+      ++buffered;
+      ++spilled;
+    }
+    ++in_memory;
+    MaybeSchedule(id);
+    if (buffered > kMaxBufferedSpill) return FlushAll();
+    return Status::Ok();
+  }
+
+  Status FlushAll() {
+    for (Host& h : hosts) {
+      Status st = Flush(h);
+      if (!st.ok()) return st;
+    }
+    return Status::Ok();
+  }
+
+  Status Flush(Host& h) {
+    if (h.write_buf.empty()) return Status::Ok();
+    if (h.spill_path.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(options.spill_dir, ec);
+      if (options.spill_dir.empty() || ec) {
+        return Status::Error(Status::Code::kIoError,
+                             "frontier spill directory '" + options.spill_dir +
+                                 "' cannot be created" + (ec ? ": " + ec.message() : ""));
+      }
+      char name[32];
+      std::snprintf(name, sizeof(name), "host-%016llx.q",
+                    static_cast<unsigned long long>(XXH3_64bits(h.key.data(), h.key.size())));
+      h.spill_path = options.spill_dir + "/" + name;
+    }
+    std::string bytes;
+    for (const UrlEntry& e : h.write_buf) {
+      PutU32(&bytes, e.depth);
+      PutU32(&bytes, static_cast<uint32_t>(e.url.size()));
+      PutU32(&bytes, static_cast<uint32_t>(e.referrer.size()));
+      bytes += e.url;
+      bytes += e.referrer;
+    }
+    std::FILE* f = std::fopen(h.spill_path.c_str(), "ab");
+    if (f == nullptr) return IoError(h.spill_path, "open");
+    bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+    ok = (std::fclose(f) == 0) && ok;
+    if (!ok) return IoError(h.spill_path, "write");
+    h.on_disk += h.write_buf.size();
+    on_disk += h.write_buf.size();
+    in_memory -= h.write_buf.size();
+    buffered -= h.write_buf.size();
+    h.write_buf.clear();
+    return Status::Ok();
+  }
+
+  // Moves up to one chunk from the host's file into its RAM queue.
+  Status Refill(Host& h) {
+    if (h.on_disk == 0) {
+      // Everything spilled is still buffered: it is the FIFO order's next part.
+      for (UrlEntry& e : h.write_buf) h.ram.push_back(std::move(e));
+      buffered -= h.write_buf.size();
+      h.write_buf.clear();
+      return Status::Ok();
+    }
+    uint64_t room = options.max_memory_urls > in_memory ? options.max_memory_urls - in_memory : 0;
+    uint64_t want = std::clamp<uint64_t>(room, 1, options.spill_chunk);
+    std::FILE* f = std::fopen(h.spill_path.c_str(), "rb");
+    if (f == nullptr) return IoError(h.spill_path, "open");
+    if (std::fseek(f, static_cast<long>(h.read_offset), SEEK_SET) != 0) {
+      std::fclose(f);
+      return IoError(h.spill_path, "seek");
+    }
+    uint64_t got = 0;
+    while (got < want && got < h.on_disk) {
+      uint32_t head[3];
+      if (std::fread(head, 4, 3, f) != 3) break;
+      UrlEntry e;
+      e.depth = head[0];
+      e.url.resize(head[1]);
+      e.referrer.resize(head[2]);
+      if (std::fread(e.url.data(), 1, head[1], f) != head[1] ||
+          std::fread(e.referrer.data(), 1, head[2], f) != head[2]) {
+        break;
+      }
+      h.read_offset += 12 + head[1] + head[2];
+      h.ram.push_back(std::move(e));
+      ++got;
+    }
+    std::fclose(f);
+    if (got == 0) {
+      return Status::Error(Status::Code::kCorruption,
+                           h.spill_path + ": spill file ends early (" +
+                               std::to_string(h.on_disk) + " records expected at offset " +
+                               std::to_string(h.read_offset) + ")");
+    }
+    h.on_disk -= got;
+    on_disk -= got;
+    in_memory += got;
+    if (h.on_disk == 0) {
+      std::remove(h.spill_path.c_str());  // drained: start the next spill from 0
+      h.read_offset = 0;
+    }
+    return Status::Ok();
+  }
+
+  double DelayAfterFetch(const Host& h, double response_s) const {
+    return std::max({options.min_delay_s, std::min(h.crawl_delay_s, options.max_crawl_delay_s),
+                     options.response_factor * response_s});
+  }
+};
+
+Frontier::Frontier(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Frontier::~Frontier() = default;
+
+Result<std::unique_ptr<Frontier>> Frontier::Create(const FrontierOptions& options) {
+  auto bad = [](const std::string& m) { return Status::Error(Status::Code::kInvalidArgument, m); };
+  if (options.max_memory_urls == 0) return bad("frontier.max_memory_urls must be at least 1");
+  if (options.max_connections_per_host == 0) {
+    return bad("frontier.max_connections_per_host must be at least 1");
+  }
+  if (!(options.min_delay_s >= 0) || !(options.max_crawl_delay_s >= 0) ||
+      !(options.response_factor >= 0)) {
+    return bad("frontier delays must be >= 0");
+  }
+  if (options.spill_chunk == 0) return bad("frontier.spill_chunk must be at least 1");
+  return std::unique_ptr<Frontier>(new Frontier(std::make_unique<Impl>(options)));
+}
+
+Result<AdmitResult> Frontier::Admit(std::vector<UrlEntry> entries, dedup::Filter& filter) {
+  std::vector<std::string_view> keys;
+  keys.reserve(entries.size());
+  for (const UrlEntry& e : entries) keys.push_back(e.url);
+  std::vector<dedup::InsertResult> results(entries.size());
+  filter.InsertBatch(keys, results);  // outside our lock: the filter has its own
+  AdmitResult out;
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    switch (results[i]) {
+      case dedup::InsertResult::kPresent:
+        ++out.duplicates;
+        continue;
+      case dedup::InsertResult::kFull:
+        ++out.refused_full;
+        continue;
+      case dedup::InsertResult::kInserted:
+        break;
+    }
+    ++out.admitted;
+    Status st = impl_->Push(std::move(entries[i]), &out.new_hosts);
+    if (!st.ok()) {
+      impl_->admitted += out.admitted;
+      return st;
+    }
+  }
+  impl_->admitted += out.admitted;
+  impl_->duplicates += out.duplicates;
+  impl_->refused_full += out.refused_full;
+  return out;
+}
+
+void Frontier::OpenHost(std::string_view host, std::optional<double> crawl_delay_s) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  size_t id = impl_->HostFor(host, nullptr);
+  Impl::Host& h = impl_->hosts[id];
+  h.open = true;
+  h.crawl_delay_s = crawl_delay_s.value_or(0);
+  impl_->MaybeSchedule(id);
+}
+
+Result<std::optional<Lease>> Frontier::Pop(Clock::time_point now, Clock::time_point* next_due) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  Impl& m = *impl_;
+  if (m.schedule.empty()) return std::optional<Lease>();
+  auto [due, id] = *m.schedule.begin();
+  if (due > now) {
+    if (next_due != nullptr) *next_due = due;
+    return std::optional<Lease>();
+  }
+  m.Unschedule(id);
+  Impl::Host& h = m.hosts[id];
+  if (h.ram.empty()) {
+    Status st = m.Refill(h);
+    if (!st.ok()) return st;
+  }
+  Lease lease{std::move(h.ram.front()), h.key};
+  h.ram.pop_front();
+  --m.in_memory;
+  ++h.in_flight;
+  ++m.in_flight;
+  // Request starts to one host are at least min_delay apart.
+  h.due = std::max(h.due, now + std::chrono::duration_cast<Clock::duration>(
+                                    std::chrono::duration<double>(m.options.min_delay_s)));
+  m.MaybeSchedule(id);
+  return std::optional<Lease>(std::move(lease));
+}
+
+void Frontier::Done(const Lease& lease, Clock::time_point now, double response_s) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  Impl& m = *impl_;
+  auto it = m.host_index.find(lease.host);
+  if (it == m.host_index.end()) return;
+  Impl::Host& h = m.hosts[it->second];
+  if (h.in_flight == 0) return;
+  --h.in_flight;
+  --m.in_flight;
+  m.Unschedule(it->second);
+  auto delay = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(m.DelayAfterFetch(h, response_s)));
+  h.due = std::max(h.due, now + delay);
+  m.MaybeSchedule(it->second);
+}
+
+FrontierStats Frontier::Stats(Clock::time_point now) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  const Impl& m = *impl_;
+  FrontierStats s;
+  s.queued_memory = m.in_memory;
+  s.queued_disk = m.on_disk;
+  s.in_flight = m.in_flight;
+  s.hosts = m.hosts.size();
+  s.admitted = m.admitted;
+  s.duplicates = m.duplicates;
+  s.refused_full = m.refused_full;
+  s.spilled = m.spilled;
+  for (const Impl::Host& h : m.hosts) {
+    if (!h.open) {
+      ++s.hosts_waiting_robots;
+    } else if (h.Queued() > 0) {
+      bool ready = h.due <= now && h.in_flight < m.options.max_connections_per_host;
+      ++(ready ? s.hosts_ready : s.hosts_waiting_politeness);
+    }
+  }
+  return s;
+}
+
+bool Frontier::Empty() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->in_memory + impl_->on_disk + impl_->in_flight == 0;
+}
+
+}  // namespace crawler::frontier

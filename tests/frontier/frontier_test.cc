@@ -1,0 +1,250 @@
+// The frontier (frontier/frontier.h) on a fake clock: dedup admission, robots
+// gating, FIFO per host, politeness delays, per-host connection limits, and
+// disk spill with bounded memory.
+#include <catch2/catch.hpp>
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "frontier/frontier.h"
+
+namespace crawler::frontier {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+const Clock::time_point kT0 = Clock::time_point{} + std::chrono::hours(1);
+
+std::unique_ptr<dedup::Filter> MakeFilter() {
+  dedup::FilterOptions o;
+  o.capacity = 100'000;
+  o.error_rate = 1e-6;
+  return std::move(dedup::Filter::Create(o)).value();
+}
+
+std::unique_ptr<Frontier> MakeFrontier(FrontierOptions o) {
+  return std::move(Frontier::Create(o)).value();
+}
+
+std::vector<UrlEntry> Entries(const std::vector<std::string>& urls, uint32_t depth = 1) {
+  std::vector<UrlEntry> out;
+  for (const auto& u : urls) out.push_back(UrlEntry{u, depth, "http://ref/"});
+  return out;
+}
+
+std::optional<Lease> PopAt(Frontier& f, Clock::time_point t, Clock::time_point* next = nullptr) {
+  auto r = f.Pop(t, next);
+  REQUIRE(r.ok());
+  return std::move(r).value();
+}
+
+TEST_CASE("HostKey is scheme://host[:port]", "[frontier]") {
+  CHECK(HostKey("http://a.example/x/y?q") == "http://a.example");
+  CHECK(HostKey("https://a.example:8443/") == "https://a.example:8443");
+  CHECK(HostKey("http://a.example") == "http://a.example");
+  CHECK(HostKey("http://a.example?x") == "http://a.example");
+  CHECK(HostKey("nothing") == "");
+}
+
+TEST_CASE("Admit asks the filter: each URL is queued once; new hosts reported once",
+          "[frontier]") {
+  auto filter = MakeFilter();
+  auto f = MakeFrontier({});
+  auto r = f->Admit(Entries({"http://a/1", "http://a/2", "http://b/1", "http://a/1"}), *filter);
+  REQUIRE(r.ok());
+  CHECK(r->admitted == 3);
+  CHECK(r->duplicates == 1);
+  CHECK(r->new_hosts == std::vector<std::string>{"http://a", "http://b"});
+  auto again = f->Admit(Entries({"http://a/2", "http://c/1"}), *filter);
+  REQUIRE(again.ok());
+  CHECK(again->admitted == 1);
+  CHECK(again->new_hosts == std::vector<std::string>{"http://c"});
+  FrontierStats st = f->Stats(kT0);
+  CHECK(st.queued_memory == 4);
+  CHECK(st.hosts == 3);
+  CHECK(st.hosts_waiting_robots == 3);
+  CHECK(st.admitted == 4);
+  CHECK(st.duplicates == 2);
+}
+
+TEST_CASE("No page of a host is handed out before its robots.txt is known", "[frontier]") {
+  auto filter = MakeFilter();
+  FrontierOptions o;
+  o.min_delay_s = 0;
+  auto f = MakeFrontier(o);
+  REQUIRE(f->Admit(Entries({"http://a/1", "http://b/1"}), *filter).ok());
+  CHECK_FALSE(PopAt(*f, kT0));
+  f->OpenHost("http://b", std::nullopt);
+  auto lease = PopAt(*f, kT0);
+  REQUIRE(lease);
+  CHECK(lease->entry.url == "http://b/1");
+  CHECK(lease->host == "http://b");
+  CHECK(lease->entry.depth == 1);
+  CHECK(lease->entry.referrer == "http://ref/");
+  CHECK_FALSE(PopAt(*f, kT0));  // a is still closed
+}
+
+TEST_CASE("FIFO within a host; the host due longest ago goes first", "[frontier]") {
+  auto filter = MakeFilter();
+  FrontierOptions o;
+  o.min_delay_s = 1;
+  auto f = MakeFrontier(o);
+  REQUIRE(f->Admit(Entries({"http://a/1", "http://a/2", "http://a/3", "http://b/1", "http://b/2"}),
+                   *filter).ok());
+  f->OpenHost("http://a", std::nullopt);
+  f->OpenHost("http://b", std::nullopt);
+  std::vector<std::string> order;
+  Clock::time_point t = kT0;
+  for (int i = 0; i < 5; ++i) {
+    Clock::time_point next{};
+    auto lease = PopAt(*f, t, &next);
+    if (!lease) {
+      REQUIRE(next > t);
+      t = next;
+      lease = PopAt(*f, t);
+    }
+    REQUIRE(lease);
+    order.push_back(lease->entry.url);
+    f->Done(*lease, t, 0.01);
+  }
+  CHECK(order == std::vector<std::string>{"http://a/1", "http://b/1", "http://a/2", "http://b/2",
+                                          "http://a/3"});
+  CHECK(f->Empty());
+}
+
+TEST_CASE("Politeness: min_delay, Crawl-delay (capped) and k x response time", "[frontier]") {
+  auto filter = MakeFilter();
+  FrontierOptions o;
+  o.min_delay_s = 2;
+  o.max_crawl_delay_s = 10;
+  o.response_factor = 5;
+  auto f = MakeFrontier(o);
+  std::vector<std::string> urls;
+  for (int i = 0; i < 6; ++i) urls.push_back("http://a/" + std::to_string(i));
+  REQUIRE(f->Admit(Entries(urls), *filter).ok());
+  f->OpenHost("http://a", std::nullopt);
+
+  auto l1 = PopAt(*f, kT0);
+  REQUIRE(l1);
+  CHECK_FALSE(PopAt(*f, kT0 + seconds(100)));  // one connection: busy until Done
+  f->Done(*l1, kT0 + milliseconds(500), 0.1);   // delay = max(2, 0, 0.5) = 2 s after the end
+  Clock::time_point next{};
+  CHECK_FALSE(PopAt(*f, kT0 + milliseconds(2400), &next));
+  CHECK(next == kT0 + milliseconds(2500));
+  auto l2 = PopAt(*f, kT0 + milliseconds(2500));
+  REQUIRE(l2);
+  f->Done(*l2, kT0 + seconds(3), 1.0);  // 5 x 1 s response = 5 s
+  CHECK_FALSE(PopAt(*f, kT0 + milliseconds(7999)));
+  auto l3 = PopAt(*f, kT0 + seconds(8));
+  REQUIRE(l3);
+
+  f->OpenHost("http://a", 7.0);  // robots Crawl-delay: 7
+  f->Done(*l3, kT0 + seconds(8), 0.0);
+  CHECK_FALSE(PopAt(*f, kT0 + milliseconds(14999)));
+  auto l4 = PopAt(*f, kT0 + seconds(15));
+  REQUIRE(l4);
+
+  f->OpenHost("http://a", 3600.0);  // capped at max_crawl_delay = 10
+  f->Done(*l4, kT0 + seconds(15), 0.0);
+  CHECK_FALSE(PopAt(*f, kT0 + milliseconds(24999)));
+  CHECK(PopAt(*f, kT0 + seconds(25)));
+}
+
+TEST_CASE("At most max_connections_per_host in flight; starts min_delay apart", "[frontier]") {
+  auto filter = MakeFilter();
+  FrontierOptions o;
+  o.min_delay_s = 1;
+  o.max_connections_per_host = 2;
+  auto f = MakeFrontier(o);
+  REQUIRE(f->Admit(Entries({"http://a/1", "http://a/2", "http://a/3"}), *filter).ok());
+  f->OpenHost("http://a", std::nullopt);
+  auto l1 = PopAt(*f, kT0);
+  REQUIRE(l1);
+  CHECK_FALSE(PopAt(*f, kT0 + milliseconds(999)));
+  auto l2 = PopAt(*f, kT0 + seconds(1));
+  REQUIRE(l2);
+  CHECK_FALSE(PopAt(*f, kT0 + seconds(60)));  // two in flight
+  CHECK(f->Stats(kT0 + seconds(60)).in_flight == 2);
+  f->Done(*l1, kT0 + seconds(60), 0);
+  CHECK(PopAt(*f, kT0 + seconds(61)));
+}
+
+TEST_CASE("Bounded memory: URLs beyond max_memory_urls spill to disk and come back in order",
+          "[frontier][spill]") {
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / ("frontier-spill-" + std::to_string(::getpid()))).string();
+  std::filesystem::remove_all(dir);
+  {
+    auto filter = MakeFilter();
+    FrontierOptions o;
+    o.min_delay_s = 0;
+    o.max_memory_urls = 100;
+    o.spill_chunk = 37;
+    o.spill_dir = dir;
+    auto f = MakeFrontier(o);
+    std::map<std::string, std::vector<std::string>> expected;
+    for (int batch = 0; batch < 40; ++batch) {
+      std::vector<std::string> urls;
+      for (int i = 0; i < 500; ++i) {
+        std::string host = "http://h" + std::to_string(i % 3);
+        std::string url = host + "/" + std::to_string(batch * 500 + i);
+        urls.push_back(url);
+        expected[host].push_back(url);
+      }
+      REQUIRE(f->Admit(Entries(urls), *filter).ok());
+      FrontierStats st = f->Stats(kT0);
+      CHECK(st.queued_memory <= 100 + 8192);  // the budget plus the spill write buffer
+    }
+    FrontierStats st = f->Stats(kT0);
+    CHECK(st.queued_memory + st.queued_disk == 20'000);
+    CHECK(st.queued_disk >= 20'000 - 100 - 8192);
+    CHECK(st.spilled >= 20'000 - 100);
+    for (const auto& [host, urls] : expected) f->OpenHost(host, std::nullopt);
+
+    std::map<std::string, std::vector<std::string>> got;
+    uint64_t peak_memory = 0;
+    while (auto lease = PopAt(*f, kT0)) {
+      got[lease->host].push_back(lease->entry.url);
+      f->Done(*lease, kT0, 0);
+      peak_memory = std::max(peak_memory, f->Stats(kT0).queued_memory);
+    }
+    CHECK(got == expected);  // every URL once, FIFO per host
+    CHECK(peak_memory <= 100 + 8192);
+    CHECK(f->Empty());
+    CHECK(std::filesystem::is_empty(dir));  // drained spill files are removed
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("A spill directory that cannot be created is an error naming it", "[frontier][spill]") {
+  auto filter = MakeFilter();
+  FrontierOptions o;
+  o.max_memory_urls = 1;
+  o.spill_dir = "/proc/no-such-dir/frontier";
+  auto f = MakeFrontier(o);
+  std::vector<std::string> urls;
+  for (int i = 0; i < 9000; ++i) urls.push_back("http://a/" + std::to_string(i));
+  auto r = f->Admit(Entries(urls), *filter);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == Status::Code::kIoError);
+  CHECK_THAT(r.status().message(), Catch::Contains("/proc/no-such-dir/frontier"));
+}
+
+TEST_CASE("Options are validated", "[frontier]") {
+  FrontierOptions o;
+  o.max_memory_urls = 0;
+  CHECK_FALSE(Frontier::Create(o).ok());
+  o = {};
+  o.max_connections_per_host = 0;
+  CHECK_FALSE(Frontier::Create(o).ok());
+  o = {};
+  o.min_delay_s = -1;
+  CHECK_FALSE(Frontier::Create(o).ok());
+}
+
+}  // namespace
+}  // namespace crawler::frontier
