@@ -21,14 +21,31 @@ for p in "${packages[@]}"; do
   fi
 done
 
-if [ "${#missing[@]}" -eq 0 ]; then
-  echo "install-deps: all ${#packages[@]} packages present"
-  exit 0
+# Node.js and npm (Debian's, unless a node >= 18 is already there) for the
+# independent WARC reader.
+if ! command -v node >/dev/null 2>&1; then
+  missing+=(nodejs)
+fi
+if ! command -v npm >/dev/null 2>&1 && ! dpkg-query -W -f='${Status}' nodejs 2>/dev/null | grep -q nodesource; then
+  missing+=(npm)
 fi
 
-echo "install-deps: installing ${missing[*]}"
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -q
-$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+if [ "${#missing[@]}" -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} Debian packages present"
+else
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -q
+  $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# warcio (npm): the independent WARC reader the tests check our files with.
+WARCIO_VERSION=2.4.11
+if ! command -v warcio >/dev/null 2>&1; then
+  echo "install-deps: installing warcio@${WARCIO_VERSION} from npm"
+  $SUDO npm install -g --no-fund --no-audit "warcio@${WARCIO_VERSION}"
+else
+  echo "install-deps: warcio present"
+fi

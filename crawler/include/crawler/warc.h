@@ -1,0 +1,86 @@
+// WARC/1.1 output: OUT/warc/crawl-NNNNN.warc.gz.
+//
+// Each file starts with a warcinfo record; each fetch adds a request and a
+// response record (linked by WARC-Concurrent-To), each record its own gzip
+// member so readers can seek to any record and a torn tail loses at most the
+// record being written. Response records carry WARC-Payload-Digest (SHA-1 of
+// the HTTP body as received) and WARC-Block-Digest (SHA-1 of the whole HTTP
+// message), both "sha1:<base32>"; a body cut at the size limit is marked
+// WARC-Truncated: length. Files rotate when they reach rotate_bytes.
+//
+//   record := "WARC/1.1" CRLF *(header CRLF) CRLF block CRLF CRLF    (gzipped)
+//
+// Position() is what a checkpoint records (file index, bytes) so that resume
+// can cut a torn tail. Thread-safe: one mutex serialises writers.
+#ifndef CRAWLER_WARC_H_
+#define CRAWLER_WARC_H_
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "dedup/status.h"
+
+namespace crawler::engine {
+
+struct WarcOptions {
+  std::string dir;                         // OUT/warc
+  std::string prefix = "crawl";
+  uint64_t rotate_bytes = uint64_t{1} << 30;  // 1 GiB
+  std::string software = "crawler/0.1";
+  std::string operator_info;               // e.g. the contact URL from the config
+};
+
+struct Exchange {
+  std::string url;
+  std::string ip;                          // "" if unknown
+  std::chrono::system_clock::time_point date;
+  std::string request;                     // the HTTP request as sent
+  std::string response_head;               // status line + headers, ending in CRLF CRLF
+  std::string body;                        // the body as received
+  bool truncated = false;                  // body cut at the size limit
+};
+
+struct WarcPosition {
+  uint32_t file_index = 0;
+  uint64_t bytes = 0;  // size of that file
+};
+
+class WarcWriter {
+ public:
+  // Creates `dir` if needed and opens the first file after any existing
+  // crawl-NNNNN.warc.gz in it (so a resumed crawl never appends to a closed file).
+  static Result<std::unique_ptr<WarcWriter>> Open(const WarcOptions& options);
+  ~WarcWriter();
+  WarcWriter(const WarcWriter&) = delete;
+  WarcWriter& operator=(const WarcWriter&) = delete;
+
+  // Appends the request and response records of one fetch.
+  [[nodiscard]] Status Write(const Exchange& exchange);
+  // fflush + fsync of the current file.
+  [[nodiscard]] Status Sync();
+  WarcPosition Position() const;
+  std::string CurrentPath() const;
+
+ private:
+  explicit WarcWriter(const WarcOptions& options) : options_(options) {}
+  Status OpenNext();                     // REQUIRES: mu_ held
+  Status Append(const std::string& record);  // gzip member; REQUIRES: mu_ held
+
+  const WarcOptions options_;
+  mutable std::mutex mu_;
+  std::FILE* file_ = nullptr;  // GUARDED_BY(mu_)
+  uint32_t index_ = 0;         // GUARDED_BY(mu_)
+  uint64_t bytes_ = 0;         // GUARDED_BY(mu_)
+  std::string path_;           // GUARDED_BY(mu_)
+};
+
+// "2026-11-22T14:40:14Z"
+std::string WarcDate(std::chrono::system_clock::time_point t);
+
+}  // namespace crawler::engine
+
+#endif  // CRAWLER_WARC_H_

@@ -1,0 +1,166 @@
+// WARC/1.1 writer; see crawler/warc.h.
+#include "crawler/warc.h"
+
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <random>
+
+#include "sha1.h"
+
+namespace crawler::engine {
+namespace {
+
+Status IoError(const std::string& path, const char* what) {
+  return Status::Error(Status::Code::kIoError, path + ": " + what + ": " + std::strerror(errno));
+}
+
+std::string RecordId() {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  uint64_t a = rng(), b = rng();
+  a = (a & 0xFFFFFFFFFFFF0FFFULL) | 0x0000000000004000ULL;  // version 4
+  b = (b & 0x3FFFFFFFFFFFFFFFULL) | 0x8000000000000000ULL;  // RFC 4122 variant
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "<urn:uuid:%08llx-%04llx-%04llx-%04llx-%012llx>",
+                static_cast<unsigned long long>(a >> 32),
+                static_cast<unsigned long long>((a >> 16) & 0xFFFF),
+                static_cast<unsigned long long>(a & 0xFFFF),
+                static_cast<unsigned long long>(b >> 48),
+                static_cast<unsigned long long>(b & 0xFFFFFFFFFFFFULL));
+  return buf;
+}
+
+std::string Record(const std::string& type, const std::string& id,
+                   const std::string& headers, const std::string& content_type,
+                   const std::string& block) {
+  std::string r = "WARC/1.1\r\nWARC-Type: " + type + "\r\nWARC-Record-ID: " + id + "\r\n";
+  r += headers;
+  r += "Content-Type: " + content_type + "\r\n";
+  r += "Content-Length: " + std::to_string(block.size()) + "\r\n\r\n";
+  r += block;
+  r += "\r\n\r\n";
+  return r;
+}
+
+}  // namespace
+
+std::string WarcDate(std::chrono::system_clock::time_point t) {
+  std::time_t secs = std::chrono::system_clock::to_time_t(t);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+Result<std::unique_ptr<WarcWriter>> WarcWriter::Open(const WarcOptions& options) {
+  std::error_code ec;
+  std::filesystem::create_directories(options.dir, ec);
+  if (ec) {
+    return Status::Error(Status::Code::kIoError, options.dir + ": cannot create: " + ec.message());
+  }
+  std::unique_ptr<WarcWriter> w(new WarcWriter(options));
+  // Continue numbering after the files already there.
+  for (const auto& entry : std::filesystem::directory_iterator(options.dir, ec)) {
+    std::string name = entry.path().filename().string();
+    unsigned n = 0;
+    if (std::sscanf(name.c_str(), (options.prefix + "-%05u.warc.gz").c_str(), &n) == 1) {
+      w->index_ = std::max(w->index_, n + 1);
+    }
+  }
+  std::lock_guard<std::mutex> lock(w->mu_);
+  Status st = w->OpenNext();
+  if (!st.ok()) return st;
+  return w;
+}
+
+WarcWriter::~WarcWriter() {
+  if (file_ != nullptr) std::fclose(file_);
+}
+
+Status WarcWriter::OpenNext() {
+  if (file_ != nullptr) {
+    if (std::fclose(file_) != 0) return IoError(path_, "close");
+    file_ = nullptr;
+    ++index_;
+  }
+  char name[64];
+  std::snprintf(name, sizeof(name), "%s-%05u.warc.gz", options_.prefix.c_str(), index_);
+  path_ = options_.dir + "/" + name;
+  file_ = std::fopen(path_.c_str(), "wbx");  // never overwrite an existing file
+  if (file_ == nullptr) return IoError(path_, "create");
+  bytes_ = 0;
+  std::string fields = "software: " + options_.software + "\r\nformat: WARC File Format 1.1\r\n";
+  if (!options_.operator_info.empty()) fields += "operator: " + options_.operator_info + "\r\n";
+  std::string headers = "WARC-Date: " + WarcDate(std::chrono::system_clock::now()) +
+                        "\r\nWARC-Filename: " + std::string(name) + "\r\n";
+  return Append(Record("warcinfo", RecordId(), headers, "application/warc-fields", fields));
+}
+
+Status WarcWriter::Append(const std::string& record) {
+  z_stream z{};
+  // 15 + 16: a gzip (not zlib) wrapper; one member per record.
+  if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+    return Status::Error(Status::Code::kIoError, path_ + ": deflateInit2 failed");
+  }
+  std::string out(deflateBound(&z, static_cast<uLong>(record.size())), '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(record.data()));
+  z.avail_in = static_cast<uInt>(record.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  int rc = deflate(&z, Z_FINISH);
+  size_t produced = out.size() - z.avail_out;
+  deflateEnd(&z);
+  if (rc != Z_STREAM_END) return Status::Error(Status::Code::kIoError, path_ + ": deflate failed");
+  if (std::fwrite(out.data(), 1, produced, file_) != produced) return IoError(path_, "write");
+  bytes_ += produced;
+  return Status::Ok();
+}
+
+Status WarcWriter::Write(const Exchange& ex) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (bytes_ >= options_.rotate_bytes) {
+    Status st = OpenNext();
+    if (!st.ok()) return st;
+  }
+  const std::string date = WarcDate(ex.date);
+  const std::string request_id = RecordId();
+  const std::string response_id = RecordId();
+  std::string common = "WARC-Date: " + date + "\r\nWARC-Target-URI: " + ex.url + "\r\n";
+  if (!ex.ip.empty()) common += "WARC-IP-Address: " + ex.ip + "\r\n";
+
+  std::string block = ex.response_head + ex.body;
+  std::string response_headers = common + "WARC-Payload-Digest: " + WarcDigest(ex.body) +
+                                 "\r\nWARC-Block-Digest: " + WarcDigest(block) + "\r\n";
+  if (ex.truncated) response_headers += "WARC-Truncated: length\r\n";
+  Status st = Append(Record("response", response_id, response_headers,
+                            "application/http;msgtype=response", block));
+  if (!st.ok()) return st;
+  std::string request_headers = common + "WARC-Concurrent-To: " + response_id +
+                                "\r\nWARC-Block-Digest: " + WarcDigest(ex.request) + "\r\n";
+  return Append(Record("request", request_id, request_headers,
+                       "application/http;msgtype=request", ex.request));
+}
+
+Status WarcWriter::Sync() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (std::fflush(file_) != 0) return IoError(path_, "flush");
+  if (::fsync(fileno(file_)) != 0) return IoError(path_, "fsync");
+  return Status::Ok();
+}
+
+WarcPosition WarcWriter::Position() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return WarcPosition{index_, bytes_};
+}
+
+std::string WarcWriter::CurrentPath() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return path_;
+}
+
+}  // namespace crawler::engine
