@@ -1,0 +1,78 @@
+// The crawl configuration: TOML files (configs/default.toml documents every
+// key) plus --set overrides, validated against one schema.
+//
+// Every key has a type and a range. An unknown key, a wrong type or an
+// out-of-range value is an error naming the file, the line and the key
+// ("configs/my.toml:12: frontier.max_memroy_urls: unknown key"). Keys that
+// are absent keep their defaults (the values in this header, which
+// configs/default.toml repeats). Values are plain data: copy freely.
+#ifndef CRAWLER_CONFIG_H_
+#define CRAWLER_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dedup/filter.h"
+#include "dedup/status.h"
+#include "frontier/frontier.h"
+#include "parsers/url.h"
+
+namespace crawler::engine {
+
+struct CrawlConfig {
+  std::string user_agent = "crawler/0.1 (+https://example.org/crawler-contact)";
+  uint32_t workers = 0;            // 0: one per core
+  uint32_t max_connections = 64;   // concurrent transfers, all workers together
+  uint32_t max_depth = 20;
+  uint64_t max_pages = 0;          // 0: no limit
+  uint64_t max_pages_per_host = 100'000;  // trap guard
+  std::vector<std::string> scope_hosts;    // empty: the seeds' hosts
+  std::vector<std::string> scope_domains;  // a host matches if it ends in one
+  std::vector<std::string> include;        // regexes; empty: everything in scope
+  std::vector<std::string> exclude;        // regexes
+  bool include_assets = false;             // follow img/script/stylesheet links
+};
+
+struct FetchConfig {
+  double connect_timeout_s = 10;
+  double timeout_s = 60;
+  uint64_t low_speed_bytes = 1000;  // abort below this many bytes/s ...
+  double low_speed_time_s = 30;     // ... for this long
+  uint64_t max_body_bytes = 10 * 1024 * 1024;
+  uint32_t max_redirects = 5;
+  double robots_cache_s = 86400;
+};
+
+struct OutputConfig {
+  uint64_t warc_rotate_bytes = uint64_t{1} << 30;
+  std::string warc_prefix = "crawl";
+};
+
+struct CheckpointConfig {
+  double interval_s = 300;
+  uint64_t interval_pages = 0;  // 0: by time only
+};
+
+struct Config {
+  CrawlConfig crawl;
+  FetchConfig fetch;
+  frontier::FrontierOptions frontier;  // spill_dir is set by the engine
+  dedup::FilterOptions dedup;
+  std::string dedup_type_name = "bloom";  // as written; dedup.type is derived from it
+  parsers::UrlOptions url;
+  OutputConfig output;
+  CheckpointConfig checkpoint;
+};
+
+// Defaults, then `path` (if not empty), then each "section.key=value" of
+// `overrides` in order. The value of an override is read as TOML, or as a
+// string when it is not valid TOML (so --set dedup.type=cuckoo works).
+Result<Config> LoadConfig(const std::string& path, const std::vector<std::string>& overrides = {});
+
+// The effective configuration as TOML (for the checkpoint manifest and --help).
+std::string ConfigToToml(const Config& config);
+
+}  // namespace crawler::engine
+
+#endif  // CRAWLER_CONFIG_H_
