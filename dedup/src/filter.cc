@@ -82,6 +82,8 @@ constexpr uint32_t kMaxLayers = 400;
 // groups get too small to pay for the sort and batches go key by key.
 constexpr size_t kChunk = 1024;
 constexpr uint32_t kMaxGroupedStripes = 256;
+// Prefetched layer blocks kept in flight ahead of the key being processed.
+constexpr uint32_t kPrefetchLines = 16;
 
 template <typename Layer>
 constexpr FilterType TypeOf() {
@@ -331,10 +333,17 @@ class StripedFilter final : public Filter {
         if (start[st] == start[st + 1]) continue;
         Stripe& s = stripes_[st];
         std::lock_guard<SpinLock> lock(s.mu);
-        for (uint32_t o = start[st]; o < start[st + 1]; ++o) {
-          for (const Layer& layer : s.layers) layer.Prefetch(hashes[order[o]]);
-        }
-        for (uint32_t o = start[st]; o < start[st + 1]; ++o) {
+        // A sliding prefetch window: a core tracks only a few dozen misses at
+        // once, and prefetches beyond that are dropped, so prefetching a whole
+        // group (64 keys x layers x lines) up front wastes most of them.
+        const uint32_t end = start[st + 1];
+        const uint32_t window = std::max<uint32_t>(
+            2, kPrefetchLines / static_cast<uint32_t>(s.layers.size()));
+        uint32_t ahead = start[st];
+        for (uint32_t o = start[st]; o < end; ++o) {
+          for (; ahead < end && ahead < o + window; ++ahead) {
+            for (const Layer& layer : s.layers) layer.Prefetch(hashes[order[ahead]]);
+          }
           op(s, hashes[order[o]], base + order[o]);
         }
       }
