@@ -1,6 +1,8 @@
 // Link extraction with gumbo; see parsers/links.h.
 #include "parsers/links.h"
 
+#include "ascii.h"
+
 #include <gumbo.h>
 
 #include <algorithm>
@@ -9,13 +11,8 @@
 namespace crawler::parsers {
 namespace {
 
-char Lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
-std::string LowerAscii(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = Lower(c);
-  return out;
-}
+using ascii::Lower;
+using ascii::LowerAscii;
 
 std::string_view TrimSpace(std::string_view s) {
   auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'; };

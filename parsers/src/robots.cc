@@ -1,6 +1,8 @@
 // robots.txt per RFC 9309; see parsers/robots.h.
 #include "parsers/robots.h"
 
+#include "ascii.h"
+
 #include <algorithm>
 #include <cstdlib>
 
@@ -9,26 +11,13 @@ namespace {
 
 constexpr size_t kMaxPatternBytes = 4096;  // bounds the O(path x pattern) matcher
 
-char Lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-bool IsHex(char c) {
-  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
-int HexValue(char c) { return c <= '9' ? c - '0' : Lower(c) - 'a' + 10; }
-bool IsUnreserved(unsigned char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-         c == '-' || c == '.' || c == '_' || c == '~';
-}
+using ascii::Lower;
+using ascii::LowerAscii;
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
   return s;
-}
-
-std::string LowerAscii(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = Lower(c);
-  return out;
 }
 
 // The product token of a user-agent value: up to the first '/' or space.
@@ -46,30 +35,7 @@ struct Group {
 }  // namespace
 
 std::string NormalizeRobotsPath(std::string_view path) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  out.reserve(path.size());
-  for (size_t i = 0; i < path.size(); ++i) {
-    auto c = static_cast<unsigned char>(path[i]);
-    if (c == '%' && i + 2 < path.size() && IsHex(path[i + 1]) && IsHex(path[i + 2])) {
-      auto decoded = static_cast<unsigned char>(HexValue(path[i + 1]) * 16 + HexValue(path[i + 2]));
-      if (IsUnreserved(decoded)) {
-        out += static_cast<char>(decoded);
-      } else {
-        out += '%';
-        out += kHex[decoded >> 4];
-        out += kHex[decoded & 15];
-      }
-      i += 2;
-    } else if (c <= 0x20 || c >= 0x7F) {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
+  return ascii::NormalizePercent(path, /*encode_raw=*/true);
 }
 
 bool RobotsPatternMatches(std::string_view pattern, std::string_view path) {

@@ -1,6 +1,8 @@
 // URL resolution and normalization; see parsers/url.h for the rules.
 #include "parsers/url.h"
 
+#include "ascii.h"
+
 #include <algorithm>
 #include <boost/url.hpp>
 #include <cstdint>
@@ -16,16 +18,12 @@ namespace urls = boost::urls;
 constexpr size_t kMaxHostLength = 253;  // DNS: 255 octets on the wire, 253 as text
 constexpr size_t kMaxLabelLength = 63;
 
-bool IsAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-bool IsHex(char c) { return IsDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
-char Lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
-std::string LowerAscii(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = Lower(c);
-  return out;
-}
+using ascii::IsAlpha;
+using ascii::IsDigit;
+using ascii::IsHex;
+using ascii::Lower;
+using ascii::LowerAscii;
+using ascii::NormalizePercent;
 
 bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
@@ -144,10 +142,9 @@ bool DecodeUtf8(std::string_view s, std::vector<uint32_t>* out) {
 std::string PercentDecode(std::string_view s) {
   std::string out;
   out.reserve(s.size());
-  auto hex = [](char c) { return IsDigit(c) ? c - '0' : Lower(c) - 'a' + 10; };
   for (size_t i = 0; i < s.size(); ++i) {
     if (s[i] == '%' && i + 2 < s.size() && IsHex(s[i + 1]) && IsHex(s[i + 2])) {
-      out += static_cast<char>(hex(s[i + 1]) * 16 + hex(s[i + 2]));
+      out += static_cast<char>(ascii::HexValue(s[i + 1]) * 16 + ascii::HexValue(s[i + 2]));
       i += 2;
     } else {
       out += s[i];
@@ -303,32 +300,6 @@ std::string RemoveDotSegments(std::string_view in) {
       if (next == std::string_view::npos) next = in.size();
       out.append(in.substr(0, next));
       in.remove_prefix(next);
-    }
-  }
-  return out;
-}
-
-// Percent-encoding normalization (RFC 3986 6.2.2.2): escapes of unreserved
-// characters are decoded, the hex digits of the others uppercased.
-std::string NormalizePercent(std::string_view s) {
-  static constexpr char kHexDigits[] = "0123456789ABCDEF";
-  std::string out;
-  out.reserve(s.size());
-  auto hex = [](char c) { return IsDigit(c) ? c - '0' : Lower(c) - 'a' + 10; };
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '%' && i + 2 < s.size() && IsHex(s[i + 1]) && IsHex(s[i + 2])) {
-      auto c = static_cast<unsigned char>(hex(s[i + 1]) * 16 + hex(s[i + 2]));
-      if (IsAlpha(static_cast<char>(c)) || IsDigit(static_cast<char>(c)) || c == '-' || c == '.' ||
-          c == '_' || c == '~') {
-        out += static_cast<char>(c);
-      } else {
-        out += '%';
-        out += kHexDigits[c >> 4];
-        out += kHexDigits[c & 15];
-      }
-      i += 2;
-    } else {
-      out += s[i];
     }
   }
   return out;
