@@ -1,0 +1,91 @@
+// HTTP fetching with the libcurl multi interface: many transfers at once on
+// one thread, connections kept alive and reused, HTTP/2 where offered,
+// gzip/br/zstd decoded, one DNS cache shared by every Fetcher of the process.
+//
+// Redirects are NOT followed: a 3xx result carries its Location, and the
+// engine sends the target through normalize -> scope -> dedup like any link.
+// Limits: connect timeout, total timeout, low-speed abort, and a body size
+// cap (the transfer is cut there and the result marked truncated). Every
+// outcome, including failures, ends in exactly one callback with a
+// FetchResult naming what happened; nothing throws out of a libcurl callback.
+//
+// Threads: a Fetcher belongs to one thread (libcurl multi handles are not
+// thread-safe); run one per worker. The shared DNS cache is locked inside.
+#ifndef CRAWLER_FETCHER_H_
+#define CRAWLER_FETCHER_H_
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "dedup/status.h"
+
+namespace crawler::engine {
+
+struct FetchOptions {
+  std::string user_agent = "crawler/0.1";
+  double connect_timeout_s = 10;
+  double timeout_s = 60;
+  uint64_t low_speed_bytes = 1000;
+  double low_speed_time_s = 30;
+  uint64_t max_body_bytes = 10 * 1024 * 1024;
+  uint32_t max_connections = 64;  // this Fetcher's open connections at most
+  // A safety net: the frontier already hands out at most this many per host.
+  // Time a transfer waits for a free connection counts against timeout_s, so
+  // keep these limits at or above what the frontier allows.
+  uint32_t max_connections_per_host = 1;
+};
+
+enum class FetchError {
+  kNone,
+  kDns,          // host name did not resolve
+  kConnect,      // refused / unreachable
+  kTimeout,      // connect, total or low-speed limit
+  kTooLarge,     // body over max_body_bytes (result is truncated, not failed)
+  kProtocol,     // malformed response, bad encoding, connection dropped mid-response
+  kOther,
+};
+const char* FetchErrorName(FetchError e);
+
+struct FetchResult {
+  std::string url;
+  long status = 0;             // 0: no HTTP response
+  std::string request_head;    // the request as sent (for WARC)
+  std::string response_head;   // status line + headers as received
+  std::string body;            // decoded
+  std::string content_type;    // lowercased media type without parameters
+  std::string charset;         // Content-Type charset parameter, if any
+  std::string location;        // Location header of a 3xx, as sent
+  std::string ip;
+  bool truncated = false;
+  FetchError error = FetchError::kNone;
+  std::string error_message;   // libcurl's words, when error != kNone
+  double seconds = 0;
+};
+
+class Fetcher {
+ public:
+  static Result<std::unique_ptr<Fetcher>> Create(const FetchOptions& options);
+  ~Fetcher();
+  Fetcher(const Fetcher&) = delete;
+  Fetcher& operator=(const Fetcher&) = delete;
+
+  using Callback = std::function<void(FetchResult&&)>;
+  // Starts a GET of `url`; `done` is called from Run() when it ends.
+  void Add(const std::string& url, Callback done);
+  // Drives transfers, waiting at most `max_wait` for activity; calls the
+  // callbacks of finished transfers. Returns the number still running.
+  size_t Run(std::chrono::milliseconds max_wait);
+  size_t Running() const;
+
+ private:
+  struct Impl;
+  explicit Fetcher(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace crawler::engine
+
+#endif  // CRAWLER_FETCHER_H_

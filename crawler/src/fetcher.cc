@@ -1,0 +1,248 @@
+// libcurl multi fetcher; see crawler/fetcher.h.
+#include "crawler/fetcher.h"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <cctype>
+#include <mutex>
+#include <unordered_map>
+
+namespace crawler::engine {
+namespace {
+
+// Process-wide libcurl state: global init once, and the shared DNS cache.
+class CurlGlobal {
+ public:
+  static CurlGlobal& Get() {
+    static CurlGlobal global;
+    return global;
+  }
+  CURLSH* share() const { return share_; }
+
+ private:
+  CurlGlobal() {
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    share_ = curl_share_init();
+    curl_share_setopt(share_, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+    curl_share_setopt(share_, CURLSHOPT_LOCKFUNC, &Lock);
+    curl_share_setopt(share_, CURLSHOPT_UNLOCKFUNC, &Unlock);
+  }
+  static void Lock(CURL*, curl_lock_data data, curl_lock_access, void*) {
+    Mutexes()[data % kLocks].lock();
+  }
+  static void Unlock(CURL*, curl_lock_data data, void*) { Mutexes()[data % kLocks].unlock(); }
+  static constexpr int kLocks = CURL_LOCK_DATA_LAST;
+  static std::mutex* Mutexes() {
+    static std::mutex locks[kLocks];
+    return locks;
+  }
+  CURLSH* share_ = nullptr;
+};
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string Trim(std::string s) {
+  size_t b = s.find_first_not_of(" \t\r\n");
+  size_t e = s.find_last_not_of(" \t\r\n");
+  return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
+}
+
+FetchError Classify(CURLcode code) {
+  switch (code) {
+    case CURLE_OK: return FetchError::kNone;
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY: return FetchError::kDns;
+    case CURLE_COULDNT_CONNECT: return FetchError::kConnect;
+    case CURLE_OPERATION_TIMEDOUT: return FetchError::kTimeout;
+    case CURLE_WEIRD_SERVER_REPLY:
+    case CURLE_GOT_NOTHING:
+    case CURLE_RECV_ERROR:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_BAD_CONTENT_ENCODING:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+    case CURLE_UNSUPPORTED_PROTOCOL: return FetchError::kProtocol;
+    default: return FetchError::kOther;
+  }
+}
+
+}  // namespace
+
+const char* FetchErrorName(FetchError e) {
+  switch (e) {
+    case FetchError::kNone: return "none";
+    case FetchError::kDns: return "dns";
+    case FetchError::kConnect: return "connect";
+    case FetchError::kTimeout: return "timeout";
+    case FetchError::kTooLarge: return "too-large";
+    case FetchError::kProtocol: return "protocol";
+    case FetchError::kOther: return "other";
+  }
+  return "other";
+}
+
+struct Fetcher::Impl {
+  struct Transfer {
+    CURL* easy = nullptr;
+    FetchResult result;
+    Callback done;
+    uint64_t max_body = 0;
+    bool too_large = false;
+  };
+
+  explicit Impl(const FetchOptions& o) : options(o) {}
+  ~Impl() {
+    for (auto& [easy, t] : transfers) {
+      curl_multi_remove_handle(multi, easy);
+      curl_easy_cleanup(easy);
+    }
+    if (multi != nullptr) curl_multi_cleanup(multi);
+  }
+
+  // libcurl callbacks: they only append to buffers and never throw (a
+  // bad_alloc would be the only source; it terminates like elsewhere).
+  static size_t OnBody(char* data, size_t size, size_t n, void* user) {
+    auto* t = static_cast<Transfer*>(user);
+    size_t bytes = size * n;
+    size_t room = t->max_body - std::min<uint64_t>(t->max_body, t->result.body.size());
+    if (bytes > room) {
+      t->result.body.append(data, room);
+      t->too_large = true;
+      return 0;  // abort the transfer: CURLE_WRITE_ERROR, reported as truncated
+    }
+    t->result.body.append(data, bytes);
+    return bytes;
+  }
+  static size_t OnHeader(char* data, size_t size, size_t n, void* user) {
+    auto* t = static_cast<Transfer*>(user);
+    std::string line(data, size * n);
+    // A new status line (e.g. after "100 Continue") starts the head afresh.
+    if (line.rfind("HTTP/", 0) == 0) t->result.response_head.clear();
+    t->result.response_head += line;
+    size_t colon = line.find(':');
+    if (colon != std::string::npos && Lower(line.substr(0, colon)) == "location") {
+      t->result.location = Trim(line.substr(colon + 1));
+    }
+    return size * n;
+  }
+  static int OnDebug(CURL*, curl_infotype type, char* data, size_t size, void* user) {
+    if (type == CURLINFO_HEADER_OUT) static_cast<Transfer*>(user)->result.request_head.assign(data, size);
+    return 0;
+  }
+
+  void Finish(CURL* easy, CURLcode code) {
+    auto it = transfers.find(easy);
+    if (it == transfers.end()) return;
+    std::unique_ptr<Transfer> t = std::move(it->second);
+    transfers.erase(it);
+    curl_multi_remove_handle(multi, easy);
+    FetchResult& r = t->result;
+    curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &r.status);
+    char* ip = nullptr;
+    if (curl_easy_getinfo(easy, CURLINFO_PRIMARY_IP, &ip) == CURLE_OK && ip != nullptr) r.ip = ip;
+    char* ctype = nullptr;
+    if (curl_easy_getinfo(easy, CURLINFO_CONTENT_TYPE, &ctype) == CURLE_OK && ctype != nullptr) {
+      std::string ct = Lower(ctype);
+      size_t semi = ct.find(';');
+      r.content_type = Trim(ct.substr(0, semi));
+      size_t cs = ct.find("charset=", semi == std::string::npos ? ct.size() : semi);
+      if (cs != std::string::npos) {
+        std::string v = ct.substr(cs + 8);
+        v = v.substr(0, v.find(';'));
+        v.erase(std::remove(v.begin(), v.end(), '"'), v.end());
+        r.charset = Trim(v);
+      }
+    }
+    curl_easy_getinfo(easy, CURLINFO_TOTAL_TIME, &r.seconds);
+    if (t->too_large) {
+      r.truncated = true;
+      r.error = FetchError::kTooLarge;
+      r.error_message = "body larger than " + std::to_string(options.max_body_bytes) + " bytes";
+    } else if (code != CURLE_OK) {
+      r.error = Classify(code);
+      r.error_message = curl_easy_strerror(code);
+    }
+    curl_easy_cleanup(easy);
+    t->done(std::move(r));
+  }
+
+  const FetchOptions options;
+  CURLM* multi = nullptr;
+  std::unordered_map<CURL*, std::unique_ptr<Transfer>> transfers;
+};
+
+Fetcher::Fetcher(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Fetcher::~Fetcher() = default;
+
+Result<std::unique_ptr<Fetcher>> Fetcher::Create(const FetchOptions& options) {
+  CurlGlobal::Get();
+  auto impl = std::make_unique<Impl>(options);
+  impl->multi = curl_multi_init();
+  if (impl->multi == nullptr) {
+    return Status::Error(Status::Code::kIoError, "curl_multi_init failed");
+  }
+  curl_multi_setopt(impl->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, static_cast<long>(options.max_connections));
+  curl_multi_setopt(impl->multi, CURLMOPT_MAX_HOST_CONNECTIONS,
+                    static_cast<long>(options.max_connections_per_host));
+  // Keep as many idle connections as may be open, so each is reused.
+  curl_multi_setopt(impl->multi, CURLMOPT_MAXCONNECTS, static_cast<long>(options.max_connections));
+  curl_multi_setopt(impl->multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
+  return std::unique_ptr<Fetcher>(new Fetcher(std::move(impl)));
+}
+
+void Fetcher::Add(const std::string& url, Callback done) {
+  auto t = std::make_unique<Impl::Transfer>();
+  t->result.url = url;
+  t->done = std::move(done);
+  t->max_body = impl_->options.max_body_bytes;
+  CURL* e = curl_easy_init();
+  t->easy = e;
+  const FetchOptions& o = impl_->options;
+  curl_easy_setopt(e, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(e, CURLOPT_SHARE, CurlGlobal::Get().share());
+  curl_easy_setopt(e, CURLOPT_USERAGENT, o.user_agent.c_str());
+  curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+  curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");  // all libcurl decodes: gzip, deflate, br, zstd
+  curl_easy_setopt(e, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
+  curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(o.connect_timeout_s * 1000));
+  curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(o.timeout_s * 1000));
+  curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, static_cast<long>(o.low_speed_bytes));
+  curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, static_cast<long>(o.low_speed_time_s));
+  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &Impl::OnBody);
+  curl_easy_setopt(e, CURLOPT_WRITEDATA, t.get());
+  curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &Impl::OnHeader);
+  curl_easy_setopt(e, CURLOPT_HEADERDATA, t.get());
+  curl_easy_setopt(e, CURLOPT_DEBUGFUNCTION, &Impl::OnDebug);
+  curl_easy_setopt(e, CURLOPT_DEBUGDATA, t.get());
+  curl_easy_setopt(e, CURLOPT_VERBOSE, 1L);  // needed for the debug callback (request head)
+  curl_easy_setopt(e, CURLOPT_PRIVATE, t.get());
+  impl_->transfers.emplace(e, std::move(t));
+  curl_multi_add_handle(impl_->multi, e);
+}
+
+size_t Fetcher::Run(std::chrono::milliseconds max_wait) {
+  int running = 0;
+  curl_multi_perform(impl_->multi, &running);
+  int messages = 0;
+  while (CURLMsg* m = curl_multi_info_read(impl_->multi, &messages)) {
+    if (m->msg == CURLMSG_DONE) impl_->Finish(m->easy_handle, m->data.result);
+  }
+  if (!impl_->transfers.empty()) {
+    curl_multi_poll(impl_->multi, nullptr, 0, static_cast<int>(max_wait.count()), nullptr);
+    curl_multi_perform(impl_->multi, &running);
+    while (CURLMsg* m = curl_multi_info_read(impl_->multi, &messages)) {
+      if (m->msg == CURLMSG_DONE) impl_->Finish(m->easy_handle, m->data.result);
+    }
+  }
+  return impl_->transfers.size();
+}
+
+size_t Fetcher::Running() const { return impl_->transfers.size(); }
+
+}  // namespace crawler::engine

@@ -1,0 +1,193 @@
+// The libcurl fetcher (crawler/fetcher.h) against real HTTP servers on
+// 127.0.0.1: success, status codes, redirects not followed, size cap,
+// timeouts, refused connections, malformed and silent servers, gzip, and
+// many concurrent transfers over kept-alive connections.
+#include <sys/socket.h>
+#include <zlib.h>
+
+#include <catch2/catch.hpp>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "crawler/fetcher.h"
+#include "http_test_server.h"
+
+namespace crawler::engine {
+namespace {
+
+using testing::HttpTestServer;
+
+std::unique_ptr<Fetcher> MakeFetcher(FetchOptions o = {}) {
+  auto f = Fetcher::Create(o);
+  REQUIRE(f.ok());
+  return std::move(f).value();
+}
+
+// Fetches `urls` to completion; results keyed by URL.
+std::map<std::string, FetchResult> FetchAll(Fetcher& f, const std::vector<std::string>& urls) {
+  std::map<std::string, FetchResult> out;
+  for (const auto& u : urls) {
+    f.Add(u, [&out](FetchResult&& r) { out[r.url] = std::move(r); });
+  }
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (f.Run(std::chrono::milliseconds(100)) > 0) {
+    REQUIRE(std::chrono::steady_clock::now() < deadline);
+  }
+  return out;
+}
+
+FetchResult FetchOne(Fetcher& f, const std::string& url) { return FetchAll(f, {url})[url]; }
+
+std::string Gzip(const std::string& data) {
+  z_stream z{};
+  deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+  std::string out(deflateBound(&z, static_cast<uLong>(data.size())), '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  z.avail_in = static_cast<uInt>(data.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  deflate(&z, Z_FINISH);
+  out.resize(out.size() - z.avail_out);
+  deflateEnd(&z);
+  return out;
+}
+
+HttpTestServer::Response Route(const std::string& path) {
+  HttpTestServer::Response r;
+  if (path == "/page.html") {
+    r.headers = {{"Content-Type", "text/html; charset=ISO-8859-1"}};
+    r.body = "<html><a href=x>x</a></html>";
+  } else if (path == "/missing") {
+    r.status = 404;
+    r.body = "not here";
+  } else if (path == "/moved") {
+    r.status = 301;
+    r.headers = {{"Location", "/page.html"}};
+  } else if (path == "/big") {
+    r.body = std::string(100'000, 'b');
+  } else if (path == "/slow") {
+    r.delay_ms = 5000;
+    r.body = "late";
+  } else if (path == "/garbage") {
+    r.raw = "THIS IS NOT HTTP\r\n\r\n";
+  } else if (path == "/silent") {
+    r.close_without_reply = true;
+  } else if (path == "/gzip") {
+    r.headers = {{"Content-Type", "text/plain"}, {"Content-Encoding", "gzip"}};
+    r.body = Gzip(std::string(5000, 'z') + "end");
+  } else {
+    r.body = "page " + path;
+  }
+  return r;
+}
+
+TEST_CASE("Fetcher: a page, with the request and response heads kept for WARC",
+          "[engine][fetcher]") {
+  HttpTestServer server(Route);
+  FetchOptions o;
+  o.user_agent = "test-agent/1.0";
+  auto f = MakeFetcher(o);
+  FetchResult r = FetchOne(*f, server.Url("/page.html"));
+  CHECK(r.error == FetchError::kNone);
+  CHECK(r.status == 200);
+  CHECK(r.body == "<html><a href=x>x</a></html>");
+  CHECK(r.content_type == "text/html");
+  CHECK(r.charset == "iso-8859-1");
+  CHECK(r.ip == "127.0.0.1");
+  CHECK_THAT(r.request_head, Catch::StartsWith("GET /page.html HTTP/1.1\r\n"));
+  CHECK_THAT(r.request_head, Catch::Contains("User-Agent: test-agent/1.0"));
+  CHECK_THAT(r.response_head, Catch::StartsWith("HTTP/1.1 200"));
+  CHECK_THAT(r.response_head, Catch::EndsWith("\r\n\r\n"));
+}
+
+TEST_CASE("Fetcher: 404 is a result, a redirect is not followed", "[engine][fetcher]") {
+  HttpTestServer server(Route);
+  auto f = MakeFetcher();
+  auto results = FetchAll(*f, {server.Url("/missing"), server.Url("/moved")});
+  CHECK(results[server.Url("/missing")].status == 404);
+  CHECK(results[server.Url("/missing")].error == FetchError::kNone);
+  const FetchResult& moved = results[server.Url("/moved")];
+  CHECK(moved.status == 301);
+  CHECK(moved.location == "/page.html");
+  CHECK(server.requests() == 2);  // the redirect target was not fetched
+}
+
+TEST_CASE("Fetcher: a body over the cap is cut and marked truncated", "[engine][fetcher]") {
+  HttpTestServer server(Route);
+  FetchOptions o;
+  o.max_body_bytes = 10'000;
+  auto f = MakeFetcher(o);
+  FetchResult r = FetchOne(*f, server.Url("/big"));
+  CHECK(r.truncated);
+  CHECK(r.error == FetchError::kTooLarge);
+  CHECK(r.body.size() == 10'000);
+  CHECK(r.status == 200);
+}
+
+TEST_CASE("Fetcher: timeouts, refused connections, malformed and silent servers each end "
+          "in one result naming the failure",
+          "[engine][fetcher]") {
+  HttpTestServer server(Route);
+  FetchOptions o;
+  o.timeout_s = 0.5;
+  o.connect_timeout_s = 0.5;
+  o.max_connections_per_host = 8;  // all at once: queueing time would count as timeout
+  auto f = MakeFetcher(o);
+  // A port nobody listens on: bind one, close it, use its number.
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  const std::string refused = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) + "/";
+
+  auto results = FetchAll(*f, {server.Url("/slow"), refused, server.Url("/garbage"),
+                              server.Url("/silent"), server.Url("/fine")});
+  CHECK(results.size() == 5);
+  CHECK(results[server.Url("/slow")].error == FetchError::kTimeout);
+  CHECK(results[refused].error == FetchError::kConnect);
+  CHECK(results[server.Url("/garbage")].error == FetchError::kProtocol);
+  CHECK(results[server.Url("/silent")].error == FetchError::kProtocol);
+  CHECK_FALSE(results[server.Url("/silent")].error_message.empty());
+  CHECK(results[server.Url("/fine")].error == FetchError::kNone);  // the others did not hurt it
+  CHECK(results[server.Url("/fine")].body == "page /fine");
+}
+
+TEST_CASE("Fetcher: gzip bodies are decoded", "[engine][fetcher]") {
+  HttpTestServer server(Route);
+  auto f = MakeFetcher();
+  FetchResult r = FetchOne(*f, server.Url("/gzip"));
+  CHECK(r.error == FetchError::kNone);
+  CHECK(r.body == std::string(5000, 'z') + "end");
+  CHECK_THAT(r.request_head, Catch::Contains("Accept-Encoding:"));
+}
+
+TEST_CASE("Fetcher: many transfers at once, connections kept alive and reused",
+          "[engine][fetcher]") {
+  HttpTestServer a(Route), b(Route), c(Route);
+  FetchOptions o;
+  o.max_connections = 6;
+  o.max_connections_per_host = 2;  // 3 hosts x 2 = 6: no connection has to be closed for another
+  auto f = MakeFetcher(o);
+  std::vector<std::string> urls;
+  for (int i = 0; i < 300; ++i) {
+    HttpTestServer& s = i % 3 == 0 ? a : i % 3 == 1 ? b : c;
+    urls.push_back(s.Url("/p" + std::to_string(i)));
+  }
+  auto results = FetchAll(*f, urls);
+  REQUIRE(results.size() == 300);
+  for (const auto& [url, r] : results) {
+    CHECK(r.error == FetchError::kNone);
+    CHECK(r.body == "page " + url.substr(url.find('/', 8)));
+  }
+  CHECK(a.requests() + b.requests() + c.requests() == 300);
+  // Keep-alive: each host's two connections carry all its 100 requests.
+  CHECK(a.connections() + b.connections() + c.connections() <= 6);
+}
+
+}  // namespace
+}  // namespace crawler::engine
