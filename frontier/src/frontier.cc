@@ -320,6 +320,18 @@ void Frontier::Done(const Lease& lease, Clock::time_point now, double response_s
   m.MaybeSchedule(it->second);
 }
 
+void Frontier::Release(const Lease& lease) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  Impl& m = *impl_;
+  auto it = m.host_index.find(lease.host);
+  if (it == m.host_index.end()) return;
+  Impl::Host& h = m.hosts[it->second];
+  if (h.in_flight == 0) return;
+  --h.in_flight;
+  --m.in_flight;
+  m.MaybeSchedule(it->second);
+}
+
 FrontierStats Frontier::Stats(Clock::time_point now) const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   const Impl& m = *impl_;

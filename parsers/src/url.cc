@@ -356,8 +356,11 @@ UrlResult NormalizeOrigin(std::string_view scheme, const urls::url_view& u, cons
 // part of the result) and checks the length.
 UrlResult AppendPathQuery(std::string origin, std::string_view path,
                           std::optional<std::string_view> query, const UrlOptions& o) {
-  std::string p = RemoveDotSegments(NormalizePercent(path));
+  std::string p = NormalizePercent(path);
+  // Session ids go before dot segments: "/a/..;jsessionid=1" must become "/"
+  // at once, not "/a/.." now and "/" when normalized again.
   if (o.strip_session_ids) p = StripPathSessionIds(p);
+  p = RemoveDotSegments(p);
   if (p.empty()) p = "/";
   std::string out = std::move(origin);
   out += p;

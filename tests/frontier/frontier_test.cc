@@ -173,6 +173,20 @@ TEST_CASE("At most max_connections_per_host in flight; starts min_delay apart", 
   CHECK(PopAt(*f, kT0 + seconds(61)));
 }
 
+TEST_CASE("Release frees a slot without a politeness delay", "[frontier]") {
+  auto filter = MakeFilter();
+  FrontierOptions o;
+  o.min_delay_s = 0;
+  o.max_crawl_delay_s = 100;
+  auto f = MakeFrontier(o);
+  REQUIRE(f->Admit(Entries({"http://a/1", "http://a/2"}), *filter).ok());
+  f->OpenHost("http://a", 50.0);
+  auto l1 = PopAt(*f, kT0);
+  REQUIRE(l1);
+  f->Release(*l1);  // not fetched: no Crawl-delay wait
+  CHECK(PopAt(*f, kT0));
+}
+
 TEST_CASE("Bounded memory: URLs beyond max_memory_urls spill to disk and come back in order",
           "[frontier][spill]") {
   const std::string dir =

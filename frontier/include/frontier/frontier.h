@@ -116,6 +116,9 @@ class Frontier {
 
   // The fetch of `lease` ended at `now` after `response_s` seconds.
   void Done(const Lease& lease, Clock::time_point now, double response_s);
+  // `lease` was not fetched (e.g. robots.txt forbids it): frees its slot
+  // without a politeness delay.
+  void Release(const Lease& lease);
 
   FrontierStats Stats(Clock::time_point now) const;
   // Queued + in flight == 0.
