@@ -213,6 +213,16 @@ struct Frontier::Impl {
     return Status::Ok();
   }
 
+  // Frees the lease's connection slot; returns its host, or nullopt for a
+  // lease this frontier did not hand out (ignored). REQUIRES: mu held.
+  std::optional<size_t> EndLease(const Lease& lease) {
+    auto it = host_index.find(lease.host);
+    if (it == host_index.end() || hosts[it->second].in_flight == 0) return std::nullopt;
+    --hosts[it->second].in_flight;
+    --in_flight;
+    return it->second;
+  }
+
   double DelayAfterFetch(const Host& h, double response_s) const {
     return std::max({options.min_delay_s, std::min(h.crawl_delay_s, options.max_crawl_delay_s),
                      options.response_factor * response_s});
@@ -307,29 +317,20 @@ Result<std::optional<Lease>> Frontier::Pop(Clock::time_point now, Clock::time_po
 void Frontier::Done(const Lease& lease, Clock::time_point now, double response_s) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   Impl& m = *impl_;
-  auto it = m.host_index.find(lease.host);
-  if (it == m.host_index.end()) return;
-  Impl::Host& h = m.hosts[it->second];
-  if (h.in_flight == 0) return;
-  --h.in_flight;
-  --m.in_flight;
-  m.Unschedule(it->second);
+  std::optional<size_t> id = m.EndLease(lease);
+  if (!id) return;
+  Impl::Host& h = m.hosts[*id];
+  m.Unschedule(*id);
   auto delay = std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double>(m.DelayAfterFetch(h, response_s)));
   h.due = std::max(h.due, now + delay);
-  m.MaybeSchedule(it->second);
+  m.MaybeSchedule(*id);
 }
 
 void Frontier::Release(const Lease& lease) {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  Impl& m = *impl_;
-  auto it = m.host_index.find(lease.host);
-  if (it == m.host_index.end()) return;
-  Impl::Host& h = m.hosts[it->second];
-  if (h.in_flight == 0) return;
-  --h.in_flight;
-  --m.in_flight;
-  m.MaybeSchedule(it->second);
+  std::optional<size_t> id = impl_->EndLease(lease);
+  if (id) impl_->MaybeSchedule(*id);
 }
 
 FrontierStats Frontier::Stats(Clock::time_point now) const {

@@ -3,7 +3,6 @@
 // twice (counted from the servers' own request logs), robots.txt outcomes are
 // obeyed (disallow, 404 = allow all, 500 = disallow all), redirects are hops
 // of their own, and bad input gives exit code 2 with a message naming it.
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -15,27 +14,15 @@
 #include <string>
 
 #include "http_test_server.h"
+#include "run_command.h"
 
 namespace crawler::engine {
 namespace {
 
 using testing::HttpTestServer;
 
-struct RunResult {
-  int exit_code;
-  std::string output;
-};
-
-RunResult Run(const std::string& args) {
-  std::string cmd = std::string(CRAWLER_BINARY) + " " + args + " 2>&1";
-  std::FILE* p = ::popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-  int status = ::pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+testing::CommandResult Run(const std::string& args) {
+  return testing::RunCommand(std::string(CRAWLER_BINARY) + " " + args);
 }
 
 // A request log shared by the servers' handler threads.
@@ -148,7 +135,7 @@ TEST_CASE("Crawl: the fetch log is exactly the reachable, allowed, in-scope URLs
   const std::string scope = "crawl.scope_hosts=['http://127.0.0.1:" + std::to_string(a.port()) +
                             "','http://127.0.0.1:" + std::to_string(b.port()) +
                             "','http://127.0.0.1:" + std::to_string(c.port()) + "']";
-  RunResult run = Run("crawl --seeds " + dir + "/seeds.txt --out " + out + " --config " +
+  testing::CommandResult run = Run("crawl --seeds " + dir + "/seeds.txt --out " + out + " --config " +
                       CRAWLER_SOURCE_DIR "/configs/cuckoo.toml --set frontier.min_delay_s=0 --set \"" +
                       scope + "\"");
   INFO(run.output);
@@ -182,15 +169,7 @@ TEST_CASE("Crawl: the fetch log is exactly the reachable, allowed, in-scope URLs
   // The WARC holds every response, read back by an independent reader.
   std::string warcs;
   for (const auto& e : std::filesystem::directory_iterator(out + "/warc")) warcs += " " + e.path().string();
-  RunResult index{0, ""};
-  {
-    std::FILE* p = ::popen(("warcio index" + warcs + " 2>&1").c_str(), "r");
-    REQUIRE(p != nullptr);
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) index.output.append(buf, n);
-    index.exit_code = ::pclose(p);
-  }
+  testing::CommandResult index = testing::RunCommand("warcio index" + warcs);
   REQUIRE(index.exit_code == 0);
   for (const auto& [path, count] : counts) {
     int server = path[0] - '0';
@@ -217,12 +196,12 @@ TEST_CASE("Crawl: bad input exits 2 with a message naming what was wrong", "[eng
                              "dedup.type: must be bloom, cuckoo or counting"},
                         Case{"crawl", "--seeds is required"},
                         Case{"fly", "subcommand"}}) {
-    RunResult r = Run(c.args);
+    testing::CommandResult r = Run(c.args);
     INFO(c.args << "\n" << r.output);
     CHECK(r.exit_code == 2);
     CHECK_THAT(r.output, Catch::Contains(c.words));
   }
-  RunResult ok = Run("normalize --base http://a/b/c HTTP://A:80/x ../y mailto:z");
+  testing::CommandResult ok = Run("normalize --base http://a/b/c HTTP://A:80/x ../y mailto:z");
   CHECK(ok.exit_code == 1);
   CHECK(ok.output == "http://a/x\nhttp://a/y\nerror: scheme 'mailto' is not http or https\n");
   std::filesystem::remove_all(dir);

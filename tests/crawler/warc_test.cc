@@ -14,6 +14,7 @@
 
 #include "../../crawler/src/sha1.h"
 #include "crawler/warc.h"
+#include "run_command.h"
 
 namespace crawler::engine {
 namespace {
@@ -157,16 +158,10 @@ TEST_CASE("WARC: warcinfo, then response + request per fetch, digests that verif
   }
 
   SECTION("an independent reader (warcio, npm) sees every fetched URL") {
-    std::string cmd = "warcio index '" + path + "' 2>&1";
-    std::FILE* p = ::popen(cmd.c_str(), "r");
-    REQUIRE(p != nullptr);
-    std::string out;
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-    int rc = ::pclose(p);
+    testing::CommandResult index = testing::RunCommand("warcio index '" + path + "'");
+    const std::string& out = index.output;
     INFO(out);
-    REQUIRE(rc == 0);  // warcio missing? run scripts/install-deps.sh
+    REQUIRE(index.exit_code == 0);  // warcio missing? run scripts/install-deps.sh
     for (int i = 0; i < 20; ++i) {
       CHECK_THAT(out, Catch::Contains("\"warc-target-uri\":\"" + MakeExchange(i).url + "\""));
     }
