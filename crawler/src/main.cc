@@ -5,10 +5,17 @@
 //
 // Exit codes: 0 done, 1 crawl error (output I/O), 2 bad usage or bad input
 // (seeds, config, --set).
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
+#include <functional>
 #include <iostream>
 
 #include "crawler/config.h"
@@ -26,6 +33,58 @@ std::atomic<bool> g_stop{false};
 
 extern "C" void OnSignal(int) { g_stop = true; }
 
+// OUT/crawler.log gets everything the engine logs; stderr only errors.
+void SetUpLog(const std::string& out) {
+  try {
+    std::filesystem::create_directories(out);
+    auto logger = spdlog::basic_logger_mt("crawler", out + "/crawler.log");
+    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %l [%t] %v");
+    logger->flush_on(spdlog::level::warn);
+    spdlog::set_default_logger(logger);
+    spdlog::flush_every(std::chrono::seconds(2));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "crawler: %s/crawler.log: %s (logging to stderr)\n", out.c_str(), e.what());
+  }
+}
+
+// The live status line (on a TTY) and a progress line in the log every 10 s.
+class Progress {
+ public:
+  Progress() : tty_(::isatty(STDERR_FILENO) == 1), start_(std::chrono::steady_clock::now()) {}
+
+  void operator()(const crawler::engine::CrawlProgress& p) {
+    auto now = std::chrono::steady_clock::now();
+    double elapsed = std::chrono::duration<double>(now - start_).count();
+    uint64_t pages = p.summary.fetched + p.summary.failed;
+    double rate = static_cast<double>(pages - last_pages_) /
+                  std::max(1e-3, std::chrono::duration<double>(now - last_).count());
+    last_pages_ = pages;
+    last_ = now;
+    uint64_t errors = p.summary.failed + p.summary.status_5xx;
+    char line[256];
+    std::snprintf(line, sizeof(line),
+                  "%6.0fs %7.1f pages/s | fetched %llu | queued %llu RAM + %llu disk | hosts %llu | "
+                  "dedup %llu, FPR %.4f%% | errors %llu",
+                  elapsed, rate, static_cast<unsigned long long>(pages),
+                  static_cast<unsigned long long>(p.frontier.queued_memory),
+                  static_cast<unsigned long long>(p.frontier.queued_disk),
+                  static_cast<unsigned long long>(p.frontier.hosts),
+                  static_cast<unsigned long long>(p.dedup_items), p.dedup_fpr * 100,
+                  static_cast<unsigned long long>(errors));
+    if (tty_) std::fprintf(stderr, "\r%s\x1b[K", line);
+    if (++ticks_ % 10 == 0) spdlog::info("{}", line);
+  }
+  ~Progress() {
+    if (tty_) std::fprintf(stderr, "\n");
+  }
+
+ private:
+  bool tty_;
+  std::chrono::steady_clock::time_point start_, last_ = std::chrono::steady_clock::now();
+  uint64_t last_pages_ = 0;
+  int ticks_ = 0;
+};
+
 int RunCrawl(const std::string& seeds_path, const std::string& config_path,
              const std::string& out, const std::vector<std::string>& sets) {
   auto config = crawler::engine::LoadConfig(config_path, sets);
@@ -39,6 +98,7 @@ int RunCrawl(const std::string& seeds_path, const std::string& config_path,
     return kExitBadInput;
   }
   for (const std::string& p : seeds->problems) std::fprintf(stderr, "crawler: skipped seed: %s\n", p.c_str());
+  SetUpLog(out);
   auto crawl = crawler::engine::Crawl::Create(*config, seeds->urls, out);
   if (!crawl.ok()) {
     std::fprintf(stderr, "crawler: %s\n", crawl.status().message().c_str());
@@ -46,18 +106,25 @@ int RunCrawl(const std::string& seeds_path, const std::string& config_path,
   }
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
-  auto summary = (*crawl)->Run(g_stop);
+  spdlog::info("crawl of {} seeds into {} started", seeds->urls.size(), out);
+  auto summary = [&] {
+    Progress progress;  // its destructor ends the status line
+    return (*crawl)->Run(g_stop, std::ref(progress));
+  }();
   if (!summary.ok()) {
+    spdlog::error("{}", summary.status().message());
     std::fprintf(stderr, "crawler: %s\n", summary.status().message().c_str());
     return kExitCrawlError;
   }
   const auto& s = *summary;
+  spdlog::info("crawl {} in {:.1f} s: {} fetched, {} failed", s.stopped ? "stopped" : "done",
+               s.seconds, s.fetched, s.failed);
   std::printf(
       "crawl %s in %.1f s: %llu fetched (2xx %llu, 3xx %llu, 4xx %llu, 5xx %llu), %llu failed, "
       "%llu truncated, %.1f MB\n"
       "  skipped: %llu robots, %llu out of scope, %llu too deep, %llu trap guard; "
       "%llu duplicate links\n"
-      "  WARC: %s/\n  fetch log: %s\n",
+      "  WARC: %s/\n  fetch log: %s\n  log: %s/crawler.log\n",
       s.stopped ? "stopped" : "done", s.seconds, static_cast<unsigned long long>(s.fetched),
       static_cast<unsigned long long>(s.status_2xx), static_cast<unsigned long long>(s.status_3xx),
       static_cast<unsigned long long>(s.status_4xx), static_cast<unsigned long long>(s.status_5xx),
@@ -65,7 +132,7 @@ int RunCrawl(const std::string& seeds_path, const std::string& config_path,
       static_cast<double>(s.bytes) / 1e6, static_cast<unsigned long long>(s.robots_blocked),
       static_cast<unsigned long long>(s.out_of_scope), static_cast<unsigned long long>(s.too_deep),
       static_cast<unsigned long long>(s.trap_guard), static_cast<unsigned long long>(s.duplicates),
-      s.warc_dir.c_str(), s.fetch_log.c_str());
+      s.warc_dir.c_str(), s.fetch_log.c_str(), out.c_str());
   return kExitOk;
 }
 

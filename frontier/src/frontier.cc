@@ -9,6 +9,7 @@
 #include <cstring>
 #include <deque>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <set>
 #include <unordered_map>
@@ -42,7 +43,9 @@ std::string_view HostKey(std::string_view url) {
 struct Frontier::Impl {
   struct Host {
     std::string key;
-    std::deque<UrlEntry> ram;         // FIFO head
+    std::map<uint32_t, std::deque<UrlEntry>> ram;  // by depth; FIFO within one
+    uint64_t ram_size = 0;
+    uint32_t disk_min_depth = UINT32_MAX;  // smallest depth spilled since the file was drained
     std::string spill_path;           // "" until the host first spills
     uint64_t on_disk = 0;             // records in the file not yet read back
     uint64_t read_offset = 0;         // byte offset of the next unread record
@@ -52,7 +55,23 @@ struct Frontier::Impl {
     Clock::time_point due{};
     uint32_t in_flight = 0;
     bool scheduled = false;
-    uint64_t Queued() const { return ram.size() + on_disk + write_buf.size(); }
+    uint64_t Queued() const { return ram_size + on_disk + write_buf.size(); }
+    void PushRam(UrlEntry e) {
+      ram[e.depth].push_back(std::move(e));
+      ++ram_size;
+    }
+    UrlEntry PopRam() {
+      auto it = ram.begin();
+      UrlEntry e = std::move(it->second.front());
+      it->second.pop_front();
+      if (it->second.empty()) ram.erase(it);
+      --ram_size;
+      return e;
+    }
+    // The spilled part holds a URL shallower than everything in RAM.
+    bool DiskFirst() const {
+      return Spilling() && (ram.empty() || disk_min_depth < ram.begin()->first);
+    }
     bool Spilling() const { return on_disk + write_buf.size() > 0; }
   };
 
@@ -107,8 +126,9 @@ struct Frontier::Impl {
     size_t id = HostFor(HostKey(e.url), new_hosts);
     Host& h = hosts[id];
     if (!h.Spilling() && in_memory < options.max_memory_urls) {
-      h.ram.push_back(std::move(e));
+      h.PushRam(std::move(e));
     } else {
+      h.disk_min_depth = std::min(h.disk_min_depth, e.depth);
       h.write_buf.push_back(std::move(e));
       ++buffered;
       ++spilled;
@@ -145,6 +165,7 @@ struct Frontier::Impl {
     std::string bytes;
     for (const UrlEntry& e : h.write_buf) {
       PutU32(&bytes, e.depth);
+      PutU32(&bytes, e.redirects);
       PutU32(&bytes, static_cast<uint32_t>(e.url.size()));
       PutU32(&bytes, static_cast<uint32_t>(e.referrer.size()));
       bytes += e.url;
@@ -167,9 +188,10 @@ struct Frontier::Impl {
   Status Refill(Host& h) {
     if (h.on_disk == 0) {
       // Everything spilled is still buffered: it is the FIFO order's next part.
-      for (UrlEntry& e : h.write_buf) h.ram.push_back(std::move(e));
+      for (UrlEntry& e : h.write_buf) h.PushRam(std::move(e));
       buffered -= h.write_buf.size();
       h.write_buf.clear();
+      h.disk_min_depth = UINT32_MAX;
       return Status::Ok();
     }
     uint64_t room = options.max_memory_urls > in_memory ? options.max_memory_urls - in_memory : 0;
@@ -182,18 +204,19 @@ struct Frontier::Impl {
     }
     uint64_t got = 0;
     while (got < want && got < h.on_disk) {
-      uint32_t head[3];
-      if (std::fread(head, 4, 3, f) != 3) break;
+      uint32_t head[4];
+      if (std::fread(head, 4, 4, f) != 4) break;
       UrlEntry e;
       e.depth = head[0];
-      e.url.resize(head[1]);
-      e.referrer.resize(head[2]);
-      if (std::fread(e.url.data(), 1, head[1], f) != head[1] ||
-          std::fread(e.referrer.data(), 1, head[2], f) != head[2]) {
+      e.redirects = head[1];
+      e.url.resize(head[2]);
+      e.referrer.resize(head[3]);
+      if (std::fread(e.url.data(), 1, head[2], f) != head[2] ||
+          std::fread(e.referrer.data(), 1, head[3], f) != head[3]) {
         break;
       }
-      h.read_offset += 12 + head[1] + head[2];
-      h.ram.push_back(std::move(e));
+      h.read_offset += 16 + head[2] + head[3];
+      h.PushRam(std::move(e));
       ++got;
     }
     std::fclose(f);
@@ -209,6 +232,7 @@ struct Frontier::Impl {
     if (h.on_disk == 0) {
       std::remove(h.spill_path.c_str());  // drained: start the next spill from 0
       h.read_offset = 0;
+      if (h.write_buf.empty()) h.disk_min_depth = UINT32_MAX;
     }
     return Status::Ok();
   }
@@ -298,12 +322,11 @@ Result<std::optional<Lease>> Frontier::Pop(Clock::time_point now, Clock::time_po
   }
   m.Unschedule(id);
   Impl::Host& h = m.hosts[id];
-  if (h.ram.empty()) {
+  if (h.DiskFirst()) {
     Status st = m.Refill(h);
     if (!st.ok()) return st;
   }
-  Lease lease{std::move(h.ram.front()), h.key};
-  h.ram.pop_front();
+  Lease lease{h.PopRam(), h.key};
   --m.in_memory;
   ++h.in_flight;
   ++m.in_flight;

@@ -1,8 +1,11 @@
 // One crawl: seeds -> normalize -> scope -> dedup -> frontier -> fetch ->
 // WARC + fetch log -> links -> scope -> dedup -> frontier ...
 //
-// This first version drives one libcurl multi Fetcher from one thread (many
-// transfers at once); parsing happens on that thread too. Per host, robots.txt
+// `crawl.workers` threads (default: one per core) each drive their own libcurl
+// multi Fetcher (max_connections split between them) and parse what they
+// fetched, so parsing, the crawl's main cost, runs on every core. They share
+// the frontier, the dedup filter, the WARC writer and the fetch log, each
+// thread-safe. Per host, robots.txt
 // is fetched first (RFC 9309 outcomes via parsers::Robots::ForFetch) and the
 // host's URLs are handed out only after it. Redirects are not followed inside
 // libcurl: each Location is resolved and goes through scope and dedup like a
@@ -11,19 +14,25 @@
 // reason (robots, max_pages_per_host). Output:
 //   OUT/warc/crawl-NNNNN.warc.gz   OUT/fetch-log.jsonl   OUT/frontier/ (spill)
 //
-// Not yet: several worker threads, checkpoints and resume, the live status
-// line and the stats report (see the open issues).
+// A redirect chain is followed for at most fetch.max_redirects hops (each hop
+// is a URL of its own, deduplicated like any other). Cached robots.txt rules
+// are refetched after fetch.robots_cache_s; the old rules hold meanwhile.
+//
+// Not yet: checkpoints and resume, the stats report (see the open issues).
 #ifndef CRAWLER_CRAWL_H_
 #define CRAWLER_CRAWL_H_
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "crawler/config.h"
 #include "dedup/status.h"
+#include "frontier/frontier.h"
 
 namespace crawler::engine {
 
@@ -37,10 +46,21 @@ struct CrawlSummary {
   uint64_t too_deep = 0;
   uint64_t trap_guard = 0;       // max_pages_per_host reached
   uint64_t duplicates = 0;       // links the dedup filter had seen
+  uint64_t too_many_redirects = 0;  // redirect targets past fetch.max_redirects
   uint64_t bytes = 0;            // body bytes received
+  std::map<std::string, uint64_t> errors;  // by FetchErrorName: failures and truncations
   double seconds = 0;
   bool stopped = false;          // ended by the stop flag or max_pages
   std::string warc_dir, fetch_log;
+};
+
+// A live view for the status line and the log (cheap: O(stripes + hosts)).
+struct CrawlProgress {
+  CrawlSummary summary;
+  frontier::FrontierStats frontier;
+  uint64_t dedup_items = 0;
+  double dedup_fpr = 0;
+  uint64_t dedup_bytes = 0;
 };
 
 class Crawl {
@@ -55,7 +75,10 @@ class Crawl {
 
   // Runs until the frontier is empty, max_pages is reached or *stop is set
   // (in-flight transfers are then abandoned). Errors: output I/O failures.
-  Result<CrawlSummary> Run(const std::atomic<bool>& stop);
+  // `progress`, if set, is called about once a second from the calling thread.
+  using ProgressFn = std::function<void(const CrawlProgress&)>;
+  Result<CrawlSummary> Run(const std::atomic<bool>& stop, const ProgressFn& progress = {});
+  CrawlProgress Progress() const;
 
  private:
   struct Impl;

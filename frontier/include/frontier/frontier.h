@@ -12,8 +12,10 @@
 //     response_factor x the response time); two request starts to one host
 //     are always at least min_delay apart;
 //   - under max_connections_per_host transfers in flight.
-// Among due hosts the one due longest ago goes first; within a host, FIFO
-// (breadth-first as far as discovery order is).
+// Among due hosts the one due longest ago goes first; within a host,
+// breadth-first: the lowest depth first, FIFO within a depth. (A host's
+// spilled URLs are read back before its RAM queue whenever the smallest depth
+// ever spilled since its file was last drained is below the RAM queue's.)
 //
 // Memory bound: at most max_memory_urls queued URLs live in RAM. Beyond it, a
 // host's newer URLs go to an append-only spill file under spill_dir (one per
@@ -21,8 +23,8 @@
 // RAM part runs dry. Per-host bookkeeping stays in RAM (a few hundred bytes a
 // host), so RAM grows with hosts, not with queued URLs.
 //
-// Spill file record (little-endian): depth u32 | url_len u32 | ref_len u32 |
-// url | referrer. Files are this process's scratch; checkpoints (a later
+// Spill file record (little-endian): depth u32 | redirects u32 | url_len u32 |
+// ref_len u32 | url | referrer. Files are this process's scratch; checkpoints (a later
 // issue) will copy their unread part into the frontier image.
 //
 // Time is passed in by the caller (a steady_clock time point), so tests drive
@@ -51,6 +53,7 @@ struct UrlEntry {
   std::string url;  // normalized
   uint32_t depth = 0;
   std::string referrer;
+  uint32_t redirects = 0;  // redirect hops that led here (0 for links and seeds)
 };
 
 struct FrontierOptions {
