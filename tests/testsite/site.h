@@ -1,0 +1,359 @@
+// The synthetic web that crawler-testsite serves, and the ground truth a
+// correct crawl of it must produce. Everything is a pure function of the
+// options (pages, hosts, base port, seed), so the server and the truth set
+// agree by construction and a run can be repeated exactly.
+//
+// Host h (0 <= h < hosts) is http://127.0.0.1:(port + h). Each host has its
+// share of the pages: "/" is page 0, "/p/<i>.html" page i. A page is 5-60 KB
+// with 20-100 links: in-site and cross-host, relative and absolute, some with
+// a #fragment or an upper-case scheme (same URL after normalization), links
+// to missing pages (404), to /private/ (disallowed by some robots.txt files),
+// to non-HTML files and into short redirect chains. Every third page is sent
+// gzip-encoded when the client accepts gzip.
+//
+// The root page of each host also links to the special paths:
+//   /cal/<y>/<m>   a calendar trap: each month links to the next, forever.
+//                  Only the root links into it, so month k sits at depth k+1
+//                  and max_depth bounds it exactly.
+//   /loop/a        302 -> /loop/b -> /loop/a (a redirect loop)
+//   /r/long/8      a redirect chain of 8 hops, longer than max_redirects
+//   /slow          answers after slow_ms
+//   /huge          a body of huge_bytes (over the crawler's body limit)
+//   /bad           not HTTP at all (a malformed response)
+//   /status/500    a server error
+// robots.txt by host index h % 4: 0 -> Disallow: /private/ (+ Crawl-delay if
+// crawl_delay_s > 0); 1 -> 404 (allow all); 2 -> Disallow: /private/;
+// 3 -> 500 (RFC 9309: disallow all).
+#ifndef TESTS_TESTSITE_SITE_H_
+#define TESTS_TESTSITE_SITE_H_
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <deque>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace crawler::testsite {
+
+struct SiteOptions {
+  uint32_t pages = 1000;  // over all hosts
+  uint32_t hosts = 3;
+  uint16_t port = 8000;   // host h listens on port + h
+  uint64_t seed = 1;
+  // The crawl the truth set is for (the crawler's defaults).
+  uint32_t max_depth = 20;
+  uint32_t max_redirects = 5;
+  // Behaviour of the special paths.
+  uint32_t slow_ms = 2000;
+  uint64_t huge_bytes = 12 * 1024 * 1024;
+  double crawl_delay_s = 0;  // Crawl-delay of the h % 4 == 0 hosts (0: none)
+};
+
+struct Page {
+  int status = 200;
+  std::string content_type = "text/html";
+  std::string location;  // for 3xx
+  std::string body;
+  bool gzip_ok = false;  // may be sent gzip-encoded
+  bool slow = false, huge = false, malformed = false;
+};
+
+class Site {
+ public:
+  explicit Site(const SiteOptions& o) : o_(o) {}
+
+  const SiteOptions& options() const { return o_; }
+
+  std::string Origin(uint32_t h) const {
+    return "http://127.0.0.1:" + std::to_string(o_.port + h);
+  }
+  uint32_t PagesOn(uint32_t h) const {
+    return o_.pages / o_.hosts + (h < o_.pages % o_.hosts ? 1 : 0);
+  }
+  int RobotsKind(uint32_t h) const { return static_cast<int>(h % 4); }
+
+  // What host h serves at `path` (path without query or fragment).
+  Page Serve(uint32_t h, const std::string& path) const {
+    Page p;
+    uint32_t n = 0, m = 0, y = 0;
+    char tail = 0;
+    if (path == "/robots.txt") return Robots(h);
+    if (path == "/") return HtmlPage(h, 0);
+    if (std::sscanf(path.c_str(), "/p/%u.htm%c", &n, &tail) == 2 && tail == 'l' &&
+        path == "/p/" + std::to_string(n) + ".html" && n < PagesOn(h)) {
+      return HtmlPage(h, n);
+    }
+    if (std::sscanf(path.c_str(), "/cal/%u/%u", &y, &m) == 2 &&
+        path == "/cal/" + std::to_string(y) + "/" + std::to_string(m) && m >= 1 && m <= 12) {
+      uint32_t ny = m == 12 ? y + 1 : y, nm = m == 12 ? 1 : m + 1;
+      p.body = "<html><head><title>" + std::to_string(y) + "-" + std::to_string(m) +
+               "</title></head><body><a href=\"/cal/" + std::to_string(ny) + "/" +
+               std::to_string(nm) + "\">next month</a></body></html>";
+      return p;
+    }
+    if (path == "/loop/a" || path == "/loop/b") {
+      return Redirect(path == "/loop/a" ? "/loop/b" : "/loop/a");
+    }
+    if (std::sscanf(path.c_str(), "/r/long/%u", &n) == 1 && path == "/r/long/" + std::to_string(n) &&
+        n >= 1 && n <= 8) {
+      return Redirect(n == 1 ? "/p/1.html" : "/r/long/" + std::to_string(n - 1));
+    }
+    if (std::sscanf(path.c_str(), "/r/%u/%u", &n, &m) == 2 &&
+        path == "/r/" + std::to_string(n) + "/" + std::to_string(m) && n < 20 && m >= 1 && m <= 3) {
+      // Chain n: hops m, m-1, ..., 1, then a real page (absolute URL for m=1).
+      if (m > 1) return Redirect("/r/" + std::to_string(n) + "/" + std::to_string(m - 1));
+      return Redirect(Origin(h) + "/p/" + std::to_string((n * 7 + 1) % PagesOn(h)) + ".html");
+    }
+    if (std::sscanf(path.c_str(), "/private/%u.html", &n) == 1 && n < 50) {
+      p.body = "<html><body>private " + std::to_string(n) + "</body></html>";
+      return p;
+    }
+    if (std::sscanf(path.c_str(), "/files/%u.tx%c", &n, &tail) == 2 && tail == 't' && n < 20) {
+      p.content_type = "text/plain";
+      p.body = "plain text file " + std::to_string(n) + " <a href=\"/not-a-link\">\n";
+      p.gzip_ok = true;
+      return p;
+    }
+    if (std::sscanf(path.c_str(), "/files/%u.pd%c", &n, &tail) == 2 && tail == 'f' && n < 20) {
+      p.content_type = "application/pdf";
+      p.body = "%PDF-1.4\n% not really a pdf " + std::to_string(n) + "\n";
+      return p;
+    }
+    if (path == "/slow") {
+      p.slow = true;
+      p.body = "<html><body>slow</body></html>";
+      return p;
+    }
+    if (path == "/huge") {
+      p.huge = true;
+      p.content_type = "text/plain";
+      return p;
+    }
+    if (path == "/bad") {
+      p.malformed = true;
+      return p;
+    }
+    if (path == "/status/500") {
+      p.status = 500;
+      p.body = "<html><body>server error</body></html>";
+      return p;
+    }
+    p.status = 404;
+    p.body = "<html><body>not found</body></html>";
+    return p;
+  }
+
+  // The normalized URLs a correct crawl (seeds: every host's "/", scope: the
+  // seeds' hosts) fetches: a breadth-first walk over what Serve returns,
+  // with robots.txt, max_depth and max_redirects applied as the crawler does.
+  std::set<std::string> Truth() const {
+    std::set<std::string> fetched, seen;
+    struct Item {
+      std::string url;
+      uint32_t depth, redirects;
+    };
+    std::deque<Item> queue;
+    for (uint32_t h = 0; h < o_.hosts; ++h) {
+      fetched.insert(Origin(h) + "/robots.txt");
+      seen.insert(Origin(h) + "/");
+      queue.push_back({Origin(h) + "/", 0, 0});
+    }
+    while (!queue.empty()) {
+      Item it = queue.front();
+      queue.pop_front();
+      uint32_t h = 0;
+      std::string path;
+      if (!Split(it.url, &h, &path) || !Allowed(h, path)) continue;
+      fetched.insert(it.url);
+      Page p = Serve(h, path);
+      auto offer = [&](const std::string& url, uint32_t depth, uint32_t redirects) {
+        if (depth > o_.max_depth || !seen.insert(url).second) return;
+        queue.push_back({url, depth, redirects});
+      };
+      if (p.status / 100 == 3) {
+        if (it.redirects < o_.max_redirects) {
+          std::string target = p.location[0] == '/' ? Origin(h) + p.location : p.location;
+          offer(target, it.depth, it.redirects + 1);
+        }
+      } else if (p.status == 200 && p.content_type == "text/html" && !p.slow) {
+        for (const std::string& l : NormalizedLinks(h, path)) offer(l, it.depth + 1, 0);
+      }
+    }
+    return fetched;
+  }
+
+  // The links of a page as the crawler must see them after normalization.
+  std::vector<std::string> NormalizedLinks(uint32_t h, const std::string& path) const {
+    std::vector<std::string> out;
+    if (path.rfind("/cal/", 0) == 0) {
+      uint32_t y = 0, m = 0;
+      std::sscanf(path.c_str(), "/cal/%u/%u", &y, &m);
+      out.push_back(Origin(h) + "/cal/" + std::to_string(m == 12 ? y + 1 : y) + "/" +
+                    std::to_string(m == 12 ? 1 : m + 1));
+      return out;
+    }
+    uint32_t i = 0;
+    if (path != "/" && std::sscanf(path.c_str(), "/p/%u", &i) != 1) return out;  // leaf pages
+    for (const Link& l : Links(h, i)) out.push_back(l.normalized);
+    return out;
+  }
+
+ private:
+  struct Link {
+    std::string href;        // as written in the page
+    std::string normalized;  // what the crawler must make of it
+  };
+
+  // splitmix64: a tiny, well-mixed deterministic generator.
+  struct Rng {
+    uint64_t s;
+    uint64_t Next() {
+      uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+      return z ^ (z >> 31);
+    }
+    uint32_t Below(uint32_t n) { return static_cast<uint32_t>(Next() % n); }
+  };
+  Rng RngFor(uint32_t h, uint32_t i) const {
+    return Rng{o_.seed * 0x100000001b3ULL ^ (uint64_t{h} << 40) ^ i};
+  }
+
+  static std::string PagePath(uint32_t i) { return i == 0 ? "/" : "/p/" + std::to_string(i) + ".html"; }
+
+  std::vector<Link> Links(uint32_t h, uint32_t i) const {
+    Rng rng = RngFor(h, i);
+    std::vector<Link> links;
+    if (i == 0) {
+      for (const char* special : {"/cal/2000/1", "/loop/a", "/r/long/8", "/slow", "/huge", "/bad",
+                                  "/status/500"}) {
+        links.push_back({special, Origin(h) + special});
+      }
+    }
+    uint32_t count = 20 + rng.Below(81);
+    for (uint32_t k = 0; k < count; ++k) {
+      uint32_t kind = rng.Below(100);
+      if (kind < 70) {  // in-site page, in one of several spellings
+        uint32_t j = rng.Below(PagesOn(h));
+        std::string path = PagePath(j);
+        std::string href;
+        switch (rng.Below(5)) {
+          case 0: href = path; break;
+          case 1: href = Origin(h) + path; break;
+          case 2: href = "HTTP://127.0.0.1:" + std::to_string(o_.port + h) + path; break;
+          case 3: href = j == 0 ? "/" : std::to_string(j) + ".html"; break;  // relative to /p/
+          default: href = path + "#section-" + std::to_string(rng.Below(9)); break;
+        }
+        if (i == 0 && href.find("://") == std::string::npos && href[0] != '/') href = "/p/" + href;
+        links.push_back({href, Origin(h) + path});
+      } else if (kind < 85) {  // another host
+        uint32_t h2 = rng.Below(o_.hosts);
+        std::string url = Origin(h2) + PagePath(rng.Below(PagesOn(h2)));
+        links.push_back({url, url});
+      } else if (kind < 90) {
+        std::string path = "/missing/" + std::to_string(rng.Below(50)) + ".html";
+        links.push_back({path, Origin(h) + path});
+      } else if (kind < 93) {
+        std::string path = "/private/" + std::to_string(rng.Below(50)) + ".html";
+        links.push_back({path, Origin(h) + path});
+      } else if (kind < 96) {
+        std::string path = "/files/" + std::to_string(rng.Below(20)) + (rng.Below(2) ? ".txt" : ".pdf");
+        links.push_back({path, Origin(h) + path});
+      } else {
+        std::string path = "/r/" + std::to_string(rng.Below(20)) + "/" + std::to_string(1 + rng.Below(3));
+        links.push_back({path, Origin(h) + path});
+      }
+    }
+    return links;
+  }
+
+  Page HtmlPage(uint32_t h, uint32_t i) const {
+    static const char* const kWords[] = {
+        "crawler", "frontier", "bloom", "filter", "politeness", "archive", "record", "host",
+        "the", "of", "and", "a", "page", "link", "web", "index", "robots", "delay", "queue",
+        "depth", "seed", "fetch", "response", "header", "body", "digest", "checkpoint"};
+    Rng rng = RngFor(h, i);
+    rng.Next();  // not the link stream's first value
+    Rng text{rng.Next()};
+    size_t target = 5000 + text.Below(55000);
+    Page p;
+    p.gzip_ok = i % 3 == 0;
+    std::string& b = p.body;
+    b.reserve(target + 8192);
+    b = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>host " + std::to_string(h) +
+        " page " + std::to_string(i) + "</title></head><body>\n<h1>Page " + std::to_string(i) +
+        "</h1>\n";
+    std::vector<Link> links = Links(h, i);
+    size_t per_link = target / (links.size() + 1);
+    for (const Link& l : links) {
+      b += "<p>";
+      size_t stop = b.size() + per_link;
+      while (b.size() < stop) {
+        b += kWords[text.Below(sizeof(kWords) / sizeof(kWords[0]))];
+        b += ' ';
+      }
+      b += "<a href=\"" + l.href + "\">link</a></p>\n";
+    }
+    b += "</body></html>\n";
+    return p;
+  }
+
+  Page Robots(uint32_t h) const {
+    Page p;
+    p.content_type = "text/plain";
+    switch (RobotsKind(h)) {
+      case 0:
+        p.body = "User-agent: *\nDisallow: /private/\n";
+        if (o_.crawl_delay_s > 0) p.body += "Crawl-delay: " + std::to_string(o_.crawl_delay_s) + "\n";
+        break;
+      case 1:
+        p.status = 404;
+        p.body = "no robots here";
+        break;
+      case 2:
+        p.body = "# a comment\nUser-agent: *\nDisallow: /private/\n";
+        break;
+      default:
+        p.status = 500;
+        p.body = "robots broken";
+        break;
+    }
+    return p;
+  }
+
+  Page Redirect(const std::string& location) const {
+    Page p;
+    p.status = 302;
+    p.location = location;
+    p.body = "<html><body>moved</body></html>";
+    return p;
+  }
+
+  bool Allowed(uint32_t h, const std::string& path) const {
+    switch (RobotsKind(h)) {
+      case 1: return true;
+      case 3: return false;
+      default: return path.rfind("/private/", 0) != 0;
+    }
+  }
+
+  bool Split(const std::string& url, uint32_t* h, std::string* path) const {
+    const std::string prefix = "http://127.0.0.1:";
+    if (url.rfind(prefix, 0) != 0) return false;
+    size_t slash = url.find('/', prefix.size());
+    uint32_t port = static_cast<uint32_t>(std::stoul(url.substr(prefix.size(), slash - prefix.size())));
+    if (port < o_.port || port >= o_.port + o_.hosts) return false;
+    *h = port - o_.port;
+    *path = slash == std::string::npos ? "/" : url.substr(slash);
+    return true;
+  }
+
+  SiteOptions o_;
+};
+
+}  // namespace crawler::testsite
+
+#endif  // TESTS_TESTSITE_SITE_H_

@@ -1,0 +1,301 @@
+// crawler-testsite: serves the synthetic web of site.h on 127.0.0.1, or
+// prints its ground truth.
+//
+//   crawler-testsite --pages N --hosts H [--port P] [--seed S] [--log FILE]
+//                    [--slow-ms MS] [--huge-bytes B] [--crawl-delay S]
+//   crawler-testsite ... --truth [--max-depth D] [--max-redirects R]
+//   crawler-testsite ... --seeds          (prints every host's root URL)
+//
+// Serving: host h listens on P + h (P = 0: the first run of H free consecutive
+// ports from 20000 up). When all listen it prints "listening P H" on stdout.
+// HTTP/1.1 with keep-alive, one thread per connection, pages generated from
+// memory on demand. --log FILE gets one line per request:
+//   <start_us> <end_us> <port> <status> <path>
+// (CLOCK_MONOTONIC microseconds at the request's arrival and when the response
+// was written), which the tests use to count fetches per URL, measure the
+// intervals between requests to one host and the transfers open at once.
+// SIGTERM/SIGINT: stop, flush the log, exit 0.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <csignal>
+#include <cstring>
+#include <ctime>
+#include <mutex>
+#include <thread>
+
+#include "site.h"
+
+namespace {
+
+using crawler::testsite::Page;
+using crawler::testsite::Site;
+using crawler::testsite::SiteOptions;
+
+std::atomic<bool> g_stop{false};
+extern "C" void OnSignal(int) { g_stop = true; }
+
+uint64_t NowUs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000 + static_cast<uint64_t>(ts.tv_nsec) / 1000;
+}
+
+bool SendAll(int fd, const char* data, size_t n) {
+  while (n > 0) {
+    ssize_t w = ::send(fd, data, n, MSG_NOSIGNAL);
+    if (w <= 0) return false;
+    data += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+std::string Gzip(const std::string& in) {
+  z_stream z{};
+  deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+  std::string out(deflateBound(&z, static_cast<uLong>(in.size())), '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  z.avail_in = static_cast<uInt>(in.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  deflate(&z, Z_FINISH);
+  out.resize(out.size() - z.avail_out);
+  deflateEnd(&z);
+  return out;
+}
+
+const char* Reason(int status) {
+  switch (status) {
+    case 200: return "OK";
+    case 302: return "Found";
+    case 404: return "Not Found";
+    default: return "Internal Server Error";
+  }
+}
+
+int Listen(uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(port);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || ::listen(fd, 512) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Listens on `hosts` consecutive ports from *base (0: the first free run from
+// 20000 up). Returns the sockets, or none.
+std::vector<int> BindPorts(uint32_t hosts, uint16_t* base) {
+  for (uint32_t start = *base != 0 ? *base : 20000; start + hosts < 65000; ++start) {
+    std::vector<int> fds;
+    for (uint32_t h = 0; h < hosts; ++h) {
+      int fd = Listen(static_cast<uint16_t>(start + h));
+      if (fd < 0) break;
+      fds.push_back(fd);
+    }
+    if (fds.size() == hosts) {
+      *base = static_cast<uint16_t>(start);
+      return fds;
+    }
+    for (int fd : fds) ::close(fd);
+    if (*base != 0) break;  // an explicit port must be free
+  }
+  return {};
+}
+
+class Server {
+ public:
+  Server(const Site& site, std::FILE* log, std::vector<int> listen_fds)
+      : site_(site), log_(log), listen_fds_(std::move(listen_fds)) {}
+
+  void Run() {
+    std::vector<std::thread> acceptors;
+    for (uint32_t h = 0; h < listen_fds_.size(); ++h) {
+      acceptors.emplace_back([this, h] { Accept(h); });
+    }
+    for (auto& t : acceptors) t.join();
+    std::lock_guard<std::mutex> lock(conn_mu_);
+    for (int fd : conn_fds_) ::shutdown(fd, SHUT_RDWR);
+    for (auto& t : conn_threads_) t.join();
+  }
+
+ private:
+  void Accept(uint32_t h) {
+    while (!g_stop) {
+      pollfd p{listen_fds_[h], POLLIN, 0};
+      if (::poll(&p, 1, 100) <= 0) continue;
+      int fd = ::accept(listen_fds_[h], nullptr, nullptr);
+      if (fd < 0) continue;
+      int one = 1;
+      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+      std::lock_guard<std::mutex> lock(conn_mu_);
+      conn_fds_.push_back(fd);
+      conn_threads_.emplace_back([this, fd, h] {
+        Serve(fd, h);
+        ::shutdown(fd, SHUT_RDWR);
+      });
+    }
+    ::close(listen_fds_[h]);
+  }
+
+  void Serve(int fd, uint32_t h) {
+    std::string buf;
+    char chunk[16384];
+    while (!g_stop) {
+      size_t end;
+      while ((end = buf.find("\r\n\r\n")) == std::string::npos) {
+        pollfd p{fd, POLLIN, 0};
+        int r = ::poll(&p, 1, 100);
+        if (g_stop) return;
+        if (r <= 0) continue;
+        ssize_t n = ::recv(fd, chunk, sizeof(chunk), 0);
+        if (n <= 0) return;
+        buf.append(chunk, static_cast<size_t>(n));
+        if (buf.size() > 65536) return;
+      }
+      uint64_t start = NowUs();
+      std::string head = buf.substr(0, end + 2);
+      buf.erase(0, end + 4);
+      std::string lower = head;
+      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      size_t sp1 = head.find(' '), sp2 = head.find(' ', sp1 + 1);
+      std::string target = head.substr(sp1 + 1, sp2 - sp1 - 1);
+      std::string path = target.substr(0, target.find_first_of("?#"));
+      bool gzip = lower.find("accept-encoding:") != std::string::npos &&
+                  lower.find("gzip", lower.find("accept-encoding:")) != std::string::npos;
+      bool close = lower.find("connection: close") != std::string::npos;
+      int status = 0;
+      bool ok = Respond(fd, h, path, gzip, &status);
+      Log(start, NowUs(), h, status, target);
+      if (!ok || close) return;
+    }
+  }
+
+  bool Respond(int fd, uint32_t h, const std::string& path, bool accept_gzip, int* status) {
+    Page p = site_.Serve(h, path);
+    *status = p.status;
+    if (p.malformed) {
+      *status = 0;
+      const char bad[] = "THIS IS NOT HTTP\r\n\r\n<html>";
+      SendAll(fd, bad, sizeof(bad) - 1);
+      return false;
+    }
+    if (p.slow) {
+      for (uint32_t waited = 0; waited < site_.options().slow_ms && !g_stop; waited += 10) {
+        ::usleep(10000);
+      }
+    }
+    std::string head = "HTTP/1.1 " + std::to_string(p.status) + " " + Reason(p.status) +
+                       "\r\nContent-Type: " + p.content_type + "\r\n";
+    if (!p.location.empty()) head += "Location: " + p.location + "\r\n";
+    if (p.huge) {
+      head += "Content-Length: " + std::to_string(site_.options().huge_bytes) + "\r\n\r\n";
+      if (!SendAll(fd, head.data(), head.size())) return false;
+      std::string block(65536, 'x');
+      for (uint64_t sent = 0; sent < site_.options().huge_bytes; sent += block.size()) {
+        size_t n = static_cast<size_t>(std::min<uint64_t>(block.size(), site_.options().huge_bytes - sent));
+        if (!SendAll(fd, block.data(), n)) return false;
+      }
+      return true;
+    }
+    std::string body = p.body;
+    if (p.gzip_ok && accept_gzip) {
+      body = Gzip(body);
+      head += "Content-Encoding: gzip\r\n";
+    }
+    head += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n";
+    return SendAll(fd, (head + body).data(), head.size() + body.size());
+  }
+
+  void Log(uint64_t start, uint64_t end, uint32_t h, int status, const std::string& target) {
+    if (log_ == nullptr) return;
+    std::lock_guard<std::mutex> lock(log_mu_);
+    std::fprintf(log_, "%llu %llu %u %d %s\n", static_cast<unsigned long long>(start),
+                 static_cast<unsigned long long>(end), site_.options().port + h, status, target.c_str());
+    std::fflush(log_);
+  }
+
+  const Site& site_;
+  std::FILE* log_;
+  std::mutex log_mu_;
+  std::vector<int> listen_fds_;
+  std::mutex conn_mu_;
+  std::vector<int> conn_fds_;
+  std::vector<std::thread> conn_threads_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"crawler-testsite: a deterministic synthetic web on 127.0.0.1 (see tests/testsite/site.h)"};
+  SiteOptions o;
+  std::string log_path;
+  bool truth = false, seeds = false;
+  app.add_option("--pages", o.pages, "pages over all hosts")->check(CLI::Range(1u, 10'000'000u));
+  app.add_option("--hosts", o.hosts, "hosts, on consecutive ports")->check(CLI::Range(1u, 1000u));
+  app.add_option("--port", o.port, "first port (0: find free ports)");
+  app.add_option("--seed", o.seed, "generator seed");
+  app.add_option("--log", log_path, "request log file");
+  app.add_option("--slow-ms", o.slow_ms, "delay of /slow");
+  app.add_option("--huge-bytes", o.huge_bytes, "body size of /huge");
+  app.add_option("--crawl-delay", o.crawl_delay_s, "Crawl-delay of hosts 0, 4, 8, ...");
+  app.add_option("--max-depth", o.max_depth, "truth: the crawl's max_depth");
+  app.add_option("--max-redirects", o.max_redirects, "truth: the crawl's max_redirects");
+  app.add_flag("--truth", truth, "print the URLs a correct crawl fetches, and exit");
+  app.add_flag("--seeds", seeds, "print every host's root URL, and exit");
+  CLI11_PARSE(app, argc, argv);
+
+  if (truth || seeds) {
+    if (o.port == 0) {
+      std::fprintf(stderr, "crawler-testsite: --truth and --seeds need --port\n");
+      return 2;
+    }
+    Site site(o);
+    if (seeds) {
+      for (uint32_t h = 0; h < o.hosts; ++h) std::printf("%s/\n", site.Origin(h).c_str());
+    } else {
+      for (const std::string& url : site.Truth()) std::printf("%s\n", url.c_str());
+    }
+    return 0;
+  }
+
+  std::FILE* log = nullptr;
+  if (!log_path.empty()) {
+    log = std::fopen(log_path.c_str(), "w");
+    if (log == nullptr) {
+      std::fprintf(stderr, "crawler-testsite: %s: %s\n", log_path.c_str(), std::strerror(errno));
+      return 2;
+    }
+  }
+  uint16_t base = o.port;
+  std::vector<int> fds = BindPorts(o.hosts, &base);
+  if (fds.empty()) {
+    std::fprintf(stderr, "crawler-testsite: cannot listen on %u consecutive ports from %u\n", o.hosts,
+                 static_cast<unsigned>(o.port));
+    return 1;
+  }
+  o.port = base;
+  Site site(o);
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  std::signal(SIGPIPE, SIG_IGN);
+  Server server(site, log, std::move(fds));
+  std::printf("listening %u %u\n", static_cast<unsigned>(base), o.hosts);
+  std::fflush(stdout);
+  server.Run();
+  if (log != nullptr) std::fclose(log);
+  return 0;
+}
