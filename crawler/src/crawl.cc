@@ -279,7 +279,7 @@ struct Crawl::Impl::Worker {
       h.robots_done = true;
       h.robots_refreshing = false;
     }
-    m.frontier->OpenHost(c.host, delay);
+    m.frontier->OpenHost(c.host, delay, Clock::now());
     return Status::Ok();
   }
 
@@ -525,6 +525,7 @@ Result<CrawlSummary> Crawl::Run(const std::atomic<bool>& stop, const ProgressFn&
   if (!st.ok()) return st;
   std::lock_guard<std::mutex> slock(m.summary_mu);
   m.summary.stopped = stop.load() || m.max_pages_hit.load();
+  m.summary.spilled = m.frontier->Stats(Clock::now()).spilled;
   m.summary.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return m.summary;
 }

@@ -124,6 +124,7 @@ int RunCrawl(const std::string& seeds_path, const std::string& config_path,
       "%llu truncated, %.1f MB\n"
       "  skipped: %llu robots, %llu out of scope, %llu too deep, %llu trap guard; "
       "%llu duplicate links\n"
+      "  frontier: spilled to disk: %llu URLs\n"
       "  WARC: %s/\n  fetch log: %s\n  log: %s/crawler.log\n",
       s.stopped ? "stopped" : "done", s.seconds, static_cast<unsigned long long>(s.fetched),
       static_cast<unsigned long long>(s.status_2xx), static_cast<unsigned long long>(s.status_3xx),
@@ -132,7 +133,7 @@ int RunCrawl(const std::string& seeds_path, const std::string& config_path,
       static_cast<double>(s.bytes) / 1e6, static_cast<unsigned long long>(s.robots_blocked),
       static_cast<unsigned long long>(s.out_of_scope), static_cast<unsigned long long>(s.too_deep),
       static_cast<unsigned long long>(s.trap_guard), static_cast<unsigned long long>(s.duplicates),
-      s.warc_dir.c_str(), s.fetch_log.c_str(), out.c_str());
+      static_cast<unsigned long long>(s.spilled), s.warc_dir.c_str(), s.fetch_log.c_str(), out.c_str());
   return kExitOk;
 }
 

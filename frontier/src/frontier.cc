@@ -302,12 +302,19 @@ Result<AdmitResult> Frontier::Admit(std::vector<UrlEntry> entries, dedup::Filter
   return out;
 }
 
-void Frontier::OpenHost(std::string_view host, std::optional<double> crawl_delay_s) {
+void Frontier::OpenHost(std::string_view host, std::optional<double> crawl_delay_s,
+                        std::optional<Clock::time_point> fetched_at) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   size_t id = impl_->HostFor(host, nullptr);
+  impl_->Unschedule(id);
   Impl::Host& h = impl_->hosts[id];
   h.open = true;
   h.crawl_delay_s = crawl_delay_s.value_or(0);
+  if (fetched_at) {
+    auto delay = std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(impl_->DelayAfterFetch(h, 0)));
+    h.due = std::max(h.due, *fetched_at + delay);
+  }
   impl_->MaybeSchedule(id);
 }
 

@@ -48,6 +48,7 @@ struct CrawlSummary {
   uint64_t duplicates = 0;       // links the dedup filter had seen
   uint64_t too_many_redirects = 0;  // redirect targets past fetch.max_redirects
   uint64_t bytes = 0;            // body bytes received
+  uint64_t spilled = 0;          // URLs the frontier wrote to disk (memory bound)
   std::map<std::string, uint64_t> errors;  // by FetchErrorName: failures and truncations
   double seconds = 0;
   bool stopped = false;          // ended by the stop flag or max_pages

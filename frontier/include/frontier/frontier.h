@@ -109,8 +109,11 @@ class Frontier {
   [[nodiscard]] Result<AdmitResult> Admit(std::vector<UrlEntry> entries, dedup::Filter& filter);
 
   // The robots.txt decision for `host` is known: its URLs may be handed out.
-  // `crawl_delay_s`: the host's Crawl-delay, if any.
-  void OpenHost(std::string_view host, std::optional<double> crawl_delay_s);
+  // `crawl_delay_s`: the host's Crawl-delay, if any. If `fetched_at` is given
+  // (when the robots.txt fetch ended), the first page waits the host's delay
+  // after it: a robots.txt request counts for politeness like any other.
+  void OpenHost(std::string_view host, std::optional<double> crawl_delay_s,
+                std::optional<Clock::time_point> fetched_at = std::nullopt);
 
   // The next due URL, or nullopt. When nullopt and URLs are queued in open
   // hosts, *next_due (if given) is when the earliest host becomes due.

@@ -1,0 +1,112 @@
+// Runs crawler-testsite as a real process for a test: it finds free ports
+// itself (--port 0) and reports them on stdout; the destructor stops it with
+// SIGTERM and waits, so its request log is complete once the object is gone
+// or Stop() has returned.
+#ifndef TESTS_CRAWLER_TESTSITE_PROCESS_H_
+#define TESTS_CRAWLER_TESTSITE_PROCESS_H_
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "run_command.h"
+
+namespace crawler::testing {
+
+// One line of the testsite's request log.
+struct ServedRequest {
+  uint64_t start_us = 0, end_us = 0;
+  unsigned port = 0;
+  int status = 0;
+  std::string target;
+  std::string Url() const { return "http://127.0.0.1:" + std::to_string(port) + target; }
+};
+
+class TestSite {
+ public:
+  // `args`: --pages, --hosts and any other flags except --port and --log.
+  TestSite(const std::string& args, const std::string& log_path) : args_(args), log_(log_path) {
+    int out[2];
+    if (::pipe(out) != 0) throw std::runtime_error("pipe failed");
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::dup2(out[1], STDOUT_FILENO);
+      ::close(out[0]);
+      ::close(out[1]);
+      std::string cmd = std::string(TESTSITE_BINARY) + " --port 0 --log " + log_path + " " + args;
+      ::execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ::close(out[1]);
+    std::FILE* f = ::fdopen(out[0], "r");
+    unsigned port = 0, hosts = 0;
+    int got = std::fscanf(f, "listening %u %u", &port, &hosts);
+    std::fclose(f);
+    if (got != 2) {
+      Stop();
+      throw std::runtime_error("crawler-testsite did not start: " + args);
+    }
+    port_ = port;
+    hosts_ = hosts;
+  }
+  ~TestSite() { Stop(); }
+  TestSite(const TestSite&) = delete;
+  TestSite& operator=(const TestSite&) = delete;
+
+  void Stop() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGTERM);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+
+  unsigned port() const { return port_; }
+  std::string Origin(unsigned h) const { return "http://127.0.0.1:" + std::to_string(port_ + h); }
+
+  // Runs the binary with the same site flags plus `extra` (--truth, --seeds).
+  std::vector<std::string> Ask(const std::string& extra) const {
+    CommandResult r = RunCommand(std::string(TESTSITE_BINARY) + " --port " + std::to_string(port_) +
+                                 " " + args_ + " " + extra);
+    if (r.exit_code != 0) throw std::runtime_error("crawler-testsite " + extra + ": " + r.output);
+    std::vector<std::string> lines;
+    std::istringstream in(r.output);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+  }
+  std::set<std::string> Truth(const std::string& extra = "") const {
+    std::vector<std::string> v = Ask("--truth " + extra);
+    return {v.begin(), v.end()};
+  }
+  void WriteSeeds(const std::string& path) const {
+    std::ofstream out(path);
+    for (const std::string& s : Ask("--seeds")) out << s << "\n";
+  }
+
+  // The request log so far (complete after Stop()).
+  std::vector<ServedRequest> Requests() const {
+    std::vector<ServedRequest> out;
+    std::ifstream in(log_);
+    ServedRequest r;
+    while (in >> r.start_us >> r.end_us >> r.port >> r.status >> r.target) out.push_back(r);
+    return out;
+  }
+
+ private:
+  std::string args_, log_;
+  pid_t pid_ = -1;
+  unsigned port_ = 0, hosts_ = 0;
+};
+
+}  // namespace crawler::testing
+
+#endif  // TESTS_CRAWLER_TESTSITE_PROCESS_H_
