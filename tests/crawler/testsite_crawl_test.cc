@@ -305,5 +305,33 @@ TEST_CASE("Testsite crawl: a frontier far smaller than the queue spills and lose
   std::filesystem::remove_all(dir);
 }
 
+// Run under TSan in CI (ctest label "concurrency"): 4 workers and 2
+// connections per host race on the frontier, the filter, the WARC writer and
+// the fetch log; the result must still be the truth set, each URL once.
+TEST_CASE("Testsite crawl: four workers racing still fetch each URL once", "[.][concurrency]") {
+  std::string dir = TempDir("workers");
+  TestSite site("--pages 900 --hosts 3 --slow-ms 10", dir + "/requests.log");
+  site.WriteSeeds(dir + "/seeds.txt");
+  std::set<std::string> truth = site.Truth("--max-depth 6");
+  CommandResult r = Crawl(dir + "/seeds.txt", dir + "/out",
+                          "--set crawl.workers=4 --set crawl.max_connections=16 --set crawl.max_depth=6 "
+                          "--set frontier.min_delay_s=0 --set frontier.max_connections_per_host=2 "
+                          "--set frontier.max_memory_urls=100 " + std::string(kExactDedup));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  site.Stop();
+  std::multiset<std::string> attempted;
+  for (const LogLine& l : ReadFetchLog(dir + "/out/fetch-log.jsonl")) {
+    if (Attempted(l)) attempted.insert(l.url);
+  }
+  std::set<std::string> distinct(attempted.begin(), attempted.end());
+  CHECK(attempted.size() == distinct.size());
+  CHECK(distinct == truth);
+  std::map<std::string, int> served;
+  for (const ServedRequest& q : site.Requests()) ++served[q.Url()];
+  CHECK(served.size() == site.Requests().size());  // nothing requested twice
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace crawler::engine
