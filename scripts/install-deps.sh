@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs every build, test and benchmark dependency from Debian 12's packages.
 # Idempotent: does nothing (no apt-get update, no network) when all are present.
-# Usage: sudo bash scripts/install-deps.sh     (root on a fresh Debian 12)
+# Usage: sudo bash scripts/install-deps.sh [--bench]   (root on a fresh Debian 12)
+#   --bench: also what scripts/bench-crawl.sh compares against (nginx, wget,
+#            Scrapy) and measures with (GNU time).
 set -euo pipefail
 
 packages=(
@@ -13,6 +15,9 @@ packages=(
   clang libclang-rt-14-dev
   python3
 )
+if [ "${1:-}" = "--bench" ]; then
+  packages+=(nginx wget python3-scrapy time)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
