@@ -4,6 +4,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <condition_variable>
+#include <deque>
 #include <filesystem>
 #include <mutex>
 #include <regex>
@@ -112,6 +114,10 @@ struct Crawl::Impl {
 
   std::mutex hosts_mu;
   std::unordered_map<std::string, HostState> hosts;  // GUARDED_BY(hosts_mu)
+
+  std::mutex pending_mu;
+  std::condition_variable pending_cv;
+  std::deque<Completed> pending;  // GUARDED_BY(pending_mu): fetched, not yet processed
 
   std::mutex summary_mu;
   CrawlSummary summary;  // GUARDED_BY(summary_mu)
@@ -396,25 +402,53 @@ struct Crawl::Impl::Worker {
     return std::optional<Clock::time_point>();
   }
 
+  // Results wait in one shared queue and any worker processes them, so the
+  // parsing is spread over the threads even when one worker holds most of
+  // the transfers (one big host). A worker processes one result at a time
+  // between driving its own transfers, so those keep moving.
   void Loop(const std::atomic<bool>& stop) {
     while (!stop.load() && !m.failed.load()) {
       auto due = StartFetches();
       if (!due.ok()) return m.Fail(due.status());
-      if (fetcher->Running() == 0) {
-        if (m.busy.load() == 0 && (m.frontier->Empty() || m.max_pages_hit.load())) break;
-        // Nothing in flight here: wait for a host to become due or for
-        // another worker to queue URLs (at most 20 ms).
-        auto cap = Clock::now() + std::chrono::milliseconds(20);
-        std::this_thread::sleep_until(std::min(due.value().value_or(cap), cap));
+      bool have_work = false;
+      {
+        std::lock_guard<std::mutex> lock(m.pending_mu);
+        have_work = !m.pending.empty();
+      }
+      if (fetcher->Running() > 0) {
+        fetcher->Run(std::chrono::milliseconds(have_work ? 0 : 20));
+        if (!completed.empty()) {
+          std::lock_guard<std::mutex> lock(m.pending_mu);
+          for (Completed& c : completed) m.pending.push_back(std::move(c));
+          completed.clear();
+          have_work = true;
+          m.pending_cv.notify_all();
+        }
+      }
+      if (have_work) {
+        std::optional<Completed> c;
+        {
+          std::lock_guard<std::mutex> lock(m.pending_mu);
+          if (!m.pending.empty()) {
+            c.emplace(std::move(m.pending.front()));
+            m.pending.pop_front();
+          }
+        }
+        if (c) {
+          Status st = c->robots ? FinishRobots(*c) : FinishPage(*c);
+          m.busy.fetch_sub(1);
+          if (!st.ok()) return m.Fail(st);
+        }
         continue;
       }
-      fetcher->Run(std::chrono::milliseconds(50));
-      std::vector<Completed> finished;
-      finished.swap(completed);
-      for (Completed& c : finished) {
-        Status st = c.robots ? FinishRobots(c) : FinishPage(c);
-        m.busy.fetch_sub(1);
-        if (!st.ok()) return m.Fail(st);
+      if (fetcher->Running() == 0) {
+        if (m.busy.load() == 0 && (m.frontier->Empty() || m.max_pages_hit.load())) break;
+        // Nothing here: wait for a result to process, a host to become due
+        // or another worker to queue URLs (at most 20 ms).
+        auto cap = Clock::now() + std::chrono::milliseconds(20);
+        std::unique_lock<std::mutex> lock(m.pending_mu);
+        m.pending_cv.wait_until(lock, std::min(due.value().value_or(cap), cap),
+                                [&] { return !m.pending.empty(); });
       }
     }
   }

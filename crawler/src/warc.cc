@@ -101,11 +101,14 @@ Status WarcWriter::OpenNext() {
   return Append(Record("warcinfo", RecordId(), headers, "application/warc-fields", fields));
 }
 
-Status WarcWriter::Append(const std::string& record) {
+namespace {
+
+// One gzip member holding `record`, or "" if zlib failed.
+std::string GzipMember(const std::string& record) {
   z_stream z{};
   // 15 + 16: a gzip (not zlib) wrapper; one member per record.
   if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-    return Status::Error(Status::Code::kIoError, path_ + ": deflateInit2 failed");
+    return {};
   }
   std::string out(deflateBound(&z, static_cast<uLong>(record.size())), '\0');
   z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(record.data()));
@@ -113,20 +116,28 @@ Status WarcWriter::Append(const std::string& record) {
   z.next_out = reinterpret_cast<Bytef*>(out.data());
   z.avail_out = static_cast<uInt>(out.size());
   int rc = deflate(&z, Z_FINISH);
-  size_t produced = out.size() - z.avail_out;
+  out.resize(out.size() - z.avail_out);
   deflateEnd(&z);
-  if (rc != Z_STREAM_END) return Status::Error(Status::Code::kIoError, path_ + ": deflate failed");
-  if (std::fwrite(out.data(), 1, produced, file_) != produced) return IoError(path_, "write");
-  bytes_ += produced;
+  return rc == Z_STREAM_END ? out : std::string();
+}
+
+}  // namespace
+
+Status WarcWriter::Append(const std::string& record) {
+  std::string member = GzipMember(record);
+  if (member.empty()) return Status::Error(Status::Code::kIoError, path_ + ": deflate failed");
+  return AppendBytes(member);
+}
+
+Status WarcWriter::AppendBytes(const std::string& bytes) {
+  if (std::fwrite(bytes.data(), 1, bytes.size(), file_) != bytes.size()) return IoError(path_, "write");
+  bytes_ += bytes.size();
   return Status::Ok();
 }
 
 Status WarcWriter::Write(const Exchange& ex) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (bytes_ >= options_.rotate_bytes) {
-    Status st = OpenNext();
-    if (!st.ok()) return st;
-  }
+  // Digests and compression happen before taking the lock, so workers do
+  // them in parallel; only the appends are serialised.
   const std::string date = WarcDate(ex.date);
   const std::string request_id = RecordId();
   const std::string response_id = RecordId();
@@ -137,13 +148,23 @@ Status WarcWriter::Write(const Exchange& ex) {
   std::string response_headers = common + "WARC-Payload-Digest: " + WarcDigest(ex.body) +
                                  "\r\nWARC-Block-Digest: " + WarcDigest(block) + "\r\n";
   if (ex.truncated) response_headers += "WARC-Truncated: length\r\n";
-  Status st = Append(Record("response", response_id, response_headers,
-                            "application/http;msgtype=response", block));
-  if (!st.ok()) return st;
+  std::string response = GzipMember(Record("response", response_id, response_headers,
+                                           "application/http;msgtype=response", block));
   std::string request_headers = common + "WARC-Concurrent-To: " + response_id +
                                 "\r\nWARC-Block-Digest: " + WarcDigest(ex.request) + "\r\n";
-  return Append(Record("request", request_id, request_headers,
-                       "application/http;msgtype=request", ex.request));
+  std::string request = GzipMember(Record("request", request_id, request_headers,
+                                          "application/http;msgtype=request", ex.request));
+  std::lock_guard<std::mutex> lock(mu_);
+  if (response.empty() || request.empty()) {
+    return Status::Error(Status::Code::kIoError, path_ + ": deflate failed");
+  }
+  if (bytes_ >= options_.rotate_bytes) {
+    Status st = OpenNext();
+    if (!st.ok()) return st;
+  }
+  Status st = AppendBytes(response);
+  if (!st.ok()) return st;
+  return AppendBytes(request);
 }
 
 Status WarcWriter::Sync() {

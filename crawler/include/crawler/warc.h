@@ -11,7 +11,8 @@
 //   record := "WARC/1.1" CRLF *(header CRLF) CRLF block CRLF CRLF    (gzipped)
 //
 // Position() is what a checkpoint records (file index, bytes) so that resume
-// can cut a torn tail. Thread-safe: one mutex serialises writers.
+// can cut a torn tail. Thread-safe: one mutex serialises the appends (digests
+// and compression run outside it, in the calling thread).
 #ifndef CRAWLER_WARC_H_
 #define CRAWLER_WARC_H_
 
@@ -69,6 +70,7 @@ class WarcWriter {
   explicit WarcWriter(const WarcOptions& options) : options_(options) {}
   Status OpenNext();                     // REQUIRES: mu_ held
   Status Append(const std::string& record);  // gzip member; REQUIRES: mu_ held
+  Status AppendBytes(const std::string& bytes);  // REQUIRES: mu_ held
 
   const WarcOptions options_;
   mutable std::mutex mu_;
