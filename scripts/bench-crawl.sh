@@ -65,7 +65,7 @@ print(f"{name:8s} {distinct:7d} distinct pages ({int(total)} requests) in {wall:
       f"{distinct / wall:8.1f} pages/s, {1000 * cpu / max(distinct, 1):6.2f} CPU s / 1000 pages, "
       f"peak RSS {rss / 1024:6.1f} MB")
 PY
-  echo "$name $(awk '$9 == 200 {print $7}' "$work/access.log" | sort -u | grep -c '\.html' || true) $wall" >>"$work/rates"
+  echo "$name $distinct $wall" >>"$work/rates"
 }
 
 : >"$work/rates"

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "crawler/fetcher.h"
+#include "../testsite/gzip.h"
 #include "http_test_server.h"
 
 namespace crawler::engine {
@@ -39,19 +40,7 @@ std::map<std::string, FetchResult> FetchAll(Fetcher& f, const std::vector<std::s
 
 FetchResult FetchOne(Fetcher& f, const std::string& url) { return FetchAll(f, {url})[url]; }
 
-std::string Gzip(const std::string& data) {
-  z_stream z{};
-  deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
-  std::string out(deflateBound(&z, static_cast<uLong>(data.size())), '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  z.avail_in = static_cast<uInt>(data.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  deflate(&z, Z_FINISH);
-  out.resize(out.size() - z.avail_out);
-  deflateEnd(&z);
-  return out;
-}
+using testing::Gzip;
 
 HttpTestServer::Response Route(const std::string& path) {
   HttpTestServer::Response r;

@@ -31,6 +31,7 @@
 #include <mutex>
 #include <thread>
 
+#include "gzip.h"
 #include "site.h"
 
 namespace {
@@ -58,19 +59,7 @@ bool SendAll(int fd, const char* data, size_t n) {
   return true;
 }
 
-std::string Gzip(const std::string& in) {
-  z_stream z{};
-  deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
-  std::string out(deflateBound(&z, static_cast<uLong>(in.size())), '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-  z.avail_in = static_cast<uInt>(in.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  deflate(&z, Z_FINISH);
-  out.resize(out.size() - z.avail_out);
-  deflateEnd(&z);
-  return out;
-}
+using crawler::testing::Gzip;
 
 const char* Reason(int status) {
   switch (status) {
