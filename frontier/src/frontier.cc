@@ -46,7 +46,8 @@ struct Frontier::Impl {
     std::map<uint32_t, std::deque<UrlEntry>> ram;  // by depth; FIFO within one
     uint64_t ram_size = 0;
     uint32_t disk_min_depth = UINT32_MAX;  // smallest depth spilled since the file was drained
-    std::string spill_path;           // "" until the host first spills
+    std::string spill_path;           // "" until the host spills (again)
+    uint32_t spill_gen = 0;           // files are numbered; a drained one is not reused
     uint64_t on_disk = 0;             // records in the file not yet read back
     uint64_t read_offset = 0;         // byte offset of the next unread record
     std::vector<UrlEntry> write_buf;  // FIFO tail, after the file's records
@@ -81,6 +82,7 @@ struct Frontier::Impl {
     for (const Host& h : hosts) {
       if (!h.spill_path.empty()) std::remove(h.spill_path.c_str());
     }
+    for (const std::string& path : drained) std::remove(path.c_str());
   }
 
   const FrontierOptions options;
@@ -94,6 +96,16 @@ struct Frontier::Impl {
   uint64_t on_disk = 0;
   uint64_t in_flight = 0;
   uint64_t admitted = 0, duplicates = 0, refused_full = 0, spilled = 0;
+  uint64_t next_lease = 1;
+  std::map<uint64_t, std::pair<size_t, UrlEntry>> leased;  // by lease id (= Pop order)
+  std::map<uint32_t, uint64_t> depth_counts;               // queued URLs by depth
+  std::vector<std::string> drained;                        // read-back spill files
+
+  void CountDepth(uint32_t depth, int64_t delta) {
+    auto it = depth_counts.try_emplace(depth, 0).first;
+    it->second += static_cast<uint64_t>(delta);
+    if (it->second == 0) depth_counts.erase(it);
+  }
 
   size_t HostFor(std::string_view key, std::vector<std::string>* new_hosts) {
     auto it = host_index.find(std::string(key));
@@ -125,6 +137,7 @@ struct Frontier::Impl {
   Status Push(UrlEntry e, std::vector<std::string>* new_hosts) {
     size_t id = HostFor(HostKey(e.url), new_hosts);
     Host& h = hosts[id];
+    CountDepth(e.depth, 1);
     if (!h.Spilling() && in_memory < options.max_memory_urls) {
       h.PushRam(std::move(e));
     } else {
@@ -157,9 +170,10 @@ struct Frontier::Impl {
                              "frontier spill directory '" + options.spill_dir +
                                  "' cannot be created" + (ec ? ": " + ec.message() : ""));
       }
-      char name[32];
-      std::snprintf(name, sizeof(name), "host-%016llx.q",
-                    static_cast<unsigned long long>(XXH3_64bits(h.key.data(), h.key.size())));
+      char name[48];
+      std::snprintf(name, sizeof(name), "host-%016llx-%u.q",
+                    static_cast<unsigned long long>(XXH3_64bits(h.key.data(), h.key.size())),
+                    ++h.spill_gen);
       h.spill_path = options.spill_dir + "/" + name;
     }
     std::string bytes;
@@ -230,7 +244,10 @@ struct Frontier::Impl {
     on_disk -= got;
     in_memory += got;
     if (h.on_disk == 0) {
-      std::remove(h.spill_path.c_str());  // drained: start the next spill from 0
+      // Drained: the next spill starts a new file. This one is removed later
+      // (RemoveDrained), never while a checkpoint writer may read it.
+      drained.push_back(h.spill_path);
+      h.spill_path.clear();
       h.read_offset = 0;
       if (h.write_buf.empty()) h.disk_min_depth = UINT32_MAX;
     }
@@ -240,11 +257,13 @@ struct Frontier::Impl {
   // Frees the lease's connection slot; returns its host, or nullopt for a
   // lease this frontier did not hand out (ignored). REQUIRES: mu held.
   std::optional<size_t> EndLease(const Lease& lease) {
-    auto it = host_index.find(lease.host);
-    if (it == host_index.end() || hosts[it->second].in_flight == 0) return std::nullopt;
-    --hosts[it->second].in_flight;
+    auto it = leased.find(lease.id);
+    if (it == leased.end()) return std::nullopt;
+    size_t id = it->second.first;
+    leased.erase(it);
+    --hosts[id].in_flight;
     --in_flight;
-    return it->second;
+    return id;
   }
 
   double DelayAfterFetch(const Host& h, double response_s) const {
@@ -333,7 +352,9 @@ Result<std::optional<Lease>> Frontier::Pop(Clock::time_point now, Clock::time_po
     Status st = m.Refill(h);
     if (!st.ok()) return st;
   }
-  Lease lease{h.PopRam(), h.key};
+  Lease lease{h.PopRam(), h.key, m.next_lease++};
+  m.CountDepth(lease.entry.depth, -1);
+  m.leased.emplace(lease.id, std::make_pair(id, lease.entry));
   --m.in_memory;
   ++h.in_flight;
   ++m.in_flight;
@@ -375,6 +396,7 @@ FrontierStats Frontier::Stats(Clock::time_point now) const {
   s.duplicates = m.duplicates;
   s.refused_full = m.refused_full;
   s.spilled = m.spilled;
+  s.depths.assign(m.depth_counts.begin(), m.depth_counts.end());
   for (const Impl::Host& h : m.hosts) {
     if (!h.open) {
       ++s.hosts_waiting_robots;
@@ -384,6 +406,84 @@ FrontierStats Frontier::Stats(Clock::time_point now) const {
     }
   }
   return s;
+}
+
+Status Frontier::ForEachEntry(Clock::time_point now,
+                              const std::function<Status(const HostImage&)>& host,
+                              const std::function<Status(const UrlEntry&, bool leased)>& url) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  const Impl& m = *impl_;
+  for (const Impl::Host& h : m.hosts) {
+    HostImage image{h.key, h.open, h.crawl_delay_s, std::chrono::duration<double>(h.due - now).count()};
+    Status st = host(image);
+    if (!st.ok()) return st;
+  }
+  for (const auto& [lease_id, leased] : m.leased) {
+    Status st = url(leased.second, true);
+    if (!st.ok()) return st;
+  }
+  for (const Impl::Host& h : m.hosts) {
+    for (const auto& [depth, fifo] : h.ram) {
+      for (const UrlEntry& e : fifo) {
+        Status st = url(e, false);
+        if (!st.ok()) return st;
+      }
+    }
+    if (h.on_disk > 0) {
+      std::FILE* f = std::fopen(h.spill_path.c_str(), "rb");
+      if (f == nullptr) return IoError(h.spill_path, "open");
+      std::unique_ptr<std::FILE, int (*)(std::FILE*)> closer(f, &std::fclose);
+      if (std::fseek(f, static_cast<long>(h.read_offset), SEEK_SET) != 0) return IoError(h.spill_path, "seek");
+      for (uint64_t i = 0; i < h.on_disk; ++i) {
+        uint32_t head[4];
+        UrlEntry e;
+        bool ok = std::fread(head, 4, 4, f) == 4;
+        if (ok) {
+          e.depth = head[0];
+          e.redirects = head[1];
+          e.url.resize(head[2]);
+          e.referrer.resize(head[3]);
+          ok = std::fread(e.url.data(), 1, head[2], f) == head[2] &&
+               std::fread(e.referrer.data(), 1, head[3], f) == head[3];
+        }
+        if (!ok) {
+          return Status::Error(Status::Code::kCorruption,
+                               h.spill_path + ": spill file ends early (" + std::to_string(h.on_disk) +
+                                   " records expected from offset " + std::to_string(h.read_offset) + ")");
+        }
+        Status st = url(e, false);
+        if (!st.ok()) return st;
+      }
+    }
+    for (const UrlEntry& e : h.write_buf) {
+      Status st = url(e, false);
+      if (!st.ok()) return st;
+    }
+  }
+  return Status::Ok();
+}
+
+void Frontier::RestoreHost(const HostImage& image, Clock::time_point now) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  size_t id = impl_->HostFor(image.key, nullptr);
+  impl_->Unschedule(id);
+  Impl::Host& h = impl_->hosts[id];
+  h.open = image.open;
+  h.crawl_delay_s = image.crawl_delay_s;
+  h.due = now + std::chrono::duration_cast<Clock::duration>(
+                    std::chrono::duration<double>(std::max(0.0, image.due_in_s)));
+  impl_->MaybeSchedule(id);
+}
+
+Status Frontier::Requeue(UrlEntry entry) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->Push(std::move(entry), nullptr);
+}
+
+void Frontier::RemoveDrained() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  for (const std::string& path : impl_->drained) std::remove(path.c_str());
+  impl_->drained.clear();
 }
 
 bool Frontier::Empty() const {

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -229,6 +230,8 @@ TEST_CASE("Bounded memory: URLs beyond max_memory_urls spill to disk and come ba
     CHECK(got == expected);  // every URL once, FIFO per host
     CHECK(peak_memory <= 100 + 8192);
     CHECK(f->Empty());
+    CHECK(!std::filesystem::is_empty(dir));  // drained files wait for RemoveDrained
+    f->RemoveDrained();
     CHECK(std::filesystem::is_empty(dir));  // drained spill files are removed
   }
   std::filesystem::remove_all(dir);
@@ -258,6 +261,62 @@ TEST_CASE("Options are validated", "[frontier]") {
   o = {};
   o.min_delay_s = -1;
   CHECK_FALSE(Frontier::Create(o).ok());
+}
+
+}  // namespace
+}  // namespace crawler::frontier
+
+namespace crawler::frontier {
+namespace {
+
+TEST_CASE("ForEachEntry lists leased, queued and spilled URLs; a restored frontier hands them all out",
+          "[frontier][checkpoint]") {
+  std::string dir = (std::filesystem::temp_directory_path() /
+                     ("frontier-image-" + std::to_string(::getpid()))).string();
+  std::filesystem::remove_all(dir);
+  auto filter = MakeFilter();
+  FrontierOptions o;
+  o.max_memory_urls = 50;
+  o.spill_dir = dir + "/a";
+  o.min_delay_s = 0;
+  auto f = MakeFrontier(o);
+  std::vector<std::string> urls;
+  for (int i = 0; i < 300; ++i) urls.push_back("http://h" + std::to_string(i % 3) + "/" + std::to_string(i));
+  REQUIRE(f->Admit(Entries(urls, 2), *filter).ok());
+  for (int h = 0; h < 3; ++h) f->OpenHost("http://h" + std::to_string(h), h == 1 ? std::optional(5.0) : std::nullopt);
+  auto leased = PopAt(*f, kT0);  // in flight at the "checkpoint"
+  REQUIRE(leased);
+  CHECK(f->Stats(kT0).depths == std::vector<std::pair<uint32_t, uint64_t>>{{2, 299}});
+
+  std::vector<HostImage> hosts;
+  std::vector<std::pair<UrlEntry, bool>> entries;
+  Status st = f->ForEachEntry(
+      kT0, [&](const HostImage& h) { hosts.push_back(h); return Status::Ok(); },
+      [&](const UrlEntry& e, bool l) { entries.emplace_back(e, l); return Status::Ok(); });
+  REQUIRE(st.ok());
+  REQUIRE(hosts.size() == 3);
+  CHECK(hosts[0].open);
+  REQUIRE(entries.size() == 300);
+  CHECK(entries[0].second);  // the leased URL first
+  CHECK(entries[0].first.url == leased->entry.url);
+  std::set<std::string> seen;
+  for (const auto& [e, l] : entries) seen.insert(e.url);
+  CHECK(seen.size() == 300);
+
+  o.spill_dir = dir + "/b";
+  auto g = MakeFrontier(o);
+  for (const HostImage& h : hosts) g->RestoreHost(h, kT0);
+  for (auto& [e, l] : entries) REQUIRE(g->Requeue(e).ok());
+  CHECK(g->Stats(kT0).spilled >= 250);  // beyond max_memory_urls
+  std::set<std::string> popped;
+  for (int round = 0; round < 1000 && !g->Empty(); ++round) {
+    while (auto lease = PopAt(*g, kT0 + seconds(10 * round))) {
+      popped.insert(lease->entry.url);
+      g->Done(*lease, kT0 + seconds(10 * round), 0);
+    }
+  }
+  CHECK(popped == seen);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -24,8 +24,15 @@
 // host), so RAM grows with hosts, not with queued URLs.
 //
 // Spill file record (little-endian): depth u32 | redirects u32 | url_len u32 |
-// ref_len u32 | url | referrer. Files are this process's scratch; checkpoints (a later
-// issue) will copy their unread part into the frontier image.
+// ref_len u32 | url | referrer. Files are this process's scratch: a host's
+// spill files are numbered, a drained file is never reused, and it is only
+// removed by RemoveDrained, so a forked checkpoint writer that reads the
+// unread part of each file (ForEachEntry) never sees a file vanish or change
+// under it. Checkpoints store the queue itself (see crawler/checkpoint.h).
+//
+// Checkpoints: every handed-out Lease stays recorded until Done/Release, so
+// ForEachEntry can list the URLs in flight next to the queued ones, and
+// RestoreHost + Requeue rebuild a frontier from such a listing.
 //
 // Time is passed in by the caller (a steady_clock time point), so tests drive
 // the schedule with a fake clock. Thread-safe: every method may be called from
@@ -35,6 +42,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -70,6 +78,15 @@ struct FrontierOptions {
 struct Lease {
   UrlEntry entry;
   std::string host;
+  uint64_t id = 0;  // unique per Pop
+};
+
+// A host's schedule state, for checkpoints.
+struct HostImage {
+  std::string key;
+  bool open = false;
+  double crawl_delay_s = 0;
+  double due_in_s = 0;  // seconds until it may be fetched again (<= 0: due)
 };
 
 struct FrontierStats {
@@ -84,6 +101,7 @@ struct FrontierStats {
   uint64_t duplicates = 0;            // URLs the filter had seen
   uint64_t refused_full = 0;          // a fixed filter was full: not queued, counted
   uint64_t spilled = 0;               // URLs ever written to disk
+  std::vector<std::pair<uint32_t, uint64_t>> depths;  // queued URLs by depth (ascending)
 };
 
 struct AdmitResult {
@@ -127,6 +145,22 @@ class Frontier {
   void Release(const Lease& lease);
 
   FrontierStats Stats(Clock::time_point now) const;
+
+  // Checkpoint image. Calls `host` for every host, then `url` for every URL
+  // in flight (leased = true, in Pop order) and every queued one, host by
+  // host, in the order Pop would hand them out (RAM by depth, then spilled,
+  // then not yet flushed). Reads spill files; an error names the file.
+  // REQUIRES: no other thread changes the frontier meanwhile (the engine
+  // calls it in a forked child or after its workers have stopped).
+  Status ForEachEntry(Clock::time_point now, const std::function<Status(const HostImage&)>& host,
+                      const std::function<Status(const UrlEntry&, bool leased)>& url) const;
+  // Rebuilding from an image: a host's state, then its URLs (no dedup check:
+  // they passed it before the checkpoint). Requeue may spill.
+  void RestoreHost(const HostImage& image, Clock::time_point now);
+  [[nodiscard]] Status Requeue(UrlEntry entry);
+  // Deletes spill files that have been read back completely. Call it when no
+  // checkpoint writer may be reading them.
+  void RemoveDrained();
   // Queued + in flight == 0.
   bool Empty() const;
 
