@@ -14,7 +14,15 @@
 #include <unordered_set>
 
 #include <spdlog/spdlog.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
+
+#include "crawler/checkpoint.h"
 #include "crawler/fetcher.h"
 #include "crawler/warc.h"
 #include "frontier/frontier.h"
@@ -79,6 +87,69 @@ std::string HeadForStoredBody(const std::string& head, size_t body_size) {
   return out + "Content-Length: " + std::to_string(body_size) + "\r\n\r\n";
 }
 
+// Workers pass it around each unit of work; the checkpoint closes it to take
+// a consistent cut (see crawl.h).
+class Gate {
+ public:
+  void Enter() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return !closed_; });
+    ++active_;
+  }
+  void Exit() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (--active_ == 0 && closed_) cv_.notify_all();
+  }
+  void Close() {
+    std::unique_lock<std::mutex> lock(mu_);
+    closed_ = true;
+    cv_.wait(lock, [&] { return active_ == 0; });
+  }
+  void Open() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      closed_ = false;
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int active_ = 0;     // GUARDED_BY(mu_)
+  bool closed_ = false;  // GUARDED_BY(mu_)
+};
+
+struct GateUnit {
+  explicit GateUnit(Gate& g) : gate(g) { gate.Enter(); }
+  ~GateUnit() { gate.Exit(); }
+  Gate& gate;
+};
+
+constexpr size_t kMaxRobotsBody = 512 * 1024;
+
+// flock on OUT/.lock, retried for up to `wait_s` (a dying checkpoint child
+// may still hold it for a moment). Returns the descriptor (kept open).
+Result<int> LockOut(const std::string& out, double wait_s) {
+  std::string path = out + "/.lock";
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::Error(Status::Code::kIoError, path + ": open: " + std::strerror(errno));
+  auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wait_s));
+  while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (Clock::now() >= until) {
+      ::close(fd);
+      return Status::Error(Status::Code::kInvalidArgument,
+                           out + ": in use by another crawler process (" + path + " is locked)");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return fd;
+}
+
+double WallNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 }  // namespace
 
 struct Crawl::Impl {
@@ -88,6 +159,11 @@ struct Crawl::Impl {
     bool robots_done = false;
     bool robots_refreshing = false;
     uint64_t fetched = 0;
+    uint8_t robots_outcome = 0;  // parsers::RobotsFetch, once done
+    std::string robots_body;     // kept for checkpoints (at most kMaxRobotsBody)
+    bool robots_pending = false; // first robots.txt fetch in flight at robots_url
+    std::string robots_url;
+    uint32_t robots_hops = 0;
   };
   struct Completed {
     bool robots = false;
@@ -132,9 +208,68 @@ struct Crawl::Impl {
   std::mutex error_mu;
   Status first_error = Status::Ok();     // GUARDED_BY(error_mu)
 
+  // Checkpoints and stats; all below but `gate`, `expected_false_seen` and
+  // `last_fpr` are used by the Run thread only.
+  Gate gate;
+  double expected_false_seen = 0;        // GUARDED_BY(summary_mu)
+  std::atomic<double> last_fpr{0};
+  std::vector<std::string> scope_list;   // for the manifest
+  double elapsed_base = 0;               // crawl time before this run (resume)
+  Clock::time_point run_start = Clock::now();
+  uint64_t sequence = 0;                 // of the last checkpoint started
+  pid_t child = -1;                      // the checkpoint writer running, if any
+  int child_pipe = -1;
+  Clock::time_point child_cut{};
+  double child_pause_ms = 0;
+  Clock::time_point last_checkpoint = Clock::now();
+  uint64_t last_checkpoint_pages = 0;
+  uint64_t checkpoints_written = 0, checkpoints_failed = 0;
+  double last_pause_ms = 0, max_pause_ms = 0, last_write_s = 0;
+  uint64_t last_checkpoint_bytes = 0;
+  std::deque<std::pair<Clock::time_point, uint64_t>> rate_samples;  // for pages/s, last minute
+  std::FILE* series = nullptr;
+  int slow_ms = 0;                       // CRAWLER_CHECKPOINT_SLOW_MS (tests)
+  int lock_fd = -1;
+  std::vector<std::tuple<std::string, std::string, uint32_t>> resume_robots;  // host, url, hops
+
   ~Impl() {
     if (log != nullptr) std::fclose(log);
+    if (series != nullptr) std::fclose(series);
+    if (child > 0) ::waitpid(child, nullptr, 0);
+    if (child_pipe >= 0) ::close(child_pipe);
+    if (lock_fd >= 0) ::close(lock_fd);
   }
+
+  double Elapsed() const {
+    return elapsed_base + std::chrono::duration<double>(Clock::now() - run_start).count();
+  }
+  uint64_t PagesDone() {
+    std::lock_guard<std::mutex> lock(summary_mu);
+    return summary.fetched + summary.failed;
+  }
+
+  CheckpointHost HostForCheckpoint(const std::string& key) {
+    CheckpointHost c;
+    std::lock_guard<std::mutex> lock(hosts_mu);
+    auto it = hosts.find(key);
+    if (it == hosts.end()) return c;
+    const HostState& h = it->second;
+    c.robots_done = h.robots_done;
+    c.robots_outcome = h.robots_outcome;
+    c.robots_age_s = h.robots_done ? std::chrono::duration<double>(Clock::now() - h.robots_time).count() : 0;
+    c.fetched = h.fetched;
+    c.robots_pending = !h.robots_done && h.robots_pending;
+    c.robots_hops = h.robots_hops;
+    c.robots_url = h.robots_url;
+    c.robots_body = h.robots_body;
+    return c;
+  }
+
+  boost::json::object BuildStats(bool running);
+  void WriteStats(bool running);
+  Status StartCheckpoint(bool fork_writer);
+  void PollCheckpoint(bool wait);
+
 
   void Fail(const Status& st) {
     std::lock_guard<std::mutex> lock(error_mu);
@@ -229,6 +364,15 @@ struct Crawl::Impl::Worker {
 
   void StartRobots(const std::string& host, const std::string& url, int hops) {
     m.busy.fetch_add(1);
+    {
+      std::lock_guard<std::mutex> lock(m.hosts_mu);
+      HostState& h = m.hosts[host];
+      if (!h.robots_done) {
+        h.robots_pending = true;
+        h.robots_url = url;
+        h.robots_hops = static_cast<uint32_t>(hops);
+      }
+    }
     fetcher->Add(url, [this, host, hops](FetchResult&& r) {
       completed.push_back(Completed{true, host, hops, {}, std::move(r)});
     });
@@ -239,6 +383,12 @@ struct Crawl::Impl::Worker {
     auto admitted = m.frontier->Admit(std::move(entries), *m.filter);
     if (!admitted.ok()) return admitted.status();
     m.CountSkip(&CrawlSummary::duplicates, admitted->duplicates + admitted->refused_full);
+    if (admitted->admitted > 0) {
+      // Each new URL was checked at the filter's current FPR: the expected
+      // number of new URLs wrongly taken as "seen" grows by about that much.
+      std::lock_guard<std::mutex> lock(m.summary_mu);
+      m.expected_false_seen += static_cast<double>(admitted->admitted) * m.last_fpr.load();
+    }
     for (const std::string& host : admitted->new_hosts) {
       {
         std::lock_guard<std::mutex> lock(m.hosts_mu);
@@ -284,6 +434,9 @@ struct Crawl::Impl::Worker {
       h.robots_time = Clock::now();
       h.robots_done = true;
       h.robots_refreshing = false;
+      h.robots_pending = false;
+      h.robots_outcome = static_cast<uint8_t>(outcome);
+      h.robots_body = outcome == parsers::RobotsFetch::kOk ? r.body.substr(0, kMaxRobotsBody) : "";
     }
     m.frontier->OpenHost(c.host, delay, Clock::now());
     return Status::Ok();
@@ -386,7 +539,8 @@ struct Crawl::Impl::Worker {
         Skip(lease, "max_pages_per_host", &CrawlSummary::trap_guard);
         continue;
       }
-      if (m.config.crawl.max_pages > 0 && m.started.fetch_add(1) >= m.config.crawl.max_pages) {
+      uint64_t started_before = m.started.fetch_add(1);  // counted always: checkpoints keep it
+      if (m.config.crawl.max_pages > 0 && started_before >= m.config.crawl.max_pages) {
         // Over the limit: this URL stays unfetched (and unlogged); stop starting.
         m.max_pages_hit = true;
         m.frontier->Release(lease);
@@ -408,7 +562,10 @@ struct Crawl::Impl::Worker {
   // between driving its own transfers, so those keep moving.
   void Loop(const std::atomic<bool>& stop) {
     while (!stop.load() && !m.failed.load()) {
-      auto due = StartFetches();
+      auto due = [&] {
+        GateUnit unit(m.gate);
+        return StartFetches();
+      }();
       if (!due.ok()) return m.Fail(due.status());
       bool have_work = false;
       {
@@ -435,7 +592,11 @@ struct Crawl::Impl::Worker {
           }
         }
         if (c) {
-          Status st = c->robots ? FinishRobots(*c) : FinishPage(*c);
+          Status st = Status::Ok();
+          {
+            GateUnit unit(m.gate);
+            st = c->robots ? FinishRobots(*c) : FinishPage(*c);
+          }
           m.busy.fetch_sub(1);
           if (!st.ok()) return m.Fail(st);
         }
@@ -454,23 +615,30 @@ struct Crawl::Impl::Worker {
   }
 };
 
+namespace {
+
+namespace json = boost::json;
+
+// Everything but the dedup filter and the frontier's contents: shared by
+// Create and Resume. `filter` is the one to use.
+Result<std::unique_ptr<Crawl::Impl>> BuildImpl(const Config& config, const std::string& out_dir,
+                                               std::unique_ptr<dedup::Filter> filter, int lock_fd);
+
+}  // namespace
+
 Crawl::Crawl(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Crawl::~Crawl() = default;
 
-Result<std::unique_ptr<Crawl>> Crawl::Create(const Config& config,
-                                             const std::vector<std::string>& seeds,
-                                             const std::string& out_dir) {
-  auto impl = std::make_unique<Impl>();
+namespace {
+
+Result<std::unique_ptr<Crawl::Impl>> BuildImpl(const Config& config, const std::string& out_dir,
+                                               std::unique_ptr<dedup::Filter> filter, int lock_fd) {
+  auto impl = std::make_unique<Crawl::Impl>();
+  impl->lock_fd = lock_fd;
   impl->config = config;
   impl->out = out_dir;
-  impl->seeds = seeds;
-  std::error_code ec;
-  std::filesystem::create_directories(out_dir, ec);
-  if (ec) return Status::Error(Status::Code::kIoError, out_dir + ": cannot create: " + ec.message());
-
-  auto filter = dedup::Filter::Create(config.dedup);
-  if (!filter.ok()) return filter.status().WithContext("dedup");
-  impl->filter = std::move(filter).value();
+  impl->filter = std::move(filter);
+  if (const char* slow = std::getenv("CRAWLER_CHECKPOINT_SLOW_MS")) impl->slow_ms = std::atoi(slow);
   frontier::FrontierOptions fo = config.frontier;
   fo.spill_dir = out_dir + "/frontier";
   auto fr = frontier::Frontier::Create(fo);
@@ -494,7 +662,7 @@ Result<std::unique_ptr<Crawl>> Crawl::Create(const Config& config,
     fetch.max_connections_per_host = config.frontier.max_connections_per_host + 1;
     auto fetcher = Fetcher::Create(fetch);
     if (!fetcher.ok()) return fetcher.status();
-    impl->workers.push_back(std::make_unique<Impl::Worker>(*impl, std::move(fetcher).value(), share));
+    impl->workers.push_back(std::make_unique<Crawl::Impl::Worker>(*impl, std::move(fetcher).value(), share));
   }
   WarcOptions wo;
   wo.dir = out_dir + "/warc";
@@ -509,25 +677,490 @@ Result<std::unique_ptr<Crawl>> Crawl::Create(const Config& config,
   if (impl->log == nullptr) {
     return Status::Error(Status::Code::kIoError, impl->log_path + ": open: " + std::strerror(errno));
   }
-  for (const std::string& h : config.crawl.scope_hosts) impl->scope_hosts.insert(h);
-  if (config.crawl.scope_hosts.empty() && config.crawl.scope_domains.empty()) {
-    for (const std::string& s : seeds) impl->scope_hosts.insert(std::string(frontier::HostKey(s)));
+  std::string series_path = out_dir + "/stats-series.jsonl";
+  impl->series = std::fopen(series_path.c_str(), "ab");
+  if (impl->series == nullptr) {
+    return Status::Error(Status::Code::kIoError, series_path + ": open: " + std::strerror(errno));
   }
   for (const std::string& re : config.crawl.include) impl->include.emplace_back(re);
   for (const std::string& re : config.crawl.exclude) impl->exclude.emplace_back(re);
   impl->summary.warc_dir = wo.dir;
   impl->summary.fetch_log = impl->log_path;
-  return std::unique_ptr<Crawl>(new Crawl(std::move(impl)));
+  return impl;
 }
 
-Result<CrawlSummary> Crawl::Run(const std::atomic<bool>& stop, const ProgressFn& progress) {
+}  // namespace
+
+Result<std::unique_ptr<Crawl>> Crawl::Create(const Config& config,
+                                             const std::vector<std::string>& seeds,
+                                             const std::string& out_dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir, ec);
+  if (ec) return Status::Error(Status::Code::kIoError, out_dir + ": cannot create: " + ec.message());
+  auto lock = LockOut(out_dir, 0);
+  if (!lock.ok()) return lock.status();
+  for (const char* dir : {kCheckpointDir, kCheckpointPrevDir}) {
+    if (std::filesystem::exists(out_dir + "/" + dir)) {
+      ::close(*lock);
+      return Status::Error(Status::Code::kInvalidArgument,
+                           out_dir + " already holds a crawl (" + dir +
+                               "/): resume it with `crawler crawl --resume " + out_dir +
+                               "` or choose another --out");
+    }
+  }
+  auto filter = dedup::Filter::Create(config.dedup);
+  if (!filter.ok()) {
+    ::close(*lock);
+    return filter.status().WithContext("dedup");
+  }
+  auto impl = BuildImpl(config, out_dir, std::move(filter).value(), *lock);
+  if (!impl.ok()) return impl.status();
+  Impl& m = **impl;
+  m.seeds = seeds;
+  m.scope_list = config.crawl.scope_hosts;
+  if (config.crawl.scope_hosts.empty() && config.crawl.scope_domains.empty()) {
+    for (const std::string& s : seeds) {
+      std::string key(frontier::HostKey(s));
+      if (std::find(m.scope_list.begin(), m.scope_list.end(), key) == m.scope_list.end()) {
+        m.scope_list.push_back(key);
+      }
+    }
+  }
+  for (const std::string& h : m.scope_list) m.scope_hosts.insert(h);
+  return std::unique_ptr<Crawl>(new Crawl(std::move(impl).value()));
+}
+
+const std::vector<std::string>& Crawl::ResumableKeys() {
+  static const std::vector<std::string> keys = {
+      "crawl.max_pages",        "crawl.workers",          "crawl.max_connections",
+      "fetch.connect_timeout_s", "fetch.timeout_s",        "fetch.low_speed_bytes",
+      "fetch.low_speed_time_s", "checkpoint.interval_s", "checkpoint.interval_pages"};
+  return keys;
+}
+
+Result<std::unique_ptr<Crawl>> Crawl::Resume(const std::string& out_dir,
+                                             const std::vector<std::string>& overrides,
+                                             std::string* warning) {
+  namespace fs = std::filesystem;
+  auto bad = [](const std::string& m) { return Status::Error(Status::Code::kInvalidArgument, m); };
+  for (const std::string& o : overrides) {
+    std::string key = o.substr(0, o.find('='));
+    const auto& allowed = ResumableKeys();
+    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+      std::string list;
+      for (const std::string& k : allowed) list += (list.empty() ? "" : ", ") + k;
+      return bad("--set " + o + ": " + key +
+                 " cannot be changed on --resume: the crawl keeps the config it was started with; "
+                 "only limits may be overridden (" + list + ")");
+    }
+  }
+  if (!fs::is_directory(out_dir)) return bad(out_dir + ": no such directory");
+  const std::string cur = out_dir + "/" + kCheckpointDir, prev = out_dir + "/" + kCheckpointPrevDir;
+  if (!fs::exists(cur) && !fs::exists(prev)) {
+    return bad(out_dir + ": no checkpoint/ or checkpoint.prev/ here: not a crawl output directory, "
+               "or the crawl never reached its first checkpoint");
+  }
+  auto lock = LockOut(out_dir, 10);
+  if (!lock.ok()) return lock.status();
+  auto fail = [&](Status st) {
+    ::close(*lock);
+    return st;
+  };
+
+  std::string first_problem;
+  Result<LoadedCheckpoint> loaded = Status::Error(Status::Code::kIoError, "");
+  bool fell_back = false;
+  if (fs::exists(cur)) {
+    loaded = LoadCheckpoint(cur);
+    if (!loaded.ok()) first_problem = loaded.status().message();
+  } else {
+    first_problem = cur + ": missing (a crash between publishing steps)";
+  }
+  if (!loaded.ok()) {
+    if (!fs::exists(prev)) {
+      return fail(bad("cannot resume " + out_dir + ": " + first_problem + "; and there is no " + prev));
+    }
+    loaded = LoadCheckpoint(prev);
+    if (!loaded.ok()) {
+      return fail(bad("cannot resume " + out_dir + ": " + first_problem + "; and " + loaded.status().message()));
+    }
+    fell_back = true;
+    *warning = first_problem + "; resuming from the previous checkpoint, " + prev;
+  }
+  LoadedCheckpoint& cp = *loaded;
+  auto config = LoadConfig(cp.config_path, overrides);
+  if (!config.ok()) return fail(config.status());
+
+  // Repair: cut what was written after the checkpoint. Only now, with the
+  // checkpoint fully loaded.
+  auto cut = [&](const std::string& path, uint64_t bytes, bool must_exist) -> Status {
+    std::error_code ec;
+    uint64_t size = fs::exists(path, ec) ? fs::file_size(path, ec) : 0;
+    if (ec) return Status::Error(Status::Code::kIoError, path + ": " + ec.message());
+    if (size < bytes && (must_exist || size > 0)) {
+      return bad(path + " is " + std::to_string(size) + " bytes but the checkpoint recorded " +
+                 std::to_string(bytes) + ": it lost data after the checkpoint was taken; cannot resume safely");
+    }
+    if (size > bytes && ::truncate(path.c_str(), static_cast<off_t>(bytes)) != 0) {
+      return Status::Error(Status::Code::kIoError, path + ": truncate: " + std::strerror(errno));
+    }
+    return Status::Ok();
+  };
+  const CheckpointInfo& info = cp.info;
+  Status st = cut(out_dir + "/fetch-log.jsonl", info.fetch_log_bytes, info.fetch_log_bytes > 0);
+  if (!st.ok()) return fail(st);
+  st = cut(out_dir + "/warc/" + info.warc_file, info.warc_bytes, true);
+  if (!st.ok()) return fail(st);
+  st = cut(out_dir + "/stats-series.jsonl", info.series_bytes, false);
+  if (!st.ok()) return fail(st);
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(out_dir + "/warc", ec)) {
+    std::string name = entry.path().filename().string();
+    std::string prefix = config->output.warc_prefix + "-";
+    unsigned index = 0;
+    if (name.rfind(prefix, 0) == 0 && std::sscanf(name.c_str() + prefix.size(), "%u.warc.gz", &index) == 1 &&
+        index > info.warc_index) {
+      fs::remove(entry.path(), ec);  // written after the checkpoint
+    }
+  }
+  fs::remove_all(out_dir + "/frontier", ec);
+  fs::remove_all(out_dir + "/" + kCheckpointTmpDir, ec);
+  if (fell_back && fs::exists(cur)) {
+    fs::remove_all(out_dir + "/checkpoint.damaged", ec);
+    fs::rename(cur, out_dir + "/checkpoint.damaged", ec);
+  }
+
+  auto impl = BuildImpl(*config, out_dir, std::move(cp.filter), *lock);
+  if (!impl.ok()) return impl.status();
+  Impl& m = **impl;
+  m.scope_list = info.scope_hosts;
+  for (const std::string& h : m.scope_list) m.scope_hosts.insert(h);
+  m.summary = info.summary;
+  m.summary.warc_dir = out_dir + "/warc";
+  m.summary.fetch_log = m.log_path;
+  m.summary.stopped = false;
+  m.expected_false_seen = info.expected_false_seen;
+  m.elapsed_base = info.elapsed_s;
+  m.sequence = info.sequence;
+  m.last_checkpoint_pages = m.summary.fetched + m.summary.failed;
+
+  auto now = Clock::now();
+  std::unordered_map<std::string, uint64_t> leased_per_host;
+  uint64_t leased = 0;
+  for (const auto& [e, was_leased] : cp.urls) {
+    if (was_leased) {
+      ++leased_per_host[std::string(frontier::HostKey(e.url))];
+      ++leased;
+    }
+  }
+  for (auto& [image, host] : cp.hosts) {
+    m.frontier->RestoreHost(image, now);
+    Impl::HostState& h = m.hosts[image.key];
+    uint64_t again = leased_per_host[image.key];
+    h.fetched = host.fetched > again ? host.fetched - again : 0;
+    if (host.robots_done) {
+      auto outcome = static_cast<parsers::RobotsFetch>(host.robots_outcome);
+      h.robots = parsers::Robots::ForFetch(outcome, host.robots_body, m.config.crawl.user_agent);
+      h.robots_done = true;
+      h.robots_outcome = host.robots_outcome;
+      h.robots_body = std::move(host.robots_body);
+      h.robots_time = now - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(host.robots_age_s));
+    } else {
+      std::string url = host.robots_pending && !host.robots_url.empty() ? host.robots_url : image.key + "/robots.txt";
+      m.resume_robots.emplace_back(image.key, url, host.robots_pending ? host.robots_hops : 0);
+    }
+  }
+  for (auto& [e, was_leased] : cp.urls) {
+    st = m.frontier->Requeue(std::move(e));
+    if (!st.ok()) return st;
+  }
+  m.started = info.started > leased ? info.started - leased : 0;
+  spdlog::info("resumed from {} (checkpoint {}): {} URLs queued ({} were in flight), {} hosts", cp.dir,
+               info.sequence, cp.urls.size(), leased, cp.hosts.size());
+  if (fell_back) spdlog::warn("{}", *warning);
+  return std::unique_ptr<Crawl>(new Crawl(std::move(impl).value()));
+}
+
+json::object Crawl::Impl::BuildStats(bool running) {
+  CrawlProgress p;
+  double expected = 0;
+  {
+    std::lock_guard<std::mutex> lock(summary_mu);
+    p.summary = summary;
+    expected = expected_false_seen;
+  }
+  auto now = Clock::now();
+  p.frontier = frontier->Stats(now);
+  dedup::FilterStats fs = filter->Stats();
+  last_fpr = fs.estimated_fpr;
+
+  json::object d;
+  d["variant"] = dedup::FilterTypeName(fs.type);
+  d["stripes"] = fs.stripes;
+  d["layers_min"] = fs.layers_min;
+  d["layers_max"] = fs.layers_max;
+  d["items"] = fs.items;
+  d["capacity"] = fs.capacity;
+  d["bytes"] = fs.bytes;
+  d["bits_per_item"] = fs.bits_per_item;
+  d["fill"] = fs.fill;
+  d["estimated_fpr"] = fs.estimated_fpr;
+  d["fpr_bound"] = fs.fpr_bound;
+  d["inserts_new"] = fs.inserts_new;
+  d["inserts_duplicate"] = fs.inserts_duplicate;
+  uint64_t checks = fs.inserts_new + fs.inserts_duplicate;
+  d["duplicate_rate"] = checks ? static_cast<double>(fs.inserts_duplicate) / static_cast<double>(checks) : 0.0;
+  d["expected_false_seen"] = expected;
+  d["relocations"] = fs.relocations;
+  d["saturations"] = fs.saturations;
+  d["inserts_full"] = fs.inserts_full;
+  std::vector<std::pair<double, size_t>> fullest;
+  for (size_t i = 0; i < fs.per_stripe.size(); ++i) fullest.emplace_back(fs.per_stripe[i].fill, i);
+  std::sort(fullest.begin(), fullest.end(), [](auto& a, auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
+  json::array top_stripes;
+  for (size_t i = 0; i < std::min<size_t>(5, fullest.size()); ++i) {
+    const dedup::StripeStats& st = fs.per_stripe[fullest[i].second];
+    top_stripes.push_back(json::object{{"stripe", fullest[i].second}, {"fill", st.fill}, {"items", st.items},
+                                       {"layers", st.layers}, {"estimated_fpr", st.estimated_fpr}});
+  }
+  d["fullest_stripes"] = std::move(top_stripes);
+
+  json::object f;
+  f["queued_memory"] = p.frontier.queued_memory;
+  f["queued_disk"] = p.frontier.queued_disk;
+  f["in_flight"] = p.frontier.in_flight;
+  f["hosts"] = p.frontier.hosts;
+  f["hosts_ready"] = p.frontier.hosts_ready;
+  f["hosts_waiting_politeness"] = p.frontier.hosts_waiting_politeness;
+  f["hosts_waiting_robots"] = p.frontier.hosts_waiting_robots;
+  f["spilled"] = p.frontier.spilled;
+  json::array depths;
+  for (const auto& [depth, n] : p.frontier.depths) depths.push_back(json::object{{"depth", depth}, {"urls", n}});
+  f["depths"] = std::move(depths);
+
+  uint64_t blocked = 0;
+  std::vector<std::pair<uint64_t, std::string>> top;
+  {
+    std::lock_guard<std::mutex> lock(hosts_mu);
+    for (const auto& [key, h] : hosts) {
+      auto o = static_cast<parsers::RobotsFetch>(h.robots_outcome);
+      if (h.robots_done && (o == parsers::RobotsFetch::kServerError || o == parsers::RobotsFetch::kUnreachable)) ++blocked;
+      top.emplace_back(h.fetched, key);
+    }
+  }
+  f["hosts_blocked_robots"] = blocked;
+  std::sort(top.begin(), top.end(), [](auto& a, auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
+  json::array top_hosts;
+  for (size_t i = 0; i < std::min<size_t>(10, top.size()); ++i) {
+    top_hosts.push_back(json::object{{"host", top[i].second}, {"fetched", top[i].first}});
+  }
+
+  const CrawlSummary& s = p.summary;
+  json::object c = SummaryToJson(s);
+  double elapsed = Elapsed();
+  uint64_t pages = s.fetched + s.failed;
+  c["pages"] = pages;
+  c["elapsed_s"] = elapsed;
+  c["pages_per_s"] = elapsed > 0 ? static_cast<double>(pages) / elapsed : 0.0;
+  rate_samples.emplace_back(now, pages);
+  while (rate_samples.size() > 1 && now - rate_samples.front().first > std::chrono::seconds(60)) rate_samples.pop_front();
+  double window = std::chrono::duration<double>(now - rate_samples.front().first).count();
+  c["pages_per_s_last_minute"] =
+      window > 0.5 ? static_cast<double>(pages - rate_samples.front().second) / window : 0.0;
+  c["top_hosts"] = std::move(top_hosts);
+
+  json::object k;
+  k["written"] = checkpoints_written;
+  k["failed"] = checkpoints_failed;
+  k["sequence"] = sequence;
+  k["last_pause_ms"] = last_pause_ms;
+  k["max_pause_ms"] = max_pause_ms;
+  k["last_write_s"] = last_write_s;
+  k["last_bytes"] = last_checkpoint_bytes;
+
+  json::object report;
+  report["version"] = 1;
+  report["updated_unix"] = WallNow();
+  report["running"] = running;
+  report["out"] = out;
+  report["dedup"] = std::move(d);
+  report["frontier"] = std::move(f);
+  report["crawl"] = std::move(c);
+  report["checkpoint"] = std::move(k);
+  return report;
+}
+
+void Crawl::Impl::WriteStats(bool running) {
+  json::object s = BuildStats(running);
+  std::string path = out + "/stats.json", tmp = path + ".tmp";
+  std::string text = json::serialize(s) + "\n";
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  bool ok = f != nullptr && std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if (f != nullptr) ok = std::fclose(f) == 0 && ok;
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    spdlog::warn("{}: cannot write: {}", path, std::strerror(errno));
+  }
+  const json::object& d = s.at("dedup").as_object();
+  const json::object& c = s.at("crawl").as_object();
+  const json::object& fr = s.at("frontier").as_object();
+  json::object point{{"t", Elapsed()},
+                     {"pages", c.at("pages")},
+                     {"pages_per_s", c.at("pages_per_s_last_minute")},
+                     {"dedup_items", d.at("items")},
+                     {"fpr", d.at("estimated_fpr")},
+                     {"fpr_bound", d.at("fpr_bound")},
+                     {"queued", fr.at("queued_memory").to_number<uint64_t>() + fr.at("queued_disk").to_number<uint64_t>()}};
+  std::string line = json::serialize(point) + "\n";
+  std::fputs(line.c_str(), series);
+  std::fflush(series);
+}
+
+Status Crawl::Impl::StartCheckpoint(bool fork_writer) {
+  auto t0 = Clock::now();
+  if (fork_writer) gate.Close();
+  CheckpointInfo info;
+  CheckpointSources src;
+  Status st = [&]() -> Status {
+    frontier->RemoveDrained();  // no writer is reading them now
+    {
+      std::lock_guard<std::mutex> lock(log_mu);
+      if (std::fflush(log) != 0) return Status::Error(Status::Code::kIoError, log_path + ": write: " + std::strerror(errno));
+      long pos = std::ftell(log);
+      if (pos < 0) return Status::Error(Status::Code::kIoError, log_path + ": tell: " + std::strerror(errno));
+      info.fetch_log_bytes = static_cast<uint64_t>(pos);
+      src.fsync_fd_log = fileno(log);
+    }
+    auto warc_pos = warc->Flush();
+    if (!warc_pos.ok()) return warc_pos.status();
+    info.warc_index = warc_pos->file_index;
+    info.warc_file = std::filesystem::path(warc_pos->path).filename().string();
+    info.warc_bytes = warc_pos->bytes;
+    src.fsync_fd_warc = warc_pos->fd;
+    std::fflush(series);
+    long spos = std::ftell(series);
+    info.series_bytes = spos > 0 ? static_cast<uint64_t>(spos) : 0;
+    info.sequence = ++sequence;
+    info.elapsed_s = Elapsed();
+    info.config_toml = ConfigToToml(config);
+    info.scope_hosts = scope_list;
+    {
+      std::lock_guard<std::mutex> lock(summary_mu);
+      info.summary = summary;
+      info.expected_false_seen = expected_false_seen;
+    }
+    info.summary.spilled = frontier->Stats(Clock::now()).spilled;
+    info.started = started.load();
+    info.pause_ms = last_pause_ms;
+    info.stats = BuildStats(fork_writer);
+    return Status::Ok();
+  }();
+  if (!st.ok()) {
+    if (fork_writer) gate.Open();
+    return st;
+  }
+  src.filter = filter.get();
+  src.frontier = frontier.get();
+  src.host = [this](const std::string& key) { return HostForCheckpoint(key); };
+  src.cut = Clock::now();
+  src.slow_ms = slow_ms;
+  last_checkpoint = Clock::now();
+  last_checkpoint_pages = info.summary.fetched + info.summary.failed;
+
+  if (!fork_writer) {
+    auto written = WriteCheckpoint(out, info, src);
+    if (!written.ok()) {
+      ++checkpoints_failed;
+      return written.status();
+    }
+    ++checkpoints_written;
+    last_write_s = written->seconds;
+    last_checkpoint_bytes = written->bytes;
+    spdlog::info("checkpoint {} written: {:.1f} MB in {:.3f} s", info.sequence,
+                 static_cast<double>(written->bytes) / 1e6, written->seconds);
+    return Status::Ok();
+  }
+
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    gate.Open();
+    return Status::Error(Status::Code::kIoError, std::string("checkpoint: pipe: ") + std::strerror(errno));
+  }
+  pid_t parent = ::getpid();
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    // The child: a frozen copy of the crawl at the cut. No logging, no
+    // threads; it dies with the crawler (a kill -9 of the crawler is a
+    // crash during the write, which the publish protocol survives).
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(3);
+    ::close(fds[0]);
+    auto written = WriteCheckpoint(out, info, src);
+    std::string msg = written.ok() ? "ok " + std::to_string(written->bytes) + " " + std::to_string(written->seconds)
+                                   : "error " + written.status().message();
+    ssize_t ignored = ::write(fds[1], msg.data(), std::min<size_t>(msg.size(), 4000));
+    (void)ignored;
+    ::_exit(written.ok() ? 0 : 1);
+  }
+  ::close(fds[1]);
+  gate.Open();
+  double pause = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  if (pid < 0) {
+    ::close(fds[0]);
+    return Status::Error(Status::Code::kIoError, std::string("checkpoint: fork: ") + std::strerror(errno));
+  }
+  child = pid;
+  child_pipe = fds[0];
+  child_pause_ms = pause;
+  last_pause_ms = pause;
+  max_pause_ms = std::max(max_pause_ms, pause);
+  return Status::Ok();
+}
+
+void Crawl::Impl::PollCheckpoint(bool wait) {
+  if (child <= 0) return;
+  int status = 0;
+  pid_t r = ::waitpid(child, &status, wait ? 0 : WNOHANG);
+  if (r == 0) return;
+  std::string msg;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(child_pipe, buf, sizeof(buf))) > 0) msg.append(buf, static_cast<size_t>(n));
+  ::close(child_pipe);
+  child_pipe = -1;
+  child = -1;
+  unsigned long long bytes = 0;
+  double seconds = 0;
+  if (r > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+      std::sscanf(msg.c_str(), "ok %llu %lf", &bytes, &seconds) == 2) {
+    ++checkpoints_written;
+    last_write_s = seconds;
+    last_checkpoint_bytes = bytes;
+    spdlog::info("checkpoint {} written: {:.1f} MB in {:.3f} s (workers paused {:.1f} ms)", sequence,
+                 static_cast<double>(bytes) / 1e6, seconds, child_pause_ms);
+  } else {
+    ++checkpoints_failed;
+    spdlog::error("checkpoint {} failed: {} (the previous checkpoint stays valid)", sequence,
+                  msg.empty() ? "the writer died" : msg);
+  }
+}
+
+Result<CrawlSummary> Crawl::Run(const std::atomic<bool>& stop, const ProgressFn& progress,
+                                std::atomic<bool>* checkpoint_request) {
   Impl& m = *impl_;
   auto start = Clock::now();
-  std::vector<frontier::UrlEntry> seeds;
-  for (const std::string& s : m.seeds) seeds.push_back(frontier::UrlEntry{s, 0, "", 0});
-  // Before the threads start: worker 0 fetches the seeds' robots.txt files.
-  Status st = m.workers[0]->Admit(std::move(seeds));
-  if (!st.ok()) return st;
+  m.run_start = start;
+  m.last_checkpoint = start;
+  m.BuildStats(true);  // primes last_fpr
+  if (m.resume_robots.empty() && !m.seeds.empty()) {
+    std::vector<frontier::UrlEntry> seeds;
+    for (const std::string& s : m.seeds) seeds.push_back(frontier::UrlEntry{s, 0, "", 0});
+    // Before the threads start: worker 0 fetches the seeds' robots.txt files.
+    Status st = m.workers[0]->Admit(std::move(seeds));
+    if (!st.ok()) return st;
+    m.seeds.clear();
+  }
+  for (const auto& [host, url, hops] : m.resume_robots) m.workers[0]->StartRobots(host, url, static_cast<int>(hops));
+  m.resume_robots.clear();
   std::vector<std::thread> threads;
   for (auto& w : m.workers) {
     threads.emplace_back([&w, &stop] {
@@ -535,32 +1168,60 @@ Result<CrawlSummary> Crawl::Run(const std::atomic<bool>& stop, const ProgressFn&
       w->done = true;
     });
   }
-  auto last_progress = Clock::now();
+  auto last_progress = Clock::now(), last_stats = Clock::now();
+  const CheckpointConfig& cc = m.config.checkpoint;
   while (true) {
     bool all_done = true;
     for (auto& w : m.workers) all_done = all_done && w->done.load();
     if (all_done) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    if (progress && Clock::now() - last_progress >= std::chrono::seconds(1)) {
-      last_progress = Clock::now();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    m.PollCheckpoint(false);
+    auto now = Clock::now();
+    bool requested = checkpoint_request != nullptr && checkpoint_request->exchange(false);
+    bool by_time = cc.interval_s > 0 && now - m.last_checkpoint >= std::chrono::duration<double>(cc.interval_s);
+    bool by_pages = cc.interval_pages > 0 && m.PagesDone() - m.last_checkpoint_pages >= cc.interval_pages;
+    if (m.child <= 0 && !stop.load() && (requested || by_time || by_pages)) {
+      Status st = m.StartCheckpoint(true);
+      if (!st.ok()) {
+        ++m.checkpoints_failed;
+        spdlog::error("checkpoint failed: {} (the previous checkpoint stays valid)", st.message());
+      }
+    }
+    if (now - last_stats >= std::chrono::seconds(2)) {
+      last_stats = now;
+      m.WriteStats(true);
+    }
+    if (progress && now - last_progress >= std::chrono::seconds(1)) {
+      last_progress = now;
       progress(Progress());
     }
   }
   for (std::thread& t : threads) t.join();
+  m.PollCheckpoint(true);
   if (m.failed.load()) {
     std::lock_guard<std::mutex> lock(m.error_mu);
     return m.first_error;
   }
-  std::lock_guard<std::mutex> lock(m.log_mu);
-  if (std::fflush(m.log) != 0) {
-    return Status::Error(Status::Code::kIoError, m.log_path + ": write: " + std::strerror(errno));
+  {
+    std::lock_guard<std::mutex> lock(m.log_mu);
+    if (std::fflush(m.log) != 0) {
+      return Status::Error(Status::Code::kIoError, m.log_path + ": write: " + std::strerror(errno));
+    }
   }
-  st = m.warc->Sync();
+  Status st = m.warc->Sync();
   if (!st.ok()) return st;
+  {
+    std::lock_guard<std::mutex> slock(m.summary_mu);
+    m.summary.stopped = stop.load() || m.max_pages_hit.load();
+    m.summary.spilled = m.frontier->Stats(Clock::now()).spilled;
+    m.summary.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  }
+  // The last act: a checkpoint of the final state (resumable after a stop).
+  m.WriteStats(false);
+  st = m.StartCheckpoint(false);
+  if (!st.ok()) return st;
+  m.WriteStats(false);
   std::lock_guard<std::mutex> slock(m.summary_mu);
-  m.summary.stopped = stop.load() || m.max_pages_hit.load();
-  m.summary.spilled = m.frontier->Stats(Clock::now()).spilled;
-  m.summary.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return m.summary;
 }
 

@@ -1,10 +1,13 @@
 // crawler: the command line.
 //
 //   crawler crawl --seeds FILE [--config FILE] [--out DIR] [--set section.key=value ...]
+//   crawler crawl --resume DIR [--set limit=value ...]
+//   crawler stats DIR [--json] [--html FILE]
 //   crawler normalize [--base URL] [URL ...]
 //
-// Exit codes: 0 done, 1 crawl error (output I/O), 2 bad usage or bad input
-// (seeds, config, --set).
+// Exit codes: 0 done (also after Ctrl-C/SIGTERM: a checkpoint is written),
+// 1 crawl error (output I/O), 2 bad usage or bad input (seeds, config, --set,
+// a damaged or missing checkpoint). SIGUSR1 asks for a checkpoint now.
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -21,6 +24,7 @@
 #include "crawler/config.h"
 #include "crawler/crawl.h"
 #include "crawler/seeds.h"
+#include "crawler/stats_report.h"
 #include "parsers/url.h"
 
 namespace {
@@ -30,8 +34,10 @@ constexpr int kExitCrawlError = 1;
 constexpr int kExitBadInput = 2;
 
 std::atomic<bool> g_stop{false};
+std::atomic<bool> g_checkpoint{false};
 
 extern "C" void OnSignal(int) { g_stop = true; }
+extern "C" void OnCheckpointSignal(int) { g_checkpoint = true; }
 
 // OUT/crawler.log gets everything the engine logs; stderr only errors.
 void SetUpLog(const std::string& out) {
@@ -86,30 +92,46 @@ class Progress {
 };
 
 int RunCrawl(const std::string& seeds_path, const std::string& config_path,
-             const std::string& out, const std::vector<std::string>& sets) {
-  auto config = crawler::engine::LoadConfig(config_path, sets);
-  if (!config.ok()) {
-    std::fprintf(stderr, "crawler: %s\n", config.status().message().c_str());
-    return kExitBadInput;
-  }
-  auto seeds = crawler::engine::ReadSeeds(seeds_path, config->url);
-  if (!seeds.ok()) {
-    std::fprintf(stderr, "crawler: %s\n", seeds.status().message().c_str());
-    return kExitBadInput;
-  }
-  for (const std::string& p : seeds->problems) std::fprintf(stderr, "crawler: skipped seed: %s\n", p.c_str());
-  SetUpLog(out);
-  auto crawl = crawler::engine::Crawl::Create(*config, seeds->urls, out);
-  if (!crawl.ok()) {
-    std::fprintf(stderr, "crawler: %s\n", crawl.status().message().c_str());
-    return kExitCrawlError;
+             const std::string& out, const std::vector<std::string>& sets, const std::string& resume) {
+  using crawler::engine::Crawl;
+  crawler::Result<std::unique_ptr<Crawl>> crawl =
+      crawler::Status::Error(crawler::Status::Code::kInvalidArgument, "");
+  if (!resume.empty()) {
+    if (std::filesystem::is_directory(resume)) SetUpLog(resume);
+    std::string warning;
+    crawl = Crawl::Resume(resume, sets, &warning);
+    if (!crawl.ok()) {
+      spdlog::error("{}", crawl.status().message());
+      std::fprintf(stderr, "crawler: %s\n", crawl.status().message().c_str());
+      return kExitBadInput;
+    }
+    if (!warning.empty()) std::fprintf(stderr, "crawler: warning: %s\n", warning.c_str());
+  } else {
+    auto config = crawler::engine::LoadConfig(config_path, sets);
+    if (!config.ok()) {
+      std::fprintf(stderr, "crawler: %s\n", config.status().message().c_str());
+      return kExitBadInput;
+    }
+    auto seeds = crawler::engine::ReadSeeds(seeds_path, config->url);
+    if (!seeds.ok()) {
+      std::fprintf(stderr, "crawler: %s\n", seeds.status().message().c_str());
+      return kExitBadInput;
+    }
+    for (const std::string& p : seeds->problems) std::fprintf(stderr, "crawler: skipped seed: %s\n", p.c_str());
+    SetUpLog(out);
+    crawl = Crawl::Create(*config, seeds->urls, out);
+    if (!crawl.ok()) {
+      std::fprintf(stderr, "crawler: %s\n", crawl.status().message().c_str());
+      return crawl.status().code() == crawler::Status::Code::kInvalidArgument ? kExitBadInput : kExitCrawlError;
+    }
+    spdlog::info("crawl of {} seeds into {} started", seeds->urls.size(), out);
   }
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
-  spdlog::info("crawl of {} seeds into {} started", seeds->urls.size(), out);
+  std::signal(SIGUSR1, OnCheckpointSignal);
   auto summary = [&] {
     Progress progress;  // its destructor ends the status line
-    return (*crawl)->Run(g_stop, std::ref(progress));
+    return (*crawl)->Run(g_stop, std::ref(progress), &g_checkpoint);
   }();
   if (!summary.ok()) {
     spdlog::error("{}", summary.status().message());
@@ -117,6 +139,7 @@ int RunCrawl(const std::string& seeds_path, const std::string& config_path,
     return kExitCrawlError;
   }
   const auto& s = *summary;
+  const std::string dir = resume.empty() ? out : resume;
   spdlog::info("crawl {} in {:.1f} s: {} fetched, {} failed", s.stopped ? "stopped" : "done",
                s.seconds, s.fetched, s.failed);
   std::printf(
@@ -125,7 +148,8 @@ int RunCrawl(const std::string& seeds_path, const std::string& config_path,
       "  skipped: %llu robots, %llu out of scope, %llu too deep, %llu trap guard; "
       "%llu duplicate links\n"
       "  frontier: spilled to disk: %llu URLs\n"
-      "  WARC: %s/\n  fetch log: %s\n  log: %s/crawler.log\n",
+      "  WARC: %s/\n  fetch log: %s\n  log: %s/crawler.log\n"
+      "  checkpoint: %s/checkpoint/ (resume: crawler crawl --resume %s; report: crawler stats %s)\n",
       s.stopped ? "stopped" : "done", s.seconds, static_cast<unsigned long long>(s.fetched),
       static_cast<unsigned long long>(s.status_2xx), static_cast<unsigned long long>(s.status_3xx),
       static_cast<unsigned long long>(s.status_4xx), static_cast<unsigned long long>(s.status_5xx),
@@ -133,7 +157,8 @@ int RunCrawl(const std::string& seeds_path, const std::string& config_path,
       static_cast<double>(s.bytes) / 1e6, static_cast<unsigned long long>(s.robots_blocked),
       static_cast<unsigned long long>(s.out_of_scope), static_cast<unsigned long long>(s.too_deep),
       static_cast<unsigned long long>(s.trap_guard), static_cast<unsigned long long>(s.duplicates),
-      static_cast<unsigned long long>(s.spilled), s.warc_dir.c_str(), s.fetch_log.c_str(), out.c_str());
+      static_cast<unsigned long long>(s.spilled), s.warc_dir.c_str(), s.fetch_log.c_str(), dir.c_str(),
+      dir.c_str(), dir.c_str(), dir.c_str());
   return kExitOk;
 }
 
@@ -163,13 +188,22 @@ int main(int argc, char** argv) {
   CLI::App app{"crawler: a polite web crawler with a compact URL-seen filter.\n"
                "Exit codes: 0 done, 1 crawl error, 2 bad usage or bad input."};
   app.require_subcommand(1);
-  std::string seeds, config, out = "crawl-out", base;
+  std::string seeds, config, out = "crawl-out", base, resume, stats_dir, html;
+  bool as_json = false;
   std::vector<std::string> sets, urls;
-  CLI::App* crawl = app.add_subcommand("crawl", "crawl from a seed list");
-  crawl->add_option("--seeds", seeds, "seed URLs, one per line")->required();
-  crawl->add_option("--config", config, "TOML config (default: built-in defaults)");
-  crawl->add_option("--out", out, "output directory")->capture_default_str();
+  CLI::App* crawl = app.add_subcommand("crawl", "crawl from a seed list, or resume a crawl");
+  auto* seeds_opt = crawl->add_option("--seeds", seeds, "seed URLs, one per line");
+  auto* config_opt = crawl->add_option("--config", config, "TOML config (default: built-in defaults)");
+  auto* out_opt = crawl->add_option("--out", out, "output directory")->capture_default_str();
   crawl->add_option("--set", sets, "override a config key: section.key=value");
+  auto* resume_opt = crawl->add_option("--resume", resume,
+                                       "resume the crawl in DIR from its last checkpoint "
+                                       "(its config holds; --set may change limits only)");
+  resume_opt->excludes(seeds_opt)->excludes(config_opt)->excludes(out_opt);
+  CLI::App* stats = app.add_subcommand("stats", "report on a crawl: dedup, frontier, crawl figures");
+  stats->add_option("dir", stats_dir, "the crawl's output directory")->required();
+  stats->add_flag("--json", as_json, "print JSON instead of text");
+  stats->add_option("--html", html, "also write a self-contained HTML report with charts to FILE");
   CLI::App* normalize = app.add_subcommand("normalize", "print the dedup key of each URL");
   normalize->add_option("--base", base, "resolve inputs against this URL");
   normalize->add_option("urls", urls, "URLs (default: stdin, one per line)");
@@ -179,6 +213,13 @@ int main(int argc, char** argv) {
     int rc = app.exit(e);
     return rc == 0 ? kExitOk : kExitBadInput;
   }
-  if (*crawl) return RunCrawl(seeds, config, out, sets);
+  if (*crawl) {
+    if (seeds.empty() && resume.empty()) {
+      std::fprintf(stderr, "crawler crawl: --seeds FILE or --resume DIR is required\n");
+      return kExitBadInput;
+    }
+    return RunCrawl(seeds, config, out, sets, resume);
+  }
+  if (*stats) return crawler::engine::RunStats(stats_dir, as_json, html);
   return RunNormalize(base, urls);
 }

@@ -176,7 +176,13 @@ Status WarcWriter::Sync() {
 
 WarcPosition WarcWriter::Position() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return WarcPosition{index_, bytes_};
+  return WarcPosition{index_, bytes_, path_, file_ != nullptr ? fileno(file_) : -1};
+}
+
+Result<WarcPosition> WarcWriter::Flush() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (std::fflush(file_) != 0) return IoError(path_, "flush");
+  return WarcPosition{index_, bytes_, path_, fileno(file_)};
 }
 
 std::string WarcWriter::CurrentPath() const {

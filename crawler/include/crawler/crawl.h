@@ -18,7 +18,23 @@
 // is a URL of its own, deduplicated like any other). Cached robots.txt rules
 // are refetched after fetch.robots_cache_s; the old rules hold meanwhile.
 //
-// Not yet: checkpoints and resume, the stats report (see the open issues).
+// Checkpoints (crawler/checkpoint.h) are a consistent cut: workers do their
+// work in units (start fetches; process one result: WARC, fetch log, links,
+// admit) that pass a gate. To cut, the Run thread closes the gate (waits for
+// the units under way, a few ms at most), flushes the fetch log and the WARC,
+// records their lengths, builds the stats, and fork()s: the child writes the
+// checkpoint from its copy-on-write image of the filter, the frontier and the
+// host table, while the parent reopens the gate at once and keeps crawling.
+// The pause the workers see is the gate-closed time (logged, and reported in
+// stats.json). URLs in flight are in the frontier's lease table, so they are
+// saved and fetched again after a resume. Triggers: checkpoint.interval_s,
+// checkpoint.interval_pages, *checkpoint_request (SIGUSR1), and the end of
+// Run (stop, max_pages or done: written in-process after the workers end).
+//
+// OUT/stats.json is rewritten (tmp + rename) every 2 s and at the end;
+// OUT/stats-series.jsonl gets one line per refresh (for the charts).
+// OUT/.lock (flock) keeps a second crawler, or a resume racing a dying
+// checkpoint child, out of OUT.
 #ifndef CRAWLER_CRAWL_H_
 #define CRAWLER_CRAWL_H_
 
@@ -78,11 +94,24 @@ class Crawl {
   // (in-flight transfers are then abandoned). Errors: output I/O failures.
   // `progress`, if set, is called about once a second from the calling thread.
   using ProgressFn = std::function<void(const CrawlProgress&)>;
-  Result<CrawlSummary> Run(const std::atomic<bool>& stop, const ProgressFn& progress = {});
+  Result<CrawlSummary> Run(const std::atomic<bool>& stop, const ProgressFn& progress = {},
+                           std::atomic<bool>* checkpoint_request = nullptr);
+
+  // Resumes the crawl in OUT from OUT/checkpoint/ (or, if that is damaged,
+  // OUT/checkpoint.prev/, with *warning set). The config is the checkpoint's;
+  // `overrides` may only change limits (ResumableKeys). Truncates the fetch
+  // log, the WARC files and the stats series to their lengths at the
+  // checkpoint. Errors (the caller exits 2) name the file and the problem;
+  // nothing is changed in OUT unless the checkpoint loaded completely.
+  static Result<std::unique_ptr<Crawl>> Resume(const std::string& out_dir,
+                                               const std::vector<std::string>& overrides,
+                                               std::string* warning);
+  static const std::vector<std::string>& ResumableKeys();
   CrawlProgress Progress() const;
 
+  struct Impl;  // opaque (public so the .cc's helpers can build one)
+
  private:
-  struct Impl;
   explicit Crawl(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -48,6 +48,8 @@ struct Exchange {
 struct WarcPosition {
   uint32_t file_index = 0;
   uint64_t bytes = 0;  // size of that file
+  std::string path;    // that file
+  int fd = -1;         // its descriptor (for a checkpoint writer's fsync)
 };
 
 class WarcWriter {
@@ -64,6 +66,8 @@ class WarcWriter {
   // fflush + fsync of the current file.
   [[nodiscard]] Status Sync();
   WarcPosition Position() const;
+  // fflush (no fsync), then Position(): every byte counted is in the file.
+  [[nodiscard]] Result<WarcPosition> Flush();
   std::string CurrentPath() const;
 
  private:

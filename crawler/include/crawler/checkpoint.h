@@ -1,0 +1,120 @@
+// Checkpoints: OUT/checkpoint/ (the newest) and OUT/checkpoint.prev/.
+//
+//   MANIFEST.json  format, sequence, time, counters, scope, WARC / fetch-log /
+//                  stats-series lengths at the cut, the stats report at the
+//                  cut, and {bytes, xxh3} of every other file. Its last member
+//                  is "manifest_xxh3": XXH3-64 (hex) of every byte before that
+//                  hex string, so a flipped byte anywhere is caught.
+//   config.toml    the effective config (ConfigToToml)
+//   dedup.bin      the filter, in the dedup library's own format (dedup/src/format.h)
+//   frontier.bin   hosts and URLs, little-endian:
+//     "CRWLFRNT" | version u32 (1) | 0 u32 | record* | 'E' hosts u64 urls u64
+//     record 'H': key str | open u8 | crawl_delay f64 | due_in_s f64 |
+//                 robots_done u8 | robots_outcome u8 | robots_age_s f64 |
+//                 fetched u64 | robots_pending u8 | robots_hops u32 |
+//                 robots_url str | robots_body str
+//     record 'U': leased u8 | depth u32 | redirects u32 | url str | referrer str
+//     str := len u32 | bytes.  Leased (in-flight) URLs come first.
+//
+// Writing (WriteCheckpoint): everything goes to OUT/checkpoint.tmp/, each
+// file is fsynced as it is closed, then the directory; then checkpoint/
+// becomes checkpoint.prev/ and checkpoint.tmp/ becomes checkpoint/, and OUT
+// is fsynced. A crash at any moment leaves checkpoint/ or checkpoint.prev/
+// complete. A written checkpoint is never modified again.
+//
+// Loading (LoadCheckpoint) verifies the manifest's own checksum, then every
+// file's size and checksum while reading it; any problem rejects the whole
+// checkpoint with one message naming the file and what is wrong.
+#ifndef CRAWLER_CHECKPOINT_H_
+#define CRAWLER_CHECKPOINT_H_
+
+#include <boost/json.hpp>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "crawler/crawl.h"
+#include "dedup/filter.h"
+#include "dedup/status.h"
+#include "frontier/frontier.h"
+
+namespace crawler::engine {
+
+inline constexpr const char* kCheckpointDir = "checkpoint";
+inline constexpr const char* kCheckpointPrevDir = "checkpoint.prev";
+inline constexpr const char* kCheckpointTmpDir = "checkpoint.tmp";
+
+// The engine's per-host state beside the frontier's.
+struct CheckpointHost {
+  bool robots_done = false;
+  uint8_t robots_outcome = 0;   // parsers::RobotsFetch
+  double robots_age_s = 0;
+  uint64_t fetched = 0;         // pages started (max_pages_per_host)
+  bool robots_pending = false;  // the first robots.txt fetch is in flight ...
+  uint32_t robots_hops = 0;     // ... this many redirects in, at ...
+  std::string robots_url;       // ... this URL
+  std::string robots_body;
+};
+
+// What the manifest records besides the files.
+struct CheckpointInfo {
+  uint64_t sequence = 0;
+  double elapsed_s = 0;         // crawl time so far (over all runs)
+  std::string config_toml;
+  std::vector<std::string> scope_hosts;
+  CrawlSummary summary;
+  uint64_t started = 0;         // page fetches started (max_pages), in-flight ones included
+  double expected_false_seen = 0;
+  uint32_t warc_index = 0;
+  std::string warc_file;        // name inside OUT/warc/
+  uint64_t warc_bytes = 0;
+  uint64_t fetch_log_bytes = 0;
+  uint64_t series_bytes = 0;    // OUT/stats-series.jsonl
+  double pause_ms = 0;          // the workers' pause for this cut
+  boost::json::object stats;    // the stats report at the cut
+};
+
+struct CheckpointSources {
+  const dedup::Filter* filter = nullptr;
+  const frontier::Frontier* frontier = nullptr;
+  // Engine host state for a frontier host key (default state if unknown).
+  std::function<CheckpointHost(const std::string& key)> host;
+  frontier::Clock::time_point cut{};
+  int fsync_fd_warc = -1;       // fsynced before the checkpoint becomes visible
+  int fsync_fd_log = -1;
+  int slow_ms = 0;              // test hook: sleep this long after each file
+};
+
+struct CheckpointWritten {
+  uint64_t bytes = 0;
+  double seconds = 0;
+};
+
+// Writes and publishes a checkpoint of OUT. Uses only the sources given (it
+// runs in a forked child: no logging, no locks other threads may hold).
+Result<CheckpointWritten> WriteCheckpoint(const std::string& out, const CheckpointInfo& info,
+                                          const CheckpointSources& sources);
+
+struct LoadedCheckpoint {
+  std::string dir;
+  CheckpointInfo info;
+  std::string config_path;  // DIR/config.toml (verified)
+  std::unique_ptr<dedup::Filter> filter;
+  std::vector<std::pair<frontier::HostImage, CheckpointHost>> hosts;
+  std::vector<std::pair<frontier::UrlEntry, bool>> urls;  // bool: was in flight
+};
+
+// Loads and verifies DIR (a checkpoint directory). Errors (kCorruption,
+// kNotFound, kIoError) name the file and the problem.
+Result<LoadedCheckpoint> LoadCheckpoint(const std::string& dir);
+
+// Reads and verifies DIR/MANIFEST.json only (for `crawler stats`).
+Result<boost::json::object> ReadManifest(const std::string& dir);
+
+boost::json::object SummaryToJson(const CrawlSummary& s);
+CrawlSummary SummaryFromJson(const boost::json::object& o);
+
+}  // namespace crawler::engine
+
+#endif  // CRAWLER_CHECKPOINT_H_

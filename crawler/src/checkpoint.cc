@@ -1,0 +1,612 @@
+// Checkpoint files; see crawler/checkpoint.h.
+#include "crawler/checkpoint.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+namespace crawler::engine {
+namespace {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+using frontier::Clock;
+
+constexpr char kFrontierMagic[8] = {'C', 'R', 'W', 'L', 'F', 'R', 'N', 'T'};
+constexpr uint32_t kFrontierVersion = 1;
+constexpr int kManifestVersion = 1;
+constexpr const char* kChecksumKey = "\"manifest_xxh3\":\"";
+
+Status IoError(const std::string& path, const std::string& what) {
+  return Status::Error(Status::Code::kIoError, path + ": " + what + ": " + std::strerror(errno));
+}
+Status Damaged(const std::string& path, const std::string& what) {
+  return Status::Error(Status::Code::kCorruption, path + ": " + what);
+}
+
+std::string Hex(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+Status SyncDir(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd < 0) return IoError(dir, "open");
+  int rc = ::fsync(fd);
+  ::close(fd);
+  if (rc != 0) return IoError(dir, "fsync");
+  return Status::Ok();
+}
+
+// A FILE* that writes to a descriptor and hashes every byte (fopencookie).
+class HashedFile {
+ public:
+  static Result<std::unique_ptr<HashedFile>> Create(const std::string& path) {
+    auto f = std::unique_ptr<HashedFile>(new HashedFile(path));
+    f->fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (f->fd_ < 0) return IoError(path, "create");
+    XXH3_64bits_reset(f->state_);
+    cookie_io_functions_t io{nullptr, &HashedFile::Write, nullptr, nullptr};
+    f->file_ = fopencookie(f.get(), "w", io);
+    if (f->file_ == nullptr) return IoError(path, "fopencookie");
+    std::setvbuf(f->file_, nullptr, _IOFBF, 1 << 20);
+    return f;
+  }
+  ~HashedFile() {
+    if (file_ != nullptr) std::fclose(file_);
+    if (fd_ >= 0) ::close(fd_);
+    XXH3_freeState(state_);
+  }
+  std::FILE* file() { return file_; }
+  // Flushes, fsyncs and closes; the file's size and hash.
+  Status Close(uint64_t* bytes, uint64_t* hash) {
+    bool ok = std::fclose(file_) == 0 && error_ == 0;
+    file_ = nullptr;
+    if (!ok) {
+      errno = error_ != 0 ? error_ : errno;
+      return IoError(path_, "write");
+    }
+    if (::fsync(fd_) != 0) return IoError(path_, "fsync");
+    ::close(fd_);
+    fd_ = -1;
+    *bytes = bytes_;
+    *hash = XXH3_64bits_digest(state_);
+    return Status::Ok();
+  }
+
+ private:
+  explicit HashedFile(std::string path) : path_(std::move(path)), state_(XXH3_createState()) {}
+  static ssize_t Write(void* cookie, const char* buf, size_t size) {
+    auto* self = static_cast<HashedFile*>(cookie);
+    size_t done = 0;
+    while (done < size) {
+      ssize_t n = ::write(self->fd_, buf + done, size - done);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        self->error_ = errno;
+        return -1;
+      }
+      done += static_cast<size_t>(n);
+    }
+    XXH3_64bits_update(self->state_, buf, size);
+    self->bytes_ += size;
+    return static_cast<ssize_t>(size);
+  }
+
+  std::string path_;
+  int fd_ = -1;
+  std::FILE* file_ = nullptr;
+  XXH3_state_t* state_;
+  uint64_t bytes_ = 0;
+  int error_ = 0;
+};
+
+// A FILE* that reads a descriptor and hashes every byte it hands out.
+class HashedReader {
+ public:
+  explicit HashedReader(int fd) : fd_(fd), state_(XXH3_createState()) {
+    XXH3_64bits_reset(state_);
+    cookie_io_functions_t io{&HashedReader::Read, nullptr, nullptr, nullptr};
+    file_ = fopencookie(this, "r", io);
+    if (file_ != nullptr) std::setvbuf(file_, nullptr, _IOFBF, 1 << 20);
+  }
+  ~HashedReader() {
+    if (file_ != nullptr) std::fclose(file_);
+    XXH3_freeState(state_);
+  }
+  std::FILE* file() { return file_; }
+  // Reads whatever is left (so the hash covers the whole file).
+  void Drain() {
+    char buf[65536];
+    while (std::fread(buf, 1, sizeof(buf), file_) > 0) {
+    }
+  }
+  uint64_t bytes() const { return bytes_; }
+  uint64_t hash() const { return XXH3_64bits_digest(state_); }
+
+ private:
+  static ssize_t Read(void* cookie, char* buf, size_t size) {
+    auto* self = static_cast<HashedReader*>(cookie);
+    ssize_t n;
+    do {
+      n = ::read(self->fd_, buf, size);
+    } while (n < 0 && errno == EINTR);
+    if (n > 0) {
+      XXH3_64bits_update(self->state_, buf, static_cast<size_t>(n));
+      self->bytes_ += static_cast<uint64_t>(n);
+    }
+    return n;
+  }
+  int fd_;
+  std::FILE* file_ = nullptr;
+  XXH3_state_t* state_;
+  uint64_t bytes_ = 0;
+};
+
+class Buf {
+ public:
+  void U8(uint8_t v) { s_.push_back(static_cast<char>(v)); }
+  void U32(uint32_t v) { s_.append(reinterpret_cast<const char*>(&v), 4); }
+  void U64(uint64_t v) { s_.append(reinterpret_cast<const char*>(&v), 8); }
+  void F64(double v) { s_.append(reinterpret_cast<const char*>(&v), 8); }
+  void Str(const std::string& v) {
+    U32(static_cast<uint32_t>(v.size()));
+    s_ += v;
+  }
+  std::string& bytes() { return s_; }
+
+ private:
+  std::string s_;
+};
+
+class Reader {
+ public:
+  Reader(const std::string& s, std::string name) : s_(s), name_(std::move(name)) {}
+  bool ok() const { return ok_; }
+  bool AtEnd() const { return pos_ == s_.size(); }
+  size_t pos() const { return pos_; }
+  template <typename T>
+  T Get() {
+    T v{};
+    if (!Need(sizeof(T))) return v;
+    std::memcpy(&v, s_.data() + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return v;
+  }
+  std::string Str() {
+    uint32_t n = Get<uint32_t>();
+    if (!Need(n)) return {};
+    std::string v = s_.substr(pos_, n);
+    pos_ += n;
+    return v;
+  }
+
+ private:
+  bool Need(size_t n) {
+    if (!ok_ || s_.size() - pos_ < n) ok_ = false;
+    return ok_;
+  }
+  const std::string& s_;
+  std::string name_;
+  size_t pos_ = 0;
+  bool ok_ = true;
+};
+
+Result<std::string> ReadWhole(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) {
+    if (errno == ENOENT) return Status::Error(Status::Code::kIoError, path + ": missing");
+    return IoError(path, "open");
+  }
+  std::string out;
+  char buf[65536];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
+  bool err = std::ferror(f) != 0;
+  std::fclose(f);
+  if (err) return IoError(path, "read");
+  return out;
+}
+
+Status Sleep(int ms) {
+  if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  return Status::Ok();
+}
+
+uint64_t U64(const json::object& o, const char* key) {
+  const json::value* v = o.if_contains(key);
+  if (v == nullptr) return 0;
+  if (v->is_uint64()) return v->as_uint64();
+  if (v->is_int64()) return static_cast<uint64_t>(std::max<int64_t>(0, v->as_int64()));
+  return 0;
+}
+double F64(const json::object& o, const char* key) {
+  const json::value* v = o.if_contains(key);
+  if (v == nullptr) return 0;
+  if (v->is_double()) return v->as_double();
+  if (v->is_int64()) return static_cast<double>(v->as_int64());
+  if (v->is_uint64()) return static_cast<double>(v->as_uint64());
+  return 0;
+}
+
+#define CRAWLER_SUMMARY_FIELDS(X)                                                          \
+  X(fetched) X(failed) X(truncated) X(status_2xx) X(status_3xx) X(status_4xx) X(status_5xx) \
+  X(robots_blocked) X(out_of_scope) X(too_deep) X(trap_guard) X(duplicates)                 \
+  X(too_many_redirects) X(bytes) X(spilled)
+
+}  // namespace
+
+json::object SummaryToJson(const CrawlSummary& s) {
+  json::object o;
+#define X(f) o[#f] = s.f;
+  CRAWLER_SUMMARY_FIELDS(X)
+#undef X
+  json::object errors;
+  for (const auto& [k, v] : s.errors) errors[k] = v;
+  o["errors"] = std::move(errors);
+  return o;
+}
+
+CrawlSummary SummaryFromJson(const json::object& o) {
+  CrawlSummary s;
+#define X(f) s.f = U64(o, #f);
+  CRAWLER_SUMMARY_FIELDS(X)
+#undef X
+  if (const json::value* e = o.if_contains("errors"); e != nullptr && e->is_object()) {
+    for (const auto& [k, v] : e->as_object()) {
+      if (v.is_int64() || v.is_uint64()) s.errors[std::string(k)] = v.to_number<uint64_t>();
+    }
+  }
+  return s;
+}
+
+Result<CheckpointWritten> WriteCheckpoint(const std::string& out, const CheckpointInfo& info,
+                                          const CheckpointSources& src) {
+  auto start = std::chrono::steady_clock::now();
+  const std::string tmp = out + "/" + kCheckpointTmpDir;
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  if (ec) return Status::Error(Status::Code::kIoError, tmp + ": cannot remove: " + ec.message());
+  if (::mkdir(tmp.c_str(), 0755) != 0) return IoError(tmp, "mkdir");
+
+  json::object files;
+  CheckpointWritten written;
+  auto finish = [&](HashedFile& f, const std::string& name) -> Status {
+    uint64_t bytes = 0, hash = 0;
+    Status st = f.Close(&bytes, &hash);
+    if (!st.ok()) return st;
+    files[name] = json::object{{"bytes", bytes}, {"xxh3", Hex(hash)}};
+    written.bytes += bytes;
+    return Sleep(src.slow_ms);
+  };
+
+  {  // config.toml
+    auto f = HashedFile::Create(tmp + "/config.toml");
+    if (!f.ok()) return f.status();
+    std::fwrite(info.config_toml.data(), 1, info.config_toml.size(), (*f)->file());
+    Status st = finish(**f, "config.toml");
+    if (!st.ok()) return st;
+  }
+  {  // dedup.bin
+    auto f = HashedFile::Create(tmp + "/dedup.bin");
+    if (!f.ok()) return f.status();
+    Status st = src.filter->Write((*f)->file(), tmp + "/dedup.bin");
+    if (!st.ok()) return st;
+    st = finish(**f, "dedup.bin");
+    if (!st.ok()) return st;
+  }
+  {  // frontier.bin
+    const std::string path = tmp + "/frontier.bin";
+    auto f = HashedFile::Create(path);
+    if (!f.ok()) return f.status();
+    std::FILE* file = (*f)->file();
+    Buf b;
+    b.bytes().append(kFrontierMagic, 8);
+    b.U32(kFrontierVersion);
+    b.U32(0);
+    uint64_t hosts = 0, urls = 0;
+    auto flush = [&]() -> Status {
+      if (b.bytes().size() < (1 << 16)) return Status::Ok();
+      size_t n = std::fwrite(b.bytes().data(), 1, b.bytes().size(), file);
+      bool ok = n == b.bytes().size();
+      b.bytes().clear();
+      return ok ? Status::Ok() : IoError(path, "write");
+    };
+    Status st = src.frontier->ForEachEntry(
+        src.cut,
+        [&](const frontier::HostImage& h) {
+          CheckpointHost e = src.host(h.key);
+          b.U8('H');
+          b.Str(h.key);
+          b.U8(h.open ? 1 : 0);
+          b.F64(h.crawl_delay_s);
+          b.F64(h.due_in_s);
+          b.U8(e.robots_done ? 1 : 0);
+          b.U8(e.robots_outcome);
+          b.F64(e.robots_age_s);
+          b.U64(e.fetched);
+          b.U8(e.robots_pending ? 1 : 0);
+          b.U32(e.robots_hops);
+          b.Str(e.robots_url);
+          b.Str(e.robots_body);
+          ++hosts;
+          return flush();
+        },
+        [&](const frontier::UrlEntry& e, bool leased) {
+          b.U8('U');
+          b.U8(leased ? 1 : 0);
+          b.U32(e.depth);
+          b.U32(e.redirects);
+          b.Str(e.url);
+          b.Str(e.referrer);
+          ++urls;
+          return flush();
+        });
+    if (!st.ok()) return st;
+    b.U8('E');
+    b.U64(hosts);
+    b.U64(urls);
+    if (std::fwrite(b.bytes().data(), 1, b.bytes().size(), file) != b.bytes().size()) {
+      return IoError(path, "write");
+    }
+    st = finish(**f, "frontier.bin");
+    if (!st.ok()) return st;
+  }
+
+  // The output the manifest points into must be on disk before it is.
+  if (src.fsync_fd_warc >= 0 && ::fsync(src.fsync_fd_warc) != 0) return IoError(out + "/warc", "fsync");
+  if (src.fsync_fd_log >= 0 && ::fsync(src.fsync_fd_log) != 0) return IoError(out + "/fetch-log.jsonl", "fsync");
+
+  json::object m;
+  m["format"] = "crawler-checkpoint";
+  m["version"] = kManifestVersion;
+  m["sequence"] = info.sequence;
+  m["created_unix"] = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  m["elapsed_s"] = info.elapsed_s;
+  json::array scope;
+  for (const std::string& h : info.scope_hosts) scope.emplace_back(h);
+  m["scope_hosts"] = std::move(scope);
+  json::object counters = SummaryToJson(info.summary);
+  counters["started"] = info.started;
+  counters["expected_false_seen"] = info.expected_false_seen;
+  m["counters"] = std::move(counters);
+  m["warc"] = json::object{{"file_index", info.warc_index}, {"file", info.warc_file}, {"bytes", info.warc_bytes}};
+  m["fetch_log"] = json::object{{"bytes", info.fetch_log_bytes}};
+  m["stats_series"] = json::object{{"bytes", info.series_bytes}};
+  m["pause_ms"] = info.pause_ms;
+  m["stats"] = info.stats;
+  m["files"] = std::move(files);
+  std::string text = json::serialize(m);
+  text.pop_back();  // the closing brace: the checksum goes last
+  text += std::string(",") + kChecksumKey;
+  text += Hex(XXH3_64bits(text.data(), text.size())) + "\"}\n";
+  {
+    auto f = HashedFile::Create(tmp + "/MANIFEST.json");
+    if (!f.ok()) return f.status();
+    std::fwrite(text.data(), 1, text.size(), (*f)->file());
+    uint64_t bytes = 0, hash = 0;
+    Status st = (*f)->Close(&bytes, &hash);
+    if (!st.ok()) return st;
+    written.bytes += bytes;
+  }
+  Status st = SyncDir(tmp);
+  if (!st.ok()) return st;
+
+  // Publish: checkpoint/ -> checkpoint.prev/, checkpoint.tmp/ -> checkpoint/.
+  const std::string cur = out + "/" + kCheckpointDir, prev = out + "/" + kCheckpointPrevDir;
+  if (fs::exists(cur, ec)) {
+    fs::remove_all(prev, ec);
+    if (ec) return Status::Error(Status::Code::kIoError, prev + ": cannot remove: " + ec.message());
+    if (std::rename(cur.c_str(), prev.c_str()) != 0) return IoError(cur, "rename to " + prev);
+  }
+  if (std::rename(tmp.c_str(), cur.c_str()) != 0) return IoError(tmp, "rename to " + cur);
+  st = SyncDir(out);
+  if (!st.ok()) return st;
+  written.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return written;
+}
+
+Result<json::object> ReadManifest(const std::string& dir) {
+  const std::string path = dir + "/MANIFEST.json";
+  auto text = ReadWhole(path);
+  if (!text.ok()) return text.status();
+  size_t at = text->rfind(kChecksumKey);
+  if (at == std::string::npos) return Damaged(path, "no manifest checksum (truncated or not a checkpoint)");
+  size_t hex_at = at + std::strlen(kChecksumKey);
+  if (text->size() < hex_at + 16 || text->compare(hex_at + 16, std::string::npos, "\"}\n") != 0) {
+    return Damaged(path, "truncated after the checksum");
+  }
+  if (Hex(XXH3_64bits(text->data(), hex_at)) != text->substr(hex_at, 16)) {
+    return Damaged(path, "checksum mismatch (the file was changed or damaged)");
+  }
+  json::value v;
+  try {
+    v = json::parse(*text);
+  } catch (const std::exception& e) {
+    return Damaged(path, std::string("not valid JSON: ") + e.what());
+  }
+  if (!v.is_object()) return Damaged(path, "not a JSON object");
+  json::object& o = v.as_object();
+  const json::value* format = o.if_contains("format");
+  if (format == nullptr || !format->is_string() || format->as_string() != "crawler-checkpoint") {
+    return Status::Error(Status::Code::kBadMagic, path + ": not a crawler checkpoint manifest");
+  }
+  if (U64(o, "version") != kManifestVersion) {
+    return Status::Error(Status::Code::kBadVersion,
+                         path + ": checkpoint format version " + std::to_string(U64(o, "version")) +
+                             ", this build reads version " + std::to_string(kManifestVersion));
+  }
+  for (const char* key : {"counters", "warc", "fetch_log", "files", "stats"}) {
+    if (!o.contains(key) || !o.at(key).is_object()) return Damaged(path, std::string("no \"") + key + "\" object");
+  }
+  return std::move(o);
+}
+
+Result<LoadedCheckpoint> LoadCheckpoint(const std::string& dir) {
+  auto manifest = ReadManifest(dir);
+  if (!manifest.ok()) return manifest.status();
+  const json::object& m = *manifest;
+  const json::object& files = m.at("files").as_object();
+  auto expected = [&](const std::string& name, uint64_t* bytes, std::string* hash) -> Status {
+    const json::value* f = files.if_contains(name);
+    if (f == nullptr || !f->is_object() || !f->as_object().contains("xxh3") ||
+        !f->as_object().at("xxh3").is_string()) {
+      return Damaged(dir + "/MANIFEST.json", "no entry for " + name);
+    }
+    *bytes = U64(f->as_object(), "bytes");
+    *hash = f->as_object().at("xxh3").as_string().c_str();
+    return Status::Ok();
+  };
+  auto check = [&](const std::string& name, uint64_t got_bytes, uint64_t got_hash) -> Status {
+    uint64_t bytes = 0;
+    std::string hash;
+    Status st = expected(name, &bytes, &hash);
+    if (!st.ok()) return st;
+    if (got_bytes != bytes) {
+      return Damaged(dir + "/" + name, "is " + std::to_string(got_bytes) + " bytes, the manifest says " +
+                                           std::to_string(bytes) + " (truncated or extended)");
+    }
+    if (Hex(got_hash) != hash) return Damaged(dir + "/" + name, "checksum mismatch (the file was changed or damaged)");
+    return Status::Ok();
+  };
+
+  LoadedCheckpoint out;
+  out.dir = dir;
+  CheckpointInfo& info = out.info;
+  info.sequence = U64(m, "sequence");
+  info.elapsed_s = F64(m, "elapsed_s");
+  if (const json::value* s = m.if_contains("scope_hosts"); s != nullptr && s->is_array()) {
+    for (const json::value& h : s->as_array()) {
+      if (h.is_string()) info.scope_hosts.emplace_back(h.as_string().c_str());
+    }
+  }
+  const json::object& counters = m.at("counters").as_object();
+  info.summary = SummaryFromJson(counters);
+  info.started = U64(counters, "started");
+  info.expected_false_seen = F64(counters, "expected_false_seen");
+  const json::object& warc = m.at("warc").as_object();
+  info.warc_index = static_cast<uint32_t>(U64(warc, "file_index"));
+  if (const json::value* f = warc.if_contains("file"); f != nullptr && f->is_string()) {
+    info.warc_file = f->as_string().c_str();
+  }
+  if (info.warc_file.empty() || info.warc_file.find('/') != std::string::npos) {
+    return Damaged(dir + "/MANIFEST.json", "bad WARC file name");
+  }
+  info.warc_bytes = U64(warc, "bytes");
+  info.fetch_log_bytes = U64(m.at("fetch_log").as_object(), "bytes");
+  if (const json::value* s = m.if_contains("stats_series"); s != nullptr && s->is_object()) {
+    info.series_bytes = U64(s->as_object(), "bytes");
+  }
+  info.pause_ms = F64(m, "pause_ms");
+  info.stats = m.at("stats").as_object();
+
+  // config.toml
+  out.config_path = dir + "/config.toml";
+  auto config = ReadWhole(out.config_path);
+  if (!config.ok()) return config.status();
+  Status st = check("config.toml", config->size(), XXH3_64bits(config->data(), config->size()));
+  if (!st.ok()) return st;
+  info.config_toml = *config;
+
+  // dedup.bin: read and hashed in one pass.
+  {
+    const std::string path = dir + "/dedup.bin";
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      if (errno == ENOENT) return Status::Error(Status::Code::kIoError, path + ": missing");
+      return IoError(path, "open");
+    }
+    std::unique_ptr<dedup::Filter> filter;
+    Status read_st = Status::Ok();
+    uint64_t bytes = 0, hash = 0;
+    {
+      HashedReader reader(fd);
+      if (reader.file() == nullptr) {
+        ::close(fd);
+        return IoError(path, "fopencookie");
+      }
+      auto f = dedup::Filter::Read(reader.file(), path);
+      reader.Drain();
+      bytes = reader.bytes();
+      hash = reader.hash();
+      if (f.ok()) filter = std::move(f).value();
+      else read_st = f.status();
+    }
+    ::close(fd);
+    st = check("dedup.bin", bytes, hash);  // size / checksum first: the clearer message
+    if (!st.ok()) return st;
+    if (!read_st.ok()) return read_st;
+    out.filter = std::move(filter);
+  }
+
+  // frontier.bin
+  {
+    const std::string path = dir + "/frontier.bin";
+    auto data = ReadWhole(path);
+    if (!data.ok()) return data.status();
+    st = check("frontier.bin", data->size(), XXH3_64bits(data->data(), data->size()));
+    if (!st.ok()) return st;
+    if (data->size() < 16 || std::memcmp(data->data(), kFrontierMagic, 8) != 0) {
+      return Status::Error(Status::Code::kBadMagic, path + ": not a frontier image");
+    }
+    Reader r(*data, path);
+    r.Get<uint64_t>();  // magic
+    uint32_t version = r.Get<uint32_t>();
+    r.Get<uint32_t>();
+    if (version != kFrontierVersion) {
+      return Status::Error(Status::Code::kBadVersion, path + ": frontier image version " + std::to_string(version));
+    }
+    bool ended = false;
+    while (r.ok() && !r.AtEnd() && !ended) {
+      uint8_t tag = r.Get<uint8_t>();
+      if (tag == 'H') {
+        frontier::HostImage h;
+        CheckpointHost e;
+        h.key = r.Str();
+        h.open = r.Get<uint8_t>() != 0;
+        h.crawl_delay_s = r.Get<double>();
+        h.due_in_s = r.Get<double>();
+        e.robots_done = r.Get<uint8_t>() != 0;
+        e.robots_outcome = r.Get<uint8_t>();
+        e.robots_age_s = r.Get<double>();
+        e.fetched = r.Get<uint64_t>();
+        e.robots_pending = r.Get<uint8_t>() != 0;
+        e.robots_hops = r.Get<uint32_t>();
+        e.robots_url = r.Str();
+        e.robots_body = r.Str();
+        if (e.robots_outcome > 4) return Damaged(path, "bad robots outcome for host " + h.key);
+        out.hosts.emplace_back(std::move(h), std::move(e));
+      } else if (tag == 'U') {
+        frontier::UrlEntry e;
+        bool leased = r.Get<uint8_t>() != 0;
+        e.depth = r.Get<uint32_t>();
+        e.redirects = r.Get<uint32_t>();
+        e.url = r.Str();
+        e.referrer = r.Str();
+        if (r.ok() && frontier::HostKey(e.url).empty()) return Damaged(path, "not a URL: " + e.url);
+        out.urls.emplace_back(std::move(e), leased);
+      } else if (tag == 'E') {
+        uint64_t hosts = r.Get<uint64_t>(), urls = r.Get<uint64_t>();
+        if (r.ok() && (hosts != out.hosts.size() || urls != out.urls.size())) {
+          return Damaged(path, "record counts do not match its end record");
+        }
+        ended = true;
+      } else {
+        return Damaged(path, "unknown record at offset " + std::to_string(r.pos() - 1));
+      }
+    }
+    if (!r.ok() || !ended || !r.AtEnd()) return Damaged(path, "truncated or trailing bytes");
+  }
+  return out;
+}
+
+}  // namespace crawler::engine

@@ -1,0 +1,340 @@
+// The stats report; see crawler/stats_report.h.
+#include "crawler/stats_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "crawler/checkpoint.h"
+
+namespace crawler::engine {
+namespace {
+
+namespace json = boost::json;
+
+const json::object& Obj(const json::object& o, const char* key) {
+  static const json::object kEmpty;
+  const json::value* v = o.if_contains(key);
+  return v != nullptr && v->is_object() ? v->as_object() : kEmpty;
+}
+const json::array& Arr(const json::object& o, const char* key) {
+  static const json::array kEmpty;
+  const json::value* v = o.if_contains(key);
+  return v != nullptr && v->is_array() ? v->as_array() : kEmpty;
+}
+double Num(const json::object& o, const char* key) {
+  const json::value* v = o.if_contains(key);
+  if (v == nullptr) return 0;
+  if (v->is_double()) return v->as_double();
+  if (v->is_int64()) return static_cast<double>(v->as_int64());
+  if (v->is_uint64()) return static_cast<double>(v->as_uint64());
+  return 0;
+}
+std::string Str(const json::object& o, const char* key) {
+  const json::value* v = o.if_contains(key);
+  return v != nullptr && v->is_string() ? std::string(v->as_string()) : std::string();
+}
+
+// 1234567 -> "1,234,567"
+std::string Count(double v) {
+  std::string digits = std::to_string(static_cast<unsigned long long>(std::llround(std::max(0.0, v))));
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+std::string Fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), f, v);
+  return buf;
+}
+std::string Bytes(double b) {
+  if (b >= 1e9) return Fmt("%.2f GB", b / 1e9);
+  if (b >= 1e6) return Fmt("%.1f MB", b / 1e6);
+  if (b >= 1e3) return Fmt("%.1f kB", b / 1e3);
+  return Fmt("%.0f B", b);
+}
+std::string Pct(double v) { return Fmt(v < 0.001 ? "%.5f %%" : "%.3f %%", v * 100); }
+
+struct Row {
+  std::string label, value;
+};
+struct Section {
+  std::string title;
+  std::vector<Row> rows;
+};
+
+std::vector<Section> Sections(const json::object& s) {
+  const json::object& d = Obj(s, "dedup");
+  const json::object& f = Obj(s, "frontier");
+  const json::object& c = Obj(s, "crawl");
+  const json::object& k = Obj(s, "checkpoint");
+  std::vector<Section> out;
+
+  Section dd{"Dedup", {}};
+  dd.rows.push_back({"variant", Str(d, "variant") + ", " + Count(Num(d, "stripes")) + " stripes, " +
+                                    Count(Num(d, "layers_min")) + ".." + Count(Num(d, "layers_max")) +
+                                    " layers per stripe"});
+  dd.rows.push_back({"items / capacity", Count(Num(d, "items")) + " / " + Count(Num(d, "capacity"))});
+  dd.rows.push_back({"memory", Bytes(Num(d, "bytes")) + ", " + Fmt("%.2f", Num(d, "bits_per_item")) + " bits/item"});
+  dd.rows.push_back({Str(d, "variant") == "cuckoo" ? "load factor" : "fill ratio", Pct(Num(d, "fill"))});
+  dd.rows.push_back({"estimated FPR", Pct(Num(d, "estimated_fpr")) + " now, bound " + Pct(Num(d, "fpr_bound"))});
+  dd.rows.push_back({"inserts", Count(Num(d, "inserts_new")) + " new, " + Count(Num(d, "inserts_duplicate")) +
+                                    " duplicate (" + Pct(Num(d, "duplicate_rate")) + " duplicates)"});
+  dd.rows.push_back({"wrongly seen (expected)", Fmt("%.2f", Num(d, "expected_false_seen")) +
+                                                    " new URLs taken for seen so far (sum of FPR at each new URL)"});
+  dd.rows.push_back({"relocations / saturations", Count(Num(d, "relocations")) + " cuckoo kicks, " +
+                                                      Count(Num(d, "saturations")) + " saturated counters"});
+  std::string fullest;
+  for (const json::value& v : Arr(d, "fullest_stripes")) {
+    if (!v.is_object()) continue;
+    const json::object& st = v.as_object();
+    fullest += (fullest.empty() ? "" : ", ") + std::string("#") + Count(Num(st, "stripe")) + " " +
+               Fmt("%.1f%%", Num(st, "fill") * 100);
+  }
+  dd.rows.push_back({"fullest stripes", fullest});
+  out.push_back(std::move(dd));
+
+  Section fr{"Frontier", {}};
+  fr.rows.push_back({"queued", Count(Num(f, "queued_memory")) + " in RAM + " + Count(Num(f, "queued_disk")) +
+                                   " on disk, " + Count(Num(f, "in_flight")) + " in flight"});
+  fr.rows.push_back({"hosts", Count(Num(f, "hosts")) + " total: " + Count(Num(f, "hosts_ready")) + " ready, " +
+                                  Count(Num(f, "hosts_waiting_politeness")) + " waiting (politeness), " +
+                                  Count(Num(f, "hosts_waiting_robots")) + " waiting for robots.txt, " +
+                                  Count(Num(f, "hosts_blocked_robots")) + " blocked by robots.txt"});
+  std::string depths;
+  for (const json::value& v : Arr(f, "depths")) {
+    if (!v.is_object()) continue;
+    depths += (depths.empty() ? "" : "  ") + Count(Num(v.as_object(), "depth")) + ":" +
+              Count(Num(v.as_object(), "urls"));
+  }
+  fr.rows.push_back({"queued by depth", depths.empty() ? "(empty)" : depths});
+  out.push_back(std::move(fr));
+
+  Section cr{"Crawl", {}};
+  cr.rows.push_back({"fetched", Count(Num(c, "fetched")) + " responses, " + Count(Num(c, "failed")) +
+                                    " failed, " + Bytes(Num(c, "bytes"))});
+  cr.rows.push_back({"status", "2xx " + Count(Num(c, "status_2xx")) + ", 3xx " + Count(Num(c, "status_3xx")) +
+                                   ", 4xx " + Count(Num(c, "status_4xx")) + ", 5xx " + Count(Num(c, "status_5xx"))});
+  std::string errors;
+  for (const auto& [name, n] : Obj(c, "errors")) {
+    errors += (errors.empty() ? "" : ", ") + std::string(name) + " " + Count(n.is_number() ? n.to_number<double>() : 0);
+  }
+  cr.rows.push_back({"errors", errors.empty() ? "none" : errors});
+  cr.rows.push_back({"skipped", Count(Num(c, "robots_blocked")) + " robots.txt, " + Count(Num(c, "out_of_scope")) +
+                                    " out of scope, " + Count(Num(c, "too_deep")) + " too deep, " +
+                                    Count(Num(c, "trap_guard")) + " trap guard, " +
+                                    Count(Num(c, "too_many_redirects")) + " redirect limit"});
+  cr.rows.push_back({"pages/s", Fmt("%.1f", Num(c, "pages_per_s")) + " overall, " +
+                                    Fmt("%.1f", Num(c, "pages_per_s_last_minute")) + " over the last minute"});
+  cr.rows.push_back({"elapsed", Fmt("%.1f s", Num(c, "elapsed_s"))});
+  std::string top;
+  for (const json::value& v : Arr(c, "top_hosts")) {
+    if (!v.is_object()) continue;
+    top += (top.empty() ? "" : ", ") + Str(v.as_object(), "host") + " " + Count(Num(v.as_object(), "fetched"));
+  }
+  cr.rows.push_back({"top hosts", top});
+  out.push_back(std::move(cr));
+
+  Section ck{"Checkpoints", {}};
+  ck.rows.push_back({"written", Count(Num(k, "written")) + " this run (" + Count(Num(k, "failed")) +
+                                    " failed), last sequence " + Count(Num(k, "sequence"))});
+  ck.rows.push_back({"last", Bytes(Num(k, "last_bytes")) + " in " + Fmt("%.3f s", Num(k, "last_write_s")) +
+                                 ", workers paused " + Fmt("%.1f ms", Num(k, "last_pause_ms")) + " (max " +
+                                 Fmt("%.1f ms", Num(k, "max_pause_ms")) + ")"});
+  out.push_back(std::move(ck));
+  return out;
+}
+
+std::string HtmlEscape(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    switch (ch) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += ch;
+    }
+  }
+  return out;
+}
+
+// One inline SVG line chart of series[key] (and optionally a second line).
+std::string Chart(const std::string& title, const std::vector<json::object>& series, const char* key,
+                  const char* key2 = nullptr, bool percent = false) {
+  const double w = 560, h = 200, left = 70, bottom = 30, top = 24, right = 12;
+  double tmax = 0, vmax = 0;
+  for (const json::object& p : series) {
+    tmax = std::max(tmax, Num(p, "t"));
+    vmax = std::max(vmax, Num(p, key));
+    if (key2 != nullptr) vmax = std::max(vmax, Num(p, key2));
+  }
+  if (tmax <= 0) tmax = 1;
+  if (vmax <= 0) vmax = 1;
+  auto x = [&](double t) { return left + (w - left - right) * t / tmax; };
+  auto y = [&](double v) { return h - bottom - (h - bottom - top) * v / vmax; };
+  auto line = [&](const char* k, const char* color, const char* dash) {
+    std::string pts;
+    for (const json::object& p : series) pts += Fmt("%.1f,", x(Num(p, "t"))) + Fmt("%.1f ", y(Num(p, k)));
+    return "<polyline fill=\"none\" stroke=\"" + std::string(color) + "\" stroke-width=\"2\"" +
+           (dash ? std::string(" stroke-dasharray=\"") + dash + "\"" : "") + " points=\"" + pts + "\"/>";
+  };
+  auto label = [&](double v) { return percent ? Fmt("%.4f%%", v * 100) : Count(v); };
+  std::string svg = "<figure><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + Fmt("%.0f", w) +
+                    "\" height=\"" + Fmt("%.0f", h) + "\" role=\"img\">";
+  svg += "<rect x=\"0\" y=\"0\" width=\"100%\" height=\"100%\" fill=\"#fbfbfd\" stroke=\"#ccd\"/>";
+  svg += "<text x=\"" + Fmt("%.0f", left) + "\" y=\"16\" font-size=\"13\" font-weight=\"bold\">" +
+         HtmlEscape(title) + "</text>";
+  svg += "<line x1=\"" + Fmt("%.0f", left) + "\" y1=\"" + Fmt("%.0f", h - bottom) + "\" x2=\"" +
+         Fmt("%.0f", w - right) + "\" y2=\"" + Fmt("%.0f", h - bottom) + "\" stroke=\"#888\"/>";
+  svg += "<line x1=\"" + Fmt("%.0f", left) + "\" y1=\"" + Fmt("%.0f", top) + "\" x2=\"" + Fmt("%.0f", left) +
+         "\" y2=\"" + Fmt("%.0f", h - bottom) + "\" stroke=\"#888\"/>";
+  svg += "<text x=\"4\" y=\"" + Fmt("%.0f", top + 10) + "\" font-size=\"11\">" + label(vmax) + "</text>";
+  svg += "<text x=\"4\" y=\"" + Fmt("%.0f", h - bottom) + "\" font-size=\"11\">0</text>";
+  svg += "<text x=\"" + Fmt("%.0f", w - right - 60) + "\" y=\"" + Fmt("%.0f", h - 8) + "\" font-size=\"11\">" +
+         Fmt("%.0f s", tmax) + "</text>";
+  if (series.empty()) {
+    svg += "<text x=\"200\" y=\"100\" font-size=\"12\">no data yet</text>";
+  } else {
+    svg += line(key, "#1f5fbf", nullptr);
+    if (key2 != nullptr) svg += line(key2, "#c0392b", "6 4");
+  }
+  svg += "</svg></figure>\n";
+  return svg;
+}
+
+std::string Source(const std::string& source, const json::object& s) {
+  std::time_t t = static_cast<std::time_t>(Num(s, "updated_unix"));
+  char when[64] = "?";
+  std::tm tm{};
+  if (::gmtime_r(&t, &tm) != nullptr) std::strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
+  bool running = s.contains("running") && s.at("running").is_bool() && s.at("running").as_bool();
+  return source + ", updated " + when + (running ? " (crawl running)" : "");
+}
+
+}  // namespace
+
+Result<json::object> LoadStats(const std::string& out, std::string* source) {
+  std::optional<json::object> best;
+  std::string problems;
+  {
+    std::ifstream in(out + "/stats.json");
+    std::stringstream text;
+    text << in.rdbuf();
+    if (in) {
+      try {
+        json::value v = json::parse(text.str());
+        if (v.is_object()) {
+          best = v.as_object();
+          *source = out + "/stats.json";
+        }
+      } catch (const std::exception& e) {
+        problems += out + "/stats.json: " + e.what() + "; ";
+      }
+    }
+  }
+  for (const char* dir : {kCheckpointDir, kCheckpointPrevDir}) {
+    std::string path = out + "/" + dir;
+    if (!std::filesystem::exists(path)) continue;
+    auto m = ReadManifest(path);
+    if (!m.ok()) {
+      problems += m.status().message() + "; ";
+      continue;
+    }
+    const json::object& stats = m->at("stats").as_object();
+    if (!best || Num(stats, "updated_unix") > Num(*best, "updated_unix")) {
+      best = stats;
+      *source = path + "/MANIFEST.json";
+    }
+    break;  // the newest valid checkpoint only
+  }
+  if (!best) {
+    return Status::Error(Status::Code::kInvalidArgument,
+                         out + ": no stats.json and no readable checkpoint" +
+                             (problems.empty() ? std::string(" (not a crawl output directory?)") : ": " + problems));
+  }
+  return *best;
+}
+
+std::vector<json::object> LoadSeries(const std::string& out) {
+  std::vector<json::object> series;
+  std::ifstream in(out + "/stats-series.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    boost::system::error_code ec;
+    json::value v = json::parse(line, ec);
+    if (!ec && v.is_object()) series.push_back(v.as_object());
+  }
+  return series;
+}
+
+std::string StatsText(const json::object& stats, const std::string& source) {
+  std::string out = "crawler stats: " + Source(source, stats) + "\n";
+  for (const Section& s : Sections(stats)) {
+    out += "\n" + s.title + "\n";
+    for (const Row& r : s.rows) {
+      char label[64];
+      std::snprintf(label, sizeof(label), "  %-26s ", r.label.c_str());
+      out += label + r.value + "\n";
+    }
+  }
+  return out;
+}
+
+std::string StatsHtml(const json::object& stats, const std::vector<json::object>& series,
+                      const std::string& source) {
+  std::string html =
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>crawler stats</title>\n"
+      "<style>body{font:14px/1.4 sans-serif;margin:24px;color:#222}h1{font-size:20px}"
+      "h2{font-size:16px;margin-top:24px}table{border-collapse:collapse}"
+      "td{border-bottom:1px solid #e3e3ea;padding:4px 12px 4px 0;vertical-align:top}"
+      "td:first-child{color:#555;white-space:nowrap}figure{display:inline-block;margin:8px}</style>\n"
+      "</head><body>\n<h1>crawler stats</h1>\n<p>" +
+      HtmlEscape(Source(source, stats)) + "</p>\n";
+  for (const Section& s : Sections(stats)) {
+    html += "<h2>" + HtmlEscape(s.title) + "</h2>\n<table>\n";
+    for (const Row& r : s.rows) html += "<tr><td>" + HtmlEscape(r.label) + "</td><td>" + HtmlEscape(r.value) + "</td></tr>\n";
+    html += "</table>\n";
+  }
+  html += "<h2>Over the crawl</h2>\n";
+  html += Chart("pages/s (last minute)", series, "pages_per_s");
+  html += Chart("dedup items", series, "dedup_items");
+  html += Chart("estimated FPR (blue) vs bound (red, dashed)", series, "fpr", "fpr_bound", true);
+  html += Chart("frontier size (queued URLs)", series, "queued");
+  html += "</body></html>\n";
+  return html;
+}
+
+int RunStats(const std::string& out, bool as_json, const std::string& html_path) {
+  std::string source;
+  auto stats = LoadStats(out, &source);
+  if (!stats.ok()) {
+    std::fprintf(stderr, "crawler stats: %s\n", stats.status().message().c_str());
+    return 2;
+  }
+  if (as_json) {
+    std::printf("%s\n", json::serialize(*stats).c_str());
+  } else {
+    std::fputs(StatsText(*stats, source).c_str(), stdout);
+  }
+  if (!html_path.empty()) {
+    std::string html = StatsHtml(*stats, LoadSeries(out), source);
+    std::FILE* f = std::fopen(html_path.c_str(), "wb");
+    bool ok = f != nullptr && std::fwrite(html.data(), 1, html.size(), f) == html.size();
+    if (f != nullptr) ok = std::fclose(f) == 0 && ok;
+    if (!ok) {
+      std::fprintf(stderr, "crawler stats: %s: cannot write\n", html_path.c_str());
+      return 1;
+    }
+    if (!as_json) std::printf("\nHTML report: %s\n", html_path.c_str());
+  }
+  return 0;
+}
+
+}  // namespace crawler::engine
