@@ -17,59 +17,26 @@
 #include <set>
 #include <string>
 
+#include "crawl_output.h"
 #include "run_command.h"
 #include "testsite_process.h"
 
 namespace crawler::engine {
 namespace {
 
+using testing::Attempted;
 using testing::CommandResult;
+using testing::LogLine;
+using testing::Path;
+using testing::ReadFetchLog;
+using testing::TempDir;
+using testing::WarcResponses;
 using testing::RunCommand;
 using testing::ServedRequest;
 using testing::TestSite;
 
-std::string TempDir(const std::string& name) {
-  std::string dir = (std::filesystem::temp_directory_path() /
-                     ("crawler-" + name + "-" + std::to_string(::getpid())))
-                        .string();
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
-struct LogLine {
-  std::string url, error, location;
-  int64_t status = 0;
-  bool robots_txt = false, truncated = false;
-};
-
-std::vector<LogLine> ReadFetchLog(const std::string& path) {
-  std::vector<LogLine> out;
-  std::ifstream in(path);
-  for (std::string line; std::getline(in, line);) {
-    boost::json::object o = boost::json::parse(line).as_object();
-    LogLine l;
-    l.url = o.at("url").as_string().c_str();
-    l.status = o.at("status").as_int64();
-    if (o.contains("error")) l.error = o.at("error").as_string().c_str();
-    if (o.contains("location")) l.location = o.at("location").as_string().c_str();
-    l.robots_txt = o.contains("robots_txt");
-    l.truncated = o.contains("truncated");
-    out.push_back(l);
-  }
-  return out;
-}
-
-// URLs the crawl tried to fetch (not the robots / trap-guard skips).
-bool Attempted(const LogLine& l) { return l.error != "robots" && l.error != "max_pages_per_host"; }
-
 CommandResult Crawl(const std::string& seeds, const std::string& out, const std::string& sets) {
   return RunCommand(std::string(CRAWLER_BINARY) + " crawl --seeds " + seeds + " --out " + out + " " + sets);
-}
-
-std::string Path(const std::string& url) {
-  size_t at = url.find('/', url.find("://") + 3);
-  return at == std::string::npos ? "/" : url.substr(at);
 }
 
 // The filter is probabilistic: at the default 1% bound a crawl of ~3,000 URLs
@@ -158,15 +125,7 @@ TEST_CASE("Testsite crawl: each dedup variant fetches exactly the truth set, onc
     CHECK(long_hops == 6);
 
     // An independent reader sees every fetched response in the WARC files.
-    CommandResult idx = RunCommand("warcio index " + dir +
-                                   "/out/warc/*.warc.gz > " + dir + "/index.jsonl");
-    REQUIRE(idx.exit_code == 0);
-    std::multiset<std::string> in_warc;
-    std::ifstream index(dir + "/index.jsonl");
-    for (std::string line; std::getline(index, line);) {
-      boost::json::object o = boost::json::parse(line).as_object();
-      if (o.at("warc-type").as_string() == "response") in_warc.insert(o.at("warc-target-uri").as_string().c_str());
-    }
+    std::multiset<std::string> in_warc = WarcResponses(dir + "/out");
     int with_response = 0, missing_in_warc = 0, doubled = 0;
     for (const LogLine& l : log) {
       if (l.status == 0) continue;

@@ -1,0 +1,501 @@
+// Checkpoints, resume and the stats report, with the real `crawler` binary
+// against the real crawler-testsite (separate processes, 127.0.0.1 only):
+//   - crash torture: kill -9 at random moments (some during a checkpoint
+//     write), resume, repeat, until the crawl completes; then the fetch log
+//     is the truth set with each URL once, the WARC holds each response
+//     once, and the server saw no more repeats than the pages lost;
+//   - damage: each checkpoint file flipped or truncated -> resume falls back
+//     to checkpoint.prev/ with a warning naming the file; both damaged ->
+//     exit 2, nothing changed;
+//   - immutability: one checkpoint resumed twice fetches the same URLs in
+//     the same order;
+//   - graceful stop: SIGTERM -> exit 0, a fresh checkpoint, resumable;
+//   - stats: text/JSON match the fetch log; the HTML renders in Chromium.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <boost/json.hpp>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "crawl_output.h"
+#include "run_command.h"
+#include "testsite_process.h"
+
+namespace crawler::engine {
+namespace {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+using testing::Attempted;
+using testing::CommandResult;
+using testing::LogLine;
+using testing::Path;
+using testing::ReadFetchLog;
+using testing::RunCommand;
+using testing::ServedRequest;
+using testing::TempDir;
+using testing::TestSite;
+using testing::WarcResponses;
+
+const std::string kCrawler = CRAWLER_BINARY;
+// See testsite_crawl_test.cc: exact truth-set equality needs a tiny FPR bound.
+const std::string kExactDedup = " --set dedup.capacity=500 --set dedup.error_rate=1e-7";
+
+// Starts `command` (via sh, output appended to `log`) and returns its pid.
+pid_t Spawn(const std::string& command, const std::string& log) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    std::string cmd = "exec " + command + " >> " + log + " 2>&1";
+    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  return pid;
+}
+
+int WaitExit(pid_t pid) {
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+json::object Manifest(const std::string& dir) { return json::parse(ReadText(dir + "/MANIFEST.json")).as_object(); }
+
+// Fetch-log lines after `bytes` that were page fetches (what a resume from a
+// checkpoint with that log length fetches again).
+uint64_t PageLinesAfter(const std::string& log_path, uint64_t bytes) {
+  std::string text = ReadText(log_path);
+  if (bytes >= text.size()) return 0;
+  std::istringstream in(text.substr(bytes));
+  uint64_t n = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("\"robots_txt\":true") == std::string::npos &&
+        line.find("\"error\":\"robots\"") == std::string::npos &&
+        line.find("\"error\":\"max_pages_per_host\"") == std::string::npos) {
+      ++n;
+    }
+  }
+  return n;
+}
+
+// The fetch-log length recorded by the checkpoint a resume will use.
+uint64_t CheckpointLogBytes(const std::string& out) {
+  for (const char* dir : {"/checkpoint", "/checkpoint.prev"}) {
+    if (fs::exists(out + dir + "/MANIFEST.json")) {
+      return Manifest(out + dir).at("fetch_log").as_object().at("bytes").to_number<uint64_t>();
+    }
+  }
+  return 0;
+}
+
+std::set<std::string> Distinct(const std::vector<LogLine>& log, bool* twice) {
+  std::multiset<std::string> attempted;
+  for (const LogLine& l : log) {
+    if (Attempted(l)) attempted.insert(l.url);
+  }
+  std::set<std::string> distinct(attempted.begin(), attempted.end());
+  *twice = attempted.size() != distinct.size();
+  return distinct;
+}
+
+void FlipByte(const std::string& path) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(0, std::ios::end);
+  auto size = static_cast<std::streamoff>(f.tellg());
+  std::streamoff at = size / 2;
+  f.seekg(at);
+  char c = 0;
+  f.get(c);
+  f.seekp(at);
+  f.put(static_cast<char>(c ^ 0x20));
+}
+
+void Truncate(const std::string& path) { fs::resize_file(path, fs::file_size(path) / 2); }
+
+void Restore(const std::string& from, const std::string& to) {
+  fs::remove_all(to);
+  fs::copy(from, to, fs::copy_options::recursive);
+}
+
+TEST_CASE("Crash torture: kill -9 at random moments and resume, until the crawl is done",
+          "[.][checkpoint][torture]") {
+  const char* variant = GENERATE("bloom", "cuckoo", "counting");
+  SECTION(variant) {
+    int pages = 20000;
+    if (const char* p = std::getenv("CRAWLER_TORTURE_PAGES")) pages = std::atoi(p);
+    std::string dir = TempDir(std::string("torture-") + variant);
+    TestSite site("--pages " + std::to_string(pages) + " --hosts 3 --slow-ms 50", dir + "/requests.log");
+    site.WriteSeeds(dir + "/seeds.txt");
+    std::set<std::string> truth = site.Truth();
+    REQUIRE(truth.size() > static_cast<size_t>(pages));
+    const std::string out = dir + "/out";
+    // The checkpoint writer sleeps 30 ms after each file, so kills often
+    // land during a write; checkpoints every 0.4 s.
+    const std::string env = "env CRAWLER_CHECKPOINT_SLOW_MS=30 ";
+    const std::string first = env + kCrawler + " crawl --seeds " + dir + "/seeds.txt --out " + out +
+                              " --config " + CRAWLER_SOURCE_DIR + "/configs/" + variant +
+                              ".toml --set frontier.min_delay_s=0 --set checkpoint.interval_s=0.4" + kExactDedup;
+    const std::string resume = env + kCrawler + " crawl --resume " + out;
+    std::mt19937 rng(std::random_device{}());
+    std::uniform_int_distribution<int> wait_ms(300, 1200);
+
+    int kills = 0, during_write = 0, runs = 0, exit_code = -1;
+    uint64_t lost = 0;
+    while (true) {
+      REQUIRE(runs < 60);
+      pid_t pid = Spawn(runs == 0 ? first : resume, dir + "/crawler.out");
+      ++runs;
+      if (kills >= 12) {
+        exit_code = WaitExit(pid);
+        break;
+      }
+      bool want_write = kills % 3 == 2;  // every third kill: while a checkpoint is being written
+      auto start = std::chrono::steady_clock::now();
+      auto deadline = start + std::chrono::milliseconds(want_write ? 5000 : wait_ms(rng));
+      bool exited = false;
+      int status = 0;
+      while (std::chrono::steady_clock::now() < deadline) {
+        if (::waitpid(pid, &status, WNOHANG) == pid) {
+          exited = true;
+          break;
+        }
+        if (want_write && std::chrono::steady_clock::now() > start + std::chrono::milliseconds(300) &&
+            fs::exists(out + "/checkpoint.tmp")) {
+          break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+      if (exited) {
+        exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        break;
+      }
+      bool writing = fs::exists(out + "/checkpoint.tmp");
+      ::kill(pid, SIGKILL);
+      WaitExit(pid);
+      ++kills;
+      during_write += writing ? 1 : 0;
+      lost += PageLinesAfter(out + "/fetch-log.jsonl", CheckpointLogBytes(out));
+    }
+    INFO(ReadText(dir + "/crawler.out"));
+    REQUIRE(exit_code == 0);
+    CHECK(kills >= 10);
+    CHECK(during_write >= 1);
+    site.Stop();
+
+    // The fetch log is the truth set, each URL once.
+    bool twice = false;
+    std::set<std::string> fetched = Distinct(ReadFetchLog(out + "/fetch-log.jsonl"), &twice);
+    CHECK_FALSE(twice);
+    std::vector<std::string> missing, extra;
+    std::set_difference(truth.begin(), truth.end(), fetched.begin(), fetched.end(), std::back_inserter(missing));
+    std::set_difference(fetched.begin(), fetched.end(), truth.begin(), truth.end(), std::back_inserter(extra));
+    INFO("missing " << missing.size() << (missing.empty() ? "" : ": " + missing[0]));
+    INFO("extra " << extra.size() << (extra.empty() ? "" : ": " + extra[0]));
+    CHECK(missing.empty());
+    CHECK(extra.empty());
+
+    // The WARC, read back by warcio, holds each response exactly once.
+    std::multiset<std::string> in_warc = WarcResponses(out);
+    int responses = 0, not_once = 0;
+    for (const LogLine& l : ReadFetchLog(out + "/fetch-log.jsonl")) {
+      if (l.status == 0) continue;
+      ++responses;
+      not_once += in_warc.count(l.url) != 1 ? 1 : 0;
+    }
+    CHECK(not_once == 0);
+    CHECK(in_warc.size() == static_cast<size_t>(responses));
+
+    // The server's count: repeats only for pages fetched after the
+    // checkpoint a resume went back to (plus those in flight at the kill:
+    // one per host).
+    uint64_t page_requests = 0;
+    std::set<std::string> served;
+    for (const ServedRequest& q : site.Requests()) {
+      if (q.target == "/robots.txt") continue;
+      ++page_requests;
+      served.insert(q.Url());
+    }
+    uint64_t repeats = page_requests - served.size();
+    INFO("kills " << kills << " (" << during_write << " during a checkpoint write), runs " << runs
+                  << ", repeats " << repeats << ", pages after lost checkpoints " << lost);
+    CHECK(repeats <= lost + static_cast<uint64_t>(kills) * 3);
+    fs::remove_all(dir);
+  }
+}
+
+// A crawl stopped by max_pages with checkpoint/ and checkpoint.prev/.
+struct StoppedCrawl {
+  std::string dir, out, pristine;
+  std::unique_ptr<TestSite> site;
+  explicit StoppedCrawl(const std::string& name, const std::string& extra = "") {
+    dir = TempDir(name);
+    site = std::make_unique<TestSite>("--pages 1500 --hosts 2", dir + "/requests.log");
+    site->WriteSeeds(dir + "/seeds.txt");
+    out = dir + "/out";
+    CommandResult r = RunCommand(kCrawler + " crawl --seeds " + dir + "/seeds.txt --out " + out +
+                                 " --set frontier.min_delay_s=0 --set crawl.max_pages=300"
+                                 " --set checkpoint.interval_pages=100" + kExactDedup + extra);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    REQUIRE(fs::exists(out + "/checkpoint/MANIFEST.json"));
+    REQUIRE(fs::exists(out + "/checkpoint.prev/MANIFEST.json"));
+    pristine = dir + "/pristine";
+    Restore(out, pristine);
+  }
+  ~StoppedCrawl() {
+    site->Stop();
+    fs::remove_all(dir);
+  }
+};
+
+TEST_CASE("Damage: each checkpoint file flipped or cut -> checkpoint.prev or exit 2, never a wrong state",
+          "[checkpoint][damage]") {
+  StoppedCrawl c("damage");
+  for (const char* file : {"MANIFEST.json", "config.toml", "dedup.bin", "frontier.bin"}) {
+    for (bool flip : {true, false}) {
+      INFO(file << (flip ? " flipped" : " truncated"));
+      // The newest damaged: resume warns, names the file, uses checkpoint.prev.
+      Restore(c.pristine, c.out);
+      std::string target = c.out + "/checkpoint/" + file;
+      flip ? FlipByte(target) : Truncate(target);
+      CommandResult r = RunCommand(kCrawler + " crawl --resume " + c.out + " --set crawl.max_pages=360");
+      INFO(r.output);
+      CHECK(r.exit_code == 0);
+      CHECK(r.output.find("warning") != std::string::npos);
+      CHECK(r.output.find(std::string("checkpoint/") + file) != std::string::npos);
+      CHECK(r.output.find("checkpoint.prev") != std::string::npos);
+      bool twice = true;
+      std::set<std::string> fetched = Distinct(ReadFetchLog(c.out + "/fetch-log.jsonl"), &twice);
+      CHECK_FALSE(twice);
+      CHECK(fetched.size() >= 300);
+
+      // Both damaged: exit 2, one message naming the file, OUT untouched.
+      Restore(c.pristine, c.out);
+      flip ? FlipByte(target) : Truncate(target);
+      std::string prev = c.out + "/checkpoint.prev/" + file;
+      flip ? FlipByte(prev) : Truncate(prev);
+      auto log_size = fs::file_size(c.out + "/fetch-log.jsonl");
+      r = RunCommand(kCrawler + " crawl --resume " + c.out);
+      INFO(r.output);
+      CHECK(r.exit_code == 2);
+      CHECK(r.output.find(std::string("checkpoint.prev/") + file) != std::string::npos);
+      CHECK(fs::file_size(c.out + "/fetch-log.jsonl") == log_size);
+    }
+  }
+  // Missing, foreign or not a crawl: exit 2 with a message.
+  CommandResult r = RunCommand(kCrawler + " crawl --resume " + c.dir + "/nowhere");
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("no such directory") != std::string::npos);
+  fs::create_directories(c.dir + "/foreign/checkpoint");
+  std::ofstream(c.dir + "/foreign/checkpoint/MANIFEST.json") << "{\"format\":\"something else\"}\n";
+  r = RunCommand(kCrawler + " crawl --resume " + c.dir + "/foreign");
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("MANIFEST.json") != std::string::npos);
+  // Only limits may change on resume.
+  Restore(c.pristine, c.out);
+  r = RunCommand(kCrawler + " crawl --resume " + c.out + " --set dedup.type=cuckoo");
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("dedup.type cannot be changed on --resume") != std::string::npos);
+  // A fresh crawl into a directory that holds one is refused.
+  r = RunCommand(kCrawler + " crawl --seeds " + c.dir + "/seeds.txt --out " + c.out);
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("already holds a crawl") != std::string::npos);
+}
+
+TEST_CASE("Immutability: one checkpoint resumed twice fetches the same first 100 URLs in the same order",
+          "[checkpoint][immutable]") {
+  StoppedCrawl c("immutable", " --set crawl.workers=1 --set crawl.max_connections=1");
+  uint64_t cut = Manifest(c.out + "/checkpoint").at("fetch_log").as_object().at("bytes").to_number<uint64_t>();
+  std::vector<std::vector<std::string>> runs;
+  for (const char* copy : {"/a", "/b"}) {
+    std::string out = c.dir + copy;
+    Restore(c.pristine, out);
+    CommandResult r = RunCommand(kCrawler + " crawl --resume " + out + " --set crawl.max_pages=420");
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    std::istringstream in(ReadText(out + "/fetch-log.jsonl").substr(cut));
+    std::vector<std::string> urls;
+    for (std::string line; std::getline(in, line) && urls.size() < 100;) {
+      urls.push_back(json::parse(line).as_object().at("url").as_string().c_str());
+    }
+    runs.push_back(urls);
+  }
+  CHECK(runs[0].size() == 100);
+  CHECK(runs[0] == runs[1]);
+}
+
+// A PNG (8-bit RGB/RGBA, as Chromium writes) -> the share of pixels that are
+// not near-white.
+double InkShare(const std::string& png) {
+  if (png.size() < 33 || png.compare(1, 3, "PNG") != 0) return -1;
+  auto be32 = [&](size_t at) {
+    return (uint32_t(uint8_t(png[at])) << 24) | (uint32_t(uint8_t(png[at + 1])) << 16) |
+           (uint32_t(uint8_t(png[at + 2])) << 8) | uint32_t(uint8_t(png[at + 3]));
+  };
+  uint32_t width = be32(16), height = be32(20);
+  int depth = png[24], color = png[25];
+  if (depth != 8 || (color != 2 && color != 6)) return -1;
+  size_t bpp = color == 6 ? 4 : 3;
+  std::string idat;
+  for (size_t at = 8; at + 8 <= png.size();) {
+    uint32_t len = be32(at);
+    std::string type = png.substr(at + 4, 4);
+    if (type == "IDAT") idat += png.substr(at + 8, len);
+    at += 12 + len;
+  }
+  std::vector<uint8_t> raw(size_t(height) * (1 + width * bpp));
+  uLongf raw_len = raw.size();
+  if (uncompress(raw.data(), &raw_len, reinterpret_cast<const Bytef*>(idat.data()), idat.size()) != Z_OK) return -1;
+  size_t stride = width * bpp;
+  std::vector<uint8_t> prev(stride, 0), cur(stride);
+  uint64_t ink = 0;
+  for (uint32_t y = 0; y < height; ++y) {
+    const uint8_t* row = raw.data() + y * (stride + 1);
+    uint8_t filter = row[0];
+    for (size_t i = 0; i < stride; ++i) {
+      int a = i >= bpp ? cur[i - bpp] : 0, b = prev[i], cc = i >= bpp ? prev[i - bpp] : 0;
+      int x = row[1 + i], v = x;
+      if (filter == 1) v = x + a;
+      else if (filter == 2) v = x + b;
+      else if (filter == 3) v = x + (a + b) / 2;
+      else if (filter == 4) {
+        int p = a + b - cc, pa = std::abs(p - a), pb = std::abs(p - b), pc = std::abs(p - cc);
+        v = x + (pa <= pb && pa <= pc ? a : pb <= pc ? b : cc);
+      }
+      cur[i] = static_cast<uint8_t>(v);
+    }
+    for (size_t px = 0; px < width; ++px) {
+      const uint8_t* p = &cur[px * bpp];
+      if (p[0] < 200 || p[1] < 200 || p[2] < 200) ++ink;
+    }
+    std::swap(prev, cur);
+  }
+  return static_cast<double>(ink) / (double(width) * height);
+}
+
+TEST_CASE("Graceful stop and the stats report: SIGTERM -> exit 0 + fresh checkpoint; stats match the log",
+          "[checkpoint][graceful]") {
+  std::string dir = TempDir("graceful");
+  TestSite site("--pages 1200 --hosts 2", dir + "/requests.log");
+  site.WriteSeeds(dir + "/seeds.txt");
+  std::set<std::string> truth = site.Truth();
+  std::string out = dir + "/out";
+  pid_t pid = Spawn(kCrawler + " crawl --seeds " + dir + "/seeds.txt --out " + out +
+                        " --set frontier.min_delay_s=0.005 --set checkpoint.interval_s=0.5" + kExactDedup,
+                    dir + "/crawler.out");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  double signalled = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  ::kill(pid, SIGTERM);
+  int code = WaitExit(pid);
+  INFO(ReadText(dir + "/crawler.out"));
+  REQUIRE(code == 0);
+  json::object m = Manifest(out + "/checkpoint");
+  CHECK(m.at("created_unix").to_number<double>() >= signalled);
+  CHECK(ReadText(dir + "/crawler.out").find("crawl stopped") != std::string::npos);
+
+  CommandResult r = RunCommand(kCrawler + " crawl --resume " + out);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  bool twice = true;
+  std::vector<LogLine> log = ReadFetchLog(out + "/fetch-log.jsonl");
+  CHECK(Distinct(log, &twice) == truth);
+  CHECK_FALSE(twice);
+
+  // Stats: --json has the documented fields and agrees with the fetch log.
+  r = RunCommand(kCrawler + " stats " + out + " --json");
+  REQUIRE(r.exit_code == 0);
+  json::object s = json::parse(r.output).as_object();
+  const std::map<std::string, std::vector<std::string>> fields = {
+      {"dedup", {"variant", "stripes", "layers_min", "layers_max", "items", "capacity", "bytes", "bits_per_item",
+                 "fill", "estimated_fpr", "fpr_bound", "inserts_new", "inserts_duplicate", "duplicate_rate",
+                 "expected_false_seen", "relocations", "saturations", "fullest_stripes"}},
+      {"frontier", {"queued_memory", "queued_disk", "in_flight", "hosts", "hosts_ready",
+                    "hosts_waiting_politeness", "hosts_waiting_robots", "hosts_blocked_robots", "depths"}},
+      {"crawl", {"fetched", "failed", "status_2xx", "status_3xx", "status_4xx", "status_5xx", "bytes", "errors",
+                 "robots_blocked", "out_of_scope", "trap_guard", "pages_per_s", "pages_per_s_last_minute",
+                 "elapsed_s", "top_hosts"}},
+      {"checkpoint", {"written", "last_pause_ms", "max_pause_ms", "last_write_s", "last_bytes"}}};
+  for (const auto& [section, keys] : fields) {
+    REQUIRE(s.contains(section));
+    for (const std::string& k : keys) {
+      INFO(section << "." << k);
+      CHECK(s.at(section).as_object().contains(k));
+    }
+  }
+  uint64_t fetched = 0, failed = 0, robots = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0;
+  for (const LogLine& l : log) {
+    if (l.status > 0) ++fetched;
+    else if (l.error == "robots") ++robots;
+    else if (Attempted(l)) ++failed;
+    s2 += l.status / 100 == 2;
+    s3 += l.status / 100 == 3;
+    s4 += l.status / 100 == 4;
+    s5 += l.status / 100 == 5;
+  }
+  const json::object& c = s.at("crawl").as_object();
+  auto n = [&](const char* k) { return c.at(k).to_number<uint64_t>(); };
+  CHECK(n("fetched") == fetched);
+  CHECK(n("failed") == failed);
+  CHECK(n("robots_blocked") == robots);
+  CHECK(n("status_2xx") == s2);
+  CHECK(n("status_3xx") == s3);
+  CHECK(n("status_4xx") == s4);
+  CHECK(n("status_5xx") == s5);
+  CHECK(s.at("dedup").as_object().at("items").to_number<uint64_t>() >= truth.size());
+  CHECK(s.at("running").as_bool() == false);
+
+  // The text report: its sections, and the same fetched count.
+  r = RunCommand(kCrawler + " stats " + out);
+  REQUIRE(r.exit_code == 0);
+  for (const char* section : {"\nDedup\n", "\nFrontier\n", "\nCrawl\n", "estimated FPR", "wrongly seen"}) {
+    CHECK(r.output.find(section) != std::string::npos);
+  }
+
+  // The HTML page renders in headless Chromium to a non-blank screenshot.
+  std::string html = dir + "/report.html", png = dir + "/report.png";
+  r = RunCommand(kCrawler + " stats " + out + " --html " + html);
+  REQUIRE(r.exit_code == 0);
+  std::string page = ReadText(html);
+  CHECK(page.find("<svg") != std::string::npos);
+  CHECK(page.find("<link") == std::string::npos);  // self-contained: no external assets
+  CHECK(page.find(" src=") == std::string::npos);
+  r = RunCommand("chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1000,1400 "
+                 "--screenshot=" + png + " file://" + html);
+  INFO(r.output);
+  REQUIRE(fs::exists(png));
+  double ink = InkShare(ReadText(png));
+  INFO("non-white share " << ink);
+  CHECK(ink > 0.01);
+  CHECK(ink < 0.9);
+  site.Stop();
+  fs::remove_all(dir);
+}
+
+TEST_CASE("crawler stats on a directory without a crawl exits 2", "[checkpoint]") {
+  std::string dir = TempDir("nostats");
+  CommandResult r = RunCommand(kCrawler + " stats " + dir);
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("no stats.json and no readable checkpoint") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace crawler::engine

@@ -1,0 +1,76 @@
+// Reading a crawl's output in tests: a temp directory per test, the fetch log,
+// and the response records an independent reader (warcio) finds in the WARC.
+#ifndef TESTS_CRAWLER_CRAWL_OUTPUT_H_
+#define TESTS_CRAWLER_CRAWL_OUTPUT_H_
+
+#include <unistd.h>
+
+#include <boost/json.hpp>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "run_command.h"
+
+namespace crawler::testing {
+
+inline std::string TempDir(const std::string& name) {
+  std::string dir = (std::filesystem::temp_directory_path() /
+                     ("crawler-" + name + "-" + std::to_string(::getpid())))
+                        .string();
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+struct LogLine {
+  std::string url, error, location;
+  int64_t status = 0;
+  bool robots_txt = false, truncated = false;
+};
+
+inline std::vector<LogLine> ReadFetchLog(const std::string& path) {
+  std::vector<LogLine> out;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    boost::json::object o = boost::json::parse(line).as_object();
+    LogLine l;
+    l.url = o.at("url").as_string().c_str();
+    l.status = o.at("status").as_int64();
+    if (o.contains("error")) l.error = o.at("error").as_string().c_str();
+    if (o.contains("location")) l.location = o.at("location").as_string().c_str();
+    l.robots_txt = o.contains("robots_txt");
+    l.truncated = o.contains("truncated");
+    out.push_back(l);
+  }
+  return out;
+}
+
+// URLs the crawl tried to fetch (not the robots / trap-guard skips).
+inline bool Attempted(const LogLine& l) { return l.error != "robots" && l.error != "max_pages_per_host"; }
+
+inline std::string Path(const std::string& url) {
+  size_t at = url.find('/', url.find("://") + 3);
+  return at == std::string::npos ? "/" : url.substr(at);
+}
+
+// Target URIs of the response records in OUT/warc/*.warc.gz, read by warcio.
+inline std::multiset<std::string> WarcResponses(const std::string& out) {
+  std::string index = out + "/warc-index.jsonl";
+  CommandResult idx = RunCommand("warcio index " + out + "/warc/*.warc.gz > " + index);
+  if (idx.exit_code != 0) throw std::runtime_error("warcio index failed: " + idx.output);
+  std::multiset<std::string> in_warc;
+  std::ifstream in(index);
+  for (std::string line; std::getline(in, line);) {
+    boost::json::object o = boost::json::parse(line).as_object();
+    if (o.at("warc-type").as_string() == "response") in_warc.insert(o.at("warc-target-uri").as_string().c_str());
+  }
+  return in_warc;
+}
+
+}  // namespace crawler::testing
+
+#endif  // TESTS_CRAWLER_CRAWL_OUTPUT_H_
