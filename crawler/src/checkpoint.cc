@@ -299,7 +299,7 @@ Result<CheckpointWritten> WriteCheckpoint(const std::string& out, const Checkpoi
   {  // dedup.bin
     auto f = HashedFile::Create(tmp + "/dedup.bin");
     if (!f.ok()) return f.status();
-    Status st = src.filter->Write((*f)->file(), tmp + "/dedup.bin");
+    Status st = src.filter->WriteFrozen((*f)->file(), tmp + "/dedup.bin");
     if (!st.ok()) return st;
     st = finish(**f, "dedup.bin");
     if (!st.ok()) return st;

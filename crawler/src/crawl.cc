@@ -172,6 +172,12 @@ struct Crawl::Impl {
     frontier::Lease lease;    // pages
     FetchResult result;
   };
+  // The costly part of processing a result, done outside the checkpoint
+  // gate: WARC records built, links extracted.
+  struct Prepared {
+    PreparedExchange warc;
+    parsers::ExtractResult links;
+  };
   struct Worker;
 
   Config config;
@@ -318,7 +324,8 @@ struct Crawl::Impl {
     std::fflush(log);
   }
 
-  Status Store(const FetchResult& r) {
+  // The WARC records of a response (digests + gzip: no lock, no shared state).
+  static PreparedExchange PrepareStore(const FetchResult& r) {
     Exchange ex;
     ex.url = r.url;
     ex.ip = r.ip;
@@ -327,7 +334,7 @@ struct Crawl::Impl {
     ex.response_head = HeadForStoredBody(r.response_head, r.body.size());
     ex.body = r.body;
     ex.truncated = r.truncated;
-    return warc->Write(ex);
+    return WarcWriter::Prepare(ex);
   }
 
   void Count(const FetchResult& r) {
@@ -402,11 +409,25 @@ struct Crawl::Impl::Worker {
     return Status::Ok();
   }
 
-  Status FinishRobots(Completed& c) {
+  Prepared Prepare(const Completed& c) const {
+    Prepared p;
+    const FetchResult& r = c.result;
+    if (r.status > 0) p.warc = PrepareStore(r);
+    bool html = r.content_type == "text/html" || r.content_type == "application/xhtml+xml";
+    if (!c.robots && r.status >= 200 && r.status < 300 && html) {
+      parsers::ExtractOptions eo;
+      eo.include_assets = m.config.crawl.include_assets;
+      eo.url = m.config.url;
+      p.links = parsers::ExtractLinks(r.body, c.lease.entry.url, r.charset, eo);
+    }
+    return p;
+  }
+
+  Status FinishRobots(Completed& c, const Prepared& p) {
     FetchResult& r = c.result;
     m.Count(r);
     if (r.status > 0) {
-      Status st = m.Store(r);
+      Status st = m.warc->Write(p.warc);
       if (!st.ok()) return st;
     }
     m.LogLine(r.url, r.status, &r, 0, "", r.error == FetchError::kNone ? "" : FetchErrorName(r.error), true);
@@ -445,13 +466,13 @@ struct Crawl::Impl::Worker {
     return Status::Ok();
   }
 
-  Status FinishPage(Completed& c) {
+  Status FinishPage(Completed& c, const Prepared& p) {
     FetchResult& r = c.result;
     const frontier::UrlEntry& e = c.lease.entry;
     m.frontier->Done(c.lease, Clock::now(), r.seconds);
     m.Count(r);
     if (r.status > 0) {
-      Status st = m.Store(r);
+      Status st = m.warc->Write(p.warc);
       if (!st.ok()) return st;
     }
     m.LogLine(e.url, r.status, &r, e.depth, e.referrer,
@@ -480,16 +501,9 @@ struct Crawl::Impl::Worker {
         m.CountSkip(&CrawlSummary::too_many_redirects);
       }
     }
-    bool html = r.content_type == "text/html" || r.content_type == "application/xhtml+xml";
-    if (r.status >= 200 && r.status < 300 && html) {
-      parsers::ExtractOptions eo;
-      eo.include_assets = m.config.crawl.include_assets;
-      eo.url = m.config.url;
-      parsers::ExtractResult links = parsers::ExtractLinks(r.body, e.url, r.charset, eo);
-      if (!links.meta_nofollow) {
-        for (const parsers::Link& l : links.links) {
-          if (!l.nofollow) offer(l.url, e.depth + 1, 0);
-        }
+    if (!p.links.meta_nofollow) {
+      for (const parsers::Link& l : p.links.links) {
+        if (!l.nofollow) offer(l.url, e.depth + 1, 0);
       }
     }
     m.CountSkip(&CrawlSummary::too_deep, too_deep);
@@ -595,10 +609,11 @@ struct Crawl::Impl::Worker {
           }
         }
         if (c) {
+          Prepared p = Prepare(*c);  // outside the gate: a checkpoint need not wait for it
           Status st = Status::Ok();
           {
             GateUnit unit(m.gate);
-            st = c->robots ? FinishRobots(*c) : FinishPage(*c);
+            st = c->robots ? FinishRobots(*c, p) : FinishPage(*c, p);
           }
           m.busy.fetch_sub(1);
           if (!st.ok()) return m.Fail(st);

@@ -135,9 +135,7 @@ Status WarcWriter::AppendBytes(const std::string& bytes) {
   return Status::Ok();
 }
 
-Status WarcWriter::Write(const Exchange& ex) {
-  // Digests and compression happen before taking the lock, so workers do
-  // them in parallel; only the appends are serialised.
+PreparedExchange WarcWriter::Prepare(const Exchange& ex) {
   const std::string date = WarcDate(ex.date);
   const std::string request_id = RecordId();
   const std::string response_id = RecordId();
@@ -148,23 +146,34 @@ Status WarcWriter::Write(const Exchange& ex) {
   std::string response_headers = common + "WARC-Payload-Digest: " + WarcDigest(ex.body) +
                                  "\r\nWARC-Block-Digest: " + WarcDigest(block) + "\r\n";
   if (ex.truncated) response_headers += "WARC-Truncated: length\r\n";
-  std::string response = GzipMember(Record("response", response_id, response_headers,
-                                           "application/http;msgtype=response", block));
+  PreparedExchange out;
+  out.response = GzipMember(Record("response", response_id, response_headers,
+                                   "application/http;msgtype=response", block));
   std::string request_headers = common + "WARC-Concurrent-To: " + response_id +
                                 "\r\nWARC-Block-Digest: " + WarcDigest(ex.request) + "\r\n";
-  std::string request = GzipMember(Record("request", request_id, request_headers,
-                                          "application/http;msgtype=request", ex.request));
+  out.request = GzipMember(Record("request", request_id, request_headers,
+                                  "application/http;msgtype=request", ex.request));
+  return out;
+}
+
+Status WarcWriter::Write(const PreparedExchange& prepared) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (response.empty() || request.empty()) {
+  if (prepared.response.empty() || prepared.request.empty()) {
     return Status::Error(Status::Code::kIoError, path_ + ": deflate failed");
   }
   if (bytes_ >= options_.rotate_bytes) {
     Status st = OpenNext();
     if (!st.ok()) return st;
   }
-  Status st = AppendBytes(response);
+  Status st = AppendBytes(prepared.response);
   if (!st.ok()) return st;
-  return AppendBytes(request);
+  return AppendBytes(prepared.request);
+}
+
+Status WarcWriter::Write(const Exchange& ex) {
+  // Digests and compression happen before taking the lock, so workers do
+  // them in parallel; only the appends are serialised.
+  return Write(Prepare(ex));
 }
 
 Status WarcWriter::Sync() {

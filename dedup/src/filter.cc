@@ -184,6 +184,15 @@ class StripedFilter final : public Filter {
   const FilterOptions& options() const override { return options_; }
 
   Status Write(std::FILE* out, const std::string& name) const override {
+    return WriteImpl(out, name, false);
+  }
+  Status WriteFrozen(std::FILE* out, const std::string& name) const override {
+    return WriteImpl(out, name, true);
+  }
+
+  // frozen: no other thread uses the filter; write each layer straight from
+  // its memory (no copy, no lock held across I/O).
+  Status WriteImpl(std::FILE* out, const std::string& name, bool frozen) const {
     Status st = WritePreamble(out, name);
     if (!st.ok()) return st;
     ByteWriter head;
@@ -199,7 +208,7 @@ class StripedFilter final : public Filter {
     st = WriteSection(out, name, kTagHead, head.buffer());
     uint64_t total_items = 0;
     for (uint32_t i = 0; i < options_.stripes && st.ok(); ++i) {
-      ByteWriter w;
+      ByteWriter w(frozen);
       {
         // The only pause a writer causes: copying one stripe under its lock.
         const Stripe& s = stripes_[i];
@@ -219,7 +228,7 @@ class StripedFilter final : public Filter {
           total_items += layer.items();
         }
       }
-      st = WriteSection(out, name, kTagStripe, w.buffer());
+      st = frozen ? WriteSection(out, name, kTagStripe, w) : WriteSection(out, name, kTagStripe, w.buffer());
     }
     if (!st.ok()) return st;
     ByteWriter end;

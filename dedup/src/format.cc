@@ -65,6 +65,23 @@ Status WriteSection(std::FILE* out, const std::string& name, const char (&tag)[4
   return Status::Ok();
 }
 
+Status WriteSection(std::FILE* out, const std::string& name, const char (&tag)[4],
+                    const ByteWriter& payload) {
+  uint64_t length = payload.size();
+  XXH64_state_t state;
+  XXH64_reset(&state, 0);
+  XXH64_update(&state, tag, 4);
+  XXH64_update(&state, &length, sizeof(length));
+  bool ok = std::fwrite(tag, 1, 4, out) == 4 && std::fwrite(&length, 8, 1, out) == 1;
+  payload.ForEachRun([&](const uint8_t* p, size_t n) {
+    XXH64_update(&state, p, n);
+    ok = ok && std::fwrite(p, 1, n, out) == n;
+  });
+  uint64_t sum = XXH64_digest(&state);
+  if (!ok || std::fwrite(&sum, 8, 1, out) != 1) return IoError(name, "write");
+  return Status::Ok();
+}
+
 Status ReadPreamble(std::FILE* in, const std::string& name) {
   uint8_t buf[16];
   size_t got = std::fread(buf, 1, sizeof(buf), in);

@@ -58,23 +58,56 @@ inline constexpr char kTagEnd[4] = {'E', 'N', 'D', '!'};
 static_assert(std::endian::native == std::endian::little,
               "the codecs below memcpy integers; add byte swaps for big-endian hosts");
 
-// Appends little-endian values to a growable buffer.
+// Appends little-endian values to a growable buffer. With `by_reference`,
+// Bytes() of a large block records a pointer to it instead of copying it (the
+// caller keeps the block alive and unchanged until the writer is written
+// out): a frozen filter is then written straight from its own memory.
 class ByteWriter {
  public:
-  void U8(uint8_t v) { buf_.push_back(v); }
+  explicit ByteWriter(bool by_reference = false) : by_reference_(by_reference) {}
+  void U8(uint8_t v) { Raw(&v, 1); }
   void U32(uint32_t v) { Raw(&v, sizeof(v)); }
   void U64(uint64_t v) { Raw(&v, sizeof(v)); }
   void F64(double v) { U64(std::bit_cast<uint64_t>(v)); }
-  void Bytes(const uint8_t* p, size_t n) { Raw(p, n); }
-  void Reserve(size_t n) { buf_.reserve(n); }
+  void Bytes(const uint8_t* p, size_t n) {
+    if (by_reference_ && n >= 4096) {
+      pieces_.push_back({buf_.size(), p, n});
+      size_ += n;
+    } else {
+      Raw(p, n);
+    }
+  }
+  void Reserve(size_t n) { buf_.reserve(by_reference_ ? 4096 : n); }
+  // REQUIRES: not by_reference.
   const std::vector<uint8_t>& buffer() const { return buf_; }
+  uint64_t size() const { return size_; }
+  // Calls f(data, n) for each consecutive run of bytes, in order.
+  template <typename F>
+  void ForEachRun(F&& f) const {
+    size_t at = 0;
+    for (const Piece& piece : pieces_) {
+      if (piece.offset > at) f(buf_.data() + at, piece.offset - at);
+      f(piece.data, piece.size);
+      at = piece.offset;
+    }
+    if (buf_.size() > at) f(buf_.data() + at, buf_.size() - at);
+  }
 
  private:
+  struct Piece {
+    size_t offset;  // in buf_: the piece comes before buf_[offset]
+    const uint8_t* data;
+    size_t size;
+  };
   void Raw(const void* p, size_t n) {
     const auto* b = static_cast<const uint8_t*>(p);
     buf_.insert(buf_.end(), b, b + n);
+    size_ += n;
   }
+  bool by_reference_;
   std::vector<uint8_t> buf_;
+  std::vector<Piece> pieces_;
+  uint64_t size_ = 0;
 };
 
 // Reads little-endian values from a byte span; a read past the end sets a
@@ -114,6 +147,8 @@ Status WritePreamble(std::FILE* out, const std::string& name);
 // Writes one framed section (tag, length, payload, checksum).
 Status WriteSection(std::FILE* out, const std::string& name, const char (&tag)[4],
                     const std::vector<uint8_t>& payload);
+Status WriteSection(std::FILE* out, const std::string& name, const char (&tag)[4],
+                    const ByteWriter& payload);
 
 // Reads the preamble; distinguishes a foreign file (kBadMagic), a short file
 // (kTruncated) and a newer/older format (kBadVersion).

@@ -93,6 +93,8 @@ struct CheckpointWritten {
 
 // Writes and publishes a checkpoint of OUT. Uses only the sources given (it
 // runs in a forked child: no logging, no locks other threads may hold).
+// REQUIRES: nothing changes the filter and the frontier meanwhile (a forked
+// child's frozen copy, or the end of a crawl).
 Result<CheckpointWritten> WriteCheckpoint(const std::string& out, const CheckpointInfo& info,
                                           const CheckpointSources& sources);
 

@@ -45,6 +45,12 @@ struct Exchange {
   bool truncated = false;                  // body cut at the size limit
 };
 
+// The two gzipped records of one fetch, ready to append (Prepare does the
+// digests and compression, the costly part, without any lock).
+struct PreparedExchange {
+  std::string response, request;
+};
+
 struct WarcPosition {
   uint32_t file_index = 0;
   uint64_t bytes = 0;  // size of that file
@@ -63,6 +69,9 @@ class WarcWriter {
 
   // Appends the request and response records of one fetch.
   [[nodiscard]] Status Write(const Exchange& exchange);
+  // The same in two steps: Prepare (thread-safe, no lock), then Write.
+  static PreparedExchange Prepare(const Exchange& exchange);
+  [[nodiscard]] Status Write(const PreparedExchange& prepared);
   // fflush + fsync of the current file.
   [[nodiscard]] Status Sync();
   WarcPosition Position() const;

@@ -190,6 +190,11 @@ class Filter {
   Status Save(const std::string& path) const;
   // Writes to an open stream (no fsync); `name` is used in error messages.
   virtual Status Write(std::FILE* out, const std::string& name) const = 0;
+  // The same bytes, written straight from the filter's memory without
+  // copying a stripe first: much faster for big filters (no page faults on
+  // fresh buffers). REQUIRES: no other thread touches the filter meanwhile
+  // (e.g. a checkpoint writer in a forked child).
+  virtual Status WriteFrozen(std::FILE* out, const std::string& name) const = 0;
 
  protected:
   Filter() = default;
