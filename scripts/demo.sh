@@ -42,3 +42,6 @@ echo "demo: fetched $(wc -l <"$work/fetched.txt") URLs ($(sort -u "$work/fetched
      "the site's truth set has $(wc -l <"$work/truth.txt"); missing: $(comm -23 <(sort "$work/truth.txt") <(sort -u "$work/fetched.txt") | wc -l)," \
      "extra: $(comm -13 <(sort "$work/truth.txt") <(sort -u "$work/fetched.txt") | wc -l)"
 echo "demo: requests served by the site: $(wc -l <"$work/requests.log")"
+echo
+echo "demo: the stats report (crawler stats crawl-demo; --json, --html FILE for charts):"
+"$crawler" stats crawl-demo

@@ -60,7 +60,10 @@ std::string Bytes(double b) {
   if (b >= 1e3) return Fmt("%.1f kB", b / 1e3);
   return Fmt("%.0f B", b);
 }
-std::string Pct(double v) { return Fmt(v < 0.001 ? "%.5f %%" : "%.3f %%", v * 100); }
+std::string Pct(double v) {
+  if (v > 0 && v < 1e-7) return Fmt("%.2e %%", v * 100);
+  return Fmt(v < 0.001 ? "%.5f %%" : "%.3f %%", v * 100);
+}
 
 struct Row {
   std::string label, value;

@@ -130,16 +130,18 @@ int main(int argc, char** argv) {
     worst_pause = std::max(worst_pause, pause_ms);
     write_s = run == 0 ? total : std::min(write_s, total);
   }
+  // dd writing the same bytes with fsync (the checkpoint's own files, read
+  // from the page cache, so both write the same data), three runs.
   uint64_t bytes = DirBytes(out + "/checkpoint");
-  uint64_t mb = (bytes + (1 << 20) - 1) >> 20;
   double dd = 1e9;
   for (int run = 0; run < 3; ++run) {
-    dd = std::min(dd, RunTimed("dd if=/dev/zero of=" + dir + "/dd.bin bs=1M count=" + std::to_string(mb) +
-                               " conv=fsync status=none"));
+    dd = std::min(dd, RunTimed("cat " + out + "/checkpoint/* | dd of=" + dir +
+                               "/dd.bin bs=1M iflag=fullblock conv=fsync status=none"));
   }
-  std::printf("write: %.2f s for %.3f GB (%.0f MB/s); dd conv=fsync of %llu MiB: %.2f s -> %.2fx dd (target <= 2x)\n",
-              write_s, static_cast<double>(bytes) / 1e9, static_cast<double>(bytes) / 1e6 / write_s,
-              static_cast<unsigned long long>(mb), dd, write_s / dd);
+  std::printf("write: %.2f s for %.3f GB (%.0f MB/s); dd conv=fsync of the same bytes: %.2f s -> %.2fx dd "
+              "(target <= 2x)\n",
+              write_s, static_cast<double>(bytes) / 1e9, static_cast<double>(bytes) / 1e6 / write_s, dd,
+              write_s / dd);
   std::printf("worst pause: %.1f ms (target <= 100 ms)\n", worst_pause);
 
   bool cold = DropCaches();
