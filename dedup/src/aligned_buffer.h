@@ -10,19 +10,32 @@
 #include <memory>
 #include <new>
 
+#include <sys/mman.h>
+
 namespace crawler::dedup {
 
 class AlignedBuffer {
  public:
   static constexpr size_t kAlign = 128;  // a pair of lines: what the L2 spatial prefetcher fetches together
+  static constexpr size_t kHugePage = size_t{2} << 20;
 
   AlignedBuffer() = default;
-  explicit AlignedBuffer(size_t size) : size_(size) {
+  // Zero-filled unless `zero` is false (the caller overwrites every byte).
+  // Buffers of 2 MiB and more are 2 MiB-aligned and advised as transparent
+  // huge pages: a 1 GB filter then costs ~500 page faults instead of
+  // ~260,000 (dear on a VM) and far fewer TLB misses on random probes.
+  explicit AlignedBuffer(size_t size, bool zero = true) : size_(size) {
     if (size == 0) return;
-    size_t rounded = (size + kAlign - 1) / kAlign * kAlign;
-    void* p = std::aligned_alloc(kAlign, rounded);
+    size_t align = size >= kHugePage ? kHugePage : kAlign;
+    size_t rounded = (size + align - 1) / align * align;
+    void* p = std::aligned_alloc(align, rounded);
     if (p == nullptr) throw std::bad_alloc();
-    std::memset(p, 0, rounded);
+    if (align == kHugePage) ::madvise(p, rounded, MADV_HUGEPAGE);  // advice only: failure is harmless
+    if (zero) {
+      std::memset(p, 0, rounded);
+    } else if (rounded > size) {
+      std::memset(static_cast<uint8_t*>(p) + size, 0, rounded - size);
+    }
     data_.reset(static_cast<uint8_t*>(p));
   }
   AlignedBuffer(AlignedBuffer&&) noexcept = default;

@@ -170,7 +170,7 @@ Status BadField(const std::string& where, const std::string& what) {
 bool ErrorInRange(double e) { return e > 0 && e < 1; }
 
 AlignedBuffer CopyData(const uint8_t* p, uint64_t n) {
-  AlignedBuffer buf(n);
+  AlignedBuffer buf(n, /*zero=*/false);
   if (n > 0) std::memcpy(buf.data(), p, n);
   return buf;
 }

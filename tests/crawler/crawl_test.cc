@@ -194,7 +194,7 @@ TEST_CASE("Crawl: bad input exits 2 with a message naming what was wrong", "[eng
                              "bad.toml:2: crawl.max_dept: unknown key"},
                         Case{"crawl --seeds " + dir + "/seeds.txt --set dedup.type=quotient",
                              "dedup.type: must be bloom, cuckoo or counting"},
-                        Case{"crawl", "--seeds is required"},
+                        Case{"crawl", "--seeds FILE or --resume DIR is required"},
                         Case{"fly", "subcommand"}}) {
     testing::CommandResult r = Run(c.args);
     INFO(c.args << "\n" << r.output);
