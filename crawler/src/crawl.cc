@@ -221,6 +221,7 @@ struct Crawl::Impl {
   std::atomic<double> last_fpr{0};
   std::vector<std::string> scope_list;   // for the manifest
   double elapsed_base = 0;               // crawl time before this run (resume)
+  uint64_t spilled_base = 0;             // URLs spilled before this run (resume)
   Clock::time_point run_start = Clock::now();
   uint64_t sequence = 0;                 // of the last checkpoint started
   pid_t child = -1;                      // the checkpoint writer running, if any
@@ -859,6 +860,7 @@ Result<std::unique_ptr<Crawl>> Crawl::Resume(const std::string& out_dir,
   m.summary.stopped = false;
   m.expected_false_seen = info.expected_false_seen;
   m.elapsed_base = info.elapsed_s;
+  m.spilled_base = info.summary.spilled;
   m.sequence = info.sequence;
   m.last_checkpoint_pages = m.summary.fetched + m.summary.failed;
 
@@ -951,7 +953,7 @@ json::object Crawl::Impl::BuildStats(bool running) {
   f["hosts_ready"] = p.frontier.hosts_ready;
   f["hosts_waiting_politeness"] = p.frontier.hosts_waiting_politeness;
   f["hosts_waiting_robots"] = p.frontier.hosts_waiting_robots;
-  f["spilled"] = p.frontier.spilled;
+  f["spilled"] = spilled_base + p.frontier.spilled;
   json::array depths;
   for (const auto& [depth, n] : p.frontier.depths) depths.push_back(json::object{{"depth", depth}, {"urls", n}});
   f["depths"] = std::move(depths);
@@ -1066,7 +1068,7 @@ Status Crawl::Impl::StartCheckpoint(bool fork_writer) {
       info.summary = summary;
       info.expected_false_seen = expected_false_seen;
     }
-    info.summary.spilled = frontier->Stats(Clock::now()).spilled;
+    info.summary.spilled = spilled_base + frontier->Stats(Clock::now()).spilled;
     info.started = started.load();
     info.pause_ms = last_pause_ms;
     info.stats = BuildStats(fork_writer);
@@ -1234,7 +1236,7 @@ Result<CrawlSummary> Crawl::Run(const std::atomic<bool>& stop, const ProgressFn&
   {
     std::lock_guard<std::mutex> slock(m.summary_mu);
     m.summary.stopped = stop.load() || m.max_pages_hit.load();
-    m.summary.spilled = m.frontier->Stats(Clock::now()).spilled;
+    m.summary.spilled = m.spilled_base + m.frontier->Stats(Clock::now()).spilled;
     m.summary.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   }
   // The last act: a checkpoint of the final state (resumable after a stop).
