@@ -17,6 +17,9 @@ class Sha1 {
   Sha1();
   void Update(std::string_view data);
   std::array<uint8_t, 20> Final();
+  // True when blocks go through the CPU's SHA instructions (x86 SHA-NI);
+  // CRAWLER_SHA1_PORTABLE=1 in the environment forces the portable code.
+  static bool HardwareAccelerated();
 
  private:
   void Block(const uint8_t* p);

@@ -35,7 +35,8 @@ std::string Sha1Hex(const std::string& s) {
   return Hex(sha.Final());
 }
 
-TEST_CASE("SHA-1: FIPS 180 test vectors; base32 per RFC 4648", "[engine][warc]") {
+TEST_CASE("SHA-1: FIPS 180 test vectors; base32 per RFC 4648", "[engine][warc][sha1]") {
+  INFO("SHA instructions: " << Sha1::HardwareAccelerated());
   CHECK(Sha1Hex("") == "da39a3ee5e6b4b0d3255bfef95601890afd80709");
   CHECK(Sha1Hex("abc") == "a9993e364706816aba3e25717850c26c9cd0d89d");
   CHECK(Sha1Hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq") ==
@@ -46,6 +47,22 @@ TEST_CASE("SHA-1: FIPS 180 test vectors; base32 per RFC 4648", "[engine][warc]")
   const uint8_t foobar[] = {'f', 'o', 'o', 'b', 'a', 'r'};
   CHECK(Base32(foobar, 6) == "MZXW6YTBOI======");
   CHECK(WarcDigest("") == "sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ");
+}
+
+TEST_CASE("SHA-1: lengths around the block and padding boundaries", "[engine][warc][sha1]") {
+  // Digests of "0123456789" repeated to each length, from Python's hashlib.
+  const std::pair<size_t, const char*> cases[] = {
+      {55, "9f3a4ce7f66b1b74c34da2c5d732c39f81e0f8df"}, {56, "0a40b8fbdaafb7c29651618ac15d27e772287130"},
+      {63, "984b0f2f6d78c24020f5a79d409f67ab99302891"}, {64, "cf0800f7644ace3cb4c3fa33388d3ba0ea3c8b6e"},
+      {65, "92de3a8444fe6d15268f0ba810aa43bc8b3a4ffe"}, {119, "d1ba16c5f745875597b6d0b9061f30b5a5c89092"},
+      {120, "deb4cf0a6f315d8403e5eff0923a8c5c52f21ac8"}, {128, "b5d36071c0845df9e0727b58ec97d2796f3312d0"},
+      {1000, "f2b2f38b074c387a1415c3afb834c7232f31b097"}, {10007, "046d7442e8585ae7fa50ebece1fc0f5a71c8e0ce"}};
+  std::string digits;
+  while (digits.size() < 10007) digits += "0123456789";
+  for (const auto& [n, hex] : cases) {
+    INFO("length " << n);
+    CHECK(Sha1Hex(digits.substr(0, n)) == hex);
+  }
 }
 
 // All gzip members of a file, concatenated.
