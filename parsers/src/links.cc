@@ -6,7 +6,14 @@
 #include <gumbo.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <memory>
+#include <new>
+#include <vector>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#endif
 
 namespace crawler::parsers {
 namespace {
@@ -71,9 +78,91 @@ std::string_view RefreshTarget(std::string_view content) {
   return rest;
 }
 
-struct GumboDeleter {
-  void operator()(GumboOutput* out) const { gumbo_destroy_output(&kGumboDefaultOptions, out); }
+// A per-thread bump allocator for gumbo. A parse makes thousands of small
+// allocations that all die together when the tree is dropped; with malloc they
+// cost about a fifth of the parse. The arena hands out memory from large
+// chunks and drops the whole tree at once (gumbo's own frees are no-ops).
+// After each page it keeps up to kKeepBytes of chunks for the next one, so a
+// huge page does not pin its memory. ASan builds poison a gap after each
+// allocation, so an overflow inside the tree is still caught.
+class GumboArena {
+ public:
+  static constexpr size_t kChunkBytes = 256 << 10;
+  static constexpr size_t kKeepBytes = 4 << 20;
+
+  ~GumboArena() {
+    for (Chunk& c : chunks_) std::free(c.data);
+  }
+
+  static void* Allocate(void* self, size_t size) { return static_cast<GumboArena*>(self)->Take(size); }
+  static void Free(void*, void*) {}
+
+  GumboOptions Options() {
+    GumboOptions o = kGumboDefaultOptions;
+    o.allocator = &Allocate;
+    o.deallocator = &Free;
+    o.userdata = this;
+    return o;
+  }
+
+  // Forget every allocation (the tree must be dropped first).
+  void Reset() {
+    size_t kept = 0, n = 0;
+    for (; n < chunks_.size() && kept + chunks_[n].size <= kKeepBytes; ++n) kept += chunks_[n].size;
+    for (size_t i = n; i < chunks_.size(); ++i) std::free(chunks_[i].data);
+    chunks_.resize(n);
+    for (Chunk& c : chunks_) {
+      c.used = 0;
+      Unpoison(c.data, c.size);
+    }
+    current_ = 0;
+  }
+
+ private:
+  struct Chunk {
+    char* data;
+    size_t size;
+    size_t used;
+  };
+#if defined(__SANITIZE_ADDRESS__)
+  static constexpr size_t kRedzone = 16;
+  static void Poison(void* p, size_t n) { __asan_poison_memory_region(p, n); }
+  static void Unpoison(void* p, size_t n) { __asan_unpoison_memory_region(p, n); }
+#else
+  static constexpr size_t kRedzone = 0;
+  static void Poison(void*, size_t) {}
+  static void Unpoison(void*, size_t) {}
+#endif
+
+  void* Take(size_t size) {
+    size_t need = (size + kRedzone + 15) & ~size_t{15};
+    while (current_ < chunks_.size()) {
+      Chunk& c = chunks_[current_];
+      if (c.size - c.used >= need) {
+        char* p = c.data + c.used;
+        c.used += need;
+        Poison(p + size, need - size);
+        return p;
+      }
+      ++current_;
+    }
+    size_t bytes = std::max(need, kChunkBytes);
+    char* data = static_cast<char*>(std::malloc(bytes));
+    if (data == nullptr) throw std::bad_alloc();
+    chunks_.push_back(Chunk{data, bytes, need});
+    current_ = chunks_.size() - 1;
+    Poison(data + size, bytes - size);
+    return data;
+  }
+
+  std::vector<Chunk> chunks_;
+  size_t current_ = 0;
 };
+
+GumboArena& ThreadArena() {
+  static thread_local GumboArena arena;
+  return arena;
+}
 
 class Extractor {
  public:
@@ -273,8 +362,13 @@ ExtractResult ExtractLinks(std::string_view html, std::string_view page_url,
     converted = Windows1252ToUtf8(html);
     html = converted;
   }
-  std::unique_ptr<GumboOutput, GumboDeleter> output(
-      gumbo_parse_with_options(&kGumboDefaultOptions, html.data(), html.size()));
+  GumboArena& arena = ThreadArena();
+  const GumboOptions gumbo_options = arena.Options();
+  struct ResetAtExit {
+    GumboArena& arena;
+    ~ResetAtExit() { arena.Reset(); }  // the tree dies here, even on an exception
+  } reset{arena};
+  const GumboOutput* output = gumbo_parse_with_options(&gumbo_options, html.data(), html.size());
   Extractor extractor(page_url, options);
   if (output != nullptr) extractor.Walk(output->root);
   return extractor.Take();
