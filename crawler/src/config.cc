@@ -187,6 +187,7 @@ const std::vector<Key>& Schema() {
                              ? std::string("must be a file name prefix without '/' or spaces")
                              : std::string();
                 }),
+      IntKey<int>("output", "warc_gzip_level", [](Config& c) -> auto& { return c.output.warc_gzip_level; }, 1, 9),
 
       DoubleKey("checkpoint", "interval_s", [](Config& c) -> auto& { return c.checkpoint.interval_s; }, 0, 365 * 86400.0),
       IntKey<uint64_t>("checkpoint", "interval_pages", [](Config& c) -> auto& { return c.checkpoint.interval_pages; }, 0, kMax64),

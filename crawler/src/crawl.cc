@@ -343,7 +343,7 @@ struct Crawl::Impl {
   }
 
   // The WARC records of a response (digests + gzip: no lock, no shared state).
-  static PreparedExchange PrepareStore(const FetchResult& r) {
+  PreparedExchange PrepareStore(const FetchResult& r) const {
     Exchange ex;
     ex.url = r.url;
     ex.ip = r.ip;
@@ -352,7 +352,7 @@ struct Crawl::Impl {
     ex.response_head = HeadForStoredBody(r.response_head, r.body.size());
     ex.body = r.body;
     ex.truncated = r.truncated;
-    return WarcWriter::Prepare(ex);
+    return warc->Prepare(ex);
   }
 
   void Count(const FetchResult& r) {
@@ -430,7 +430,7 @@ struct Crawl::Impl::Worker {
   Prepared Prepare(const Completed& c) const {
     Prepared p;
     const FetchResult& r = c.result;
-    if (r.status > 0) p.warc = PrepareStore(r);
+    if (r.status > 0) p.warc = m.PrepareStore(r);
     bool html = r.content_type == "text/html" || r.content_type == "application/xhtml+xml";
     if (!c.robots && r.status >= 200 && r.status < 300 && html) {
       parsers::ExtractOptions eo;
@@ -704,6 +704,7 @@ Result<std::unique_ptr<Crawl::Impl>> BuildImpl(const Config& config, const std::
   wo.dir = out_dir + "/warc";
   wo.prefix = config.output.warc_prefix;
   wo.rotate_bytes = config.output.warc_rotate_bytes;
+  wo.gzip_level = config.output.warc_gzip_level;
   wo.operator_info = config.crawl.user_agent;
   auto warc = WarcWriter::Open(wo);
   if (!warc.ok()) return warc.status();

@@ -104,10 +104,10 @@ Status WarcWriter::OpenNext() {
 namespace {
 
 // One gzip member holding `record`, or "" if zlib failed.
-std::string GzipMember(const std::string& record) {
+std::string GzipMember(const std::string& record, int level) {
   z_stream z{};
   // 15 + 16: a gzip (not zlib) wrapper; one member per record.
-  if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+  if (deflateInit2(&z, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
     return {};
   }
   std::string out(deflateBound(&z, static_cast<uLong>(record.size())), '\0');
@@ -124,7 +124,7 @@ std::string GzipMember(const std::string& record) {
 }  // namespace
 
 Status WarcWriter::Append(const std::string& record) {
-  std::string member = GzipMember(record);
+  std::string member = GzipMember(record, options_.gzip_level);
   if (member.empty()) return Status::Error(Status::Code::kIoError, path_ + ": deflate failed");
   return AppendBytes(member);
 }
@@ -135,7 +135,7 @@ Status WarcWriter::AppendBytes(const std::string& bytes) {
   return Status::Ok();
 }
 
-PreparedExchange WarcWriter::Prepare(const Exchange& ex) {
+PreparedExchange WarcWriter::Prepare(const Exchange& ex) const {
   const std::string date = WarcDate(ex.date);
   const std::string request_id = RecordId();
   const std::string response_id = RecordId();
@@ -148,11 +148,13 @@ PreparedExchange WarcWriter::Prepare(const Exchange& ex) {
   if (ex.truncated) response_headers += "WARC-Truncated: length\r\n";
   PreparedExchange out;
   out.response = GzipMember(Record("response", response_id, response_headers,
-                                   "application/http;msgtype=response", block));
+                                   "application/http;msgtype=response", block),
+                             options_.gzip_level);
   std::string request_headers = common + "WARC-Concurrent-To: " + response_id +
                                 "\r\nWARC-Block-Digest: " + WarcDigest(ex.request) + "\r\n";
   out.request = GzipMember(Record("request", request_id, request_headers,
-                                  "application/http;msgtype=request", ex.request));
+                                  "application/http;msgtype=request", ex.request),
+                            options_.gzip_level);
   return out;
 }
 

@@ -31,6 +31,7 @@ struct WarcOptions {
   std::string dir;                         // OUT/warc
   std::string prefix = "crawl";
   uint64_t rotate_bytes = uint64_t{1} << 30;  // 1 GiB
+  int gzip_level = 6;                      // zlib 1 (fastest) .. 9 (smallest)
   std::string software = "crawler/0.1";
   std::string operator_info;               // e.g. the contact URL from the config
 };
@@ -70,7 +71,7 @@ class WarcWriter {
   // Appends the request and response records of one fetch.
   [[nodiscard]] Status Write(const Exchange& exchange);
   // The same in two steps: Prepare (thread-safe, no lock), then Write.
-  static PreparedExchange Prepare(const Exchange& exchange);
+  PreparedExchange Prepare(const Exchange& exchange) const;
   [[nodiscard]] Status Write(const PreparedExchange& prepared);
   // fflush + fsync of the current file.
   [[nodiscard]] Status Sync();
