@@ -12,6 +12,13 @@
 #include <vector>
 
 #if defined(__SANITIZE_ADDRESS__)
+#define CRAWLER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)  // clang
+#define CRAWLER_ASAN 1
+#endif
+#endif
+#if defined(CRAWLER_ASAN)
 #include <sanitizer/asan_interface.h>
 #endif
 
@@ -84,7 +91,8 @@ std::string_view RefreshTarget(std::string_view content) {
 // chunks and drops the whole tree at once (gumbo's own frees are no-ops).
 // After each page it keeps up to kKeepBytes of chunks for the next one, so a
 // huge page does not pin its memory. ASan builds poison a gap after each
-// allocation, so an overflow inside the tree is still caught.
+// allocation and every free byte of a chunk, so an overflow inside the tree
+// or a pointer kept past the page is still caught.
 class GumboArena {
  public:
   static constexpr size_t kChunkBytes = 256 << 10;
@@ -113,7 +121,7 @@ class GumboArena {
     chunks_.resize(n);
     for (Chunk& c : chunks_) {
       c.used = 0;
-      Unpoison(c.data, c.size);
+      Poison(c.data, c.size);  // a pointer kept past the page is caught
     }
     current_ = 0;
   }
@@ -124,7 +132,7 @@ class GumboArena {
     size_t size;
     size_t used;
   };
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(CRAWLER_ASAN)
   static constexpr size_t kRedzone = 16;
   static void Poison(void* p, size_t n) { __asan_poison_memory_region(p, n); }
   static void Unpoison(void* p, size_t n) { __asan_unpoison_memory_region(p, n); }
@@ -141,7 +149,7 @@ class GumboArena {
       if (c.size - c.used >= need) {
         char* p = c.data + c.used;
         c.used += need;
-        Poison(p + size, need - size);
+        Unpoison(p, size);  // the rest of the chunk stays poisoned
         return p;
       }
       ++current_;
@@ -151,7 +159,8 @@ class GumboArena {
     if (data == nullptr) throw std::bad_alloc();
     chunks_.push_back(Chunk{data, bytes, need});
     current_ = chunks_.size() - 1;
-    Poison(data + size, bytes - size);
+    Poison(data, bytes);
+    Unpoison(data, size);
     return data;
   }
 
