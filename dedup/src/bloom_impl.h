@@ -136,6 +136,13 @@ class BlockedLayer {
   bool AddIfAbsent(const KeyHash& h, uint64_t* saturations) {
     uint8_t* block = Block(h);
     if constexpr (kCellBits == 1) {
+      // Read first, write only a new key's block. Most keys a crawler offers
+      // are duplicates, and a store dirties its page even when no bit
+      // changes: while a forked checkpoint writer shares the filter, every
+      // such store is a copy-on-write fault plus a TLB shootdown (measured:
+      // the crawl fell from 2,273 to 218 pages/s during a 1.4 GB checkpoint).
+      // It also keeps duplicate checks from bouncing cache lines between cores.
+      if (Contains(h)) return false;
       // Branch-free: at half fill every "was it set?" test is a coin flip the
       // branch predictor would lose.
       ProbeSequence probes(h, block_bits_);
