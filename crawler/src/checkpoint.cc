@@ -1,6 +1,8 @@
 // Checkpoint files; see crawler/checkpoint.h.
 #include "crawler/checkpoint.h"
 
+#include "json_fields.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -222,21 +224,8 @@ Status Sleep(int ms) {
   return Status::Ok();
 }
 
-uint64_t U64(const json::object& o, const char* key) {
-  const json::value* v = o.if_contains(key);
-  if (v == nullptr) return 0;
-  if (v->is_uint64()) return v->as_uint64();
-  if (v->is_int64()) return static_cast<uint64_t>(std::max<int64_t>(0, v->as_int64()));
-  return 0;
-}
-double F64(const json::object& o, const char* key) {
-  const json::value* v = o.if_contains(key);
-  if (v == nullptr) return 0;
-  if (v->is_double()) return v->as_double();
-  if (v->is_int64()) return static_cast<double>(v->as_int64());
-  if (v->is_uint64()) return static_cast<double>(v->as_uint64());
-  return 0;
-}
+using json_fields::Count;
+using json_fields::Num;
 
 #define CRAWLER_SUMMARY_FIELDS(X)                                                          \
   X(fetched) X(failed) X(truncated) X(status_2xx) X(status_3xx) X(status_4xx) X(status_5xx) \
@@ -258,7 +247,7 @@ json::object SummaryToJson(const CrawlSummary& s) {
 
 CrawlSummary SummaryFromJson(const json::object& o) {
   CrawlSummary s;
-#define X(f) s.f = U64(o, #f);
+#define X(f) s.f = Count(o, #f);
   CRAWLER_SUMMARY_FIELDS(X)
 #undef X
   if (const json::value* e = o.if_contains("errors"); e != nullptr && e->is_object()) {
@@ -440,9 +429,9 @@ Result<json::object> ReadManifest(const std::string& dir) {
   if (format == nullptr || !format->is_string() || format->as_string() != "crawler-checkpoint") {
     return Status::Error(Status::Code::kBadMagic, path + ": not a crawler checkpoint manifest");
   }
-  if (U64(o, "version") != kManifestVersion) {
+  if (Count(o, "version") != kManifestVersion) {
     return Status::Error(Status::Code::kBadVersion,
-                         path + ": checkpoint format version " + std::to_string(U64(o, "version")) +
+                         path + ": checkpoint format version " + std::to_string(Count(o, "version")) +
                              ", this build reads version " + std::to_string(kManifestVersion));
   }
   for (const char* key : {"counters", "warc", "fetch_log", "files", "stats"}) {
@@ -462,7 +451,7 @@ Result<LoadedCheckpoint> LoadCheckpoint(const std::string& dir) {
         !f->as_object().at("xxh3").is_string()) {
       return Damaged(dir + "/MANIFEST.json", "no entry for " + name);
     }
-    *bytes = U64(f->as_object(), "bytes");
+    *bytes = Count(f->as_object(), "bytes");
     *hash = f->as_object().at("xxh3").as_string().c_str();
     return Status::Ok();
   };
@@ -482,8 +471,8 @@ Result<LoadedCheckpoint> LoadCheckpoint(const std::string& dir) {
   LoadedCheckpoint out;
   out.dir = dir;
   CheckpointInfo& info = out.info;
-  info.sequence = U64(m, "sequence");
-  info.elapsed_s = F64(m, "elapsed_s");
+  info.sequence = Count(m, "sequence");
+  info.elapsed_s = Num(m, "elapsed_s");
   if (const json::value* s = m.if_contains("scope_hosts"); s != nullptr && s->is_array()) {
     for (const json::value& h : s->as_array()) {
       if (h.is_string()) info.scope_hosts.emplace_back(h.as_string().c_str());
@@ -491,22 +480,22 @@ Result<LoadedCheckpoint> LoadCheckpoint(const std::string& dir) {
   }
   const json::object& counters = m.at("counters").as_object();
   info.summary = SummaryFromJson(counters);
-  info.started = U64(counters, "started");
-  info.expected_false_seen = F64(counters, "expected_false_seen");
+  info.started = Count(counters, "started");
+  info.expected_false_seen = Num(counters, "expected_false_seen");
   const json::object& warc = m.at("warc").as_object();
-  info.warc_index = static_cast<uint32_t>(U64(warc, "file_index"));
+  info.warc_index = static_cast<uint32_t>(Count(warc, "file_index"));
   if (const json::value* f = warc.if_contains("file"); f != nullptr && f->is_string()) {
     info.warc_file = f->as_string().c_str();
   }
   if (info.warc_file.empty() || info.warc_file.find('/') != std::string::npos) {
     return Damaged(dir + "/MANIFEST.json", "bad WARC file name");
   }
-  info.warc_bytes = U64(warc, "bytes");
-  info.fetch_log_bytes = U64(m.at("fetch_log").as_object(), "bytes");
+  info.warc_bytes = Count(warc, "bytes");
+  info.fetch_log_bytes = Count(m.at("fetch_log").as_object(), "bytes");
   if (const json::value* s = m.if_contains("stats_series"); s != nullptr && s->is_object()) {
-    info.series_bytes = U64(s->as_object(), "bytes");
+    info.series_bytes = Count(s->as_object(), "bytes");
   }
-  info.pause_ms = F64(m, "pause_ms");
+  info.pause_ms = Num(m, "pause_ms");
   info.stats = m.at("stats").as_object();
 
   // config.toml

@@ -10,34 +10,17 @@
 #include <sstream>
 
 #include "crawler/checkpoint.h"
+#include "json_fields.h"
 
 namespace crawler::engine {
 namespace {
 
 namespace json = boost::json;
 
-const json::object& Obj(const json::object& o, const char* key) {
-  static const json::object kEmpty;
-  const json::value* v = o.if_contains(key);
-  return v != nullptr && v->is_object() ? v->as_object() : kEmpty;
-}
-const json::array& Arr(const json::object& o, const char* key) {
-  static const json::array kEmpty;
-  const json::value* v = o.if_contains(key);
-  return v != nullptr && v->is_array() ? v->as_array() : kEmpty;
-}
-double Num(const json::object& o, const char* key) {
-  const json::value* v = o.if_contains(key);
-  if (v == nullptr) return 0;
-  if (v->is_double()) return v->as_double();
-  if (v->is_int64()) return static_cast<double>(v->as_int64());
-  if (v->is_uint64()) return static_cast<double>(v->as_uint64());
-  return 0;
-}
-std::string Str(const json::object& o, const char* key) {
-  const json::value* v = o.if_contains(key);
-  return v != nullptr && v->is_string() ? std::string(v->as_string()) : std::string();
-}
+using json_fields::Arr;
+using json_fields::Num;
+using json_fields::Obj;
+using json_fields::Str;
 
 // 1234567 -> "1,234,567"
 std::string Count(double v) {
