@@ -1,6 +1,7 @@
 // Checkpoint files; see crawler/checkpoint.h.
 #include "crawler/checkpoint.h"
 
+#include "base/file_util.h"
 #include "json_fields.h"
 
 #include <fcntl.h>
@@ -22,14 +23,10 @@ namespace fs = std::filesystem;
 namespace json = boost::json;
 using frontier::Clock;
 
-constexpr char kFrontierMagic[8] = {'C', 'R', 'W', 'L', 'F', 'R', 'N', 'T'};
-constexpr uint32_t kFrontierVersion = 1;
-constexpr int kManifestVersion = 1;
+// 2: frontier.bin in frontier/'s format v2, the engine's host state in hosts.bin.
+constexpr int kManifestVersion = 2;
 constexpr const char* kChecksumKey = "\"manifest_xxh3\":\"";
 
-Status IoError(const std::string& path, const std::string& what) {
-  return Status::Error(Status::Code::kIoError, path + ": " + what + ": " + std::strerror(errno));
-}
 Status Damaged(const std::string& path, const std::string& what) {
   return Status::Error(Status::Code::kCorruption, path + ": " + what);
 }
@@ -38,15 +35,6 @@ std::string Hex(uint64_t v) {
   char buf[17];
   std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
   return buf;
-}
-
-Status SyncDir(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (fd < 0) return IoError(dir, "open");
-  int rc = ::fsync(fd);
-  ::close(fd);
-  if (rc != 0) return IoError(dir, "fsync");
-  return Status::Ok();
 }
 
 // A FILE* that writes to a descriptor and hashes every byte (fopencookie).
@@ -154,59 +142,10 @@ class HashedReader {
   uint64_t bytes_ = 0;
 };
 
-class Buf {
- public:
-  void U8(uint8_t v) { s_.push_back(static_cast<char>(v)); }
-  void U32(uint32_t v) { s_.append(reinterpret_cast<const char*>(&v), 4); }
-  void U64(uint64_t v) { s_.append(reinterpret_cast<const char*>(&v), 8); }
-  void F64(double v) { s_.append(reinterpret_cast<const char*>(&v), 8); }
-  void Str(const std::string& v) {
-    U32(static_cast<uint32_t>(v.size()));
-    s_ += v;
-  }
-  std::string& bytes() { return s_; }
-
- private:
-  std::string s_;
-};
-
-class Reader {
- public:
-  Reader(const std::string& s, std::string name) : s_(s), name_(std::move(name)) {}
-  bool ok() const { return ok_; }
-  bool AtEnd() const { return pos_ == s_.size(); }
-  size_t pos() const { return pos_; }
-  template <typename T>
-  T Get() {
-    T v{};
-    if (!Need(sizeof(T))) return v;
-    std::memcpy(&v, s_.data() + pos_, sizeof(T));
-    pos_ += sizeof(T);
-    return v;
-  }
-  std::string Str() {
-    uint32_t n = Get<uint32_t>();
-    if (!Need(n)) return {};
-    std::string v = s_.substr(pos_, n);
-    pos_ += n;
-    return v;
-  }
-
- private:
-  bool Need(size_t n) {
-    if (!ok_ || s_.size() - pos_ < n) ok_ = false;
-    return ok_;
-  }
-  const std::string& s_;
-  std::string name_;
-  size_t pos_ = 0;
-  bool ok_ = true;
-};
-
 Result<std::string> ReadWhole(const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) {
-    if (errno == ENOENT) return Status::Error(Status::Code::kIoError, path + ": missing");
+    if (errno == ENOENT) return Status::Error(Status::Code::kCorruption, path + ": missing");
     return IoError(path, "open");
   }
   std::string out;
@@ -229,7 +168,7 @@ using json_fields::Num;
 
 #define CRAWLER_SUMMARY_FIELDS(X)                                                          \
   X(fetched) X(failed) X(truncated) X(status_2xx) X(status_3xx) X(status_4xx) X(status_5xx) \
-  X(robots_blocked) X(out_of_scope) X(too_deep) X(trap_guard) X(duplicates)                 \
+  X(robots_blocked) X(out_of_scope) X(too_deep) X(trap_guard) X(duplicates) X(filter_full)   \
   X(too_many_redirects) X(bytes) X(spilled)
 
 }  // namespace
@@ -294,60 +233,17 @@ Result<CheckpointWritten> WriteCheckpoint(const std::string& out, const Checkpoi
     if (!st.ok()) return st;
   }
   {  // frontier.bin
-    const std::string path = tmp + "/frontier.bin";
-    auto f = HashedFile::Create(path);
+    auto f = HashedFile::Create(tmp + "/frontier.bin");
     if (!f.ok()) return f.status();
-    std::FILE* file = (*f)->file();
-    Buf b;
-    b.bytes().append(kFrontierMagic, 8);
-    b.U32(kFrontierVersion);
-    b.U32(0);
-    uint64_t hosts = 0, urls = 0;
-    auto flush = [&]() -> Status {
-      if (b.bytes().size() < (1 << 16)) return Status::Ok();
-      size_t n = std::fwrite(b.bytes().data(), 1, b.bytes().size(), file);
-      bool ok = n == b.bytes().size();
-      b.bytes().clear();
-      return ok ? Status::Ok() : IoError(path, "write");
-    };
-    Status st = src.frontier->ForEachEntry(
-        src.cut,
-        [&](const frontier::HostImage& h) {
-          CheckpointHost e = src.host(h.key);
-          b.U8('H');
-          b.Str(h.key);
-          b.U8(h.open ? 1 : 0);
-          b.F64(h.crawl_delay_s);
-          b.F64(h.due_in_s);
-          b.U8(e.robots_done ? 1 : 0);
-          b.U8(e.robots_outcome);
-          b.F64(e.robots_age_s);
-          b.U64(e.fetched);
-          b.U8(e.robots_pending ? 1 : 0);
-          b.U32(e.robots_hops);
-          b.Str(e.robots_url);
-          b.Str(e.robots_body);
-          ++hosts;
-          return flush();
-        },
-        [&](const frontier::UrlEntry& e, bool leased) {
-          b.U8('U');
-          b.U8(leased ? 1 : 0);
-          b.U32(e.depth);
-          b.U32(e.redirects);
-          b.Str(e.url);
-          b.Str(e.referrer);
-          ++urls;
-          return flush();
-        });
+    Status st = frontier::WriteFrontierImage(*src.frontier, src.cut, (*f)->file(), tmp + "/frontier.bin");
+    if (st.ok()) st = finish(**f, "frontier.bin");
     if (!st.ok()) return st;
-    b.U8('E');
-    b.U64(hosts);
-    b.U64(urls);
-    if (std::fwrite(b.bytes().data(), 1, b.bytes().size(), file) != b.bytes().size()) {
-      return IoError(path, "write");
-    }
-    st = finish(**f, "frontier.bin");
+  }
+  {  // hosts.bin
+    auto f = HashedFile::Create(tmp + "/hosts.bin");
+    if (!f.ok()) return f.status();
+    Status st = src.write_hosts((*f)->file(), tmp + "/hosts.bin");
+    if (st.ok()) st = finish(**f, "hosts.bin");
     if (!st.ok()) return st;
   }
 
@@ -511,7 +407,7 @@ Result<LoadedCheckpoint> LoadCheckpoint(const std::string& dir) {
     const std::string path = dir + "/dedup.bin";
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-      if (errno == ENOENT) return Status::Error(Status::Code::kIoError, path + ": missing");
+      if (errno == ENOENT) return Status::Error(Status::Code::kCorruption, path + ": missing");
       return IoError(path, "open");
     }
     std::unique_ptr<dedup::Filter> filter;
@@ -537,64 +433,22 @@ Result<LoadedCheckpoint> LoadCheckpoint(const std::string& dir) {
     out.filter = std::move(filter);
   }
 
-  // frontier.bin
-  {
-    const std::string path = dir + "/frontier.bin";
-    auto data = ReadWhole(path);
+  // frontier.bin and hosts.bin: checksum first, then their owners' decoders.
+  auto verified = [&](const std::string& name) -> Result<std::string> {
+    auto data = ReadWhole(dir + "/" + name);
     if (!data.ok()) return data.status();
-    st = check("frontier.bin", data->size(), XXH3_64bits(data->data(), data->size()));
-    if (!st.ok()) return st;
-    if (data->size() < 16 || std::memcmp(data->data(), kFrontierMagic, 8) != 0) {
-      return Status::Error(Status::Code::kBadMagic, path + ": not a frontier image");
-    }
-    Reader r(*data, path);
-    r.Get<uint64_t>();  // magic
-    uint32_t version = r.Get<uint32_t>();
-    r.Get<uint32_t>();
-    if (version != kFrontierVersion) {
-      return Status::Error(Status::Code::kBadVersion, path + ": frontier image version " + std::to_string(version));
-    }
-    bool ended = false;
-    while (r.ok() && !r.AtEnd() && !ended) {
-      uint8_t tag = r.Get<uint8_t>();
-      if (tag == 'H') {
-        frontier::HostImage h;
-        CheckpointHost e;
-        h.key = r.Str();
-        h.open = r.Get<uint8_t>() != 0;
-        h.crawl_delay_s = r.Get<double>();
-        h.due_in_s = r.Get<double>();
-        e.robots_done = r.Get<uint8_t>() != 0;
-        e.robots_outcome = r.Get<uint8_t>();
-        e.robots_age_s = r.Get<double>();
-        e.fetched = r.Get<uint64_t>();
-        e.robots_pending = r.Get<uint8_t>() != 0;
-        e.robots_hops = r.Get<uint32_t>();
-        e.robots_url = r.Str();
-        e.robots_body = r.Str();
-        if (e.robots_outcome > 4) return Damaged(path, "bad robots outcome for host " + h.key);
-        out.hosts.emplace_back(std::move(h), std::move(e));
-      } else if (tag == 'U') {
-        frontier::UrlEntry e;
-        bool leased = r.Get<uint8_t>() != 0;
-        e.depth = r.Get<uint32_t>();
-        e.redirects = r.Get<uint32_t>();
-        e.url = r.Str();
-        e.referrer = r.Str();
-        if (r.ok() && frontier::HostKey(e.url).empty()) return Damaged(path, "not a URL: " + e.url);
-        out.urls.emplace_back(std::move(e), leased);
-      } else if (tag == 'E') {
-        uint64_t hosts = r.Get<uint64_t>(), urls = r.Get<uint64_t>();
-        if (r.ok() && (hosts != out.hosts.size() || urls != out.urls.size())) {
-          return Damaged(path, "record counts do not match its end record");
-        }
-        ended = true;
-      } else {
-        return Damaged(path, "unknown record at offset " + std::to_string(r.pos() - 1));
-      }
-    }
-    if (!r.ok() || !ended || !r.AtEnd()) return Damaged(path, "truncated or trailing bytes");
-  }
+    Status ok = check(name, data->size(), XXH3_64bits(data->data(), data->size()));
+    if (!ok.ok()) return ok;
+    return data;
+  };
+  auto frontier_bin = verified("frontier.bin");
+  if (!frontier_bin.ok()) return frontier_bin.status();
+  auto image = frontier::DecodeFrontierImage(*frontier_bin, dir + "/frontier.bin");
+  if (!image.ok()) return image.status();
+  out.frontier = std::move(image).value();
+  auto hosts_bin = verified("hosts.bin");
+  if (!hosts_bin.ok()) return hosts_bin.status();
+  out.hosts_bin = std::move(hosts_bin).value();
   return out;
 }
 

@@ -5,9 +5,14 @@
 //   crawler stats DIR [--json] [--html FILE]
 //   crawler normalize [--base URL] [URL ...]
 //
+//   crawler --version
+//
 // Exit codes: 0 done (also after Ctrl-C/SIGTERM: a checkpoint is written),
-// 1 crawl error (output I/O), 2 bad usage or bad input (seeds, config, --set,
-// a damaged or missing checkpoint). SIGUSR1 asks for a checkpoint now.
+// 1 crawl error (an output or checkpoint that cannot be written or read: disk
+// full, I/O error), 2 bad usage or bad input (seeds, config, --set, a damaged
+// or missing checkpoint). SIGUSR1 asks for a checkpoint now. The wording of
+// every message and the exit codes live here, not in the library; each error
+// is printed once (stderr), and also goes to OUT/crawler.log.
 #include <malloc.h>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/spdlog.h>
@@ -26,6 +31,7 @@
 #include "crawler/crawl.h"
 #include "crawler/seeds.h"
 #include "crawler/stats_report.h"
+#include "crawler/version.h"
 #include "parsers/url.h"
 
 namespace {
@@ -40,7 +46,20 @@ std::atomic<bool> g_checkpoint{false};
 extern "C" void OnSignal(int) { g_stop = true; }
 extern "C" void OnCheckpointSignal(int) { g_checkpoint = true; }
 
-// OUT/crawler.log gets everything the engine logs; stderr only errors.
+// I/O failures are crawl errors; everything else is bad input.
+int ExitCodeFor(const crawler::Status& st) {
+  return st.code() == crawler::Status::Code::kIoError ? kExitCrawlError : kExitBadInput;
+}
+
+// One message on stderr (and in the log file, if one is set up).
+int Fail(const crawler::Status& st, bool logged) {
+  if (!logged) spdlog::error("{}", st.message());
+  std::fprintf(stderr, "crawler: %s\n", st.message().c_str());
+  return ExitCodeFor(st);
+}
+
+// OUT/crawler.log gets everything the engine logs; nothing goes to stderr
+// through the logger (main prints what the user must see, once).
 void SetUpLog(const std::string& out) {
   try {
     std::filesystem::create_directories(out);
@@ -50,7 +69,7 @@ void SetUpLog(const std::string& out) {
     spdlog::set_default_logger(logger);
     spdlog::flush_every(std::chrono::seconds(2));
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "crawler: %s/crawler.log: %s (logging to stderr)\n", out.c_str(), e.what());
+    std::fprintf(stderr, "crawler: %s/crawler.log: %s (no log file for this run)\n", out.c_str(), e.what());
   }
 }
 
@@ -101,11 +120,7 @@ int RunCrawl(const std::string& seeds_path, const std::string& config_path,
     if (std::filesystem::is_directory(resume)) SetUpLog(resume);
     std::string warning;
     crawl = Crawl::Resume(resume, sets, &warning);
-    if (!crawl.ok()) {
-      spdlog::error("{}", crawl.status().message());
-      std::fprintf(stderr, "crawler: %s\n", crawl.status().message().c_str());
-      return kExitBadInput;
-    }
+    if (!crawl.ok()) return Fail(crawl.status(), false);
     if (!warning.empty()) std::fprintf(stderr, "crawler: warning: %s\n", warning.c_str());
   } else {
     auto config = crawler::engine::LoadConfig(config_path, sets);
@@ -120,10 +135,12 @@ int RunCrawl(const std::string& seeds_path, const std::string& config_path,
     }
     for (const std::string& p : seeds->problems) std::fprintf(stderr, "crawler: skipped seed: %s\n", p.c_str());
     SetUpLog(out);
-    crawl = Crawl::Create(*config, seeds->urls, out);
-    if (!crawl.ok()) {
-      std::fprintf(stderr, "crawler: %s\n", crawl.status().message().c_str());
-      return crawl.status().code() == crawler::Status::Code::kInvalidArgument ? kExitBadInput : kExitCrawlError;
+    std::vector<std::string> skipped;
+    crawl = Crawl::Create(*config, seeds->urls, out, &skipped);
+    if (!crawl.ok()) return Fail(crawl.status(), false);
+    for (const std::string& p : skipped) {
+      spdlog::warn("skipped seed: {}", p);
+      std::fprintf(stderr, "crawler: skipped seed: %s\n", p.c_str());
     }
     spdlog::info("crawl of {} seeds into {} started", seeds->urls.size(), out);
   }
@@ -134,8 +151,9 @@ int RunCrawl(const std::string& seeds_path, const std::string& config_path,
     Progress progress;  // its destructor ends the status line
     return (*crawl)->Run(g_stop, std::ref(progress), &g_checkpoint);
   }();
+  // Any failure of a running crawl is an output failure (exit 1); the
+  // engine has logged it ("crawl stopped: ...").
   if (!summary.ok()) {
-    spdlog::error("{}", summary.status().message());
     std::fprintf(stderr, "crawler: %s\n", summary.status().message().c_str());
     return kExitCrawlError;
   }
@@ -147,7 +165,7 @@ int RunCrawl(const std::string& seeds_path, const std::string& config_path,
       "crawl %s in %.1f s: %llu fetched (2xx %llu, 3xx %llu, 4xx %llu, 5xx %llu), %llu failed, "
       "%llu truncated, %.1f MB\n"
       "  skipped: %llu robots, %llu out of scope, %llu too deep, %llu trap guard; "
-      "%llu duplicate links\n"
+      "%llu duplicate links, %llu refused by a full fixed-size filter\n"
       "  frontier: spilled to disk: %llu URLs\n"
       "  WARC: %s/\n  fetch log: %s\n  log: %s/crawler.log\n"
       "  checkpoint: %s/checkpoint/ (resume: crawler crawl --resume %s; report: crawler stats %s)\n",
@@ -158,7 +176,7 @@ int RunCrawl(const std::string& seeds_path, const std::string& config_path,
       static_cast<double>(s.bytes) / 1e6, static_cast<unsigned long long>(s.robots_blocked),
       static_cast<unsigned long long>(s.out_of_scope), static_cast<unsigned long long>(s.too_deep),
       static_cast<unsigned long long>(s.trap_guard), static_cast<unsigned long long>(s.duplicates),
-      static_cast<unsigned long long>(s.spilled), s.warc_dir.c_str(), s.fetch_log.c_str(), dir.c_str(),
+      static_cast<unsigned long long>(s.filter_full), static_cast<unsigned long long>(s.spilled), s.warc_dir.c_str(), s.fetch_log.c_str(), dir.c_str(),
       dir.c_str(), dir.c_str(), dir.c_str());
   return kExitOk;
 }
@@ -194,9 +212,15 @@ int main(int argc, char** argv) {
   // moving the mmap threshold (large bodies still get their own mapping).
   mallopt(M_TRIM_THRESHOLD, 64 << 20);
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  // Until OUT/crawler.log is set up, the engine's log goes nowhere: spdlog's
+  // default logger writes to stderr, where main prints every message once.
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>("crawler"));
   CLI::App app{"crawler: a polite web crawler with a compact URL-seen filter.\n"
                "Exit codes: 0 done, 1 crawl error, 2 bad usage or bad input."};
   app.require_subcommand(1);
+  // CLI11 prints it and ends the parse (CallForVersion), as --help does.
+  app.set_version_flag("--version", crawler::engine::VersionReport(),
+                       "print the version and the libraries' versions");
   std::string seeds, config, out = "crawl-out", base, resume, stats_dir, html;
   bool as_json = false;
   std::vector<std::string> sets, urls;

@@ -4,6 +4,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -199,6 +200,30 @@ Result<WarcPosition> WarcWriter::Flush() {
 std::string WarcWriter::CurrentPath() const {
   std::lock_guard<std::mutex> lock(mu_);
   return path_;
+}
+
+std::string HeadForStoredBody(const std::string& head, size_t body_size) {
+  std::string out;
+  bool changed = false;
+  size_t pos = 0;
+  while (pos < head.size()) {
+    size_t end = head.find("\r\n", pos);
+    if (end == std::string::npos) end = head.size();
+    std::string line = head.substr(pos, end - pos);
+    pos = end + 2;
+    if (line.empty()) break;
+    std::string lower = line;
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (lower.rfind("content-encoding:", 0) == 0 || lower.rfind("content-length:", 0) == 0 ||
+        lower.rfind("transfer-encoding:", 0) == 0) {
+      out += "X-Crawler-Original-" + line + "\r\n";
+      changed = true;
+    } else {
+      out += line + "\r\n";
+    }
+  }
+  if (!changed) return head;
+  return out + "Content-Length: " + std::to_string(body_size) + "\r\n\r\n";
 }
 
 }  // namespace crawler::engine

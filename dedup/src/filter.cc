@@ -2,6 +2,8 @@
 // three layer types. See filter.h for the design; format.h for the bytes.
 #include "dedup/filter.h"
 
+#include "base/file_util.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -445,18 +447,6 @@ Result<std::unique_ptr<Filter>> ReadStripes(std::FILE* in, const std::string& na
   return std::unique_ptr<Filter>(std::move(filter));
 }
 
-Status FsyncDirOf(const std::string& path) {
-  std::string dir = std::filesystem::path(path).parent_path().string();
-  if (dir.empty()) dir = ".";
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (fd < 0) return Status::Error(Status::Code::kIoError, dir + ": open: " + std::strerror(errno));
-  int rc = ::fsync(fd);
-  int err = errno;
-  ::close(fd);
-  if (rc != 0) return Status::Error(Status::Code::kIoError, dir + ": fsync: " + std::strerror(err));
-  return Status::Ok();
-}
-
 }  // namespace
 
 Result<std::unique_ptr<Filter>> Filter::Create(const FilterOptions& options) {
@@ -526,29 +516,7 @@ Result<std::unique_ptr<Filter>> Filter::Load(const std::string& path) {
 }
 
 Status Filter::Save(const std::string& path) const {
-  const std::string tmp = path + ".tmp";
-  std::FILE* out = std::fopen(tmp.c_str(), "wb");
-  if (out == nullptr) {
-    return Status::Error(Status::Code::kIoError, tmp + ": open: " + std::strerror(errno));
-  }
-  Status st = Write(out, tmp);
-  if (st.ok() && std::fflush(out) != 0) {
-    st = Status::Error(Status::Code::kIoError, tmp + ": flush: " + std::strerror(errno));
-  }
-  if (st.ok() && ::fsync(fileno(out)) != 0) {
-    st = Status::Error(Status::Code::kIoError, tmp + ": fsync: " + std::strerror(errno));
-  }
-  if (std::fclose(out) != 0 && st.ok()) {
-    st = Status::Error(Status::Code::kIoError, tmp + ": close: " + std::strerror(errno));
-  }
-  if (st.ok() && std::rename(tmp.c_str(), path.c_str()) != 0) {
-    st = Status::Error(Status::Code::kIoError, path + ": rename: " + std::strerror(errno));
-  }
-  if (!st.ok()) {
-    std::remove(tmp.c_str());
-    return st;
-  }
-  return FsyncDirOf(path);
+  return WriteFileAtomic(path, [&](std::FILE* out) { return Write(out, path + ".tmp"); });
 }
 
 }  // namespace crawler::dedup

@@ -45,7 +45,8 @@
 
 #include "bloom_impl.h"
 #include "cuckoo_impl.h"
-#include "dedup/status.h"
+#include "base/bytes.h"
+#include "base/status.h"
 
 namespace crawler::dedup {
 
@@ -55,92 +56,12 @@ inline constexpr char kTagHead[4] = {'H', 'E', 'A', 'D'};
 inline constexpr char kTagStripe[4] = {'S', 'T', 'R', 'P'};
 inline constexpr char kTagEnd[4] = {'E', 'N', 'D', '!'};
 
+// Layer data is written as the bytes of its in-memory words.
 static_assert(std::endian::native == std::endian::little,
-              "the codecs below memcpy integers; add byte swaps for big-endian hosts");
+              "layer data is stored as its little-endian memory image; add swaps for big-endian hosts");
 
-// Appends little-endian values to a growable buffer. With `by_reference`,
-// Bytes() of a large block records a pointer to it instead of copying it (the
-// caller keeps the block alive and unchanged until the writer is written
-// out): a frozen filter is then written straight from its own memory.
-class ByteWriter {
- public:
-  explicit ByteWriter(bool by_reference = false) : by_reference_(by_reference) {}
-  void U8(uint8_t v) { Raw(&v, 1); }
-  void U32(uint32_t v) { Raw(&v, sizeof(v)); }
-  void U64(uint64_t v) { Raw(&v, sizeof(v)); }
-  void F64(double v) { U64(std::bit_cast<uint64_t>(v)); }
-  void Bytes(const uint8_t* p, size_t n) {
-    if (by_reference_ && n >= 4096) {
-      pieces_.push_back({buf_.size(), p, n});
-      size_ += n;
-    } else {
-      Raw(p, n);
-    }
-  }
-  void Reserve(size_t n) { buf_.reserve(by_reference_ ? 4096 : n); }
-  // REQUIRES: not by_reference.
-  const std::vector<uint8_t>& buffer() const { return buf_; }
-  uint64_t size() const { return size_; }
-  // Calls f(data, n) for each consecutive run of bytes, in order.
-  template <typename F>
-  void ForEachRun(F&& f) const {
-    size_t at = 0;
-    for (const Piece& piece : pieces_) {
-      if (piece.offset > at) f(buf_.data() + at, piece.offset - at);
-      f(piece.data, piece.size);
-      at = piece.offset;
-    }
-    if (buf_.size() > at) f(buf_.data() + at, buf_.size() - at);
-  }
-
- private:
-  struct Piece {
-    size_t offset;  // in buf_: the piece comes before buf_[offset]
-    const uint8_t* data;
-    size_t size;
-  };
-  void Raw(const void* p, size_t n) {
-    const auto* b = static_cast<const uint8_t*>(p);
-    buf_.insert(buf_.end(), b, b + n);
-    size_ += n;
-  }
-  bool by_reference_;
-  std::vector<uint8_t> buf_;
-  std::vector<Piece> pieces_;
-  uint64_t size_ = 0;
-};
-
-// Reads little-endian values from a byte span; a read past the end sets a
-// sticky failure and returns zeros, checked once with ok().
-class ByteReader {
- public:
-  ByteReader(const uint8_t* data, size_t size) : p_(data), end_(data + size) {}
-  uint8_t U8() { uint8_t v = 0; Raw(&v, 1); return v; }
-  uint32_t U32() { uint32_t v = 0; Raw(&v, 4); return v; }
-  uint64_t U64() { uint64_t v = 0; Raw(&v, 8); return v; }
-  double F64() { return std::bit_cast<double>(U64()); }
-  // Returns a pointer to the next n bytes, or nullptr (and failure) if short.
-  const uint8_t* Bytes(uint64_t n) {
-    if (!ok_ || n > static_cast<uint64_t>(end_ - p_)) {
-      ok_ = false;
-      return nullptr;
-    }
-    const uint8_t* at = p_;
-    p_ += n;
-    return at;
-  }
-  bool ok() const { return ok_; }
-  size_t remaining() const { return static_cast<size_t>(end_ - p_); }
-
- private:
-  void Raw(void* out, size_t n) {
-    const uint8_t* at = Bytes(n);
-    if (at != nullptr) std::memcpy(out, at, n);
-  }
-  const uint8_t* p_;
-  const uint8_t* end_;
-  bool ok_ = true;
-};
+using crawler::ByteReader;
+using crawler::ByteWriter;
 
 // Writes magic + version + reserved.
 Status WritePreamble(std::FILE* out, const std::string& name);

@@ -1,6 +1,9 @@
 // The crawl frontier; see frontier/frontier.h.
 #include "frontier/frontier.h"
 
+#include "base/bytes.h"
+#include "base/file_util.h"
+
 #include <xxhash.h>
 
 #include <algorithm>
@@ -21,14 +24,33 @@ namespace {
 // appended to their files (amortises open/append/close).
 constexpr uint64_t kMaxBufferedSpill = 8192;
 
-Status IoError(const std::string& path, const char* what) {
-  return Status::Error(Status::Code::kIoError, path + ": " + what + ": " + std::strerror(errno));
+// One spill record (see frontier.h), through the shared little-endian codec.
+void EncodeSpillRecord(const UrlEntry& e, ByteWriter* w) {
+  w->U32(e.depth);
+  w->U32(e.redirects);
+  w->U32(static_cast<uint32_t>(e.url.size()));
+  w->U32(static_cast<uint32_t>(e.referrer.size()));
+  w->Bytes(reinterpret_cast<const uint8_t*>(e.url.data()), e.url.size());
+  w->Bytes(reinterpret_cast<const uint8_t*>(e.referrer.data()), e.referrer.size());
 }
 
-void PutU32(std::string* out, uint32_t v) {
-  char b[4];
-  std::memcpy(b, &v, 4);  // little-endian hosts only (static_assert in dedup/format.h)
-  out->append(b, 4);
+// Reads the next record; false at the end of the file or on a short record.
+// *bytes: the record's size on disk.
+bool ReadSpillRecord(std::FILE* f, UrlEntry* e, uint64_t* bytes) {
+  uint8_t head[16];
+  if (std::fread(head, 1, sizeof(head), f) != sizeof(head)) return false;
+  ByteReader r(head, sizeof(head));
+  e->depth = r.U32();
+  e->redirects = r.U32();
+  uint32_t url_len = r.U32(), ref_len = r.U32();
+  e->url.resize(url_len);
+  e->referrer.resize(ref_len);
+  if (std::fread(e->url.data(), 1, url_len, f) != url_len ||
+      std::fread(e->referrer.data(), 1, ref_len, f) != ref_len) {
+    return false;
+  }
+  *bytes = sizeof(head) + url_len + ref_len;
+  return true;
 }
 
 }  // namespace
@@ -176,15 +198,9 @@ struct Frontier::Impl {
                     ++h.spill_gen);
       h.spill_path = options.spill_dir + "/" + name;
     }
-    std::string bytes;
-    for (const UrlEntry& e : h.write_buf) {
-      PutU32(&bytes, e.depth);
-      PutU32(&bytes, e.redirects);
-      PutU32(&bytes, static_cast<uint32_t>(e.url.size()));
-      PutU32(&bytes, static_cast<uint32_t>(e.referrer.size()));
-      bytes += e.url;
-      bytes += e.referrer;
-    }
+    ByteWriter w;
+    for (const UrlEntry& e : h.write_buf) EncodeSpillRecord(e, &w);
+    std::string_view bytes = w.view();
     std::FILE* f = std::fopen(h.spill_path.c_str(), "ab");
     if (f == nullptr) return IoError(h.spill_path, "open");
     bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
@@ -218,18 +234,10 @@ struct Frontier::Impl {
     }
     uint64_t got = 0;
     while (got < want && got < h.on_disk) {
-      uint32_t head[4];
-      if (std::fread(head, 4, 4, f) != 4) break;
       UrlEntry e;
-      e.depth = head[0];
-      e.redirects = head[1];
-      e.url.resize(head[2]);
-      e.referrer.resize(head[3]);
-      if (std::fread(e.url.data(), 1, head[2], f) != head[2] ||
-          std::fread(e.referrer.data(), 1, head[3], f) != head[3]) {
-        break;
-      }
-      h.read_offset += 16 + head[2] + head[3];
+      uint64_t bytes = 0;
+      if (!ReadSpillRecord(f, &e, &bytes)) break;
+      h.read_offset += bytes;
       h.PushRam(std::move(e));
       ++got;
     }
@@ -435,18 +443,9 @@ Status Frontier::ForEachEntry(Clock::time_point now,
       std::unique_ptr<std::FILE, int (*)(std::FILE*)> closer(f, &std::fclose);
       if (std::fseek(f, static_cast<long>(h.read_offset), SEEK_SET) != 0) return IoError(h.spill_path, "seek");
       for (uint64_t i = 0; i < h.on_disk; ++i) {
-        uint32_t head[4];
         UrlEntry e;
-        bool ok = std::fread(head, 4, 4, f) == 4;
-        if (ok) {
-          e.depth = head[0];
-          e.redirects = head[1];
-          e.url.resize(head[2]);
-          e.referrer.resize(head[3]);
-          ok = std::fread(e.url.data(), 1, head[2], f) == head[2] &&
-               std::fread(e.referrer.data(), 1, head[3], f) == head[3];
-        }
-        if (!ok) {
+        uint64_t bytes = 0;
+        if (!ReadSpillRecord(f, &e, &bytes)) {
           return Status::Error(Status::Code::kCorruption,
                                h.spill_path + ": spill file ends early (" + std::to_string(h.on_disk) +
                                    " records expected from offset " + std::to_string(h.read_offset) + ")");

@@ -191,4 +191,12 @@ bool Robots::Allowed(std::string_view path) const {
   return allow;
 }
 
+RobotsFetch RobotsFetchForStatus(long status) {
+  if (status >= 200 && status < 300) return RobotsFetch::kOk;
+  if (status >= 300 && status < 400) return RobotsFetch::kTooManyRedirects;
+  if (status >= 400 && status < 500) return RobotsFetch::kClientError;
+  if (status >= 500) return RobotsFetch::kServerError;
+  return RobotsFetch::kUnreachable;  // 0 (no response) or a status below 200
+}
+
 }  // namespace crawler::parsers

@@ -7,14 +7,8 @@
 //                  hex string, so a flipped byte anywhere is caught.
 //   config.toml    the effective config (ConfigToToml)
 //   dedup.bin      the filter, in the dedup library's own format (dedup/src/format.h)
-//   frontier.bin   hosts and URLs, little-endian:
-//     "CRWLFRNT" | version u32 (1) | 0 u32 | record* | 'E' hosts u64 urls u64
-//     record 'H': key str | open u8 | crawl_delay f64 | due_in_s f64 |
-//                 robots_done u8 | robots_outcome u8 | robots_age_s f64 |
-//                 fetched u64 | robots_pending u8 | robots_hops u32 |
-//                 robots_url str | robots_body str
-//     record 'U': leased u8 | depth u32 | redirects u32 | url str | referrer str
-//     str := len u32 | bytes.  Leased (in-flight) URLs come first.
+//   frontier.bin   the frontier's image (frontier/image.h owns the format)
+//   hosts.bin      the engine's per-host state (crawler/src/host_table.h owns it)
 //
 // Writing (WriteCheckpoint): everything goes to OUT/checkpoint.tmp/, each
 // file is fsynced as it is closed, then the directory; then checkpoint/
@@ -30,32 +24,23 @@
 
 #include <boost/json.hpp>
 #include <cstdint>
+#include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "crawler/crawl.h"
 #include "dedup/filter.h"
-#include "dedup/status.h"
+#include "base/status.h"
 #include "frontier/frontier.h"
+#include "frontier/image.h"
 
 namespace crawler::engine {
 
 inline constexpr const char* kCheckpointDir = "checkpoint";
 inline constexpr const char* kCheckpointPrevDir = "checkpoint.prev";
 inline constexpr const char* kCheckpointTmpDir = "checkpoint.tmp";
-
-// The engine's per-host state beside the frontier's.
-struct CheckpointHost {
-  bool robots_done = false;
-  uint8_t robots_outcome = 0;   // parsers::RobotsFetch
-  double robots_age_s = 0;
-  uint64_t fetched = 0;         // pages started (max_pages_per_host)
-  bool robots_pending = false;  // the first robots.txt fetch is in flight ...
-  uint32_t robots_hops = 0;     // ... this many redirects in, at ...
-  std::string robots_url;       // ... this URL
-  std::string robots_body;
-};
 
 // What the manifest records besides the files.
 struct CheckpointInfo {
@@ -78,8 +63,8 @@ struct CheckpointInfo {
 struct CheckpointSources {
   const dedup::Filter* filter = nullptr;
   const frontier::Frontier* frontier = nullptr;
-  // Engine host state for a frontier host key (default state if unknown).
-  std::function<CheckpointHost(const std::string& key)> host;
+  // Writes hosts.bin's contents (the engine's host table) to the FILE.
+  std::function<Status(std::FILE*, const std::string& path)> write_hosts;
   frontier::Clock::time_point cut{};
   int fsync_fd_warc = -1;       // fsynced before the checkpoint becomes visible
   int fsync_fd_log = -1;
@@ -92,7 +77,8 @@ struct CheckpointWritten {
 };
 
 // Writes and publishes a checkpoint of OUT. Uses only the sources given (it
-// runs in a forked child: no logging, no locks other threads may hold).
+// runs in a forked child: no logging, and only locks that are never held
+// outside the checkpoint gate; see crawler/src/gate.h).
 // REQUIRES: nothing changes the filter and the frontier meanwhile (a forked
 // child's frozen copy, or the end of a crawl).
 Result<CheckpointWritten> WriteCheckpoint(const std::string& out, const CheckpointInfo& info,
@@ -103,8 +89,8 @@ struct LoadedCheckpoint {
   CheckpointInfo info;
   std::string config_path;  // DIR/config.toml (verified)
   std::unique_ptr<dedup::Filter> filter;
-  std::vector<std::pair<frontier::HostImage, CheckpointHost>> hosts;
-  std::vector<std::pair<frontier::UrlEntry, bool>> urls;  // bool: was in flight
+  frontier::FrontierImage frontier;
+  std::string hosts_bin;     // hosts.bin's bytes (checksum verified; HostTable::Decode parses)
 };
 
 // Loads and verifies DIR (a checkpoint directory). Errors (kCorruption,

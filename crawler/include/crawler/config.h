@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "dedup/filter.h"
-#include "dedup/status.h"
+#include "base/status.h"
 #include "frontier/frontier.h"
 #include "parsers/url.h"
 

@@ -2,39 +2,20 @@
 // WARC + fetch log -> links -> scope -> dedup -> frontier ...
 //
 // `crawl.workers` threads (default: one per core) each drive their own libcurl
-// multi Fetcher (max_connections split between them) and parse what they
-// fetched, so parsing, the crawl's main cost, runs on every core. They share
-// the frontier, the dedup filter, the WARC writer and the fetch log, each
-// thread-safe. Per host, robots.txt
-// is fetched first (RFC 9309 outcomes via parsers::Robots::ForFetch) and the
-// host's URLs are handed out only after it. Redirects are not followed inside
-// libcurl: each Location is resolved and goes through scope and dedup like a
-// link, and the hop is logged. Every URL the crawl admits ends in exactly one
-// fetch-log line: fetched (with its status or error), or skipped with the
-// reason (robots, max_pages_per_host). Output:
+// multi Fetcher (max_connections split between them) and process what any of
+// them fetched (crawler/src/worker.h). Per host, robots.txt is fetched first
+// (RFC 9309) and the host's URLs are handed out only after it; the engine's
+// per-host state is crawler/src/host_table.h, the scope check (seeds, links,
+// redirect targets alike) crawler/src/scope.h. Every admitted URL ends in
+// exactly one fetch-log line (crawler/src/fetch_log.h). Output:
 //   OUT/warc/crawl-NNNNN.warc.gz   OUT/fetch-log.jsonl   OUT/frontier/ (spill)
+//   OUT/stats.json + OUT/stats-series.jsonl (crawler/src/stats_writer.h)
+//   OUT/checkpoint/ + OUT/checkpoint.prev/ (crawler/src/checkpointer.h)
 //
-// A redirect chain is followed for at most fetch.max_redirects hops (each hop
-// is a URL of its own, deduplicated like any other). Cached robots.txt rules
-// are refetched after fetch.robots_cache_s; the old rules hold meanwhile.
-//
-// Checkpoints (crawler/checkpoint.h) are a consistent cut: workers do their
-// work in units (start fetches; process one result: WARC, fetch log, links,
-// admit) that pass a gate. To cut, the Run thread closes the gate (waits for
-// the units under way, a few ms at most), flushes the fetch log and the WARC,
-// records their lengths, builds the stats, and fork()s: the child writes the
-// checkpoint from its copy-on-write image of the filter, the frontier and the
-// host table, while the parent reopens the gate at once and keeps crawling.
-// The pause the workers see is the gate-closed time (logged, and reported in
-// stats.json). URLs in flight are in the frontier's lease table, so they are
-// saved and fetched again after a resume. Triggers: checkpoint.interval_s,
-// checkpoint.interval_pages, *checkpoint_request (SIGUSR1), and the end of
-// Run (stop, max_pages or done: written in-process after the workers end).
-//
-// OUT/stats.json is rewritten (tmp + rename) every 2 s and at the end;
-// OUT/stats-series.jsonl gets one line per refresh (for the charts).
-// OUT/.lock (flock) keeps a second crawler, or a resume racing a dying
-// checkpoint child, out of OUT.
+// A failed write of any output (fetch log, WARC, stats, checkpoint) stops
+// the crawl: Run returns it (the CLI exits 1) and the last good checkpoint
+// stays resumable. OUT/.lock (flock) keeps a second crawler, or a resume
+// racing a dying checkpoint child, out of OUT.
 #ifndef CRAWLER_CRAWL_H_
 #define CRAWLER_CRAWL_H_
 
@@ -47,7 +28,7 @@
 #include <vector>
 
 #include "crawler/config.h"
-#include "dedup/status.h"
+#include "base/status.h"
 #include "frontier/frontier.h"
 
 namespace crawler::engine {
@@ -62,6 +43,7 @@ struct CrawlSummary {
   uint64_t too_deep = 0;
   uint64_t trap_guard = 0;       // max_pages_per_host reached
   uint64_t duplicates = 0;       // links the dedup filter had seen
+  uint64_t filter_full = 0;      // links refused because a fixed-size filter (dedup.scaling = false) was full
   uint64_t too_many_redirects = 0;  // redirect targets past fetch.max_redirects
   uint64_t bytes = 0;            // body bytes received
   uint64_t spilled = 0;          // URLs the frontier wrote to disk (memory bound)
@@ -82,10 +64,12 @@ struct CrawlProgress {
 
 class Crawl {
  public:
-  // `seeds`: normalized URLs. Creates OUT (and its files).
+  // `seeds`: normalized URLs. Creates OUT (and its files). Seeds out of
+  // scope are left out, each named with the reason in *skipped (if given).
   static Result<std::unique_ptr<Crawl>> Create(const Config& config,
                                                const std::vector<std::string>& seeds,
-                                               const std::string& out_dir);
+                                               const std::string& out_dir,
+                                               std::vector<std::string>* skipped = nullptr);
   ~Crawl();
   Crawl(const Crawl&) = delete;
   Crawl& operator=(const Crawl&) = delete;
@@ -101,7 +85,8 @@ class Crawl {
   // OUT/checkpoint.prev/, with *warning set). The config is the checkpoint's;
   // `overrides` may only change limits (ResumableKeys). Truncates the fetch
   // log, the WARC files and the stats series to their lengths at the
-  // checkpoint. Errors (the caller exits 2) name the file and the problem;
+  // checkpoint. Errors name the file and the problem (kIoError: the disk
+  // failed; any other code: bad input, a damaged or missing checkpoint);
   // nothing is changed in OUT unless the checkpoint loaded completely.
   static Result<std::unique_ptr<Crawl>> Resume(const std::string& out_dir,
                                                const std::vector<std::string>& overrides,
@@ -109,7 +94,7 @@ class Crawl {
   static const std::vector<std::string>& ResumableKeys();
   CrawlProgress Progress() const;
 
-  struct Impl;  // opaque (public so the .cc's helpers can build one)
+  struct Impl;  // the parts (crawler/src/crawl_impl.h)
 
  private:
   explicit Crawl(std::unique_ptr<Impl> impl);

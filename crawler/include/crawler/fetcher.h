@@ -20,7 +20,7 @@
 #include <memory>
 #include <string>
 
-#include "dedup/status.h"
+#include "base/status.h"
 
 namespace crawler::engine {
 

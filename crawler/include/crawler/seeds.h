@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "dedup/status.h"
+#include "base/status.h"
 #include "parsers/url.h"
 
 namespace crawler::engine {

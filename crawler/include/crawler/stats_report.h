@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "dedup/status.h"
+#include "base/status.h"
 
 namespace crawler::engine {
 

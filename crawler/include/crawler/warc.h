@@ -23,7 +23,7 @@
 #include <mutex>
 #include <string>
 
-#include "dedup/status.h"
+#include "base/status.h"
 
 namespace crawler::engine {
 
@@ -93,6 +93,12 @@ class WarcWriter {
   uint64_t bytes_ = 0;         // GUARDED_BY(mu_)
   std::string path_;           // GUARDED_BY(mu_)
 };
+
+// The response head as stored with a decoded body: libcurl hands over
+// decoded bodies, so Content-Encoding, Content-Length and Transfer-Encoding
+// are kept as X-Crawler-Original-* and a Content-Length of the stored body
+// is added (unchanged if there was none of the three).
+std::string HeadForStoredBody(const std::string& head, size_t body_size);
 
 // "2026-11-22T14:40:14Z"
 std::string WarcDate(std::chrono::system_clock::time_point t);

@@ -59,7 +59,7 @@
 #include <vector>
 
 #include "dedup/hash.h"
-#include "dedup/status.h"
+#include "base/status.h"
 
 namespace crawler::dedup {
 

@@ -51,7 +51,7 @@
 #include <vector>
 
 #include "dedup/filter.h"
-#include "dedup/status.h"
+#include "base/status.h"
 
 namespace crawler::frontier {
 

@@ -42,6 +42,11 @@ enum class RobotsFetch {
   kUnreachable,      // connection/DNS failure: disallow all (for now)
 };
 
+// RFC 9309 2.3.1: the outcome of a robots.txt fetch that ended with HTTP
+// `status` (0: no response). A 3xx here is a redirect chain that was not
+// (or no longer) followed: kTooManyRedirects.
+RobotsFetch RobotsFetchForStatus(long status);
+
 class Robots {
  public:
   struct Rule {

@@ -1,11 +1,11 @@
-// Status and Result<T>: the error types returned across the dedup library's
-// boundary (and reused by the libraries above it).
+// Status and Result<T>: the error types returned across every library
+// boundary of this repository (dedup, parsers, frontier, engine).
 //
 // A Status is either OK or carries a code plus a human message that names what
 // was wrong ("dedup.bin: checksum mismatch in stripe section 3"). Both types
 // are plain values: copyable, thread-compatible, no shared state.
-#ifndef DEDUP_STATUS_H_
-#define DEDUP_STATUS_H_
+#ifndef BASE_STATUS_H_
+#define BASE_STATUS_H_
 
 #include <cassert>
 #include <string>
@@ -100,4 +100,4 @@ class [[nodiscard]] Result {
 
 }  // namespace crawler
 
-#endif  // DEDUP_STATUS_H_
+#endif  // BASE_STATUS_H_

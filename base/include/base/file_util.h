@@ -1,0 +1,40 @@
+// File helpers every library shares: the I/O error message, directory fsync
+// and the one atomic-write protocol (LevelDB / RocksDB style):
+//
+//   PATH.tmp <- contents; fflush; fsync; close; rename PATH.tmp -> PATH;
+//   fsync the directory.   On any failure PATH.tmp is removed and PATH is
+//   left as it was.
+//
+// A crash at any moment leaves either the old PATH or the new one, never a
+// mix. Stateless free functions; thread-safe for distinct paths.
+#ifndef BASE_FILE_UTIL_H_
+#define BASE_FILE_UTIL_H_
+
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+
+namespace crawler {
+
+// kIoError "PATH: WHAT: strerror(errno)". Call it right after the failing call.
+Status IoError(const std::string& path, const std::string& what);
+
+// fsync of a directory (so a rename or a new file in it survives a power cut).
+[[nodiscard]] Status SyncDir(const std::string& dir);
+
+// The protocol above; `write` fills the temp file (and returns its own
+// error, naming the file, if it fails). `durable` = false skips both fsyncs
+// (for files that are rewritten every few seconds and merely must never be
+// seen half-written, such as stats.json).
+[[nodiscard]] Status WriteFileAtomic(const std::string& path,
+                                     const std::function<Status(std::FILE*)>& write,
+                                     bool durable = true);
+[[nodiscard]] Status WriteFileAtomic(const std::string& path, std::string_view contents,
+                                     bool durable = true);
+
+}  // namespace crawler
+
+#endif  // BASE_FILE_UTIL_H_

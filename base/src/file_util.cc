@@ -1,0 +1,59 @@
+// See base/file_util.h.
+#include "base/file_util.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+namespace crawler {
+
+Status IoError(const std::string& path, const std::string& what) {
+  return Status::Error(Status::Code::kIoError, path + ": " + what + ": " + std::strerror(errno));
+}
+
+Status SyncDir(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return IoError(dir, "open");
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  errno = err;
+  if (rc != 0) return IoError(dir, "fsync");
+  return Status::Ok();
+}
+
+Status WriteFileAtomic(const std::string& path, const std::function<Status(std::FILE*)>& write,
+                       bool durable) {
+  const std::string tmp = path + ".tmp";
+  std::FILE* out = std::fopen(tmp.c_str(), "wbe");
+  if (out == nullptr) return IoError(tmp, "create");
+  Status st = write(out);
+  if (st.ok() && std::fflush(out) != 0) st = IoError(tmp, "write");
+  if (st.ok() && durable && ::fsync(fileno(out)) != 0) st = IoError(tmp, "fsync");
+  if (std::fclose(out) != 0 && st.ok()) st = IoError(tmp, "close");
+  if (st.ok() && std::rename(tmp.c_str(), path.c_str()) != 0) st = IoError(path, "rename");
+  if (!st.ok()) {
+    std::remove(tmp.c_str());
+    return st;
+  }
+  if (!durable) return Status::Ok();
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  return SyncDir(dir.empty() ? "." : dir);
+}
+
+Status WriteFileAtomic(const std::string& path, std::string_view contents, bool durable) {
+  return WriteFileAtomic(
+      path,
+      [&](std::FILE* f) {
+        if (std::fwrite(contents.data(), 1, contents.size(), f) != contents.size()) {
+          return IoError(path + ".tmp", "write");
+        }
+        return Status::Ok();
+      },
+      durable);
+}
+
+}  // namespace crawler

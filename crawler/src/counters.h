@@ -1,0 +1,77 @@
+// The crawl's figures (CrawlSummary) and the expected count of URLs wrongly
+// taken as seen, shared by every worker. Thread-safe: one mutex, held for a
+// few additions at a time.
+#ifndef CRAWLER_COUNTERS_H_
+#define CRAWLER_COUNTERS_H_
+
+#include <atomic>
+#include <cstdint>
+
+#include "base/mutex.h"
+#include "crawler/crawl.h"
+#include "crawler/fetcher.h"
+
+namespace crawler::engine {
+
+class Counters {
+ public:
+  // A response (any status) or a failed fetch.
+  void Fetched(const FetchResult& r) EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    if (r.status == 0) {
+      ++summary_.failed;
+      ++summary_.errors[FetchErrorName(r.error)];
+      return;
+    }
+    ++summary_.fetched;
+    summary_.bytes += r.body.size();
+    if (r.truncated) {
+      ++summary_.truncated;
+      ++summary_.errors[FetchErrorName(FetchError::kTooLarge)];
+    }
+    long c = r.status / 100;
+    (c == 2 ? summary_.status_2xx : c == 3 ? summary_.status_3xx : c == 4 ? summary_.status_4xx
+                                                                          : summary_.status_5xx)++;
+  }
+  void Add(uint64_t CrawlSummary::*field, uint64_t n = 1) EXCLUDES(mu_) {
+    if (n == 0) return;
+    MutexLock lock(mu_);
+    summary_.*field += n;
+  }
+  // `admitted` new URLs were checked at the filter's last estimated FPR:
+  // about admitted x FPR of the URLs it called "seen" were new (expected).
+  void Admitted(uint64_t admitted) EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    expected_false_seen_ += static_cast<double>(admitted) * fpr_.load(std::memory_order_relaxed);
+  }
+  void SetFpr(double fpr) { fpr_.store(fpr, std::memory_order_relaxed); }
+
+  CrawlSummary Summary() const EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    return summary_;
+  }
+  double ExpectedFalseSeen() const EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    return expected_false_seen_;
+  }
+  uint64_t PagesDone() const EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    return summary_.fetched + summary_.failed;
+  }
+  // Sets the whole summary (resume, and the end of a run).
+  void Restore(const CrawlSummary& s, double expected_false_seen) EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    summary_ = s;
+    expected_false_seen_ = expected_false_seen;
+  }
+
+ private:
+  mutable Mutex mu_;
+  CrawlSummary summary_ GUARDED_BY(mu_);
+  double expected_false_seen_ GUARDED_BY(mu_) = 0;
+  std::atomic<double> fpr_{0};
+};
+
+}  // namespace crawler::engine
+
+#endif  // CRAWLER_COUNTERS_H_

@@ -1,0 +1,62 @@
+// OUT/fetch-log.jsonl: one JSON line per URL the crawl admitted and then
+// fetched or skipped, and per robots.txt fetch:
+//   {"url":…,"status":…,["content_type","bytes","fetch_ms",["truncated"],
+//    ["location"]],"depth":…,"referrer":…,["error"],["robots_txt":true]}
+// Lines are built with Boost.JSON and written with one write(2) each (no
+// user-space buffer: after a crash the file shows every line appended).
+// A failed write is returned as an error naming the file; the crawl stops on
+// it (a full disk must not lose lines silently).
+//
+// Thread-safe: one mutex around each append.
+#ifndef CRAWLER_FETCH_LOG_H_
+#define CRAWLER_FETCH_LOG_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "base/mutex.h"
+#include "base/status.h"
+#include "crawler/fetcher.h"
+
+namespace crawler::engine {
+
+struct FetchLogEntry {
+  std::string_view url;
+  long status = 0;                  // 0: no response (or skipped)
+  const FetchResult* result = nullptr;  // the response, if fetched
+  uint32_t depth = 0;
+  std::string_view referrer;
+  std::string_view error;           // FetchErrorName or a skip reason ("robots")
+  bool robots_txt = false;
+};
+
+class FetchLog {
+ public:
+  // Opens (creates) PATH for appending.
+  static Result<std::unique_ptr<FetchLog>> Open(const std::string& path);
+  ~FetchLog();
+  FetchLog(const FetchLog&) = delete;
+  FetchLog& operator=(const FetchLog&) = delete;
+
+  // The line for `e` (without the newline): exposed for tests.
+  static std::string Line(const FetchLogEntry& e);
+  [[nodiscard]] Status Append(const FetchLogEntry& e) EXCLUDES(mu_);
+  // The file's length: every byte counted is in the file (a checkpoint records it).
+  uint64_t Bytes() const EXCLUDES(mu_);
+  [[nodiscard]] Status Sync() const;
+  int fd() const { return fd_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  FetchLog(std::string path, int fd, uint64_t bytes) : path_(std::move(path)), fd_(fd), bytes_(bytes) {}
+  const std::string path_;
+  const int fd_;
+  mutable Mutex mu_;
+  uint64_t bytes_ GUARDED_BY(mu_);
+};
+
+}  // namespace crawler::engine
+
+#endif  // CRAWLER_FETCH_LOG_H_

@@ -1,0 +1,169 @@
+// Crawl::Resume: select a checkpoint -> cut the outputs back to it -> rebuild
+// the crawl's state from it (see crawler/crawl.h).
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
+
+#include "base/file_util.h"
+#include "crawl_impl.h"
+#include "crawler/checkpoint.h"
+
+namespace crawler::engine {
+namespace {
+
+namespace fs = std::filesystem;
+using frontier::Clock;
+
+Status Bad(const std::string& m) { return Status::Error(Status::Code::kInvalidArgument, m); }
+
+Status CheckOverrides(const std::vector<std::string>& overrides) {
+  const auto& allowed = Crawl::ResumableKeys();
+  for (const std::string& o : overrides) {
+    std::string key = o.substr(0, o.find('='));
+    if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
+    std::string list;
+    for (const std::string& k : allowed) list += (list.empty() ? "" : ", ") + k;
+    return Bad("--set " + o + ": " + key +
+               " cannot be changed on --resume: the crawl keeps the config it was started with; "
+               "only limits may be overridden (" + list + ")");
+  }
+  return Status::Ok();
+}
+
+// OUT/checkpoint/, or OUT/checkpoint.prev/ when that is damaged (*warning
+// says why). A damaged checkpoint is kCorruption & co; unreadable, kIoError.
+Result<LoadedCheckpoint> Select(const std::string& out, std::string* warning, bool* fell_back) {
+  const std::string cur = out + "/" + kCheckpointDir, prev = out + "/" + kCheckpointPrevDir;
+  std::string first_problem = cur + ": missing (a crash between publishing steps)";
+  if (fs::exists(cur)) {
+    auto loaded = LoadCheckpoint(cur);
+    if (loaded.ok()) return loaded;
+    first_problem = loaded.status().message();
+  }
+  if (!fs::exists(prev)) {
+    return Status::Error(Status::Code::kCorruption,
+                         "cannot resume " + out + ": " + first_problem + "; and there is no " + prev);
+  }
+  auto loaded = LoadCheckpoint(prev);
+  if (!loaded.ok()) {
+    return loaded.status().WithContext("cannot resume " + out + ": " + first_problem + "; and");
+  }
+  *fell_back = true;
+  *warning = first_problem + "; resuming from the previous checkpoint, " + prev;
+  return loaded;
+}
+
+// Cuts `path` back to `bytes` (what the checkpoint recorded).
+Status Cut(const std::string& path, uint64_t bytes, bool must_exist) {
+  std::error_code ec;
+  uint64_t size = fs::exists(path, ec) ? fs::file_size(path, ec) : 0;
+  if (ec) return Status::Error(Status::Code::kIoError, path + ": " + ec.message());
+  if (size < bytes && (must_exist || size > 0)) {
+    return Bad(path + " is " + std::to_string(size) + " bytes but the checkpoint recorded " + std::to_string(bytes) +
+               ": it lost data after the checkpoint was taken; cannot resume safely");
+  }
+  if (size > bytes && ::truncate(path.c_str(), static_cast<off_t>(bytes)) != 0) return IoError(path, "truncate");
+  return Status::Ok();
+}
+
+// Removes what was written after the checkpoint. Only with the checkpoint
+// fully loaded.
+Status Repair(const std::string& out, const CheckpointInfo& info, const std::string& warc_prefix) {
+  Status st = Cut(out + "/fetch-log.jsonl", info.fetch_log_bytes, info.fetch_log_bytes > 0);
+  if (st.ok()) st = Cut(out + "/warc/" + info.warc_file, info.warc_bytes, true);
+  if (st.ok()) st = Cut(out + "/stats-series.jsonl", info.series_bytes, false);
+  if (!st.ok()) return st;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(out + "/warc", ec)) {
+    std::string name = entry.path().filename().string();
+    std::string prefix = warc_prefix + "-";
+    unsigned index = 0;
+    if (name.rfind(prefix, 0) == 0 && std::sscanf(name.c_str() + prefix.size(), "%u.warc.gz", &index) == 1 &&
+        index > info.warc_index) {
+      fs::remove(entry.path(), ec);
+      if (ec) return Status::Error(Status::Code::kIoError, entry.path().string() + ": remove: " + ec.message());
+    }
+  }
+  fs::remove_all(out + "/frontier", ec);
+  if (!ec) fs::remove_all(out + "/" + kCheckpointTmpDir, ec);
+  if (ec) return Status::Error(Status::Code::kIoError, out + ": cannot clear scratch files: " + ec.message());
+  return Status::Ok();
+}
+
+// The loaded state into a freshly built crawl.
+Status Restore(Crawl::Impl& m, LoadedCheckpoint& cp) {
+  const CheckpointInfo& info = cp.info;
+  CrawlSummary summary = info.summary;
+  summary.stopped = false;
+  m.counters.Restore(summary, info.expected_false_seen);
+  m.elapsed_base = info.elapsed_s;
+  m.spilled_base = info.summary.spilled;
+  auto hosts = HostTable::Decode(cp.hosts_bin, cp.dir + "/hosts.bin");
+  if (!hosts.ok()) return hosts.status();
+  auto now = Clock::now();
+  auto leased = cp.frontier.LeasedPerHost();
+  uint64_t in_flight = 0;
+  for (const auto& [host, n] : leased) in_flight += n;
+  m.resume_robots = m.hosts.Restore(std::move(hosts).value(), leased, now);
+  size_t urls = cp.frontier.urls.size(), host_count = cp.frontier.hosts.size();
+  Status st = frontier::RestoreFrontier(std::move(cp.frontier), now, m.frontier.get());
+  if (!st.ok()) return st;
+  m.state.started = info.started > in_flight ? info.started - in_flight : 0;
+  spdlog::info("resumed from {} (checkpoint {}): {} URLs queued ({} were in flight), {} hosts", cp.dir,
+               info.sequence, urls, in_flight, host_count);
+  return Status::Ok();
+}
+
+}  // namespace
+
+const std::vector<std::string>& Crawl::ResumableKeys() {
+  static const std::vector<std::string> keys = {
+      "crawl.max_pages",        "crawl.workers",          "crawl.max_connections",
+      "fetch.connect_timeout_s", "fetch.timeout_s",        "fetch.low_speed_bytes",
+      "fetch.low_speed_time_s", "checkpoint.interval_s", "checkpoint.interval_pages"};
+  return keys;
+}
+
+Result<std::unique_ptr<Crawl>> Crawl::Resume(const std::string& out_dir, const std::vector<std::string>& overrides,
+                                             std::string* warning) {
+  Status st = CheckOverrides(overrides);
+  if (!st.ok()) return st;
+  if (!fs::is_directory(out_dir)) return Bad(out_dir + ": no such directory");
+  if (!fs::exists(out_dir + "/" + kCheckpointDir) && !fs::exists(out_dir + "/" + kCheckpointPrevDir)) {
+    return Bad(out_dir + ": no checkpoint/ or checkpoint.prev/ here: not a crawl output directory, "
+               "or the crawl never reached its first checkpoint");
+  }
+  auto lock = LockOut(out_dir, 10);
+  if (!lock.ok()) return lock.status();
+  auto fail = [&](Status s) {
+    ::close(*lock);
+    return s;
+  };
+  bool fell_back = false;
+  auto loaded = Select(out_dir, warning, &fell_back);
+  if (!loaded.ok()) return fail(loaded.status());
+  LoadedCheckpoint& cp = *loaded;
+  auto config = LoadConfig(cp.config_path, overrides);
+  if (!config.ok()) return fail(config.status());
+  auto scope = Scope::FromHosts(config->crawl, cp.info.scope_hosts);
+  if (!scope.ok()) return fail(scope.status());
+  st = Repair(out_dir, cp.info, config->output.warc_prefix);
+  if (!st.ok()) return fail(st);
+  if (fell_back) {
+    std::error_code ec;
+    fs::remove_all(out_dir + "/checkpoint.damaged", ec);
+    fs::rename(out_dir + "/" + kCheckpointDir, out_dir + "/checkpoint.damaged", ec);
+  }
+  auto impl = BuildCrawl(*config, out_dir, *lock, std::move(cp.filter), std::move(scope).value(), cp.info.sequence);
+  if (!impl.ok()) return impl.status();
+  st = Restore(**impl, cp);
+  if (!st.ok()) return st;
+  if (fell_back) spdlog::warn("{}", *warning);
+  return std::unique_ptr<Crawl>(new Crawl(std::move(impl).value()));
+}
+
+}  // namespace crawler::engine

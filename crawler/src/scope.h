@@ -1,0 +1,43 @@
+// Which URLs a crawl may fetch: its hosts (crawl.scope_hosts as host keys or
+// bare names; when both scope lists are empty, the seeds' host keys), any
+// host under crawl.scope_domains, then the include / exclude regexes (an
+// include list, if given, must match; no exclude may). Seeds, links and
+// redirect targets all pass the same check.
+//
+// Immutable after construction: any thread may call Allows.
+#ifndef CRAWLER_SCOPE_H_
+#define CRAWLER_SCOPE_H_
+
+#include <regex>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+#include "base/status.h"
+#include "crawler/config.h"
+
+namespace crawler::engine {
+
+class Scope {
+ public:
+  // A new crawl. Errors: a regex that does not compile (kInvalidArgument).
+  static Result<Scope> From(const CrawlConfig& config, const std::vector<std::string>& seeds);
+  // A resumed crawl: the host list its manifest recorded.
+  static Result<Scope> FromHosts(const CrawlConfig& config, std::vector<std::string> hosts);
+
+  // True iff `url` (normalized) is in scope.
+  bool Allows(std::string_view url) const;
+  // The host list (for the checkpoint manifest).
+  const std::vector<std::string>& hosts() const { return hosts_; }
+
+ private:
+  std::vector<std::string> hosts_;
+  std::unordered_set<std::string> host_set_;
+  std::vector<std::string> domains_;
+  std::vector<std::regex> include_, exclude_;
+};
+
+}  // namespace crawler::engine
+
+#endif  // CRAWLER_SCOPE_H_

@@ -1,0 +1,260 @@
+// See worker.h.
+#include "worker.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+namespace crawler::engine {
+
+using frontier::Clock;
+
+void RunState::Fail(const Status& st) {
+  MutexLock lock(mu_);
+  if (!failed_.exchange(true)) {
+    first_error_ = st;
+    spdlog::error("crawl stopped: {}", st.message());
+  }
+}
+
+void ResultQueue::Push(std::vector<Completed>* batch) {
+  {
+    MutexLock lock(mu_);
+    for (Completed& c : *batch) queue_.push_back(std::move(c));
+  }
+  batch->clear();
+  cv_.notify_all();
+}
+
+std::optional<Completed> ResultQueue::TryPop() {
+  MutexLock lock(mu_);
+  if (queue_.empty()) return std::nullopt;
+  std::optional<Completed> c(std::move(queue_.front()));
+  queue_.pop_front();
+  return c;
+}
+
+bool ResultQueue::Empty() const {
+  MutexLock lock(mu_);
+  return queue_.empty();
+}
+
+void ResultQueue::WaitUntil(Clock::time_point deadline) {
+  MutexLock lock(mu_);
+  cv_.wait_until(mu_, deadline, [&]() REQUIRES(mu_) { return !queue_.empty(); });
+}
+
+void Worker::Loop(const std::atomic<bool>& stop) {
+  while (!stop.load() && !p_.state.failed()) {
+    auto due = [&] {
+      GateUnit unit(p_.gate);
+      return StartFetches(unit.pass());
+    }();
+    if (!due.ok()) return p_.state.Fail(due.status());
+    bool have_work = !p_.results.Empty();
+    if (fetcher_->Running() > 0) {
+      fetcher_->Run(std::chrono::milliseconds(have_work ? 0 : 20));
+      if (!completed_.empty()) {
+        p_.results.Push(&completed_);
+        have_work = true;
+      }
+    }
+    if (have_work) {
+      Status st = ProcessOne();
+      if (!st.ok()) return p_.state.Fail(st);
+      continue;
+    }
+    if (fetcher_->Running() == 0) {
+      bool finished = [&] {
+        GateUnit unit(p_.gate);
+        return Finished(unit.pass());
+      }();
+      if (finished) break;
+      // Nothing here: wait for a result, a host to become due or another
+      // worker to queue URLs (at most 20 ms).
+      auto cap = Clock::now() + std::chrono::milliseconds(20);
+      p_.results.WaitUntil(std::min(due.value().value_or(cap), cap));
+    }
+  }
+}
+
+bool Worker::Finished(const Gate::Pass&) const {
+  return p_.state.busy.load() == 0 && (p_.state.max_pages_hit.load() || p_.frontier.Empty());
+}
+
+Status Worker::Admit(const Gate::Pass& pass, std::vector<frontier::UrlEntry> entries) {
+  if (entries.empty()) return Status::Ok();
+  auto admitted = p_.frontier.Admit(std::move(entries), p_.filter);
+  if (!admitted.ok()) return admitted.status();
+  p_.counters.Add(&CrawlSummary::duplicates, admitted->duplicates);
+  p_.counters.Add(&CrawlSummary::filter_full, admitted->refused_full);
+  if (admitted->admitted > 0) p_.counters.Admitted(admitted->admitted);
+  for (const std::string& host : admitted->new_hosts) StartRobots(pass, host, host + "/robots.txt", 0);
+  return Status::Ok();
+}
+
+void Worker::StartRobots(const Gate::Pass& pass, const std::string& host, const std::string& url, int hops) {
+  p_.state.busy.fetch_add(1);
+  p_.hosts.RobotsStarted(pass, host, url, hops);
+  fetcher_->Add(url, [this, host, hops](FetchResult&& r) {
+    completed_.push_back(Completed{true, host, hops, {}, std::move(r)});
+  });
+}
+
+// Hands due URLs to the fetcher. Returns when the next URL becomes due, if
+// nothing could be started now.
+Result<std::optional<Clock::time_point>> Worker::StartFetches(const Gate::Pass& pass) {
+  while (fetcher_->Running() < max_running_ && !p_.state.failed() && !p_.state.max_pages_hit.load()) {
+    Clock::time_point next_due{};
+    auto popped = p_.frontier.Pop(Clock::now(), &next_due);
+    if (!popped.ok()) return popped.status();
+    if (!popped.value()) {
+      if (next_due != Clock::time_point{}) return std::optional<Clock::time_point>(next_due);
+      break;
+    }
+    p_.state.busy.fetch_add(1);
+    frontier::Lease lease = std::move(*popped.value());
+    std::string_view path = std::string_view(lease.entry.url).substr(lease.host.size());
+    HostTable::PageDecision d = p_.hosts.DecidePage(pass, lease.host, path, Clock::now());
+    if (d.refresh_robots) StartRobots(pass, lease.host, lease.host + "/robots.txt", 0);
+    Status st = !d.allowed     ? Skip(lease, "robots", &CrawlSummary::robots_blocked)
+                : d.over_limit ? Skip(lease, "max_pages_per_host", &CrawlSummary::trap_guard)
+                               : Status::Ok();
+    if (!st.ok()) return st;
+    if (d.allowed && !d.over_limit && !StartPage(pass, std::move(lease))) break;
+  }
+  return std::optional<Clock::time_point>();
+}
+
+// Starts the fetch of `lease`; false (and the URL stays queued) once
+// crawl.max_pages fetches have started.
+bool Worker::StartPage(const Gate::Pass&, frontier::Lease lease) {
+  uint64_t started_before = p_.state.started.fetch_add(1);  // counted always: checkpoints keep it
+  if (p_.config.crawl.max_pages > 0 && started_before >= p_.config.crawl.max_pages) {
+    p_.state.max_pages_hit = true;
+    p_.frontier.Release(lease);
+    p_.state.busy.fetch_sub(1);
+    return false;
+  }
+  std::string url = lease.entry.url;
+  auto shared = std::make_shared<frontier::Lease>(std::move(lease));
+  fetcher_->Add(url, [this, shared](FetchResult&& r) {
+    completed_.push_back(Completed{false, shared->host, 0, std::move(*shared), std::move(r)});
+  });
+  return true;
+}
+
+// A popped URL that is not fetched (robots or the trap guard): a fetch-log
+// line, no fetch. Runs inside the gate (StartFetches).
+Status Worker::Skip(const frontier::Lease& lease, const char* why, uint64_t CrawlSummary::*counter) {
+  p_.counters.Add(counter);
+  p_.frontier.Release(lease);
+  p_.state.busy.fetch_sub(1);
+  return p_.log.Append({lease.entry.url, 0, nullptr, lease.entry.depth, lease.entry.referrer, why, false});
+}
+
+Status Worker::ProcessOne() {
+  std::optional<Completed> c = p_.results.TryPop();
+  if (!c) return Status::Ok();
+  Prepared prepared = Prepare(*c);  // outside the gate: a checkpoint need not wait for it
+  Status st;
+  {
+    GateUnit unit(p_.gate);
+    st = c->robots ? FinishRobots(unit.pass(), *c, prepared) : FinishPage(unit.pass(), *c, prepared);
+  }
+  p_.state.busy.fetch_sub(1);
+  return st;
+}
+
+Worker::Prepared Worker::Prepare(const Completed& c) const {
+  Prepared p;
+  const FetchResult& r = c.result;
+  if (r.status > 0) {
+    Exchange ex{r.url, r.ip, std::chrono::system_clock::now(), r.request_head,
+                HeadForStoredBody(r.response_head, r.body.size()), r.body, r.truncated};
+    p.warc = p_.warc.Prepare(ex);
+  }
+  bool html = r.content_type == "text/html" || r.content_type == "application/xhtml+xml";
+  if (!c.robots && r.status >= 200 && r.status < 300 && html) {
+    parsers::ExtractOptions eo;
+    eo.include_assets = p_.config.crawl.include_assets;
+    eo.url = p_.config.url;
+    p.links = parsers::ExtractLinks(r.body, c.lease.entry.url, r.charset, eo);
+  }
+  return p;
+}
+
+// Counts, stores and logs a fetch; `page` is null for robots.txt.
+Status Worker::Record(const FetchResult& r, const Prepared& p, const frontier::UrlEntry* page) {
+  p_.counters.Fetched(r);
+  if (r.status > 0) {
+    Status st = p_.warc.Write(p.warc);
+    if (!st.ok()) return st;
+  }
+  std::string_view error = r.error == FetchError::kNone ? "" : FetchErrorName(r.error);
+  if (page == nullptr) {
+    return p_.log.Append({r.url, r.status, &r, 0, "", error, true});
+  }
+  if (r.error != FetchError::kNone) spdlog::warn("{}: {} ({})", page->url, error, r.error_message);
+  return p_.log.Append({page->url, r.status, &r, page->depth, page->referrer, error, false});
+}
+
+Status Worker::FinishRobots(const Gate::Pass& pass, const Completed& c, const Prepared& p) {
+  const FetchResult& r = c.result;
+  Status st = Record(r, p, nullptr);
+  if (!st.ok()) return st;
+  if (r.status >= 300 && r.status < 400 && !r.location.empty() && c.hops < parsers::kMaxRobotsRedirects) {
+    parsers::UrlResult next = parsers::ResolveHref(r.url, r.location, p_.config.url);
+    if (next.ok()) {
+      StartRobots(pass, c.host, next.url, c.hops + 1);
+      return Status::Ok();
+    }
+  }
+  parsers::RobotsFetch outcome = parsers::RobotsFetchForStatus(r.status);
+  if (outcome == parsers::RobotsFetch::kServerError || outcome == parsers::RobotsFetch::kUnreachable) {
+    spdlog::warn("{}: robots.txt {} (status {}): the host is treated as fully disallowed", c.host,
+                 r.error == FetchError::kNone ? "unavailable" : FetchErrorName(r.error), r.status);
+  }
+  std::optional<double> delay = p_.hosts.RobotsDone(pass, c.host, outcome, r.body, Clock::now());
+  p_.frontier.OpenHost(c.host, delay, Clock::now());
+  return Status::Ok();
+}
+
+Status Worker::FinishPage(const Gate::Pass& pass, const Completed& c, const Prepared& p) {
+  const FetchResult& r = c.result;
+  const frontier::UrlEntry& e = c.lease.entry;
+  p_.frontier.Done(c.lease, Clock::now(), r.seconds);
+  Status st = Record(r, p, &e);
+  if (!st.ok()) return st;
+
+  std::vector<frontier::UrlEntry> next;
+  uint64_t too_deep = 0, out_of_scope = 0;
+  auto offer = [&](const std::string& url, uint32_t depth, uint32_t redirects) {
+    if (depth > p_.config.crawl.max_depth) {
+      ++too_deep;
+    } else if (!p_.scope.Allows(url)) {
+      ++out_of_scope;
+    } else {
+      next.push_back(frontier::UrlEntry{url, depth, e.url, redirects});
+    }
+  };
+  if (r.status >= 300 && r.status < 400 && !r.location.empty()) {
+    // A redirect target is a URL like any other; the hop keeps the depth.
+    if (e.redirects < p_.config.fetch.max_redirects) {
+      parsers::UrlResult target = parsers::ResolveHref(e.url, r.location, p_.config.url);
+      if (target.ok()) offer(target.url, e.depth, e.redirects + 1);
+    } else {
+      p_.counters.Add(&CrawlSummary::too_many_redirects);
+    }
+  }
+  if (!p.links.meta_nofollow) {
+    for (const parsers::Link& l : p.links.links) {
+      if (!l.nofollow) offer(l.url, e.depth + 1, 0);
+    }
+  }
+  p_.counters.Add(&CrawlSummary::too_deep, too_deep);
+  p_.counters.Add(&CrawlSummary::out_of_scope, out_of_scope);
+  return Admit(pass, std::move(next));
+}
+
+}  // namespace crawler::engine
