@@ -214,7 +214,7 @@ int main(int argc, char** argv) {
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   // Until OUT/crawler.log is set up, the engine's log goes nowhere: spdlog's
   // default logger writes to stderr, where main prints every message once.
-  spdlog::set_default_logger(std::make_shared<spdlog::logger>("crawler"));
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>("none"));
   CLI::App app{"crawler: a polite web crawler with a compact URL-seen filter.\n"
                "Exit codes: 0 done, 1 crawl error, 2 bad usage or bad input."};
   app.require_subcommand(1);

@@ -116,7 +116,8 @@ std::vector<Section> Sections(const json::object& s) {
   cr.rows.push_back({"skipped", Count(Num(c, "robots_blocked")) + " robots.txt, " + Count(Num(c, "out_of_scope")) +
                                     " out of scope, " + Count(Num(c, "too_deep")) + " too deep, " +
                                     Count(Num(c, "trap_guard")) + " trap guard, " +
-                                    Count(Num(c, "too_many_redirects")) + " redirect limit"});
+                                    Count(Num(c, "too_many_redirects")) + " redirect limit, " +
+                                    Count(Num(c, "filter_full")) + " refused by a full fixed-size filter"});
   cr.rows.push_back({"pages/s", Fmt("%.1f", Num(c, "pages_per_s")) + " overall, " +
                                     Fmt("%.1f", Num(c, "pages_per_s_last_minute")) + " over the last minute"});
   cr.rows.push_back({"elapsed", Fmt("%.1f s", Num(c, "elapsed_s"))});

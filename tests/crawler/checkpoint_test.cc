@@ -45,6 +45,8 @@ using testing::Path;
 using testing::ReadFetchLog;
 using testing::RunCommand;
 using testing::ServedRequest;
+using testing::Spawn;
+using testing::WaitExit;
 using testing::TempDir;
 using testing::TestSite;
 using testing::WarcResponses;
@@ -52,23 +54,6 @@ using testing::WarcResponses;
 const std::string kCrawler = CRAWLER_BINARY;
 // See testsite_crawl_test.cc: exact truth-set equality needs a tiny FPR bound.
 const std::string kExactDedup = " --set dedup.capacity=500 --set dedup.error_rate=1e-7";
-
-// Starts `command` (via sh, output appended to `log`) and returns its pid.
-pid_t Spawn(const std::string& command, const std::string& log) {
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    std::string cmd = "exec " + command + " >> " + log + " 2>&1";
-    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  return pid;
-}
-
-int WaitExit(pid_t pid) {
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
 
 std::string ReadText(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -4,9 +4,13 @@
 #define TESTS_CRAWLER_RUN_COMMAND_H_
 
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <string>
+#include <thread>
 
 namespace crawler::testing {
 
@@ -25,6 +29,39 @@ inline CommandResult RunCommand(const std::string& command) {
   int status = ::pclose(p);
   if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
   return r;
+}
+
+// Starts `command` (via sh, output appended to `log`) and returns its pid.
+inline pid_t Spawn(const std::string& command, const std::string& log) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    std::string cmd = "exec " + command + " >> " + log + " 2>&1";
+    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  return pid;
+}
+
+// The exit code of `pid` (-1: killed by a signal).
+inline int WaitExit(pid_t pid) {
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// The same, but after `timeout_s` the process is killed (-9) and -2 returned.
+inline int WaitExitFor(pid_t pid, double timeout_s) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  int status = 0;
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() >= until) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return -2;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 }  // namespace crawler::testing

@@ -1,0 +1,141 @@
+// Output failures, with the real binary against crawler-testsite: the crawl
+// writes into a small tmpfs that fills up. A failed write of any output (fetch
+// log, WARC, stats, checkpoint) must stop the crawl with exit 1 and one
+// message naming the file; an I/O error during --resume exits 1 (not 2, which
+// means bad input); and the last good checkpoint must still resume once there
+// is room again, ending with the exact truth set and no URL twice.
+//
+// Needs root (mount -t tmpfs), as CI and the developers' machines have; the
+// test says so and fails elsewhere rather than pass without checking.
+#include <sys/mount.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "crawl_output.h"
+#include "run_command.h"
+#include "testsite_process.h"
+
+namespace crawler::engine {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::Attempted;
+using testing::CommandResult;
+using testing::LogLine;
+using testing::ReadFetchLog;
+using testing::RunCommand;
+using testing::TempDir;
+using testing::TestSite;
+
+const std::string kCrawler = CRAWLER_BINARY;
+
+// A tmpfs of `size` at `dir`, unmounted on destruction.
+class SmallDisk {
+ public:
+  SmallDisk(const std::string& dir, const std::string& size) : dir_(dir) {
+    fs::create_directories(dir);
+    mounted_ = ::mount("tmpfs", dir.c_str(), "tmpfs", 0, ("size=" + size).c_str()) == 0;
+  }
+  ~SmallDisk() {
+    if (mounted_) ::umount2(dir_.c_str(), MNT_DETACH);
+  }
+  bool mounted() const { return mounted_; }
+  bool Remount(const std::string& options) {
+    return ::mount("tmpfs", dir_.c_str(), "tmpfs", MS_REMOUNT | (options == "ro" ? MS_RDONLY : 0),
+                   options == "ro" ? nullptr : options.c_str()) == 0;
+  }
+
+ private:
+  std::string dir_;
+  bool mounted_ = false;
+};
+
+TEST_CASE("Full disk: the crawl stops with exit 1 naming the file; the last checkpoint resumes",
+          "[output][fulldisk]") {
+  std::string dir = TempDir("fulldisk");
+  TestSite site("--pages 3000 --hosts 2", dir + "/requests.log");
+  site.WriteSeeds(dir + "/seeds.txt");
+  std::set<std::string> truth = site.Truth();
+  std::string out = dir + "/disk/out";
+  SmallDisk disk(dir + "/disk", "2m");
+  INFO("mounting a tmpfs needs root (CI runs as root)");
+  REQUIRE(disk.mounted());
+
+  // ~3,000 pages of WARC (~4 MB) cannot fit in 2 MB.
+  const std::string crawl = kCrawler + " crawl --seeds " + dir + "/seeds.txt --out " + out +
+                            " --set frontier.min_delay_s=0 --set checkpoint.interval_pages=100"
+                            " --set dedup.capacity=500 --set dedup.error_rate=1e-7 --set output.warc_gzip_level=1";
+  CommandResult r = RunCommand(crawl);
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK(r.output.find("No space left on device") != std::string::npos);
+  CHECK(r.output.find(out + "/") != std::string::npos);  // names the file
+  // One message: the error is printed once on stderr.
+  size_t first = r.output.find("No space left on device");
+  CHECK(r.output.find("No space left on device", first + 1) == std::string::npos);
+  REQUIRE(fs::exists(out + "/checkpoint/MANIFEST.json"));
+
+  // An I/O error during --resume (a read-only disk) exits 1 and names a file.
+  REQUIRE(disk.Remount("ro"));
+  r = RunCommand(kCrawler + " crawl --resume " + out);
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK(r.output.find("Read-only file system") != std::string::npos);
+
+  // Room again: the last good checkpoint resumes and the crawl completes.
+  REQUIRE(disk.Remount("size=256m"));
+  r = RunCommand(kCrawler + " crawl --resume " + out);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  std::multiset<std::string> attempted;
+  for (const LogLine& l : ReadFetchLog(out + "/fetch-log.jsonl")) {
+    if (Attempted(l)) attempted.insert(l.url);
+  }
+  CHECK(std::set<std::string>(attempted.begin(), attempted.end()) == truth);
+  CHECK(attempted.size() == truth.size());
+  std::multiset<std::string> in_warc = testing::WarcResponses(out);
+  CHECK(std::set<std::string>(in_warc.begin(), in_warc.end()).size() == in_warc.size());
+  site.Stop();
+}
+
+TEST_CASE("Full disk under the fetch log alone: no line is lost silently (exit 1 naming the log)",
+          "[output][fulldisk]") {
+  std::string dir = TempDir("fulllog");
+  TestSite site("--pages 2000 --hosts 2", dir + "/requests.log");
+  site.WriteSeeds(dir + "/seeds.txt");
+  std::set<std::string> truth = site.Truth();
+  SmallDisk disk(dir + "/disk", "64k");
+  INFO("mounting a tmpfs needs root (CI runs as root)");
+  REQUIRE(disk.mounted());
+  // OUT has room; its fetch log is a link to a file on the small disk, so
+  // the log is the one output that fails (WARC writes go on succeeding).
+  std::string out = dir + "/out";
+  fs::create_directories(out);
+  fs::create_symlink(dir + "/disk/fetch-log.jsonl", out + "/fetch-log.jsonl");
+  CommandResult r = RunCommand(kCrawler + " crawl --seeds " + dir + "/seeds.txt --out " + out +
+                               " --set frontier.min_delay_s=0 --set checkpoint.interval_pages=100"
+                               " --set dedup.capacity=500 --set dedup.error_rate=1e-7");
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK(r.output.find(out + "/fetch-log.jsonl: write: No space left on device") != std::string::npos);
+
+  REQUIRE(disk.Remount("size=64m"));
+  r = RunCommand(kCrawler + " crawl --resume " + out);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  std::multiset<std::string> attempted;
+  for (const LogLine& l : ReadFetchLog(out + "/fetch-log.jsonl")) {
+    if (Attempted(l)) attempted.insert(l.url);
+  }
+  CHECK(std::set<std::string>(attempted.begin(), attempted.end()) == truth);
+  CHECK(attempted.size() == truth.size());
+  site.Stop();
+}
+
+}  // namespace
+}  // namespace crawler::engine
