@@ -207,7 +207,7 @@ class StripedFilter final : public Filter {
     head.F64(options_.error_rate);
     head.F64(options_.expansion);
     head.F64(options_.tightening);
-    st = WriteSection(out, name, kTagHead, head.buffer());
+    st = WriteSection(out, name, kTagHead, head);
     uint64_t total_items = 0;
     for (uint32_t i = 0; i < options_.stripes && st.ok(); ++i) {
       ByteWriter w(frozen);
@@ -230,14 +230,14 @@ class StripedFilter final : public Filter {
           total_items += layer.items();
         }
       }
-      st = frozen ? WriteSection(out, name, kTagStripe, w) : WriteSection(out, name, kTagStripe, w.buffer());
+      st = WriteSection(out, name, kTagStripe, w);
     }
     if (!st.ok()) return st;
     ByteWriter end;
     end.U32(options_.stripes);
     end.U32(0);
     end.U64(total_items);
-    return WriteSection(out, name, kTagEnd, end.buffer());
+    return WriteSection(out, name, kTagEnd, end);
   }
 
   // Parses one STRP payload into stripe `index`.

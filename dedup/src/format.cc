@@ -47,19 +47,7 @@ Status WritePreamble(std::FILE* out, const std::string& name) {
   w.Bytes(reinterpret_cast<const uint8_t*>(kMagic), sizeof(kMagic));
   w.U32(kFormatVersion);
   w.U32(0);
-  if (std::fwrite(w.buffer().data(), 1, w.buffer().size(), out) != w.buffer().size()) {
-    return IoError(name, "write");
-  }
-  return Status::Ok();
-}
-
-Status WriteSection(std::FILE* out, const std::string& name, const char (&tag)[4],
-                    const std::vector<uint8_t>& payload) {
-  uint64_t length = payload.size();
-  uint64_t sum = SectionChecksum(tag, length, payload.data());
-  if (std::fwrite(tag, 1, 4, out) != 4 || std::fwrite(&length, 8, 1, out) != 1 ||
-      std::fwrite(payload.data(), 1, length, out) != length ||
-      std::fwrite(&sum, 8, 1, out) != 1) {
+  if (std::fwrite(w.view().data(), 1, w.view().size(), out) != w.view().size()) {
     return IoError(name, "write");
   }
   return Status::Ok();

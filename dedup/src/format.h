@@ -67,8 +67,6 @@ using crawler::ByteWriter;
 Status WritePreamble(std::FILE* out, const std::string& name);
 // Writes one framed section (tag, length, payload, checksum).
 Status WriteSection(std::FILE* out, const std::string& name, const char (&tag)[4],
-                    const std::vector<uint8_t>& payload);
-Status WriteSection(std::FILE* out, const std::string& name, const char (&tag)[4],
                     const ByteWriter& payload);
 
 // Reads the preamble; distinguishes a foreign file (kBadMagic), a short file

@@ -41,9 +41,8 @@ class ByteWriter {
     }
   }
   void Reserve(size_t n) { buf_.reserve(by_reference_ ? 4096 : n); }
-  // REQUIRES: not by_reference.
-  const std::vector<uint8_t>& buffer() const { return buf_; }
-  std::string_view view() const { return {reinterpret_cast<const char*>(buf_.data()), buf_.size()}; }
+  // The bytes written so far. REQUIRES: not by_reference.
+  std::string_view view() const { return buf_; }
   // Drops the buffered bytes (REQUIRES: not by_reference).
   void Clear() {
     buf_.clear();
@@ -55,11 +54,11 @@ class ByteWriter {
   void ForEachRun(F&& f) const {
     size_t at = 0;
     for (const Piece& piece : pieces_) {
-      if (piece.offset > at) f(buf_.data() + at, piece.offset - at);
+      if (piece.offset > at) f(Data() + at, piece.offset - at);
       f(piece.data, piece.size);
       at = piece.offset;
     }
-    if (buf_.size() > at) f(buf_.data() + at, buf_.size() - at);
+    if (buf_.size() > at) f(Data() + at, buf_.size() - at);
   }
 
  private:
@@ -75,14 +74,14 @@ class ByteWriter {
     Raw(b, sizeof(T));
   }
   void Raw(const void* p, size_t n) {
-    if (n == 0) return;
-    size_t at = buf_.size();
-    buf_.resize(at + n);  // not insert(): GCC 12 reports a bogus -Wstringop-overflow for it
-    std::memcpy(buf_.data() + at, p, n);
+    // std::string, not std::vector<uint8_t>: GCC 12 reports bogus
+    // -Wstringop-overflow / -Warray-bounds for a vector's insert and resize.
+    buf_.append(static_cast<const char*>(p), n);
     size_ += n;
   }
+  const uint8_t* Data() const { return reinterpret_cast<const uint8_t*>(buf_.data()); }
   bool by_reference_;
-  std::vector<uint8_t> buf_;
+  std::string buf_;
   std::vector<Piece> pieces_;
   uint64_t size_ = 0;
 };

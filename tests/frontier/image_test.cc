@@ -1,0 +1,106 @@
+// frontier/image.h: frontier.bin round trip, golden bytes, damaged input.
+#include "frontier/image.h"
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <set>
+#include <string>
+
+namespace crawler::frontier {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Encode(const Frontier& f, Clock::time_point now) {
+  char* buf = nullptr;
+  size_t size = 0;
+  std::FILE* mem = ::open_memstream(&buf, &size);
+  REQUIRE(WriteFrontierImage(f, now, mem, "mem").ok());
+  std::fclose(mem);
+  std::string out(buf, size);
+  std::free(buf);
+  return out;
+}
+
+std::unique_ptr<Frontier> Make(const std::string& spill) {
+  FrontierOptions o;
+  o.spill_dir = spill;
+  o.max_memory_urls = 2;  // the third URL spills: the image must read it back
+  o.min_delay_s = 0;
+  return std::move(Frontier::Create(o)).value();
+}
+
+TEST_CASE("Frontier image: hosts, leased and queued (RAM and spilled) URLs survive a round trip",
+          "[frontier][image]") {
+  std::string dir = (fs::temp_directory_path() / ("image-" + std::to_string(::getpid()))).string();
+  auto filter = std::move(dedup::Filter::Create(dedup::FilterOptions{})).value();
+  auto f = Make(dir + "/a");
+  auto now = Clock::now();
+  auto admitted = f->Admit({{"http://a.test/1", 0, "", 0}, {"http://a.test/2", 1, "http://a.test/1", 0},
+                            {"http://b.test:8080/x", 2, "http://a.test/", 3}},
+                           *filter);
+  REQUIRE(admitted.ok());
+  f->OpenHost("http://a.test", 2.5, now);
+  f->OpenHost("http://b.test:8080", std::nullopt);
+  auto lease = f->Pop(now);
+  REQUIRE(lease.ok());
+  REQUIRE(lease->has_value());
+
+  std::string bytes = Encode(*f, now);
+  auto image = DecodeFrontierImage(bytes, "frontier.bin");
+  REQUIRE(image.ok());
+  CHECK(image->hosts.size() == 2);
+  REQUIRE(image->urls.size() == 3);
+  CHECK(image->urls[0].second);  // the leased one first
+  CHECK(image->urls[0].first.url == (*lease)->entry.url);
+  CHECK(image->LeasedPerHost().at((*lease)->host) == 1);
+  std::multiset<std::string> urls;
+  for (const auto& [e, leased] : image->urls) urls.insert(e.url);
+  CHECK(urls == std::multiset<std::string>{"http://a.test/1", "http://a.test/2", "http://b.test:8080/x"});
+
+  // Restored into a new frontier, then imaged again: the same bytes.
+  auto g = Make(dir + "/b");
+  REQUIRE(RestoreFrontier(std::move(image).value(), now, g.get()).ok());
+  CHECK(g->Stats(now).queued_memory + g->Stats(now).queued_disk == 3);
+  auto again = DecodeFrontierImage(Encode(*g, now), "frontier.bin");
+  REQUIRE(again.ok());
+  CHECK(again->urls.size() == 3);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("Frontier image: golden bytes of an empty frontier", "[frontier][image]") {
+  std::string dir = (fs::temp_directory_path() / ("image-g-" + std::to_string(::getpid()))).string();
+  auto f = Make(dir);
+  std::string golden = std::string("CRWLFRNT") + std::string("\x02\x00\x00\x00\x00\x00\x00\x00", 8) + "E" +
+                       std::string(16, '\0');
+  CHECK(Encode(*f, Clock::now()) == golden);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("Frontier image: every truncation and a flipped tag are rejected with the file's name",
+          "[frontier][image]") {
+  std::string dir = (fs::temp_directory_path() / ("image-d-" + std::to_string(::getpid()))).string();
+  auto filter = std::move(dedup::Filter::Create(dedup::FilterOptions{})).value();
+  auto f = Make(dir);
+  REQUIRE(f->Admit({{"http://a.test/1", 0, "", 0}}, *filter).ok());
+  std::string bytes = Encode(*f, Clock::now());
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    auto r = DecodeFrontierImage(bytes.substr(0, n), "x/frontier.bin");
+    INFO("cut at " << n);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().message().rfind("x/frontier.bin: ", 0) == 0);
+  }
+  std::string bad = bytes;
+  bad[16] = 'Z';  // the first record's tag
+  CHECK(DecodeFrontierImage(bad, "f").status().code() == Status::Code::kCorruption);
+  bad = bytes;
+  bad[8] = 9;  // version
+  CHECK(DecodeFrontierImage(bad, "f").status().code() == Status::Code::kBadVersion);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace crawler::frontier
