@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets with clang (ASan+UBSan) and runs each for
+# Builds the libFuzzer targets with clang (ASan+UBSan; -Werror, so this clang
+# build also enforces -Wthread-safety on every library) and runs each for
 # SECONDS (default 60) from the seed corpus in tests/fuzz/corpus/. New inputs
 # go to a scratch directory, not into the repository. A crash leaves its input
 # as crash-* in build-fuzz/: turn it into a test in tests/regressions/.
@@ -12,9 +13,10 @@ seconds="${1:-60}"
 seed="${FUZZ_SEED:-1}"
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCRAWLER_BUILD_FUZZ=ON -DCRAWLER_BUILD_TESTS=OFF -DCRAWLER_BUILD_BENCH=OFF \
-  -DCRAWLER_SANITIZE=address,undefined -DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link
-cmake --build build-fuzz -j2 --target url_fuzz html_fuzz robots_fuzz
-for target in url html robots; do
+  -DCRAWLER_SANITIZE=address,undefined -DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link -DCRAWLER_WERROR=ON
+targets=(url html robots dedup_load frontier_image checkpoint)
+cmake --build build-fuzz -j2 --target "${targets[@]/%/_fuzz}"
+for target in "${targets[@]}"; do
   scratch=$(mktemp -d)
   echo "fuzz: ${target}_fuzz for ${seconds}s"
   (cd build-fuzz && UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \

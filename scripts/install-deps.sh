@@ -10,9 +10,9 @@ packages=(
   build-essential cmake pkg-config git
   libcurl4-openssl-dev libgumbo-dev
   libboost1.81-dev libboost-url1.81-dev libboost-json1.81-dev
-  libxxhash-dev libspdlog-dev catch2 libtomlplusplus-dev libcli11-dev
+  libxxhash-dev libspdlog-dev catch2 libtomlplusplus-dev libcli11-dev libssl-dev
   zlib1g-dev libhiredis-dev redis-server
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev clang-format
   python3 chromium
 )
 if [ "${1:-}" = "--bench" ]; then

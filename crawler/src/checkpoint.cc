@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <thread>
 
 namespace crawler::engine {
@@ -206,13 +207,13 @@ Result<CheckpointWritten> WriteCheckpoint(const std::string& out, const Checkpoi
   if (ec) return Status::Error(Status::Code::kIoError, tmp + ": cannot remove: " + ec.message());
   if (::mkdir(tmp.c_str(), 0755) != 0) return IoError(tmp, "mkdir");
 
-  json::object files;
+  std::map<std::string, ManifestFile> files;
   CheckpointWritten written;
   auto finish = [&](HashedFile& f, const std::string& name) -> Status {
     uint64_t bytes = 0, hash = 0;
     Status st = f.Close(&bytes, &hash);
     if (!st.ok()) return st;
-    files[name] = json::object{{"bytes", bytes}, {"xxh3", Hex(hash)}};
+    files[name] = ManifestFile{bytes, Hex(hash)};
     written.bytes += bytes;
     return Sleep(src.slow_ms);
   };
@@ -251,29 +252,7 @@ Result<CheckpointWritten> WriteCheckpoint(const std::string& out, const Checkpoi
   if (src.fsync_fd_warc >= 0 && ::fsync(src.fsync_fd_warc) != 0) return IoError(out + "/warc", "fsync");
   if (src.fsync_fd_log >= 0 && ::fsync(src.fsync_fd_log) != 0) return IoError(out + "/fetch-log.jsonl", "fsync");
 
-  json::object m;
-  m["format"] = "crawler-checkpoint";
-  m["version"] = kManifestVersion;
-  m["sequence"] = info.sequence;
-  m["created_unix"] = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  m["elapsed_s"] = info.elapsed_s;
-  json::array scope;
-  for (const std::string& h : info.scope_hosts) scope.emplace_back(h);
-  m["scope_hosts"] = std::move(scope);
-  json::object counters = SummaryToJson(info.summary);
-  counters["started"] = info.started;
-  counters["expected_false_seen"] = info.expected_false_seen;
-  m["counters"] = std::move(counters);
-  m["warc"] = json::object{{"file_index", info.warc_index}, {"file", info.warc_file}, {"bytes", info.warc_bytes}};
-  m["fetch_log"] = json::object{{"bytes", info.fetch_log_bytes}};
-  m["stats_series"] = json::object{{"bytes", info.series_bytes}};
-  m["pause_ms"] = info.pause_ms;
-  m["stats"] = info.stats;
-  m["files"] = std::move(files);
-  std::string text = json::serialize(m);
-  text.pop_back();  // the closing brace: the checksum goes last
-  text += std::string(",") + kChecksumKey;
-  text += Hex(XXH3_64bits(text.data(), text.size())) + "\"}\n";
+  std::string text = EncodeManifest(info, files);
   {
     auto f = HashedFile::Create(tmp + "/MANIFEST.json");
     if (!f.ok()) return f.status();
@@ -300,25 +279,48 @@ Result<CheckpointWritten> WriteCheckpoint(const std::string& out, const Checkpoi
   return written;
 }
 
-Result<json::object> ReadManifest(const std::string& dir) {
-  const std::string path = dir + "/MANIFEST.json";
-  auto text = ReadWhole(path);
-  if (!text.ok()) return text.status();
-  size_t at = text->rfind(kChecksumKey);
+std::string EncodeManifest(const CheckpointInfo& info, const std::map<std::string, ManifestFile>& files) {
+  json::object m;
+  m["format"] = "crawler-checkpoint";
+  m["version"] = kManifestVersion;
+  m["sequence"] = info.sequence;
+  m["created_unix"] = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  m["elapsed_s"] = info.elapsed_s;
+  json::array scope;
+  for (const std::string& h : info.scope_hosts) scope.emplace_back(h);
+  m["scope_hosts"] = std::move(scope);
+  json::object counters = SummaryToJson(info.summary);
+  counters["started"] = info.started;
+  counters["expected_false_seen"] = info.expected_false_seen;
+  m["counters"] = std::move(counters);
+  m["warc"] = json::object{{"file_index", info.warc_index}, {"file", info.warc_file}, {"bytes", info.warc_bytes}};
+  m["fetch_log"] = json::object{{"bytes", info.fetch_log_bytes}};
+  m["stats_series"] = json::object{{"bytes", info.series_bytes}};
+  m["pause_ms"] = info.pause_ms;
+  m["stats"] = info.stats;
+  json::object f;
+  for (const auto& [name, file] : files) f[name] = json::object{{"bytes", file.bytes}, {"xxh3", file.xxh3}};
+  m["files"] = std::move(f);
+  std::string text = json::serialize(m);
+  text.pop_back();  // the closing brace: the checksum goes last
+  text += std::string(",") + kChecksumKey;
+  text += Hex(XXH3_64bits(text.data(), text.size())) + "\"}\n";
+  return text;
+}
+
+Result<json::object> VerifyManifest(std::string_view text, const std::string& path) {
+  size_t at = text.rfind(kChecksumKey);
   if (at == std::string::npos) return Damaged(path, "no manifest checksum (truncated or not a checkpoint)");
   size_t hex_at = at + std::strlen(kChecksumKey);
-  if (text->size() < hex_at + 16 || text->compare(hex_at + 16, std::string::npos, "\"}\n") != 0) {
+  if (text.size() < hex_at + 16 || text.substr(hex_at + 16) != "\"}\n") {
     return Damaged(path, "truncated after the checksum");
   }
-  if (Hex(XXH3_64bits(text->data(), hex_at)) != text->substr(hex_at, 16)) {
+  if (Hex(XXH3_64bits(text.data(), hex_at)) != text.substr(hex_at, 16)) {
     return Damaged(path, "checksum mismatch (the file was changed or damaged)");
   }
-  json::value v;
-  try {
-    v = json::parse(*text);
-  } catch (const std::exception& e) {
-    return Damaged(path, std::string("not valid JSON: ") + e.what());
-  }
+  boost::system::error_code ec;
+  json::value v = json::parse(text, ec);
+  if (ec) return Damaged(path, "not valid JSON: " + ec.message());
   if (!v.is_object()) return Damaged(path, "not a JSON object");
   json::object& o = v.as_object();
   const json::value* format = o.if_contains("format");
@@ -336,36 +338,24 @@ Result<json::object> ReadManifest(const std::string& dir) {
   return std::move(o);
 }
 
-Result<LoadedCheckpoint> LoadCheckpoint(const std::string& dir) {
-  auto manifest = ReadManifest(dir);
-  if (!manifest.ok()) return manifest.status();
-  const json::object& m = *manifest;
-  const json::object& files = m.at("files").as_object();
-  auto expected = [&](const std::string& name, uint64_t* bytes, std::string* hash) -> Status {
-    const json::value* f = files.if_contains(name);
-    if (f == nullptr || !f->is_object() || !f->as_object().contains("xxh3") ||
-        !f->as_object().at("xxh3").is_string()) {
-      return Damaged(dir + "/MANIFEST.json", "no entry for " + name);
-    }
-    *bytes = Count(f->as_object(), "bytes");
-    *hash = f->as_object().at("xxh3").as_string().c_str();
-    return Status::Ok();
-  };
-  auto check = [&](const std::string& name, uint64_t got_bytes, uint64_t got_hash) -> Status {
-    uint64_t bytes = 0;
-    std::string hash;
-    Status st = expected(name, &bytes, &hash);
-    if (!st.ok()) return st;
-    if (got_bytes != bytes) {
-      return Damaged(dir + "/" + name, "is " + std::to_string(got_bytes) + " bytes, the manifest says " +
-                                           std::to_string(bytes) + " (truncated or extended)");
-    }
-    if (Hex(got_hash) != hash) return Damaged(dir + "/" + name, "checksum mismatch (the file was changed or damaged)");
-    return Status::Ok();
-  };
+Result<json::object> ReadManifest(const std::string& dir) {
+  const std::string path = dir + "/MANIFEST.json";
+  auto text = ReadWhole(path);
+  if (!text.ok()) return text.status();
+  return VerifyManifest(*text, path);
+}
 
-  LoadedCheckpoint out;
-  out.dir = dir;
+Result<Manifest> DecodeManifest(std::string_view text, const std::string& path) {
+  auto verified = VerifyManifest(text, path);
+  if (!verified.ok()) return verified.status();
+  const json::object& m = *verified;
+  Manifest out;
+  for (const auto& [name, f] : m.at("files").as_object()) {
+    if (!f.is_object() || !f.as_object().contains("xxh3") || !f.as_object().at("xxh3").is_string()) {
+      return Damaged(path, "bad entry for " + std::string(name));
+    }
+    out.files[std::string(name)] = ManifestFile{Count(f.as_object(), "bytes"), f.as_object().at("xxh3").as_string().c_str()};
+  }
   CheckpointInfo& info = out.info;
   info.sequence = Count(m, "sequence");
   info.elapsed_s = Num(m, "elapsed_s");
@@ -384,7 +374,7 @@ Result<LoadedCheckpoint> LoadCheckpoint(const std::string& dir) {
     info.warc_file = f->as_string().c_str();
   }
   if (info.warc_file.empty() || info.warc_file.find('/') != std::string::npos) {
-    return Damaged(dir + "/MANIFEST.json", "bad WARC file name");
+    return Damaged(path, "bad WARC file name");
   }
   info.warc_bytes = Count(warc, "bytes");
   info.fetch_log_bytes = Count(m.at("fetch_log").as_object(), "bytes");
@@ -393,6 +383,31 @@ Result<LoadedCheckpoint> LoadCheckpoint(const std::string& dir) {
   }
   info.pause_ms = Num(m, "pause_ms");
   info.stats = m.at("stats").as_object();
+  return out;
+}
+
+Result<LoadedCheckpoint> LoadCheckpoint(const std::string& dir) {
+  auto text = ReadWhole(dir + "/MANIFEST.json");
+  if (!text.ok()) return text.status();
+  auto manifest = DecodeManifest(*text, dir + "/MANIFEST.json");
+  if (!manifest.ok()) return manifest.status();
+  auto check = [&](const std::string& name, uint64_t got_bytes, uint64_t got_hash) -> Status {
+    auto f = manifest->files.find(name);
+    if (f == manifest->files.end()) return Damaged(dir + "/MANIFEST.json", "no entry for " + name);
+    if (got_bytes != f->second.bytes) {
+      return Damaged(dir + "/" + name, "is " + std::to_string(got_bytes) + " bytes, the manifest says " +
+                                           std::to_string(f->second.bytes) + " (truncated or extended)");
+    }
+    if (Hex(got_hash) != f->second.xxh3) {
+      return Damaged(dir + "/" + name, "checksum mismatch (the file was changed or damaged)");
+    }
+    return Status::Ok();
+  };
+
+  LoadedCheckpoint out;
+  out.dir = dir;
+  out.info = std::move(manifest->info);
+  CheckpointInfo& info = out.info;
 
   // config.toml
   out.config_path = dir + "/config.toml";

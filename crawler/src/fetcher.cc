@@ -123,10 +123,6 @@ struct Fetcher::Impl {
     // A new status line (e.g. after "100 Continue") starts the head afresh.
     if (line.rfind("HTTP/", 0) == 0) t->result.response_head.clear();
     t->result.response_head += line;
-    size_t colon = line.find(':');
-    if (colon != std::string::npos && Lower(line.substr(0, colon)) == "location") {
-      t->result.location = Trim(line.substr(colon + 1));
-    }
     return size * n;
   }
   static int OnDebug(CURL*, curl_infotype type, char* data, size_t size, void* user) {
@@ -156,6 +152,11 @@ struct Fetcher::Impl {
         v.erase(std::remove(v.begin(), v.end(), '"'), v.end());
         r.charset = Trim(v);
       }
+    }
+    // The last response's Location (libcurl parses the headers: 7.84+).
+    curl_header* location = nullptr;
+    if (curl_easy_header(easy, "Location", 0, CURLH_HEADER, -1, &location) == CURLHE_OK && location != nullptr) {
+      r.location = Trim(location->value);
     }
     curl_easy_getinfo(easy, CURLINFO_TOTAL_TIME, &r.seconds);
     if (t->too_large) {

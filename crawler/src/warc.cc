@@ -4,12 +4,14 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <boost/uuid/random_generator.hpp>
+#include <boost/uuid/uuid_io.hpp>
+
 #include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
-#include <random>
 
 #include "sha1.h"
 
@@ -20,19 +22,10 @@ Status IoError(const std::string& path, const char* what) {
   return Status::Error(Status::Code::kIoError, path + ": " + what + ": " + std::strerror(errno));
 }
 
+// A version-4 (random) UUID per record, as WARC 1.1 recommends.
 std::string RecordId() {
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
-  uint64_t a = rng(), b = rng();
-  a = (a & 0xFFFFFFFFFFFF0FFFULL) | 0x0000000000004000ULL;  // version 4
-  b = (b & 0x3FFFFFFFFFFFFFFFULL) | 0x8000000000000000ULL;  // RFC 4122 variant
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "<urn:uuid:%08llx-%04llx-%04llx-%04llx-%012llx>",
-                static_cast<unsigned long long>(a >> 32),
-                static_cast<unsigned long long>((a >> 16) & 0xFFFF),
-                static_cast<unsigned long long>(a & 0xFFFF),
-                static_cast<unsigned long long>(b >> 48),
-                static_cast<unsigned long long>(b & 0xFFFFFFFFFFFFULL));
-  return buf;
+  static thread_local boost::uuids::random_generator generate;
+  return "<urn:uuid:" + boost::uuids::to_string(generate()) + ">";
 }
 
 std::string Record(const std::string& type, const std::string& id,
@@ -65,6 +58,7 @@ Result<std::unique_ptr<WarcWriter>> WarcWriter::Open(const WarcOptions& options)
     return Status::Error(Status::Code::kIoError, options.dir + ": cannot create: " + ec.message());
   }
   std::unique_ptr<WarcWriter> w(new WarcWriter(options));
+  MutexLock lock(w->mu_);
   // Continue numbering after the files already there.
   for (const auto& entry : std::filesystem::directory_iterator(options.dir, ec)) {
     std::string name = entry.path().filename().string();
@@ -73,7 +67,6 @@ Result<std::unique_ptr<WarcWriter>> WarcWriter::Open(const WarcOptions& options)
       w->index_ = std::max(w->index_, n + 1);
     }
   }
-  std::lock_guard<std::mutex> lock(w->mu_);
   Status st = w->OpenNext();
   if (!st.ok()) return st;
   return w;
@@ -160,7 +153,7 @@ PreparedExchange WarcWriter::Prepare(const Exchange& ex) const {
 }
 
 Status WarcWriter::Write(const PreparedExchange& prepared) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (prepared.response.empty() || prepared.request.empty()) {
     return Status::Error(Status::Code::kIoError, path_ + ": deflate failed");
   }
@@ -180,25 +173,25 @@ Status WarcWriter::Write(const Exchange& ex) {
 }
 
 Status WarcWriter::Sync() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (std::fflush(file_) != 0) return IoError(path_, "flush");
   if (::fsync(fileno(file_)) != 0) return IoError(path_, "fsync");
   return Status::Ok();
 }
 
 WarcPosition WarcWriter::Position() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return WarcPosition{index_, bytes_, path_, file_ != nullptr ? fileno(file_) : -1};
 }
 
 Result<WarcPosition> WarcWriter::Flush() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (std::fflush(file_) != 0) return IoError(path_, "flush");
   return WarcPosition{index_, bytes_, path_, fileno(file_)};
 }
 
 std::string WarcWriter::CurrentPath() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return path_;
 }
 

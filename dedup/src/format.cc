@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 
 namespace crawler::dedup {
@@ -130,9 +131,25 @@ Status ReadSection(std::FILE* in, const std::string& name, const char (&tag)[4],
                              std::to_string(length) + " bytes, " + std::to_string(max_length) +
                              " are left)");
   }
-  payload->resize(length);
+  // The payload grows as its bytes arrive: when the stream's size is unknown
+  // (a checkpoint is read through a hashing FILE*, BytesLeft cannot tell), a
+  // damaged length must end in "truncated", not in a terabyte allocation.
+  // (Found by tests/fuzz/dedup_load_fuzz.)
+  constexpr uint64_t kChunk = uint64_t{1} << 20;
+  payload->clear();
+  payload->reserve(std::min<uint64_t>(length, uint64_t{256} << 20));
+  uint64_t body = 0;
+  while (body < length) {
+    uint64_t want = std::min(kChunk, length - body);
+    payload->resize(body + want);
+    size_t got = std::fread(payload->data() + body, 1, want, in);
+    body += got;
+    if (got < want) {
+      payload->resize(body);
+      break;
+    }
+  }
   uint64_t sum = 0;
-  size_t body = std::fread(payload->data(), 1, length, in);
   size_t tail = body == length ? std::fread(&sum, 1, 8, in) : 0;
   if (std::ferror(in)) return IoError(name, "read");
   if (body != length || tail != 8) {

@@ -26,6 +26,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <map>
+#include <string_view>
 #include <memory>
 #include <string>
 #include <vector>
@@ -97,7 +99,22 @@ struct LoadedCheckpoint {
 // kNotFound, kIoError) name the file and the problem.
 Result<LoadedCheckpoint> LoadCheckpoint(const std::string& dir);
 
-// Reads and verifies DIR/MANIFEST.json only (for `crawler stats`).
+// MANIFEST.json: written (EncodeManifest) and read (DecodeManifest) here,
+// side by side. The text is sealed by its last member, "manifest_xxh3".
+struct ManifestFile {
+  uint64_t bytes = 0;
+  std::string xxh3;  // 16 hex digits
+};
+struct Manifest {
+  CheckpointInfo info;
+  std::map<std::string, ManifestFile> files;
+};
+std::string EncodeManifest(const CheckpointInfo& info, const std::map<std::string, ManifestFile>& files);
+// Verifies the seal, the format and the version, then reads the fields;
+// errors name `path`.
+Result<Manifest> DecodeManifest(std::string_view text, const std::string& path);
+
+// Reads and verifies DIR/MANIFEST.json only, as JSON (for `crawler stats`).
 Result<boost::json::object> ReadManifest(const std::string& dir);
 
 boost::json::object SummaryToJson(const CrawlSummary& s);

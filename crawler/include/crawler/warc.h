@@ -20,9 +20,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
-#include <mutex>
 #include <string>
 
+#include "base/mutex.h"
 #include "base/status.h"
 
 namespace crawler::engine {
@@ -82,16 +82,16 @@ class WarcWriter {
 
  private:
   explicit WarcWriter(const WarcOptions& options) : options_(options) {}
-  Status OpenNext();                     // REQUIRES: mu_ held
-  Status Append(const std::string& record);  // gzip member; REQUIRES: mu_ held
-  Status AppendBytes(const std::string& bytes);  // REQUIRES: mu_ held
+  Status OpenNext() REQUIRES(mu_);
+  Status Append(const std::string& record) REQUIRES(mu_);  // one gzip member
+  Status AppendBytes(const std::string& bytes) REQUIRES(mu_);
 
   const WarcOptions options_;
-  mutable std::mutex mu_;
-  std::FILE* file_ = nullptr;  // GUARDED_BY(mu_)
-  uint32_t index_ = 0;         // GUARDED_BY(mu_)
-  uint64_t bytes_ = 0;         // GUARDED_BY(mu_)
-  std::string path_;           // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::FILE* file_ GUARDED_BY(mu_) = nullptr;
+  uint32_t index_ GUARDED_BY(mu_) = 0;
+  uint64_t bytes_ GUARDED_BY(mu_) = 0;
+  std::string path_ GUARDED_BY(mu_);
 };
 
 // The response head as stored with a decoded body: libcurl hands over
