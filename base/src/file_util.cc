@@ -11,7 +11,8 @@
 namespace crawler {
 
 Status IoError(const std::string& path, const std::string& what) {
-  return Status::Error(Status::Code::kIoError, path + ": " + what + ": " + std::strerror(errno));
+  return Status::Error(Status::Code::kIoError,
+                       path + ": " + what + ": " + std::strerror(errno));
 }
 
 Status SyncDir(const std::string& dir) {
@@ -25,8 +26,8 @@ Status SyncDir(const std::string& dir) {
   return Status::Ok();
 }
 
-Status WriteFileAtomic(const std::string& path, const std::function<Status(std::FILE*)>& write,
-                       bool durable) {
+Status WriteFileAtomic(const std::string& path,
+                       const std::function<Status(std::FILE*)>& write, bool durable) {
   const std::string tmp = path + ".tmp";
   std::FILE* out = std::fopen(tmp.c_str(), "wbe");
   if (out == nullptr) return IoError(tmp, "create");
@@ -34,7 +35,8 @@ Status WriteFileAtomic(const std::string& path, const std::function<Status(std::
   if (st.ok() && std::fflush(out) != 0) st = IoError(tmp, "write");
   if (st.ok() && durable && ::fsync(fileno(out)) != 0) st = IoError(tmp, "fsync");
   if (std::fclose(out) != 0 && st.ok()) st = IoError(tmp, "close");
-  if (st.ok() && std::rename(tmp.c_str(), path.c_str()) != 0) st = IoError(path, "rename");
+  if (st.ok() && std::rename(tmp.c_str(), path.c_str()) != 0)
+    st = IoError(path, "rename");
   if (!st.ok()) {
     std::remove(tmp.c_str());
     return st;

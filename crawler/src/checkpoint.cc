@@ -1,9 +1,6 @@
 // Checkpoint files; see crawler/checkpoint.h.
 #include "crawler/checkpoint.h"
 
-#include "base/file_util.h"
-#include "json_fields.h"
-
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -16,6 +13,9 @@
 #include <filesystem>
 #include <map>
 #include <thread>
+
+#include "base/file_util.h"
+#include "json_fields.h"
 
 namespace crawler::engine {
 namespace {
@@ -75,7 +75,8 @@ class HashedFile {
   }
 
  private:
-  explicit HashedFile(std::string path) : path_(std::move(path)), state_(XXH3_createState()) {}
+  explicit HashedFile(std::string path)
+      : path_(std::move(path)), state_(XXH3_createState()) {}
   static ssize_t Write(void* cookie, const char* buf, size_t size) {
     auto* self = static_cast<HashedFile*>(cookie);
     size_t done = 0;
@@ -146,7 +147,8 @@ class HashedReader {
 Result<std::string> ReadWhole(const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) {
-    if (errno == ENOENT) return Status::Error(Status::Code::kCorruption, path + ": missing");
+    if (errno == ENOENT)
+      return Status::Error(Status::Code::kCorruption, path + ": missing");
     return IoError(path, "open");
   }
   std::string out;
@@ -167,10 +169,11 @@ Status Sleep(int ms) {
 using json_fields::Count;
 using json_fields::Num;
 
-#define CRAWLER_SUMMARY_FIELDS(X)                                                          \
-  X(fetched) X(failed) X(truncated) X(status_2xx) X(status_3xx) X(status_4xx) X(status_5xx) \
-  X(robots_blocked) X(out_of_scope) X(too_deep) X(trap_guard) X(duplicates) X(filter_full)   \
-  X(too_many_redirects) X(bytes) X(spilled)
+#define CRAWLER_SUMMARY_FIELDS(X)                                                \
+  X(fetched)                                                                     \
+  X(failed) X(truncated) X(status_2xx) X(status_3xx) X(status_4xx) X(status_5xx) \
+      X(robots_blocked) X(out_of_scope) X(too_deep) X(trap_guard) X(duplicates)  \
+          X(filter_full) X(too_many_redirects) X(bytes) X(spilled)
 
 }  // namespace
 
@@ -192,19 +195,23 @@ CrawlSummary SummaryFromJson(const json::object& o) {
 #undef X
   if (const json::value* e = o.if_contains("errors"); e != nullptr && e->is_object()) {
     for (const auto& [k, v] : e->as_object()) {
-      if (v.is_int64() || v.is_uint64()) s.errors[std::string(k)] = v.to_number<uint64_t>();
+      if (v.is_int64() || v.is_uint64())
+        s.errors[std::string(k)] = v.to_number<uint64_t>();
     }
   }
   return s;
 }
 
-Result<CheckpointWritten> WriteCheckpoint(const std::string& out, const CheckpointInfo& info,
+Result<CheckpointWritten> WriteCheckpoint(const std::string& out,
+                                          const CheckpointInfo& info,
                                           const CheckpointSources& src) {
   auto start = std::chrono::steady_clock::now();
   const std::string tmp = out + "/" + kCheckpointTmpDir;
   std::error_code ec;
   fs::remove_all(tmp, ec);
-  if (ec) return Status::Error(Status::Code::kIoError, tmp + ": cannot remove: " + ec.message());
+  if (ec)
+    return Status::Error(Status::Code::kIoError,
+                         tmp + ": cannot remove: " + ec.message());
   if (::mkdir(tmp.c_str(), 0755) != 0) return IoError(tmp, "mkdir");
 
   std::map<std::string, ManifestFile> files;
@@ -236,7 +243,8 @@ Result<CheckpointWritten> WriteCheckpoint(const std::string& out, const Checkpoi
   {  // frontier.bin
     auto f = HashedFile::Create(tmp + "/frontier.bin");
     if (!f.ok()) return f.status();
-    Status st = frontier::WriteFrontierImage(*src.frontier, src.cut, (*f)->file(), tmp + "/frontier.bin");
+    Status st = frontier::WriteFrontierImage(*src.frontier, src.cut, (*f)->file(),
+                                             tmp + "/frontier.bin");
     if (st.ok()) st = finish(**f, "frontier.bin");
     if (!st.ok()) return st;
   }
@@ -249,8 +257,10 @@ Result<CheckpointWritten> WriteCheckpoint(const std::string& out, const Checkpoi
   }
 
   // The output the manifest points into must be on disk before it is.
-  if (src.fsync_fd_warc >= 0 && ::fsync(src.fsync_fd_warc) != 0) return IoError(out + "/warc", "fsync");
-  if (src.fsync_fd_log >= 0 && ::fsync(src.fsync_fd_log) != 0) return IoError(out + "/fetch-log.jsonl", "fsync");
+  if (src.fsync_fd_warc >= 0 && ::fsync(src.fsync_fd_warc) != 0)
+    return IoError(out + "/warc", "fsync");
+  if (src.fsync_fd_log >= 0 && ::fsync(src.fsync_fd_log) != 0)
+    return IoError(out + "/fetch-log.jsonl", "fsync");
 
   std::string text = EncodeManifest(info, files);
   {
@@ -266,25 +276,33 @@ Result<CheckpointWritten> WriteCheckpoint(const std::string& out, const Checkpoi
   if (!st.ok()) return st;
 
   // Publish: checkpoint/ -> checkpoint.prev/, checkpoint.tmp/ -> checkpoint/.
-  const std::string cur = out + "/" + kCheckpointDir, prev = out + "/" + kCheckpointPrevDir;
+  const std::string cur = out + "/" + kCheckpointDir,
+                    prev = out + "/" + kCheckpointPrevDir;
   if (fs::exists(cur, ec)) {
     fs::remove_all(prev, ec);
-    if (ec) return Status::Error(Status::Code::kIoError, prev + ": cannot remove: " + ec.message());
-    if (std::rename(cur.c_str(), prev.c_str()) != 0) return IoError(cur, "rename to " + prev);
+    if (ec)
+      return Status::Error(Status::Code::kIoError,
+                           prev + ": cannot remove: " + ec.message());
+    if (std::rename(cur.c_str(), prev.c_str()) != 0)
+      return IoError(cur, "rename to " + prev);
   }
   if (std::rename(tmp.c_str(), cur.c_str()) != 0) return IoError(tmp, "rename to " + cur);
   st = SyncDir(out);
   if (!st.ok()) return st;
-  written.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  written.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return written;
 }
 
-std::string EncodeManifest(const CheckpointInfo& info, const std::map<std::string, ManifestFile>& files) {
+std::string EncodeManifest(const CheckpointInfo& info,
+                           const std::map<std::string, ManifestFile>& files) {
   json::object m;
   m["format"] = "crawler-checkpoint";
   m["version"] = kManifestVersion;
   m["sequence"] = info.sequence;
-  m["created_unix"] = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  m["created_unix"] =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
   m["elapsed_s"] = info.elapsed_s;
   json::array scope;
   for (const std::string& h : info.scope_hosts) scope.emplace_back(h);
@@ -293,13 +311,16 @@ std::string EncodeManifest(const CheckpointInfo& info, const std::map<std::strin
   counters["started"] = info.started;
   counters["expected_false_seen"] = info.expected_false_seen;
   m["counters"] = std::move(counters);
-  m["warc"] = json::object{{"file_index", info.warc_index}, {"file", info.warc_file}, {"bytes", info.warc_bytes}};
+  m["warc"] = json::object{{"file_index", info.warc_index},
+                           {"file", info.warc_file},
+                           {"bytes", info.warc_bytes}};
   m["fetch_log"] = json::object{{"bytes", info.fetch_log_bytes}};
   m["stats_series"] = json::object{{"bytes", info.series_bytes}};
   m["pause_ms"] = info.pause_ms;
   m["stats"] = info.stats;
   json::object f;
-  for (const auto& [name, file] : files) f[name] = json::object{{"bytes", file.bytes}, {"xxh3", file.xxh3}};
+  for (const auto& [name, file] : files)
+    f[name] = json::object{{"bytes", file.bytes}, {"xxh3", file.xxh3}};
   m["files"] = std::move(f);
   std::string text = json::serialize(m);
   text.pop_back();  // the closing brace: the checksum goes last
@@ -310,7 +331,8 @@ std::string EncodeManifest(const CheckpointInfo& info, const std::map<std::strin
 
 Result<json::object> VerifyManifest(std::string_view text, const std::string& path) {
   size_t at = text.rfind(kChecksumKey);
-  if (at == std::string::npos) return Damaged(path, "no manifest checksum (truncated or not a checkpoint)");
+  if (at == std::string::npos)
+    return Damaged(path, "no manifest checksum (truncated or not a checkpoint)");
   size_t hex_at = at + std::strlen(kChecksumKey);
   if (text.size() < hex_at + 16 || text.substr(hex_at + 16) != "\"}\n") {
     return Damaged(path, "truncated after the checksum");
@@ -324,16 +346,20 @@ Result<json::object> VerifyManifest(std::string_view text, const std::string& pa
   if (!v.is_object()) return Damaged(path, "not a JSON object");
   json::object& o = v.as_object();
   const json::value* format = o.if_contains("format");
-  if (format == nullptr || !format->is_string() || format->as_string() != "crawler-checkpoint") {
-    return Status::Error(Status::Code::kBadMagic, path + ": not a crawler checkpoint manifest");
+  if (format == nullptr || !format->is_string() ||
+      format->as_string() != "crawler-checkpoint") {
+    return Status::Error(Status::Code::kBadMagic,
+                         path + ": not a crawler checkpoint manifest");
   }
   if (Count(o, "version") != kManifestVersion) {
-    return Status::Error(Status::Code::kBadVersion,
-                         path + ": checkpoint format version " + std::to_string(Count(o, "version")) +
-                             ", this build reads version " + std::to_string(kManifestVersion));
+    return Status::Error(
+        Status::Code::kBadVersion,
+        path + ": checkpoint format version " + std::to_string(Count(o, "version")) +
+            ", this build reads version " + std::to_string(kManifestVersion));
   }
   for (const char* key : {"counters", "warc", "fetch_log", "files", "stats"}) {
-    if (!o.contains(key) || !o.at(key).is_object()) return Damaged(path, std::string("no \"") + key + "\" object");
+    if (!o.contains(key) || !o.at(key).is_object())
+      return Damaged(path, std::string("no \"") + key + "\" object");
   }
   return std::move(o);
 }
@@ -351,15 +377,18 @@ Result<Manifest> DecodeManifest(std::string_view text, const std::string& path) 
   const json::object& m = *verified;
   Manifest out;
   for (const auto& [name, f] : m.at("files").as_object()) {
-    if (!f.is_object() || !f.as_object().contains("xxh3") || !f.as_object().at("xxh3").is_string()) {
+    if (!f.is_object() || !f.as_object().contains("xxh3") ||
+        !f.as_object().at("xxh3").is_string()) {
       return Damaged(path, "bad entry for " + std::string(name));
     }
-    out.files[std::string(name)] = ManifestFile{Count(f.as_object(), "bytes"), f.as_object().at("xxh3").as_string().c_str()};
+    out.files[std::string(name)] = ManifestFile{
+        Count(f.as_object(), "bytes"), f.as_object().at("xxh3").as_string().c_str()};
   }
   CheckpointInfo& info = out.info;
   info.sequence = Count(m, "sequence");
   info.elapsed_s = Num(m, "elapsed_s");
-  if (const json::value* s = m.if_contains("scope_hosts"); s != nullptr && s->is_array()) {
+  if (const json::value* s = m.if_contains("scope_hosts");
+      s != nullptr && s->is_array()) {
     for (const json::value& h : s->as_array()) {
       if (h.is_string()) info.scope_hosts.emplace_back(h.as_string().c_str());
     }
@@ -378,7 +407,8 @@ Result<Manifest> DecodeManifest(std::string_view text, const std::string& path) 
   }
   info.warc_bytes = Count(warc, "bytes");
   info.fetch_log_bytes = Count(m.at("fetch_log").as_object(), "bytes");
-  if (const json::value* s = m.if_contains("stats_series"); s != nullptr && s->is_object()) {
+  if (const json::value* s = m.if_contains("stats_series");
+      s != nullptr && s->is_object()) {
     info.series_bytes = Count(s->as_object(), "bytes");
   }
   info.pause_ms = Num(m, "pause_ms");
@@ -391,15 +421,19 @@ Result<LoadedCheckpoint> LoadCheckpoint(const std::string& dir) {
   if (!text.ok()) return text.status();
   auto manifest = DecodeManifest(*text, dir + "/MANIFEST.json");
   if (!manifest.ok()) return manifest.status();
-  auto check = [&](const std::string& name, uint64_t got_bytes, uint64_t got_hash) -> Status {
+  auto check = [&](const std::string& name, uint64_t got_bytes,
+                   uint64_t got_hash) -> Status {
     auto f = manifest->files.find(name);
-    if (f == manifest->files.end()) return Damaged(dir + "/MANIFEST.json", "no entry for " + name);
+    if (f == manifest->files.end())
+      return Damaged(dir + "/MANIFEST.json", "no entry for " + name);
     if (got_bytes != f->second.bytes) {
-      return Damaged(dir + "/" + name, "is " + std::to_string(got_bytes) + " bytes, the manifest says " +
-                                           std::to_string(f->second.bytes) + " (truncated or extended)");
+      return Damaged(dir + "/" + name,
+                     "is " + std::to_string(got_bytes) + " bytes, the manifest says " +
+                         std::to_string(f->second.bytes) + " (truncated or extended)");
     }
     if (Hex(got_hash) != f->second.xxh3) {
-      return Damaged(dir + "/" + name, "checksum mismatch (the file was changed or damaged)");
+      return Damaged(dir + "/" + name,
+                     "checksum mismatch (the file was changed or damaged)");
     }
     return Status::Ok();
   };
@@ -413,7 +447,8 @@ Result<LoadedCheckpoint> LoadCheckpoint(const std::string& dir) {
   out.config_path = dir + "/config.toml";
   auto config = ReadWhole(out.config_path);
   if (!config.ok()) return config.status();
-  Status st = check("config.toml", config->size(), XXH3_64bits(config->data(), config->size()));
+  Status st =
+      check("config.toml", config->size(), XXH3_64bits(config->data(), config->size()));
   if (!st.ok()) return st;
   info.config_toml = *config;
 
@@ -422,7 +457,8 @@ Result<LoadedCheckpoint> LoadCheckpoint(const std::string& dir) {
     const std::string path = dir + "/dedup.bin";
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-      if (errno == ENOENT) return Status::Error(Status::Code::kCorruption, path + ": missing");
+      if (errno == ENOENT)
+        return Status::Error(Status::Code::kCorruption, path + ": missing");
       return IoError(path, "open");
     }
     std::unique_ptr<dedup::Filter> filter;
@@ -438,8 +474,10 @@ Result<LoadedCheckpoint> LoadCheckpoint(const std::string& dir) {
       reader.Drain();
       bytes = reader.bytes();
       hash = reader.hash();
-      if (f.ok()) filter = std::move(f).value();
-      else read_st = f.status();
+      if (f.ok())
+        filter = std::move(f).value();
+      else
+        read_st = f.status();
     }
     ::close(fd);
     st = check("dedup.bin", bytes, hash);  // size / checksum first: the clearer message

@@ -31,15 +31,18 @@ constexpr bool kForkWriter = true;
 constexpr bool kForkWriter = true;
 #endif
 
-double MsSince(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+double MsSince(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
 
 }  // namespace
 
-Checkpointer::Checkpointer(std::string out, const CheckpointConfig& config, const Parts& parts,
-                           uint64_t sequence)
+Checkpointer::Checkpointer(std::string out, const CheckpointConfig& config,
+                           const Parts& parts, uint64_t sequence)
     : out_(std::move(out)), config_(config), p_(parts) {
   figures_.sequence = sequence;
-  if (const char* slow = std::getenv("CRAWLER_CHECKPOINT_SLOW_MS")) slow_ms_ = std::atoi(slow);
+  if (const char* slow = std::getenv("CRAWLER_CHECKPOINT_SLOW_MS"))
+    slow_ms_ = std::atoi(slow);
 }
 
 Checkpointer::~Checkpointer() {
@@ -49,8 +52,11 @@ Checkpointer::~Checkpointer() {
 
 bool Checkpointer::Due(uint64_t pages_done, bool requested) const {
   if (child_ > 0) return false;
-  bool by_time = config_.interval_s > 0 && Clock::now() - last_ >= std::chrono::duration<double>(config_.interval_s);
-  bool by_pages = config_.interval_pages > 0 && pages_done - last_pages_ >= config_.interval_pages;
+  bool by_time =
+      config_.interval_s > 0 &&
+      Clock::now() - last_ >= std::chrono::duration<double>(config_.interval_s);
+  bool by_pages =
+      config_.interval_pages > 0 && pages_done - last_pages_ >= config_.interval_pages;
   return requested || by_time || by_pages;
 }
 
@@ -86,8 +92,10 @@ void Checkpointer::Written(uint64_t bytes, double seconds, const char* how) {
   ++figures_.written;
   figures_.last_write_s = seconds;
   figures_.last_bytes = bytes;
-  spdlog::info("checkpoint {} written{}: {:.1f} MB in {:.3f} s (workers paused {:.1f} ms)", figures_.sequence, how,
-               static_cast<double>(bytes) / 1e6, seconds, figures_.last_pause_ms);
+  spdlog::info(
+      "checkpoint {} written{}: {:.1f} MB in {:.3f} s (workers paused {:.1f} ms)",
+      figures_.sequence, how, static_cast<double>(bytes) / 1e6, seconds,
+      figures_.last_pause_ms);
 }
 
 Status Checkpointer::Cut(bool fork_writer, uint64_t pages_done) {
@@ -120,7 +128,8 @@ Status Checkpointer::Cut(bool fork_writer, uint64_t pages_done) {
   return Status::Ok();
 }
 
-Status Checkpointer::Fork(const CheckpointInfo& info, const CheckpointSources& src, Clock::time_point t0) {
+Status Checkpointer::Fork(const CheckpointInfo& info, const CheckpointSources& src,
+                          Clock::time_point t0) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
     p_.gate.Open();
@@ -137,7 +146,8 @@ Status Checkpointer::Fork(const CheckpointInfo& info, const CheckpointSources& s
     if (::getppid() != parent) ::_exit(3);
     ::close(fds[0]);
     auto written = WriteCheckpoint(out_, info, src);
-    std::string msg = written.ok() ? "ok " + std::to_string(written->bytes) + " " + std::to_string(written->seconds)
+    std::string msg = written.ok() ? "ok " + std::to_string(written->bytes) + " " +
+                                         std::to_string(written->seconds)
                                    : "error " + written.status().message();
     ssize_t ignored = ::write(fds[1], msg.data(), std::min<size_t>(msg.size(), 4000));
     (void)ignored;
@@ -167,7 +177,8 @@ Status Checkpointer::Poll(bool wait) {
   std::string msg;
   char buf[4096];
   ssize_t n;
-  while ((n = ::read(child_pipe_, buf, sizeof(buf))) > 0) msg.append(buf, static_cast<size_t>(n));
+  while ((n = ::read(child_pipe_, buf, sizeof(buf))) > 0)
+    msg.append(buf, static_cast<size_t>(n));
   ::close(child_pipe_);
   child_pipe_ = -1;
   child_ = -1;
@@ -180,7 +191,8 @@ Status Checkpointer::Poll(bool wait) {
   }
   ++figures_.failed;
   std::string why = msg.rfind("error ", 0) == 0 ? msg.substr(6) : "the writer died";
-  return Status::Error(Status::Code::kIoError, "checkpoint " + std::to_string(figures_.sequence) + ": " + why);
+  return Status::Error(Status::Code::kIoError,
+                       "checkpoint " + std::to_string(figures_.sequence) + ": " + why);
 }
 
 }  // namespace crawler::engine

@@ -49,7 +49,8 @@ class Checkpointer {
     std::function<void(CheckpointInfo*, bool running)> describe;
   };
   // `sequence`: of the last checkpoint written (0 for a new crawl).
-  Checkpointer(std::string out, const CheckpointConfig& config, const Parts& parts, uint64_t sequence);
+  Checkpointer(std::string out, const CheckpointConfig& config, const Parts& parts,
+               uint64_t sequence);
   ~Checkpointer();
   Checkpointer(const Checkpointer&) = delete;
   Checkpointer& operator=(const Checkpointer&) = delete;
@@ -65,7 +66,8 @@ class Checkpointer {
 
  private:
   Status Prepare(CheckpointInfo* info, CheckpointSources* src, bool running);
-  Status Fork(const CheckpointInfo& info, const CheckpointSources& src, frontier::Clock::time_point t0);
+  Status Fork(const CheckpointInfo& info, const CheckpointSources& src,
+              frontier::Clock::time_point t0);
   void Written(uint64_t bytes, double seconds, const char* how);
 
   const std::string out_;
@@ -74,8 +76,8 @@ class Checkpointer {
   CheckpointFigures figures_;
   frontier::Clock::time_point last_ = frontier::Clock::now();
   uint64_t last_pages_ = 0;
-  int slow_ms_ = 0;             // CRAWLER_CHECKPOINT_SLOW_MS (tests)
-  pid_t child_ = -1;            // the writer running, if any
+  int slow_ms_ = 0;   // CRAWLER_CHECKPOINT_SLOW_MS (tests)
+  pid_t child_ = -1;  // the writer running, if any
   int child_pipe_ = -1;
   double child_pause_ms_ = 0;
 };

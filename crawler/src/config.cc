@@ -22,18 +22,19 @@ struct Key {
 
 template <typename Int, typename Ref>
 Key IntKey(const char* section, const char* name, Ref ref, int64_t lo, int64_t hi) {
-  return Key{section, name,
-             [=](Config& c, const toml::node& n) -> std::string {
-               if (!n.is_integer()) return "expected an integer";
-               int64_t v = *n.value<int64_t>();
-               if (v < lo || v > hi) {
-                 return "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) +
-                        "], got " + std::to_string(v);
-               }
-               ref(c) = static_cast<Int>(v);
-               return "";
-             },
-             [=](const Config& c) { return std::to_string(ref(const_cast<Config&>(c))); }};
+  return Key{
+      section, name,
+      [=](Config& c, const toml::node& n) -> std::string {
+        if (!n.is_integer()) return "expected an integer";
+        int64_t v = *n.value<int64_t>();
+        if (v < lo || v > hi) {
+          return "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                 "], got " + std::to_string(v);
+        }
+        ref(c) = static_cast<Int>(v);
+        return "";
+      },
+      [=](const Config& c) { return std::to_string(ref(const_cast<Config&>(c))); }};
 }
 
 template <typename Ref>
@@ -46,7 +47,8 @@ Key DoubleKey(const char* section, const char* name, Ref ref, double lo, double 
                                          : *n.value<double>();
                if (!(v >= lo && v <= hi) || (open_low && v == lo)) {
                  std::ostringstream m;
-                 m << "must be in " << (open_low ? "(" : "[") << lo << ", " << hi << "], got " << v;
+                 m << "must be in " << (open_low ? "(" : "[") << lo << ", " << hi
+                   << "], got " << v;
                  return m.str();
                }
                ref(c) = v;
@@ -69,7 +71,9 @@ Key BoolKey(const char* section, const char* name, Ref ref) {
                ref(c) = *n.value<bool>();
                return "";
              },
-             [=](const Config& c) { return std::string(ref(const_cast<Config&>(c)) ? "true" : "false"); }};
+             [=](const Config& c) {
+               return std::string(ref(const_cast<Config&>(c)) ? "true" : "false");
+             }};
 }
 
 std::string Quote(const std::string& s) {
@@ -130,67 +134,145 @@ const std::vector<Key>& Schema() {
   constexpr int64_t kMax32 = std::numeric_limits<uint32_t>::max();
   constexpr int64_t kMax64 = std::numeric_limits<int64_t>::max();
   static const std::vector<Key> keys = {
-      StringKey("crawl", "user_agent", [](Config& c) -> auto& { return c.crawl.user_agent; },
-                [](const std::string& v) {
-                  return v.empty() || v.find_first_of("\r\n") != std::string::npos
-                             ? std::string("must be one non-empty line")
-                             : std::string();
-                }),
-      IntKey<uint32_t>("crawl", "workers", [](Config& c) -> auto& { return c.crawl.workers; }, 0, 256),
-      IntKey<uint32_t>("crawl", "max_connections", [](Config& c) -> auto& { return c.crawl.max_connections; }, 1, 10000),
-      IntKey<uint32_t>("crawl", "max_depth", [](Config& c) -> auto& { return c.crawl.max_depth; }, 0, kMax32),
-      IntKey<uint64_t>("crawl", "max_pages", [](Config& c) -> auto& { return c.crawl.max_pages; }, 0, kMax64),
-      IntKey<uint64_t>("crawl", "max_pages_per_host", [](Config& c) -> auto& { return c.crawl.max_pages_per_host; }, 1, kMax64),
-      StringListKey("crawl", "scope_hosts", [](Config& c) -> auto& { return c.crawl.scope_hosts; }, false),
-      StringListKey("crawl", "scope_domains", [](Config& c) -> auto& { return c.crawl.scope_domains; }, false),
-      StringListKey("crawl", "include", [](Config& c) -> auto& { return c.crawl.include; }, true),
-      StringListKey("crawl", "exclude", [](Config& c) -> auto& { return c.crawl.exclude; }, true),
-      BoolKey("crawl", "include_assets", [](Config& c) -> auto& { return c.crawl.include_assets; }),
+      StringKey(
+          "crawl", "user_agent", [](Config & c) -> auto& { return c.crawl.user_agent; },
+          [](const std::string& v) {
+            return v.empty() || v.find_first_of("\r\n") != std::string::npos
+                       ? std::string("must be one non-empty line")
+                       : std::string();
+          }),
+      IntKey<uint32_t>(
+          "crawl", "workers", [](Config & c) -> auto& { return c.crawl.workers; }, 0,
+          256),
+      IntKey<uint32_t>(
+          "crawl", "max_connections",
+          [](Config & c) -> auto& { return c.crawl.max_connections; }, 1, 10000),
+      IntKey<uint32_t>(
+          "crawl", "max_depth", [](Config & c) -> auto& { return c.crawl.max_depth; }, 0,
+          kMax32),
+      IntKey<uint64_t>(
+          "crawl", "max_pages", [](Config & c) -> auto& { return c.crawl.max_pages; }, 0,
+          kMax64),
+      IntKey<uint64_t>(
+          "crawl", "max_pages_per_host",
+          [](Config & c) -> auto& { return c.crawl.max_pages_per_host; }, 1, kMax64),
+      StringListKey(
+          "crawl", "scope_hosts", [](Config & c) -> auto& { return c.crawl.scope_hosts; },
+          false),
+      StringListKey(
+          "crawl", "scope_domains",
+          [](Config & c) -> auto& { return c.crawl.scope_domains; }, false),
+      StringListKey(
+          "crawl", "include", [](Config & c) -> auto& { return c.crawl.include; }, true),
+      StringListKey(
+          "crawl", "exclude", [](Config & c) -> auto& { return c.crawl.exclude; }, true),
+      BoolKey(
+          "crawl", "include_assets",
+          [](Config & c) -> auto& { return c.crawl.include_assets; }),
 
-      DoubleKey("fetch", "connect_timeout_s", [](Config& c) -> auto& { return c.fetch.connect_timeout_s; }, 0, 3600, true),
-      DoubleKey("fetch", "timeout_s", [](Config& c) -> auto& { return c.fetch.timeout_s; }, 0, 86400, true),
-      IntKey<uint64_t>("fetch", "low_speed_bytes", [](Config& c) -> auto& { return c.fetch.low_speed_bytes; }, 0, kMax64),
-      DoubleKey("fetch", "low_speed_time_s", [](Config& c) -> auto& { return c.fetch.low_speed_time_s; }, 0, 86400),
-      IntKey<uint64_t>("fetch", "max_body_bytes", [](Config& c) -> auto& { return c.fetch.max_body_bytes; }, 1, kMax64),
-      IntKey<uint32_t>("fetch", "max_redirects", [](Config& c) -> auto& { return c.fetch.max_redirects; }, 0, 100),
-      DoubleKey("fetch", "robots_cache_s", [](Config& c) -> auto& { return c.fetch.robots_cache_s; }, 0, 365 * 86400.0),
+      DoubleKey(
+          "fetch", "connect_timeout_s",
+          [](Config & c) -> auto& { return c.fetch.connect_timeout_s; }, 0, 3600, true),
+      DoubleKey(
+          "fetch", "timeout_s", [](Config & c) -> auto& { return c.fetch.timeout_s; }, 0,
+          86400, true),
+      IntKey<uint64_t>(
+          "fetch", "low_speed_bytes",
+          [](Config & c) -> auto& { return c.fetch.low_speed_bytes; }, 0, kMax64),
+      DoubleKey(
+          "fetch", "low_speed_time_s",
+          [](Config & c) -> auto& { return c.fetch.low_speed_time_s; }, 0, 86400),
+      IntKey<uint64_t>(
+          "fetch", "max_body_bytes",
+          [](Config & c) -> auto& { return c.fetch.max_body_bytes; }, 1, kMax64),
+      IntKey<uint32_t>(
+          "fetch", "max_redirects",
+          [](Config & c) -> auto& { return c.fetch.max_redirects; }, 0, 100),
+      DoubleKey(
+          "fetch", "robots_cache_s",
+          [](Config & c) -> auto& { return c.fetch.robots_cache_s; }, 0, 365 * 86400.0),
 
-      IntKey<uint64_t>("frontier", "max_memory_urls", [](Config& c) -> auto& { return c.frontier.max_memory_urls; }, 1, kMax64),
-      DoubleKey("frontier", "min_delay_s", [](Config& c) -> auto& { return c.frontier.min_delay_s; }, 0, 86400),
-      DoubleKey("frontier", "max_crawl_delay_s", [](Config& c) -> auto& { return c.frontier.max_crawl_delay_s; }, 0, 86400),
-      DoubleKey("frontier", "response_factor", [](Config& c) -> auto& { return c.frontier.response_factor; }, 0, 1000),
-      IntKey<uint32_t>("frontier", "max_connections_per_host", [](Config& c) -> auto& { return c.frontier.max_connections_per_host; }, 1, 1000),
+      IntKey<uint64_t>(
+          "frontier", "max_memory_urls",
+          [](Config & c) -> auto& { return c.frontier.max_memory_urls; }, 1, kMax64),
+      DoubleKey(
+          "frontier", "min_delay_s",
+          [](Config & c) -> auto& { return c.frontier.min_delay_s; }, 0, 86400),
+      DoubleKey(
+          "frontier", "max_crawl_delay_s",
+          [](Config & c) -> auto& { return c.frontier.max_crawl_delay_s; }, 0, 86400),
+      DoubleKey(
+          "frontier", "response_factor",
+          [](Config & c) -> auto& { return c.frontier.response_factor; }, 0, 1000),
+      IntKey<uint32_t>(
+          "frontier", "max_connections_per_host",
+          [](Config & c) -> auto& { return c.frontier.max_connections_per_host; }, 1,
+          1000),
 
-      StringKey("dedup", "type", [](Config& c) -> auto& { return c.dedup_type_name; },
-                [](const std::string& v) {
-                  return dedup::ParseFilterType(v).ok() ? std::string()
-                                                        : std::string("must be bloom, cuckoo or counting");
-                }),
-      IntKey<uint64_t>("dedup", "capacity", [](Config& c) -> auto& { return c.dedup.capacity; }, 1, int64_t{1} << 40),
-      DoubleKey("dedup", "error_rate", [](Config& c) -> auto& { return c.dedup.error_rate; }, 1e-9, 0.5),
-      DoubleKey("dedup", "expansion", [](Config& c) -> auto& { return c.dedup.expansion; }, 1.1, 16),
-      DoubleKey("dedup", "tightening", [](Config& c) -> auto& { return c.dedup.tightening; }, 0.05, 0.99),
-      BoolKey("dedup", "scaling", [](Config& c) -> auto& { return c.dedup.scaling; }),
-      IntKey<uint32_t>("dedup", "stripes", [](Config& c) -> auto& { return c.dedup.stripes; }, 1, 65536),
-      BoolKey("dedup", "allow_erase", [](Config& c) -> auto& { return c.dedup.allow_erase; }),
+      StringKey(
+          "dedup", "type", [](Config & c) -> auto& { return c.dedup_type_name; },
+          [](const std::string& v) {
+            return dedup::ParseFilterType(v).ok()
+                       ? std::string()
+                       : std::string("must be bloom, cuckoo or counting");
+          }),
+      IntKey<uint64_t>(
+          "dedup", "capacity", [](Config & c) -> auto& { return c.dedup.capacity; }, 1,
+          int64_t{1} << 40),
+      DoubleKey(
+          "dedup", "error_rate", [](Config & c) -> auto& { return c.dedup.error_rate; },
+          1e-9, 0.5),
+      DoubleKey(
+          "dedup", "expansion", [](Config & c) -> auto& { return c.dedup.expansion; },
+          1.1, 16),
+      DoubleKey(
+          "dedup", "tightening", [](Config & c) -> auto& { return c.dedup.tightening; },
+          0.05, 0.99),
+      BoolKey(
+          "dedup", "scaling", [](Config & c) -> auto& { return c.dedup.scaling; }),
+      IntKey<uint32_t>(
+          "dedup", "stripes", [](Config & c) -> auto& { return c.dedup.stripes; }, 1,
+          65536),
+      BoolKey(
+          "dedup", "allow_erase",
+          [](Config & c) -> auto& { return c.dedup.allow_erase; }),
 
-      BoolKey("url", "sort_query", [](Config& c) -> auto& { return c.url.sort_query; }),
-      BoolKey("url", "strip_tracking", [](Config& c) -> auto& { return c.url.strip_tracking; }),
-      BoolKey("url", "strip_session_ids", [](Config& c) -> auto& { return c.url.strip_session_ids; }),
-      BoolKey("url", "strip_www", [](Config& c) -> auto& { return c.url.strip_www; }),
-      IntKey<size_t>("url", "max_length", [](Config& c) -> auto& { return c.url.max_length; }, 16, 1 << 20),
+      BoolKey(
+          "url", "sort_query", [](Config & c) -> auto& { return c.url.sort_query; }),
+      BoolKey(
+          "url", "strip_tracking",
+          [](Config & c) -> auto& { return c.url.strip_tracking; }),
+      BoolKey(
+          "url", "strip_session_ids",
+          [](Config & c) -> auto& { return c.url.strip_session_ids; }),
+      BoolKey(
+          "url", "strip_www", [](Config & c) -> auto& { return c.url.strip_www; }),
+      IntKey<size_t>(
+          "url", "max_length", [](Config & c) -> auto& { return c.url.max_length; }, 16,
+          1 << 20),
 
-      IntKey<uint64_t>("output", "warc_rotate_bytes", [](Config& c) -> auto& { return c.output.warc_rotate_bytes; }, 1 << 20, kMax64),
-      StringKey("output", "warc_prefix", [](Config& c) -> auto& { return c.output.warc_prefix; },
-                [](const std::string& v) {
-                  return v.empty() || v.find_first_of("/\\ ") != std::string::npos
-                             ? std::string("must be a file name prefix without '/' or spaces")
-                             : std::string();
-                }),
-      IntKey<int>("output", "warc_gzip_level", [](Config& c) -> auto& { return c.output.warc_gzip_level; }, 1, 9),
+      IntKey<uint64_t>(
+          "output", "warc_rotate_bytes",
+          [](Config & c) -> auto& { return c.output.warc_rotate_bytes; }, 1 << 20,
+          kMax64),
+      StringKey(
+          "output", "warc_prefix",
+          [](Config & c) -> auto& { return c.output.warc_prefix; },
+          [](const std::string& v) {
+            return v.empty() || v.find_first_of("/\\ ") != std::string::npos
+                       ? std::string("must be a file name prefix without '/' or spaces")
+                       : std::string();
+          }),
+      IntKey<int>(
+          "output", "warc_gzip_level",
+          [](Config & c) -> auto& { return c.output.warc_gzip_level; }, 1, 9),
 
-      DoubleKey("checkpoint", "interval_s", [](Config& c) -> auto& { return c.checkpoint.interval_s; }, 0, 365 * 86400.0),
-      IntKey<uint64_t>("checkpoint", "interval_pages", [](Config& c) -> auto& { return c.checkpoint.interval_pages; }, 0, kMax64),
+      DoubleKey(
+          "checkpoint", "interval_s",
+          [](Config & c) -> auto& { return c.checkpoint.interval_s; }, 0, 365 * 86400.0),
+      IntKey<uint64_t>(
+          "checkpoint", "interval_pages",
+          [](Config & c) -> auto& { return c.checkpoint.interval_pages; }, 0, kMax64),
   };
   return keys;
 }
@@ -202,8 +284,10 @@ const Key* FindKey(std::string_view section, std::string_view name) {
   return nullptr;
 }
 
-Status ConfigError(const std::string& where, const std::string& key, const std::string& problem) {
-  return Status::Error(Status::Code::kInvalidArgument, where + ": " + key + ": " + problem);
+Status ConfigError(const std::string& where, const std::string& key,
+                   const std::string& problem) {
+  return Status::Error(Status::Code::kInvalidArgument,
+                       where + ": " + key + ": " + problem);
 }
 
 std::string Where(const std::string& path, const toml::node& n) {
@@ -216,14 +300,16 @@ Status Finish(Config& c) {
   Status st = dedup::ValidateOptions(c.dedup);
   if (!st.ok()) return ConfigError("config", "dedup", st.message());
   if (c.fetch.timeout_s < c.fetch.connect_timeout_s) {
-    return ConfigError("config", "fetch.timeout_s", "must not be below fetch.connect_timeout_s");
+    return ConfigError("config", "fetch.timeout_s",
+                       "must not be below fetch.connect_timeout_s");
   }
   return Status::Ok();
 }
 
 }  // namespace
 
-Result<Config> LoadConfig(const std::string& path, const std::vector<std::string>& overrides) {
+Result<Config> LoadConfig(const std::string& path,
+                          const std::vector<std::string>& overrides) {
   Config c;
   if (!path.empty()) {
     toml::table doc;
@@ -237,8 +323,9 @@ Result<Config> LoadConfig(const std::string& path, const std::vector<std::string
     for (auto&& [section, value] : doc) {
       const toml::table* table = value.as_table();
       if (table == nullptr) {
-        return ConfigError(Where(path, value), std::string(section.str()),
-                           "unknown key (every key belongs to a section such as [crawl])");
+        return ConfigError(
+            Where(path, value), std::string(section.str()),
+            "unknown key (every key belongs to a section such as [crawl])");
       }
       for (auto&& [name, v] : *table) {
         std::string full = std::string(section.str()) + "." + std::string(name.str());
@@ -259,7 +346,8 @@ Result<Config> LoadConfig(const std::string& path, const std::vector<std::string
     std::string section = o.substr(0, dot), name = o.substr(dot + 1, eq - dot - 1);
     std::string text = o.substr(eq + 1);
     const Key* key = FindKey(section, name);
-    if (key == nullptr) return ConfigError("--set " + o, section + "." + name, "unknown key");
+    if (key == nullptr)
+      return ConfigError("--set " + o, section + "." + name, "unknown key");
     std::string problem;
     try {
       toml::table t = toml::parse("v = " + text);

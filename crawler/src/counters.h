@@ -30,8 +30,10 @@ class Counters {
       ++summary_.errors[FetchErrorName(FetchError::kTooLarge)];
     }
     long c = r.status / 100;
-    (c == 2 ? summary_.status_2xx : c == 3 ? summary_.status_3xx : c == 4 ? summary_.status_4xx
-                                                                          : summary_.status_5xx)++;
+    (c == 2   ? summary_.status_2xx
+     : c == 3 ? summary_.status_3xx
+     : c == 4 ? summary_.status_4xx
+              : summary_.status_5xx)++;
   }
   void Add(uint64_t CrawlSummary::*field, uint64_t n = 1) EXCLUDES(mu_) {
     if (n == 0) return;
@@ -42,7 +44,8 @@ class Counters {
   // about admitted x FPR of the URLs it called "seen" were new (expected).
   void Admitted(uint64_t admitted) EXCLUDES(mu_) {
     MutexLock lock(mu_);
-    expected_false_seen_ += static_cast<double>(admitted) * fpr_.load(std::memory_order_relaxed);
+    expected_false_seen_ +=
+        static_cast<double>(admitted) * fpr_.load(std::memory_order_relaxed);
   }
   void SetFpr(double fpr) { fpr_.store(fpr, std::memory_order_relaxed); }
 

@@ -25,12 +25,14 @@ Result<int> LockOut(const std::string& out, double wait_s) {
   std::string path = out + "/.lock";
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return IoError(path, "open");
-  auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wait_s));
+  auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                  std::chrono::duration<double>(wait_s));
   while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     if (Clock::now() >= until) {
       ::close(fd);
-      return Status::Error(Status::Code::kInvalidArgument,
-                           out + ": in use by another crawler process (" + path + " is locked)");
+      return Status::Error(
+          Status::Code::kInvalidArgument,
+          out + ": in use by another crawler process (" + path + " is locked)");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
@@ -63,10 +65,13 @@ void Crawl::Impl::Describe(CheckpointInfo* info, bool running) {
 
 namespace {
 
-std::vector<std::unique_ptr<Worker>> MakeWorkers(const Config& config, const WorkerParts& parts,
+std::vector<std::unique_ptr<Worker>> MakeWorkers(const Config& config,
+                                                 const WorkerParts& parts,
                                                  Status* error) {
   std::vector<std::unique_ptr<Worker>> workers;
-  uint32_t n = config.crawl.workers != 0 ? config.crawl.workers : std::max(1u, std::thread::hardware_concurrency());
+  uint32_t n = config.crawl.workers != 0
+                   ? config.crawl.workers
+                   : std::max(1u, std::thread::hardware_concurrency());
   n = std::min(n, config.crawl.max_connections);
   for (uint32_t i = 0; i < n; ++i) {
     FetchOptions fetch;
@@ -77,7 +82,8 @@ std::vector<std::unique_ptr<Worker>> MakeWorkers(const Config& config, const Wor
     fetch.low_speed_time_s = config.fetch.low_speed_time_s;
     fetch.max_body_bytes = config.fetch.max_body_bytes;
     // max_connections is the total: split it over the workers.
-    size_t share = config.crawl.max_connections / n + (i < config.crawl.max_connections % n ? 1 : 0);
+    size_t share =
+        config.crawl.max_connections / n + (i < config.crawl.max_connections % n ? 1 : 0);
     fetch.max_connections = static_cast<uint32_t>(share);
     // Robots fetches come on top of the frontier's per-host transfers.
     fetch.max_connections_per_host = config.frontier.max_connections_per_host + 1;
@@ -93,9 +99,10 @@ std::vector<std::unique_ptr<Worker>> MakeWorkers(const Config& config, const Wor
 
 }  // namespace
 
-Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config, const std::string& out, int lock_fd,
-                                                std::unique_ptr<dedup::Filter> filter, Scope scope,
-                                                uint64_t sequence) {
+Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
+                                                const std::string& out, int lock_fd,
+                                                std::unique_ptr<dedup::Filter> filter,
+                                                Scope scope, uint64_t sequence) {
   auto m = std::make_unique<Crawl::Impl>(config, out, lock_fd);
   m->filter = std::move(filter);
   m->scope = std::make_unique<Scope>(std::move(scope));
@@ -123,14 +130,16 @@ Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config, const std:
   Crawl::Impl* raw = m.get();
   m->checkpointer = std::make_unique<Checkpointer>(
       out, config.checkpoint,
-      Checkpointer::Parts{m->gate, *m->filter, *m->frontier, m->hosts, *m->log, *m->warc, *m->stats,
-                          [raw](CheckpointInfo* info, bool running) { raw->Describe(info, running); }},
+      Checkpointer::Parts{
+          m->gate, *m->filter, *m->frontier, m->hosts, *m->log, *m->warc, *m->stats,
+          [raw](CheckpointInfo* info, bool running) { raw->Describe(info, running); }},
       sequence);
   Status st;
-  m->workers = MakeWorkers(config,
-                           {m->config, *m->scope, *m->filter, *m->frontier, m->hosts, *m->log, *m->warc,
-                            m->counters, m->gate, m->results, m->state},
-                           &st);
+  m->workers =
+      MakeWorkers(config,
+                  {m->config, *m->scope, *m->filter, *m->frontier, m->hosts, *m->log,
+                   *m->warc, m->counters, m->gate, m->results, m->state},
+                  &st);
   if (!st.ok()) return st;
   return m;
 }
@@ -138,11 +147,15 @@ Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config, const std:
 Crawl::Crawl(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Crawl::~Crawl() = default;
 
-Result<std::unique_ptr<Crawl>> Crawl::Create(const Config& config, const std::vector<std::string>& seeds,
-                                             const std::string& out_dir, std::vector<std::string>* skipped) {
+Result<std::unique_ptr<Crawl>> Crawl::Create(const Config& config,
+                                             const std::vector<std::string>& seeds,
+                                             const std::string& out_dir,
+                                             std::vector<std::string>* skipped) {
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
-  if (ec) return Status::Error(Status::Code::kIoError, out_dir + ": cannot create: " + ec.message());
+  if (ec)
+    return Status::Error(Status::Code::kIoError,
+                         out_dir + ": cannot create: " + ec.message());
   auto scope = Scope::From(config.crawl, seeds);
   if (!scope.ok()) return scope.status();
   auto lock = LockOut(out_dir, 0);
@@ -151,8 +164,9 @@ Result<std::unique_ptr<Crawl>> Crawl::Create(const Config& config, const std::ve
     if (std::filesystem::exists(out_dir + "/" + dir)) {
       ::close(*lock);
       return Status::Error(Status::Code::kInvalidArgument,
-                           out_dir + " already holds a crawl (" + dir + "/): resume it with `crawler crawl --resume " +
-                               out_dir + "` or choose another --out");
+                           out_dir + " already holds a crawl (" + dir +
+                               "/): resume it with `crawler crawl --resume " + out_dir +
+                               "` or choose another --out");
     }
   }
   auto filter = dedup::Filter::Create(config.dedup);
@@ -160,14 +174,16 @@ Result<std::unique_ptr<Crawl>> Crawl::Create(const Config& config, const std::ve
     ::close(*lock);
     return filter.status().WithContext("dedup");
   }
-  auto impl = BuildCrawl(config, out_dir, *lock, std::move(filter).value(), std::move(scope).value(), 0);
+  auto impl = BuildCrawl(config, out_dir, *lock, std::move(filter).value(),
+                         std::move(scope).value(), 0);
   if (!impl.ok()) return impl.status();
   // Seeds pass the same scope check as links.
   for (const std::string& s : seeds) {
     if ((*impl)->scope->Allows(s)) {
       (*impl)->seeds.push_back(s);
     } else if (skipped != nullptr) {
-      skipped->push_back(s + ": out of scope (crawl.scope_hosts, scope_domains, include, exclude)");
+      skipped->push_back(
+          s + ": out of scope (crawl.scope_hosts, scope_domains, include, exclude)");
     }
   }
   return std::unique_ptr<Crawl>(new Crawl(std::move(impl).value()));
@@ -188,24 +204,28 @@ Status Seed(Crawl::Impl& m) {
     m.seeds.clear();
     return Status::Ok();
   }
-  for (const RobotsFetchToStart& r : m.resume_robots) first.StartRobots(unit.pass(), r.host, r.url, r.hops);
+  for (const RobotsFetchToStart& r : m.resume_robots)
+    first.StartRobots(unit.pass(), r.host, r.url, r.hops);
   m.resume_robots.clear();
   return Status::Ok();
 }
 
 // The Run thread while the workers crawl: checkpoints, stats, progress.
 // Returns the first output failure (the caller stops the workers).
-Status Supervise(Crawl::Impl& m, const std::atomic<bool>& stop, const Crawl::ProgressFn& progress,
-                 std::atomic<bool>* checkpoint_request, const std::function<CrawlProgress()>& progress_now,
+Status Supervise(Crawl::Impl& m, const std::atomic<bool>& stop,
+                 const Crawl::ProgressFn& progress, std::atomic<bool>* checkpoint_request,
+                 const std::function<CrawlProgress()>& progress_now,
                  const std::vector<std::atomic<bool>>& done) {
   auto last_progress = Clock::now(), last_stats = Clock::now();
-  while (!std::all_of(done.begin(), done.end(), [](const std::atomic<bool>& d) { return d.load(); })) {
+  while (!std::all_of(done.begin(), done.end(),
+                      [](const std::atomic<bool>& d) { return d.load(); })) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     Status st = m.checkpointer->Poll(false);
     if (!st.ok()) return st;
     auto now = Clock::now();
     bool requested = checkpoint_request != nullptr && checkpoint_request->exchange(false);
-    if (!stop.load() && !m.state.failed() && m.checkpointer->Due(m.counters.PagesDone(), requested)) {
+    if (!stop.load() && !m.state.failed() &&
+        m.checkpointer->Due(m.counters.PagesDone(), requested)) {
       st = m.checkpointer->Cut(true, m.counters.PagesDone());
       if (!st.ok()) return st;
     }
@@ -262,7 +282,8 @@ Result<CrawlSummary> Crawl::Run(const std::atomic<bool>& stop, const ProgressFn&
       done[i] = true;
     });
   }
-  st = Supervise(m, stop, progress, checkpoint_request, [this] { return Progress(); }, done);
+  st = Supervise(
+      m, stop, progress, checkpoint_request, [this] { return Progress(); }, done);
   if (!st.ok()) m.state.Fail(st);
   for (std::thread& t : threads) t.join();
   st = m.checkpointer->Poll(true);

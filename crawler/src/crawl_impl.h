@@ -45,10 +45,10 @@ struct Crawl::Impl {
   std::unique_ptr<Checkpointer> checkpointer;
   std::vector<std::unique_ptr<Worker>> workers;
 
-  std::vector<std::string> seeds;                   // a new crawl's, until admitted
-  std::vector<RobotsFetchToStart> resume_robots;    // a resumed crawl's
-  double elapsed_base = 0;                          // crawl time before this run
-  uint64_t spilled_base = 0;                        // URLs spilled before this run
+  std::vector<std::string> seeds;                 // a new crawl's, until admitted
+  std::vector<RobotsFetchToStart> resume_robots;  // a resumed crawl's
+  double elapsed_base = 0;                        // crawl time before this run
+  uint64_t spilled_base = 0;                      // URLs spilled before this run
   frontier::Clock::time_point run_start = frontier::Clock::now();
 
   double Elapsed() const;
@@ -58,9 +58,10 @@ struct Crawl::Impl {
 
 // Opens OUT's outputs and builds every part around `filter` and `scope`.
 // `sequence`: of the last checkpoint (0 for a new crawl).
-Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config, const std::string& out, int lock_fd,
-                                                std::unique_ptr<dedup::Filter> filter, Scope scope,
-                                                uint64_t sequence);
+Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
+                                                const std::string& out, int lock_fd,
+                                                std::unique_ptr<dedup::Filter> filter,
+                                                Scope scope, uint64_t sequence);
 
 // flock on OUT/.lock, retried for up to `wait_s` (a dying checkpoint child
 // may still hold it for a moment). Returns the descriptor (kept open).

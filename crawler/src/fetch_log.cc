@@ -23,7 +23,8 @@ Result<std::unique_ptr<FetchLog>> FetchLog::Open(const std::string& path) {
     ::close(fd);
     return s;
   }
-  return std::unique_ptr<FetchLog>(new FetchLog(path, fd, static_cast<uint64_t>(st.st_size)));
+  return std::unique_ptr<FetchLog>(
+      new FetchLog(path, fd, static_cast<uint64_t>(st.st_size)));
 }
 
 FetchLog::~FetchLog() { ::close(fd_); }

@@ -24,11 +24,11 @@ namespace crawler::engine {
 
 struct FetchLogEntry {
   std::string_view url;
-  long status = 0;                  // 0: no response (or skipped)
+  long status = 0;                      // 0: no response (or skipped)
   const FetchResult* result = nullptr;  // the response, if fetched
   uint32_t depth = 0;
   std::string_view referrer;
-  std::string_view error;           // FetchErrorName or a skip reason ("robots")
+  std::string_view error;  // FetchErrorName or a skip reason ("robots")
   bool robots_txt = false;
 };
 
@@ -50,7 +50,8 @@ class FetchLog {
   const std::string& path() const { return path_; }
 
  private:
-  FetchLog(std::string path, int fd, uint64_t bytes) : path_(std::move(path)), fd_(fd), bytes_(bytes) {}
+  FetchLog(std::string path, int fd, uint64_t bytes)
+      : path_(std::move(path)), fd_(fd), bytes_(bytes) {}
   const std::string path_;
   const int fd_;
   mutable Mutex mu_;

@@ -31,7 +31,9 @@ class CurlGlobal {
   static void Lock(CURL*, curl_lock_data data, curl_lock_access, void*) {
     Mutexes()[data % kLocks].lock();
   }
-  static void Unlock(CURL*, curl_lock_data data, void*) { Mutexes()[data % kLocks].unlock(); }
+  static void Unlock(CURL*, curl_lock_data data, void*) {
+    Mutexes()[data % kLocks].unlock();
+  }
   static constexpr int kLocks = CURL_LOCK_DATA_LAST;
   static std::mutex* Mutexes() {
     static std::mutex locks[kLocks];
@@ -53,11 +55,15 @@ std::string Trim(std::string s) {
 
 FetchError Classify(CURLcode code) {
   switch (code) {
-    case CURLE_OK: return FetchError::kNone;
+    case CURLE_OK:
+      return FetchError::kNone;
     case CURLE_COULDNT_RESOLVE_HOST:
-    case CURLE_COULDNT_RESOLVE_PROXY: return FetchError::kDns;
-    case CURLE_COULDNT_CONNECT: return FetchError::kConnect;
-    case CURLE_OPERATION_TIMEDOUT: return FetchError::kTimeout;
+    case CURLE_COULDNT_RESOLVE_PROXY:
+      return FetchError::kDns;
+    case CURLE_COULDNT_CONNECT:
+      return FetchError::kConnect;
+    case CURLE_OPERATION_TIMEDOUT:
+      return FetchError::kTimeout;
     case CURLE_WEIRD_SERVER_REPLY:
     case CURLE_GOT_NOTHING:
     case CURLE_RECV_ERROR:
@@ -65,8 +71,10 @@ FetchError Classify(CURLcode code) {
     case CURLE_BAD_CONTENT_ENCODING:
     case CURLE_HTTP2:
     case CURLE_HTTP2_STREAM:
-    case CURLE_UNSUPPORTED_PROTOCOL: return FetchError::kProtocol;
-    default: return FetchError::kOther;
+    case CURLE_UNSUPPORTED_PROTOCOL:
+      return FetchError::kProtocol;
+    default:
+      return FetchError::kOther;
   }
 }
 
@@ -74,13 +82,20 @@ FetchError Classify(CURLcode code) {
 
 const char* FetchErrorName(FetchError e) {
   switch (e) {
-    case FetchError::kNone: return "none";
-    case FetchError::kDns: return "dns";
-    case FetchError::kConnect: return "connect";
-    case FetchError::kTimeout: return "timeout";
-    case FetchError::kTooLarge: return "too-large";
-    case FetchError::kProtocol: return "protocol";
-    case FetchError::kOther: return "other";
+    case FetchError::kNone:
+      return "none";
+    case FetchError::kDns:
+      return "dns";
+    case FetchError::kConnect:
+      return "connect";
+    case FetchError::kTimeout:
+      return "timeout";
+    case FetchError::kTooLarge:
+      return "too-large";
+    case FetchError::kProtocol:
+      return "protocol";
+    case FetchError::kOther:
+      return "other";
   }
   return "other";
 }
@@ -126,7 +141,8 @@ struct Fetcher::Impl {
     return size * n;
   }
   static int OnDebug(CURL*, curl_infotype type, char* data, size_t size, void* user) {
-    if (type == CURLINFO_HEADER_OUT) static_cast<Transfer*>(user)->result.request_head.assign(data, size);
+    if (type == CURLINFO_HEADER_OUT)
+      static_cast<Transfer*>(user)->result.request_head.assign(data, size);
     return 0;
   }
 
@@ -139,9 +155,11 @@ struct Fetcher::Impl {
     FetchResult& r = t->result;
     curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &r.status);
     char* ip = nullptr;
-    if (curl_easy_getinfo(easy, CURLINFO_PRIMARY_IP, &ip) == CURLE_OK && ip != nullptr) r.ip = ip;
+    if (curl_easy_getinfo(easy, CURLINFO_PRIMARY_IP, &ip) == CURLE_OK && ip != nullptr)
+      r.ip = ip;
     char* ctype = nullptr;
-    if (curl_easy_getinfo(easy, CURLINFO_CONTENT_TYPE, &ctype) == CURLE_OK && ctype != nullptr) {
+    if (curl_easy_getinfo(easy, CURLINFO_CONTENT_TYPE, &ctype) == CURLE_OK &&
+        ctype != nullptr) {
       std::string ct = Lower(ctype);
       size_t semi = ct.find(';');
       r.content_type = Trim(ct.substr(0, semi));
@@ -155,14 +173,16 @@ struct Fetcher::Impl {
     }
     // The last response's Location (libcurl parses the headers: 7.84+).
     curl_header* location = nullptr;
-    if (curl_easy_header(easy, "Location", 0, CURLH_HEADER, -1, &location) == CURLHE_OK && location != nullptr) {
+    if (curl_easy_header(easy, "Location", 0, CURLH_HEADER, -1, &location) == CURLHE_OK &&
+        location != nullptr) {
       r.location = Trim(location->value);
     }
     curl_easy_getinfo(easy, CURLINFO_TOTAL_TIME, &r.seconds);
     if (t->too_large) {
       r.truncated = true;
       r.error = FetchError::kTooLarge;
-      r.error_message = "body larger than " + std::to_string(options.max_body_bytes) + " bytes";
+      r.error_message =
+          "body larger than " + std::to_string(options.max_body_bytes) + " bytes";
     } else if (code != CURLE_OK) {
       r.error = Classify(code);
       r.error_message = curl_easy_strerror(code);
@@ -186,11 +206,13 @@ Result<std::unique_ptr<Fetcher>> Fetcher::Create(const FetchOptions& options) {
   if (impl->multi == nullptr) {
     return Status::Error(Status::Code::kIoError, "curl_multi_init failed");
   }
-  curl_multi_setopt(impl->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, static_cast<long>(options.max_connections));
+  curl_multi_setopt(impl->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS,
+                    static_cast<long>(options.max_connections));
   curl_multi_setopt(impl->multi, CURLMOPT_MAX_HOST_CONNECTIONS,
                     static_cast<long>(options.max_connections_per_host));
   // Keep as many idle connections as may be open, so each is reused.
-  curl_multi_setopt(impl->multi, CURLMOPT_MAXCONNECTS, static_cast<long>(options.max_connections));
+  curl_multi_setopt(impl->multi, CURLMOPT_MAXCONNECTS,
+                    static_cast<long>(options.max_connections));
   curl_multi_setopt(impl->multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
   return std::unique_ptr<Fetcher>(new Fetcher(std::move(impl)));
 }
@@ -207,10 +229,12 @@ void Fetcher::Add(const std::string& url, Callback done) {
   curl_easy_setopt(e, CURLOPT_SHARE, CurlGlobal::Get().share());
   curl_easy_setopt(e, CURLOPT_USERAGENT, o.user_agent.c_str());
   curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
-  curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");  // all libcurl decodes: gzip, deflate, br, zstd
+  curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING,
+                   "");  // all libcurl decodes: gzip, deflate, br, zstd
   curl_easy_setopt(e, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
   curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(o.connect_timeout_s * 1000));
+  curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
+                   static_cast<long>(o.connect_timeout_s * 1000));
   curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(o.timeout_s * 1000));
   curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, static_cast<long>(o.low_speed_bytes));
   curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, static_cast<long>(o.low_speed_time_s));
@@ -221,7 +245,8 @@ void Fetcher::Add(const std::string& url, Callback done) {
   curl_easy_setopt(e, CURLOPT_HEADERDATA, t.get());
   curl_easy_setopt(e, CURLOPT_DEBUGFUNCTION, &Impl::OnDebug);
   curl_easy_setopt(e, CURLOPT_DEBUGDATA, t.get());
-  curl_easy_setopt(e, CURLOPT_VERBOSE, 1L);  // needed for the debug callback (request head)
+  curl_easy_setopt(e, CURLOPT_VERBOSE,
+                   1L);  // needed for the debug callback (request head)
   curl_easy_setopt(e, CURLOPT_PRIVATE, t.get());
   impl_->transfers.emplace(e, std::move(t));
   curl_multi_add_handle(impl_->multi, e);
@@ -235,7 +260,8 @@ size_t Fetcher::Run(std::chrono::milliseconds max_wait) {
     if (m->msg == CURLMSG_DONE) impl_->Finish(m->easy_handle, m->data.result);
   }
   if (!impl_->transfers.empty()) {
-    curl_multi_poll(impl_->multi, nullptr, 0, static_cast<int>(max_wait.count()), nullptr);
+    curl_multi_poll(impl_->multi, nullptr, 0, static_cast<int>(max_wait.count()),
+                    nullptr);
     curl_multi_perform(impl_->multi, &running);
     while (CURLMsg* m = curl_multi_info_read(impl_->multi, &messages)) {
       if (m->msg == CURLMSG_DONE) impl_->Finish(m->easy_handle, m->data.result);

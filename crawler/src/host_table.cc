@@ -19,8 +19,8 @@ double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 
 }  // namespace
 
-void HostTable::RobotsStarted(const Gate::Pass&, const std::string& host, const std::string& url,
-                              int hops) {
+void HostTable::RobotsStarted(const Gate::Pass&, const std::string& host,
+                              const std::string& url, int hops) {
   MutexLock lock(mu_);
   Host& h = hosts_[host];
   if (Known(h.robots_state)) {
@@ -33,7 +33,8 @@ void HostTable::RobotsStarted(const Gate::Pass&, const std::string& host, const 
 }
 
 std::optional<double> HostTable::RobotsDone(const Gate::Pass&, const std::string& host,
-                                            parsers::RobotsFetch outcome, std::string_view body,
+                                            parsers::RobotsFetch outcome,
+                                            std::string_view body,
                                             Clock::time_point now) {
   parsers::Robots robots = parsers::Robots::ForFetch(outcome, body, user_agent_);
   std::optional<double> delay = robots.crawl_delay();
@@ -43,21 +44,25 @@ std::optional<double> HostTable::RobotsDone(const Gate::Pass&, const std::string
   h.robots_time = now;
   h.robots_state = RobotsState::kKnown;
   h.robots_outcome = outcome;
-  h.robots_body = outcome == parsers::RobotsFetch::kOk ? std::string(body.substr(0, kMaxRobotsBody)) : "";
+  h.robots_body = outcome == parsers::RobotsFetch::kOk
+                      ? std::string(body.substr(0, kMaxRobotsBody))
+                      : "";
   h.robots_url.clear();
   h.robots_hops = 0;
   return delay;
 }
 
 HostTable::PageDecision HostTable::DecidePage(const Gate::Pass&, const std::string& host,
-                                              std::string_view path, Clock::time_point now) {
+                                              std::string_view path,
+                                              Clock::time_point now) {
   PageDecision d;
   MutexLock lock(mu_);
   Host& h = hosts_[host];
   d.allowed = h.robots.Allowed(path.empty() ? "/" : path);
   d.over_limit = h.fetched >= max_pages_per_host_;
   if (d.allowed && !d.over_limit) ++h.fetched;
-  if (h.robots_state == RobotsState::kKnown && Seconds(now - h.robots_time) > robots_cache_s_) {
+  if (h.robots_state == RobotsState::kKnown &&
+      Seconds(now - h.robots_time) > robots_cache_s_) {
     h.robots_state = RobotsState::kRefreshing;
     d.refresh_robots = true;
   }
@@ -69,8 +74,9 @@ HostTable::Figures HostTable::Summarize(size_t n) const {
   {
     MutexLock lock(mu_);
     for (const auto& [key, h] : hosts_) {
-      if (Known(h.robots_state) && (h.robots_outcome == parsers::RobotsFetch::kServerError ||
-                                    h.robots_outcome == parsers::RobotsFetch::kUnreachable)) {
+      if (Known(h.robots_state) &&
+          (h.robots_outcome == parsers::RobotsFetch::kServerError ||
+           h.robots_outcome == parsers::RobotsFetch::kUnreachable)) {
         ++f.blocked_by_robots;
       }
       f.top.emplace_back(h.fetched, key);
@@ -80,12 +86,14 @@ HostTable::Figures HostTable::Summarize(size_t n) const {
     return a.first > b.first || (a.first == b.first && a.second < b.second);
   };
   size_t keep = std::min(n, f.top.size());
-  std::partial_sort(f.top.begin(), f.top.begin() + static_cast<std::ptrdiff_t>(keep), f.top.end(), by_count);
+  std::partial_sort(f.top.begin(), f.top.begin() + static_cast<std::ptrdiff_t>(keep),
+                    f.top.end(), by_count);
   f.top.resize(keep);
   return f;
 }
 
-Status HostTable::Write(std::FILE* out, const std::string& path, Clock::time_point cut) const {
+Status HostTable::Write(std::FILE* out, const std::string& path,
+                        Clock::time_point cut) const {
   ByteWriter w;
   w.Bytes(reinterpret_cast<const uint8_t*>(kMagic), sizeof(kMagic));
   w.U32(kVersion);
@@ -104,12 +112,16 @@ Status HostTable::Write(std::FILE* out, const std::string& path, Clock::time_poi
   w.U8('E');
   w.U64(hosts_.size());
   std::string_view bytes = w.view();
-  if (std::fwrite(bytes.data(), 1, bytes.size(), out) != bytes.size()) return IoError(path, "write");
+  if (std::fwrite(bytes.data(), 1, bytes.size(), out) != bytes.size())
+    return IoError(path, "write");
   return Status::Ok();
 }
 
-Result<std::vector<HostSnapshot>> HostTable::Decode(std::string_view bytes, const std::string& path) {
-  auto damaged = [&](const std::string& what) { return Status::Error(Status::Code::kCorruption, path + ": " + what); };
+Result<std::vector<HostSnapshot>> HostTable::Decode(std::string_view bytes,
+                                                    const std::string& path) {
+  auto damaged = [&](const std::string& what) {
+    return Status::Error(Status::Code::kCorruption, path + ": " + what);
+  };
   if (bytes.size() < 16 || std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0) {
     return Status::Error(Status::Code::kBadMagic, path + ": not a host table");
   }
@@ -117,7 +129,8 @@ Result<std::vector<HostSnapshot>> HostTable::Decode(std::string_view bytes, cons
   uint32_t version = r.U32();
   r.U32();
   if (version != kVersion) {
-    return Status::Error(Status::Code::kBadVersion, path + ": host table version " + std::to_string(version));
+    return Status::Error(Status::Code::kBadVersion,
+                         path + ": host table version " + std::to_string(version));
   }
   std::vector<HostSnapshot> hosts;
   while (r.ok() && !r.AtEnd()) {
@@ -137,7 +150,8 @@ Result<std::vector<HostSnapshot>> HostTable::Decode(std::string_view bytes, cons
     h.robots_hops = r.U32();
     h.robots_url = r.Str();
     h.robots_body = r.Str();
-    if (r.ok() && (state > 3 || outcome > 4)) return damaged("bad robots state for host " + h.key);
+    if (r.ok() && (state > 3 || outcome > 4))
+      return damaged("bad robots state for host " + h.key);
     h.robots_state = static_cast<RobotsState>(state);
     h.robots_outcome = static_cast<parsers::RobotsFetch>(outcome);
     hosts.push_back(std::move(h));
@@ -145,9 +159,9 @@ Result<std::vector<HostSnapshot>> HostTable::Decode(std::string_view bytes, cons
   return damaged("truncated or trailing bytes");
 }
 
-std::vector<RobotsFetchToStart> HostTable::Restore(std::vector<HostSnapshot> hosts,
-                                                   const std::unordered_map<std::string, uint64_t>& leased,
-                                                   Clock::time_point now) {
+std::vector<RobotsFetchToStart> HostTable::Restore(
+    std::vector<HostSnapshot> hosts,
+    const std::unordered_map<std::string, uint64_t>& leased, Clock::time_point now) {
   std::vector<RobotsFetchToStart> restart;
   MutexLock lock(mu_);
   for (HostSnapshot& s : hosts) {
@@ -157,12 +171,15 @@ std::vector<RobotsFetchToStart> HostTable::Restore(std::vector<HostSnapshot> hos
     h.fetched = s.fetched > in_flight ? s.fetched - in_flight : 0;
     if (Known(s.robots_state)) {
       h.robots = parsers::Robots::ForFetch(s.robots_outcome, s.robots_body, user_agent_);
-      h.robots_state = RobotsState::kKnown;  // a refresh under way at the cut starts again when due
+      h.robots_state =
+          RobotsState::kKnown;  // a refresh under way at the cut starts again when due
       h.robots_outcome = s.robots_outcome;
       h.robots_body = std::move(s.robots_body);
-      h.robots_time = now - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s.robots_age_s));
+      h.robots_time = now - std::chrono::duration_cast<Clock::duration>(
+                                std::chrono::duration<double>(s.robots_age_s));
     } else {
-      bool resume_chain = s.robots_state == RobotsState::kFetching && !s.robots_url.empty();
+      bool resume_chain =
+          s.robots_state == RobotsState::kFetching && !s.robots_url.empty();
       restart.push_back({s.key, resume_chain ? s.robots_url : s.key + "/robots.txt",
                          resume_chain ? static_cast<int>(s.robots_hops) : 0});
     }

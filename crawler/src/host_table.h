@@ -44,10 +44,10 @@ struct HostSnapshot {
   RobotsState robots_state = RobotsState::kUnknown;
   parsers::RobotsFetch robots_outcome = parsers::RobotsFetch::kOk;  // when known
   double robots_age_s = 0;
-  uint64_t fetched = 0;       // pages started
-  uint32_t robots_hops = 0;   // kFetching: redirects followed so far ...
-  std::string robots_url;     // ... and the URL being fetched
-  std::string robots_body;    // kOk rules' source (at most kMaxRobotsBody)
+  uint64_t fetched = 0;      // pages started
+  uint32_t robots_hops = 0;  // kFetching: redirects followed so far ...
+  std::string robots_url;    // ... and the URL being fetched
+  std::string robots_body;   // kOk rules' source (at most kMaxRobotsBody)
 };
 
 // A robots.txt fetch to start (again) after a resume.
@@ -66,21 +66,23 @@ class HostTable {
         robots_cache_s_(robots_cache_s) {}
 
   // A robots.txt fetch of `host` starts at `url`, `hops` redirects in.
-  void RobotsStarted(const Gate::Pass&, const std::string& host, const std::string& url, int hops)
-      EXCLUDES(mu_);
+  void RobotsStarted(const Gate::Pass&, const std::string& host, const std::string& url,
+                     int hops) EXCLUDES(mu_);
   // It ended with `outcome`; returns the rules' Crawl-delay.
   std::optional<double> RobotsDone(const Gate::Pass&, const std::string& host,
                                    parsers::RobotsFetch outcome, std::string_view body,
                                    frontier::Clock::time_point now) EXCLUDES(mu_);
 
   struct PageDecision {
-    bool allowed = false;        // robots.txt allows the path
-    bool over_limit = false;     // max_pages_per_host reached
-    bool refresh_robots = false; // the cached rules are older than robots_cache_s: fetch again
+    bool allowed = false;     // robots.txt allows the path
+    bool over_limit = false;  // max_pages_per_host reached
+    bool refresh_robots =
+        false;  // the cached rules are older than robots_cache_s: fetch again
   };
   // May a page at `path` of `host` be fetched now? Counts it if so.
-  PageDecision DecidePage(const Gate::Pass&, const std::string& host, std::string_view path,
-                          frontier::Clock::time_point now) EXCLUDES(mu_);
+  PageDecision DecidePage(const Gate::Pass&, const std::string& host,
+                          std::string_view path, frontier::Clock::time_point now)
+      EXCLUDES(mu_);
 
   // For the stats report: hosts whose robots.txt disallows all for now (5xx
   // or unreachable), and the `n` hosts with the most pages started.
@@ -93,14 +95,17 @@ class HostTable {
   // hosts.bin. Write: REQUIRES no other thread changes the table (a forked
   // child's copy, or after the workers stopped). Errors name `path`.
   [[nodiscard]] Status Write(std::FILE* out, const std::string& path,
-                             frontier::Clock::time_point cut) const NO_THREAD_SAFETY_ANALYSIS;
-  static Result<std::vector<HostSnapshot>> Decode(std::string_view bytes, const std::string& path);
+                             frontier::Clock::time_point cut) const
+      NO_THREAD_SAFETY_ANALYSIS;
+  static Result<std::vector<HostSnapshot>> Decode(std::string_view bytes,
+                                                  const std::string& path);
   // Rebuilds the table (setup only). `leased`: pages that were in flight at
   // the cut, per host, which will be fetched again (their count is taken
   // back). Returns the robots.txt fetches to start again.
-  std::vector<RobotsFetchToStart> Restore(std::vector<HostSnapshot> hosts,
-                                          const std::unordered_map<std::string, uint64_t>& leased,
-                                          frontier::Clock::time_point now) EXCLUDES(mu_);
+  std::vector<RobotsFetchToStart> Restore(
+      std::vector<HostSnapshot> hosts,
+      const std::unordered_map<std::string, uint64_t>& leased,
+      frontier::Clock::time_point now) EXCLUDES(mu_);
 
  private:
   struct Host {
@@ -113,7 +118,9 @@ class HostTable {
     uint32_t robots_hops = 0;
     uint64_t fetched = 0;
   };
-  static bool Known(RobotsState s) { return s == RobotsState::kKnown || s == RobotsState::kRefreshing; }
+  static bool Known(RobotsState s) {
+    return s == RobotsState::kKnown || s == RobotsState::kRefreshing;
+  }
 
   const std::string user_agent_;
   const uint64_t max_pages_per_host_;

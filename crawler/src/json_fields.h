@@ -5,9 +5,8 @@
 #ifndef CRAWLER_JSON_FIELDS_H_
 #define CRAWLER_JSON_FIELDS_H_
 
-#include <boost/json.hpp>
-
 #include <algorithm>
+#include <boost/json.hpp>
 #include <cstdint>
 #include <string>
 

@@ -69,14 +69,16 @@ void SetUpLog(const std::string& out) {
     spdlog::set_default_logger(logger);
     spdlog::flush_every(std::chrono::seconds(2));
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "crawler: %s/crawler.log: %s (no log file for this run)\n", out.c_str(), e.what());
+    std::fprintf(stderr, "crawler: %s/crawler.log: %s (no log file for this run)\n",
+                 out.c_str(), e.what());
   }
 }
 
 // The live status line (on a TTY) and a progress line in the log every 10 s.
 class Progress {
  public:
-  Progress() : tty_(::isatty(STDERR_FILENO) == 1), start_(std::chrono::steady_clock::now()) {}
+  Progress()
+      : tty_(::isatty(STDERR_FILENO) == 1), start_(std::chrono::steady_clock::now()) {}
 
   void operator()(const crawler::engine::CrawlProgress& p) {
     auto now = std::chrono::steady_clock::now();
@@ -89,7 +91,8 @@ class Progress {
     uint64_t errors = p.summary.failed + p.summary.status_5xx;
     char line[256];
     std::snprintf(line, sizeof(line),
-                  "%6.0fs %7.1f pages/s | fetched %llu | queued %llu RAM + %llu disk | hosts %llu | "
+                  "%6.0fs %7.1f pages/s | fetched %llu | queued %llu RAM + %llu disk | "
+                  "hosts %llu | "
                   "dedup %llu, FPR %.4f%% | errors %llu",
                   elapsed, rate, static_cast<unsigned long long>(pages),
                   static_cast<unsigned long long>(p.frontier.queued_memory),
@@ -112,7 +115,8 @@ class Progress {
 };
 
 int RunCrawl(const std::string& seeds_path, const std::string& config_path,
-             const std::string& out, const std::vector<std::string>& sets, const std::string& resume) {
+             const std::string& out, const std::vector<std::string>& sets,
+             const std::string& resume) {
   using crawler::engine::Crawl;
   crawler::Result<std::unique_ptr<Crawl>> crawl =
       crawler::Status::Error(crawler::Status::Code::kInvalidArgument, "");
@@ -133,7 +137,8 @@ int RunCrawl(const std::string& seeds_path, const std::string& config_path,
       std::fprintf(stderr, "crawler: %s\n", seeds.status().message().c_str());
       return kExitBadInput;
     }
-    for (const std::string& p : seeds->problems) std::fprintf(stderr, "crawler: skipped seed: %s\n", p.c_str());
+    for (const std::string& p : seeds->problems)
+      std::fprintf(stderr, "crawler: skipped seed: %s\n", p.c_str());
     SetUpLog(out);
     std::vector<std::string> skipped;
     crawl = Crawl::Create(*config, seeds->urls, out, &skipped);
@@ -159,32 +164,42 @@ int RunCrawl(const std::string& seeds_path, const std::string& config_path,
   }
   const auto& s = *summary;
   const std::string dir = resume.empty() ? out : resume;
-  spdlog::info("crawl {} in {:.1f} s: {} fetched, {} failed", s.stopped ? "stopped" : "done",
-               s.seconds, s.fetched, s.failed);
+  spdlog::info("crawl {} in {:.1f} s: {} fetched, {} failed",
+               s.stopped ? "stopped" : "done", s.seconds, s.fetched, s.failed);
   std::printf(
-      "crawl %s in %.1f s: %llu fetched (2xx %llu, 3xx %llu, 4xx %llu, 5xx %llu), %llu failed, "
+      "crawl %s in %.1f s: %llu fetched (2xx %llu, 3xx %llu, 4xx %llu, 5xx %llu), %llu "
+      "failed, "
       "%llu truncated, %.1f MB\n"
       "  skipped: %llu robots, %llu out of scope, %llu too deep, %llu trap guard; "
       "%llu duplicate links, %llu refused by a full fixed-size filter\n"
       "  frontier: spilled to disk: %llu URLs\n"
       "  WARC: %s/\n  fetch log: %s\n  log: %s/crawler.log\n"
-      "  checkpoint: %s/checkpoint/ (resume: crawler crawl --resume %s; report: crawler stats %s)\n",
-      s.stopped ? "stopped" : "done", s.seconds, static_cast<unsigned long long>(s.fetched),
-      static_cast<unsigned long long>(s.status_2xx), static_cast<unsigned long long>(s.status_3xx),
-      static_cast<unsigned long long>(s.status_4xx), static_cast<unsigned long long>(s.status_5xx),
-      static_cast<unsigned long long>(s.failed), static_cast<unsigned long long>(s.truncated),
-      static_cast<double>(s.bytes) / 1e6, static_cast<unsigned long long>(s.robots_blocked),
-      static_cast<unsigned long long>(s.out_of_scope), static_cast<unsigned long long>(s.too_deep),
-      static_cast<unsigned long long>(s.trap_guard), static_cast<unsigned long long>(s.duplicates),
-      static_cast<unsigned long long>(s.filter_full), static_cast<unsigned long long>(s.spilled), s.warc_dir.c_str(), s.fetch_log.c_str(), dir.c_str(),
-      dir.c_str(), dir.c_str(), dir.c_str());
+      "  checkpoint: %s/checkpoint/ (resume: crawler crawl --resume %s; report: crawler "
+      "stats %s)\n",
+      s.stopped ? "stopped" : "done", s.seconds,
+      static_cast<unsigned long long>(s.fetched),
+      static_cast<unsigned long long>(s.status_2xx),
+      static_cast<unsigned long long>(s.status_3xx),
+      static_cast<unsigned long long>(s.status_4xx),
+      static_cast<unsigned long long>(s.status_5xx),
+      static_cast<unsigned long long>(s.failed),
+      static_cast<unsigned long long>(s.truncated), static_cast<double>(s.bytes) / 1e6,
+      static_cast<unsigned long long>(s.robots_blocked),
+      static_cast<unsigned long long>(s.out_of_scope),
+      static_cast<unsigned long long>(s.too_deep),
+      static_cast<unsigned long long>(s.trap_guard),
+      static_cast<unsigned long long>(s.duplicates),
+      static_cast<unsigned long long>(s.filter_full),
+      static_cast<unsigned long long>(s.spilled), s.warc_dir.c_str(), s.fetch_log.c_str(),
+      dir.c_str(), dir.c_str(), dir.c_str(), dir.c_str());
   return kExitOk;
 }
 
 int RunNormalize(const std::string& base, const std::vector<std::string>& urls) {
   int failed = 0;
   auto one = [&](const std::string& u) {
-    auto r = base.empty() ? crawler::parsers::NormalizeUrl(u) : crawler::parsers::ResolveHref(base, u);
+    auto r = base.empty() ? crawler::parsers::NormalizeUrl(u)
+                          : crawler::parsers::ResolveHref(base, u);
     if (r.ok()) {
       std::printf("%s\n", r.url.c_str());
     } else {
@@ -215,8 +230,9 @@ int main(int argc, char** argv) {
   // Until OUT/crawler.log is set up, the engine's log goes nowhere: spdlog's
   // default logger writes to stderr, where main prints every message once.
   spdlog::set_default_logger(std::make_shared<spdlog::logger>("none"));
-  CLI::App app{"crawler: a polite web crawler with a compact URL-seen filter.\n"
-               "Exit codes: 0 done, 1 crawl error, 2 bad usage or bad input."};
+  CLI::App app{
+      "crawler: a polite web crawler with a compact URL-seen filter.\n"
+      "Exit codes: 0 done, 1 crawl error, 2 bad usage or bad input."};
   app.require_subcommand(1);
   // CLI11 prints it and ends the parse (CallForVersion), as --help does.
   app.set_version_flag("--version", crawler::engine::VersionReport(),
@@ -224,20 +240,27 @@ int main(int argc, char** argv) {
   std::string seeds, config, out = "crawl-out", base, resume, stats_dir, html;
   bool as_json = false;
   std::vector<std::string> sets, urls;
-  CLI::App* crawl = app.add_subcommand("crawl", "crawl from a seed list, or resume a crawl");
+  CLI::App* crawl =
+      app.add_subcommand("crawl", "crawl from a seed list, or resume a crawl");
   auto* seeds_opt = crawl->add_option("--seeds", seeds, "seed URLs, one per line");
-  auto* config_opt = crawl->add_option("--config", config, "TOML config (default: built-in defaults)");
-  auto* out_opt = crawl->add_option("--out", out, "output directory")->capture_default_str();
+  auto* config_opt =
+      crawl->add_option("--config", config, "TOML config (default: built-in defaults)");
+  auto* out_opt =
+      crawl->add_option("--out", out, "output directory")->capture_default_str();
   crawl->add_option("--set", sets, "override a config key: section.key=value");
-  auto* resume_opt = crawl->add_option("--resume", resume,
-                                       "resume the crawl in DIR from its last checkpoint "
-                                       "(its config holds; --set may change limits only)");
+  auto* resume_opt =
+      crawl->add_option("--resume", resume,
+                        "resume the crawl in DIR from its last checkpoint "
+                        "(its config holds; --set may change limits only)");
   resume_opt->excludes(seeds_opt)->excludes(config_opt)->excludes(out_opt);
-  CLI::App* stats = app.add_subcommand("stats", "report on a crawl: dedup, frontier, crawl figures");
+  CLI::App* stats =
+      app.add_subcommand("stats", "report on a crawl: dedup, frontier, crawl figures");
   stats->add_option("dir", stats_dir, "the crawl's output directory")->required();
   stats->add_flag("--json", as_json, "print JSON instead of text");
-  stats->add_option("--html", html, "also write a self-contained HTML report with charts to FILE");
-  CLI::App* normalize = app.add_subcommand("normalize", "print the dedup key of each URL");
+  stats->add_option("--html", html,
+                    "also write a self-contained HTML report with charts to FILE");
+  CLI::App* normalize =
+      app.add_subcommand("normalize", "print the dedup key of each URL");
   normalize->add_option("--base", base, "resolve inputs against this URL");
   normalize->add_option("urls", urls, "URLs (default: stdin, one per line)");
   try {

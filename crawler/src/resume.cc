@@ -18,7 +18,9 @@ namespace {
 namespace fs = std::filesystem;
 using frontier::Clock;
 
-Status Bad(const std::string& m) { return Status::Error(Status::Code::kInvalidArgument, m); }
+Status Bad(const std::string& m) {
+  return Status::Error(Status::Code::kInvalidArgument, m);
+}
 
 Status CheckOverrides(const std::vector<std::string>& overrides) {
   const auto& allowed = Crawl::ResumableKeys();
@@ -27,17 +29,21 @@ Status CheckOverrides(const std::vector<std::string>& overrides) {
     if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
     std::string list;
     for (const std::string& k : allowed) list += (list.empty() ? "" : ", ") + k;
-    return Bad("--set " + o + ": " + key +
-               " cannot be changed on --resume: the crawl keeps the config it was started with; "
-               "only limits may be overridden (" + list + ")");
+    return Bad(
+        "--set " + o + ": " + key +
+        " cannot be changed on --resume: the crawl keeps the config it was started with; "
+        "only limits may be overridden (" +
+        list + ")");
   }
   return Status::Ok();
 }
 
 // OUT/checkpoint/, or OUT/checkpoint.prev/ when that is damaged (*warning
 // says why). A damaged checkpoint is kCorruption & co; unreadable, kIoError.
-Result<LoadedCheckpoint> Select(const std::string& out, std::string* warning, bool* fell_back) {
-  const std::string cur = out + "/" + kCheckpointDir, prev = out + "/" + kCheckpointPrevDir;
+Result<LoadedCheckpoint> Select(const std::string& out, std::string* warning,
+                                bool* fell_back) {
+  const std::string cur = out + "/" + kCheckpointDir,
+                    prev = out + "/" + kCheckpointPrevDir;
   std::string first_problem = cur + ": missing (a crash between publishing steps)";
   if (fs::exists(cur)) {
     auto loaded = LoadCheckpoint(cur);
@@ -45,12 +51,14 @@ Result<LoadedCheckpoint> Select(const std::string& out, std::string* warning, bo
     first_problem = loaded.status().message();
   }
   if (!fs::exists(prev)) {
-    return Status::Error(Status::Code::kCorruption,
-                         "cannot resume " + out + ": " + first_problem + "; and there is no " + prev);
+    return Status::Error(
+        Status::Code::kCorruption,
+        "cannot resume " + out + ": " + first_problem + "; and there is no " + prev);
   }
   auto loaded = LoadCheckpoint(prev);
   if (!loaded.ok()) {
-    return loaded.status().WithContext("cannot resume " + out + ": " + first_problem + "; and");
+    return loaded.status().WithContext("cannot resume " + out + ": " + first_problem +
+                                       "; and");
   }
   *fell_back = true;
   *warning = first_problem + "; resuming from the previous checkpoint, " + prev;
@@ -63,17 +71,21 @@ Status Cut(const std::string& path, uint64_t bytes, bool must_exist) {
   uint64_t size = fs::exists(path, ec) ? fs::file_size(path, ec) : 0;
   if (ec) return Status::Error(Status::Code::kIoError, path + ": " + ec.message());
   if (size < bytes && (must_exist || size > 0)) {
-    return Bad(path + " is " + std::to_string(size) + " bytes but the checkpoint recorded " + std::to_string(bytes) +
+    return Bad(path + " is " + std::to_string(size) +
+               " bytes but the checkpoint recorded " + std::to_string(bytes) +
                ": it lost data after the checkpoint was taken; cannot resume safely");
   }
-  if (size > bytes && ::truncate(path.c_str(), static_cast<off_t>(bytes)) != 0) return IoError(path, "truncate");
+  if (size > bytes && ::truncate(path.c_str(), static_cast<off_t>(bytes)) != 0)
+    return IoError(path, "truncate");
   return Status::Ok();
 }
 
 // Removes what was written after the checkpoint. Only with the checkpoint
 // fully loaded.
-Status Repair(const std::string& out, const CheckpointInfo& info, const std::string& warc_prefix) {
-  Status st = Cut(out + "/fetch-log.jsonl", info.fetch_log_bytes, info.fetch_log_bytes > 0);
+Status Repair(const std::string& out, const CheckpointInfo& info,
+              const std::string& warc_prefix) {
+  Status st =
+      Cut(out + "/fetch-log.jsonl", info.fetch_log_bytes, info.fetch_log_bytes > 0);
   if (st.ok()) st = Cut(out + "/warc/" + info.warc_file, info.warc_bytes, true);
   if (st.ok()) st = Cut(out + "/stats-series.jsonl", info.series_bytes, false);
   if (!st.ok()) return st;
@@ -82,15 +94,20 @@ Status Repair(const std::string& out, const CheckpointInfo& info, const std::str
     std::string name = entry.path().filename().string();
     std::string prefix = warc_prefix + "-";
     unsigned index = 0;
-    if (name.rfind(prefix, 0) == 0 && std::sscanf(name.c_str() + prefix.size(), "%u.warc.gz", &index) == 1 &&
+    if (name.rfind(prefix, 0) == 0 &&
+        std::sscanf(name.c_str() + prefix.size(), "%u.warc.gz", &index) == 1 &&
         index > info.warc_index) {
       fs::remove(entry.path(), ec);
-      if (ec) return Status::Error(Status::Code::kIoError, entry.path().string() + ": remove: " + ec.message());
+      if (ec)
+        return Status::Error(Status::Code::kIoError,
+                             entry.path().string() + ": remove: " + ec.message());
     }
   }
   fs::remove_all(out + "/frontier", ec);
   if (!ec) fs::remove_all(out + "/" + kCheckpointTmpDir, ec);
-  if (ec) return Status::Error(Status::Code::kIoError, out + ": cannot clear scratch files: " + ec.message());
+  if (ec)
+    return Status::Error(Status::Code::kIoError,
+                         out + ": cannot clear scratch files: " + ec.message());
   return Status::Ok();
 }
 
@@ -113,8 +130,9 @@ Status Restore(Crawl::Impl& m, LoadedCheckpoint& cp) {
   Status st = frontier::RestoreFrontier(std::move(cp.frontier), now, m.frontier.get());
   if (!st.ok()) return st;
   m.state.started = info.started > in_flight ? info.started - in_flight : 0;
-  spdlog::info("resumed from {} (checkpoint {}): {} URLs queued ({} were in flight), {} hosts", cp.dir,
-               info.sequence, urls, in_flight, host_count);
+  spdlog::info(
+      "resumed from {} (checkpoint {}): {} URLs queued ({} were in flight), {} hosts",
+      cp.dir, info.sequence, urls, in_flight, host_count);
   return Status::Ok();
 }
 
@@ -122,19 +140,22 @@ Status Restore(Crawl::Impl& m, LoadedCheckpoint& cp) {
 
 const std::vector<std::string>& Crawl::ResumableKeys() {
   static const std::vector<std::string> keys = {
-      "crawl.max_pages",        "crawl.workers",          "crawl.max_connections",
-      "fetch.connect_timeout_s", "fetch.timeout_s",        "fetch.low_speed_bytes",
-      "fetch.low_speed_time_s", "checkpoint.interval_s", "checkpoint.interval_pages"};
+      "crawl.max_pages",         "crawl.workers",         "crawl.max_connections",
+      "fetch.connect_timeout_s", "fetch.timeout_s",       "fetch.low_speed_bytes",
+      "fetch.low_speed_time_s",  "checkpoint.interval_s", "checkpoint.interval_pages"};
   return keys;
 }
 
-Result<std::unique_ptr<Crawl>> Crawl::Resume(const std::string& out_dir, const std::vector<std::string>& overrides,
+Result<std::unique_ptr<Crawl>> Crawl::Resume(const std::string& out_dir,
+                                             const std::vector<std::string>& overrides,
                                              std::string* warning) {
   Status st = CheckOverrides(overrides);
   if (!st.ok()) return st;
   if (!fs::is_directory(out_dir)) return Bad(out_dir + ": no such directory");
-  if (!fs::exists(out_dir + "/" + kCheckpointDir) && !fs::exists(out_dir + "/" + kCheckpointPrevDir)) {
-    return Bad(out_dir + ": no checkpoint/ or checkpoint.prev/ here: not a crawl output directory, "
+  if (!fs::exists(out_dir + "/" + kCheckpointDir) &&
+      !fs::exists(out_dir + "/" + kCheckpointPrevDir)) {
+    return Bad(out_dir +
+               ": no checkpoint/ or checkpoint.prev/ here: not a crawl output directory, "
                "or the crawl never reached its first checkpoint");
   }
   auto lock = LockOut(out_dir, 10);
@@ -158,7 +179,8 @@ Result<std::unique_ptr<Crawl>> Crawl::Resume(const std::string& out_dir, const s
     fs::remove_all(out_dir + "/checkpoint.damaged", ec);
     fs::rename(out_dir + "/" + kCheckpointDir, out_dir + "/checkpoint.damaged", ec);
   }
-  auto impl = BuildCrawl(*config, out_dir, *lock, std::move(cp.filter), std::move(scope).value(), cp.info.sequence);
+  auto impl = BuildCrawl(*config, out_dir, *lock, std::move(cp.filter),
+                         std::move(scope).value(), cp.info.sequence);
   if (!impl.ok()) return impl.status();
   st = Restore(**impl, cp);
   if (!st.ok()) return st;

@@ -11,7 +11,8 @@ namespace {
 // "h" of "scheme://h:p" ("[v6]" kept whole).
 std::string_view HostName(std::string_view host_key) {
   size_t sep = host_key.find("://");
-  std::string_view rest = sep == std::string_view::npos ? host_key : host_key.substr(sep + 3);
+  std::string_view rest =
+      sep == std::string_view::npos ? host_key : host_key.substr(sep + 3);
   if (!rest.empty() && rest[0] == '[') return rest.substr(0, rest.find(']') + 1);
   return rest.substr(0, rest.find(':'));
 }
@@ -23,7 +24,8 @@ bool UnderDomain(std::string_view name, std::string_view domain) {
 
 }  // namespace
 
-Result<Scope> Scope::From(const CrawlConfig& config, const std::vector<std::string>& seeds) {
+Result<Scope> Scope::From(const CrawlConfig& config,
+                          const std::vector<std::string>& seeds) {
   std::vector<std::string> hosts = config.scope_hosts;
   if (config.scope_hosts.empty() && config.scope_domains.empty()) {
     for (const std::string& s : seeds) {
@@ -34,7 +36,8 @@ Result<Scope> Scope::From(const CrawlConfig& config, const std::vector<std::stri
   return FromHosts(config, std::move(hosts));
 }
 
-Result<Scope> Scope::FromHosts(const CrawlConfig& config, std::vector<std::string> hosts) {
+Result<Scope> Scope::FromHosts(const CrawlConfig& config,
+                               std::vector<std::string> hosts) {
   Scope s;
   s.hosts_ = std::move(hosts);
   s.host_set_.insert(s.hosts_.begin(), s.hosts_.end());
@@ -52,12 +55,16 @@ Result<Scope> Scope::FromHosts(const CrawlConfig& config, std::vector<std::strin
 bool Scope::Allows(std::string_view url) const {
   std::string_view key = frontier::HostKey(url);
   std::string_view name = HostName(key);
-  bool host_ok = host_set_.count(std::string(key)) > 0 || host_set_.count(std::string(name)) > 0 ||
+  bool host_ok = host_set_.count(std::string(key)) > 0 ||
+                 host_set_.count(std::string(name)) > 0 ||
                  std::any_of(domains_.begin(), domains_.end(),
                              [&](const std::string& d) { return UnderDomain(name, d); });
   if (!host_ok) return false;
-  auto matches = [&](const std::regex& r) { return std::regex_search(url.begin(), url.end(), r); };
-  if (!include_.empty() && std::none_of(include_.begin(), include_.end(), matches)) return false;
+  auto matches = [&](const std::regex& r) {
+    return std::regex_search(url.begin(), url.end(), r);
+  };
+  if (!include_.empty() && std::none_of(include_.begin(), include_.end(), matches))
+    return false;
   return std::none_of(exclude_.begin(), exclude_.end(), matches);
 }
 

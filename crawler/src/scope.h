@@ -22,9 +22,11 @@ namespace crawler::engine {
 class Scope {
  public:
   // A new crawl. Errors: a regex that does not compile (kInvalidArgument).
-  static Result<Scope> From(const CrawlConfig& config, const std::vector<std::string>& seeds);
+  static Result<Scope> From(const CrawlConfig& config,
+                            const std::vector<std::string>& seeds);
   // A resumed crawl: the host list its manifest recorded.
-  static Result<Scope> FromHosts(const CrawlConfig& config, std::vector<std::string> hosts);
+  static Result<Scope> FromHosts(const CrawlConfig& config,
+                                 std::vector<std::string> hosts);
 
   // True iff `url` (normalized) is in scope.
   bool Allows(std::string_view url) const;

@@ -10,7 +10,8 @@ namespace crawler::engine {
 Result<Seeds> ReadSeeds(const std::string& path, const parsers::UrlOptions& options) {
   std::ifstream in(path);
   if (!in) {
-    return Status::Error(Status::Code::kIoError, path + ": cannot open: " + std::strerror(errno));
+    return Status::Error(Status::Code::kIoError,
+                         path + ": cannot open: " + std::strerror(errno));
   }
   Seeds seeds;
   std::unordered_set<std::string> seen;
@@ -28,13 +29,15 @@ Result<Seeds> ReadSeeds(const std::string& path, const parsers::UrlOptions& opti
     if (seen.insert(r.url).second) seeds.urls.push_back(std::move(r.url));
   }
   if (in.bad()) {
-    return Status::Error(Status::Code::kIoError, path + ": read error: " + std::strerror(errno));
+    return Status::Error(Status::Code::kIoError,
+                         path + ": read error: " + std::strerror(errno));
   }
   if (seeds.urls.empty()) {
-    std::string why = seeds.problems.empty() ? "no seed URL in the file"
-                                             : "no usable seed URL (" +
-                                                   std::to_string(seeds.problems.size()) +
-                                                   " bad lines, first: " + seeds.problems[0] + ")";
+    std::string why = seeds.problems.empty()
+                          ? "no seed URL in the file"
+                          : "no usable seed URL (" +
+                                std::to_string(seeds.problems.size()) +
+                                " bad lines, first: " + seeds.problems[0] + ")";
     return Status::Error(Status::Code::kInvalidArgument, path + ": " + why);
   }
   return seeds;

@@ -17,12 +17,15 @@ const EVP_MD* Sha1Md() {
 }  // namespace
 
 Sha1::Sha1() : ctx_(EVP_MD_CTX_new()) {
-  if (ctx_ == nullptr || EVP_DigestInit_ex(ctx_, Sha1Md(), nullptr) != 1) throw std::bad_alloc();
+  if (ctx_ == nullptr || EVP_DigestInit_ex(ctx_, Sha1Md(), nullptr) != 1)
+    throw std::bad_alloc();
 }
 
 Sha1::~Sha1() { EVP_MD_CTX_free(ctx_); }
 
-void Sha1::Update(std::string_view data) { EVP_DigestUpdate(ctx_, data.data(), data.size()); }
+void Sha1::Update(std::string_view data) {
+  EVP_DigestUpdate(ctx_, data.data(), data.size());
+}
 
 std::array<uint8_t, 20> Sha1::Final() {
   std::array<uint8_t, 20> out{};

@@ -24,7 +24,8 @@ using json_fields::Str;
 
 // 1234567 -> "1,234,567"
 std::string Count(double v) {
-  std::string digits = std::to_string(static_cast<unsigned long long>(std::llround(std::max(0.0, v))));
+  std::string digits =
+      std::to_string(static_cast<unsigned long long>(std::llround(std::max(0.0, v))));
   std::string out;
   for (size_t i = 0; i < digits.size(); ++i) {
     if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
@@ -64,36 +65,46 @@ std::vector<Section> Sections(const json::object& s) {
   std::vector<Section> out;
 
   Section dd{"Dedup", {}};
-  dd.rows.push_back({"variant", Str(d, "variant") + ", " + Count(Num(d, "stripes")) + " stripes, " +
-                                    Count(Num(d, "layers_min")) + ".." + Count(Num(d, "layers_max")) +
-                                    " layers per stripe"});
-  dd.rows.push_back({"items / capacity", Count(Num(d, "items")) + " / " + Count(Num(d, "capacity"))});
-  dd.rows.push_back({"memory", Bytes(Num(d, "bytes")) + ", " + Fmt("%.2f", Num(d, "bits_per_item")) + " bits/item"});
-  dd.rows.push_back({Str(d, "variant") == "cuckoo" ? "load factor" : "fill ratio", Pct(Num(d, "fill"))});
-  dd.rows.push_back({"estimated FPR", Pct(Num(d, "estimated_fpr")) + " now, bound " + Pct(Num(d, "fpr_bound"))});
-  dd.rows.push_back({"inserts", Count(Num(d, "inserts_new")) + " new, " + Count(Num(d, "inserts_duplicate")) +
-                                    " duplicate (" + Pct(Num(d, "duplicate_rate")) + " duplicates)"});
-  dd.rows.push_back({"wrongly seen (expected)", Fmt("%.2f", Num(d, "expected_false_seen")) +
-                                                    " new URLs taken for seen so far (sum of FPR at each new URL)"});
-  dd.rows.push_back({"relocations / saturations", Count(Num(d, "relocations")) + " cuckoo kicks, " +
-                                                      Count(Num(d, "saturations")) + " saturated counters"});
+  dd.rows.push_back({"variant", Str(d, "variant") + ", " + Count(Num(d, "stripes")) +
+                                    " stripes, " + Count(Num(d, "layers_min")) + ".." +
+                                    Count(Num(d, "layers_max")) + " layers per stripe"});
+  dd.rows.push_back(
+      {"items / capacity", Count(Num(d, "items")) + " / " + Count(Num(d, "capacity"))});
+  dd.rows.push_back({"memory", Bytes(Num(d, "bytes")) + ", " +
+                                   Fmt("%.2f", Num(d, "bits_per_item")) + " bits/item"});
+  dd.rows.push_back({Str(d, "variant") == "cuckoo" ? "load factor" : "fill ratio",
+                     Pct(Num(d, "fill"))});
+  dd.rows.push_back({"estimated FPR", Pct(Num(d, "estimated_fpr")) + " now, bound " +
+                                          Pct(Num(d, "fpr_bound"))});
+  dd.rows.push_back({"inserts", Count(Num(d, "inserts_new")) + " new, " +
+                                    Count(Num(d, "inserts_duplicate")) + " duplicate (" +
+                                    Pct(Num(d, "duplicate_rate")) + " duplicates)"});
+  dd.rows.push_back({"wrongly seen (expected)",
+                     Fmt("%.2f", Num(d, "expected_false_seen")) +
+                         " new URLs taken for seen so far (sum of FPR at each new URL)"});
+  dd.rows.push_back({"relocations / saturations",
+                     Count(Num(d, "relocations")) + " cuckoo kicks, " +
+                         Count(Num(d, "saturations")) + " saturated counters"});
   std::string fullest;
   for (const json::value& v : Arr(d, "fullest_stripes")) {
     if (!v.is_object()) continue;
     const json::object& st = v.as_object();
-    fullest += (fullest.empty() ? "" : ", ") + std::string("#") + Count(Num(st, "stripe")) + " " +
-               Fmt("%.1f%%", Num(st, "fill") * 100);
+    fullest += (fullest.empty() ? "" : ", ") + std::string("#") +
+               Count(Num(st, "stripe")) + " " + Fmt("%.1f%%", Num(st, "fill") * 100);
   }
   dd.rows.push_back({"fullest stripes", fullest});
   out.push_back(std::move(dd));
 
   Section fr{"Frontier", {}};
-  fr.rows.push_back({"queued", Count(Num(f, "queued_memory")) + " in RAM + " + Count(Num(f, "queued_disk")) +
-                                   " on disk, " + Count(Num(f, "in_flight")) + " in flight"});
-  fr.rows.push_back({"hosts", Count(Num(f, "hosts")) + " total: " + Count(Num(f, "hosts_ready")) + " ready, " +
-                                  Count(Num(f, "hosts_waiting_politeness")) + " waiting (politeness), " +
-                                  Count(Num(f, "hosts_waiting_robots")) + " waiting for robots.txt, " +
-                                  Count(Num(f, "hosts_blocked_robots")) + " blocked by robots.txt"});
+  fr.rows.push_back({"queued", Count(Num(f, "queued_memory")) + " in RAM + " +
+                                   Count(Num(f, "queued_disk")) + " on disk, " +
+                                   Count(Num(f, "in_flight")) + " in flight"});
+  fr.rows.push_back(
+      {"hosts", Count(Num(f, "hosts")) + " total: " + Count(Num(f, "hosts_ready")) +
+                    " ready, " + Count(Num(f, "hosts_waiting_politeness")) +
+                    " waiting (politeness), " + Count(Num(f, "hosts_waiting_robots")) +
+                    " waiting for robots.txt, " + Count(Num(f, "hosts_blocked_robots")) +
+                    " blocked by robots.txt"});
   std::string depths;
   for (const json::value& v : Arr(f, "depths")) {
     if (!v.is_object()) continue;
@@ -104,36 +115,47 @@ std::vector<Section> Sections(const json::object& s) {
   out.push_back(std::move(fr));
 
   Section cr{"Crawl", {}};
-  cr.rows.push_back({"fetched", Count(Num(c, "fetched")) + " responses, " + Count(Num(c, "failed")) +
-                                    " failed, " + Bytes(Num(c, "bytes"))});
-  cr.rows.push_back({"status", "2xx " + Count(Num(c, "status_2xx")) + ", 3xx " + Count(Num(c, "status_3xx")) +
-                                   ", 4xx " + Count(Num(c, "status_4xx")) + ", 5xx " + Count(Num(c, "status_5xx"))});
+  cr.rows.push_back({"fetched", Count(Num(c, "fetched")) + " responses, " +
+                                    Count(Num(c, "failed")) + " failed, " +
+                                    Bytes(Num(c, "bytes"))});
+  cr.rows.push_back({"status", "2xx " + Count(Num(c, "status_2xx")) + ", 3xx " +
+                                   Count(Num(c, "status_3xx")) + ", 4xx " +
+                                   Count(Num(c, "status_4xx")) + ", 5xx " +
+                                   Count(Num(c, "status_5xx"))});
   std::string errors;
   for (const auto& [name, n] : Obj(c, "errors")) {
-    errors += (errors.empty() ? "" : ", ") + std::string(name) + " " + Count(n.is_number() ? n.to_number<double>() : 0);
+    errors += (errors.empty() ? "" : ", ") + std::string(name) + " " +
+              Count(n.is_number() ? n.to_number<double>() : 0);
   }
   cr.rows.push_back({"errors", errors.empty() ? "none" : errors});
-  cr.rows.push_back({"skipped", Count(Num(c, "robots_blocked")) + " robots.txt, " + Count(Num(c, "out_of_scope")) +
-                                    " out of scope, " + Count(Num(c, "too_deep")) + " too deep, " +
+  cr.rows.push_back({"skipped", Count(Num(c, "robots_blocked")) + " robots.txt, " +
+                                    Count(Num(c, "out_of_scope")) + " out of scope, " +
+                                    Count(Num(c, "too_deep")) + " too deep, " +
                                     Count(Num(c, "trap_guard")) + " trap guard, " +
-                                    Count(Num(c, "too_many_redirects")) + " redirect limit, " +
-                                    Count(Num(c, "filter_full")) + " refused by a full fixed-size filter"});
+                                    Count(Num(c, "too_many_redirects")) +
+                                    " redirect limit, " + Count(Num(c, "filter_full")) +
+                                    " refused by a full fixed-size filter"});
   cr.rows.push_back({"pages/s", Fmt("%.1f", Num(c, "pages_per_s")) + " overall, " +
-                                    Fmt("%.1f", Num(c, "pages_per_s_last_minute")) + " over the last minute"});
+                                    Fmt("%.1f", Num(c, "pages_per_s_last_minute")) +
+                                    " over the last minute"});
   cr.rows.push_back({"elapsed", Fmt("%.1f s", Num(c, "elapsed_s"))});
   std::string top;
   for (const json::value& v : Arr(c, "top_hosts")) {
     if (!v.is_object()) continue;
-    top += (top.empty() ? "" : ", ") + Str(v.as_object(), "host") + " " + Count(Num(v.as_object(), "fetched"));
+    top += (top.empty() ? "" : ", ") + Str(v.as_object(), "host") + " " +
+           Count(Num(v.as_object(), "fetched"));
   }
   cr.rows.push_back({"top hosts", top});
   out.push_back(std::move(cr));
 
   Section ck{"Checkpoints", {}};
-  ck.rows.push_back({"written", Count(Num(k, "written")) + " this run (" + Count(Num(k, "failed")) +
-                                    " failed), last sequence " + Count(Num(k, "sequence"))});
-  ck.rows.push_back({"last", Bytes(Num(k, "last_bytes")) + " in " + Fmt("%.3f s", Num(k, "last_write_s")) +
-                                 ", workers paused " + Fmt("%.1f ms", Num(k, "last_pause_ms")) + " (max " +
+  ck.rows.push_back({"written", Count(Num(k, "written")) + " this run (" +
+                                    Count(Num(k, "failed")) + " failed), last sequence " +
+                                    Count(Num(k, "sequence"))});
+  ck.rows.push_back({"last", Bytes(Num(k, "last_bytes")) + " in " +
+                                 Fmt("%.3f s", Num(k, "last_write_s")) +
+                                 ", workers paused " +
+                                 Fmt("%.1f ms", Num(k, "last_pause_ms")) + " (max " +
                                  Fmt("%.1f ms", Num(k, "max_pause_ms")) + ")"});
   out.push_back(std::move(ck));
   return out;
@@ -143,19 +165,28 @@ std::string HtmlEscape(const std::string& s) {
   std::string out;
   for (char ch : s) {
     switch (ch) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += ch;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += ch;
     }
   }
   return out;
 }
 
 // One inline SVG line chart of series[key] (and optionally a second line).
-std::string Chart(const std::string& title, const std::vector<json::object>& series, const char* key,
-                  const char* key2 = nullptr, bool percent = false) {
+std::string Chart(const std::string& title, const std::vector<json::object>& series,
+                  const char* key, const char* key2 = nullptr, bool percent = false) {
   const double w = 560, h = 200, left = 70, bottom = 30, top = 24, right = 12;
   double tmax = 0, vmax = 0;
   for (const json::object& p : series) {
@@ -169,24 +200,33 @@ std::string Chart(const std::string& title, const std::vector<json::object>& ser
   auto y = [&](double v) { return h - bottom - (h - bottom - top) * v / vmax; };
   auto line = [&](const char* k, const char* color, const char* dash) {
     std::string pts;
-    for (const json::object& p : series) pts += Fmt("%.1f,", x(Num(p, "t"))) + Fmt("%.1f ", y(Num(p, k)));
-    return "<polyline fill=\"none\" stroke=\"" + std::string(color) + "\" stroke-width=\"2\"" +
-           (dash ? std::string(" stroke-dasharray=\"") + dash + "\"" : "") + " points=\"" + pts + "\"/>";
+    for (const json::object& p : series)
+      pts += Fmt("%.1f,", x(Num(p, "t"))) + Fmt("%.1f ", y(Num(p, k)));
+    return "<polyline fill=\"none\" stroke=\"" + std::string(color) +
+           "\" stroke-width=\"2\"" +
+           (dash ? std::string(" stroke-dasharray=\"") + dash + "\"" : "") +
+           " points=\"" + pts + "\"/>";
   };
   auto label = [&](double v) { return percent ? Fmt("%.4f%%", v * 100) : Count(v); };
-  std::string svg = "<figure><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + Fmt("%.0f", w) +
-                    "\" height=\"" + Fmt("%.0f", h) + "\" role=\"img\">";
-  svg += "<rect x=\"0\" y=\"0\" width=\"100%\" height=\"100%\" fill=\"#fbfbfd\" stroke=\"#ccd\"/>";
-  svg += "<text x=\"" + Fmt("%.0f", left) + "\" y=\"16\" font-size=\"13\" font-weight=\"bold\">" +
-         HtmlEscape(title) + "</text>";
-  svg += "<line x1=\"" + Fmt("%.0f", left) + "\" y1=\"" + Fmt("%.0f", h - bottom) + "\" x2=\"" +
-         Fmt("%.0f", w - right) + "\" y2=\"" + Fmt("%.0f", h - bottom) + "\" stroke=\"#888\"/>";
-  svg += "<line x1=\"" + Fmt("%.0f", left) + "\" y1=\"" + Fmt("%.0f", top) + "\" x2=\"" + Fmt("%.0f", left) +
-         "\" y2=\"" + Fmt("%.0f", h - bottom) + "\" stroke=\"#888\"/>";
-  svg += "<text x=\"4\" y=\"" + Fmt("%.0f", top + 10) + "\" font-size=\"11\">" + label(vmax) + "</text>";
+  std::string svg = "<figure><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
+                    Fmt("%.0f", w) + "\" height=\"" + Fmt("%.0f", h) + "\" role=\"img\">";
+  svg +=
+      "<rect x=\"0\" y=\"0\" width=\"100%\" height=\"100%\" fill=\"#fbfbfd\" "
+      "stroke=\"#ccd\"/>";
+  svg += "<text x=\"" + Fmt("%.0f", left) +
+         "\" y=\"16\" font-size=\"13\" font-weight=\"bold\">" + HtmlEscape(title) +
+         "</text>";
+  svg += "<line x1=\"" + Fmt("%.0f", left) + "\" y1=\"" + Fmt("%.0f", h - bottom) +
+         "\" x2=\"" + Fmt("%.0f", w - right) + "\" y2=\"" + Fmt("%.0f", h - bottom) +
+         "\" stroke=\"#888\"/>";
+  svg += "<line x1=\"" + Fmt("%.0f", left) + "\" y1=\"" + Fmt("%.0f", top) + "\" x2=\"" +
+         Fmt("%.0f", left) + "\" y2=\"" + Fmt("%.0f", h - bottom) +
+         "\" stroke=\"#888\"/>";
+  svg += "<text x=\"4\" y=\"" + Fmt("%.0f", top + 10) + "\" font-size=\"11\">" +
+         label(vmax) + "</text>";
   svg += "<text x=\"4\" y=\"" + Fmt("%.0f", h - bottom) + "\" font-size=\"11\">0</text>";
-  svg += "<text x=\"" + Fmt("%.0f", w - right - 60) + "\" y=\"" + Fmt("%.0f", h - 8) + "\" font-size=\"11\">" +
-         Fmt("%.0f s", tmax) + "</text>";
+  svg += "<text x=\"" + Fmt("%.0f", w - right - 60) + "\" y=\"" + Fmt("%.0f", h - 8) +
+         "\" font-size=\"11\">" + Fmt("%.0f s", tmax) + "</text>";
   if (series.empty()) {
     svg += "<text x=\"200\" y=\"100\" font-size=\"12\">no data yet</text>";
   } else {
@@ -201,8 +241,10 @@ std::string Source(const std::string& source, const json::object& s) {
   std::time_t t = static_cast<std::time_t>(Num(s, "updated_unix"));
   char when[64] = "?";
   std::tm tm{};
-  if (::gmtime_r(&t, &tm) != nullptr) std::strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
-  bool running = s.contains("running") && s.at("running").is_bool() && s.at("running").as_bool();
+  if (::gmtime_r(&t, &tm) != nullptr)
+    std::strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
+  bool running =
+      s.contains("running") && s.at("running").is_bool() && s.at("running").as_bool();
   return source + ", updated " + when + (running ? " (crawl running)" : "");
 }
 
@@ -243,9 +285,11 @@ Result<json::object> LoadStats(const std::string& out, std::string* source) {
     break;  // the newest valid checkpoint only
   }
   if (!best) {
-    return Status::Error(Status::Code::kInvalidArgument,
-                         out + ": no stats.json and no readable checkpoint" +
-                             (problems.empty() ? std::string(" (not a crawl output directory?)") : ": " + problems));
+    return Status::Error(
+        Status::Code::kInvalidArgument,
+        out + ": no stats.json and no readable checkpoint" +
+            (problems.empty() ? std::string(" (not a crawl output directory?)")
+                              : ": " + problems));
   }
   return *best;
 }
@@ -277,22 +321,27 @@ std::string StatsText(const json::object& stats, const std::string& source) {
 std::string StatsHtml(const json::object& stats, const std::vector<json::object>& series,
                       const std::string& source) {
   std::string html =
-      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>crawler stats</title>\n"
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>crawler "
+      "stats</title>\n"
       "<style>body{font:14px/1.4 sans-serif;margin:24px;color:#222}h1{font-size:20px}"
       "h2{font-size:16px;margin-top:24px}table{border-collapse:collapse}"
       "td{border-bottom:1px solid #e3e3ea;padding:4px 12px 4px 0;vertical-align:top}"
-      "td:first-child{color:#555;white-space:nowrap}figure{display:inline-block;margin:8px}</style>\n"
+      "td:first-child{color:#555;white-space:nowrap}figure{display:inline-block;margin:"
+      "8px}</style>\n"
       "</head><body>\n<h1>crawler stats</h1>\n<p>" +
       HtmlEscape(Source(source, stats)) + "</p>\n";
   for (const Section& s : Sections(stats)) {
     html += "<h2>" + HtmlEscape(s.title) + "</h2>\n<table>\n";
-    for (const Row& r : s.rows) html += "<tr><td>" + HtmlEscape(r.label) + "</td><td>" + HtmlEscape(r.value) + "</td></tr>\n";
+    for (const Row& r : s.rows)
+      html += "<tr><td>" + HtmlEscape(r.label) + "</td><td>" + HtmlEscape(r.value) +
+              "</td></tr>\n";
     html += "</table>\n";
   }
   html += "<h2>Over the crawl</h2>\n";
   html += Chart("pages/s (last minute)", series, "pages_per_s");
   html += Chart("dedup items", series, "dedup_items");
-  html += Chart("estimated FPR (blue) vs bound (red, dashed)", series, "fpr", "fpr_bound", true);
+  html += Chart("estimated FPR (blue) vs bound (red, dashed)", series, "fpr", "fpr_bound",
+                true);
   html += Chart("frontier size (queued URLs)", series, "queued");
   html += "</body></html>\n";
   return html;

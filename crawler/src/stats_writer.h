@@ -38,7 +38,8 @@ class StatsWriter {
     const HostTable& hosts;
     Counters& counters;  // its FPR estimate is refreshed by every Build
   };
-  static Result<std::unique_ptr<StatsWriter>> Open(const std::string& out, const Sources& sources);
+  static Result<std::unique_ptr<StatsWriter>> Open(const std::string& out,
+                                                   const Sources& sources);
   ~StatsWriter();
   StatsWriter(const StatsWriter&) = delete;
   StatsWriter& operator=(const StatsWriter&) = delete;
@@ -58,7 +59,8 @@ class StatsWriter {
   const std::string out_;
   Sources src_;
   std::FILE* series_;
-  std::deque<std::pair<frontier::Clock::time_point, uint64_t>> rate_samples_;  // pages, last minute
+  std::deque<std::pair<frontier::Clock::time_point, uint64_t>>
+      rate_samples_;  // pages, last minute
 };
 
 }  // namespace crawler::engine

@@ -6,7 +6,6 @@
 
 #include <boost/uuid/random_generator.hpp>
 #include <boost/uuid/uuid_io.hpp>
-
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -19,7 +18,8 @@ namespace crawler::engine {
 namespace {
 
 Status IoError(const std::string& path, const char* what) {
-  return Status::Error(Status::Code::kIoError, path + ": " + what + ": " + std::strerror(errno));
+  return Status::Error(Status::Code::kIoError,
+                       path + ": " + what + ": " + std::strerror(errno));
 }
 
 // A version-4 (random) UUID per record, as WARC 1.1 recommends.
@@ -55,7 +55,8 @@ Result<std::unique_ptr<WarcWriter>> WarcWriter::Open(const WarcOptions& options)
   std::error_code ec;
   std::filesystem::create_directories(options.dir, ec);
   if (ec) {
-    return Status::Error(Status::Code::kIoError, options.dir + ": cannot create: " + ec.message());
+    return Status::Error(Status::Code::kIoError,
+                         options.dir + ": cannot create: " + ec.message());
   }
   std::unique_ptr<WarcWriter> w(new WarcWriter(options));
   MutexLock lock(w->mu_);
@@ -88,11 +89,14 @@ Status WarcWriter::OpenNext() {
   file_ = std::fopen(path_.c_str(), "wbx");  // never overwrite an existing file
   if (file_ == nullptr) return IoError(path_, "create");
   bytes_ = 0;
-  std::string fields = "software: " + options_.software + "\r\nformat: WARC File Format 1.1\r\n";
-  if (!options_.operator_info.empty()) fields += "operator: " + options_.operator_info + "\r\n";
+  std::string fields =
+      "software: " + options_.software + "\r\nformat: WARC File Format 1.1\r\n";
+  if (!options_.operator_info.empty())
+    fields += "operator: " + options_.operator_info + "\r\n";
   std::string headers = "WARC-Date: " + WarcDate(std::chrono::system_clock::now()) +
                         "\r\nWARC-Filename: " + std::string(name) + "\r\n";
-  return Append(Record("warcinfo", RecordId(), headers, "application/warc-fields", fields));
+  return Append(
+      Record("warcinfo", RecordId(), headers, "application/warc-fields", fields));
 }
 
 namespace {
@@ -119,12 +123,14 @@ std::string GzipMember(const std::string& record, int level) {
 
 Status WarcWriter::Append(const std::string& record) {
   std::string member = GzipMember(record, options_.gzip_level);
-  if (member.empty()) return Status::Error(Status::Code::kIoError, path_ + ": deflate failed");
+  if (member.empty())
+    return Status::Error(Status::Code::kIoError, path_ + ": deflate failed");
   return AppendBytes(member);
 }
 
 Status WarcWriter::AppendBytes(const std::string& bytes) {
-  if (std::fwrite(bytes.data(), 1, bytes.size(), file_) != bytes.size()) return IoError(path_, "write");
+  if (std::fwrite(bytes.data(), 1, bytes.size(), file_) != bytes.size())
+    return IoError(path_, "write");
   bytes_ += bytes.size();
   return Status::Ok();
 }
@@ -143,12 +149,13 @@ PreparedExchange WarcWriter::Prepare(const Exchange& ex) const {
   PreparedExchange out;
   out.response = GzipMember(Record("response", response_id, response_headers,
                                    "application/http;msgtype=response", block),
-                             options_.gzip_level);
+                            options_.gzip_level);
   std::string request_headers = common + "WARC-Concurrent-To: " + response_id +
-                                "\r\nWARC-Block-Digest: " + WarcDigest(ex.request) + "\r\n";
+                                "\r\nWARC-Block-Digest: " + WarcDigest(ex.request) +
+                                "\r\n";
   out.request = GzipMember(Record("request", request_id, request_headers,
                                   "application/http;msgtype=request", ex.request),
-                            options_.gzip_level);
+                           options_.gzip_level);
   return out;
 }
 
@@ -206,8 +213,10 @@ std::string HeadForStoredBody(const std::string& head, size_t body_size) {
     pos = end + 2;
     if (line.empty()) break;
     std::string lower = line;
-    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (lower.rfind("content-encoding:", 0) == 0 || lower.rfind("content-length:", 0) == 0 ||
+    for (char& c : lower)
+      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (lower.rfind("content-encoding:", 0) == 0 ||
+        lower.rfind("content-length:", 0) == 0 ||
         lower.rfind("transfer-encoding:", 0) == 0) {
       out += "X-Crawler-Original-" + line + "\r\n";
       changed = true;

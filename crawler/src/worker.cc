@@ -79,7 +79,8 @@ void Worker::Loop(const std::atomic<bool>& stop) {
 }
 
 bool Worker::Finished(const Gate::Pass&) const {
-  return p_.state.busy.load() == 0 && (p_.state.max_pages_hit.load() || p_.frontier.Empty());
+  return p_.state.busy.load() == 0 &&
+         (p_.state.max_pages_hit.load() || p_.frontier.Empty());
 }
 
 Status Worker::Admit(const Gate::Pass& pass, std::vector<frontier::UrlEntry> entries) {
@@ -89,11 +90,13 @@ Status Worker::Admit(const Gate::Pass& pass, std::vector<frontier::UrlEntry> ent
   p_.counters.Add(&CrawlSummary::duplicates, admitted->duplicates);
   p_.counters.Add(&CrawlSummary::filter_full, admitted->refused_full);
   if (admitted->admitted > 0) p_.counters.Admitted(admitted->admitted);
-  for (const std::string& host : admitted->new_hosts) StartRobots(pass, host, host + "/robots.txt", 0);
+  for (const std::string& host : admitted->new_hosts)
+    StartRobots(pass, host, host + "/robots.txt", 0);
   return Status::Ok();
 }
 
-void Worker::StartRobots(const Gate::Pass& pass, const std::string& host, const std::string& url, int hops) {
+void Worker::StartRobots(const Gate::Pass& pass, const std::string& host,
+                         const std::string& url, int hops) {
   p_.state.busy.fetch_add(1);
   p_.hosts.RobotsStarted(pass, host, url, hops);
   fetcher_->Add(url, [this, host, hops](FetchResult&& r) {
@@ -104,12 +107,14 @@ void Worker::StartRobots(const Gate::Pass& pass, const std::string& host, const 
 // Hands due URLs to the fetcher. Returns when the next URL becomes due, if
 // nothing could be started now.
 Result<std::optional<Clock::time_point>> Worker::StartFetches(const Gate::Pass& pass) {
-  while (fetcher_->Running() < max_running_ && !p_.state.failed() && !p_.state.max_pages_hit.load()) {
+  while (fetcher_->Running() < max_running_ && !p_.state.failed() &&
+         !p_.state.max_pages_hit.load()) {
     Clock::time_point next_due{};
     auto popped = p_.frontier.Pop(Clock::now(), &next_due);
     if (!popped.ok()) return popped.status();
     if (!popped.value()) {
-      if (next_due != Clock::time_point{}) return std::optional<Clock::time_point>(next_due);
+      if (next_due != Clock::time_point{})
+        return std::optional<Clock::time_point>(next_due);
       break;
     }
     p_.state.busy.fetch_add(1);
@@ -117,9 +122,10 @@ Result<std::optional<Clock::time_point>> Worker::StartFetches(const Gate::Pass& 
     std::string_view path = std::string_view(lease.entry.url).substr(lease.host.size());
     HostTable::PageDecision d = p_.hosts.DecidePage(pass, lease.host, path, Clock::now());
     if (d.refresh_robots) StartRobots(pass, lease.host, lease.host + "/robots.txt", 0);
-    Status st = !d.allowed     ? Skip(lease, "robots", &CrawlSummary::robots_blocked)
-                : d.over_limit ? Skip(lease, "max_pages_per_host", &CrawlSummary::trap_guard)
-                               : Status::Ok();
+    Status st = !d.allowed ? Skip(lease, "robots", &CrawlSummary::robots_blocked)
+                : d.over_limit
+                    ? Skip(lease, "max_pages_per_host", &CrawlSummary::trap_guard)
+                    : Status::Ok();
     if (!st.ok()) return st;
     if (d.allowed && !d.over_limit && !StartPage(pass, std::move(lease))) break;
   }
@@ -129,7 +135,8 @@ Result<std::optional<Clock::time_point>> Worker::StartFetches(const Gate::Pass& 
 // Starts the fetch of `lease`; false (and the URL stays queued) once
 // crawl.max_pages fetches have started.
 bool Worker::StartPage(const Gate::Pass&, frontier::Lease lease) {
-  uint64_t started_before = p_.state.started.fetch_add(1);  // counted always: checkpoints keep it
+  uint64_t started_before =
+      p_.state.started.fetch_add(1);  // counted always: checkpoints keep it
   if (p_.config.crawl.max_pages > 0 && started_before >= p_.config.crawl.max_pages) {
     p_.state.max_pages_hit = true;
     p_.frontier.Release(lease);
@@ -139,18 +146,21 @@ bool Worker::StartPage(const Gate::Pass&, frontier::Lease lease) {
   std::string url = lease.entry.url;
   auto shared = std::make_shared<frontier::Lease>(std::move(lease));
   fetcher_->Add(url, [this, shared](FetchResult&& r) {
-    completed_.push_back(Completed{false, shared->host, 0, std::move(*shared), std::move(r)});
+    completed_.push_back(
+        Completed{false, shared->host, 0, std::move(*shared), std::move(r)});
   });
   return true;
 }
 
 // A popped URL that is not fetched (robots or the trap guard): a fetch-log
 // line, no fetch. Runs inside the gate (StartFetches).
-Status Worker::Skip(const frontier::Lease& lease, const char* why, uint64_t CrawlSummary::*counter) {
+Status Worker::Skip(const frontier::Lease& lease, const char* why,
+                    uint64_t CrawlSummary::*counter) {
   p_.counters.Add(counter);
   p_.frontier.Release(lease);
   p_.state.busy.fetch_sub(1);
-  return p_.log.Append({lease.entry.url, 0, nullptr, lease.entry.depth, lease.entry.referrer, why, false});
+  return p_.log.Append(
+      {lease.entry.url, 0, nullptr, lease.entry.depth, lease.entry.referrer, why, false});
 }
 
 Status Worker::ProcessOne() {
@@ -160,7 +170,8 @@ Status Worker::ProcessOne() {
   Status st;
   {
     GateUnit unit(p_.gate);
-    st = c->robots ? FinishRobots(unit.pass(), *c, prepared) : FinishPage(unit.pass(), *c, prepared);
+    st = c->robots ? FinishRobots(unit.pass(), *c, prepared)
+                   : FinishPage(unit.pass(), *c, prepared);
   }
   p_.state.busy.fetch_sub(1);
   return st;
@@ -170,8 +181,13 @@ Worker::Prepared Worker::Prepare(const Completed& c) const {
   Prepared p;
   const FetchResult& r = c.result;
   if (r.status > 0) {
-    Exchange ex{r.url, r.ip, std::chrono::system_clock::now(), r.request_head,
-                HeadForStoredBody(r.response_head, r.body.size()), r.body, r.truncated};
+    Exchange ex{r.url,
+                r.ip,
+                std::chrono::system_clock::now(),
+                r.request_head,
+                HeadForStoredBody(r.response_head, r.body.size()),
+                r.body,
+                r.truncated};
     p.warc = p_.warc.Prepare(ex);
   }
   bool html = r.content_type == "text/html" || r.content_type == "application/xhtml+xml";
@@ -185,7 +201,8 @@ Worker::Prepared Worker::Prepare(const Completed& c) const {
 }
 
 // Counts, stores and logs a fetch; `page` is null for robots.txt.
-Status Worker::Record(const FetchResult& r, const Prepared& p, const frontier::UrlEntry* page) {
+Status Worker::Record(const FetchResult& r, const Prepared& p,
+                      const frontier::UrlEntry* page) {
   p_.counters.Fetched(r);
   if (r.status > 0) {
     Status st = p_.warc.Write(p.warc);
@@ -195,15 +212,19 @@ Status Worker::Record(const FetchResult& r, const Prepared& p, const frontier::U
   if (page == nullptr) {
     return p_.log.Append({r.url, r.status, &r, 0, "", error, true});
   }
-  if (r.error != FetchError::kNone) spdlog::warn("{}: {} ({})", page->url, error, r.error_message);
-  return p_.log.Append({page->url, r.status, &r, page->depth, page->referrer, error, false});
+  if (r.error != FetchError::kNone)
+    spdlog::warn("{}: {} ({})", page->url, error, r.error_message);
+  return p_.log.Append(
+      {page->url, r.status, &r, page->depth, page->referrer, error, false});
 }
 
-Status Worker::FinishRobots(const Gate::Pass& pass, const Completed& c, const Prepared& p) {
+Status Worker::FinishRobots(const Gate::Pass& pass, const Completed& c,
+                            const Prepared& p) {
   const FetchResult& r = c.result;
   Status st = Record(r, p, nullptr);
   if (!st.ok()) return st;
-  if (r.status >= 300 && r.status < 400 && !r.location.empty() && c.hops < parsers::kMaxRobotsRedirects) {
+  if (r.status >= 300 && r.status < 400 && !r.location.empty() &&
+      c.hops < parsers::kMaxRobotsRedirects) {
     parsers::UrlResult next = parsers::ResolveHref(r.url, r.location, p_.config.url);
     if (next.ok()) {
       StartRobots(pass, c.host, next.url, c.hops + 1);
@@ -211,11 +232,14 @@ Status Worker::FinishRobots(const Gate::Pass& pass, const Completed& c, const Pr
     }
   }
   parsers::RobotsFetch outcome = parsers::RobotsFetchForStatus(r.status);
-  if (outcome == parsers::RobotsFetch::kServerError || outcome == parsers::RobotsFetch::kUnreachable) {
-    spdlog::warn("{}: robots.txt {} (status {}): the host is treated as fully disallowed", c.host,
-                 r.error == FetchError::kNone ? "unavailable" : FetchErrorName(r.error), r.status);
+  if (outcome == parsers::RobotsFetch::kServerError ||
+      outcome == parsers::RobotsFetch::kUnreachable) {
+    spdlog::warn(
+        "{}: robots.txt {} (status {}): the host is treated as fully disallowed", c.host,
+        r.error == FetchError::kNone ? "unavailable" : FetchErrorName(r.error), r.status);
   }
-  std::optional<double> delay = p_.hosts.RobotsDone(pass, c.host, outcome, r.body, Clock::now());
+  std::optional<double> delay =
+      p_.hosts.RobotsDone(pass, c.host, outcome, r.body, Clock::now());
   p_.frontier.OpenHost(c.host, delay, Clock::now());
   return Status::Ok();
 }

@@ -68,9 +68,9 @@ class RunState {
 // A finished fetch waiting to be processed.
 struct Completed {
   bool robots = false;
-  std::string host;         // robots: the host the robots.txt is for
-  int hops = 0;             // robots: redirects followed so far
-  frontier::Lease lease;    // pages
+  std::string host;       // robots: the host the robots.txt is for
+  int hops = 0;           // robots: redirects followed so far
+  frontier::Lease lease;  // pages
   FetchResult result;
 };
 
@@ -114,8 +114,10 @@ class Worker {
   void Loop(const std::atomic<bool>& stop);
   // Seeds (and every URL found): depth, scope, dedup, frontier; robots.txt
   // fetches for new hosts.
-  [[nodiscard]] Status Admit(const Gate::Pass& pass, std::vector<frontier::UrlEntry> entries);
-  void StartRobots(const Gate::Pass& pass, const std::string& host, const std::string& url, int hops);
+  [[nodiscard]] Status Admit(const Gate::Pass& pass,
+                             std::vector<frontier::UrlEntry> entries);
+  void StartRobots(const Gate::Pass& pass, const std::string& host,
+                   const std::string& url, int hops);
 
  private:
   struct Prepared {
@@ -125,11 +127,15 @@ class Worker {
   Prepared Prepare(const Completed& c) const;
   Result<std::optional<frontier::Clock::time_point>> StartFetches(const Gate::Pass& pass);
   bool StartPage(const Gate::Pass& pass, frontier::Lease lease);
-  [[nodiscard]] Status Skip(const frontier::Lease& lease, const char* why, uint64_t CrawlSummary::*counter);
+  [[nodiscard]] Status Skip(const frontier::Lease& lease, const char* why,
+                            uint64_t CrawlSummary::*counter);
   [[nodiscard]] Status ProcessOne();
-  [[nodiscard]] Status FinishRobots(const Gate::Pass& pass, const Completed& c, const Prepared& p);
-  [[nodiscard]] Status FinishPage(const Gate::Pass& pass, const Completed& c, const Prepared& p);
-  [[nodiscard]] Status Record(const FetchResult& r, const Prepared& p, const frontier::UrlEntry* page);
+  [[nodiscard]] Status FinishRobots(const Gate::Pass& pass, const Completed& c,
+                                    const Prepared& p);
+  [[nodiscard]] Status FinishPage(const Gate::Pass& pass, const Completed& c,
+                                  const Prepared& p);
+  [[nodiscard]] Status Record(const FetchResult& r, const Prepared& p,
+                              const frontier::UrlEntry* page);
   bool Finished(const Gate::Pass& pass) const;
 
   WorkerParts p_;

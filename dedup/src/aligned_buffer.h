@@ -4,19 +4,20 @@
 #ifndef DEDUP_ALIGNED_BUFFER_H_
 #define DEDUP_ALIGNED_BUFFER_H_
 
+#include <sys/mman.h>
+
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <new>
 
-#include <sys/mman.h>
-
 namespace crawler::dedup {
 
 class AlignedBuffer {
  public:
-  static constexpr size_t kAlign = 128;  // a pair of lines: what the L2 spatial prefetcher fetches together
+  static constexpr size_t kAlign =
+      128;  // a pair of lines: what the L2 spatial prefetcher fetches together
   static constexpr size_t kHugePage = size_t{2} << 20;
 
   AlignedBuffer() = default;
@@ -30,7 +31,8 @@ class AlignedBuffer {
     size_t rounded = (size + align - 1) / align * align;
     void* p = std::aligned_alloc(align, rounded);
     if (p == nullptr) throw std::bad_alloc();
-    if (align == kHugePage) ::madvise(p, rounded, MADV_HUGEPAGE);  // advice only: failure is harmless
+    if (align == kHugePage)
+      ::madvise(p, rounded, MADV_HUGEPAGE);  // advice only: failure is harmless
     if (zero) {
       std::memset(p, 0, rounded);
     } else if (rounded > size) {

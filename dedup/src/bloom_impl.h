@@ -97,8 +97,14 @@ class BlockedLayer {
   // From decoded parts (format.cc validates them first).
   BlockedLayer(uint64_t capacity, double error, uint32_t block_bits, uint32_t k,
                uint64_t blocks, uint64_t items, uint64_t nonzero, AlignedBuffer data)
-      : capacity_(capacity), error_(error), block_bits_(block_bits), k_(k),
-        blocks_(blocks), items_(items), nonzero_(nonzero), data_(std::move(data)) {}
+      : capacity_(capacity),
+        error_(error),
+        block_bits_(block_bits),
+        k_(k),
+        blocks_(blocks),
+        items_(items),
+        nonzero_(nonzero),
+        data_(std::move(data)) {}
 
   BlockedLayer(BlockedLayer&&) noexcept = default;
   BlockedLayer& operator=(BlockedLayer&&) noexcept = default;
@@ -107,7 +113,8 @@ class BlockedLayer {
 
   void Prefetch(const KeyHash& h) const {
     const uint8_t* block = Block(h);
-    for (size_t line = 0; line < BlockBytes(); line += 64) __builtin_prefetch(block + line);
+    for (size_t line = 0; line < BlockBytes(); line += 64)
+      __builtin_prefetch(block + line);
   }
 
   bool Contains(const KeyHash& h) const {
@@ -195,7 +202,9 @@ class BlockedLayer {
   }
 
   bool Full() const { return items_ >= capacity_; }
-  double Fill() const { return static_cast<double>(nonzero_) / static_cast<double>(Cells()); }
+  double Fill() const {
+    return static_cast<double>(nonzero_) / static_cast<double>(Cells());
+  }
   double EstimatedFpr() const {
     if (items_ == 0) return 0;
     double bits_per_item = static_cast<double>(Cells()) / static_cast<double>(items_);

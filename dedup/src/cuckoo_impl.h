@@ -53,7 +53,8 @@ class CuckooLayer {
   CuckooLayer() = default;
   CuckooLayer(uint64_t capacity, double error) : capacity_(capacity), error_(error) {
     fp_bits_ = FingerprintBitsFor(error);
-    buckets_ = static_cast<uint64_t>(std::ceil(static_cast<double>(capacity) / (kSlots * kTargetLoad)));
+    buckets_ = static_cast<uint64_t>(
+        std::ceil(static_cast<double>(capacity) / (kSlots * kTargetLoad)));
     if (buckets_ < 1) buckets_ = 1;
     data_ = AlignedBuffer(DataBytes(buckets_, fp_bits_));
   }
@@ -61,9 +62,16 @@ class CuckooLayer {
   CuckooLayer(uint64_t capacity, double error, uint32_t fp_bits, uint64_t buckets,
               uint64_t items, bool full, uint32_t victim_fp, uint64_t victim_bucket,
               uint64_t relocations, AlignedBuffer data)
-      : capacity_(capacity), error_(error), fp_bits_(fp_bits), buckets_(buckets),
-        items_(items), full_(full), victim_fp_(victim_fp), victim_bucket_(victim_bucket),
-        relocations_(relocations), data_(std::move(data)) {}
+      : capacity_(capacity),
+        error_(error),
+        fp_bits_(fp_bits),
+        buckets_(buckets),
+        items_(items),
+        full_(full),
+        victim_fp_(victim_fp),
+        victim_bucket_(victim_bucket),
+        relocations_(relocations),
+        data_(std::move(data)) {}
   CuckooLayer(CuckooLayer&&) noexcept = default;
   CuckooLayer& operator=(CuckooLayer&&) noexcept = default;
 
@@ -77,7 +85,8 @@ class CuckooLayer {
   void Prefetch(const KeyHash& h) const {
     uint64_t i1 = Bucket1(h);
     __builtin_prefetch(data_.data() + (i1 * kSlots * fp_bits_ >> 3));
-    __builtin_prefetch(data_.data() + (AltBucket(i1, Fingerprint(h)) * kSlots * fp_bits_ >> 3));
+    __builtin_prefetch(data_.data() +
+                       (AltBucket(i1, Fingerprint(h)) * kSlots * fp_bits_ >> 3));
   }
 
   bool Contains(const KeyHash& h) const {
@@ -165,7 +174,8 @@ class CuckooLayer {
   }
   uint64_t Bucket1(const KeyHash& h) const { return FastRange64(h.lo, buckets_); }
   uint64_t AltBucket(uint64_t i, uint32_t fp) const {
-    uint64_t hf = FastRange64(fp * 0x9E3779B97F4A7C15ULL, buckets_);  // 2^64 / golden ratio
+    uint64_t hf =
+        FastRange64(fp * 0x9E3779B97F4A7C15ULL, buckets_);  // 2^64 / golden ratio
     return hf >= i ? hf - i : hf + buckets_ - i;
   }
 

@@ -2,8 +2,6 @@
 // three layer types. See filter.h for the design; format.h for the bytes.
 #include "dedup/filter.h"
 
-#include "base/file_util.h"
-
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -19,6 +17,7 @@
 #include <mutex>
 #include <type_traits>
 
+#include "base/file_util.h"
 #include "bloom_impl.h"
 #include "cuckoo_impl.h"
 #include "format.h"
@@ -33,9 +32,12 @@ KeyHash HashKey(std::string_view key) {
 
 const char* FilterTypeName(FilterType type) {
   switch (type) {
-    case FilterType::kBloom: return "bloom";
-    case FilterType::kCuckoo: return "cuckoo";
-    case FilterType::kCounting: return "counting";
+    case FilterType::kBloom:
+      return "bloom";
+    case FilterType::kCuckoo:
+      return "cuckoo";
+    case FilterType::kCounting:
+      return "counting";
   }
   return "unknown";
 }
@@ -44,15 +46,17 @@ Result<FilterType> ParseFilterType(std::string_view name) {
   if (name == "bloom") return FilterType::kBloom;
   if (name == "cuckoo") return FilterType::kCuckoo;
   if (name == "counting") return FilterType::kCounting;
-  return Status::Error(Status::Code::kInvalidArgument,
-                       "type '" + std::string(name) + "' is not bloom, cuckoo or counting");
+  return Status::Error(
+      Status::Code::kInvalidArgument,
+      "type '" + std::string(name) + "' is not bloom, cuckoo or counting");
 }
 
 Status ValidateOptions(const FilterOptions& o) {
   auto bad = [](const std::string& msg) {
     return Status::Error(Status::Code::kInvalidArgument, msg);
   };
-  if (static_cast<unsigned>(o.type) > 2) return bad("type is not bloom, cuckoo or counting");
+  if (static_cast<unsigned>(o.type) > 2)
+    return bad("type is not bloom, cuckoo or counting");
   if (o.capacity == 0 || o.capacity > (uint64_t{1} << 40)) {
     return bad("capacity " + std::to_string(o.capacity) + " is not in 1 .. 2^40");
   }
@@ -66,10 +70,13 @@ Status ValidateOptions(const FilterOptions& o) {
     return bad("tightening " + std::to_string(o.tightening) + " is not in (0.05, 1)");
   }
   if (o.stripes == 0 || o.stripes > 65536 || !std::has_single_bit(o.stripes)) {
-    return bad("stripes " + std::to_string(o.stripes) + " is not a power of two in 1 .. 65536");
+    return bad("stripes " + std::to_string(o.stripes) +
+               " is not a power of two in 1 .. 65536");
   }
   if (o.allow_erase && o.type == FilterType::kBloom) {
-    return bad("a bloom filter cannot erase: use type cuckoo or counting when deletes are wanted");
+    return bad(
+        "a bloom filter cannot erase: use type cuckoo or counting when deletes are "
+        "wanted");
   }
   return Status::Ok();
 }
@@ -121,7 +128,8 @@ class StripedFilter final : public Filter {
     });
   }
 
-  void ContainsBatch(std::span<const std::string_view> keys, std::span<bool> out) const override {
+  void ContainsBatch(std::span<const std::string_view> keys,
+                     std::span<bool> out) const override {
     ForEachGroupedByStripe(keys, [&](const Stripe& s, const KeyHash& h, size_t i) {
       out[i] = ContainsLocked(s, h);
     });
@@ -179,7 +187,8 @@ class StripedFilter final : public Filter {
     }
     t.fill = cells_capacity ? fill_weighted / static_cast<double>(cells_capacity) : 0;
     t.estimated_fpr = fpr_sum / options_.stripes;
-    t.bits_per_item = t.items ? 8.0 * static_cast<double>(t.bytes) / static_cast<double>(t.items) : 0;
+    t.bits_per_item =
+        t.items ? 8.0 * static_cast<double>(t.bytes) / static_cast<double>(t.items) : 0;
     return t;
   }
 
@@ -267,14 +276,15 @@ class StripedFilter final : public Filter {
       *items += layer.items();
       s.layers.push_back(std::move(layer));
     }
-    if (r.remaining() != 0) return Corrupt(what + ": trailing bytes after the last layer");
+    if (r.remaining() != 0)
+      return Corrupt(what + ": trailing bytes after the last layer");
     return Status::Ok();
   }
 
  private:
   struct alignas(64) Stripe {  // own cache line: no false sharing between locks
     mutable SpinLock mu;
-    std::vector<Layer> layers;  // GUARDED_BY(mu); oldest first, never empty
+    std::vector<Layer> layers;       // GUARDED_BY(mu); oldest first, never empty
     uint64_t inserts_new = 0;        // GUARDED_BY(mu)
     uint64_t inserts_duplicate = 0;  // GUARDED_BY(mu)
     uint64_t inserts_full = 0;       // GUARDED_BY(mu)
@@ -290,9 +300,11 @@ class StripedFilter final : public Filter {
   // stripes, so a filter created for N keys holds N keys without growing
   // (and a fixed one without refusing): 4/sqrt(N/S) extra, 1% at N = 10^7.
   uint64_t FirstCapacity() const {
-    uint64_t base = std::max<uint64_t>(1, (options_.capacity + options_.stripes - 1) / options_.stripes);
+    uint64_t base = std::max<uint64_t>(
+        1, (options_.capacity + options_.stripes - 1) / options_.stripes);
     if (options_.stripes == 1) return base;
-    return base + static_cast<uint64_t>(std::ceil(4 * std::sqrt(static_cast<double>(base))));
+    return base +
+           static_cast<uint64_t>(std::ceil(4 * std::sqrt(static_cast<double>(base))));
   }
   // e_i = e (1 - r) r^i, so that sum over all i is e.
   double LayerError(size_t i) const {
@@ -339,7 +351,8 @@ class StripedFilter final : public Filter {
       }
       for (uint32_t st = 0; st < options_.stripes; ++st) start[st + 1] += start[st];
       std::vector<uint32_t> next(start.begin(), start.end() - 1);
-      for (size_t i = 0; i < n; ++i) order[next[stripe_of[i]]++] = static_cast<uint32_t>(i);
+      for (size_t i = 0; i < n; ++i)
+        order[next[stripe_of[i]]++] = static_cast<uint32_t>(i);
       for (uint32_t st = 0; st < options_.stripes; ++st) {
         if (start[st] == start[st + 1]) continue;
         Stripe& s = stripes_[st];
@@ -376,8 +389,8 @@ class StripedFilter final : public Filter {
         return InsertResult::kPresent;
       }
       if (options_.scaling && layers.size() < kMaxLayers) {
-        auto capacity = static_cast<uint64_t>(
-            std::ceil(static_cast<double>(layers.back().capacity()) * options_.expansion));
+        auto capacity = static_cast<uint64_t>(std::ceil(
+            static_cast<double>(layers.back().capacity()) * options_.expansion));
         layers.emplace_back(capacity, LayerError(layers.size()));
       } else if (TypeOf<Layer>() != FilterType::kBloom) {
         ++s.inserts_full;
@@ -429,7 +442,8 @@ Result<std::unique_ptr<Filter>> ReadStripes(std::FILE* in, const std::string& na
   std::vector<uint8_t> payload;
   uint64_t items = 0;
   for (uint32_t i = 0; i < options.stripes; ++i) {
-    Status st = ReadSection(in, name, kTagStripe, "stripe " + std::to_string(i), &payload);
+    Status st =
+        ReadSection(in, name, kTagStripe, "stripe " + std::to_string(i), &payload);
     if (!st.ok()) return st;
     st = filter->DecodeStripe(i, payload, name, &items);
     if (!st.ok()) return st;
@@ -454,11 +468,14 @@ Result<std::unique_ptr<Filter>> Filter::Create(const FilterOptions& options) {
   if (!st.ok()) return st;
   switch (options.type) {
     case FilterType::kBloom:
-      return std::unique_ptr<Filter>(std::make_unique<StripedFilter<BloomLayer>>(options, false));
+      return std::unique_ptr<Filter>(
+          std::make_unique<StripedFilter<BloomLayer>>(options, false));
     case FilterType::kCounting:
-      return std::unique_ptr<Filter>(std::make_unique<StripedFilter<CountingLayer>>(options, false));
+      return std::unique_ptr<Filter>(
+          std::make_unique<StripedFilter<CountingLayer>>(options, false));
     case FilterType::kCuckoo:
-      return std::unique_ptr<Filter>(std::make_unique<StripedFilter<CuckooLayer>>(options, false));
+      return std::unique_ptr<Filter>(
+          std::make_unique<StripedFilter<CuckooLayer>>(options, false));
   }
   return Status::Error(Status::Code::kInvalidArgument, "unknown filter type");
 }
@@ -481,10 +498,12 @@ Result<std::unique_ptr<Filter>> Filter::Read(std::FILE* in, const std::string& n
   o.expansion = r.F64();
   o.tightening = r.F64();
   if (!r.ok() || r.remaining() != 0) {
-    return Status::Error(Status::Code::kCorruption, name + ": header section has the wrong size");
+    return Status::Error(Status::Code::kCorruption,
+                         name + ": header section has the wrong size");
   }
   if (type > 2 || scaling > 1 || allow_erase > 1) {
-    return Status::Error(Status::Code::kCorruption, name + ": header has an invalid type or flag");
+    return Status::Error(Status::Code::kCorruption,
+                         name + ": header has an invalid type or flag");
   }
   o.type = static_cast<FilterType>(type);
   o.scaling = scaling == 1;
@@ -494,9 +513,12 @@ Result<std::unique_ptr<Filter>> Filter::Read(std::FILE* in, const std::string& n
     return Status::Error(Status::Code::kCorruption, name + ": header: " + st.message());
   }
   switch (o.type) {
-    case FilterType::kBloom: return ReadStripes<BloomLayer>(in, name, o);
-    case FilterType::kCounting: return ReadStripes<CountingLayer>(in, name, o);
-    case FilterType::kCuckoo: return ReadStripes<CuckooLayer>(in, name, o);
+    case FilterType::kBloom:
+      return ReadStripes<BloomLayer>(in, name, o);
+    case FilterType::kCounting:
+      return ReadStripes<CountingLayer>(in, name, o);
+    case FilterType::kCuckoo:
+      return ReadStripes<CuckooLayer>(in, name, o);
   }
   return Status::Error(Status::Code::kCorruption, name + ": unknown filter type");
 }
@@ -504,13 +526,15 @@ Result<std::unique_ptr<Filter>> Filter::Read(std::FILE* in, const std::string& n
 Result<std::unique_ptr<Filter>> Filter::Load(const std::string& path) {
   std::FILE* in = std::fopen(path.c_str(), "rb");
   if (in == nullptr) {
-    return Status::Error(Status::Code::kIoError, path + ": open: " + std::strerror(errno));
+    return Status::Error(Status::Code::kIoError,
+                         path + ": open: " + std::strerror(errno));
   }
   auto result = Read(in, path);
   bool trailing = result.ok() && std::fgetc(in) != EOF;
   std::fclose(in);
   if (trailing) {
-    return Status::Error(Status::Code::kCorruption, path + ": trailing bytes after the end section");
+    return Status::Error(Status::Code::kCorruption,
+                         path + ": trailing bytes after the end section");
   }
   return result;
 }

@@ -1,12 +1,11 @@
 #include "format.h"
 
 #define XXH_STATIC_LINKING_ONLY  // XXH64_state_t on the stack
+#include <sys/stat.h>
 #include <xxhash.h>
 
-#include <sys/stat.h>
-
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 namespace crawler::dedup {
@@ -32,7 +31,8 @@ std::string TagName(const char* tag) { return std::string(tag, 4); }
 uint64_t BytesLeft(std::FILE* in) {
   struct stat st;
   long pos = std::ftell(in);
-  if (pos >= 0 && fstat(fileno(in), &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= pos) {
+  if (pos >= 0 && fstat(fileno(in), &st) == 0 && S_ISREG(st.st_mode) &&
+      st.st_size >= pos) {
     return static_cast<uint64_t>(st.st_size - pos);
   }
   return UINT64_MAX;
@@ -77,28 +77,29 @@ Status ReadPreamble(std::FILE* in, const std::string& name) {
   if (std::ferror(in)) return IoError(name, "read");
   if (got < sizeof(kMagic) || std::memcmp(buf, kMagic, sizeof(kMagic)) != 0) {
     if (got < sizeof(kMagic) && std::memcmp(buf, kMagic, got) == 0) {
-      return Status::Error(Status::Code::kTruncated,
-                           name + ": file ends inside the header (" +
-                               std::to_string(got) + " bytes)");
+      return Status::Error(
+          Status::Code::kTruncated,
+          name + ": file ends inside the header (" + std::to_string(got) + " bytes)");
     }
     return Status::Error(Status::Code::kBadMagic,
                          name + ": not a dedup filter file (magic is not CRWLDDUP)");
   }
   if (got < sizeof(buf)) {
-    return Status::Error(Status::Code::kTruncated,
-                         name + ": file ends inside the header (" + std::to_string(got) +
-                             " bytes)");
+    return Status::Error(
+        Status::Code::kTruncated,
+        name + ": file ends inside the header (" + std::to_string(got) + " bytes)");
   }
   ByteReader r(buf + 8, 8);
   uint32_t version = r.U32();
   if (version != kFormatVersion) {
-    return Status::Error(Status::Code::kBadVersion,
-                         name + ": format version " + std::to_string(version) +
-                             ", this build reads version " +
-                             std::to_string(kFormatVersion));
+    return Status::Error(Status::Code::kBadVersion, name + ": format version " +
+                                                        std::to_string(version) +
+                                                        ", this build reads version " +
+                                                        std::to_string(kFormatVersion));
   }
   if (r.U32() != 0) {
-    return Status::Error(Status::Code::kCorruption, name + ": reserved header field is not 0");
+    return Status::Error(Status::Code::kCorruption,
+                         name + ": reserved header field is not 0");
   }
   return Status::Ok();
 }
@@ -121,15 +122,16 @@ Status ReadSection(std::FILE* in, const std::string& name, const char (&tag)[4],
   }
   if (length > kMaxSectionBytes) {
     return Status::Error(Status::Code::kCorruption,
-                         name + ": " + what + " section claims " + std::to_string(length) +
+                         name + ": " + what + " section claims " +
+                             std::to_string(length) +
                              " bytes, more than any filter section can hold");
   }
   const uint64_t max_length = BytesLeft(in);
   if (length > max_length) {
     return Status::Error(Status::Code::kTruncated,
-                         name + ": file ends inside the " + what + " section (it claims " +
-                             std::to_string(length) + " bytes, " + std::to_string(max_length) +
-                             " are left)");
+                         name + ": file ends inside the " + what +
+                             " section (it claims " + std::to_string(length) +
+                             " bytes, " + std::to_string(max_length) + " are left)");
   }
   // The payload grows as its bytes arrive: when the stream's size is unknown
   // (a checkpoint is read through a hashing FILE*, BytesLeft cannot tell), a
@@ -194,7 +196,8 @@ void EncodeBlocked(const BlockedLayer<kCellBits>& layer, ByteWriter* w) {
 }
 
 template <unsigned kCellBits>
-Status DecodeBlocked(ByteReader* r, const std::string& where, BlockedLayer<kCellBits>* out) {
+Status DecodeBlocked(ByteReader* r, const std::string& where,
+                     BlockedLayer<kCellBits>* out) {
   uint64_t capacity = r->U64();
   double error = r->F64();
   uint32_t block_bits = r->U32();
@@ -207,10 +210,13 @@ Status DecodeBlocked(ByteReader* r, const std::string& where, BlockedLayer<kCell
   if (capacity == 0) return BadField(where, "capacity is 0");
   if (!ErrorInRange(error)) return BadField(where, "error rate out of (0, 1)");
   if (block_bits < 512 || block_bits > 4096 || !std::has_single_bit(block_bits)) {
-    return BadField(where, "block_bits " + std::to_string(block_bits) + " is not 512..4096");
+    return BadField(where,
+                    "block_bits " + std::to_string(block_bits) + " is not 512..4096");
   }
-  if (k == 0 || k > 64) return BadField(where, "k " + std::to_string(k) + " is not 1..64");
-  if (blocks == 0 || blocks > (uint64_t{1} << 40)) return BadField(where, "block count out of range");
+  if (k == 0 || k > 64)
+    return BadField(where, "k " + std::to_string(k) + " is not 1..64");
+  if (blocks == 0 || blocks > (uint64_t{1} << 40))
+    return BadField(where, "block count out of range");
   if (data_len != blocks * block_bits * kCellBits / 8) {
     return BadField(where, "data length " + std::to_string(data_len) +
                                " does not match the geometry");
@@ -274,8 +280,10 @@ Status DecodeLayer(ByteReader* r, const std::string& where, CuckooLayer* out) {
     return BadField(where, "fingerprint bits " + std::to_string(fp_bits) + " not 4..32");
   }
   if (full > 1) return BadField(where, "full flag is not 0 or 1");
-  if (buckets == 0 || buckets > (uint64_t{1} << 40)) return BadField(where, "bucket count out of range");
-  if (items > buckets * CuckooLayer::kSlots + 1) return BadField(where, "more items than slots");
+  if (buckets == 0 || buckets > (uint64_t{1} << 40))
+    return BadField(where, "bucket count out of range");
+  if (items > buckets * CuckooLayer::kSlots + 1)
+    return BadField(where, "more items than slots");
   if (victim_bucket >= buckets) return BadField(where, "victim bucket out of range");
   if (victim_fp != 0 && fp_bits < 32 && victim_fp >= (1u << fp_bits)) {
     return BadField(where, "victim fingerprint wider than fp_bits");

@@ -5,7 +5,8 @@
 //   offset 0   "CRWLDDUP"       8 bytes  magic
 //          8   version   u32             kFormatVersion (1)
 //         12   reserved  u32             0
-//         16   section*                  HEAD, then STRP x stripes (index order), then END!
+//         16   section*                  HEAD, then STRP x stripes (index order), then
+//         END!
 //
 //   section := tag[4] | length u64 | payload[length] | xxh64 u64
 //              xxh64 = XXH64(tag | length | payload, seed 0)
@@ -43,10 +44,10 @@
 #include <string_view>
 #include <vector>
 
-#include "bloom_impl.h"
-#include "cuckoo_impl.h"
 #include "base/bytes.h"
 #include "base/status.h"
+#include "bloom_impl.h"
+#include "cuckoo_impl.h"
 
 namespace crawler::dedup {
 
@@ -58,7 +59,8 @@ inline constexpr char kTagEnd[4] = {'E', 'N', 'D', '!'};
 
 // Layer data is written as the bytes of its in-memory words.
 static_assert(std::endian::native == std::endian::little,
-              "layer data is stored as its little-endian memory image; add swaps for big-endian hosts");
+              "layer data is stored as its little-endian memory image; add swaps for "
+              "big-endian hosts");
 
 using crawler::ByteReader;
 using crawler::ByteWriter;

@@ -77,7 +77,8 @@ double BlockedBloomFpr(uint32_t block_bits, double bits_per_item, uint32_t k) {
   const auto last = static_cast<uint64_t>(lambda + spread);
   double sum = 0;
   for (uint64_t i = first; i <= last; ++i) {
-    double log_p = -lambda + static_cast<double>(i) * std::log(lambda) - std::lgamma(static_cast<double>(i) + 1.0);
+    double log_p = -lambda + static_cast<double>(i) * std::log(lambda) -
+                   std::lgamma(static_cast<double>(i) + 1.0);
     double cell_set = -std::expm1(static_cast<double>(i * k) * miss);
     sum += std::exp(log_p) * std::pow(cell_set, k);
   }

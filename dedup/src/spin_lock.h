@@ -16,7 +16,8 @@ class SpinLock {
     for (int spins = 0;; ++spins) {
       if (!locked_.exchange(true, std::memory_order_acquire)) return;
       while (locked_.load(std::memory_order_relaxed)) {
-        if (++spins > 64) std::this_thread::yield();  // 64: ~ a few hundred ns of spinning
+        if (++spins > 64)
+          std::this_thread::yield();  // 64: ~ a few hundred ns of spinning
       }
     }
   }

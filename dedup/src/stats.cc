@@ -22,14 +22,20 @@ class JsonObject {
     *out_ += key;
     *out_ += "\":";
   }
-  void Add(const char* key, uint64_t v) { Key(key); *out_ += std::to_string(v); }
+  void Add(const char* key, uint64_t v) {
+    Key(key);
+    *out_ += std::to_string(v);
+  }
   void Add(const char* key, double v) {
     Key(key);
     char buf[32];
     std::snprintf(buf, sizeof(buf), "%.6g", v);
     *out_ += buf;
   }
-  void Add(const char* key, bool v) { Key(key); *out_ += v ? "true" : "false"; }
+  void Add(const char* key, bool v) {
+    Key(key);
+    *out_ += v ? "true" : "false";
+  }
   void Add(const char* key, const char* v) {
     Key(key);
     *out_ += '"';

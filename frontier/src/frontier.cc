@@ -1,9 +1,6 @@
 // The crawl frontier; see frontier/frontier.h.
 #include "frontier/frontier.h"
 
-#include "base/bytes.h"
-#include "base/file_util.h"
-
 #include <xxhash.h>
 
 #include <algorithm>
@@ -16,6 +13,9 @@
 #include <mutex>
 #include <set>
 #include <unordered_map>
+
+#include "base/bytes.h"
+#include "base/file_util.h"
 
 namespace crawler::frontier {
 namespace {
@@ -67,7 +67,8 @@ struct Frontier::Impl {
     std::string key;
     std::map<uint32_t, std::deque<UrlEntry>> ram;  // by depth; FIFO within one
     uint64_t ram_size = 0;
-    uint32_t disk_min_depth = UINT32_MAX;  // smallest depth spilled since the file was drained
+    uint32_t disk_min_depth =
+        UINT32_MAX;                   // smallest depth spilled since the file was drained
     std::string spill_path;           // "" until the host spills (again)
     uint32_t spill_gen = 0;           // files are numbered; a drained one is not reused
     uint64_t on_disk = 0;             // records in the file not yet read back
@@ -112,7 +113,8 @@ struct Frontier::Impl {
   // All below GUARDED_BY(mu).
   std::vector<Host> hosts;
   std::unordered_map<std::string, size_t> host_index;
-  std::set<std::pair<Clock::time_point, size_t>> schedule;  // open, non-empty, below the limit
+  std::set<std::pair<Clock::time_point, size_t>>
+      schedule;            // open, non-empty, below the limit
   uint64_t in_memory = 0;  // ram + write_buf entries over all hosts
   uint64_t buffered = 0;   // write_buf entries over all hosts
   uint64_t on_disk = 0;
@@ -142,7 +144,8 @@ struct Frontier::Impl {
 
   void MaybeSchedule(size_t id) {
     Host& h = hosts[id];
-    if (h.open && !h.scheduled && h.Queued() > 0 && h.in_flight < options.max_connections_per_host) {
+    if (h.open && !h.scheduled && h.Queued() > 0 &&
+        h.in_flight < options.max_connections_per_host) {
       schedule.emplace(h.due, id);
       h.scheduled = true;
     }
@@ -193,9 +196,10 @@ struct Frontier::Impl {
                                  "' cannot be created" + (ec ? ": " + ec.message() : ""));
       }
       char name[48];
-      std::snprintf(name, sizeof(name), "host-%016llx-%u.q",
-                    static_cast<unsigned long long>(XXH3_64bits(h.key.data(), h.key.size())),
-                    ++h.spill_gen);
+      std::snprintf(
+          name, sizeof(name), "host-%016llx-%u.q",
+          static_cast<unsigned long long>(XXH3_64bits(h.key.data(), h.key.size())),
+          ++h.spill_gen);
       h.spill_path = options.spill_dir + "/" + name;
     }
     ByteWriter w;
@@ -224,7 +228,8 @@ struct Frontier::Impl {
       h.disk_min_depth = UINT32_MAX;
       return Status::Ok();
     }
-    uint64_t room = options.max_memory_urls > in_memory ? options.max_memory_urls - in_memory : 0;
+    uint64_t room =
+        options.max_memory_urls > in_memory ? options.max_memory_urls - in_memory : 0;
     uint64_t want = std::clamp<uint64_t>(room, 1, options.spill_chunk);
     std::FILE* f = std::fopen(h.spill_path.c_str(), "rb");
     if (f == nullptr) return IoError(h.spill_path, "open");
@@ -243,10 +248,10 @@ struct Frontier::Impl {
     }
     std::fclose(f);
     if (got == 0) {
-      return Status::Error(Status::Code::kCorruption,
-                           h.spill_path + ": spill file ends early (" +
-                               std::to_string(h.on_disk) + " records expected at offset " +
-                               std::to_string(h.read_offset) + ")");
+      return Status::Error(
+          Status::Code::kCorruption,
+          h.spill_path + ": spill file ends early (" + std::to_string(h.on_disk) +
+              " records expected at offset " + std::to_string(h.read_offset) + ")");
     }
     h.on_disk -= got;
     on_disk -= got;
@@ -275,7 +280,8 @@ struct Frontier::Impl {
   }
 
   double DelayAfterFetch(const Host& h, double response_s) const {
-    return std::max({options.min_delay_s, std::min(h.crawl_delay_s, options.max_crawl_delay_s),
+    return std::max({options.min_delay_s,
+                     std::min(h.crawl_delay_s, options.max_crawl_delay_s),
                      options.response_factor * response_s});
   }
 };
@@ -284,8 +290,11 @@ Frontier::Frontier(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Frontier::~Frontier() = default;
 
 Result<std::unique_ptr<Frontier>> Frontier::Create(const FrontierOptions& options) {
-  auto bad = [](const std::string& m) { return Status::Error(Status::Code::kInvalidArgument, m); };
-  if (options.max_memory_urls == 0) return bad("frontier.max_memory_urls must be at least 1");
+  auto bad = [](const std::string& m) {
+    return Status::Error(Status::Code::kInvalidArgument, m);
+  };
+  if (options.max_memory_urls == 0)
+    return bad("frontier.max_memory_urls must be at least 1");
   if (options.max_connections_per_host == 0) {
     return bad("frontier.max_connections_per_host must be at least 1");
   }
@@ -297,7 +306,8 @@ Result<std::unique_ptr<Frontier>> Frontier::Create(const FrontierOptions& option
   return std::unique_ptr<Frontier>(new Frontier(std::make_unique<Impl>(options)));
 }
 
-Result<AdmitResult> Frontier::Admit(std::vector<UrlEntry> entries, dedup::Filter& filter) {
+Result<AdmitResult> Frontier::Admit(std::vector<UrlEntry> entries,
+                                    dedup::Filter& filter) {
   std::vector<std::string_view> keys;
   keys.reserve(entries.size());
   for (const UrlEntry& e : entries) keys.push_back(e.url);
@@ -345,7 +355,8 @@ void Frontier::OpenHost(std::string_view host, std::optional<double> crawl_delay
   impl_->MaybeSchedule(id);
 }
 
-Result<std::optional<Lease>> Frontier::Pop(Clock::time_point now, Clock::time_point* next_due) {
+Result<std::optional<Lease>> Frontier::Pop(Clock::time_point now,
+                                           Clock::time_point* next_due) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   Impl& m = *impl_;
   if (m.schedule.empty()) return std::optional<Lease>();
@@ -367,8 +378,9 @@ Result<std::optional<Lease>> Frontier::Pop(Clock::time_point now, Clock::time_po
   ++h.in_flight;
   ++m.in_flight;
   // Request starts to one host are at least min_delay apart.
-  h.due = std::max(h.due, now + std::chrono::duration_cast<Clock::duration>(
-                                    std::chrono::duration<double>(m.options.min_delay_s)));
+  h.due =
+      std::max(h.due, now + std::chrono::duration_cast<Clock::duration>(
+                                std::chrono::duration<double>(m.options.min_delay_s)));
   m.MaybeSchedule(id);
   return std::optional<Lease>(std::move(lease));
 }
@@ -416,13 +428,14 @@ FrontierStats Frontier::Stats(Clock::time_point now) const {
   return s;
 }
 
-Status Frontier::ForEachEntry(Clock::time_point now,
-                              const std::function<Status(const HostImage&)>& host,
-                              const std::function<Status(const UrlEntry&, bool leased)>& url) const {
+Status Frontier::ForEachEntry(
+    Clock::time_point now, const std::function<Status(const HostImage&)>& host,
+    const std::function<Status(const UrlEntry&, bool leased)>& url) const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   const Impl& m = *impl_;
   for (const Impl::Host& h : m.hosts) {
-    HostImage image{h.key, h.open, h.crawl_delay_s, std::chrono::duration<double>(h.due - now).count()};
+    HostImage image{h.key, h.open, h.crawl_delay_s,
+                    std::chrono::duration<double>(h.due - now).count()};
     Status st = host(image);
     if (!st.ok()) return st;
   }
@@ -441,14 +454,16 @@ Status Frontier::ForEachEntry(Clock::time_point now,
       std::FILE* f = std::fopen(h.spill_path.c_str(), "rb");
       if (f == nullptr) return IoError(h.spill_path, "open");
       std::unique_ptr<std::FILE, int (*)(std::FILE*)> closer(f, &std::fclose);
-      if (std::fseek(f, static_cast<long>(h.read_offset), SEEK_SET) != 0) return IoError(h.spill_path, "seek");
+      if (std::fseek(f, static_cast<long>(h.read_offset), SEEK_SET) != 0)
+        return IoError(h.spill_path, "seek");
       for (uint64_t i = 0; i < h.on_disk; ++i) {
         UrlEntry e;
         uint64_t bytes = 0;
         if (!ReadSpillRecord(f, &e, &bytes)) {
-          return Status::Error(Status::Code::kCorruption,
-                               h.spill_path + ": spill file ends early (" + std::to_string(h.on_disk) +
-                                   " records expected from offset " + std::to_string(h.read_offset) + ")");
+          return Status::Error(
+              Status::Code::kCorruption,
+              h.spill_path + ": spill file ends early (" + std::to_string(h.on_disk) +
+                  " records expected from offset " + std::to_string(h.read_offset) + ")");
         }
         Status st = url(e, false);
         if (!st.ok()) return st;

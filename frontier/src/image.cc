@@ -70,7 +70,8 @@ Status WriteFrontierImage(const Frontier& frontier, Clock::time_point cut, std::
   return flush(true);
 }
 
-Result<FrontierImage> DecodeFrontierImage(std::string_view bytes, const std::string& path) {
+Result<FrontierImage> DecodeFrontierImage(std::string_view bytes,
+                                          const std::string& path) {
   if (bytes.size() < 16 || std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0) {
     return Status::Error(Status::Code::kBadMagic, path + ": not a frontier image");
   }
@@ -78,9 +79,9 @@ Result<FrontierImage> DecodeFrontierImage(std::string_view bytes, const std::str
   uint32_t version = r.U32();
   r.U32();
   if (version != kVersion) {
-    return Status::Error(Status::Code::kBadVersion, path + ": frontier image version " +
-                                                        std::to_string(version) + ", this build reads " +
-                                                        std::to_string(kVersion));
+    return Status::Error(Status::Code::kBadVersion,
+                         path + ": frontier image version " + std::to_string(version) +
+                             ", this build reads " + std::to_string(kVersion));
   }
   FrontierImage image;
   bool ended = false;
@@ -92,7 +93,8 @@ Result<FrontierImage> DecodeFrontierImage(std::string_view bytes, const std::str
       h.open = r.U8() != 0;
       h.crawl_delay_s = r.F64();
       h.due_in_s = r.F64();
-      if (r.ok() && (h.key.empty() || HostKey(h.key) != h.key)) return Damaged(path, "not a host key: " + h.key);
+      if (r.ok() && (h.key.empty() || HostKey(h.key) != h.key))
+        return Damaged(path, "not a host key: " + h.key);
       image.hosts.push_back(std::move(h));
     } else if (tag == 'U') {
       UrlEntry e;
@@ -114,7 +116,8 @@ Result<FrontierImage> DecodeFrontierImage(std::string_view bytes, const std::str
                                std::to_string(bytes.size() - r.remaining() - 1));
     }
   }
-  if (!r.ok() || !ended || !r.AtEnd()) return Damaged(path, "truncated or trailing bytes");
+  if (!r.ok() || !ended || !r.AtEnd())
+    return Damaged(path, "truncated or trailing bytes");
   return image;
 }
 

@@ -14,12 +14,14 @@ inline bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 inline bool IsHex(char c) {
   return IsDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
-inline char Lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+inline char Lower(char c) {
+  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+}
 inline int HexValue(char c) { return IsDigit(c) ? c - '0' : Lower(c) - 'a' + 10; }
 // RFC 3986 2.3.
 inline bool IsUnreserved(unsigned char c) {
-  return IsAlpha(static_cast<char>(c)) || IsDigit(static_cast<char>(c)) || c == '-' || c == '.' ||
-         c == '_' || c == '~';
+  return IsAlpha(static_cast<char>(c)) || IsDigit(static_cast<char>(c)) || c == '-' ||
+         c == '.' || c == '_' || c == '~';
 }
 
 inline std::string LowerAscii(std::string_view s) {
@@ -39,7 +41,8 @@ inline std::string NormalizePercent(std::string_view s, bool encode_raw = false)
   for (size_t i = 0; i < s.size(); ++i) {
     auto c = static_cast<unsigned char>(s[i]);
     if (c == '%' && i + 2 < s.size() && IsHex(s[i + 1]) && IsHex(s[i + 2])) {
-      auto decoded = static_cast<unsigned char>(HexValue(s[i + 1]) * 16 + HexValue(s[i + 2]));
+      auto decoded =
+          static_cast<unsigned char>(HexValue(s[i + 1]) * 16 + HexValue(s[i + 2]));
       if (IsUnreserved(decoded)) {
         out += static_cast<char>(decoded);
       } else {

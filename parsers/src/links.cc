@@ -1,8 +1,6 @@
 // Link extraction with gumbo; see parsers/links.h.
 #include "parsers/links.h"
 
-#include "ascii.h"
-
 #include <gumbo.h>
 
 #include <algorithm>
@@ -10,6 +8,8 @@
 #include <memory>
 #include <new>
 #include <vector>
+
+#include "ascii.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define CRAWLER_ASAN 1
@@ -29,7 +29,9 @@ using ascii::Lower;
 using ascii::LowerAscii;
 
 std::string_view TrimSpace(std::string_view s) {
-  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'; };
+  auto space = [](char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f';
+  };
   while (!s.empty() && space(s.front())) s.remove_prefix(1);
   while (!s.empty() && space(s.back())) s.remove_suffix(1);
   return s;
@@ -41,9 +43,13 @@ bool HasToken(std::string_view list, std::string_view token) {
   std::string l = LowerAscii(list);
   size_t i = 0;
   while (i < l.size()) {
-    while (i < l.size() && (l[i] == ' ' || l[i] == '\t' || l[i] == '\n' || l[i] == '\r' || l[i] == ',')) ++i;
+    while (i < l.size() &&
+           (l[i] == ' ' || l[i] == '\t' || l[i] == '\n' || l[i] == '\r' || l[i] == ','))
+      ++i;
     size_t start = i;
-    while (i < l.size() && !(l[i] == ' ' || l[i] == '\t' || l[i] == '\n' || l[i] == '\r' || l[i] == ',')) ++i;
+    while (i < l.size() &&
+           !(l[i] == ' ' || l[i] == '\t' || l[i] == '\n' || l[i] == '\r' || l[i] == ','))
+      ++i;
     if (std::string_view(l).substr(start, i - start) == token) return true;
   }
   return false;
@@ -52,7 +58,11 @@ bool HasToken(std::string_view list, std::string_view token) {
 bool ValidUtf8(std::string_view s) {
   for (size_t i = 0; i < s.size();) {
     auto b = static_cast<unsigned char>(s[i]);
-    size_t len = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 0;
+    size_t len = b < 0x80         ? 1
+                 : (b >> 5) == 6  ? 2
+                 : (b >> 4) == 14 ? 3
+                 : (b >> 3) == 30 ? 4
+                                  : 0;
     if (len == 0 || i + len > s.size()) return false;
     for (size_t k = 1; k < len; ++k) {
       if ((static_cast<unsigned char>(s[i + k]) >> 6) != 2) return false;
@@ -72,7 +82,8 @@ std::string_view RefreshTarget(std::string_view content) {
   size_t semi = content.find_first_of(";,");
   if (semi == std::string_view::npos) return {};
   std::string_view rest = TrimSpace(content.substr(semi + 1));
-  if (rest.size() >= 3 && Lower(rest[0]) == 'u' && Lower(rest[1]) == 'r' && Lower(rest[2]) == 'l') {
+  if (rest.size() >= 3 && Lower(rest[0]) == 'u' && Lower(rest[1]) == 'r' &&
+      Lower(rest[2]) == 'l') {
     std::string_view after = TrimSpace(rest.substr(3));
     if (!after.empty() && after[0] == '=') rest = TrimSpace(after.substr(1));
   }
@@ -102,7 +113,9 @@ class GumboArena {
     for (Chunk& c : chunks_) std::free(c.data);
   }
 
-  static void* Allocate(void* self, size_t size) { return static_cast<GumboArena*>(self)->Take(size); }
+  static void* Allocate(void* self, size_t size) {
+    return static_cast<GumboArena*>(self)->Take(size);
+  }
   static void Free(void*, void*) {}
 
   GumboOptions Options() {
@@ -116,7 +129,8 @@ class GumboArena {
   // Forget every allocation (the tree must be dropped first).
   void Reset() {
     size_t kept = 0, n = 0;
-    for (; n < chunks_.size() && kept + chunks_[n].size <= kKeepBytes; ++n) kept += chunks_[n].size;
+    for (; n < chunks_.size() && kept + chunks_[n].size <= kKeepBytes; ++n)
+      kept += chunks_[n].size;
     for (size_t i = n; i < chunks_.size(); ++i) std::free(chunks_[i].data);
     chunks_.resize(n);
     for (Chunk& c : chunks_) {
@@ -233,10 +247,11 @@ class Extractor {
       case GUMBO_TAG_LINK: {
         const char* rel = Attr(e, "rel");
         if (rel == nullptr) break;
-        if (HasToken(rel, "canonical") || HasToken(rel, "alternate") || HasToken(rel, "next") ||
-            HasToken(rel, "prev")) {
+        if (HasToken(rel, "canonical") || HasToken(rel, "alternate") ||
+            HasToken(rel, "next") || HasToken(rel, "prev")) {
           Add(e, "href", LinkSource::kLink);
-        } else if (options_.include_assets && (HasToken(rel, "stylesheet") || HasToken(rel, "icon"))) {
+        } else if (options_.include_assets &&
+                   (HasToken(rel, "stylesheet") || HasToken(rel, "icon"))) {
           Add(e, "href", LinkSource::kStylesheet);
         }
         break;
@@ -251,8 +266,10 @@ class Extractor {
         }
         const char* name = Attr(e, "name");
         if (name != nullptr && LowerAscii(TrimSpace(name)) == "robots") {
-          if (HasToken(content, "nofollow") || HasToken(content, "none")) result_.meta_nofollow = true;
-          if (HasToken(content, "noindex") || HasToken(content, "none")) result_.meta_noindex = true;
+          if (HasToken(content, "nofollow") || HasToken(content, "none"))
+            result_.meta_nofollow = true;
+          if (HasToken(content, "noindex") || HasToken(content, "none"))
+            result_.meta_noindex = true;
         }
         break;
       }
@@ -319,15 +336,24 @@ class Extractor {
 
 const char* LinkSourceName(LinkSource source) {
   switch (source) {
-    case LinkSource::kAnchor: return "a";
-    case LinkSource::kArea: return "area";
-    case LinkSource::kLink: return "link";
-    case LinkSource::kFrame: return "frame";
-    case LinkSource::kIframe: return "iframe";
-    case LinkSource::kMetaRefresh: return "meta-refresh";
-    case LinkSource::kImg: return "img";
-    case LinkSource::kScript: return "script";
-    case LinkSource::kStylesheet: return "stylesheet";
+    case LinkSource::kAnchor:
+      return "a";
+    case LinkSource::kArea:
+      return "area";
+    case LinkSource::kLink:
+      return "link";
+    case LinkSource::kFrame:
+      return "frame";
+    case LinkSource::kIframe:
+      return "iframe";
+    case LinkSource::kMetaRefresh:
+      return "meta-refresh";
+    case LinkSource::kImg:
+      return "img";
+    case LinkSource::kScript:
+      return "script";
+    case LinkSource::kStylesheet:
+      return "stylesheet";
   }
   return "?";
 }
@@ -335,9 +361,10 @@ const char* LinkSourceName(LinkSource source) {
 std::string Windows1252ToUtf8(std::string_view bytes) {
   // 0x80..0x9F in windows-1252 (0 = undefined: mapped to U+FFFD).
   static constexpr uint16_t kHigh[32] = {
-      0x20AC, 0,      0x201A, 0x0192, 0x201E, 0x2026, 0x2020, 0x2021, 0x02C6, 0x2030, 0x0160,
-      0x2039, 0x0152, 0,      0x017D, 0,      0,      0x2018, 0x2019, 0x201C, 0x201D, 0x2022,
-      0x2013, 0x2014, 0x02DC, 0x2122, 0x0161, 0x203A, 0x0153, 0,      0x017E, 0x0178};
+      0x20AC, 0,      0x201A, 0x0192, 0x201E, 0x2026, 0x2020, 0x2021,
+      0x02C6, 0x2030, 0x0160, 0x2039, 0x0152, 0,      0x017D, 0,
+      0,      0x2018, 0x2019, 0x201C, 0x201D, 0x2022, 0x2013, 0x2014,
+      0x02DC, 0x2122, 0x0161, 0x203A, 0x0153, 0,      0x017E, 0x0178};
   std::string out;
   out.reserve(bytes.size() + bytes.size() / 8);
   for (char ch : bytes) {
@@ -377,7 +404,8 @@ ExtractResult ExtractLinks(std::string_view html, std::string_view page_url,
     GumboArena& arena;
     ~ResetAtExit() { arena.Reset(); }  // the tree dies here, even on an exception
   } reset{arena};
-  const GumboOutput* output = gumbo_parse_with_options(&gumbo_options, html.data(), html.size());
+  const GumboOutput* output =
+      gumbo_parse_with_options(&gumbo_options, html.data(), html.size());
   Extractor extractor(page_url, options);
   if (output != nullptr) extractor.Walk(output->root);
   return extractor.Take();

@@ -1,10 +1,10 @@
 // robots.txt per RFC 9309; see parsers/robots.h.
 #include "parsers/robots.h"
 
-#include "ascii.h"
-
 #include <algorithm>
 #include <cstdlib>
+
+#include "ascii.h"
 
 namespace crawler::parsers {
 namespace {
@@ -73,11 +73,14 @@ Robots Robots::DisallowAll() {
 Robots Robots::ForFetch(RobotsFetch outcome, std::string_view body,
                         std::string_view product_token) {
   switch (outcome) {
-    case RobotsFetch::kOk: return Parse(body, product_token);
+    case RobotsFetch::kOk:
+      return Parse(body, product_token);
     case RobotsFetch::kClientError:
-    case RobotsFetch::kTooManyRedirects: return AllowAll();
+    case RobotsFetch::kTooManyRedirects:
+      return AllowAll();
     case RobotsFetch::kServerError:
-    case RobotsFetch::kUnreachable: return DisallowAll();
+    case RobotsFetch::kUnreachable:
+      return DisallowAll();
   }
   return DisallowAll();
 }
@@ -101,16 +104,20 @@ Robots Robots::Parse(std::string_view body, std::string_view product_token) {
     if (end == std::string_view::npos) end = body.size();
     std::string_view line = body.substr(start, end - start);
     start = end + 1;
-    if (end < body.size() && body[end] == '\r' && start < body.size() && body[start] == '\n') ++start;
+    if (end < body.size() && body[end] == '\r' && start < body.size() &&
+        body[start] == '\n')
+      ++start;
     ++line_no;
     const std::string where = "line " + std::to_string(line_no) + ": ";
 
-    if (size_t hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
+    if (size_t hash = line.find('#'); hash != std::string_view::npos)
+      line = line.substr(0, hash);
     line = Trim(line);
     if (line.empty()) continue;
     size_t colon = line.find(':');
     if (colon == std::string_view::npos) {
-      r.warnings_.push_back(where + "no ':' in '" + std::string(line.substr(0, 80)) + "'");
+      r.warnings_.push_back(where + "no ':' in '" + std::string(line.substr(0, 80)) +
+                            "'");
       continue;
     }
     std::string key = LowerAscii(Trim(line.substr(0, colon)));
@@ -136,14 +143,16 @@ Robots Robots::Parse(std::string_view body, std::string_view product_token) {
         char* parse_end = nullptr;
         std::string v(value);
         double delay = std::strtod(v.c_str(), &parse_end);
-        if (v.empty() || parse_end != v.c_str() + v.size() || !(delay >= 0) || delay > 86400) {
+        if (v.empty() || parse_end != v.c_str() + v.size() || !(delay >= 0) ||
+            delay > 86400) {
           r.warnings_.push_back(where + "bad crawl-delay '" + v + "'");
         } else {
           groups.back().crawl_delay = delay;
         }
         continue;
       }
-      if (value.empty()) continue;  // "Disallow:" allows everything; "Allow:" says nothing
+      if (value.empty())
+        continue;  // "Disallow:" allows everything; "Allow:" says nothing
       if (value.size() > kMaxPatternBytes) {
         r.warnings_.push_back(where + "pattern longer than 4096 bytes ignored");
         continue;

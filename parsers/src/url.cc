@@ -1,14 +1,14 @@
 // URL resolution and normalization; see parsers/url.h for the rules.
 #include "parsers/url.h"
 
-#include "ascii.h"
-
 #include <algorithm>
 #include <boost/url.hpp>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "ascii.h"
 
 namespace crawler::parsers {
 namespace {
@@ -81,12 +81,16 @@ UrlResult Clean(std::string_view in, bool special) {
     if (c == '\\' && special && !in_query) c = '/';
     if (c == '%') {
       if (i + 2 >= in.size() || !IsHex(in[i + 1]) || !IsHex(in[i + 2])) {
-        return UrlResult::Error("bad percent-escape at byte " + std::to_string(i + begin));
+        return UrlResult::Error("bad percent-escape at byte " +
+                                std::to_string(i + begin));
       }
     }
-    bool bracket_outside_host = (c == '[' || c == ']') && (authority_end == std::string_view::npos || i >= authority_end);
-    if (u <= 0x20 || u >= 0x7F || c == '"' || c == '<' || c == '>' || c == '`' || c == '{' ||
-        c == '}' || c == '|' || c == '^' || c == '\\' || bracket_outside_host) {
+    bool bracket_outside_host =
+        (c == '[' || c == ']') &&
+        (authority_end == std::string_view::npos || i >= authority_end);
+    if (u <= 0x20 || u >= 0x7F || c == '"' || c == '<' || c == '>' || c == '`' ||
+        c == '{' || c == '}' || c == '|' || c == '^' || c == '\\' ||
+        bracket_outside_host) {
       out += '%';
       out += kHexDigits[u >> 4];
       out += kHexDigits[u & 15];
@@ -104,9 +108,12 @@ std::string Diagnose(std::string_view s, const boost::system::error_code& ec) {
   size_t start = SchemeOf(s).size() + 1;
   if (s.substr(start, 2) == "//") {
     size_t end = s.find_first_of("/?#", start + 2);
-    std::string_view authority = s.substr(start + 2, end == std::string_view::npos ? std::string_view::npos : end - start - 2);
+    std::string_view authority =
+        s.substr(start + 2, end == std::string_view::npos ? std::string_view::npos
+                                                          : end - start - 2);
     size_t at = authority.rfind('@');
-    std::string_view hostport = at == std::string_view::npos ? authority : authority.substr(at + 1);
+    std::string_view hostport =
+        at == std::string_view::npos ? authority : authority.substr(at + 1);
     size_t colon = hostport.rfind(':');
     if (colon != std::string_view::npos && hostport.find(']') == std::string_view::npos) {
       std::string_view port = hostport.substr(colon + 1);
@@ -114,7 +121,8 @@ std::string Diagnose(std::string_view s, const boost::system::error_code& ec) {
         return "bad port '" + std::string(port) + "'";
       }
     }
-    return "bad host or authority '" + std::string(authority) + "' (" + ec.message() + ")";
+    return "bad host or authority '" + std::string(authority) + "' (" + ec.message() +
+           ")";
   }
   return "not a valid URL (" + ec.message() + ")";
 }
@@ -123,7 +131,11 @@ std::string Diagnose(std::string_view s, const boost::system::error_code& ec) {
 bool DecodeUtf8(std::string_view s, std::vector<uint32_t>* out) {
   for (size_t i = 0; i < s.size();) {
     auto b = static_cast<unsigned char>(s[i]);
-    int len = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 0;
+    int len = b < 0x80         ? 1
+              : (b >> 5) == 6  ? 2
+              : (b >> 4) == 14 ? 3
+              : (b >> 3) == 30 ? 4
+                               : 0;
     if (len == 0 || i + static_cast<size_t>(len) > s.size()) return false;
     uint32_t cp = len == 1 ? b : b & (0x7F >> len);
     for (int k = 1; k < len; ++k) {
@@ -144,7 +156,8 @@ std::string PercentDecode(std::string_view s) {
   out.reserve(s.size());
   for (size_t i = 0; i < s.size(); ++i) {
     if (s[i] == '%' && i + 2 < s.size() && IsHex(s[i + 1]) && IsHex(s[i + 2])) {
-      out += static_cast<char>(ascii::HexValue(s[i + 1]) * 16 + ascii::HexValue(s[i + 2]));
+      out +=
+          static_cast<char>(ascii::HexValue(s[i + 1]) * 16 + ascii::HexValue(s[i + 2]));
       i += 2;
     } else {
       out += s[i];
@@ -187,7 +200,8 @@ UrlResult NormalizeHostName(std::string_view encoded) {
     }
     for (char c : label) {
       if (!IsAlpha(c) && !IsDigit(c) && c != '-' && c != '_') {
-        return UrlResult::Error("bad character '" + std::string(1, c) + "' in host '" + host + "'");
+        return UrlResult::Error("bad character '" + std::string(1, c) + "' in host '" +
+                                host + "'");
       }
     }
     if (label.size() > kMaxLabelLength) {
@@ -211,15 +225,17 @@ bool IsTrackingParam(std::string_view key) {
   std::string k = LowerAscii(key);
   if (k.rfind("utm_", 0) == 0) return true;
   static constexpr std::string_view kTrackers[] = {
-      "fbclid", "gclid", "dclid", "gclsrc", "msclkid", "yclid", "igshid",
-      "mc_cid", "mc_eid", "_ga",  "_gl",    "mkt_tok"};
+      "fbclid", "gclid",  "dclid",  "gclsrc", "msclkid", "yclid",
+      "igshid", "mc_cid", "mc_eid", "_ga",    "_gl",     "mkt_tok"};
   return std::find(std::begin(kTrackers), std::end(kTrackers), k) != std::end(kTrackers);
 }
 
 bool IsSessionParam(std::string_view key, std::string_view value) {
   std::string k = LowerAscii(key);
-  if (k == "jsessionid" || k == "phpsessid" || k == "aspsessionid" || k == "sessionid") return true;
-  return k == "sid" && value.size() == 32 && std::all_of(value.begin(), value.end(), IsHex);
+  if (k == "jsessionid" || k == "phpsessid" || k == "aspsessionid" || k == "sessionid")
+    return true;
+  return k == "sid" && value.size() == 32 &&
+         std::all_of(value.begin(), value.end(), IsHex);
 }
 
 // Applies the lossy query rules to an already normalized encoded query.
@@ -232,7 +248,8 @@ std::string RewriteQuery(std::string_view query, const UrlOptions& o) {
     std::string_view p = query.substr(start, amp - start);
     size_t eq = p.find('=');
     std::string_view key = p.substr(0, eq);
-    std::string_view value = eq == std::string_view::npos ? std::string_view() : p.substr(eq + 1);
+    std::string_view value =
+        eq == std::string_view::npos ? std::string_view() : p.substr(eq + 1);
     bool drop = p.empty() || (o.strip_tracking && IsTrackingParam(key)) ||
                 (o.strip_session_ids && IsSessionParam(key, value));
     if (!drop) params.push_back(p);
@@ -307,7 +324,8 @@ std::string RemoveDotSegments(std::string_view in) {
 
 // "scheme://[userinfo@]host[:port]" of `u`'s authority, normalized; `scheme`
 // is already lowercase http or https.
-UrlResult NormalizeOrigin(std::string_view scheme, const urls::url_view& u, const UrlOptions& o) {
+UrlResult NormalizeOrigin(std::string_view scheme, const urls::url_view& u,
+                          const UrlOptions& o) {
   if (!u.has_authority() || u.encoded_host().empty()) return UrlResult::Error("no host");
   std::string out(scheme);
   out += "://";
@@ -321,7 +339,8 @@ UrlResult NormalizeOrigin(std::string_view scheme, const urls::url_view& u, cons
       if (!h.ok()) return h;
       std::string_view host = h.url;
       // Repeatedly, so that normalizing twice changes nothing.
-      while (o.strip_www && host.starts_with("www.") && host.size() > 4) host.remove_prefix(4);
+      while (o.strip_www && host.starts_with("www.") && host.size() > 4)
+        host.remove_prefix(4);
       out += host;
       break;
     }
@@ -341,7 +360,8 @@ UrlResult NormalizeOrigin(std::string_view scheme, const urls::url_view& u, cons
     uint64_t n = 0;
     for (char c : port) {
       n = n * 10 + static_cast<uint64_t>(c - '0');
-      if (n > 65535) return UrlResult::Error("bad port '" + std::string(port) + "' (above 65535)");
+      if (n > 65535)
+        return UrlResult::Error("bad port '" + std::string(port) + "' (above 65535)");
     }
     if (n == 0) return UrlResult::Error("bad port '0'");
     if (!((scheme == "http" && n == 80) || (scheme == "https" && n == 443))) {
@@ -373,8 +393,8 @@ UrlResult AppendPathQuery(std::string origin, std::string_view path,
     }
   }
   if (out.size() > o.max_length) {
-    return UrlResult::Error("URL longer than " + std::to_string(o.max_length) + " bytes (" +
-                            std::to_string(out.size()) + ")");
+    return UrlResult::Error("URL longer than " + std::to_string(o.max_length) +
+                            " bytes (" + std::to_string(out.size()) + ")");
   }
   return UrlResult::Ok(std::move(out));
 }
@@ -416,8 +436,8 @@ UrlResult NormalizeClean(std::string_view clean, const UrlOptions& options) {
   // after an authority must start with "/".
   if (parsed->has_authority() && !parsed->encoded_path().empty() &&
       parsed->encoded_path().front() != '/') {
-    return UrlResult::Error(Diagnose(
-        clean, boost::system::errc::make_error_code(boost::system::errc::invalid_argument)));
+    return UrlResult::Error(Diagnose(clean, boost::system::errc::make_error_code(
+                                                boost::system::errc::invalid_argument)));
   }
   return NormalizeParsed(*parsed, options);
 }
@@ -441,7 +461,9 @@ namespace {
 UrlResult ResolveAgainst(const urls::url_view& base, std::string_view reference) {
   const urls::url_view* b = &base;
   auto r = urls::parse_uri_reference(reference);
-  if (!r) return UrlResult::Error("reference: not a valid URI reference (" + r.error().message() + ")");
+  if (!r)
+    return UrlResult::Error("reference: not a valid URI reference (" +
+                            r.error().message() + ")");
   // RFC 3986 5.2.2, then recomposition as in 5.3.
   std::string_view scheme = b->scheme();
   std::optional<std::string_view> authority;
@@ -475,7 +497,9 @@ UrlResult ResolveAgainst(const urls::url_view& base, std::string_view reference)
             merged = "/";
           } else {
             size_t slash = bp.rfind('/');
-            merged = slash == std::string_view::npos ? "" : std::string(bp.substr(0, slash + 1));
+            merged = slash == std::string_view::npos
+                         ? ""
+                         : std::string(bp.substr(0, slash + 1));
           }
           merged += r->encoded_path();
           path = RemoveDotSegments(merged);
@@ -523,7 +547,8 @@ UrlResolver::UrlResolver(std::string_view base) : base_(base) {
 }
 
 UrlResult UrlResolver::Resolve(std::string_view href, const UrlOptions& options) const {
-  if (!ok_) return UrlResult::Error("base: not a valid absolute http(s) URL '" + base_ + "'");
+  if (!ok_)
+    return UrlResult::Error("base: not a valid absolute http(s) URL '" + base_ + "'");
   std::string_view scheme = SchemeOf(href);
   if (!scheme.empty() && !IsSpecial(scheme)) {
     return UrlResult::Error("scheme '" + LowerAscii(scheme) + "' is not http or https");
@@ -537,8 +562,10 @@ UrlResult UrlResolver::Resolve(std::string_view href, const UrlOptions& options)
     ref.remove_prefix(scheme.size() + 1);
   }
   auto r = urls::parse_uri_reference(ref);
-  if (!r) return UrlResult::Error("not a valid URL reference (" + r.error().message() + ")");
-  if (r->has_authority() && !r->encoded_path().empty() && r->encoded_path().front() != '/') {
+  if (!r)
+    return UrlResult::Error("not a valid URL reference (" + r.error().message() + ")");
+  if (r->has_authority() && !r->encoded_path().empty() &&
+      r->encoded_path().front() != '/') {
     return UrlResult::Error(Diagnose(
         r->has_scheme() ? ref : "http:" + std::string(ref),
         boost::system::errc::make_error_code(boost::system::errc::invalid_argument)));
@@ -550,7 +577,8 @@ UrlResult UrlResolver::Resolve(std::string_view href, const UrlOptions& options)
     if (!s.ok()) return s;
     UrlResult origin = NormalizeOrigin(s.url, *r, options);
     if (!origin.ok()) return origin;
-    return AppendPathQuery(std::move(origin.url), r->encoded_path(), QueryOf(*r), options);
+    return AppendPathQuery(std::move(origin.url), r->encoded_path(), QueryOf(*r),
+                           options);
   }
   const std::string& origin = origin_[options.strip_www ? 1 : 0];
   std::string_view ref_path = r->encoded_path();
@@ -573,7 +601,8 @@ UrlResult UrlResolver::Resolve(std::string_view href, const UrlOptions& options)
   return AppendPathQuery(origin, merged, QueryOf(*r), options);
 }
 
-UrlResult ResolveHref(std::string_view base, std::string_view href, const UrlOptions& options) {
+UrlResult ResolveHref(std::string_view base, std::string_view href,
+                      const UrlOptions& options) {
   return UrlResolver(base).Resolve(href, options);
 }
 
@@ -583,7 +612,9 @@ UrlResult Punycode(std::string_view utf8_label) {
   // RFC 3492 6.3 with its parameters (section 5).
   constexpr uint32_t kBase = 36, kTMin = 1, kTMax = 26, kSkew = 38, kDamp = 700;
   constexpr uint32_t kInitialBias = 72, kInitialN = 128;
-  auto digit = [](uint32_t d) { return static_cast<char>(d < 26 ? 'a' + d : '0' + (d - 26)); };
+  auto digit = [](uint32_t d) {
+    return static_cast<char>(d < 26 ? 'a' + d : '0' + (d - 26));
+  };
   auto adapt = [&](uint32_t delta, uint32_t points, bool first) {
     delta = first ? delta / kDamp : delta / 2;
     delta += delta / points;
@@ -608,7 +639,8 @@ UrlResult Punycode(std::string_view utf8_label) {
     for (uint32_t cp : cps) {
       if (cp >= n && cp < m) m = cp;
     }
-    if (m - n > (UINT32_MAX - delta) / (handled + 1)) return UrlResult::Error("label too long");
+    if (m - n > (UINT32_MAX - delta) / (handled + 1))
+      return UrlResult::Error("label too long");
     delta += (m - n) * (handled + 1);
     n = m;
     for (uint32_t cp : cps) {

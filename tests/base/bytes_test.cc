@@ -7,17 +7,20 @@
 namespace crawler {
 namespace {
 
-TEST_CASE("ByteWriter: integers little-endian whatever the host, doubles as their bits, strings length-prefixed",
-          "[base][bytes]") {
+TEST_CASE(
+    "ByteWriter: integers little-endian whatever the host, doubles as their bits, "
+    "strings length-prefixed",
+    "[base][bytes]") {
   ByteWriter w;
   w.U8(0xAB);
   w.U32(0x01020304);
   w.U64(0x1122334455667788ULL);
   w.F64(1.0);
   w.Str("hi");
-  const std::string golden =
-      std::string("\xAB", 1) + std::string("\x04\x03\x02\x01", 4) + std::string("\x88\x77\x66\x55\x44\x33\x22\x11", 8) +
-      std::string("\x00\x00\x00\x00\x00\x00\xF0\x3F", 8) + std::string("\x02\x00\x00\x00hi", 6);
+  const std::string golden = std::string("\xAB", 1) + std::string("\x04\x03\x02\x01", 4) +
+                             std::string("\x88\x77\x66\x55\x44\x33\x22\x11", 8) +
+                             std::string("\x00\x00\x00\x00\x00\x00\xF0\x3F", 8) +
+                             std::string("\x02\x00\x00\x00hi", 6);
   CHECK(std::string(w.view()) == golden);
   CHECK(w.size() == golden.size());
 
@@ -31,7 +34,8 @@ TEST_CASE("ByteWriter: integers little-endian whatever the host, doubles as thei
   CHECK(r.AtEnd());
 }
 
-TEST_CASE("ByteReader: a read past the end fails stickily and returns zeros", "[base][bytes]") {
+TEST_CASE("ByteReader: a read past the end fails stickily and returns zeros",
+          "[base][bytes]") {
   const std::string three("\x01\x02\x03", 3);
   ByteReader r(three);
   CHECK(r.U32() == 0);
@@ -40,7 +44,10 @@ TEST_CASE("ByteReader: a read past the end fails stickily and returns zeros", "[
   CHECK_FALSE(r.ok());
 
   // A string whose length runs past the end.
-  const std::string bad("\xFF\x00\x00\x00" "abc", 7);
+  const std::string bad(
+      "\xFF\x00\x00\x00"
+      "abc",
+      7);
   ByteReader s(bad);
   CHECK(s.Str().empty());
   CHECK_FALSE(s.ok());

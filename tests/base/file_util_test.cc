@@ -20,7 +20,8 @@ std::string Read(const std::string& path) {
   return s.str();
 }
 
-TEST_CASE("WriteFileAtomic: the new contents replace the old whole; no temp file is left", "[base][file]") {
+TEST_CASE("WriteFileAtomic: the new contents replace the old whole; no temp file is left",
+          "[base][file]") {
   fs::path dir = fs::temp_directory_path() / ("base-file-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   std::string path = (dir / "f.txt").string();

@@ -28,7 +28,9 @@ namespace {
 
 using namespace crawler;
 using Clock = std::chrono::steady_clock;
-double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double Since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 bool DropCaches() {
   ::sync();
@@ -58,16 +60,20 @@ int main(int argc, char** argv) {
   std::string dir = "/tmp/checkpoint-bench";
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
-    if (a == "--filter-gb") filter_gb = std::atof(argv[i + 1]);
-    else if (a == "--urls") urls = std::strtoull(argv[i + 1], nullptr, 10);
-    else if (a == "--dir") dir = argv[i + 1];
+    if (a == "--filter-gb")
+      filter_gb = std::atof(argv[i + 1]);
+    else if (a == "--urls")
+      urls = std::strtoull(argv[i + 1], nullptr, 10);
+    else if (a == "--dir")
+      dir = argv[i + 1];
   }
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir + "/out");
   const std::string out = dir + "/out";
 
   dedup::FilterOptions fo;
-  fo.capacity = static_cast<uint64_t>(filter_gb * 1e9 * 8 / 10.2);  // ~10.2 bits/key at 1%
+  fo.capacity =
+      static_cast<uint64_t>(filter_gb * 1e9 * 8 / 10.2);  // ~10.2 bits/key at 1%
   auto filter = std::move(dedup::Filter::Create(fo)).value();
   frontier::FrontierOptions o;
   o.max_memory_urls = 100'000;
@@ -78,23 +84,26 @@ int main(int argc, char** argv) {
   for (uint64_t i = 0; i < urls; i += batch) {
     std::vector<frontier::UrlEntry> entries;
     for (uint64_t j = i; j < std::min(urls, i + batch); ++j) {
-      entries.push_back(frontier::UrlEntry{"http://host" + std::to_string(j % 1000) + ".example/page/" +
-                                               std::to_string(j) + ".html",
-                                           static_cast<uint32_t>(1 + j % 7), "http://host0.example/", 0});
+      entries.push_back(frontier::UrlEntry{
+          "http://host" + std::to_string(j % 1000) + ".example/page/" +
+              std::to_string(j) + ".html",
+          static_cast<uint32_t>(1 + j % 7), "http://host0.example/", 0});
     }
     if (!fr->Admit(std::move(entries), *filter).ok()) return 1;
   }
   // Touch every page of the filter (a crawl's filter is resident).
   std::vector<std::string> keys;
-  for (uint64_t i = 0; i < 4'000'000; ++i) keys.push_back("k" + std::to_string(i * 2654435761u));
+  for (uint64_t i = 0; i < 4'000'000; ++i)
+    keys.push_back("k" + std::to_string(i * 2654435761u));
   std::vector<std::string_view> views(keys.begin(), keys.end());
   std::vector<dedup::InsertResult> res(views.size());
   filter->InsertBatch(views, res);
   dedup::FilterStats fs = filter->Stats();
-  std::printf("setup: filter %.3f GB (%llu items), frontier %llu URLs (%llu spilled), %.1f s\n",
-              static_cast<double>(fs.bytes) / 1e9, static_cast<unsigned long long>(fs.items),
-              static_cast<unsigned long long>(urls), static_cast<unsigned long long>(fr->Stats(Clock::now()).spilled),
-              Since(t));
+  std::printf(
+      "setup: filter %.3f GB (%llu items), frontier %llu URLs (%llu spilled), %.1f s\n",
+      static_cast<double>(fs.bytes) / 1e9, static_cast<unsigned long long>(fs.items),
+      static_cast<unsigned long long>(urls),
+      static_cast<unsigned long long>(fr->Stats(Clock::now()).spilled), Since(t));
 
   engine::CheckpointInfo info;
   info.sequence = 1;
@@ -127,12 +136,14 @@ int main(int argc, char** argv) {
       ::_exit(written.ok() ? 0 : 1);
     }
     double fork_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-    double pause_ms = std::chrono::duration<double, std::milli>(Clock::now() - cut).count();
+    double pause_ms =
+        std::chrono::duration<double, std::milli>(Clock::now() - cut).count();
     int status = 0;
     ::waitpid(pid, &status, 0);
     double total = Since(t0);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return 1;
-    std::printf("checkpoint %d: pause %.1f ms (fork %.1f ms), written in %.2f s\n", run + 1, pause_ms, fork_ms, total);
+    std::printf("checkpoint %d: pause %.1f ms (fork %.1f ms), written in %.2f s\n",
+                run + 1, pause_ms, fork_ms, total);
     worst_pause = std::max(worst_pause, pause_ms);
     write_s = run == 0 ? total : std::min(write_s, total);
   }
@@ -144,10 +155,12 @@ int main(int argc, char** argv) {
     dd = std::min(dd, RunTimed("cat " + out + "/checkpoint/* | dd of=" + dir +
                                "/dd.bin bs=1M iflag=fullblock conv=fsync status=none"));
   }
-  std::printf("write: %.2f s for %.3f GB (%.0f MB/s); dd conv=fsync of the same bytes: %.2f s -> %.2fx dd "
-              "(target <= 2x)\n",
-              write_s, static_cast<double>(bytes) / 1e9, static_cast<double>(bytes) / 1e6 / write_s, dd,
-              write_s / dd);
+  std::printf(
+      "write: %.2f s for %.3f GB (%.0f MB/s); dd conv=fsync of the same bytes: %.2f s -> "
+      "%.2fx dd "
+      "(target <= 2x)\n",
+      write_s, static_cast<double>(bytes) / 1e9,
+      static_cast<double>(bytes) / 1e6 / write_s, dd, write_s / dd);
   std::printf("worst pause: %.1f ms (target <= 100 ms)\n", worst_pause);
 
   bool cold = DropCaches();
@@ -159,18 +172,26 @@ int main(int argc, char** argv) {
   }
   o.spill_dir = dir + "/restored";
   auto restored = std::move(frontier::Frontier::Create(o)).value();
-  if (!frontier::RestoreFrontier(std::move(loaded->frontier), Clock::now(), restored.get()).ok()) return 1;
+  if (!frontier::RestoreFrontier(std::move(loaded->frontier), Clock::now(),
+                                 restored.get())
+           .ok())
+    return 1;
   double load_s = Since(t);
   DropCaches();
   double read_s = RunTimed("cat " + out + "/checkpoint/* > /dev/null");
-  std::printf("resume (%s cache): load + verify + rebuild %.2f s; reading the same bytes %.2f s -> %.2fx (target <= 2x)\n",
-              cold ? "cold" : "warm", load_s, read_s, load_s / read_s);
+  std::printf(
+      "resume (%s cache): load + verify + rebuild %.2f s; reading the same bytes %.2f s "
+      "-> %.2fx (target <= 2x)\n",
+      cold ? "cold" : "warm", load_s, read_s, load_s / read_s);
   // The floor under any loader on this machine: a fresh filter of the same
   // size, its memory touched once (the kernel zeroes every new page).
   filter.reset();
   t = Clock::now();
   auto fresh = std::move(dedup::Filter::Create(fo)).value();
-  std::printf("for reference: creating an empty filter of that size (fresh memory, zeroed) takes %.2f s\n", Since(t));
+  std::printf(
+      "for reference: creating an empty filter of that size (fresh memory, zeroed) takes "
+      "%.2f s\n",
+      Since(t));
   std::filesystem::remove_all(dir);
   return 0;
 }

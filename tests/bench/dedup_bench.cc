@@ -1,19 +1,23 @@
 // dedup_bench: speed, memory and measured false-positive rate of the URL-seen
 // filters, beside a plain C++ Bloom filter, on the same URL-like keys.
 //
-//   build/tests/dedup_bench                      # N = 4*10^6, all variants, 1 and 2 threads
-//   build/tests/dedup_bench --n 10000000         # the target size
+//   build/tests/dedup_bench                      # N = 4*10^6, all variants, 1 and 2
+//   threads build/tests/dedup_bench --n 10000000         # the target size
 //   build/tests/dedup_bench --n 100000000 --threads 1
 //   build/tests/dedup_bench --variants bloom --tightening 0.5
 //
 // Sample (this 2-core machine, Release, default N = 4*10^6, error 1%):
 //
-//   variant   start  thr layers bits/key       FPR   insert batch-ins pos-look neg-look batch-neg  RSS-MB
-//                                                    Mops/s    Mops/s   Mops/s   Mops/s    Mops/s    peak
-//   plain     right    1      1     9.59   0.01014    32.78         -    34.42    25.41         -     614
-//   bloom     right    1      1    10.05   0.00955    27.09     34.64    33.24    25.17     32.52     619
-//   bloom     right    2      1    10.05   0.00955     5.68     54.75    14.17    15.69     61.74     624
-//   bloom     N/100    1      7    21.97   0.00588     8.36      9.17     9.95     6.70      8.61     635
+//   variant   start  thr layers bits/key       FPR   insert batch-ins pos-look neg-look
+//   batch-neg  RSS-MB
+//                                                    Mops/s    Mops/s   Mops/s   Mops/s
+//                                                    Mops/s    peak
+//   plain     right    1      1     9.59   0.01014    32.78         -    34.42    25.41
+//   -     614 bloom     right    1      1    10.05
+//   0.00955    27.09     34.64    33.24    25.17     32.52     619 bloom     right    2
+//   1    10.05   0.00955     5.68     54.75    14.17    15.69     61.74     624 bloom
+//   N/100    1      7    21.97   0.00588     8.36      9.17     9.95     6.70      8.61
+//   635
 //   ...
 //
 // Keys are https://host<i%5000>.example.org/section/<i/7>/page-<i>.html?id=<i>,
@@ -56,12 +60,12 @@ class KeySet {
     char buf[160];
     for (uint64_t i = first; i < first + n; ++i) {
       offsets_.push_back(arena_.size());
-      int len = std::snprintf(buf, sizeof(buf),
-                              "https://host%llu.example.org/section/%llu/page-%llu.html?id=%llu",
-                              static_cast<unsigned long long>(i % 5000),
-                              static_cast<unsigned long long>(i / 7),
-                              static_cast<unsigned long long>(i),
-                              static_cast<unsigned long long>(i));
+      int len = std::snprintf(
+          buf, sizeof(buf),
+          "https://host%llu.example.org/section/%llu/page-%llu.html?id=%llu",
+          static_cast<unsigned long long>(i % 5000),
+          static_cast<unsigned long long>(i / 7), static_cast<unsigned long long>(i),
+          static_cast<unsigned long long>(i));
       arena_.append(buf, static_cast<size_t>(len));
     }
     offsets_.push_back(arena_.size());
@@ -113,7 +117,8 @@ class PlainBloom {
 };
 
 struct Args {
-  uint64_t n = 4'000'000;  // the default run stays under a minute; targets use --n 10000000
+  uint64_t n =
+      4'000'000;  // the default run stays under a minute; targets use --n 10000000
   std::vector<int> threads = {1, 2};
   std::vector<std::string> variants = {"plain", "bloom", "cuckoo", "counting"};
   std::vector<std::string> starts = {"right", "N/100"};
@@ -211,7 +216,8 @@ double PeakRssMb() {
 
 struct Row {
   uint32_t layers = 1;
-  double bits_per_key = 0, fpr = 0, insert = 0, batch = -1, pos = 0, neg = 0, batch_neg = -1;
+  double bits_per_key = 0, fpr = 0, insert = 0, batch = -1, pos = 0, neg = 0,
+         batch_neg = -1;
   uint64_t lost = 0;  // positives not found (must be 0)
 };
 
@@ -288,7 +294,8 @@ Row RunFilter(const Args& a, FilterType type, bool right, int threads, const Key
     std::unique_ptr<bool[]> out(new bool[kChunk]);
     for (uint64_t i = b; i < e; i += kChunk) {
       chunk.clear();
-      for (uint64_t j = i; j < std::min(e, i + kChunk); ++j) chunk.push_back(negatives[j]);
+      for (uint64_t j = i; j < std::min(e, i + kChunk); ++j)
+        chunk.push_back(negatives[j]);
       f->ContainsBatch(chunk, std::span<bool>(out.get(), chunk.size()));
     }
   });
@@ -311,14 +318,16 @@ int main(int argc, char** argv) {
   std::printf("dedup_bench: N=%llu error=%g tightening=%g stripes=%u cores=%u\n",
               static_cast<unsigned long long>(a.n), a.error, a.tightening, a.stripes,
               std::thread::hardware_concurrency());
-  std::printf("keys: avg %.1f bytes; keys + negatives arrays %.0f MB (generated in %.1f s, untimed)\n",
-              static_cast<double>(keys.bytes() - (a.n + 1) * 8) / static_cast<double>(a.n),
-              static_cast<double>(keys.bytes() + negatives.bytes()) / 1e6, gen_s);
+  std::printf(
+      "keys: avg %.1f bytes; keys + negatives arrays %.0f MB (generated in %.1f s, "
+      "untimed)\n",
+      static_cast<double>(keys.bytes() - (a.n + 1) * 8) / static_cast<double>(a.n),
+      static_cast<double>(keys.bytes() + negatives.bytes()) / 1e6, gen_s);
   std::printf("%-9s %-6s %3s %6s %8s %9s %8s %9s %8s %8s %9s %7s\n", "variant", "start",
-              "thr", "layers", "bits/key", "FPR", "insert", "batch-ins", "pos-look", "neg-look",
-              "batch-neg", "RSS-MB");
-  std::printf("%-9s %-6s %3s %6s %8s %9s %8s %9s %8s %8s %9s %7s\n", "", "", "", "", "", "",
-              "Mops/s", "Mops/s", "Mops/s", "Mops/s", "Mops/s", "peak");
+              "thr", "layers", "bits/key", "FPR", "insert", "batch-ins", "pos-look",
+              "neg-look", "batch-neg", "RSS-MB");
+  std::printf("%-9s %-6s %3s %6s %8s %9s %8s %9s %8s %8s %9s %7s\n", "", "", "", "", "",
+              "", "Mops/s", "Mops/s", "Mops/s", "Mops/s", "Mops/s", "peak");
   std::fflush(stdout);
 
   for (const std::string& variant : a.variants) {
@@ -345,9 +354,9 @@ int main(int argc, char** argv) {
           return std::string(buf);
         };
         std::printf("%-9s %-6s %3d %6u %8.2f %9.5f %8.2f %9s %8.2f %8.2f %9s %7.0f%s\n",
-                    variant.c_str(), start.c_str(), threads, r.layers, r.bits_per_key, r.fpr,
-                    r.insert, fmt(r.batch).c_str(), r.pos, r.neg, fmt(r.batch_neg).c_str(),
-                    PeakRssMb(), r.lost ? "  LOST KEYS!" : "");
+                    variant.c_str(), start.c_str(), threads, r.layers, r.bits_per_key,
+                    r.fpr, r.insert, fmt(r.batch).c_str(), r.pos, r.neg,
+                    fmt(r.batch_neg).c_str(), PeakRssMb(), r.lost ? "  LOST KEYS!" : "");
         std::fflush(stdout);
         if (r.lost) return 1;
       }

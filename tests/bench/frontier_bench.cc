@@ -33,12 +33,18 @@ int main(int argc, char** argv) {
   std::string dir = (std::filesystem::temp_directory_path() / "frontier_bench").string();
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
-    if (flag == "--urls") urls = std::strtoull(argv[i + 1], nullptr, 10);
-    else if (flag == "--hosts") hosts = std::strtoull(argv[i + 1], nullptr, 10);
-    else if (flag == "--max-memory") max_memory = std::strtoull(argv[i + 1], nullptr, 10);
-    else if (flag == "--dir") dir = argv[i + 1];
+    if (flag == "--urls")
+      urls = std::strtoull(argv[i + 1], nullptr, 10);
+    else if (flag == "--hosts")
+      hosts = std::strtoull(argv[i + 1], nullptr, 10);
+    else if (flag == "--max-memory")
+      max_memory = std::strtoull(argv[i + 1], nullptr, 10);
+    else if (flag == "--dir")
+      dir = argv[i + 1];
     else {
-      std::fprintf(stderr, "usage: frontier_bench [--urls N] [--hosts H] [--max-memory M] [--dir DIR]\n");
+      std::fprintf(
+          stderr,
+          "usage: frontier_bench [--urls N] [--hosts H] [--max-memory M] [--dir DIR]\n");
       return 2;
     }
   }
@@ -64,18 +70,21 @@ int main(int argc, char** argv) {
     entries.clear();
     for (uint64_t j = i; j < std::min(urls, i + batch); ++j) {
       uint64_t h = (j * 2654435761u) % hosts;
-      entries.push_back({"https://host-" + std::to_string(h) + ".example.org/section/page-" +
-                             std::to_string(j) + ".html",
-                         static_cast<uint32_t>(j % 7), "https://host-" + std::to_string(h) + ".example.org/"});
+      entries.push_back({"https://host-" + std::to_string(h) +
+                             ".example.org/section/page-" + std::to_string(j) + ".html",
+                         static_cast<uint32_t>(j % 7),
+                         "https://host-" + std::to_string(h) + ".example.org/"});
     }
     auto r = (*frontier)->Admit(std::move(entries), **filter);
     if (!r.ok()) {
       std::fprintf(stderr, "frontier_bench: %s\n", r.status().message().c_str());
       return 1;
     }
-    for (const std::string& host : r->new_hosts) (*frontier)->OpenHost(host, std::nullopt);
+    for (const std::string& host : r->new_hosts)
+      (*frontier)->OpenHost(host, std::nullopt);
   }
-  double admit_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  double admit_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   auto stats = (*frontier)->Stats(std::chrono::steady_clock::now());
   double rss_admitted = PeakRssMb();
   auto fs = (*filter)->Stats();
@@ -92,21 +101,27 @@ int main(int argc, char** argv) {
     (*frontier)->Done(**lease, now, 0);
     ++popped;
   }
-  double drain_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  double drain_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("frontier_bench: %llu URLs over %llu hosts, max_memory_urls %llu\n",
-              static_cast<unsigned long long>(urls), static_cast<unsigned long long>(hosts),
+              static_cast<unsigned long long>(urls),
+              static_cast<unsigned long long>(hosts),
               static_cast<unsigned long long>(max_memory));
   std::printf("  after admitting: %llu queued in RAM, %llu on disk (%llu ever spilled)\n",
               static_cast<unsigned long long>(stats.queued_memory),
               static_cast<unsigned long long>(stats.queued_disk),
               static_cast<unsigned long long>(stats.spilled));
-  std::printf("  admit %.0f URLs/s, drain %.0f URLs/s (%llu popped)\n", static_cast<double>(urls) / admit_s,
-              static_cast<double>(popped) / drain_s, static_cast<unsigned long long>(popped));
-  std::printf("  dedup filter: %.1f MB; peak RSS %.1f MB after admitting, %.1f MB at the end "
-              "(%.1f MB at start)\n",
-              static_cast<double>(fs.bytes) / 1e6, rss_admitted, PeakRssMb(), rss_start);
-  std::printf("  target: peak RSS < 300 MB + filter = %.1f MB: %s\n", 300 + static_cast<double>(fs.bytes) / 1e6,
-              PeakRssMb() < 300 + static_cast<double>(fs.bytes) / 1e6 ? "met" : "NOT met");
+  std::printf("  admit %.0f URLs/s, drain %.0f URLs/s (%llu popped)\n",
+              static_cast<double>(urls) / admit_s, static_cast<double>(popped) / drain_s,
+              static_cast<unsigned long long>(popped));
+  std::printf(
+      "  dedup filter: %.1f MB; peak RSS %.1f MB after admitting, %.1f MB at the end "
+      "(%.1f MB at start)\n",
+      static_cast<double>(fs.bytes) / 1e6, rss_admitted, PeakRssMb(), rss_start);
+  std::printf(
+      "  target: peak RSS < 300 MB + filter = %.1f MB: %s\n",
+      300 + static_cast<double>(fs.bytes) / 1e6,
+      PeakRssMb() < 300 + static_cast<double>(fs.bytes) / 1e6 ? "met" : "NOT met");
   std::filesystem::remove_all(dir);
   return 0;
 }

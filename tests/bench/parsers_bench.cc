@@ -8,10 +8,9 @@
 // Sample (this 2-core machine, Release):
 //
 //   parsers_bench: 1000 pages, 35.1 MB (avg 35.1 KB), 58122 hrefs (avg 49.4 bytes raw)
-//   normalize (UrlResolver::Resolve): 1.50 M URLs/s single-threaded; 56643 ok, avg 67.8 bytes out
-//   gumbo alone:       23.2 MB/s      660 pages/s
-//   ExtractLinks:      22.4 MB/s      638 pages/s  (56643 links)
-//   extraction / gumbo time: 1.035 (target <= 1.3)
+//   normalize (UrlResolver::Resolve): 1.50 M URLs/s single-threaded; 56643 ok, avg 67.8
+//   bytes out gumbo alone:       23.2 MB/s      660 pages/s ExtractLinks:      22.4 MB/s
+//   638 pages/s  (56643 links) extraction / gumbo time: 1.035 (target <= 1.3)
 //
 // The corpus is generated (deterministic) before any timing: pages of
 // 10-60 KB of text and markup with 20-100 links each, relative (same dir,
@@ -25,10 +24,10 @@
 #include <gumbo.h>
 
 #include <chrono>
-#include <filesystem>
-#include <fstream>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -49,23 +48,42 @@ struct Page {
 std::string Href(std::mt19937_64& rng, int page) {
   auto n = [&rng](uint64_t m) { return std::to_string(rng() % m); };
   switch (rng() % 10) {
-    case 0: return "articles/2024/" + n(12) + "/the-long-title-of-article-number-" + n(100000) + ".html";
-    case 1: return "../section-" + n(50) + "/category/subcategory-" + n(30) + "/item-" + n(1000) + ".html";
-    case 2: return "/docs/reference/" + n(500) + "/index.html?lang=en&ref=page-" + std::to_string(page);
-    case 3: return "https://Host" + n(300) + ".Example.org:443/a/b/c/resource/" + n(9999) + "?view=full";
-    case 4: return "http://www.example.com/search?q=term" + n(1000) + "&page=2&sort=date#results";
-    case 5: return "./topic/" + n(800) + "/discussion/thread-" + n(99999) + "/#comment-" + n(9);
-    case 6: return "//cdn.example.net/assets/v" + n(20) + "/downloads/files/document-" + n(500) + ".html";
-    case 7: return "/a/./b/../c/%7Euser/projects/page%20" + n(300) + ".html?session=abc&x=" + n(99);
-    case 8: return rng() % 4 == 0 ? "mailto:someone@example.org" : "/shop/item.html?id=" + n(100000) + "&color=blue&size=xl";
-    default: return "#top";
+    case 0:
+      return "articles/2024/" + n(12) + "/the-long-title-of-article-number-" + n(100000) +
+             ".html";
+    case 1:
+      return "../section-" + n(50) + "/category/subcategory-" + n(30) + "/item-" +
+             n(1000) + ".html";
+    case 2:
+      return "/docs/reference/" + n(500) + "/index.html?lang=en&ref=page-" +
+             std::to_string(page);
+    case 3:
+      return "https://Host" + n(300) + ".Example.org:443/a/b/c/resource/" + n(9999) +
+             "?view=full";
+    case 4:
+      return "http://www.example.com/search?q=term" + n(1000) +
+             "&page=2&sort=date#results";
+    case 5:
+      return "./topic/" + n(800) + "/discussion/thread-" + n(99999) + "/#comment-" + n(9);
+    case 6:
+      return "//cdn.example.net/assets/v" + n(20) + "/downloads/files/document-" +
+             n(500) + ".html";
+    case 7:
+      return "/a/./b/../c/%7Euser/projects/page%20" + n(300) +
+             ".html?session=abc&x=" + n(99);
+    case 8:
+      return rng() % 4 == 0 ? "mailto:someone@example.org"
+                            : "/shop/item.html?id=" + n(100000) + "&color=blue&size=xl";
+    default:
+      return "#top";
   }
 }
 
 std::vector<Page> MakeCorpus(int pages) {
   std::mt19937_64 rng(42);
-  static const char* kWords[] = {"crawler", "archive", "index", "page", "link", "the", "of",
-                                 "web", "bloom", "filter", "resume", "politeness", "frontier"};
+  static const char* kWords[] = {"crawler", "archive",    "index",   "page",  "link",
+                                 "the",     "of",         "web",     "bloom", "filter",
+                                 "resume",  "politeness", "frontier"};
   std::vector<Page> corpus;
   for (int p = 0; p < pages; ++p) {
     Page page;
@@ -75,7 +93,8 @@ std::vector<Page> MakeCorpus(int pages) {
     int links = 20 + static_cast<int>(rng() % 81);
     std::string& h = page.html;
     h = "<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>Page " +
-        std::to_string(p) + "</title><link rel=stylesheet href=/s.css></head><body><nav><ul>";
+        std::to_string(p) +
+        "</title><link rel=stylesheet href=/s.css></head><body><nav><ul>";
     for (int l = 0; l < links; ++l) {
       page.hrefs.push_back(Href(rng, p));
       if (l == links / 2) h += "</ul></nav><main>";
@@ -114,7 +133,8 @@ int GumboOverDir(const std::string& dir, size_t limit) {
     if (pages.size() >= limit) break;
     if (!e.is_regular_file() || e.path().extension() != ".html") continue;
     std::ifstream in(e.path(), std::ios::binary);
-    pages.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    pages.emplace_back(std::istreambuf_iterator<char>(in),
+                       std::istreambuf_iterator<char>());
     bytes += pages.back().size();
   }
   if (pages.empty()) {
@@ -123,14 +143,17 @@ int GumboOverDir(const std::string& dir, size_t limit) {
   }
   auto start = Clock::now();
   for (const std::string& html : pages) {
-    GumboOutput* out = gumbo_parse_with_options(&kGumboDefaultOptions, html.data(), html.size());
+    GumboOutput* out =
+        gumbo_parse_with_options(&kGumboDefaultOptions, html.data(), html.size());
     gumbo_destroy_output(&kGumboDefaultOptions, out);
   }
   double s = Seconds(start);
-  std::printf("gumbo alone over %s: %zu pages, %.1f MB (avg %.1f KB): %.1f MB/s, %.0f pages/s (1 thread)\n",
-              dir.c_str(), pages.size(), static_cast<double>(bytes) / 1e6,
-              static_cast<double>(bytes) / static_cast<double>(pages.size()) / 1e3,
-              static_cast<double>(bytes) / 1e6 / s, static_cast<double>(pages.size()) / s);
+  std::printf(
+      "gumbo alone over %s: %zu pages, %.1f MB (avg %.1f KB): %.1f MB/s, %.0f pages/s (1 "
+      "thread)\n",
+      dir.c_str(), pages.size(), static_cast<double>(bytes) / 1e6,
+      static_cast<double>(bytes) / static_cast<double>(pages.size()) / 1e3,
+      static_cast<double>(bytes) / 1e6 / s, static_cast<double>(pages.size()) / s);
   return 0;
 }
 
@@ -141,12 +164,18 @@ int main(int argc, char** argv) {
   size_t limit = SIZE_MAX;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
-    if (flag == "--pages") pages = std::atoi(argv[i + 1]);
-    else if (flag == "--rounds") rounds = std::atoi(argv[i + 1]);
-    else if (flag == "--dir") dir = argv[i + 1];
-    else if (flag == "--limit") limit = std::strtoull(argv[i + 1], nullptr, 10);
+    if (flag == "--pages")
+      pages = std::atoi(argv[i + 1]);
+    else if (flag == "--rounds")
+      rounds = std::atoi(argv[i + 1]);
+    else if (flag == "--dir")
+      dir = argv[i + 1];
+    else if (flag == "--limit")
+      limit = std::strtoull(argv[i + 1], nullptr, 10);
     else {
-      std::fprintf(stderr, "usage: parsers_bench [--pages N] [--rounds R] | --dir DIR [--limit N]\n");
+      std::fprintf(
+          stderr,
+          "usage: parsers_bench [--pages N] [--rounds R] | --dir DIR [--limit N]\n");
       return 2;
     }
   }
@@ -158,10 +187,10 @@ int main(int argc, char** argv) {
     hrefs += p.hrefs.size();
     for (const std::string& h : p.hrefs) href_bytes += h.size();
   }
-  std::printf("parsers_bench: %d pages, %.1f MB (avg %.1f KB), %zu hrefs (avg %.1f bytes raw)\n",
-              pages, static_cast<double>(bytes) / 1e6,
-              static_cast<double>(bytes) / pages / 1e3, hrefs,
-              static_cast<double>(href_bytes) / static_cast<double>(hrefs));
+  std::printf(
+      "parsers_bench: %d pages, %.1f MB (avg %.1f KB), %zu hrefs (avg %.1f bytes raw)\n",
+      pages, static_cast<double>(bytes) / 1e6, static_cast<double>(bytes) / pages / 1e3,
+      hrefs, static_cast<double>(href_bytes) / static_cast<double>(hrefs));
 
   // Normalization: best of `rounds`.
   double best = 1e300;
@@ -170,7 +199,8 @@ int main(int argc, char** argv) {
     ok = out_bytes = 0;
     auto start = Clock::now();
     for (const Page& p : corpus) {
-      crawler::parsers::UrlResolver resolver(p.url);  // once per page, as the extractor does
+      crawler::parsers::UrlResolver resolver(
+          p.url);  // once per page, as the extractor does
       for (const std::string& h : p.hrefs) {
         crawler::parsers::UrlResult u = resolver.Resolve(h);
         ok += u.ok();
@@ -179,16 +209,19 @@ int main(int argc, char** argv) {
     }
     best = std::min(best, Seconds(start));
   }
-  std::printf("normalize (UrlResolver::Resolve): %.2f M URLs/s single-threaded; %zu ok, avg %.1f bytes out\n",
-              static_cast<double>(hrefs) / best / 1e6, ok,
-              static_cast<double>(out_bytes) / static_cast<double>(ok));
+  std::printf(
+      "normalize (UrlResolver::Resolve): %.2f M URLs/s single-threaded; %zu ok, avg %.1f "
+      "bytes out\n",
+      static_cast<double>(hrefs) / best / 1e6, ok,
+      static_cast<double>(out_bytes) / static_cast<double>(ok));
 
   double gumbo_best = 1e300, extract_best = 1e300;
   size_t links = 0;
   for (int r = 0; r < rounds; ++r) {
     auto start = Clock::now();
     for (const Page& p : corpus) {
-      GumboOutput* out = gumbo_parse_with_options(&kGumboDefaultOptions, p.html.data(), p.html.size());
+      GumboOutput* out =
+          gumbo_parse_with_options(&kGumboDefaultOptions, p.html.data(), p.html.size());
       gumbo_destroy_output(&kGumboDefaultOptions, out);
     }
     gumbo_best = std::min(gumbo_best, Seconds(start));
@@ -200,9 +233,11 @@ int main(int argc, char** argv) {
     extract_best = std::min(extract_best, Seconds(start));
   }
   double mb = static_cast<double>(bytes) / 1e6;
-  std::printf("gumbo alone:    %7.1f MB/s  %7.0f pages/s\n", mb / gumbo_best, pages / gumbo_best);
-  std::printf("ExtractLinks:   %7.1f MB/s  %7.0f pages/s  (%zu links)\n", mb / extract_best,
-              pages / extract_best, links);
-  std::printf("extraction / gumbo time: %.3f (target <= 1.3)\n", extract_best / gumbo_best);
+  std::printf("gumbo alone:    %7.1f MB/s  %7.0f pages/s\n", mb / gumbo_best,
+              pages / gumbo_best);
+  std::printf("ExtractLinks:   %7.1f MB/s  %7.0f pages/s  (%zu links)\n",
+              mb / extract_best, pages / extract_best, links);
+  std::printf("extraction / gumbo time: %.3f (target <= 1.3)\n",
+              extract_best / gumbo_best);
   return 0;
 }

@@ -25,9 +25,13 @@ int main() {
         sha.Update(std::string_view(data).substr(at, piece));
         first = sha.Final()[0];
       }
-      best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      best = std::min(
+          best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+                    .count());
     }
-    std::printf("sha1 (OpenSSL EVP), pieces of %zu B: %.0f MB/s over %zu MB, best of 3 (digest byte 0: %02x)\n",
-                piece, static_cast<double>(data.size()) / best / 1e6, data.size() >> 20, first);
+    std::printf(
+        "sha1 (OpenSSL EVP), pieces of %zu B: %.0f MB/s over %zu MB, best of 3 (digest "
+        "byte 0: %02x)\n",
+        piece, static_cast<double>(data.size()) / best / 1e6, data.size() >> 20, first);
   }
 }

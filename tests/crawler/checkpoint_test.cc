@@ -46,9 +46,9 @@ using testing::ReadFetchLog;
 using testing::RunCommand;
 using testing::ServedRequest;
 using testing::Spawn;
-using testing::WaitExit;
 using testing::TempDir;
 using testing::TestSite;
+using testing::WaitExit;
 using testing::WarcResponses;
 
 const std::string kCrawler = CRAWLER_BINARY;
@@ -62,7 +62,9 @@ std::string ReadText(const std::string& path) {
   return s.str();
 }
 
-json::object Manifest(const std::string& dir) { return json::parse(ReadText(dir + "/MANIFEST.json")).as_object(); }
+json::object Manifest(const std::string& dir) {
+  return json::parse(ReadText(dir + "/MANIFEST.json")).as_object();
+}
 
 // Fetch-log lines after `bytes` that were page fetches (what a resume from a
 // checkpoint with that log length fetches again).
@@ -85,7 +87,11 @@ uint64_t PageLinesAfter(const std::string& log_path, uint64_t bytes) {
 uint64_t CheckpointLogBytes(const std::string& out) {
   for (const char* dir : {"/checkpoint", "/checkpoint.prev"}) {
     if (fs::exists(out + dir + "/MANIFEST.json")) {
-      return Manifest(out + dir).at("fetch_log").as_object().at("bytes").to_number<uint64_t>();
+      return Manifest(out + dir)
+          .at("fetch_log")
+          .as_object()
+          .at("bytes")
+          .to_number<uint64_t>();
     }
   }
   return 0;
@@ -127,7 +133,8 @@ TEST_CASE("Crash torture: kill -9 at random moments and resume, until the crawl 
     int pages = 20000;
     if (const char* p = std::getenv("CRAWLER_TORTURE_PAGES")) pages = std::atoi(p);
     std::string dir = TempDir(std::string("torture-") + variant);
-    TestSite site("--pages " + std::to_string(pages) + " --hosts 3 --slow-ms 50", dir + "/requests.log");
+    TestSite site("--pages " + std::to_string(pages) + " --hosts 3 --slow-ms 50",
+                  dir + "/requests.log");
     site.WriteSeeds(dir + "/seeds.txt");
     std::set<std::string> truth = site.Truth();
     REQUIRE(truth.size() > static_cast<size_t>(pages));
@@ -135,9 +142,11 @@ TEST_CASE("Crash torture: kill -9 at random moments and resume, until the crawl 
     // The checkpoint writer sleeps 30 ms after each file, so kills often
     // land during a write; checkpoints every 0.4 s.
     const std::string env = "env CRAWLER_CHECKPOINT_SLOW_MS=30 ";
-    const std::string first = env + kCrawler + " crawl --seeds " + dir + "/seeds.txt --out " + out +
-                              " --config " + CRAWLER_SOURCE_DIR + "/configs/" + variant +
-                              ".toml --set frontier.min_delay_s=0 --set checkpoint.interval_s=0.4" + kExactDedup;
+    const std::string first =
+        env + kCrawler + " crawl --seeds " + dir + "/seeds.txt --out " + out +
+        " --config " + CRAWLER_SOURCE_DIR + "/configs/" + variant +
+        ".toml --set frontier.min_delay_s=0 --set checkpoint.interval_s=0.4" +
+        kExactDedup;
     const std::string resume = env + kCrawler + " crawl --resume " + out;
     std::mt19937 rng(std::random_device{}());
     std::uniform_int_distribution<int> wait_ms(300, 1200);
@@ -152,7 +161,8 @@ TEST_CASE("Crash torture: kill -9 at random moments and resume, until the crawl 
         exit_code = WaitExit(pid);
         break;
       }
-      bool want_write = kills % 3 == 2;  // every third kill: while a checkpoint is being written
+      bool want_write =
+          kills % 3 == 2;  // every third kill: while a checkpoint is being written
       auto start = std::chrono::steady_clock::now();
       auto deadline = start + std::chrono::milliseconds(want_write ? 5000 : wait_ms(rng));
       bool exited = false;
@@ -162,7 +172,8 @@ TEST_CASE("Crash torture: kill -9 at random moments and resume, until the crawl 
           exited = true;
           break;
         }
-        if (want_write && std::chrono::steady_clock::now() > start + std::chrono::milliseconds(300) &&
+        if (want_write &&
+            std::chrono::steady_clock::now() > start + std::chrono::milliseconds(300) &&
             fs::exists(out + "/checkpoint.tmp")) {
           break;
         }
@@ -187,11 +198,14 @@ TEST_CASE("Crash torture: kill -9 at random moments and resume, until the crawl 
 
     // The fetch log is the truth set, each URL once.
     bool twice = false;
-    std::set<std::string> fetched = Distinct(ReadFetchLog(out + "/fetch-log.jsonl"), &twice);
+    std::set<std::string> fetched =
+        Distinct(ReadFetchLog(out + "/fetch-log.jsonl"), &twice);
     CHECK_FALSE(twice);
     std::vector<std::string> missing, extra;
-    std::set_difference(truth.begin(), truth.end(), fetched.begin(), fetched.end(), std::back_inserter(missing));
-    std::set_difference(fetched.begin(), fetched.end(), truth.begin(), truth.end(), std::back_inserter(extra));
+    std::set_difference(truth.begin(), truth.end(), fetched.begin(), fetched.end(),
+                        std::back_inserter(missing));
+    std::set_difference(fetched.begin(), fetched.end(), truth.begin(), truth.end(),
+                        std::back_inserter(extra));
     INFO("missing " << missing.size() << (missing.empty() ? "" : ": " + missing[0]));
     INFO("extra " << extra.size() << (extra.empty() ? "" : ": " + extra[0]));
     CHECK(missing.empty());
@@ -219,8 +233,9 @@ TEST_CASE("Crash torture: kill -9 at random moments and resume, until the crawl 
       served.insert(q.Url());
     }
     uint64_t repeats = page_requests - served.size();
-    INFO("kills " << kills << " (" << during_write << " during a checkpoint write), runs " << runs
-                  << ", repeats " << repeats << ", pages after lost checkpoints " << lost);
+    INFO("kills " << kills << " (" << during_write << " during a checkpoint write), runs "
+                  << runs << ", repeats " << repeats << ", pages after lost checkpoints "
+                  << lost);
     CHECK(repeats <= lost + static_cast<uint64_t>(kills) * 3);
     fs::remove_all(dir);
   }
@@ -235,9 +250,11 @@ struct StoppedCrawl {
     site = std::make_unique<TestSite>("--pages 1500 --hosts 2", dir + "/requests.log");
     site->WriteSeeds(dir + "/seeds.txt");
     out = dir + "/out";
-    CommandResult r = RunCommand(kCrawler + " crawl --seeds " + dir + "/seeds.txt --out " + out +
-                                 " --set frontier.min_delay_s=0 --set crawl.max_pages=300"
-                                 " --set checkpoint.interval_pages=100" + kExactDedup + extra);
+    CommandResult r =
+        RunCommand(kCrawler + " crawl --seeds " + dir + "/seeds.txt --out " + out +
+                   " --set frontier.min_delay_s=0 --set crawl.max_pages=300"
+                   " --set checkpoint.interval_pages=100" +
+                   kExactDedup + extra);
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     REQUIRE(fs::exists(out + "/checkpoint/MANIFEST.json"));
@@ -251,8 +268,10 @@ struct StoppedCrawl {
   }
 };
 
-TEST_CASE("Damage: each checkpoint file flipped or cut -> checkpoint.prev or exit 2, never a wrong state",
-          "[checkpoint][damage]") {
+TEST_CASE(
+    "Damage: each checkpoint file flipped or cut -> checkpoint.prev or exit 2, never a "
+    "wrong state",
+    "[checkpoint][damage]") {
   StoppedCrawl c("damage");
   for (const char* file : {"MANIFEST.json", "config.toml", "dedup.bin", "frontier.bin"}) {
     for (bool flip : {true, false}) {
@@ -261,14 +280,16 @@ TEST_CASE("Damage: each checkpoint file flipped or cut -> checkpoint.prev or exi
       Restore(c.pristine, c.out);
       std::string target = c.out + "/checkpoint/" + file;
       flip ? FlipByte(target) : Truncate(target);
-      CommandResult r = RunCommand(kCrawler + " crawl --resume " + c.out + " --set crawl.max_pages=360");
+      CommandResult r = RunCommand(kCrawler + " crawl --resume " + c.out +
+                                   " --set crawl.max_pages=360");
       INFO(r.output);
       CHECK(r.exit_code == 0);
       CHECK(r.output.find("warning") != std::string::npos);
       CHECK(r.output.find(std::string("checkpoint/") + file) != std::string::npos);
       CHECK(r.output.find("checkpoint.prev") != std::string::npos);
       bool twice = true;
-      std::set<std::string> fetched = Distinct(ReadFetchLog(c.out + "/fetch-log.jsonl"), &twice);
+      std::set<std::string> fetched =
+          Distinct(ReadFetchLog(c.out + "/fetch-log.jsonl"), &twice);
       CHECK_FALSE(twice);
       CHECK(fetched.size() >= 300);
 
@@ -290,7 +311,8 @@ TEST_CASE("Damage: each checkpoint file flipped or cut -> checkpoint.prev or exi
   CHECK(r.exit_code == 2);
   CHECK(r.output.find("no such directory") != std::string::npos);
   fs::create_directories(c.dir + "/foreign/checkpoint");
-  std::ofstream(c.dir + "/foreign/checkpoint/MANIFEST.json") << "{\"format\":\"something else\"}\n";
+  std::ofstream(c.dir + "/foreign/checkpoint/MANIFEST.json")
+      << "{\"format\":\"something else\"}\n";
   r = RunCommand(kCrawler + " crawl --resume " + c.dir + "/foreign");
   CHECK(r.exit_code == 2);
   CHECK(r.output.find("MANIFEST.json") != std::string::npos);
@@ -305,15 +327,22 @@ TEST_CASE("Damage: each checkpoint file flipped or cut -> checkpoint.prev or exi
   CHECK(r.output.find("already holds a crawl") != std::string::npos);
 }
 
-TEST_CASE("Immutability: one checkpoint resumed twice fetches the same first 100 URLs in the same order",
-          "[checkpoint][immutable]") {
+TEST_CASE(
+    "Immutability: one checkpoint resumed twice fetches the same first 100 URLs in the "
+    "same order",
+    "[checkpoint][immutable]") {
   StoppedCrawl c("immutable", " --set crawl.workers=1 --set crawl.max_connections=1");
-  uint64_t cut = Manifest(c.out + "/checkpoint").at("fetch_log").as_object().at("bytes").to_number<uint64_t>();
+  uint64_t cut = Manifest(c.out + "/checkpoint")
+                     .at("fetch_log")
+                     .as_object()
+                     .at("bytes")
+                     .to_number<uint64_t>();
   std::vector<std::vector<std::string>> runs;
   for (const char* copy : {"/a", "/b"}) {
     std::string out = c.dir + copy;
     Restore(c.pristine, out);
-    CommandResult r = RunCommand(kCrawler + " crawl --resume " + out + " --set crawl.max_pages=420");
+    CommandResult r =
+        RunCommand(kCrawler + " crawl --resume " + out + " --set crawl.max_pages=420");
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     std::istringstream in(ReadText(out + "/fetch-log.jsonl").substr(cut));
@@ -348,7 +377,9 @@ double InkShare(const std::string& png) {
   }
   std::vector<uint8_t> raw(size_t(height) * (1 + width * bpp));
   uLongf raw_len = raw.size();
-  if (uncompress(raw.data(), &raw_len, reinterpret_cast<const Bytef*>(idat.data()), idat.size()) != Z_OK) return -1;
+  if (uncompress(raw.data(), &raw_len, reinterpret_cast<const Bytef*>(idat.data()),
+                 idat.size()) != Z_OK)
+    return -1;
   size_t stride = width * bpp;
   std::vector<uint8_t> prev(stride, 0), cur(stride);
   uint64_t ink = 0;
@@ -358,11 +389,15 @@ double InkShare(const std::string& png) {
     for (size_t i = 0; i < stride; ++i) {
       int a = i >= bpp ? cur[i - bpp] : 0, b = prev[i], cc = i >= bpp ? prev[i - bpp] : 0;
       int x = row[1 + i], v = x;
-      if (filter == 1) v = x + a;
-      else if (filter == 2) v = x + b;
-      else if (filter == 3) v = x + (a + b) / 2;
+      if (filter == 1)
+        v = x + a;
+      else if (filter == 2)
+        v = x + b;
+      else if (filter == 3)
+        v = x + (a + b) / 2;
       else if (filter == 4) {
-        int p = a + b - cc, pa = std::abs(p - a), pb = std::abs(p - b), pc = std::abs(p - cc);
+        int p = a + b - cc, pa = std::abs(p - a), pb = std::abs(p - b),
+            pc = std::abs(p - cc);
         v = x + (pa <= pb && pa <= pc ? a : pb <= pc ? b : cc);
       }
       cur[i] = static_cast<uint8_t>(v);
@@ -376,18 +411,24 @@ double InkShare(const std::string& png) {
   return static_cast<double>(ink) / (double(width) * height);
 }
 
-TEST_CASE("Graceful stop and the stats report: SIGTERM -> exit 0 + fresh checkpoint; stats match the log",
-          "[checkpoint][graceful]") {
+TEST_CASE(
+    "Graceful stop and the stats report: SIGTERM -> exit 0 + fresh checkpoint; stats "
+    "match the log",
+    "[checkpoint][graceful]") {
   std::string dir = TempDir("graceful");
   TestSite site("--pages 1200 --hosts 2", dir + "/requests.log");
   site.WriteSeeds(dir + "/seeds.txt");
   std::set<std::string> truth = site.Truth();
   std::string out = dir + "/out";
-  pid_t pid = Spawn(kCrawler + " crawl --seeds " + dir + "/seeds.txt --out " + out +
-                        " --set frontier.min_delay_s=0.005 --set checkpoint.interval_s=0.5" + kExactDedup,
-                    dir + "/crawler.out");
+  pid_t pid =
+      Spawn(kCrawler + " crawl --seeds " + dir + "/seeds.txt --out " + out +
+                " --set frontier.min_delay_s=0.005 --set checkpoint.interval_s=0.5" +
+                kExactDedup,
+            dir + "/crawler.out");
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  double signalled = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  double signalled =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
   ::kill(pid, SIGTERM);
   int code = WaitExit(pid);
   INFO(ReadText(dir + "/crawler.out"));
@@ -409,15 +450,21 @@ TEST_CASE("Graceful stop and the stats report: SIGTERM -> exit 0 + fresh checkpo
   REQUIRE(r.exit_code == 0);
   json::object s = json::parse(r.output).as_object();
   const std::map<std::string, std::vector<std::string>> fields = {
-      {"dedup", {"variant", "stripes", "layers_min", "layers_max", "items", "capacity", "bytes", "bits_per_item",
-                 "fill", "estimated_fpr", "fpr_bound", "inserts_new", "inserts_duplicate", "duplicate_rate",
-                 "expected_false_seen", "relocations", "saturations", "fullest_stripes"}},
-      {"frontier", {"queued_memory", "queued_disk", "in_flight", "hosts", "hosts_ready",
-                    "hosts_waiting_politeness", "hosts_waiting_robots", "hosts_blocked_robots", "depths"}},
-      {"crawl", {"fetched", "failed", "status_2xx", "status_3xx", "status_4xx", "status_5xx", "bytes", "errors",
-                 "robots_blocked", "out_of_scope", "trap_guard", "pages_per_s", "pages_per_s_last_minute",
-                 "elapsed_s", "top_hosts"}},
-      {"checkpoint", {"written", "last_pause_ms", "max_pause_ms", "last_write_s", "last_bytes"}}};
+      {"dedup",
+       {"variant", "stripes", "layers_min", "layers_max", "items", "capacity", "bytes",
+        "bits_per_item", "fill", "estimated_fpr", "fpr_bound", "inserts_new",
+        "inserts_duplicate", "duplicate_rate", "expected_false_seen", "relocations",
+        "saturations", "fullest_stripes"}},
+      {"frontier",
+       {"queued_memory", "queued_disk", "in_flight", "hosts", "hosts_ready",
+        "hosts_waiting_politeness", "hosts_waiting_robots", "hosts_blocked_robots",
+        "depths"}},
+      {"crawl",
+       {"fetched", "failed", "status_2xx", "status_3xx", "status_4xx", "status_5xx",
+        "bytes", "errors", "robots_blocked", "out_of_scope", "trap_guard", "pages_per_s",
+        "pages_per_s_last_minute", "elapsed_s", "top_hosts"}},
+      {"checkpoint",
+       {"written", "last_pause_ms", "max_pause_ms", "last_write_s", "last_bytes"}}};
   for (const auto& [section, keys] : fields) {
     REQUIRE(s.contains(section));
     for (const std::string& k : keys) {
@@ -427,9 +474,12 @@ TEST_CASE("Graceful stop and the stats report: SIGTERM -> exit 0 + fresh checkpo
   }
   uint64_t fetched = 0, failed = 0, robots = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0;
   for (const LogLine& l : log) {
-    if (l.status > 0) ++fetched;
-    else if (l.error == "robots") ++robots;
-    else if (Attempted(l)) ++failed;
+    if (l.status > 0)
+      ++fetched;
+    else if (l.error == "robots")
+      ++robots;
+    else if (Attempted(l))
+      ++failed;
     s2 += l.status / 100 == 2;
     s3 += l.status / 100 == 3;
     s4 += l.status / 100 == 4;
@@ -450,7 +500,8 @@ TEST_CASE("Graceful stop and the stats report: SIGTERM -> exit 0 + fresh checkpo
   // The text report: its sections, and the same fetched count.
   r = RunCommand(kCrawler + " stats " + out);
   REQUIRE(r.exit_code == 0);
-  for (const char* section : {"\nDedup\n", "\nFrontier\n", "\nCrawl\n", "estimated FPR", "wrongly seen"}) {
+  for (const char* section :
+       {"\nDedup\n", "\nFrontier\n", "\nCrawl\n", "estimated FPR", "wrongly seen"}) {
     CHECK(r.output.find(section) != std::string::npos);
   }
 
@@ -462,8 +513,11 @@ TEST_CASE("Graceful stop and the stats report: SIGTERM -> exit 0 + fresh checkpo
   CHECK(page.find("<svg") != std::string::npos);
   CHECK(page.find("<link") == std::string::npos);  // self-contained: no external assets
   CHECK(page.find(" src=") == std::string::npos);
-  r = RunCommand("chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1000,1400 "
-                 "--screenshot=" + png + " file://" + html);
+  r = RunCommand(
+      "chromium --headless --no-sandbox --disable-gpu --hide-scrollbars "
+      "--window-size=1000,1400 "
+      "--screenshot=" +
+      png + " file://" + html);
   INFO(r.output);
   REQUIRE(fs::exists(png));
   double ink = InkShare(ReadText(png));

@@ -37,8 +37,10 @@ std::string ReadText(const std::string& path) {
   return s.str();
 }
 
-TEST_CASE("Checkpoint stress: a cut every few ms on a politeness-bound crawl, and the crawl still ends",
-          "[checkpoint][stress]") {
+TEST_CASE(
+    "Checkpoint stress: a cut every few ms on a politeness-bound crawl, and the crawl "
+    "still ends",
+    "[checkpoint][stress]") {
   std::string dir = TempDir("ckpt-stress");
   TestSite site("--pages 1200 --hosts 4", dir + "/requests.log");
   site.WriteSeeds(dir + "/seeds.txt");
@@ -47,10 +49,11 @@ TEST_CASE("Checkpoint stress: a cut every few ms on a politeness-bound crawl, an
   // interval_s = 0.001: a new cut as soon as the last writer is reaped (the
   // Run thread looks every 20 ms). Politeness 0.03 s on 4 hosts keeps the
   // workers idle most of the time, polling the frontier between fetches.
-  pid_t pid = testing::Spawn(kCrawler + " crawl --seeds " + dir + "/seeds.txt --out " + out +
-                                 " --set frontier.min_delay_s=0.03 --set checkpoint.interval_s=0.001"
-                                 " --set crawl.workers=2 --set dedup.capacity=500 --set dedup.error_rate=1e-7",
-                             dir + "/crawler.out");
+  pid_t pid = testing::Spawn(
+      kCrawler + " crawl --seeds " + dir + "/seeds.txt --out " + out +
+          " --set frontier.min_delay_s=0.03 --set checkpoint.interval_s=0.001"
+          " --set crawl.workers=2 --set dedup.capacity=500 --set dedup.error_rate=1e-7",
+      dir + "/crawler.out");
   int code = testing::WaitExitFor(pid, 300);
   INFO(ReadText(dir + "/crawler.out"));
   REQUIRE(code != -2);  // -2: still running after 300 s (a hung checkpoint writer)
@@ -58,7 +61,8 @@ TEST_CASE("Checkpoint stress: a cut every few ms on a politeness-bound crawl, an
 
   std::string log = ReadText(out + "/crawler.log");
   std::regex written("checkpoint [0-9]+ written");
-  auto cuts = std::distance(std::sregex_iterator(log.begin(), log.end(), written), std::sregex_iterator());
+  auto cuts = std::distance(std::sregex_iterator(log.begin(), log.end(), written),
+                            std::sregex_iterator());
   INFO("checkpoints written: " << cuts);
   CHECK(cuts >= 200);
   CHECK(log.find("crawl stopped") == std::string::npos);  // no checkpoint failed

@@ -1,6 +1,8 @@
 // Config (crawler/config.h) and seeds (crawler/seeds.h): every shipped config
 // loads; mistakes are errors naming file, line and key; --set overrides; bad
 // seed lines are reported with their line numbers and skipped.
+#include "crawler/config.h"
+
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -8,7 +10,6 @@
 #include <fstream>
 #include <string>
 
-#include "crawler/config.h"
 #include "crawler/seeds.h"
 
 namespace crawler::engine {
@@ -20,7 +21,8 @@ class TempFile {
  public:
   explicit TempFile(const std::string& content)
       : path_((std::filesystem::temp_directory_path() /
-               ("cfg-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++) + ".toml"))
+               ("cfg-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++) +
+                ".toml"))
                   .string()) {
     std::ofstream(path_) << content;
   }
@@ -36,7 +38,8 @@ TEST_CASE("Every shipped config loads; the variant configs differ only in [dedup
           "[engine][config]") {
   auto d = LoadConfig(kConfigs + "default.toml");
   REQUIRE(d.ok());
-  CHECK(ConfigToToml(*d) == ConfigToToml(Config{}));  // the file repeats the header's defaults
+  CHECK(ConfigToToml(*d) ==
+        ConfigToToml(Config{}));  // the file repeats the header's defaults
   CHECK(d->dedup.type == dedup::FilterType::kBloom);
   for (auto [name, type] : {std::pair{"bloom", dedup::FilterType::kBloom},
                             std::pair{"cuckoo", dedup::FilterType::kCuckoo},
@@ -64,11 +67,13 @@ TEST_CASE("Config mistakes name the file, the line and the key", "[engine][confi
     CHECK_THAT(c.status().message(), Catch::Contains(words));
     CHECK_THAT(c.status().message(), Catch::Contains(f.path()));
   };
-  expect("[frontier]\nmin_delay_s = 1\nmax_memroy_urls = 5\n", ":3: frontier.max_memroy_urls: unknown key");
+  expect("[frontier]\nmin_delay_s = 1\nmax_memroy_urls = 5\n",
+         ":3: frontier.max_memroy_urls: unknown key");
   expect("[crawlr]\nmax_depth = 1\n", ":2: crawlr.max_depth: unknown key");
   expect("[crawl]\nmax_depth = \"deep\"\n", ":2: crawl.max_depth: expected an integer");
   expect("[crawl]\nmax_depth = -1\n", "crawl.max_depth: must be in [0,");
-  expect("[dedup]\ntype = \"quotient\"\n", "dedup.type: must be bloom, cuckoo or counting");
+  expect("[dedup]\ntype = \"quotient\"\n",
+         "dedup.type: must be bloom, cuckoo or counting");
   expect("[dedup]\nerror_rate = 0.7\n", "dedup.error_rate: must be in");
   expect("[output]\nwarc_gzip_level = 0\n", "output.warc_gzip_level: must be in [1, 9]");
   expect("[crawl]\nexclude = [\"(unclosed\"]\n", "crawl.exclude: invalid regex");
@@ -82,10 +87,11 @@ TEST_CASE("Config mistakes name the file, the line and the key", "[engine][confi
 }
 
 TEST_CASE("--set overrides any key, as TOML or a bare string", "[engine][config]") {
-  auto c = LoadConfig(kConfigs + "default.toml",
-                      {"dedup.type=cuckoo", "dedup.allow_erase=true", "crawl.max_pages=50",
-                       "frontier.min_delay_s=0", "crawl.exclude=['/private/']",
-                       "crawl.user_agent=\"bot/1 (+http://x)\""});
+  auto c =
+      LoadConfig(kConfigs + "default.toml",
+                 {"dedup.type=cuckoo", "dedup.allow_erase=true", "crawl.max_pages=50",
+                  "frontier.min_delay_s=0", "crawl.exclude=['/private/']",
+                  "crawl.user_agent=\"bot/1 (+http://x)\""});
   INFO(c.status().ToString());
   REQUIRE(c.ok());
   CHECK(c->dedup.type == dedup::FilterType::kCuckoo);
@@ -93,10 +99,11 @@ TEST_CASE("--set overrides any key, as TOML or a bare string", "[engine][config]
   CHECK(c->frontier.min_delay_s == 0);
   CHECK(c->crawl.exclude == std::vector<std::string>{"/private/"});
   CHECK(c->crawl.user_agent == "bot/1 (+http://x)");
-  for (auto [set, words] : {std::pair{"crawl.max_pages", "expected section.key=value"},
-                            std::pair{"nodot=1", "expected section.key=value"},
-                            std::pair{"crawl.nope=1", "crawl.nope: unknown key"},
-                            std::pair{"crawl.max_pages=lots", "crawl.max_pages: expected an integer"}}) {
+  for (auto [set, words] :
+       {std::pair{"crawl.max_pages", "expected section.key=value"},
+        std::pair{"nodot=1", "expected section.key=value"},
+        std::pair{"crawl.nope=1", "crawl.nope: unknown key"},
+        std::pair{"crawl.max_pages=lots", "crawl.max_pages: expected an integer"}}) {
     auto bad = LoadConfig("", {set});
     INFO(set);
     REQUIRE_FALSE(bad.ok());
@@ -105,8 +112,9 @@ TEST_CASE("--set overrides any key, as TOML or a bare string", "[engine][config]
   }
 }
 
-TEST_CASE("Seeds: comments and blanks skipped, bad lines reported by number, duplicates merged",
-          "[engine][seeds]") {
+TEST_CASE(
+    "Seeds: comments and blanks skipped, bad lines reported by number, duplicates merged",
+    "[engine][seeds]") {
   TempFile f(
       "# my seeds\n"
       "http://Example.org/\n"
@@ -118,7 +126,8 @@ TEST_CASE("Seeds: comments and blanks skipped, bad lines reported by number, dup
       "https://b.example/start?x=1#frag\r\n");
   auto s = ReadSeeds(f.path(), {});
   REQUIRE(s.ok());
-  CHECK(s->urls == std::vector<std::string>{"http://example.org/", "https://b.example/start?x=1"});
+  CHECK(s->urls ==
+        std::vector<std::string>{"http://example.org/", "https://b.example/start?x=1"});
   REQUIRE(s->problems.size() == 2);
   CHECK_THAT(s->problems[0], Catch::Contains(":5: no scheme"));
   CHECK_THAT(s->problems[1], Catch::Contains(":7: scheme 'ftp'"));

@@ -50,7 +50,9 @@ inline std::vector<LogLine> ReadFetchLog(const std::string& path) {
 }
 
 // URLs the crawl tried to fetch (not the robots / trap-guard skips).
-inline bool Attempted(const LogLine& l) { return l.error != "robots" && l.error != "max_pages_per_host"; }
+inline bool Attempted(const LogLine& l) {
+  return l.error != "robots" && l.error != "max_pages_per_host";
+}
 
 inline std::string Path(const std::string& url) {
   size_t at = url.find('/', url.find("://") + 3);
@@ -66,7 +68,8 @@ inline std::multiset<std::string> WarcResponses(const std::string& out) {
   std::ifstream in(index);
   for (std::string line; std::getline(in, line);) {
     boost::json::object o = boost::json::parse(line).as_object();
-    if (o.at("warc-type").as_string() == "response") in_warc.insert(o.at("warc-target-uri").as_string().c_str());
+    if (o.at("warc-type").as_string() == "response")
+      in_warc.insert(o.at("warc-target-uri").as_string().c_str());
   }
   return in_warc;
 }

@@ -43,14 +43,16 @@ class RequestLog {
 };
 
 std::string TempDir(const std::string& name) {
-  std::string dir = (std::filesystem::temp_directory_path() /
-                     (name + "-" + std::to_string(::getpid()))).string();
+  std::string dir =
+      (std::filesystem::temp_directory_path() / (name + "-" + std::to_string(::getpid())))
+          .string();
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
 }
 
-std::multiset<std::string> FetchLogUrls(const std::string& path, std::string* all = nullptr) {
+std::multiset<std::string> FetchLogUrls(const std::string& path,
+                                        std::string* all = nullptr) {
   std::ifstream in(path);
   std::multiset<std::string> urls;
   std::string line;
@@ -62,8 +64,9 @@ std::multiset<std::string> FetchLogUrls(const std::string& path, std::string* al
   return urls;
 }
 
-TEST_CASE("Crawl: the fetch log is exactly the reachable, allowed, in-scope URLs, each once",
-          "[engine][crawl]") {
+TEST_CASE(
+    "Crawl: the fetch log is exactly the reachable, allowed, in-scope URLs, each once",
+    "[engine][crawl]") {
   RequestLog log;
   int b_port = 0, c_port = 0;
   auto page = [](const std::vector<std::string>& links) {
@@ -86,13 +89,14 @@ TEST_CASE("Crawl: the fetch log is exactly the reachable, allowed, in-scope URLs
       return r;
     }
     if (path == "/") {
-      return page({"/p/1", "/p/1#frag", "HTTP://127.0.0.1:" + std::to_string(0) + "/never",
-                   "/private/secret", "/old", "/loop1", "/missing", b + "/", c + "/",
-                   "mailto:x@y"});
+      return page({"/p/1", "/p/1#frag",
+                   "HTTP://127.0.0.1:" + std::to_string(0) + "/never", "/private/secret",
+                   "/old", "/loop1", "/missing", b + "/", c + "/", "mailto:x@y"});
     }
     if (path.rfind("/p/", 0) == 0) {
       int i = std::stoi(path.substr(3));
-      if (i < 20) return page({"/p/" + std::to_string(i + 1), "/", b + "/b/" + std::to_string(i)});
+      if (i < 20)
+        return page({"/p/" + std::to_string(i + 1), "/", b + "/b/" + std::to_string(i)});
       return page({"/"});
     }
     HttpTestServer::Response r;
@@ -132,21 +136,22 @@ TEST_CASE("Crawl: the fetch log is exactly the reachable, allowed, in-scope URLs
   const std::string dir = TempDir("crawl-test");
   const std::string out = dir + "/out";
   std::ofstream(dir + "/seeds.txt") << "# test\n" << a.Url("/") << "\nnot a url\n";
-  const std::string scope = "crawl.scope_hosts=['http://127.0.0.1:" + std::to_string(a.port()) +
-                            "','http://127.0.0.1:" + std::to_string(b.port()) +
-                            "','http://127.0.0.1:" + std::to_string(c.port()) + "']";
-  testing::CommandResult run = Run("crawl --seeds " + dir + "/seeds.txt --out " + out + " --config " +
-                      CRAWLER_SOURCE_DIR "/configs/cuckoo.toml --set frontier.min_delay_s=0 --set \"" +
-                      scope + "\"");
+  const std::string scope =
+      "crawl.scope_hosts=['http://127.0.0.1:" + std::to_string(a.port()) +
+      "','http://127.0.0.1:" + std::to_string(b.port()) +
+      "','http://127.0.0.1:" + std::to_string(c.port()) + "']";
+  testing::CommandResult run = Run(
+      "crawl --seeds " + dir + "/seeds.txt --out " + out + " --config " +
+      CRAWLER_SOURCE_DIR "/configs/cuckoo.toml --set frontier.min_delay_s=0 --set \"" +
+      scope + "\"");
   INFO(run.output);
   REQUIRE(run.exit_code == 0);
   CHECK_THAT(run.output, Catch::Contains("skipped seed") && Catch::Contains(":3:"));
 
-  std::set<std::string> expected = {a.Url("/robots.txt"), a.Url("/"), a.Url("/private/secret"),
-                                    a.Url("/old"), a.Url("/new"), a.Url("/loop1"),
-                                    a.Url("/loop2"), a.Url("/missing"),
-                                    b.Url("/robots.txt"), b.Url("/"),
-                                    c.Url("/robots.txt"), c.Url("/")};
+  std::set<std::string> expected = {
+      a.Url("/robots.txt"), a.Url("/"),      a.Url("/private/secret"), a.Url("/old"),
+      a.Url("/new"),        a.Url("/loop1"), a.Url("/loop2"),          a.Url("/missing"),
+      b.Url("/robots.txt"), b.Url("/"),      c.Url("/robots.txt"),     c.Url("/")};
   for (int i = 1; i <= 20; ++i) expected.insert(a.Url("/p/" + std::to_string(i)));
   for (int i = 1; i < 20; ++i) expected.insert(b.Url("/b/" + std::to_string(i)));
   std::string lines;
@@ -168,19 +173,22 @@ TEST_CASE("Crawl: the fetch log is exactly the reachable, allowed, in-scope URLs
 
   // The WARC holds every response, read back by an independent reader.
   std::string warcs;
-  for (const auto& e : std::filesystem::directory_iterator(out + "/warc")) warcs += " " + e.path().string();
+  for (const auto& e : std::filesystem::directory_iterator(out + "/warc"))
+    warcs += " " + e.path().string();
   testing::CommandResult index = testing::RunCommand("warcio index" + warcs);
   REQUIRE(index.exit_code == 0);
   for (const auto& [path, count] : counts) {
     int server = path[0] - '0';
     HttpTestServer& s = server == 0 ? a : server == 1 ? b : c;
-    CHECK_THAT(index.output, Catch::Contains("\"warc-type\":\"response\",\"warc-target-uri\":\"" +
-                                             s.Url(path.substr(1)) + "\""));
+    CHECK_THAT(index.output,
+               Catch::Contains("\"warc-type\":\"response\",\"warc-target-uri\":\"" +
+                               s.Url(path.substr(1)) + "\""));
   }
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("Crawl: bad input exits 2 with a message naming what was wrong", "[engine][crawl]") {
+TEST_CASE("Crawl: bad input exits 2 with a message naming what was wrong",
+          "[engine][crawl]") {
   const std::string dir = TempDir("crawl-bad");
   std::ofstream(dir + "/seeds.txt") << "http://127.0.0.1:1/\n";
   std::ofstream(dir + "/empty.txt") << "# nothing\n";
@@ -188,22 +196,25 @@ TEST_CASE("Crawl: bad input exits 2 with a message naming what was wrong", "[eng
   struct Case {
     std::string args, words;
   };
-  for (const Case& c : {Case{"crawl --seeds " + dir + "/none.txt", "none.txt"},
-                        Case{"crawl --seeds " + dir + "/empty.txt", "no seed URL"},
-                        Case{"crawl --seeds " + dir + "/seeds.txt --config " + dir + "/bad.toml",
-                             "bad.toml:2: crawl.max_dept: unknown key"},
-                        Case{"crawl --seeds " + dir + "/seeds.txt --set dedup.type=quotient",
-                             "dedup.type: must be bloom, cuckoo or counting"},
-                        Case{"crawl", "--seeds FILE or --resume DIR is required"},
-                        Case{"fly", "subcommand"}}) {
+  for (const Case& c :
+       {Case{"crawl --seeds " + dir + "/none.txt", "none.txt"},
+        Case{"crawl --seeds " + dir + "/empty.txt", "no seed URL"},
+        Case{"crawl --seeds " + dir + "/seeds.txt --config " + dir + "/bad.toml",
+             "bad.toml:2: crawl.max_dept: unknown key"},
+        Case{"crawl --seeds " + dir + "/seeds.txt --set dedup.type=quotient",
+             "dedup.type: must be bloom, cuckoo or counting"},
+        Case{"crawl", "--seeds FILE or --resume DIR is required"},
+        Case{"fly", "subcommand"}}) {
     testing::CommandResult r = Run(c.args);
     INFO(c.args << "\n" << r.output);
     CHECK(r.exit_code == 2);
     CHECK_THAT(r.output, Catch::Contains(c.words));
   }
-  testing::CommandResult ok = Run("normalize --base http://a/b/c HTTP://A:80/x ../y mailto:z");
+  testing::CommandResult ok =
+      Run("normalize --base http://a/b/c HTTP://A:80/x ../y mailto:z");
   CHECK(ok.exit_code == 1);
-  CHECK(ok.output == "http://a/x\nhttp://a/y\nerror: scheme 'mailto' is not http or https\n");
+  CHECK(ok.output ==
+        "http://a/x\nhttp://a/y\nerror: scheme 'mailto' is not http or https\n");
   std::filesystem::remove_all(dir);
 }
 

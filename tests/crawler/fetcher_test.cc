@@ -2,6 +2,8 @@
 // 127.0.0.1: success, status codes, redirects not followed, size cap,
 // timeouts, refused connections, malformed and silent servers, gzip, and
 // many concurrent transfers over kept-alive connections.
+#include "crawler/fetcher.h"
+
 #include <sys/socket.h>
 #include <zlib.h>
 
@@ -10,7 +12,6 @@
 #include <string>
 #include <vector>
 
-#include "crawler/fetcher.h"
 #include "../testsite/gzip.h"
 #include "http_test_server.h"
 
@@ -26,7 +27,8 @@ std::unique_ptr<Fetcher> MakeFetcher(FetchOptions o = {}) {
 }
 
 // Fetches `urls` to completion; results keyed by URL.
-std::map<std::string, FetchResult> FetchAll(Fetcher& f, const std::vector<std::string>& urls) {
+std::map<std::string, FetchResult> FetchAll(Fetcher& f,
+                                            const std::vector<std::string>& urls) {
   std::map<std::string, FetchResult> out;
   for (const auto& u : urls) {
     f.Add(u, [&out](FetchResult&& r) { out[r.url] = std::move(r); });
@@ -38,7 +40,9 @@ std::map<std::string, FetchResult> FetchAll(Fetcher& f, const std::vector<std::s
   return out;
 }
 
-FetchResult FetchOne(Fetcher& f, const std::string& url) { return FetchAll(f, {url})[url]; }
+FetchResult FetchOne(Fetcher& f, const std::string& url) {
+  return FetchAll(f, {url})[url];
+}
 
 using testing::Gzip;
 
@@ -102,7 +106,8 @@ TEST_CASE("Fetcher: 404 is a result, a redirect is not followed", "[engine][fetc
   CHECK(server.requests() == 2);  // the redirect target was not fetched
 }
 
-TEST_CASE("Fetcher: a body over the cap is cut and marked truncated", "[engine][fetcher]") {
+TEST_CASE("Fetcher: a body over the cap is cut and marked truncated",
+          "[engine][fetcher]") {
   HttpTestServer server(Route);
   FetchOptions o;
   o.max_body_bytes = 10'000;
@@ -114,9 +119,10 @@ TEST_CASE("Fetcher: a body over the cap is cut and marked truncated", "[engine][
   CHECK(r.status == 200);
 }
 
-TEST_CASE("Fetcher: timeouts, refused connections, malformed and silent servers each end "
-          "in one result naming the failure",
-          "[engine][fetcher]") {
+TEST_CASE(
+    "Fetcher: timeouts, refused connections, malformed and silent servers each end "
+    "in one result naming the failure",
+    "[engine][fetcher]") {
   HttpTestServer server(Route);
   FetchOptions o;
   o.timeout_s = 0.5;
@@ -132,17 +138,19 @@ TEST_CASE("Fetcher: timeouts, refused connections, malformed and silent servers 
   socklen_t len = sizeof(addr);
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
   ::close(fd);
-  const std::string refused = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) + "/";
+  const std::string refused =
+      "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) + "/";
 
   auto results = FetchAll(*f, {server.Url("/slow"), refused, server.Url("/garbage"),
-                              server.Url("/silent"), server.Url("/fine")});
+                               server.Url("/silent"), server.Url("/fine")});
   CHECK(results.size() == 5);
   CHECK(results[server.Url("/slow")].error == FetchError::kTimeout);
   CHECK(results[refused].error == FetchError::kConnect);
   CHECK(results[server.Url("/garbage")].error == FetchError::kProtocol);
   CHECK(results[server.Url("/silent")].error == FetchError::kProtocol);
   CHECK_FALSE(results[server.Url("/silent")].error_message.empty());
-  CHECK(results[server.Url("/fine")].error == FetchError::kNone);  // the others did not hurt it
+  CHECK(results[server.Url("/fine")].error ==
+        FetchError::kNone);  // the others did not hurt it
   CHECK(results[server.Url("/fine")].body == "page /fine");
 }
 
@@ -160,7 +168,8 @@ TEST_CASE("Fetcher: many transfers at once, connections kept alive and reused",
   HttpTestServer a(Route), b(Route), c(Route);
   FetchOptions o;
   o.max_connections = 6;
-  o.max_connections_per_host = 2;  // 3 hosts x 2 = 6: no connection has to be closed for another
+  o.max_connections_per_host =
+      2;  // 3 hosts x 2 = 6: no connection has to be closed for another
   auto f = MakeFetcher(o);
   std::vector<std::string> urls;
   for (int i = 0; i < 300; ++i) {

@@ -28,7 +28,8 @@ std::string Encode(const HostTable& t, Clock::time_point cut) {
   return out;
 }
 
-TEST_CASE("HostTable: no page before robots.txt; its rules, then the page cap", "[engine][host_table]") {
+TEST_CASE("HostTable: no page before robots.txt; its rules, then the page cap",
+          "[engine][host_table]") {
   Unit u;
   HostTable t("crawler", 2, 86400);
   auto now = Clock::now();
@@ -43,30 +44,37 @@ TEST_CASE("HostTable: no page before robots.txt; its rules, then the page cap", 
   CHECK(t.DecidePage(u.pass(), "http://a.test", "/c", now).over_limit);  // cap 2
 }
 
-TEST_CASE("HostTable: a 5xx robots.txt disallows all and is counted as blocked", "[engine][host_table]") {
+TEST_CASE("HostTable: a 5xx robots.txt disallows all and is counted as blocked",
+          "[engine][host_table]") {
   Unit u;
   HostTable t("crawler", 100, 86400);
   t.RobotsStarted(u.pass(), "http://b.test", "http://b.test/robots.txt", 0);
-  t.RobotsDone(u.pass(), "http://b.test", parsers::RobotsFetchForStatus(503), "", Clock::now());
+  t.RobotsDone(u.pass(), "http://b.test", parsers::RobotsFetchForStatus(503), "",
+               Clock::now());
   CHECK_FALSE(t.DecidePage(u.pass(), "http://b.test", "/", Clock::now()).allowed);
   CHECK(t.Summarize(10).blocked_by_robots == 1);
 }
 
-TEST_CASE("HostTable: cached rules older than robots_cache_s ask for one refresh", "[engine][host_table]") {
+TEST_CASE("HostTable: cached rules older than robots_cache_s ask for one refresh",
+          "[engine][host_table]") {
   Unit u;
   HostTable t("crawler", 100, 10);
   auto then = Clock::now() - std::chrono::seconds(60);
   t.RobotsDone(u.pass(), "http://a.test", parsers::RobotsFetch::kOk, "", then);
   CHECK(t.DecidePage(u.pass(), "http://a.test", "/", Clock::now()).refresh_robots);
-  CHECK_FALSE(t.DecidePage(u.pass(), "http://a.test", "/", Clock::now()).refresh_robots);  // under way
+  CHECK_FALSE(t.DecidePage(u.pass(), "http://a.test", "/", Clock::now())
+                  .refresh_robots);  // under way
 }
 
-TEST_CASE("HostTable: hosts.bin round trip; in-flight pages are taken back; unfinished robots restart",
-          "[engine][host_table]") {
+TEST_CASE(
+    "HostTable: hosts.bin round trip; in-flight pages are taken back; unfinished robots "
+    "restart",
+    "[engine][host_table]") {
   Unit u;
   HostTable t("crawler", 100, 86400);
   auto now = Clock::now();
-  t.RobotsDone(u.pass(), "http://a.test", parsers::RobotsFetch::kOk, "User-agent: *\nDisallow: /no\n", now);
+  t.RobotsDone(u.pass(), "http://a.test", parsers::RobotsFetch::kOk,
+               "User-agent: *\nDisallow: /no\n", now);
   for (int i = 0; i < 5; ++i) (void)t.DecidePage(u.pass(), "http://a.test", "/p", now);
   t.RobotsStarted(u.pass(), "http://b.test", "http://b.test/moved/robots.txt", 2);
 
@@ -82,10 +90,13 @@ TEST_CASE("HostTable: hosts.bin round trip; in-flight pages are taken back; unfi
   CHECK_FALSE(r.DecidePage(u.pass(), "http://a.test", "/no", now).allowed);
   auto top = r.Summarize(1).top;
   REQUIRE(top.size() == 1);
-  CHECK(top[0] == std::make_pair(uint64_t{3}, std::string("http://a.test")));  // 5 started, 2 in flight
+  CHECK(top[0] ==
+        std::make_pair(uint64_t{3},
+                       std::string("http://a.test")));  // 5 started, 2 in flight
 }
 
-TEST_CASE("HostTable: damaged hosts.bin is rejected with the file's name", "[engine][host_table]") {
+TEST_CASE("HostTable: damaged hosts.bin is rejected with the file's name",
+          "[engine][host_table]") {
   Unit u;
   HostTable t("crawler", 100, 86400);
   t.RobotsDone(u.pass(), "http://a.test", parsers::RobotsFetch::kOk, "", Clock::now());
@@ -96,7 +107,8 @@ TEST_CASE("HostTable: damaged hosts.bin is rejected with the file's name", "[eng
     REQUIRE_FALSE(r.ok());
     CHECK(r.status().message().rfind("cp/hosts.bin: ", 0) == 0);
   }
-  CHECK(HostTable::Decode("CRWLFRNT" + bytes.substr(8), "h").status().code() == Status::Code::kBadMagic);
+  CHECK(HostTable::Decode("CRWLFRNT" + bytes.substr(8), "h").status().code() ==
+        Status::Code::kBadMagic);
 }
 
 }  // namespace

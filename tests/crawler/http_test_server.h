@@ -29,8 +29,8 @@ class HttpTestServer {
     int status = 200;
     std::vector<std::pair<std::string, std::string>> headers;
     std::string body;
-    int delay_ms = 0;              // before answering
-    std::string raw;               // if set: sent as is instead of a response
+    int delay_ms = 0;  // before answering
+    std::string raw;   // if set: sent as is instead of a response
     bool close_without_reply = false;
   };
   using Handler = std::function<Response(const std::string& path)>;
@@ -143,7 +143,7 @@ class HttpTestServer {
   std::atomic<int> requests_{0};
   std::thread accept_thread_;
   std::mutex mu_;
-  std::vector<int> conn_fds_;          // GUARDED_BY(mu_)
+  std::vector<int> conn_fds_;              // GUARDED_BY(mu_)
   std::vector<std::thread> conn_threads_;  // GUARDED_BY(mu_)
 };
 

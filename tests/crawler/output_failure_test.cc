@@ -46,7 +46,8 @@ class SmallDisk {
   }
   bool mounted() const { return mounted_; }
   bool Remount(const std::string& options) {
-    return ::mount("tmpfs", dir_.c_str(), "tmpfs", MS_REMOUNT | (options == "ro" ? MS_RDONLY : 0),
+    return ::mount("tmpfs", dir_.c_str(), "tmpfs",
+                   MS_REMOUNT | (options == "ro" ? MS_RDONLY : 0),
                    options == "ro" ? nullptr : options.c_str()) == 0;
   }
 
@@ -55,8 +56,9 @@ class SmallDisk {
   bool mounted_ = false;
 };
 
-TEST_CASE("Full disk: the crawl stops with exit 1 naming the file; the last checkpoint resumes",
-          "[output][fulldisk]") {
+TEST_CASE(
+    "Full disk: the crawl stops with exit 1 naming the file; the last checkpoint resumes",
+    "[output][fulldisk]") {
   std::string dir = TempDir("fulldisk");
   TestSite site("--pages 3000 --hosts 2", dir + "/requests.log");
   site.WriteSeeds(dir + "/seeds.txt");
@@ -67,9 +69,11 @@ TEST_CASE("Full disk: the crawl stops with exit 1 naming the file; the last chec
   REQUIRE(disk.mounted());
 
   // ~3,000 pages of WARC (~4 MB) cannot fit in 2 MB.
-  const std::string crawl = kCrawler + " crawl --seeds " + dir + "/seeds.txt --out " + out +
-                            " --set frontier.min_delay_s=0 --set checkpoint.interval_pages=100"
-                            " --set dedup.capacity=500 --set dedup.error_rate=1e-7 --set output.warc_gzip_level=1";
+  const std::string crawl =
+      kCrawler + " crawl --seeds " + dir + "/seeds.txt --out " + out +
+      " --set frontier.min_delay_s=0 --set checkpoint.interval_pages=100"
+      " --set dedup.capacity=500 --set dedup.error_rate=1e-7 --set "
+      "output.warc_gzip_level=1";
   CommandResult r = RunCommand(crawl);
   INFO(r.output);
   CHECK(r.exit_code == 1);
@@ -103,8 +107,10 @@ TEST_CASE("Full disk: the crawl stops with exit 1 naming the file; the last chec
   site.Stop();
 }
 
-TEST_CASE("Full disk under the fetch log alone: no line is lost silently (exit 1 naming the log)",
-          "[output][fulldisk]") {
+TEST_CASE(
+    "Full disk under the fetch log alone: no line is lost silently (exit 1 naming the "
+    "log)",
+    "[output][fulldisk]") {
   std::string dir = TempDir("fulllog");
   TestSite site("--pages 2000 --hosts 2", dir + "/requests.log");
   site.WriteSeeds(dir + "/seeds.txt");
@@ -117,12 +123,14 @@ TEST_CASE("Full disk under the fetch log alone: no line is lost silently (exit 1
   std::string out = dir + "/out";
   fs::create_directories(out);
   fs::create_symlink(dir + "/disk/fetch-log.jsonl", out + "/fetch-log.jsonl");
-  CommandResult r = RunCommand(kCrawler + " crawl --seeds " + dir + "/seeds.txt --out " + out +
-                               " --set frontier.min_delay_s=0 --set checkpoint.interval_pages=100"
-                               " --set dedup.capacity=500 --set dedup.error_rate=1e-7");
+  CommandResult r =
+      RunCommand(kCrawler + " crawl --seeds " + dir + "/seeds.txt --out " + out +
+                 " --set frontier.min_delay_s=0 --set checkpoint.interval_pages=100"
+                 " --set dedup.capacity=500 --set dedup.error_rate=1e-7");
   INFO(r.output);
   CHECK(r.exit_code == 1);
-  CHECK(r.output.find(out + "/fetch-log.jsonl: write: No space left on device") != std::string::npos);
+  CHECK(r.output.find(out + "/fetch-log.jsonl: write: No space left on device") !=
+        std::string::npos);
 
   REQUIRE(disk.Remount("size=64m"));
   r = RunCommand(kCrawler + " crawl --resume " + out);

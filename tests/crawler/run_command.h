@@ -51,7 +51,8 @@ inline int WaitExit(pid_t pid) {
 
 // The same, but after `timeout_s` the process is killed (-9) and -2 returned.
 inline int WaitExitFor(pid_t pid, double timeout_s) {
-  auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  auto until =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   int status = 0;
   while (::waitpid(pid, &status, WNOHANG) == 0) {
     if (std::chrono::steady_clock::now() >= until) {

@@ -6,7 +6,8 @@
 namespace crawler::engine {
 namespace {
 
-TEST_CASE("Scope: by default the seeds' host keys (scheme, host and port), nothing else", "[engine][scope]") {
+TEST_CASE("Scope: by default the seeds' host keys (scheme, host and port), nothing else",
+          "[engine][scope]") {
   CrawlConfig c;
   auto s = Scope::From(c, {"http://a.test/x", "https://b.test:8443/", "http://a.test/y"});
   REQUIRE(s.ok());
@@ -18,8 +19,9 @@ TEST_CASE("Scope: by default the seeds' host keys (scheme, host and port), nothi
   CHECK_FALSE(s->Allows("http://sub.a.test/"));
 }
 
-TEST_CASE("Scope: scope_hosts by key or bare name, scope_domains by suffix at a label boundary",
-          "[engine][scope]") {
+TEST_CASE(
+    "Scope: scope_hosts by key or bare name, scope_domains by suffix at a label boundary",
+    "[engine][scope]") {
   CrawlConfig c;
   c.scope_hosts = {"example.org", "http://c.test:81"};
   c.scope_domains = {"docs.test"};
@@ -45,7 +47,8 @@ TEST_CASE("Scope: include must match (when given), exclude must not", "[engine][
   CHECK_FALSE(s->Allows("http://a.test/docs/x.pdf"));
 }
 
-TEST_CASE("Scope: a regex that does not compile is an error naming the keys", "[engine][scope]") {
+TEST_CASE("Scope: a regex that does not compile is an error naming the keys",
+          "[engine][scope]") {
   CrawlConfig c;
   c.exclude = {"(unclosed"};
   auto s = Scope::From(c, {"http://a.test/"});

@@ -29,14 +29,16 @@ using testing::CommandResult;
 using testing::LogLine;
 using testing::Path;
 using testing::ReadFetchLog;
-using testing::TempDir;
-using testing::WarcResponses;
 using testing::RunCommand;
 using testing::ServedRequest;
+using testing::TempDir;
 using testing::TestSite;
+using testing::WarcResponses;
 
-CommandResult Crawl(const std::string& seeds, const std::string& out, const std::string& sets) {
-  return RunCommand(std::string(CRAWLER_BINARY) + " crawl --seeds " + seeds + " --out " + out + " " + sets);
+CommandResult Crawl(const std::string& seeds, const std::string& out,
+                    const std::string& sets) {
+  return RunCommand(std::string(CRAWLER_BINARY) + " crawl --seeds " + seeds + " --out " +
+                    out + " " + sets);
 }
 
 // The filter is probabilistic: at the default 1% bound a crawl of ~3,000 URLs
@@ -55,9 +57,10 @@ TEST_CASE("Testsite crawl: each dedup variant fetches exactly the truth set, onc
     site.WriteSeeds(dir + "/seeds.txt");
     std::set<std::string> truth = site.Truth();
     REQUIRE(truth.size() > 2000);
-    CommandResult r = Crawl(dir + "/seeds.txt", dir + "/out",
-                            std::string("--config ") + CRAWLER_SOURCE_DIR + "/configs/" + variant +
-                                ".toml --set frontier.min_delay_s=0 " + kExactDedup);
+    CommandResult r =
+        Crawl(dir + "/seeds.txt", dir + "/out",
+              std::string("--config ") + CRAWLER_SOURCE_DIR + "/configs/" + variant +
+                  ".toml --set frontier.min_delay_s=0 " + kExactDedup);
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     site.Stop();
@@ -95,7 +98,8 @@ TEST_CASE("Testsite crawl: each dedup variant fetches exactly the truth set, onc
     for (const auto& [url, n] : served) {
       bool allow_all_host = url.rfind(site.Origin(1) + "/", 0) == 0;  // robots.txt 404
       private_served += Path(url).rfind("/private/", 0) == 0 && !allow_all_host ? 1 : 0;
-      blocked_host_served += url.rfind(site.Origin(3), 0) == 0 && Path(url) != "/robots.txt" ? 1 : 0;
+      blocked_host_served +=
+          url.rfind(site.Origin(3), 0) == 0 && Path(url) != "/robots.txt" ? 1 : 0;
     }
     CHECK(private_served == 0);       // hosts 0 and 2: Disallow: /private/
     CHECK(blocked_host_served == 0);  // host 3: robots.txt 500 = disallow all
@@ -121,7 +125,8 @@ TEST_CASE("Testsite crawl: each dedup variant fetches exactly the truth set, onc
     CHECK(attempted.count(site.Origin(0) + "/loop/b") == 1);
     // The 8-hop chain stops after max_redirects (5) hops: 6 URLs fetched.
     int long_hops = 0;
-    for (const std::string& u : distinct) long_hops += u.rfind(site.Origin(0) + "/r/long/", 0) == 0 ? 1 : 0;
+    for (const std::string& u : distinct)
+      long_hops += u.rfind(site.Origin(0) + "/r/long/", 0) == 0 ? 1 : 0;
     CHECK(long_hops == 6);
 
     // An independent reader sees every fetched response in the WARC files.
@@ -142,13 +147,16 @@ TEST_CASE("Testsite crawl: each dedup variant fetches exactly the truth set, onc
 
 TEST_CASE("Testsite crawl: politeness measured at the server", "[engine][testsite]") {
   std::string dir = TempDir("polite");
-  // Host 0's robots.txt says Crawl-delay: 0.1; min_delay is 0.05. max_depth 4 keeps it short.
-  TestSite site("--pages 60 --hosts 3 --crawl-delay 0.1 --slow-ms 10", dir + "/requests.log");
+  // Host 0's robots.txt says Crawl-delay: 0.1; min_delay is 0.05. max_depth 4 keeps it
+  // short.
+  TestSite site("--pages 60 --hosts 3 --crawl-delay 0.1 --slow-ms 10",
+                dir + "/requests.log");
   site.WriteSeeds(dir + "/seeds.txt");
   const double min_delay = 0.05, crawl_delay = 0.1;
 
   SECTION("one connection per host: intervals never below the delay") {
-    CommandResult r = Crawl(dir + "/seeds.txt", dir + "/out", "--set frontier.min_delay_s=0.05 --set crawl.max_depth=4");
+    CommandResult r = Crawl(dir + "/seeds.txt", dir + "/out",
+                            "--set frontier.min_delay_s=0.05 --set crawl.max_depth=4");
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     site.Stop();
@@ -156,27 +164,32 @@ TEST_CASE("Testsite crawl: politeness measured at the server", "[engine][testsit
     for (const ServedRequest& q : site.Requests()) by_port[q.port].push_back(q);
     REQUIRE(by_port.size() == 3);
     for (auto& [port, reqs] : by_port) {
-      std::sort(reqs.begin(), reqs.end(), [](auto& a, auto& b) { return a.start_us < b.start_us; });
+      std::sort(reqs.begin(), reqs.end(),
+                [](auto& a, auto& b) { return a.start_us < b.start_us; });
       double want = port == site.port() ? crawl_delay : min_delay;
       double shortest = 1e9;
       for (size_t i = 1; i < reqs.size(); ++i) {
-        shortest = std::min(shortest, static_cast<double>(reqs[i].start_us - reqs[i - 1].start_us) / 1e6);
+        shortest = std::min(
+            shortest, static_cast<double>(reqs[i].start_us - reqs[i - 1].start_us) / 1e6);
         CHECK(reqs[i].start_us >= reqs[i - 1].end_us);  // never two at once
       }
-      INFO("port " << port << ": " << reqs.size() << " requests, shortest interval " << shortest);
+      INFO("port " << port << ": " << reqs.size() << " requests, shortest interval "
+                   << shortest);
       CHECK(reqs.size() > 20);
       CHECK(shortest >= want);
     }
   }
 
   SECTION("two connections per host: never more than two transfers at once") {
-    CommandResult r = Crawl(dir + "/seeds.txt", dir + "/out",
-                            "--set frontier.min_delay_s=0.02 --set frontier.max_connections_per_host=2 "
-                            "--set crawl.max_depth=4");
+    CommandResult r =
+        Crawl(dir + "/seeds.txt", dir + "/out",
+              "--set frontier.min_delay_s=0.02 --set frontier.max_connections_per_host=2 "
+              "--set crawl.max_depth=4");
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     site.Stop();
-    std::map<unsigned, std::vector<std::pair<uint64_t, int>>> events;  // time, +1 start / -1 end
+    std::map<unsigned, std::vector<std::pair<uint64_t, int>>>
+        events;  // time, +1 start / -1 end
     for (const ServedRequest& q : site.Requests()) {
       events[q.port].push_back({q.start_us, +1});
       events[q.port].push_back({q.end_us, -1});
@@ -198,7 +211,8 @@ TEST_CASE("Testsite crawl: politeness measured at the server", "[engine][testsit
 TEST_CASE("Testsite crawl: each failure ends in a fetch-log line and the crawl goes on",
           "[engine][testsite]") {
   std::string dir = TempDir("failures");
-  TestSite site("--pages 10 --hosts 2 --slow-ms 4000 --huge-bytes 3000000", dir + "/requests.log");
+  TestSite site("--pages 10 --hosts 2 --slow-ms 4000 --huge-bytes 3000000",
+                dir + "/requests.log");
   // A port nobody listens on: bind one, note it, close it.
   std::string refused;
   {
@@ -208,8 +222,13 @@ TEST_CASE("Testsite crawl: each failure ends in a fetch-log line and the crawl g
   std::string o = site.Origin(1);  // host 1: robots.txt 404, everything allowed
   {
     std::ofstream seeds(dir + "/seeds.txt");
-    seeds << o << "/slow\n" << o << "/huge\n" << o << "/missing/1.html\n" << o << "/status/500\n"
-          << o << "/bad\n" << refused << "/\n" << o << "/p/1.html\n";
+    seeds << o << "/slow\n"
+          << o << "/huge\n"
+          << o << "/missing/1.html\n"
+          << o << "/status/500\n"
+          << o << "/bad\n"
+          << refused << "/\n"
+          << o << "/p/1.html\n";
   }
   CommandResult r = Crawl(dir + "/seeds.txt", dir + "/out",
                           "--set crawl.max_depth=0 --set frontier.min_delay_s=0 "
@@ -238,15 +257,17 @@ TEST_CASE("Testsite crawl: each failure ends in a fetch-log line and the crawl g
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("Testsite crawl: a frontier far smaller than the queue spills and loses nothing",
-          "[engine][testsite]") {
+TEST_CASE(
+    "Testsite crawl: a frontier far smaller than the queue spills and loses nothing",
+    "[engine][testsite]") {
   std::string dir = TempDir("spill");
   TestSite site("--pages 2000 --hosts 3 --slow-ms 10", dir + "/requests.log");
   site.WriteSeeds(dir + "/seeds.txt");
   std::set<std::string> truth = site.Truth();
-  CommandResult r = Crawl(dir + "/seeds.txt", dir + "/out",
-                          "--set frontier.min_delay_s=0 --set frontier.max_memory_urls=50 " +
-                              std::string(kExactDedup));
+  CommandResult r =
+      Crawl(dir + "/seeds.txt", dir + "/out",
+            "--set frontier.min_delay_s=0 --set frontier.max_memory_urls=50 " +
+                std::string(kExactDedup));
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   // The summary reports how many URLs went to disk.
@@ -267,15 +288,18 @@ TEST_CASE("Testsite crawl: a frontier far smaller than the queue spills and lose
 // Run under TSan in CI (ctest label "concurrency"): 4 workers and 2
 // connections per host race on the frontier, the filter, the WARC writer and
 // the fetch log; the result must still be the truth set, each URL once.
-TEST_CASE("Testsite crawl: four workers racing still fetch each URL once", "[.][concurrency]") {
+TEST_CASE("Testsite crawl: four workers racing still fetch each URL once",
+          "[.][concurrency]") {
   std::string dir = TempDir("workers");
   TestSite site("--pages 900 --hosts 3 --slow-ms 10", dir + "/requests.log");
   site.WriteSeeds(dir + "/seeds.txt");
   std::set<std::string> truth = site.Truth("--max-depth 6");
-  CommandResult r = Crawl(dir + "/seeds.txt", dir + "/out",
-                          "--set crawl.workers=4 --set crawl.max_connections=16 --set crawl.max_depth=6 "
-                          "--set frontier.min_delay_s=0 --set frontier.max_connections_per_host=2 "
-                          "--set frontier.max_memory_urls=100 " + std::string(kExactDedup));
+  CommandResult r = Crawl(
+      dir + "/seeds.txt", dir + "/out",
+      "--set crawl.workers=4 --set crawl.max_connections=16 --set crawl.max_depth=6 "
+      "--set frontier.min_delay_s=0 --set frontier.max_connections_per_host=2 "
+      "--set frontier.max_memory_urls=100 " +
+          std::string(kExactDedup));
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   site.Stop();

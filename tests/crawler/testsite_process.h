@@ -34,7 +34,8 @@ struct ServedRequest {
 class TestSite {
  public:
   // `args`: --pages, --hosts and any other flags except --port and --log.
-  TestSite(const std::string& args, const std::string& log_path) : args_(args), log_(log_path) {
+  TestSite(const std::string& args, const std::string& log_path)
+      : args_(args), log_(log_path) {
     int out[2];
     if (::pipe(out) != 0) throw std::runtime_error("pipe failed");
     pid_ = ::fork();
@@ -42,8 +43,10 @@ class TestSite {
       ::dup2(out[1], STDOUT_FILENO);
       ::close(out[0]);
       ::close(out[1]);
-      std::string cmd = std::string(TESTSITE_BINARY) + " --port 0 --log " + log_path + " " + args;
-      ::execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), static_cast<char*>(nullptr));
+      std::string cmd =
+          std::string(TESTSITE_BINARY) + " --port 0 --log " + log_path + " " + args;
+      ::execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(),
+              static_cast<char*>(nullptr));
       ::_exit(127);
     }
     ::close(out[1]);
@@ -71,13 +74,16 @@ class TestSite {
   }
 
   unsigned port() const { return port_; }
-  std::string Origin(unsigned h) const { return "http://127.0.0.1:" + std::to_string(port_ + h); }
+  std::string Origin(unsigned h) const {
+    return "http://127.0.0.1:" + std::to_string(port_ + h);
+  }
 
   // Runs the binary with the same site flags plus `extra` (--truth, --seeds).
   std::vector<std::string> Ask(const std::string& extra) const {
-    CommandResult r = RunCommand(std::string(TESTSITE_BINARY) + " --port " + std::to_string(port_) +
-                                 " " + args_ + " " + extra);
-    if (r.exit_code != 0) throw std::runtime_error("crawler-testsite " + extra + ": " + r.output);
+    CommandResult r = RunCommand(std::string(TESTSITE_BINARY) + " --port " +
+                                 std::to_string(port_) + " " + args_ + " " + extra);
+    if (r.exit_code != 0)
+      throw std::runtime_error("crawler-testsite " + extra + ": " + r.output);
     std::vector<std::string> lines;
     std::istringstream in(r.output);
     for (std::string line; std::getline(in, line);) lines.push_back(line);
@@ -97,7 +103,8 @@ class TestSite {
     std::vector<ServedRequest> out;
     std::ifstream in(log_);
     ServedRequest r;
-    while (in >> r.start_us >> r.end_us >> r.port >> r.status >> r.target) out.push_back(r);
+    while (in >> r.start_us >> r.end_us >> r.port >> r.status >> r.target)
+      out.push_back(r);
     return out;
   }
 

@@ -1,6 +1,8 @@
 // WARC output (crawler/warc.h): SHA-1/base32 against published vectors, the
 // records read back by our own gzip reader and by an independent reader
 // (the warcio CLI from npm, installed by scripts/install-deps.sh), rotation.
+#include "crawler/warc.h"
+
 #include <unistd.h>
 #include <zlib.h>
 
@@ -13,7 +15,6 @@
 #include <vector>
 
 #include "../../crawler/src/sha1.h"
-#include "crawler/warc.h"
 #include "run_command.h"
 
 namespace crawler::engine {
@@ -48,14 +49,20 @@ TEST_CASE("SHA-1: FIPS 180 test vectors; base32 per RFC 4648", "[engine][warc][s
   CHECK(WarcDigest("") == "sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ");
 }
 
-TEST_CASE("SHA-1: lengths around the block and padding boundaries", "[engine][warc][sha1]") {
+TEST_CASE("SHA-1: lengths around the block and padding boundaries",
+          "[engine][warc][sha1]") {
   // Digests of "0123456789" repeated to each length, from Python's hashlib.
   const std::pair<size_t, const char*> cases[] = {
-      {55, "9f3a4ce7f66b1b74c34da2c5d732c39f81e0f8df"}, {56, "0a40b8fbdaafb7c29651618ac15d27e772287130"},
-      {63, "984b0f2f6d78c24020f5a79d409f67ab99302891"}, {64, "cf0800f7644ace3cb4c3fa33388d3ba0ea3c8b6e"},
-      {65, "92de3a8444fe6d15268f0ba810aa43bc8b3a4ffe"}, {119, "d1ba16c5f745875597b6d0b9061f30b5a5c89092"},
-      {120, "deb4cf0a6f315d8403e5eff0923a8c5c52f21ac8"}, {128, "b5d36071c0845df9e0727b58ec97d2796f3312d0"},
-      {1000, "f2b2f38b074c387a1415c3afb834c7232f31b097"}, {10007, "046d7442e8585ae7fa50ebece1fc0f5a71c8e0ce"}};
+      {55, "9f3a4ce7f66b1b74c34da2c5d732c39f81e0f8df"},
+      {56, "0a40b8fbdaafb7c29651618ac15d27e772287130"},
+      {63, "984b0f2f6d78c24020f5a79d409f67ab99302891"},
+      {64, "cf0800f7644ace3cb4c3fa33388d3ba0ea3c8b6e"},
+      {65, "92de3a8444fe6d15268f0ba810aa43bc8b3a4ffe"},
+      {119, "d1ba16c5f745875597b6d0b9061f30b5a5c89092"},
+      {120, "deb4cf0a6f315d8403e5eff0923a8c5c52f21ac8"},
+      {128, "b5d36071c0845df9e0727b58ec97d2796f3312d0"},
+      {1000, "f2b2f38b074c387a1415c3afb834c7232f31b097"},
+      {10007, "046d7442e8585ae7fa50ebece1fc0f5a71c8e0ce"}};
   std::string digits;
   while (digits.size() < 10007) digits += "0123456789";
   for (const auto& [n, hex] : cases) {
@@ -67,7 +74,8 @@ TEST_CASE("SHA-1: lengths around the block and padding boundaries", "[engine][wa
 // All gzip members of a file, concatenated.
 std::string Gunzip(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string data((std::istreambuf_iterator<char>(in)),
+                   std::istreambuf_iterator<char>());
   std::string out;
   size_t pos = 0;
   int members = 0;
@@ -109,7 +117,8 @@ std::vector<Record> Parse(const std::string& warc) {
       at += name.size() + 4;
       return head.substr(at, head.find("\r\n", at) - at);
     };
-    Record r{field("WARC-Type"), field("WARC-Target-URI"), field("WARC-Payload-Digest"), ""};
+    Record r{field("WARC-Type"), field("WARC-Target-URI"), field("WARC-Payload-Digest"),
+             ""};
     size_t length = std::stoull(field("Content-Length"));
     r.block = warc.substr(end + 4, length);
     REQUIRE(warc.compare(end + 4 + length, 4, "\r\n\r\n") == 0);
@@ -124,8 +133,10 @@ Exchange MakeExchange(int i) {
   ex.url = "http://127.0.0.1:8080/page-" + std::to_string(i) + ".html";
   ex.ip = "127.0.0.1";
   ex.date = std::chrono::system_clock::now();
-  ex.request = "GET /page-" + std::to_string(i) + ".html HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n";
-  ex.body = "<html><body>page " + std::to_string(i) + std::string(static_cast<size_t>(i * 37 % 5000), 'x') + "</body></html>";
+  ex.request =
+      "GET /page-" + std::to_string(i) + ".html HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n";
+  ex.body = "<html><body>page " + std::to_string(i) +
+            std::string(static_cast<size_t>(i * 37 % 5000), 'x') + "</body></html>";
   ex.response_head = "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: " +
                      std::to_string(ex.body.size()) + "\r\n\r\n";
   return ex;
@@ -133,8 +144,10 @@ Exchange MakeExchange(int i) {
 
 class TempDir {
  public:
-  TempDir() : path_((std::filesystem::temp_directory_path() /
-                     ("warc-test-" + std::to_string(::getpid()))).string()) {
+  TempDir()
+      : path_((std::filesystem::temp_directory_path() /
+               ("warc-test-" + std::to_string(::getpid())))
+                  .string()) {
     std::filesystem::remove_all(path_);
   }
   ~TempDir() { std::filesystem::remove_all(path_); }
@@ -179,7 +192,8 @@ TEST_CASE("WARC: warcinfo, then response + request per fetch, digests that verif
     INFO(out);
     REQUIRE(index.exit_code == 0);  // warcio missing? run scripts/install-deps.sh
     for (int i = 0; i < 20; ++i) {
-      CHECK_THAT(out, Catch::Contains("\"warc-target-uri\":\"" + MakeExchange(i).url + "\""));
+      CHECK_THAT(out,
+                 Catch::Contains("\"warc-target-uri\":\"" + MakeExchange(i).url + "\""));
     }
     CHECK_THAT(out, Catch::Contains("\"warc-type\":\"warcinfo\""));
   }
@@ -215,7 +229,8 @@ TEST_CASE("WARC: files rotate at rotate_bytes and a reopened writer never overwr
   CHECK(responses == 61);
 }
 
-TEST_CASE("WARC: a directory that cannot be created is an error naming it", "[engine][warc]") {
+TEST_CASE("WARC: a directory that cannot be created is an error naming it",
+          "[engine][warc]") {
   WarcOptions o;
   o.dir = "/proc/no-such/warc";
   auto w = WarcWriter::Open(o);

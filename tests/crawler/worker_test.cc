@@ -23,17 +23,19 @@ using testing::TestSite;
 
 const std::string kCrawler = CRAWLER_BINARY;
 
-TEST_CASE("A full fixed-size filter: refused links are counted as filter_full, not duplicates",
-          "[engine][worker]") {
+TEST_CASE(
+    "A full fixed-size filter: refused links are counted as filter_full, not duplicates",
+    "[engine][worker]") {
   std::string dir = TempDir("filter-full");
   TestSite site("--pages 600 --hosts 2", dir + "/requests.log");
   site.WriteSeeds(dir + "/seeds.txt");
   std::string out = dir + "/out";
   // A cuckoo filter of one fixed layer sized for 160 URLs (10 per stripe)
   // on a 600-page site: it fills up and refuses the rest.
-  CommandResult r = RunCommand(kCrawler + " crawl --seeds " + dir + "/seeds.txt --out " + out +
-                               " --set frontier.min_delay_s=0 --set dedup.type=cuckoo --set dedup.scaling=false"
-                               " --set dedup.capacity=160");
+  CommandResult r = RunCommand(
+      kCrawler + " crawl --seeds " + dir + "/seeds.txt --out " + out +
+      " --set frontier.min_delay_s=0 --set dedup.type=cuckoo --set dedup.scaling=false"
+      " --set dedup.capacity=160");
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   CHECK(r.output.find("refused by a full fixed-size filter") != std::string::npos);
@@ -45,7 +47,8 @@ TEST_CASE("A full fixed-size filter: refused links are counted as filter_full, n
   uint64_t full = c.at("filter_full").to_number<uint64_t>();
   CHECK(full > 0);
   CHECK(full == d.at("inserts_full").to_number<uint64_t>());
-  CHECK(c.at("duplicates").to_number<uint64_t>() == d.at("inserts_duplicate").to_number<uint64_t>());
+  CHECK(c.at("duplicates").to_number<uint64_t>() ==
+        d.at("inserts_duplicate").to_number<uint64_t>());
   r = RunCommand(kCrawler + " stats " + out);
   CHECK(r.output.find("refused by a full fixed-size filter") != std::string::npos);
   site.Stop();

@@ -1,10 +1,11 @@
 // White-box tests of the layer math (dedup/src/bloom_impl.h, cuckoo_impl.h):
 // counter saturation, geometry choice, the FPR formula, the cuckoo alternate
 // bucket involution for any bucket count.
+#include "bloom_impl.h"
+
 #include <catch2/catch.hpp>
 #include <cmath>
 
-#include "bloom_impl.h"
 #include "cuckoo_impl.h"
 
 namespace crawler::dedup {
@@ -15,10 +16,12 @@ namespace {
 // share exactly one counter.
 KeyHash SharedFirstProbe(uint32_t stride) { return KeyHash{stride, uint64_t{5} << 39}; }
 
-TEST_CASE("Counting: a counter saturates at 15 and never decrements after", "[dedup][counting]") {
+TEST_CASE("Counting: a counter saturates at 15 and never decrements after",
+          "[dedup][counting]") {
   CountingLayer layer(1000, 0.01);
   uint64_t saturations = 0;
-  for (uint32_t s = 1; s <= 20; ++s) REQUIRE(layer.AddIfAbsent(SharedFirstProbe(s), &saturations));
+  for (uint32_t s = 1; s <= 20; ++s)
+    REQUIRE(layer.AddIfAbsent(SharedFirstProbe(s), &saturations));
   CHECK(saturations == 1);  // the shared counter hit 15 once; others stay low
   for (uint32_t s = 1; s <= 20; ++s) CHECK(layer.Remove(SharedFirstProbe(s)));
   // Every counter went back to zero except the saturated one.
@@ -26,7 +29,8 @@ TEST_CASE("Counting: a counter saturates at 15 and never decrements after", "[de
   CHECK(layer.items() == 0);
 }
 
-TEST_CASE("Blocked geometry: 1% fits one cache line at < 10 bits/key", "[dedup][sizing]") {
+TEST_CASE("Blocked geometry: 1% fits one cache line at < 10 bits/key",
+          "[dedup][sizing]") {
   BlockedGeometry g = BlockedGeometryFor(0.01);
   CHECK(g.block_bits == 512);
   CHECK(g.bits_per_item < 10.0);
@@ -38,7 +42,8 @@ TEST_CASE("Blocked geometry: 1% fits one cache line at < 10 bits/key", "[dedup][
   CHECK(tight.bits_per_item <= -std::log2(0.0005 * 0.97) / std::log(2.0) * 1.06);
 }
 
-TEST_CASE("Blocked FPR formula tends to the classic one for huge blocks", "[dedup][sizing]") {
+TEST_CASE("Blocked FPR formula tends to the classic one for huge blocks",
+          "[dedup][sizing]") {
   // With B -> large, block loads concentrate and the formula approaches
   // (1 - e^{-k/c})^k.
   double classic = std::pow(1 - std::exp(-7.0 / 10.0), 7);
@@ -46,7 +51,8 @@ TEST_CASE("Blocked FPR formula tends to the classic one for huge blocks", "[dedu
   CHECK(BlockedBloomFpr(512, 10.0, 7) > classic);
 }
 
-TEST_CASE("Cuckoo: the alternate bucket is an involution for any bucket count", "[dedup][cuckoo]") {
+TEST_CASE("Cuckoo: the alternate bucket is an involution for any bucket count",
+          "[dedup][cuckoo]") {
   for (uint64_t capacity : {1ull, 7ull, 1000ull, 12345ull}) {
     CuckooLayer layer(capacity, 0.01);
     uint64_t saturations = 0;

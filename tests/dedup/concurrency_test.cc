@@ -18,8 +18,9 @@ using testing::MakeFilter;
 using testing::UpperTolerance;
 using testing::UrlKey;
 
-TEMPLATE_TEST_CASE("Racing threads inserting overlapping keys: each key admitted exactly once",
-                   "[dedup][concurrency]", Bloom, Cuckoo, Counting) {
+TEMPLATE_TEST_CASE(
+    "Racing threads inserting overlapping keys: each key admitted exactly once",
+    "[dedup][concurrency]", Bloom, Cuckoo, Counting) {
   constexpr int kThreads = 4;
   constexpr uint64_t kKeys = 100'000;
   const bool grow = GENERATE(false, true);
@@ -83,9 +84,10 @@ TEMPLATE_TEST_CASE("Racing threads inserting overlapping keys: each key admitted
   for (uint64_t i = 0; i < kKeys; i += 11) CHECK(f->Contains(keys[i]));
 }
 
-TEMPLATE_TEST_CASE("Save while other threads insert: the file holds every key inserted "
-                   "before the save began",
-                   "[dedup][concurrency]", Bloom, Cuckoo, Counting) {
+TEMPLATE_TEST_CASE(
+    "Save while other threads insert: the file holds every key inserted "
+    "before the save began",
+    "[dedup][concurrency]", Bloom, Cuckoo, Counting) {
   constexpr uint64_t kBefore = 50'000;
   FilterOptions o;
   o.type = TestType::kType;
@@ -103,14 +105,16 @@ TEMPLATE_TEST_CASE("Save while other threads insert: the file holds every key in
   });
   testing::ScratchDir dir;
   Status saved = Status::Ok();
-  for (int round = 0; round < 3 && saved.ok(); ++round) saved = f->Save(dir.File("dedup.bin"));
+  for (int round = 0; round < 3 && saved.ok(); ++round)
+    saved = f->Save(dir.File("dedup.bin"));
   stop = true;
   writer.join();
   REQUIRE(saved.ok());
   auto loaded = Filter::Load(dir.File("dedup.bin"));
   REQUIRE(loaded.ok());
   uint64_t missing = 0;
-  for (uint64_t i = 0; i < kBefore; ++i) missing += (*loaded)->Contains(UrlKey(i)) ? 0 : 1;
+  for (uint64_t i = 0; i < kBefore; ++i)
+    missing += (*loaded)->Contains(UrlKey(i)) ? 0 : 1;
   CHECK(missing == 0);
   CHECK((*loaded)->Stats().items >= f->Stats().items - during.load());
 }

@@ -17,9 +17,10 @@ using testing::MakeFilter;
 using testing::UpperTolerance;
 using testing::UrlKey;
 
-TEMPLATE_TEST_CASE("No false negatives for 10^6 keys grown through >= 5 layers, "
-                   "before and after save/load",
-                   "[dedup][growth]", Bloom, Cuckoo, Counting) {
+TEMPLATE_TEST_CASE(
+    "No false negatives for 10^6 keys grown through >= 5 layers, "
+    "before and after save/load",
+    "[dedup][growth]", Bloom, Cuckoo, Counting) {
   constexpr uint64_t kKeys = 1'000'000;
   FilterOptions o;
   o.type = TestType::kType;
@@ -61,9 +62,10 @@ TEMPLATE_TEST_CASE("No false negatives for 10^6 keys grown through >= 5 layers, 
 // Tolerance: over M = 10^6 negatives the count of false positives is binomial;
 // a filter whose true rate is at most eps measures above eps + 3 sigma with
 // probability < 0.15%.
-TEMPLATE_TEST_CASE("Measured false-positive rate over 10^6 never-inserted keys "
-                   "stays within the bound (fixed and grown)",
-                   "[dedup][fpr]", Bloom, Cuckoo, Counting) {
+TEMPLATE_TEST_CASE(
+    "Measured false-positive rate over 10^6 never-inserted keys "
+    "stays within the bound (fixed and grown)",
+    "[dedup][fpr]", Bloom, Cuckoo, Counting) {
   constexpr uint64_t kInserted = 500'000;
   constexpr uint64_t kNegatives = 1'000'000;
   const double eps = GENERATE(0.01, 0.001);
@@ -125,9 +127,10 @@ TEMPLATE_TEST_CASE("Erase removes one copy and lets the key be admitted again",
   for (int i = 0; i < 500; ++i) REQUIRE(f->Insert(UrlKey(i)));
   CHECK(f->Erase(UrlKey(7)));
   CHECK_FALSE(f->Contains(UrlKey(7)));
-  CHECK_FALSE(f->Erase(UrlKey(7)));       // nothing left to remove
-  CHECK_FALSE(f->Erase(UrlKey(999999)));  // never inserted (and no false positive at 0.1%)
-  CHECK(f->Insert(UrlKey(7)));            // recrawl: admitted again
+  CHECK_FALSE(f->Erase(UrlKey(7)));  // nothing left to remove
+  CHECK_FALSE(
+      f->Erase(UrlKey(999999)));  // never inserted (and no false positive at 0.1%)
+  CHECK(f->Insert(UrlKey(7)));    // recrawl: admitted again
   CHECK(f->Contains(UrlKey(7)));
   // Every other key survives the erase.
   for (int i = 0; i < 500; ++i) CHECK(f->Contains(UrlKey(i)));
@@ -274,14 +277,15 @@ TEMPLATE_TEST_CASE("Stats: JSON carries every documented field", "[dedup][stats]
   CHECK(st.layers_max > 1);
   std::string json = st.ToJson(true);
   for (const char* field :
-       {"\"variant\":", "\"stripes\":4", "\"layers_min\":", "\"layers_max\":", "\"items\":",
-        "\"capacity\":", "\"bytes\":", "\"bits_per_item\":", "\"fill\":",
-        "\"estimated_fpr\":", "\"fpr_bound\":0.01", "\"inserts_new\":",
-        "\"inserts_duplicate\":", "\"relocations\":", "\"saturations\":",
-        "\"per_stripe\":[{"}) {
+       {"\"variant\":", "\"stripes\":4",
+        "\"layers_min\":", "\"layers_max\":", "\"items\":", "\"capacity\":", "\"bytes\":",
+        "\"bits_per_item\":", "\"fill\":", "\"estimated_fpr\":", "\"fpr_bound\":0.01",
+        "\"inserts_new\":", "\"inserts_duplicate\":", "\"relocations\":",
+        "\"saturations\":", "\"per_stripe\":[{"}) {
     CHECK_THAT(json, Catch::Contains(field));
   }
-  CHECK_THAT(json, Catch::Contains(std::string("\"variant\":\"") + FilterTypeName(TestType::kType)));
+  CHECK_THAT(json, Catch::Contains(std::string("\"variant\":\"") +
+                                   FilterTypeName(TestType::kType)));
 }
 
 }  // namespace

@@ -9,7 +9,6 @@
 
 #include "test_util.h"
 
-
 namespace crawler::dedup {
 namespace {
 
@@ -26,7 +25,8 @@ std::vector<uint8_t> ReadAll(const std::string& path) {
 
 void WriteAll(const std::string& path, const std::vector<uint8_t>& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
 }
 
 std::string Hex(const std::vector<uint8_t>& bytes, size_t from, size_t n) {
@@ -84,12 +84,22 @@ TEST_CASE("Format v1 golden bytes: a 1-stripe bloom filter holding two keys",
   std::vector<uint8_t> b = ReadAll(dir.File("f.bin"));
 
   // Preamble: magic, version 1, reserved 0.
-  CHECK(Hex(b, 0, 16) == "4352574c44445550" "01000000" "00000000");
+  CHECK(Hex(b, 0, 16) ==
+        "4352574c44445550"
+        "01000000"
+        "00000000");
   // HEAD: tag, length 40, then type 0 (bloom), scaling 1, erase 0, pad,
   // stripes 1, capacity 4, error 0.01, expansion 2.0, tightening 0.85.
-  CHECK(Hex(b, 16, 12) == "48454144" "2800000000000000");
-  CHECK(Hex(b, 28, 40) == "00010000" "01000000" "0400000000000000" "7b14ae47e17a843f"
-                          "0000000000000040" "333333333333eb3f");
+  CHECK(Hex(b, 16, 12) ==
+        "48454144"
+        "2800000000000000");
+  CHECK(Hex(b, 28, 40) ==
+        "00010000"
+        "01000000"
+        "0400000000000000"
+        "7b14ae47e17a843f"
+        "0000000000000040"
+        "333333333333eb3f");
   std::vector<size_t> sections = SectionOffsets(b);
   REQUIRE(sections.size() == 3);
   CHECK(Hex(b, sections[1], 4) == "53545250");  // STRP
@@ -100,9 +110,10 @@ TEST_CASE("Format v1 golden bytes: a 1-stripe bloom filter holding two keys",
   CHECK(Hex(b, 0, b.size()) == kGoldenBloomV1);
 }
 
-TEMPLATE_TEST_CASE("Damaged, truncated and foreign files are rejected whole, each with its "
-                   "own error naming the file",
-                   "[dedup][format]", Bloom, Cuckoo, Counting) {
+TEMPLATE_TEST_CASE(
+    "Damaged, truncated and foreign files are rejected whole, each with its "
+    "own error naming the file",
+    "[dedup][format]", Bloom, Cuckoo, Counting) {
   FilterOptions o;
   o.type = TestType::kType;
   o.capacity = 500;
@@ -167,8 +178,8 @@ TEMPLATE_TEST_CASE("Damaged, truncated and foreign files are rejected whole, eac
   }
 
   SECTION("a foreign file, trailing garbage, a missing file") {
-    std::vector<uint8_t> text = {'h', 'e', 'l', 'l', 'o', ' ', 'w', 'o', 'r', 'l', 'd', '\n',
-                                 0,   0,   0,   0,   0};
+    std::vector<uint8_t> text = {'h', 'e', 'l',  'l', 'o', ' ', 'w', 'o', 'r',
+                                 'l', 'd', '\n', 0,   0,   0,   0,   0};
     expect(text, Status::Code::kBadMagic, "not a dedup filter");
     std::vector<uint8_t> d = bytes;
     d.push_back(0);
@@ -204,7 +215,8 @@ TEMPLATE_TEST_CASE("Damaged, truncated and foreign files are rejected whole, eac
   }
 }
 
-TEST_CASE("Save replaces the file atomically and leaves no temp behind", "[dedup][format]") {
+TEST_CASE("Save replaces the file atomically and leaves no temp behind",
+          "[dedup][format]") {
   auto f = MakeFilter(FilterOptions{});
   f->Insert("a");
   testing::ScratchDir dir;
@@ -227,8 +239,10 @@ TEST_CASE("Save replaces the file atomically and leaves no temp behind", "[dedup
 namespace crawler::dedup {
 namespace {
 
-TEST_CASE("WriteFrozen writes the same bytes as Write, for every variant", "[dedup][format]") {
-  for (FilterType type : {FilterType::kBloom, FilterType::kCounting, FilterType::kCuckoo}) {
+TEST_CASE("WriteFrozen writes the same bytes as Write, for every variant",
+          "[dedup][format]") {
+  for (FilterType type :
+       {FilterType::kBloom, FilterType::kCounting, FilterType::kCuckoo}) {
     FilterOptions o;
     o.type = type;
     o.capacity = 20'000;  // grows: several layers per stripe

@@ -14,15 +14,21 @@
 
 namespace crawler::dedup::testing {
 
-struct Bloom { static constexpr FilterType kType = FilterType::kBloom; };
-struct Cuckoo { static constexpr FilterType kType = FilterType::kCuckoo; };
-struct Counting { static constexpr FilterType kType = FilterType::kCounting; };
+struct Bloom {
+  static constexpr FilterType kType = FilterType::kBloom;
+};
+struct Cuckoo {
+  static constexpr FilterType kType = FilterType::kCuckoo;
+};
+struct Counting {
+  static constexpr FilterType kType = FilterType::kCounting;
+};
 
 // Key i of the benchmark's URL-like key space (distinct for distinct i).
 inline std::string UrlKey(uint64_t i) {
   return "https://host" + std::to_string(i % 5000) + ".example.org/section/" +
-         std::to_string(i / 7) + "/page-" + std::to_string(i) + ".html?id=" +
-         std::to_string(i);
+         std::to_string(i / 7) + "/page-" + std::to_string(i) +
+         ".html?id=" + std::to_string(i);
 }
 
 inline std::unique_ptr<Filter> MakeFilter(FilterOptions o) {
@@ -40,7 +46,8 @@ inline double UpperTolerance(double p, double n, double sigmas) {
 class ScratchDir {
  public:
   ScratchDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "dedup-test-XXXXXX").string();
+    std::string tmpl =
+        (std::filesystem::temp_directory_path() / "dedup-test-XXXXXX").string();
     path_ = ::mkdtemp(tmpl.data()) ? tmpl : throw std::runtime_error("mkdtemp failed");
   }
   ~ScratchDir() { std::filesystem::remove_all(path_); }

@@ -3,9 +3,9 @@
 // transfers in flight than allowed.
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
-#include <algorithm>
 #include <filesystem>
 #include <mutex>
 #include <set>
@@ -27,10 +27,12 @@ TEST_CASE("Concurrent admit/pop/done: each URL once, per-host limit held",
   o.min_delay_s = 0;
   o.max_memory_urls = 500;
   o.spill_dir = (std::filesystem::temp_directory_path() /
-                 ("frontier-conc-" + std::to_string(::getpid()))).string();
+                 ("frontier-conc-" + std::to_string(::getpid())))
+                    .string();
   auto f = std::move(Frontier::Create(o)).value();
   constexpr int kHosts = 8, kPerProducer = 4000, kProducers = 2, kConsumers = 2;
-  for (int h = 0; h < kHosts; ++h) f->OpenHost("http://h" + std::to_string(h), std::nullopt);
+  for (int h = 0; h < kHosts; ++h)
+    f->OpenHost("http://h" + std::to_string(h), std::nullopt);
 
   std::atomic<int> producers_left{kProducers};
   std::mutex seen_mu;
@@ -44,7 +46,8 @@ TEST_CASE("Concurrent admit/pop/done: each URL once, per-host limit held",
         std::vector<UrlEntry> batch;
         // Both producers offer the same URLs: dedup must admit each once.
         for (int i = b; i < b + 40; ++i) {
-          batch.push_back({"http://h" + std::to_string(i % kHosts) + "/" + std::to_string(i), 1, ""});
+          batch.push_back(
+              {"http://h" + std::to_string(i % kHosts) + "/" + std::to_string(i), 1, ""});
         }
         if (p == 1) std::reverse(batch.begin(), batch.end());
         REQUIRE(f->Admit(std::move(batch), *filter).ok());

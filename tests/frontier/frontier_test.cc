@@ -1,16 +1,16 @@
 // The frontier (frontier/frontier.h) on a fake clock: dedup admission, robots
 // gating, FIFO per host, politeness delays, per-host connection limits, and
 // disk spill with bounded memory.
-#include <catch2/catch.hpp>
+#include "frontier/frontier.h"
+
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <map>
 #include <set>
 #include <string>
 #include <vector>
-
-#include "frontier/frontier.h"
 
 namespace crawler::frontier {
 namespace {
@@ -37,7 +37,8 @@ std::vector<UrlEntry> Entries(const std::vector<std::string>& urls, uint32_t dep
   return out;
 }
 
-std::optional<Lease> PopAt(Frontier& f, Clock::time_point t, Clock::time_point* next = nullptr) {
+std::optional<Lease> PopAt(Frontier& f, Clock::time_point t,
+                           Clock::time_point* next = nullptr) {
   auto r = f.Pop(t, next);
   REQUIRE(r.ok());
   return std::move(r).value();
@@ -55,7 +56,8 @@ TEST_CASE("Admit asks the filter: each URL is queued once; new hosts reported on
           "[frontier]") {
   auto filter = MakeFilter();
   auto f = MakeFrontier({});
-  auto r = f->Admit(Entries({"http://a/1", "http://a/2", "http://b/1", "http://a/1"}), *filter);
+  auto r = f->Admit(Entries({"http://a/1", "http://a/2", "http://b/1", "http://a/1"}),
+                    *filter);
   REQUIRE(r.ok());
   CHECK(r->admitted == 3);
   CHECK(r->duplicates == 1);
@@ -72,7 +74,8 @@ TEST_CASE("Admit asks the filter: each URL is queued once; new hosts reported on
   CHECK(st.duplicates == 2);
 }
 
-TEST_CASE("No page of a host is handed out before its robots.txt is known", "[frontier]") {
+TEST_CASE("No page of a host is handed out before its robots.txt is known",
+          "[frontier]") {
   auto filter = MakeFilter();
   FrontierOptions o;
   o.min_delay_s = 0;
@@ -94,8 +97,10 @@ TEST_CASE("FIFO within a host; the host due longest ago goes first", "[frontier]
   FrontierOptions o;
   o.min_delay_s = 1;
   auto f = MakeFrontier(o);
-  REQUIRE(f->Admit(Entries({"http://a/1", "http://a/2", "http://a/3", "http://b/1", "http://b/2"}),
-                   *filter).ok());
+  REQUIRE(f->Admit(Entries({"http://a/1", "http://a/2", "http://a/3", "http://b/1",
+                            "http://b/2"}),
+                   *filter)
+              .ok());
   f->OpenHost("http://a", std::nullopt);
   f->OpenHost("http://b", std::nullopt);
   std::vector<std::string> order;
@@ -112,12 +117,13 @@ TEST_CASE("FIFO within a host; the host due longest ago goes first", "[frontier]
     order.push_back(lease->entry.url);
     f->Done(*lease, t, 0.01);
   }
-  CHECK(order == std::vector<std::string>{"http://a/1", "http://b/1", "http://a/2", "http://b/2",
-                                          "http://a/3"});
+  CHECK(order == std::vector<std::string>{"http://a/1", "http://b/1", "http://a/2",
+                                          "http://b/2", "http://a/3"});
   CHECK(f->Empty());
 }
 
-TEST_CASE("Politeness: min_delay, Crawl-delay (capped) and k x response time", "[frontier]") {
+TEST_CASE("Politeness: min_delay, Crawl-delay (capped) and k x response time",
+          "[frontier]") {
   auto filter = MakeFilter();
   FrontierOptions o;
   o.min_delay_s = 2;
@@ -132,7 +138,8 @@ TEST_CASE("Politeness: min_delay, Crawl-delay (capped) and k x response time", "
   auto l1 = PopAt(*f, kT0);
   REQUIRE(l1);
   CHECK_FALSE(PopAt(*f, kT0 + seconds(100)));  // one connection: busy until Done
-  f->Done(*l1, kT0 + milliseconds(500), 0.1);   // delay = max(2, 0, 0.5) = 2 s after the end
+  f->Done(*l1, kT0 + milliseconds(500),
+          0.1);  // delay = max(2, 0, 0.5) = 2 s after the end
   Clock::time_point next{};
   CHECK_FALSE(PopAt(*f, kT0 + milliseconds(2400), &next));
   CHECK(next == kT0 + milliseconds(2500));
@@ -155,7 +162,8 @@ TEST_CASE("Politeness: min_delay, Crawl-delay (capped) and k x response time", "
   CHECK(PopAt(*f, kT0 + seconds(25)));
 }
 
-TEST_CASE("At most max_connections_per_host in flight; starts min_delay apart", "[frontier]") {
+TEST_CASE("At most max_connections_per_host in flight; starts min_delay apart",
+          "[frontier]") {
   auto filter = MakeFilter();
   FrontierOptions o;
   o.min_delay_s = 1;
@@ -188,10 +196,12 @@ TEST_CASE("Release frees a slot without a politeness delay", "[frontier]") {
   CHECK(PopAt(*f, kT0));
 }
 
-TEST_CASE("Bounded memory: URLs beyond max_memory_urls spill to disk and come back in order",
-          "[frontier][spill]") {
-  const std::string dir =
-      (std::filesystem::temp_directory_path() / ("frontier-spill-" + std::to_string(::getpid()))).string();
+TEST_CASE(
+    "Bounded memory: URLs beyond max_memory_urls spill to disk and come back in order",
+    "[frontier][spill]") {
+  const std::string dir = (std::filesystem::temp_directory_path() /
+                           ("frontier-spill-" + std::to_string(::getpid())))
+                              .string();
   std::filesystem::remove_all(dir);
   {
     auto filter = MakeFilter();
@@ -237,7 +247,8 @@ TEST_CASE("Bounded memory: URLs beyond max_memory_urls spill to disk and come ba
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("A spill directory that cannot be created is an error naming it", "[frontier][spill]") {
+TEST_CASE("A spill directory that cannot be created is an error naming it",
+          "[frontier][spill]") {
   auto filter = MakeFilter();
   FrontierOptions o;
   o.max_memory_urls = 1;
@@ -269,10 +280,13 @@ TEST_CASE("Options are validated", "[frontier]") {
 namespace crawler::frontier {
 namespace {
 
-TEST_CASE("ForEachEntry lists leased, queued and spilled URLs; a restored frontier hands them all out",
-          "[frontier][checkpoint]") {
+TEST_CASE(
+    "ForEachEntry lists leased, queued and spilled URLs; a restored frontier hands them "
+    "all out",
+    "[frontier][checkpoint]") {
   std::string dir = (std::filesystem::temp_directory_path() /
-                     ("frontier-image-" + std::to_string(::getpid()))).string();
+                     ("frontier-image-" + std::to_string(::getpid())))
+                        .string();
   std::filesystem::remove_all(dir);
   auto filter = MakeFilter();
   FrontierOptions o;
@@ -281,9 +295,12 @@ TEST_CASE("ForEachEntry lists leased, queued and spilled URLs; a restored fronti
   o.min_delay_s = 0;
   auto f = MakeFrontier(o);
   std::vector<std::string> urls;
-  for (int i = 0; i < 300; ++i) urls.push_back("http://h" + std::to_string(i % 3) + "/" + std::to_string(i));
+  for (int i = 0; i < 300; ++i)
+    urls.push_back("http://h" + std::to_string(i % 3) + "/" + std::to_string(i));
   REQUIRE(f->Admit(Entries(urls, 2), *filter).ok());
-  for (int h = 0; h < 3; ++h) f->OpenHost("http://h" + std::to_string(h), h == 1 ? std::optional(5.0) : std::nullopt);
+  for (int h = 0; h < 3; ++h)
+    f->OpenHost("http://h" + std::to_string(h),
+                h == 1 ? std::optional(5.0) : std::nullopt);
   auto leased = PopAt(*f, kT0);  // in flight at the "checkpoint"
   REQUIRE(leased);
   CHECK(f->Stats(kT0).depths == std::vector<std::pair<uint32_t, uint64_t>>{{2, 299}});
@@ -291,8 +308,15 @@ TEST_CASE("ForEachEntry lists leased, queued and spilled URLs; a restored fronti
   std::vector<HostImage> hosts;
   std::vector<std::pair<UrlEntry, bool>> entries;
   Status st = f->ForEachEntry(
-      kT0, [&](const HostImage& h) { hosts.push_back(h); return Status::Ok(); },
-      [&](const UrlEntry& e, bool l) { entries.emplace_back(e, l); return Status::Ok(); });
+      kT0,
+      [&](const HostImage& h) {
+        hosts.push_back(h);
+        return Status::Ok();
+      },
+      [&](const UrlEntry& e, bool l) {
+        entries.emplace_back(e, l);
+        return Status::Ok();
+      });
   REQUIRE(st.ok());
   REQUIRE(hosts.size() == 3);
   CHECK(hosts[0].open);

@@ -33,13 +33,17 @@ std::unique_ptr<Frontier> Make(const std::string& spill) {
   return std::move(Frontier::Create(o)).value();
 }
 
-TEST_CASE("Frontier image: hosts, leased and queued (RAM and spilled) URLs survive a round trip",
-          "[frontier][image]") {
-  std::string dir = (fs::temp_directory_path() / ("image-" + std::to_string(::getpid()))).string();
+TEST_CASE(
+    "Frontier image: hosts, leased and queued (RAM and spilled) URLs survive a round "
+    "trip",
+    "[frontier][image]") {
+  std::string dir =
+      (fs::temp_directory_path() / ("image-" + std::to_string(::getpid()))).string();
   auto filter = std::move(dedup::Filter::Create(dedup::FilterOptions{})).value();
   auto f = Make(dir + "/a");
   auto now = Clock::now();
-  auto admitted = f->Admit({{"http://a.test/1", 0, "", 0}, {"http://a.test/2", 1, "http://a.test/1", 0},
+  auto admitted = f->Admit({{"http://a.test/1", 0, "", 0},
+                            {"http://a.test/2", 1, "http://a.test/1", 0},
                             {"http://b.test:8080/x", 2, "http://a.test/", 3}},
                            *filter);
   REQUIRE(admitted.ok());
@@ -59,7 +63,8 @@ TEST_CASE("Frontier image: hosts, leased and queued (RAM and spilled) URLs survi
   CHECK(image->LeasedPerHost().at((*lease)->host) == 1);
   std::multiset<std::string> urls;
   for (const auto& [e, leased] : image->urls) urls.insert(e.url);
-  CHECK(urls == std::multiset<std::string>{"http://a.test/1", "http://a.test/2", "http://b.test:8080/x"});
+  CHECK(urls == std::multiset<std::string>{"http://a.test/1", "http://a.test/2",
+                                           "http://b.test:8080/x"});
 
   // Restored into a new frontier, then imaged again: the same bytes.
   auto g = Make(dir + "/b");
@@ -72,17 +77,22 @@ TEST_CASE("Frontier image: hosts, leased and queued (RAM and spilled) URLs survi
 }
 
 TEST_CASE("Frontier image: golden bytes of an empty frontier", "[frontier][image]") {
-  std::string dir = (fs::temp_directory_path() / ("image-g-" + std::to_string(::getpid()))).string();
+  std::string dir =
+      (fs::temp_directory_path() / ("image-g-" + std::to_string(::getpid()))).string();
   auto f = Make(dir);
-  std::string golden = std::string("CRWLFRNT") + std::string("\x02\x00\x00\x00\x00\x00\x00\x00", 8) + "E" +
+  std::string golden = std::string("CRWLFRNT") +
+                       std::string("\x02\x00\x00\x00\x00\x00\x00\x00", 8) + "E" +
                        std::string(16, '\0');
   CHECK(Encode(*f, Clock::now()) == golden);
   fs::remove_all(dir);
 }
 
-TEST_CASE("Frontier image: every truncation and a flipped tag are rejected with the file's name",
-          "[frontier][image]") {
-  std::string dir = (fs::temp_directory_path() / ("image-d-" + std::to_string(::getpid()))).string();
+TEST_CASE(
+    "Frontier image: every truncation and a flipped tag are rejected with the file's "
+    "name",
+    "[frontier][image]") {
+  std::string dir =
+      (fs::temp_directory_path() / ("image-d-" + std::to_string(::getpid()))).string();
   auto filter = std::move(dedup::Filter::Create(dedup::FilterOptions{})).value();
   auto f = Make(dir);
   REQUIRE(f->Admit({{"http://a.test/1", 0, "", 0}}, *filter).ok());

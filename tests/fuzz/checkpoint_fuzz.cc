@@ -27,7 +27,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string text(reinterpret_cast<const char*>(data) + 1, size - 1);
   switch (data[0] % 3) {
     case 0:
-      NamesFile(crawler::engine::DecodeManifest(text, "MANIFEST.json").status(), "MANIFEST.json");
+      NamesFile(crawler::engine::DecodeManifest(text, "MANIFEST.json").status(),
+                "MANIFEST.json");
       break;
     case 1: {
       // As EncodeManifest seals it: drop the closing brace, append the key and
@@ -35,13 +36,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (!text.empty() && text.back() == '}') text.pop_back();
       text += ",\"manifest_xxh3\":\"";
       char hex[17];
-      std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(XXH3_64bits(text.data(), text.size())));
+      std::snprintf(
+          hex, sizeof(hex), "%016llx",
+          static_cast<unsigned long long>(XXH3_64bits(text.data(), text.size())));
       text += std::string(hex) + "\"}\n";
-      NamesFile(crawler::engine::DecodeManifest(text, "MANIFEST.json").status(), "MANIFEST.json");
+      NamesFile(crawler::engine::DecodeManifest(text, "MANIFEST.json").status(),
+                "MANIFEST.json");
       break;
     }
     default:
-      NamesFile(crawler::engine::HostTable::Decode(text, "hosts.bin").status(), "hosts.bin");
+      NamesFile(crawler::engine::HostTable::Decode(text, "hosts.bin").status(),
+                "hosts.bin");
   }
   return 0;
 }

@@ -32,7 +32,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   CheckNormalized(crawler::parsers::NormalizeUrl(input));
   CheckNormalized(crawler::parsers::ResolveHref("http://a.example/b/c/d;p?q", input));
   crawler::parsers::UrlOptions lossy;
-  lossy.sort_query = lossy.strip_tracking = lossy.strip_session_ids = lossy.strip_www = true;
+  lossy.sort_query = lossy.strip_tracking = lossy.strip_session_ids = lossy.strip_www =
+      true;
   crawler::parsers::UrlResult r = crawler::parsers::NormalizeUrl(input, lossy);
   if (r.ok()) {
     crawler::parsers::UrlResult again = crawler::parsers::NormalizeUrl(r.url, lossy);

@@ -1,11 +1,11 @@
 // Link extraction (parsers/links.h) over hand-written HTML: every collected
 // element, <base>, nofollow, meta robots, meta refresh, skipped schemes,
 // broken markup, latin-1 and windows-1252 pages, and hostile inputs.
+#include "parsers/links.h"
+
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
-
-#include "parsers/links.h"
 
 namespace crawler::parsers {
 namespace {
@@ -37,9 +37,10 @@ TEST_CASE("Links: every page-naming element, in document order", "[parsers][link
   CHECK(Urls(r) == std::vector<std::string>{
                        "http://example.org/canon", "http://example.org/dir/de.html",
                        "http://example.org/dir/p2", "http://example.org/dir/p0",
-                       "http://example.org/dir/later.html", "http://example.org/dir/a.html",
-                       "http://example.org/dir/area.html", "http://example.org/dir/frame-i.html",
-                       "https://other.example/x"});
+                       "http://example.org/dir/later.html",
+                       "http://example.org/dir/a.html",
+                       "http://example.org/dir/area.html",
+                       "http://example.org/dir/frame-i.html", "https://other.example/x"});
   CHECK(r.links[4].source == LinkSource::kMetaRefresh);
   CHECK(r.links[4].href == "later.html");
   CHECK(r.links[6].source == LinkSource::kArea);
@@ -48,8 +49,9 @@ TEST_CASE("Links: every page-naming element, in document order", "[parsers][link
   assets.include_assets = true;
   ExtractResult with_assets = ExtractLinks(html, kPage, "utf-8", assets);
   std::vector<std::string> urls = Urls(with_assets);
-  for (const char* u : {"http://example.org/dir/style.css", "http://example.org/dir/pic.png",
-                        "http://example.org/dir/app.js"}) {
+  for (const char* u :
+       {"http://example.org/dir/style.css", "http://example.org/dir/pic.png",
+        "http://example.org/dir/app.js"}) {
     CHECK(std::find(urls.begin(), urls.end(), u) != urls.end());
   }
   CHECK(urls.size() == 12);
@@ -70,8 +72,10 @@ TEST_CASE("Links: <base href> is honoured (the first one)", "[parsers][links]") 
       "<a href='x'>x</a><a href='/y'>y</a>",
       kPage, "");
   CHECK(r.base == "http://cdn.example/root/");
-  CHECK(Urls(r) == std::vector<std::string>{"http://cdn.example/root/x", "http://cdn.example/y"});
-  ExtractResult relative = ExtractLinks("<base href='../other/'><a href='z'>z</a>", kPage, "");
+  CHECK(Urls(r) ==
+        std::vector<std::string>{"http://cdn.example/root/x", "http://cdn.example/y"});
+  ExtractResult relative =
+      ExtractLinks("<base href='../other/'><a href='z'>z</a>", kPage, "");
   CHECK(Urls(relative) == std::vector<std::string>{"http://example.org/other/z"});
 }
 
@@ -88,7 +92,8 @@ TEST_CASE("Links: rel=nofollow per link, meta robots per page", "[parsers][links
   ExtractResult none = ExtractLinks("<meta name=robots content=none>", kPage, "");
   CHECK(none.meta_nofollow);
   CHECK(none.meta_noindex);
-  ExtractResult plain = ExtractLinks("<meta name=robots content='index,follow'>", kPage, "");
+  ExtractResult plain =
+      ExtractLinks("<meta name=robots content='index,follow'>", kPage, "");
   CHECK_FALSE(plain.meta_nofollow);
   CHECK_FALSE(plain.meta_noindex);
 }
@@ -99,7 +104,8 @@ TEST_CASE("Links: skipped hrefs are counted by reason", "[parsers][links]") {
       "<a href='mailto:me@example.org'>m</a><a href='data:text/plain,hi'>d</a>"
       "<a href='ftp://files.example/x'>f</a><a href='tel:+123'>t</a>"
       "<a href='http://a:99999/'>bad port</a><a href='/%zz'>bad escape</a>"
-      "<a href='/" + std::string(5000, 'x') + "'>long</a><a href='ok'>ok</a>";  // NOLINT
+      "<a href='/" +
+      std::string(5000, 'x') + "'>long</a><a href='ok'>ok</a>";  // NOLINT
   ExtractResult r = ExtractLinks(html, kPage, "");
   CHECK(Urls(r) == std::vector<std::string>{"http://example.org/dir/ok"});
   CHECK(r.skipped.javascript == 2);
@@ -116,16 +122,19 @@ TEST_CASE("Links: broken markup is recovered as a browser would", "[parsers][lin
       "<table><tr><td><a href=four.html>four</table></b></i><a href=five.html",
       kPage, "");
   std::vector<std::string> urls = Urls(r);
-  for (const char* u : {"http://example.org/dir/one.html", "http://example.org/dir/two.html",
-                        "http://example.org/dir/four.html"}) {
+  for (const char* u :
+       {"http://example.org/dir/one.html", "http://example.org/dir/two.html",
+        "http://example.org/dir/four.html"}) {
     CHECK(std::find(urls.begin(), urls.end(), u) != urls.end());
   }
 }
 
-TEST_CASE("Links: a latin-1 / windows-1252 page keeps its ASCII links", "[parsers][links][charset]") {
+TEST_CASE("Links: a latin-1 / windows-1252 page keeps its ASCII links",
+          "[parsers][links][charset]") {
   // "Café – Über" in windows-1252 around ASCII links, one with a latin-1 path.
   const std::string html =
-      "<html><body>Caf\xE9 \x96 \xDC" "ber <a href='/menu.html'>Men\xFC</a>"
+      "<html><body>Caf\xE9 \x96 \xDC"
+      "ber <a href='/menu.html'>Men\xFC</a>"
       "<a href='/caf\xE9.html'>x</a></body></html>";
   for (const char* charset : {"iso-8859-1", "windows-1252", ""}) {
     INFO("charset '" << charset << "'");

@@ -1,10 +1,10 @@
 // robots.txt (parsers/robots.h) against RFC 9309: its section 5 examples, the
 // special-character and percent-encoding tables of 2.2.2, longest match and
 // ties, group selection, limits, fetch outcomes and warnings.
+#include "parsers/robots.h"
+
 #include <catch2/catch.hpp>
 #include <string>
-
-#include "parsers/robots.h"
 
 namespace crawler::parsers {
 namespace {
@@ -85,8 +85,8 @@ TEST_CASE("RFC 9309 2.2.3: special characters * and $", "[parsers][robots][rfc93
   CHECK_FALSE(m("/*.php", "/"));
   CHECK_FALSE(m("/*.php", "/windows.PHP"));
   for (const char* p : {"/filename.php", "/folder/filename.php"}) CHECK(m("/*.php$", p));
-  for (const char* p : {"/filename.php?parameters", "/filename.php/", "/filename.php5",
-                        "/windows.PHP"}) {
+  for (const char* p :
+       {"/filename.php?parameters", "/filename.php/", "/filename.php5", "/windows.PHP"}) {
     INFO(p);
     CHECK_FALSE(m("/*.php$", p));
   }
@@ -152,7 +152,8 @@ TEST_CASE("Sitemaps, crawl-delay, comments, CRLF and warnings", "[parsers][robot
   CHECK(r.sitemaps()[0] == "https://example.org/sitemap.xml");
   CHECK_FALSE(r.crawl_delay());
   REQUIRE(r.warnings().size() == 3);
-  CHECK_THAT(r.warnings()[0], Catch::Contains("line 4") && Catch::Contains("crawl-delay"));
+  CHECK_THAT(r.warnings()[0],
+             Catch::Contains("line 4") && Catch::Contains("crawl-delay"));
   CHECK_THAT(r.warnings()[1], Catch::Contains("line 6") && Catch::Contains("noindex"));
   CHECK_THAT(r.warnings()[2], Catch::Contains("line 7") && Catch::Contains("no ':'"));
   Robots orphan = Robots::Parse("Disallow: /\n", "x");
@@ -167,11 +168,12 @@ TEST_CASE("RFC 9309 2.3.1: fetch outcomes decide when there is no body",
   CHECK_FALSE(Robots::ForFetch(RobotsFetch::kServerError, "", "x").Allowed("/a"));
   CHECK_FALSE(Robots::ForFetch(RobotsFetch::kUnreachable, "", "x").Allowed("/a"));
   CHECK(Robots::ForFetch(RobotsFetch::kUnreachable, "", "x").Allowed("/robots.txt"));
-  CHECK_FALSE(
-      Robots::ForFetch(RobotsFetch::kOk, "user-agent: *\ndisallow: /a\n", "x").Allowed("/a"));
+  CHECK_FALSE(Robots::ForFetch(RobotsFetch::kOk, "user-agent: *\ndisallow: /a\n", "x")
+                  .Allowed("/a"));
 }
 
-TEST_CASE("RFC 9309 2.5: only the first 500 KiB are parsed", "[parsers][robots][rfc9309]") {
+TEST_CASE("RFC 9309 2.5: only the first 500 KiB are parsed",
+          "[parsers][robots][rfc9309]") {
   std::string body = "User-agent: *\nDisallow: /early\n";
   while (body.size() < kMaxRobotsBytes) body += "# padding padding padding padding\n";
   body += "Disallow: /late\n";

@@ -1,12 +1,12 @@
 // URL resolution and normalization (parsers/url.h): RFC 3986 section 5.4
 // examples, each normalization rule with positive and negative cases, the
 // browser (WHATWG) deviations, errors, punycode (RFC 3492) and idempotence.
+#include "parsers/url.h"
+
 #include <catch2/catch.hpp>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include "parsers/url.h"
 
 namespace crawler::parsers {
 namespace {
@@ -90,9 +90,11 @@ void CheckRejects(const Cases& cases) {
   }
 }
 
-TEST_CASE("Normalize: scheme and host are lowercased, the path is not", "[parsers][url]") {
-  CheckNormalizes({{"HTTP://Example.COM/Path/FILE.html", "http://example.com/Path/FILE.html"},
-                   {"hTTps://WWW.a.ORG", "https://www.a.org/"}});
+TEST_CASE("Normalize: scheme and host are lowercased, the path is not",
+          "[parsers][url]") {
+  CheckNormalizes(
+      {{"HTTP://Example.COM/Path/FILE.html", "http://example.com/Path/FILE.html"},
+       {"hTTps://WWW.a.ORG", "https://www.a.org/"}});
 }
 
 TEST_CASE("Normalize: default ports dropped, other ports kept", "[parsers][url]") {
@@ -105,7 +107,8 @@ TEST_CASE("Normalize: default ports dropped, other ports kept", "[parsers][url]"
 }
 
 TEST_CASE("Normalize: empty path becomes /", "[parsers][url]") {
-  CheckNormalizes({{"http://a", "http://a/"}, {"http://a?x=1", "http://a/?x=1"},
+  CheckNormalizes({{"http://a", "http://a/"},
+                   {"http://a?x=1", "http://a/?x=1"},
                    {"http://a/b", "http://a/b"}});
 }
 
@@ -143,12 +146,14 @@ TEST_CASE("RFC 3492 7.1: punycode sample strings", "[parsers][url][idn]") {
   CHECK(Punycode("bücher").url == "bcher-kva");
   CHECK(Punycode("münchen").url == "mnchen-3ya");
   // (A) Arabic (Egyptian), (B) Chinese (simplified), (L) 3<nen>B<gumi><kinpachi><sensei>
-  CHECK(Punycode("\u0644\u064A\u0647\u0645\u0627\u0628\u062A\u0643\u0644\u0645\u0648\u0634"
-                 "\u0639\u0631\u0628\u064A\u061F")
-            .url == "egbpdaj6bu4bxfgehfvwxn");
+  CHECK(
+      Punycode("\u0644\u064A\u0647\u0645\u0627\u0628\u062A\u0643\u0644\u0645\u0648\u0634"
+               "\u0639\u0631\u0628\u064A\u061F")
+          .url == "egbpdaj6bu4bxfgehfvwxn");
   CHECK(Punycode("\u4ED6\u4EEC\u4E3A\u4EC0\u4E48\u4E0D\u8BF4\u4E2D\u6587").url ==
         "ihqwcrb4cv8a8dqg056pqjye");
-  CHECK(Punycode("3\u5E74B\u7D44\u91D1\u516B\u5148\u751F").url == "3B-ww4c5e180e575a65lsy2b");
+  CHECK(Punycode("3\u5E74B\u7D44\u91D1\u516B\u5148\u751F").url ==
+        "3B-ww4c5e180e575a65lsy2b");
   CHECK_FALSE(Punycode("\xff\xfe").ok());
 }
 
@@ -202,25 +207,26 @@ TEST_CASE("Lossy rules are off by default and each works when named", "[parsers]
                   session);
   UrlOptions www;
   www.strip_www = true;
-  CheckNormalizes({{"http://www.a.com/", "http://a.com/"}, {"http://wwwa.com/", "http://wwwa.com/"}},
-                  www);
+  CheckNormalizes(
+      {{"http://www.a.com/", "http://a.com/"}, {"http://wwwa.com/", "http://wwwa.com/"}},
+      www);
 }
 
-TEST_CASE("WHATWG: hrefs are cleaned and resolved as a browser does", "[parsers][url][whatwg]") {
+TEST_CASE("WHATWG: hrefs are cleaned and resolved as a browser does",
+          "[parsers][url][whatwg]") {
   const std::string base = "http://a/b/c/d;p?q";
-  Cases cases = {
-      {"  /g  ", "http://a/g"},                    // leading/trailing spaces
-      {"\t/g\n/h\r", "http://a/g/h"},              // tabs and newlines removed
-      {"\\g\\h", "http://a/g/h"},                  // backslash is a slash
-      {"g\\h?x\\y", "http://a/b/c/g/h?x%5Cy"},     // ... but not in the query
-      {"http:g", "http://a/b/c/g"},                // same special scheme: relative
-      {"http:/g", "http://a/g"},
-      {"/a b", "http://a/a%20b"},                  // spaces percent-encoded
-      {"/\xc3\xbc", "http://a/%C3%BC"},            // non-ASCII bytes as UTF-8
-      {"/x\"<>`{}|^", "http://a/x%22%3C%3E%60%7B%7D%7C%5E"},
-      {"#frag", "http://a/b/c/d;p?q"},
-      {"//OTHER.example:80/x", "http://other.example/x"},
-      {"https://b/", "https://b/"}};
+  Cases cases = {{"  /g  ", "http://a/g"},                 // leading/trailing spaces
+                 {"\t/g\n/h\r", "http://a/g/h"},           // tabs and newlines removed
+                 {"\\g\\h", "http://a/g/h"},               // backslash is a slash
+                 {"g\\h?x\\y", "http://a/b/c/g/h?x%5Cy"},  // ... but not in the query
+                 {"http:g", "http://a/b/c/g"},  // same special scheme: relative
+                 {"http:/g", "http://a/g"},
+                 {"/a b", "http://a/a%20b"},        // spaces percent-encoded
+                 {"/\xc3\xbc", "http://a/%C3%BC"},  // non-ASCII bytes as UTF-8
+                 {"/x\"<>`{}|^", "http://a/x%22%3C%3E%60%7B%7D%7C%5E"},
+                 {"#frag", "http://a/b/c/d;p?q"},
+                 {"//OTHER.example:80/x", "http://other.example/x"},
+                 {"https://b/", "https://b/"}};
   for (const auto& [href, want] : cases) {
     INFO("href \"" << href << "\"");
     UrlResult r = ResolveHref(base, href);

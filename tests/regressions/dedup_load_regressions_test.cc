@@ -9,8 +9,10 @@
 namespace crawler::dedup {
 namespace {
 
-TEST_CASE("dedup.bin from a stream of unknown size: a huge section length is 'truncated', not a huge allocation",
-          "[dedup][format][regression]") {
+TEST_CASE(
+    "dedup.bin from a stream of unknown size: a huge section length is 'truncated', not "
+    "a huge allocation",
+    "[dedup][format][regression]") {
   // Preamble, then a HEAD section that claims 2^40 bytes but holds 8. Read
   // through fmemopen (no file descriptor), as a checkpoint reads dedup.bin
   // through its hashing FILE*: the loader cannot learn the size up front.
@@ -28,7 +30,8 @@ TEST_CASE("dedup.bin from a stream of unknown size: a huge section length is 'tr
   std::fclose(f);
   REQUIRE_FALSE(filter.ok());
   CHECK(filter.status().code() == Status::Code::kTruncated);
-  CHECK(filter.status().message().find("dedup.bin: file ends inside the header section") != std::string::npos);
+  CHECK(filter.status().message().find(
+            "dedup.bin: file ends inside the header section") != std::string::npos);
 }
 
 }  // namespace

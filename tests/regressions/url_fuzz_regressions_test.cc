@@ -16,8 +16,9 @@ UrlOptions AllLossy() {
 // url_fuzz, first CI run: with strip_session_ids, "..;jsessionid" was a plain
 // segment during dot removal and became ".." only after the id was stripped,
 // so normalizing twice changed the URL again.
-TEST_CASE("Regression: session-id stripping before dot segments keeps normalization idempotent",
-          "[parsers][url][regression]") {
+TEST_CASE(
+    "Regression: session-id stripping before dot segments keeps normalization idempotent",
+    "[parsers][url][regression]") {
   const std::string input =
       "https://c./c.-/..;jsessionid#;/c.-/..;jsessioni\x9c\xc4\xfe\xfc/p&bu%d&ps1";
   UrlResult once = NormalizeUrl(input, AllLossy());

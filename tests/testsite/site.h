@@ -41,7 +41,7 @@ namespace crawler::testsite {
 struct SiteOptions {
   uint32_t pages = 1000;  // over all hosts
   uint32_t hosts = 3;
-  uint16_t port = 8000;   // host h listens on port + h
+  uint16_t port = 8000;  // host h listens on port + h
   uint64_t seed = 1;
   // The crawl the truth set is for (the crawler's defaults).
   uint32_t max_depth = 20;
@@ -87,7 +87,8 @@ class Site {
       return HtmlPage(h, n);
     }
     if (std::sscanf(path.c_str(), "/cal/%u/%u", &y, &m) == 2 &&
-        path == "/cal/" + std::to_string(y) + "/" + std::to_string(m) && m >= 1 && m <= 12) {
+        path == "/cal/" + std::to_string(y) + "/" + std::to_string(m) && m >= 1 &&
+        m <= 12) {
       uint32_t ny = m == 12 ? y + 1 : y, nm = m == 12 ? 1 : m + 1;
       p.body = "<html><head><title>" + std::to_string(y) + "-" + std::to_string(m) +
                "</title></head><body><a href=\"/cal/" + std::to_string(ny) + "/" +
@@ -97,27 +98,31 @@ class Site {
     if (path == "/loop/a" || path == "/loop/b") {
       return Redirect(path == "/loop/a" ? "/loop/b" : "/loop/a");
     }
-    if (std::sscanf(path.c_str(), "/r/long/%u", &n) == 1 && path == "/r/long/" + std::to_string(n) &&
-        n >= 1 && n <= 8) {
+    if (std::sscanf(path.c_str(), "/r/long/%u", &n) == 1 &&
+        path == "/r/long/" + std::to_string(n) && n >= 1 && n <= 8) {
       return Redirect(n == 1 ? "/p/1.html" : "/r/long/" + std::to_string(n - 1));
     }
     if (std::sscanf(path.c_str(), "/r/%u/%u", &n, &m) == 2 &&
-        path == "/r/" + std::to_string(n) + "/" + std::to_string(m) && n < 20 && m >= 1 && m <= 3) {
+        path == "/r/" + std::to_string(n) + "/" + std::to_string(m) && n < 20 && m >= 1 &&
+        m <= 3) {
       // Chain n: hops m, m-1, ..., 1, then a real page (absolute URL for m=1).
       if (m > 1) return Redirect("/r/" + std::to_string(n) + "/" + std::to_string(m - 1));
-      return Redirect(Origin(h) + "/p/" + std::to_string((n * 7 + 1) % PagesOn(h)) + ".html");
+      return Redirect(Origin(h) + "/p/" + std::to_string((n * 7 + 1) % PagesOn(h)) +
+                      ".html");
     }
     if (std::sscanf(path.c_str(), "/private/%u.html", &n) == 1 && n < 50) {
       p.body = "<html><body>private " + std::to_string(n) + "</body></html>";
       return p;
     }
-    if (std::sscanf(path.c_str(), "/files/%u.tx%c", &n, &tail) == 2 && tail == 't' && n < 20) {
+    if (std::sscanf(path.c_str(), "/files/%u.tx%c", &n, &tail) == 2 && tail == 't' &&
+        n < 20) {
       p.content_type = "text/plain";
       p.body = "plain text file " + std::to_string(n) + " <a href=\"/not-a-link\">\n";
       p.gzip_ok = true;
       return p;
     }
-    if (std::sscanf(path.c_str(), "/files/%u.pd%c", &n, &tail) == 2 && tail == 'f' && n < 20) {
+    if (std::sscanf(path.c_str(), "/files/%u.pd%c", &n, &tail) == 2 && tail == 'f' &&
+        n < 20) {
       p.content_type = "application/pdf";
       p.body = "%PDF-1.4\n% not really a pdf " + std::to_string(n) + "\n";
       return p;
@@ -196,7 +201,8 @@ class Site {
       return out;
     }
     uint32_t i = 0;
-    if (path != "/" && std::sscanf(path.c_str(), "/p/%u", &i) != 1) return out;  // leaf pages
+    if (path != "/" && std::sscanf(path.c_str(), "/p/%u", &i) != 1)
+      return out;  // leaf pages
     for (const Link& l : Links(h, i)) out.push_back(l.normalized);
     return out;
   }
@@ -222,14 +228,16 @@ class Site {
     return Rng{o_.seed * 0x100000001b3ULL ^ (uint64_t{h} << 40) ^ i};
   }
 
-  static std::string PagePath(uint32_t i) { return i == 0 ? "/" : "/p/" + std::to_string(i) + ".html"; }
+  static std::string PagePath(uint32_t i) {
+    return i == 0 ? "/" : "/p/" + std::to_string(i) + ".html";
+  }
 
   std::vector<Link> Links(uint32_t h, uint32_t i) const {
     Rng rng = RngFor(h, i);
     std::vector<Link> links;
     if (i == 0) {
-      for (const char* special : {"/cal/2000/1", "/loop/a", "/r/long/8", "/slow", "/huge", "/bad",
-                                  "/status/500"}) {
+      for (const char* special : {"/cal/2000/1", "/loop/a", "/r/long/8", "/slow", "/huge",
+                                  "/bad", "/status/500"}) {
         links.push_back({special, Origin(h) + special});
       }
     }
@@ -241,13 +249,24 @@ class Site {
         std::string path = PagePath(j);
         std::string href;
         switch (rng.Below(5)) {
-          case 0: href = path; break;
-          case 1: href = Origin(h) + path; break;
-          case 2: href = "HTTP://127.0.0.1:" + std::to_string(o_.port + h) + path; break;
-          case 3: href = j == 0 ? "/" : std::to_string(j) + ".html"; break;  // relative to /p/
-          default: href = path + "#section-" + std::to_string(rng.Below(9)); break;
+          case 0:
+            href = path;
+            break;
+          case 1:
+            href = Origin(h) + path;
+            break;
+          case 2:
+            href = "HTTP://127.0.0.1:" + std::to_string(o_.port + h) + path;
+            break;
+          case 3:
+            href = j == 0 ? "/" : std::to_string(j) + ".html";
+            break;  // relative to /p/
+          default:
+            href = path + "#section-" + std::to_string(rng.Below(9));
+            break;
         }
-        if (i == 0 && href.find("://") == std::string::npos && href[0] != '/') href = "/p/" + href;
+        if (i == 0 && href.find("://") == std::string::npos && href[0] != '/')
+          href = "/p/" + href;
         links.push_back({href, Origin(h) + path});
       } else if (kind < 85) {  // another host
         uint32_t h2 = rng.Below(o_.hosts);
@@ -260,10 +279,12 @@ class Site {
         std::string path = "/private/" + std::to_string(rng.Below(50)) + ".html";
         links.push_back({path, Origin(h) + path});
       } else if (kind < 96) {
-        std::string path = "/files/" + std::to_string(rng.Below(20)) + (rng.Below(2) ? ".txt" : ".pdf");
+        std::string path =
+            "/files/" + std::to_string(rng.Below(20)) + (rng.Below(2) ? ".txt" : ".pdf");
         links.push_back({path, Origin(h) + path});
       } else {
-        std::string path = "/r/" + std::to_string(rng.Below(20)) + "/" + std::to_string(1 + rng.Below(3));
+        std::string path = "/r/" + std::to_string(rng.Below(20)) + "/" +
+                           std::to_string(1 + rng.Below(3));
         links.push_back({path, Origin(h) + path});
       }
     }
@@ -272,9 +293,10 @@ class Site {
 
   Page HtmlPage(uint32_t h, uint32_t i) const {
     static const char* const kWords[] = {
-        "crawler", "frontier", "bloom", "filter", "politeness", "archive", "record", "host",
-        "the", "of", "and", "a", "page", "link", "web", "index", "robots", "delay", "queue",
-        "depth", "seed", "fetch", "response", "header", "body", "digest", "checkpoint"};
+        "crawler", "frontier", "bloom",  "filter", "politeness", "archive",   "record",
+        "host",    "the",      "of",     "and",    "a",          "page",      "link",
+        "web",     "index",    "robots", "delay",  "queue",      "depth",     "seed",
+        "fetch",   "response", "header", "body",   "digest",     "checkpoint"};
     Rng rng = RngFor(h, i);
     rng.Next();  // not the link stream's first value
     Rng text{rng.Next()};
@@ -283,9 +305,9 @@ class Site {
     p.gzip_ok = i % 3 == 0;
     std::string& b = p.body;
     b.reserve(target + 8192);
-    b = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>host " + std::to_string(h) +
-        " page " + std::to_string(i) + "</title></head><body>\n<h1>Page " + std::to_string(i) +
-        "</h1>\n";
+    b = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>host " +
+        std::to_string(h) + " page " + std::to_string(i) +
+        "</title></head><body>\n<h1>Page " + std::to_string(i) + "</h1>\n";
     std::vector<Link> links = Links(h, i);
     size_t per_link = target / (links.size() + 1);
     for (const Link& l : links) {
@@ -307,7 +329,8 @@ class Site {
     switch (RobotsKind(h)) {
       case 0:
         p.body = "User-agent: *\nDisallow: /private/\n";
-        if (o_.crawl_delay_s > 0) p.body += "Crawl-delay: " + std::to_string(o_.crawl_delay_s) + "\n";
+        if (o_.crawl_delay_s > 0)
+          p.body += "Crawl-delay: " + std::to_string(o_.crawl_delay_s) + "\n";
         break;
       case 1:
         p.status = 404;
@@ -334,9 +357,12 @@ class Site {
 
   bool Allowed(uint32_t h, const std::string& path) const {
     switch (RobotsKind(h)) {
-      case 1: return true;
-      case 3: return false;
-      default: return path.rfind("/private/", 0) != 0;
+      case 1:
+        return true;
+      case 3:
+        return false;
+      default:
+        return path.rfind("/private/", 0) != 0;
     }
   }
 
@@ -344,7 +370,8 @@ class Site {
     const std::string prefix = "http://127.0.0.1:";
     if (url.rfind(prefix, 0) != 0) return false;
     size_t slash = url.find('/', prefix.size());
-    uint32_t port = static_cast<uint32_t>(std::stoul(url.substr(prefix.size(), slash - prefix.size())));
+    uint32_t port = static_cast<uint32_t>(
+        std::stoul(url.substr(prefix.size(), slash - prefix.size())));
     if (port < o_.port || port >= o_.port + o_.hosts) return false;
     *h = port - o_.port;
     *path = slash == std::string::npos ? "/" : url.substr(slash);

@@ -46,7 +46,8 @@ extern "C" void OnSignal(int) { g_stop = true; }
 uint64_t NowUs() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000 + static_cast<uint64_t>(ts.tv_nsec) / 1000;
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000 +
+         static_cast<uint64_t>(ts.tv_nsec) / 1000;
 }
 
 bool SendAll(int fd, const char* data, size_t n) {
@@ -63,10 +64,14 @@ using crawler::testing::Gzip;
 
 const char* Reason(int status) {
   switch (status) {
-    case 200: return "OK";
-    case 302: return "Found";
-    case 404: return "Not Found";
-    default: return "Internal Server Error";
+    case 200:
+      return "OK";
+    case 302:
+      return "Found";
+    case 404:
+      return "Not Found";
+    default:
+      return "Internal Server Error";
   }
 }
 
@@ -78,7 +83,8 @@ int Listen(uint16_t port) {
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   addr.sin_port = htons(port);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || ::listen(fd, 512) != 0) {
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      ::listen(fd, 512) != 0) {
     ::close(fd);
     return -1;
   }
@@ -159,7 +165,8 @@ class Server {
       std::string head = buf.substr(0, end + 2);
       buf.erase(0, end + 4);
       std::string lower = head;
-      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      for (char& c : lower)
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       size_t sp1 = head.find(' '), sp2 = head.find(' ', sp1 + 1);
       std::string target = head.substr(sp1 + 1, sp2 - sp1 - 1);
       std::string path = target.substr(0, target.find_first_of("?#"));
@@ -173,7 +180,8 @@ class Server {
     }
   }
 
-  bool Respond(int fd, uint32_t h, const std::string& path, bool accept_gzip, int* status) {
+  bool Respond(int fd, uint32_t h, const std::string& path, bool accept_gzip,
+               int* status) {
     Page p = site_.Serve(h, path);
     *status = p.status;
     if (p.malformed) {
@@ -183,7 +191,8 @@ class Server {
       return false;
     }
     if (p.slow) {
-      for (uint32_t waited = 0; waited < site_.options().slow_ms && !g_stop; waited += 10) {
+      for (uint32_t waited = 0; waited < site_.options().slow_ms && !g_stop;
+           waited += 10) {
         ::usleep(10000);
       }
     }
@@ -191,11 +200,13 @@ class Server {
                        "\r\nContent-Type: " + p.content_type + "\r\n";
     if (!p.location.empty()) head += "Location: " + p.location + "\r\n";
     if (p.huge) {
-      head += "Content-Length: " + std::to_string(site_.options().huge_bytes) + "\r\n\r\n";
+      head +=
+          "Content-Length: " + std::to_string(site_.options().huge_bytes) + "\r\n\r\n";
       if (!SendAll(fd, head.data(), head.size())) return false;
       std::string block(65536, 'x');
       for (uint64_t sent = 0; sent < site_.options().huge_bytes; sent += block.size()) {
-        size_t n = static_cast<size_t>(std::min<uint64_t>(block.size(), site_.options().huge_bytes - sent));
+        size_t n = static_cast<size_t>(
+            std::min<uint64_t>(block.size(), site_.options().huge_bytes - sent));
         if (!SendAll(fd, block.data(), n)) return false;
       }
       return true;
@@ -209,11 +220,13 @@ class Server {
     return SendAll(fd, (head + body).data(), head.size() + body.size());
   }
 
-  void Log(uint64_t start, uint64_t end, uint32_t h, int status, const std::string& target) {
+  void Log(uint64_t start, uint64_t end, uint32_t h, int status,
+           const std::string& target) {
     if (log_ == nullptr) return;
     std::lock_guard<std::mutex> lock(log_mu_);
     std::fprintf(log_, "%llu %llu %u %d %s\n", static_cast<unsigned long long>(start),
-                 static_cast<unsigned long long>(end), site_.options().port + h, status, target.c_str());
+                 static_cast<unsigned long long>(end), site_.options().port + h, status,
+                 target.c_str());
     std::fflush(log_);
   }
 
@@ -229,12 +242,16 @@ class Server {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"crawler-testsite: a deterministic synthetic web on 127.0.0.1 (see tests/testsite/site.h)"};
+  CLI::App app{
+      "crawler-testsite: a deterministic synthetic web on 127.0.0.1 (see "
+      "tests/testsite/site.h)"};
   SiteOptions o;
   std::string log_path;
   bool truth = false, seeds = false;
-  app.add_option("--pages", o.pages, "pages over all hosts")->check(CLI::Range(1u, 10'000'000u));
-  app.add_option("--hosts", o.hosts, "hosts, on consecutive ports")->check(CLI::Range(1u, 1000u));
+  app.add_option("--pages", o.pages, "pages over all hosts")
+      ->check(CLI::Range(1u, 10'000'000u));
+  app.add_option("--hosts", o.hosts, "hosts, on consecutive ports")
+      ->check(CLI::Range(1u, 1000u));
   app.add_option("--port", o.port, "first port (0: find free ports)");
   app.add_option("--seed", o.seed, "generator seed");
   app.add_option("--log", log_path, "request log file");
@@ -265,15 +282,17 @@ int main(int argc, char** argv) {
   if (!log_path.empty()) {
     log = std::fopen(log_path.c_str(), "w");
     if (log == nullptr) {
-      std::fprintf(stderr, "crawler-testsite: %s: %s\n", log_path.c_str(), std::strerror(errno));
+      std::fprintf(stderr, "crawler-testsite: %s: %s\n", log_path.c_str(),
+                   std::strerror(errno));
       return 2;
     }
   }
   uint16_t base = o.port;
   std::vector<int> fds = BindPorts(o.hosts, &base);
   if (fds.empty()) {
-    std::fprintf(stderr, "crawler-testsite: cannot listen on %u consecutive ports from %u\n", o.hosts,
-                 static_cast<unsigned>(o.port));
+    std::fprintf(stderr,
+                 "crawler-testsite: cannot listen on %u consecutive ports from %u\n",
+                 o.hosts, static_cast<unsigned>(o.port));
     return 1;
   }
   o.port = base;

@@ -93,7 +93,11 @@ class ByteReader {
   ByteReader(const uint8_t* data, size_t size) : p_(data), end_(data + size) {}
   explicit ByteReader(std::string_view s)
       : ByteReader(reinterpret_cast<const uint8_t*>(s.data()), s.size()) {}
-  uint8_t U8() { uint8_t v = 0; Raw(&v, 1); return v; }
+  uint8_t U8() {
+    uint8_t v = 0;
+    Raw(&v, 1);
+    return v;
+  }
   uint32_t U32() { return Le<uint32_t>(); }
   uint64_t U64() { return Le<uint64_t>(); }
   double F64() { return std::bit_cast<double>(U64()); }
@@ -111,7 +115,8 @@ class ByteReader {
   std::string Str() {
     uint32_t n = U32();
     const uint8_t* at = Bytes(n);
-    return at == nullptr ? std::string() : std::string(reinterpret_cast<const char*>(at), n);
+    return at == nullptr ? std::string()
+                         : std::string(reinterpret_cast<const char*>(at), n);
   }
   bool ok() const { return ok_; }
   bool AtEnd() const { return p_ == end_; }

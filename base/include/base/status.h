@@ -62,14 +62,22 @@ inline std::string Status::ToString() const {
 
 inline const char* StatusCodeName(Status::Code code) {
   switch (code) {
-    case Status::Code::kOk: return "ok";
-    case Status::Code::kInvalidArgument: return "invalid argument";
-    case Status::Code::kNotSupported: return "not supported";
-    case Status::Code::kIoError: return "I/O error";
-    case Status::Code::kCorruption: return "corruption";
-    case Status::Code::kTruncated: return "truncated";
-    case Status::Code::kBadMagic: return "bad magic";
-    case Status::Code::kBadVersion: return "bad version";
+    case Status::Code::kOk:
+      return "ok";
+    case Status::Code::kInvalidArgument:
+      return "invalid argument";
+    case Status::Code::kNotSupported:
+      return "not supported";
+    case Status::Code::kIoError:
+      return "I/O error";
+    case Status::Code::kCorruption:
+      return "corruption";
+    case Status::Code::kTruncated:
+      return "truncated";
+    case Status::Code::kBadMagic:
+      return "bad magic";
+    case Status::Code::kBadVersion:
+      return "bad version";
   }
   return "unknown";
 }
@@ -78,7 +86,7 @@ inline const char* StatusCodeName(Status::Code code) {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}        // NOLINT: implicit by design
   Result(Status status) : v_(std::move(status)) {  // NOLINT: implicit by design
     assert(!std::get<Status>(v_).ok());
   }

@@ -27,14 +27,14 @@
 #include <cstdio>
 #include <functional>
 #include <map>
-#include <string_view>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "base/status.h"
 #include "crawler/crawl.h"
 #include "dedup/filter.h"
-#include "base/status.h"
 #include "frontier/frontier.h"
 #include "frontier/image.h"
 
@@ -47,19 +47,19 @@ inline constexpr const char* kCheckpointTmpDir = "checkpoint.tmp";
 // What the manifest records besides the files.
 struct CheckpointInfo {
   uint64_t sequence = 0;
-  double elapsed_s = 0;         // crawl time so far (over all runs)
+  double elapsed_s = 0;  // crawl time so far (over all runs)
   std::string config_toml;
   std::vector<std::string> scope_hosts;
   CrawlSummary summary;
-  uint64_t started = 0;         // page fetches started (max_pages), in-flight ones included
+  uint64_t started = 0;  // page fetches started (max_pages), in-flight ones included
   double expected_false_seen = 0;
   uint32_t warc_index = 0;
-  std::string warc_file;        // name inside OUT/warc/
+  std::string warc_file;  // name inside OUT/warc/
   uint64_t warc_bytes = 0;
   uint64_t fetch_log_bytes = 0;
-  uint64_t series_bytes = 0;    // OUT/stats-series.jsonl
-  double pause_ms = 0;          // the workers' pause for this cut
-  boost::json::object stats;    // the stats report at the cut
+  uint64_t series_bytes = 0;  // OUT/stats-series.jsonl
+  double pause_ms = 0;        // the workers' pause for this cut
+  boost::json::object stats;  // the stats report at the cut
 };
 
 struct CheckpointSources {
@@ -68,9 +68,9 @@ struct CheckpointSources {
   // Writes hosts.bin's contents (the engine's host table) to the FILE.
   std::function<Status(std::FILE*, const std::string& path)> write_hosts;
   frontier::Clock::time_point cut{};
-  int fsync_fd_warc = -1;       // fsynced before the checkpoint becomes visible
+  int fsync_fd_warc = -1;  // fsynced before the checkpoint becomes visible
   int fsync_fd_log = -1;
-  int slow_ms = 0;              // test hook: sleep this long after each file
+  int slow_ms = 0;  // test hook: sleep this long after each file
 };
 
 struct CheckpointWritten {
@@ -83,7 +83,8 @@ struct CheckpointWritten {
 // outside the checkpoint gate; see crawler/src/gate.h).
 // REQUIRES: nothing changes the filter and the frontier meanwhile (a forked
 // child's frozen copy, or the end of a crawl).
-Result<CheckpointWritten> WriteCheckpoint(const std::string& out, const CheckpointInfo& info,
+Result<CheckpointWritten> WriteCheckpoint(const std::string& out,
+                                          const CheckpointInfo& info,
                                           const CheckpointSources& sources);
 
 struct LoadedCheckpoint {
@@ -92,7 +93,8 @@ struct LoadedCheckpoint {
   std::string config_path;  // DIR/config.toml (verified)
   std::unique_ptr<dedup::Filter> filter;
   frontier::FrontierImage frontier;
-  std::string hosts_bin;     // hosts.bin's bytes (checksum verified; HostTable::Decode parses)
+  std::string
+      hosts_bin;  // hosts.bin's bytes (checksum verified; HostTable::Decode parses)
 };
 
 // Loads and verifies DIR (a checkpoint directory). Errors (kCorruption,
@@ -109,7 +111,8 @@ struct Manifest {
   CheckpointInfo info;
   std::map<std::string, ManifestFile> files;
 };
-std::string EncodeManifest(const CheckpointInfo& info, const std::map<std::string, ManifestFile>& files);
+std::string EncodeManifest(const CheckpointInfo& info,
+                           const std::map<std::string, ManifestFile>& files);
 // Verifies the seal, the format and the version, then reads the fields;
 // errors name `path`.
 Result<Manifest> DecodeManifest(std::string_view text, const std::string& path);

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "dedup/filter.h"
 #include "base/status.h"
+#include "dedup/filter.h"
 #include "frontier/frontier.h"
 #include "parsers/url.h"
 
@@ -22,11 +22,11 @@ namespace crawler::engine {
 
 struct CrawlConfig {
   std::string user_agent = "crawler/0.1 (+https://example.org/crawler-contact)";
-  uint32_t workers = 0;            // 0: one per core
-  uint32_t max_connections = 64;   // concurrent transfers, all workers together
+  uint32_t workers = 0;           // 0: one per core
+  uint32_t max_connections = 64;  // concurrent transfers, all workers together
   uint32_t max_depth = 20;
-  uint64_t max_pages = 0;          // 0: no limit
-  uint64_t max_pages_per_host = 100'000;  // trap guard
+  uint64_t max_pages = 0;                  // 0: no limit
+  uint64_t max_pages_per_host = 100'000;   // trap guard
   std::vector<std::string> scope_hosts;    // empty: the seeds' hosts
   std::vector<std::string> scope_domains;  // a host matches if it ends in one
   std::vector<std::string> include;        // regexes; empty: everything in scope
@@ -69,7 +69,8 @@ struct Config {
 // Defaults, then `path` (if not empty), then each "section.key=value" of
 // `overrides` in order. The value of an override is read as TOML, or as a
 // string when it is not valid TOML (so --set dedup.type=cuckoo works).
-Result<Config> LoadConfig(const std::string& path, const std::vector<std::string>& overrides = {});
+Result<Config> LoadConfig(const std::string& path,
+                          const std::vector<std::string>& overrides = {});
 
 // The effective configuration as TOML (for the checkpoint manifest and --help).
 std::string ConfigToToml(const Config& config);

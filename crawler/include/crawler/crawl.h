@@ -27,29 +27,30 @@
 #include <string>
 #include <vector>
 
-#include "crawler/config.h"
 #include "base/status.h"
+#include "crawler/config.h"
 #include "frontier/frontier.h"
 
 namespace crawler::engine {
 
 struct CrawlSummary {
-  uint64_t fetched = 0;          // responses received (any status)
-  uint64_t failed = 0;           // no response: timeouts, refused, broken
+  uint64_t fetched = 0;  // responses received (any status)
+  uint64_t failed = 0;   // no response: timeouts, refused, broken
   uint64_t truncated = 0;
   uint64_t status_2xx = 0, status_3xx = 0, status_4xx = 0, status_5xx = 0;
   uint64_t robots_blocked = 0;
-  uint64_t out_of_scope = 0;     // links and redirect targets left out
+  uint64_t out_of_scope = 0;  // links and redirect targets left out
   uint64_t too_deep = 0;
-  uint64_t trap_guard = 0;       // max_pages_per_host reached
-  uint64_t duplicates = 0;       // links the dedup filter had seen
-  uint64_t filter_full = 0;      // links refused because a fixed-size filter (dedup.scaling = false) was full
+  uint64_t trap_guard = 0;  // max_pages_per_host reached
+  uint64_t duplicates = 0;  // links the dedup filter had seen
+  uint64_t filter_full =
+      0;  // links refused because a fixed-size filter (dedup.scaling = false) was full
   uint64_t too_many_redirects = 0;  // redirect targets past fetch.max_redirects
-  uint64_t bytes = 0;            // body bytes received
-  uint64_t spilled = 0;          // URLs the frontier wrote to disk (memory bound)
+  uint64_t bytes = 0;               // body bytes received
+  uint64_t spilled = 0;             // URLs the frontier wrote to disk (memory bound)
   std::map<std::string, uint64_t> errors;  // by FetchErrorName: failures and truncations
   double seconds = 0;
-  bool stopped = false;          // ended by the stop flag or max_pages
+  bool stopped = false;  // ended by the stop flag or max_pages
   std::string warc_dir, fetch_log;
 };
 
@@ -66,10 +67,9 @@ class Crawl {
  public:
   // `seeds`: normalized URLs. Creates OUT (and its files). Seeds out of
   // scope are left out, each named with the reason in *skipped (if given).
-  static Result<std::unique_ptr<Crawl>> Create(const Config& config,
-                                               const std::vector<std::string>& seeds,
-                                               const std::string& out_dir,
-                                               std::vector<std::string>* skipped = nullptr);
+  static Result<std::unique_ptr<Crawl>> Create(
+      const Config& config, const std::vector<std::string>& seeds,
+      const std::string& out_dir, std::vector<std::string>* skipped = nullptr);
   ~Crawl();
   Crawl(const Crawl&) = delete;
   Crawl& operator=(const Crawl&) = delete;

@@ -40,28 +40,28 @@ struct FetchOptions {
 
 enum class FetchError {
   kNone,
-  kDns,          // host name did not resolve
-  kConnect,      // refused / unreachable
-  kTimeout,      // connect, total or low-speed limit
-  kTooLarge,     // body over max_body_bytes (result is truncated, not failed)
-  kProtocol,     // malformed response, bad encoding, connection dropped mid-response
+  kDns,       // host name did not resolve
+  kConnect,   // refused / unreachable
+  kTimeout,   // connect, total or low-speed limit
+  kTooLarge,  // body over max_body_bytes (result is truncated, not failed)
+  kProtocol,  // malformed response, bad encoding, connection dropped mid-response
   kOther,
 };
 const char* FetchErrorName(FetchError e);
 
 struct FetchResult {
   std::string url;
-  long status = 0;             // 0: no HTTP response
-  std::string request_head;    // the request as sent (for WARC)
-  std::string response_head;   // status line + headers as received
-  std::string body;            // decoded
-  std::string content_type;    // lowercased media type without parameters
-  std::string charset;         // Content-Type charset parameter, if any
-  std::string location;        // Location header of a 3xx, as sent
+  long status = 0;            // 0: no HTTP response
+  std::string request_head;   // the request as sent (for WARC)
+  std::string response_head;  // status line + headers as received
+  std::string body;           // decoded
+  std::string content_type;   // lowercased media type without parameters
+  std::string charset;        // Content-Type charset parameter, if any
+  std::string location;       // Location header of a 3xx, as sent
   std::string ip;
   bool truncated = false;
   FetchError error = FetchError::kNone;
-  std::string error_message;   // libcurl's words, when error != kNone
+  std::string error_message;  // libcurl's words, when error != kNone
   double seconds = 0;
 };
 

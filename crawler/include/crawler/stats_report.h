@@ -20,7 +20,8 @@ Result<boost::json::object> LoadStats(const std::string& out, std::string* sourc
 std::vector<boost::json::object> LoadSeries(const std::string& out);
 
 std::string StatsText(const boost::json::object& stats, const std::string& source);
-std::string StatsHtml(const boost::json::object& stats, const std::vector<boost::json::object>& series,
+std::string StatsHtml(const boost::json::object& stats,
+                      const std::vector<boost::json::object>& series,
                       const std::string& source);
 
 // The command; returns the exit code (0, or 2 when OUT has no report).

@@ -28,22 +28,22 @@
 namespace crawler::engine {
 
 struct WarcOptions {
-  std::string dir;                         // OUT/warc
+  std::string dir;  // OUT/warc
   std::string prefix = "crawl";
   uint64_t rotate_bytes = uint64_t{1} << 30;  // 1 GiB
-  int gzip_level = 6;                      // zlib 1 (fastest) .. 9 (smallest)
+  int gzip_level = 6;                         // zlib 1 (fastest) .. 9 (smallest)
   std::string software = "crawler/0.1";
-  std::string operator_info;               // e.g. the contact URL from the config
+  std::string operator_info;  // e.g. the contact URL from the config
 };
 
 struct Exchange {
   std::string url;
-  std::string ip;                          // "" if unknown
+  std::string ip;  // "" if unknown
   std::chrono::system_clock::time_point date;
-  std::string request;                     // the HTTP request as sent
-  std::string response_head;               // status line + headers, ending in CRLF CRLF
-  std::string body;                        // the body as received
-  bool truncated = false;                  // body cut at the size limit
+  std::string request;        // the HTTP request as sent
+  std::string response_head;  // status line + headers, ending in CRLF CRLF
+  std::string body;           // the body as received
+  bool truncated = false;     // body cut at the size limit
 };
 
 // The two gzipped records of one fetch, ready to append (Prepare does the

@@ -58,8 +58,8 @@
 #include <string_view>
 #include <vector>
 
-#include "dedup/hash.h"
 #include "base/status.h"
+#include "dedup/hash.h"
 
 namespace crawler::dedup {
 
@@ -101,9 +101,9 @@ struct StripeStats {
   uint64_t inserts_duplicate = 0;
   uint64_t inserts_full = 0;  // refused with kFull
   uint64_t erases = 0;
-  uint64_t relocations = 0;   // cuckoo kicks
-  uint64_t saturations = 0;   // counting: counters that reached 15
-  bool saturated = false;     // fixed bloom past capacity / fixed filter full
+  uint64_t relocations = 0;  // cuckoo kicks
+  uint64_t saturations = 0;  // counting: counters that reached 15
+  bool saturated = false;    // fixed bloom past capacity / fixed filter full
 };
 
 struct FilterStats {
@@ -116,9 +116,9 @@ struct FilterStats {
   uint64_t capacity = 0;
   uint64_t bytes = 0;
   double bits_per_item = 0;
-  double fill = 0;             // capacity-weighted mean over stripes
-  double estimated_fpr = 0;    // mean over stripes (a key picks one at random)
-  double fpr_bound = 0;        // the configured compound bound
+  double fill = 0;           // capacity-weighted mean over stripes
+  double estimated_fpr = 0;  // mean over stripes (a key picks one at random)
+  double fpr_bound = 0;      // the configured compound bound
   uint64_t inserts_new = 0;
   uint64_t inserts_duplicate = 0;
   uint64_t inserts_full = 0;
@@ -153,7 +153,9 @@ class Filter {
   // Returns true iff `key` was not present (and now is). Atomic per key.
   // A full fixed cuckoo/counting filter returns false and counts the refusal
   // in stats; callers that must tell "seen" from "full" use TryInsert.
-  bool Insert(std::string_view key) { return TryInsertHash(HashKey(key)) == InsertResult::kInserted; }
+  bool Insert(std::string_view key) {
+    return TryInsertHash(HashKey(key)) == InsertResult::kInserted;
+  }
   InsertResult TryInsert(std::string_view key) { return TryInsertHash(HashKey(key)); }
   virtual InsertResult TryInsertHash(const KeyHash& h) = 0;
 

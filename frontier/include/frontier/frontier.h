@@ -50,8 +50,8 @@
 #include <string_view>
 #include <vector>
 
-#include "dedup/filter.h"
 #include "base/status.h"
+#include "dedup/filter.h"
 
 namespace crawler::frontier {
 
@@ -66,12 +66,12 @@ struct UrlEntry {
 
 struct FrontierOptions {
   uint64_t max_memory_urls = 100'000;
-  std::string spill_dir;               // required when spilling can happen
+  std::string spill_dir;  // required when spilling can happen
   double min_delay_s = 1.0;
-  double max_crawl_delay_s = 30.0;     // a robots.txt Crawl-delay above this is capped
-  double response_factor = 0.0;        // k: wait k x the last response time
+  double max_crawl_delay_s = 30.0;  // a robots.txt Crawl-delay above this is capped
+  double response_factor = 0.0;     // k: wait k x the last response time
   uint32_t max_connections_per_host = 1;
-  uint32_t spill_chunk = 1024;         // URLs read back from disk at a time
+  uint32_t spill_chunk = 1024;  // URLs read back from disk at a time
 };
 
 // A URL handed out by Pop; give it back with Done.
@@ -97,10 +97,10 @@ struct FrontierStats {
   uint64_t hosts_waiting_robots = 0;  // not opened yet
   uint64_t hosts_ready = 0;           // open, non-empty, due now
   uint64_t hosts_waiting_politeness = 0;
-  uint64_t admitted = 0;              // URLs that passed dedup
-  uint64_t duplicates = 0;            // URLs the filter had seen
-  uint64_t refused_full = 0;          // a fixed filter was full: not queued, counted
-  uint64_t spilled = 0;               // URLs ever written to disk
+  uint64_t admitted = 0;      // URLs that passed dedup
+  uint64_t duplicates = 0;    // URLs the filter had seen
+  uint64_t refused_full = 0;  // a fixed filter was full: not queued, counted
+  uint64_t spilled = 0;       // URLs ever written to disk
   std::vector<std::pair<uint32_t, uint64_t>> depths;  // queued URLs by depth (ascending)
 };
 
@@ -108,7 +108,8 @@ struct AdmitResult {
   uint64_t admitted = 0;
   uint64_t duplicates = 0;
   uint64_t refused_full = 0;
-  std::vector<std::string> new_hosts;  // hosts seen for the first time: fetch their robots.txt
+  std::vector<std::string>
+      new_hosts;  // hosts seen for the first time: fetch their robots.txt
 };
 
 // "scheme://host[:port]" of a normalized URL ("" if it has no "://").
@@ -124,7 +125,8 @@ class Frontier {
   // Asks `filter` about every entry (one batch) and queues the new ones.
   // Errors only on spill I/O failure, naming the file; entries already
   // queued stay queued.
-  [[nodiscard]] Result<AdmitResult> Admit(std::vector<UrlEntry> entries, dedup::Filter& filter);
+  [[nodiscard]] Result<AdmitResult> Admit(std::vector<UrlEntry> entries,
+                                          dedup::Filter& filter);
 
   // The robots.txt decision for `host` is known: its URLs may be handed out.
   // `crawl_delay_s`: the host's Crawl-delay, if any. If `fetched_at` is given
@@ -152,8 +154,9 @@ class Frontier {
   // then not yet flushed). Reads spill files; an error names the file.
   // REQUIRES: no other thread changes the frontier meanwhile (the engine
   // calls it in a forked child or after its workers have stopped).
-  Status ForEachEntry(Clock::time_point now, const std::function<Status(const HostImage&)>& host,
-                      const std::function<Status(const UrlEntry&, bool leased)>& url) const;
+  Status ForEachEntry(
+      Clock::time_point now, const std::function<Status(const HostImage&)>& host,
+      const std::function<Status(const UrlEntry&, bool leased)>& url) const;
   // Rebuilding from an image: a host's state, then its URLs (no dedup check:
   // they passed it before the checkpoint). Requeue may spill.
   void RestoreHost(const HostImage& image, Clock::time_point now);

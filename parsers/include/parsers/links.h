@@ -34,7 +34,15 @@
 namespace crawler::parsers {
 
 enum class LinkSource : uint8_t {
-  kAnchor, kArea, kLink, kFrame, kIframe, kMetaRefresh, kImg, kScript, kStylesheet
+  kAnchor,
+  kArea,
+  kLink,
+  kFrame,
+  kIframe,
+  kMetaRefresh,
+  kImg,
+  kScript,
+  kStylesheet
 };
 const char* LinkSourceName(LinkSource source);
 
@@ -52,7 +60,9 @@ struct SkipCounts {
   uint64_t other_scheme = 0;  // ftp:, tel:, ...
   uint64_t unparsable = 0;
   uint64_t too_long = 0;
-  uint64_t total() const { return javascript + mailto + data + other_scheme + unparsable + too_long; }
+  uint64_t total() const {
+    return javascript + mailto + data + other_scheme + unparsable + too_long;
+  }
 };
 
 struct ExtractOptions {
@@ -63,7 +73,7 @@ struct ExtractOptions {
 struct ExtractResult {
   std::vector<Link> links;
   SkipCounts skipped;
-  std::string base;          // the URL links were resolved against
+  std::string base;  // the URL links were resolved against
   bool meta_nofollow = false;
   bool meta_noindex = false;
 };

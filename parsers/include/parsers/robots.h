@@ -35,11 +35,11 @@ inline constexpr size_t kMaxRobotsBytes = 500 * 1024;
 inline constexpr int kMaxRobotsRedirects = 5;
 
 enum class RobotsFetch {
-  kOk,               // 2xx: the body is parsed
-  kClientError,      // 4xx: allow all
-  kTooManyRedirects, // > 5 hops: treated as unavailable, allow all
-  kServerError,      // 5xx: disallow all (for now)
-  kUnreachable,      // connection/DNS failure: disallow all (for now)
+  kOk,                // 2xx: the body is parsed
+  kClientError,       // 4xx: allow all
+  kTooManyRedirects,  // > 5 hops: treated as unavailable, allow all
+  kServerError,       // 5xx: disallow all (for now)
+  kUnreachable,       // connection/DNS failure: disallow all (for now)
 };
 
 // RFC 9309 2.3.1: the outcome of a robots.txt fetch that ended with HTTP

@@ -32,11 +32,10 @@
 #ifndef PARSERS_URL_H_
 #define PARSERS_URL_H_
 
+#include <boost/url/url_view.hpp>
 #include <cstddef>
 #include <string>
 #include <string_view>
-
-#include <boost/url/url_view.hpp>
 
 namespace crawler::parsers {
 
@@ -82,7 +81,8 @@ class UrlResolver {
   std::string base_;
   boost::urls::url_view view_;  // into base_
   std::string scheme_;          // lowercase
-  std::string origin_[2];       // normalized "scheme://host[:port]", keeping / stripping "www."
+  std::string
+      origin_[2];  // normalized "scheme://host[:port]", keeping / stripping "www."
   bool ok_ = false;
 };
 
