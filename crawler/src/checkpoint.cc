@@ -169,7 +169,8 @@ Status Sleep(int ms) {
 using json_fields::Count;
 using json_fields::Num;
 
-// clang-format off (it does not settle on one layout for this X-macro)
+// clang-format does not settle on one layout for this X-macro:
+// clang-format off
 #define CRAWLER_SUMMARY_FIELDS(X)                                                   \
   X(fetched) X(failed) X(truncated) X(status_2xx) X(status_3xx) X(status_4xx)       \
   X(status_5xx) X(robots_blocked) X(out_of_scope) X(too_deep) X(trap_guard)         \
