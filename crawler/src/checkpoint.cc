@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <thread>
 
@@ -204,6 +205,28 @@ CrawlSummary SummaryFromJson(const json::object& o) {
   return s;
 }
 
+namespace {
+
+// checkpoint/ -> checkpoint.prev/, checkpoint.tmp/ -> checkpoint/, then OUT
+// is fsynced.
+Status Publish(const std::string& out, const std::string& tmp) {
+  const std::string cur = out + "/" + kCheckpointDir,
+                    prev = out + "/" + kCheckpointPrevDir;
+  std::error_code ec;
+  if (fs::exists(cur, ec)) {
+    fs::remove_all(prev, ec);
+    if (ec)
+      return Status::Error(Status::Code::kIoError,
+                           prev + ": cannot remove: " + ec.message());
+    if (std::rename(cur.c_str(), prev.c_str()) != 0)
+      return IoError(cur, "rename to " + prev);
+  }
+  if (std::rename(tmp.c_str(), cur.c_str()) != 0) return IoError(tmp, "rename to " + cur);
+  return SyncDir(out);
+}
+
+}  // namespace
+
 Result<CheckpointWritten> WriteCheckpoint(const std::string& out,
                                           const CheckpointInfo& info,
                                           const CheckpointSources& src) {
@@ -218,78 +241,48 @@ Result<CheckpointWritten> WriteCheckpoint(const std::string& out,
 
   std::map<std::string, ManifestFile> files;
   CheckpointWritten written;
-  auto finish = [&](HashedFile& f, const std::string& name) -> Status {
+  // TMP/NAME through `write`, fsynced, its size and hash recorded.
+  auto file = [&](const std::string& name,
+                  const std::function<Status(std::FILE*, const std::string&)>& write) {
+    const std::string path = tmp + "/" + name;
+    auto f = HashedFile::Create(path);
+    if (!f.ok()) return f.status();
+    Status st = write((*f)->file(), path);
     uint64_t bytes = 0, hash = 0;
-    Status st = f.Close(&bytes, &hash);
+    if (st.ok()) st = (*f)->Close(&bytes, &hash);
     if (!st.ok()) return st;
-    files[name] = ManifestFile{bytes, Hex(hash)};
+    if (name != "MANIFEST.json") files[name] = ManifestFile{bytes, Hex(hash)};
     written.bytes += bytes;
     return Sleep(src.slow_ms);
   };
-
-  {  // config.toml
-    auto f = HashedFile::Create(tmp + "/config.toml");
-    if (!f.ok()) return f.status();
-    std::fwrite(info.config_toml.data(), 1, info.config_toml.size(), (*f)->file());
-    Status st = finish(**f, "config.toml");
-    if (!st.ok()) return st;
+  auto text = [](const std::string& t) {
+    return [&t](std::FILE* f, const std::string& path) {
+      return std::fwrite(t.data(), 1, t.size(), f) == t.size() ? Status::Ok()
+                                                               : IoError(path, "write");
+    };
+  };
+  Status st = file("config.toml", text(info.config_toml));
+  if (st.ok())
+    st = file("dedup.bin", [&](std::FILE* f, const std::string& path) {
+      return src.filter->WriteFrozen(f, path);
+    });
+  if (st.ok()) {
+    st = file("frontier.bin", [&](std::FILE* f, const std::string& path) {
+      return frontier::WriteFrontierImage(*src.frontier, src.cut, f, path);
+    });
   }
-  {  // dedup.bin
-    auto f = HashedFile::Create(tmp + "/dedup.bin");
-    if (!f.ok()) return f.status();
-    Status st = src.filter->WriteFrozen((*f)->file(), tmp + "/dedup.bin");
-    if (!st.ok()) return st;
-    st = finish(**f, "dedup.bin");
-    if (!st.ok()) return st;
-  }
-  {  // frontier.bin
-    auto f = HashedFile::Create(tmp + "/frontier.bin");
-    if (!f.ok()) return f.status();
-    Status st = frontier::WriteFrontierImage(*src.frontier, src.cut, (*f)->file(),
-                                             tmp + "/frontier.bin");
-    if (st.ok()) st = finish(**f, "frontier.bin");
-    if (!st.ok()) return st;
-  }
-  {  // hosts.bin
-    auto f = HashedFile::Create(tmp + "/hosts.bin");
-    if (!f.ok()) return f.status();
-    Status st = src.write_hosts((*f)->file(), tmp + "/hosts.bin");
-    if (st.ok()) st = finish(**f, "hosts.bin");
-    if (!st.ok()) return st;
-  }
-
+  if (st.ok()) st = file("hosts.bin", src.write_hosts);
+  if (!st.ok()) return st;
   // The output the manifest points into must be on disk before it is.
   if (src.fsync_fd_warc >= 0 && ::fsync(src.fsync_fd_warc) != 0)
     return IoError(out + "/warc", "fsync");
-  if (src.fsync_fd_log >= 0 && ::fsync(src.fsync_fd_log) != 0)
+  if (src.fsync_fd_log >= 0 && ::fsync(src.fsync_fd_log) != 0) {
     return IoError(out + "/fetch-log.jsonl", "fsync");
-
-  std::string text = EncodeManifest(info, files);
-  {
-    auto f = HashedFile::Create(tmp + "/MANIFEST.json");
-    if (!f.ok()) return f.status();
-    std::fwrite(text.data(), 1, text.size(), (*f)->file());
-    uint64_t bytes = 0, hash = 0;
-    Status st = (*f)->Close(&bytes, &hash);
-    if (!st.ok()) return st;
-    written.bytes += bytes;
   }
-  Status st = SyncDir(tmp);
-  if (!st.ok()) return st;
-
-  // Publish: checkpoint/ -> checkpoint.prev/, checkpoint.tmp/ -> checkpoint/.
-  const std::string cur = out + "/" + kCheckpointDir,
-                    prev = out + "/" + kCheckpointPrevDir;
-  if (fs::exists(cur, ec)) {
-    fs::remove_all(prev, ec);
-    if (ec)
-      return Status::Error(Status::Code::kIoError,
-                           prev + ": cannot remove: " + ec.message());
-    if (std::rename(cur.c_str(), prev.c_str()) != 0)
-      return IoError(cur, "rename to " + prev);
-  }
-  if (std::rename(tmp.c_str(), cur.c_str()) != 0) return IoError(tmp, "rename to " + cur);
-  st = SyncDir(out);
+  const std::string manifest = EncodeManifest(info, files);
+  st = file("MANIFEST.json", text(manifest));
+  if (st.ok()) st = SyncDir(tmp);
+  if (st.ok()) st = Publish(out, tmp);
   if (!st.ok()) return st;
   written.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -418,91 +411,92 @@ Result<Manifest> DecodeManifest(std::string_view text, const std::string& path) 
   return out;
 }
 
+namespace {
+
+// Compares a file's size and hash with what the manifest recorded.
+Status CheckFile(const Manifest& m, const std::string& dir, const std::string& name,
+                 uint64_t bytes, uint64_t hash) {
+  auto f = m.files.find(name);
+  if (f == m.files.end()) return Damaged(dir + "/MANIFEST.json", "no entry for " + name);
+  if (bytes != f->second.bytes) {
+    return Damaged(dir + "/" + name,
+                   "is " + std::to_string(bytes) + " bytes, the manifest says " +
+                       std::to_string(f->second.bytes) + " (truncated or extended)");
+  }
+  if (Hex(hash) != f->second.xxh3) {
+    return Damaged(dir + "/" + name,
+                   "checksum mismatch (the file was changed or damaged)");
+  }
+  return Status::Ok();
+}
+
+// DIR/dedup.bin, read and hashed in one pass; the size and checksum are
+// checked before the loader's own verdict (the clearer message).
+Result<std::unique_ptr<dedup::Filter>> LoadFilter(const Manifest& m,
+                                                  const std::string& dir) {
+  const std::string path = dir + "/dedup.bin";
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT)
+      return Status::Error(Status::Code::kCorruption, path + ": missing");
+    return IoError(path, "open");
+  }
+  Result<std::unique_ptr<dedup::Filter>> filter =
+      Status::Error(Status::Code::kIoError, path + ": fopencookie");
+  uint64_t bytes = 0, hash = 0;
+  {
+    HashedReader reader(fd);
+    if (reader.file() != nullptr) {
+      filter = dedup::Filter::Read(reader.file(), path);
+      reader.Drain();
+      bytes = reader.bytes();
+      hash = reader.hash();
+    }
+  }
+  ::close(fd);
+  if (filter.ok() || filter.status().code() != Status::Code::kIoError) {
+    Status st = CheckFile(m, dir, "dedup.bin", bytes, hash);
+    if (!st.ok()) return st;
+  }
+  return filter;
+}
+
+// DIR/NAME whole, its size and checksum verified.
+Result<std::string> ReadVerified(const Manifest& m, const std::string& dir,
+                                 const std::string& name) {
+  auto data = ReadWhole(dir + "/" + name);
+  if (!data.ok()) return data.status();
+  Status st =
+      CheckFile(m, dir, name, data->size(), XXH3_64bits(data->data(), data->size()));
+  if (!st.ok()) return st;
+  return data;
+}
+
+}  // namespace
+
 Result<LoadedCheckpoint> LoadCheckpoint(const std::string& dir) {
   auto text = ReadWhole(dir + "/MANIFEST.json");
   if (!text.ok()) return text.status();
   auto manifest = DecodeManifest(*text, dir + "/MANIFEST.json");
   if (!manifest.ok()) return manifest.status();
-  auto check = [&](const std::string& name, uint64_t got_bytes,
-                   uint64_t got_hash) -> Status {
-    auto f = manifest->files.find(name);
-    if (f == manifest->files.end())
-      return Damaged(dir + "/MANIFEST.json", "no entry for " + name);
-    if (got_bytes != f->second.bytes) {
-      return Damaged(dir + "/" + name,
-                     "is " + std::to_string(got_bytes) + " bytes, the manifest says " +
-                         std::to_string(f->second.bytes) + " (truncated or extended)");
-    }
-    if (Hex(got_hash) != f->second.xxh3) {
-      return Damaged(dir + "/" + name,
-                     "checksum mismatch (the file was changed or damaged)");
-    }
-    return Status::Ok();
-  };
-
   LoadedCheckpoint out;
   out.dir = dir;
-  out.info = std::move(manifest->info);
-  CheckpointInfo& info = out.info;
-
-  // config.toml
   out.config_path = dir + "/config.toml";
-  auto config = ReadWhole(out.config_path);
+  auto config = ReadVerified(*manifest, dir, "config.toml");
   if (!config.ok()) return config.status();
-  Status st =
-      check("config.toml", config->size(), XXH3_64bits(config->data(), config->size()));
-  if (!st.ok()) return st;
-  info.config_toml = *config;
-
-  // dedup.bin: read and hashed in one pass.
-  {
-    const std::string path = dir + "/dedup.bin";
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      if (errno == ENOENT)
-        return Status::Error(Status::Code::kCorruption, path + ": missing");
-      return IoError(path, "open");
-    }
-    std::unique_ptr<dedup::Filter> filter;
-    Status read_st = Status::Ok();
-    uint64_t bytes = 0, hash = 0;
-    {
-      HashedReader reader(fd);
-      if (reader.file() == nullptr) {
-        ::close(fd);
-        return IoError(path, "fopencookie");
-      }
-      auto f = dedup::Filter::Read(reader.file(), path);
-      reader.Drain();
-      bytes = reader.bytes();
-      hash = reader.hash();
-      if (f.ok())
-        filter = std::move(f).value();
-      else
-        read_st = f.status();
-    }
-    ::close(fd);
-    st = check("dedup.bin", bytes, hash);  // size / checksum first: the clearer message
-    if (!st.ok()) return st;
-    if (!read_st.ok()) return read_st;
-    out.filter = std::move(filter);
-  }
-
+  auto filter = LoadFilter(*manifest, dir);
+  if (!filter.ok()) return filter.status();
   // frontier.bin and hosts.bin: checksum first, then their owners' decoders.
-  auto verified = [&](const std::string& name) -> Result<std::string> {
-    auto data = ReadWhole(dir + "/" + name);
-    if (!data.ok()) return data.status();
-    Status ok = check(name, data->size(), XXH3_64bits(data->data(), data->size()));
-    if (!ok.ok()) return ok;
-    return data;
-  };
-  auto frontier_bin = verified("frontier.bin");
+  auto frontier_bin = ReadVerified(*manifest, dir, "frontier.bin");
   if (!frontier_bin.ok()) return frontier_bin.status();
   auto image = frontier::DecodeFrontierImage(*frontier_bin, dir + "/frontier.bin");
   if (!image.ok()) return image.status();
-  out.frontier = std::move(image).value();
-  auto hosts_bin = verified("hosts.bin");
+  auto hosts_bin = ReadVerified(*manifest, dir, "hosts.bin");
   if (!hosts_bin.ok()) return hosts_bin.status();
+  out.info = std::move(manifest->info);
+  out.info.config_toml = std::move(config).value();
+  out.filter = std::move(filter).value();
+  out.frontier = std::move(image).value();
   out.hosts_bin = std::move(hosts_bin).value();
   return out;
 }

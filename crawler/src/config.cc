@@ -130,10 +130,11 @@ Key StringListKey(const char* section, const char* name, Ref ref, bool regexes) 
              }};
 }
 
-const std::vector<Key>& Schema() {
-  constexpr int64_t kMax32 = std::numeric_limits<uint32_t>::max();
-  constexpr int64_t kMax64 = std::numeric_limits<int64_t>::max();
-  static const std::vector<Key> keys = {
+constexpr int64_t kMax32 = std::numeric_limits<uint32_t>::max();
+constexpr int64_t kMax64 = std::numeric_limits<int64_t>::max();
+
+std::vector<Key> CrawlKeys() {
+  return {
       StringKey(
           "crawl", "user_agent", [](Config & c) -> auto& { return c.crawl.user_agent; },
           [](const std::string& v) {
@@ -169,7 +170,11 @@ const std::vector<Key>& Schema() {
       BoolKey(
           "crawl", "include_assets",
           [](Config & c) -> auto& { return c.crawl.include_assets; }),
+  };
+}
 
+std::vector<Key> FetchKeys() {
+  return {
       DoubleKey(
           "fetch", "connect_timeout_s",
           [](Config & c) -> auto& { return c.fetch.connect_timeout_s; }, 0, 3600, true),
@@ -191,7 +196,11 @@ const std::vector<Key>& Schema() {
       DoubleKey(
           "fetch", "robots_cache_s",
           [](Config & c) -> auto& { return c.fetch.robots_cache_s; }, 0, 365 * 86400.0),
+  };
+}
 
+std::vector<Key> FrontierKeys() {
+  return {
       IntKey<uint64_t>(
           "frontier", "max_memory_urls",
           [](Config & c) -> auto& { return c.frontier.max_memory_urls; }, 1, kMax64),
@@ -208,7 +217,11 @@ const std::vector<Key>& Schema() {
           "frontier", "max_connections_per_host",
           [](Config & c) -> auto& { return c.frontier.max_connections_per_host; }, 1,
           1000),
+  };
+}
 
+std::vector<Key> DedupKeys() {
+  return {
       StringKey(
           "dedup", "type", [](Config & c) -> auto& { return c.dedup_type_name; },
           [](const std::string& v) {
@@ -236,7 +249,11 @@ const std::vector<Key>& Schema() {
       BoolKey(
           "dedup", "allow_erase",
           [](Config & c) -> auto& { return c.dedup.allow_erase; }),
+  };
+}
 
+std::vector<Key> UrlKeys() {
+  return {
       BoolKey(
           "url", "sort_query", [](Config & c) -> auto& { return c.url.sort_query; }),
       BoolKey(
@@ -250,7 +267,11 @@ const std::vector<Key>& Schema() {
       IntKey<size_t>(
           "url", "max_length", [](Config & c) -> auto& { return c.url.max_length; }, 16,
           1 << 20),
+  };
+}
 
+std::vector<Key> OutputKeys() {
+  return {
       IntKey<uint64_t>(
           "output", "warc_rotate_bytes",
           [](Config & c) -> auto& { return c.output.warc_rotate_bytes; }, 1 << 20,
@@ -266,7 +287,11 @@ const std::vector<Key>& Schema() {
       IntKey<int>(
           "output", "warc_gzip_level",
           [](Config & c) -> auto& { return c.output.warc_gzip_level; }, 1, 9),
+  };
+}
 
+std::vector<Key> CheckpointKeys() {
+  return {
       DoubleKey(
           "checkpoint", "interval_s",
           [](Config & c) -> auto& { return c.checkpoint.interval_s; }, 0, 365 * 86400.0),
@@ -274,6 +299,18 @@ const std::vector<Key>& Schema() {
           "checkpoint", "interval_pages",
           [](Config & c) -> auto& { return c.checkpoint.interval_pages; }, 0, kMax64),
   };
+}
+
+// The schema: every key, section by section.
+const std::vector<Key>& Schema() {
+  static const std::vector<Key> keys = [] {
+    std::vector<Key> all;
+    for (auto part : {CrawlKeys, FetchKeys, FrontierKeys, DedupKeys, UrlKeys, OutputKeys,
+                      CheckpointKeys}) {
+      for (Key& k : part()) all.push_back(std::move(k));
+    }
+    return all;
+  }();
   return keys;
 }
 

@@ -63,42 +63,6 @@ void Crawl::Impl::Describe(CheckpointInfo* info, bool running) {
   info->stats = Report(running);
 }
 
-namespace {
-
-std::vector<std::unique_ptr<Worker>> MakeWorkers(const Config& config,
-                                                 const WorkerParts& parts,
-                                                 Status* error) {
-  std::vector<std::unique_ptr<Worker>> workers;
-  uint32_t n = config.crawl.workers != 0
-                   ? config.crawl.workers
-                   : std::max(1u, std::thread::hardware_concurrency());
-  n = std::min(n, config.crawl.max_connections);
-  for (uint32_t i = 0; i < n; ++i) {
-    FetchOptions fetch;
-    fetch.user_agent = config.crawl.user_agent;
-    fetch.connect_timeout_s = config.fetch.connect_timeout_s;
-    fetch.timeout_s = config.fetch.timeout_s;
-    fetch.low_speed_bytes = config.fetch.low_speed_bytes;
-    fetch.low_speed_time_s = config.fetch.low_speed_time_s;
-    fetch.max_body_bytes = config.fetch.max_body_bytes;
-    // max_connections is the total: split it over the workers.
-    size_t share =
-        config.crawl.max_connections / n + (i < config.crawl.max_connections % n ? 1 : 0);
-    fetch.max_connections = static_cast<uint32_t>(share);
-    // Robots fetches come on top of the frontier's per-host transfers.
-    fetch.max_connections_per_host = config.frontier.max_connections_per_host + 1;
-    auto fetcher = Fetcher::Create(fetch);
-    if (!fetcher.ok()) {
-      *error = fetcher.status();
-      return {};
-    }
-    workers.push_back(std::make_unique<Worker>(parts, std::move(fetcher).value(), share));
-  }
-  return workers;
-}
-
-}  // namespace
-
 Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
                                                 const std::string& out, int lock_fd,
                                                 std::unique_ptr<dedup::Filter> filter,
@@ -136,10 +100,10 @@ Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
       sequence);
   Status st;
   m->workers =
-      MakeWorkers(config,
-                  {m->config, *m->scope, *m->filter, *m->frontier, m->hosts, *m->log,
-                   *m->warc, m->counters, m->gate, m->results, m->state},
-                  &st);
+      Worker::MakeAll(config,
+                      {m->config, *m->scope, *m->filter, *m->frontier, m->hosts, *m->log,
+                       *m->warc, m->counters, m->gate, m->results, m->state},
+                      &st);
   if (!st.ok()) return st;
   return m;
 }

@@ -57,13 +57,7 @@ struct Section {
   std::vector<Row> rows;
 };
 
-std::vector<Section> Sections(const json::object& s) {
-  const json::object& d = Obj(s, "dedup");
-  const json::object& f = Obj(s, "frontier");
-  const json::object& c = Obj(s, "crawl");
-  const json::object& k = Obj(s, "checkpoint");
-  std::vector<Section> out;
-
+Section DedupSection(const json::object& d) {
   Section dd{"Dedup", {}};
   dd.rows.push_back({"variant", Str(d, "variant") + ", " + Count(Num(d, "stripes")) +
                                     " stripes, " + Count(Num(d, "layers_min")) + ".." +
@@ -93,8 +87,10 @@ std::vector<Section> Sections(const json::object& s) {
                Count(Num(st, "stripe")) + " " + Fmt("%.1f%%", Num(st, "fill") * 100);
   }
   dd.rows.push_back({"fullest stripes", fullest});
-  out.push_back(std::move(dd));
+  return dd;
+}
 
+Section FrontierSection(const json::object& f) {
   Section fr{"Frontier", {}};
   fr.rows.push_back({"queued", Count(Num(f, "queued_memory")) + " in RAM + " +
                                    Count(Num(f, "queued_disk")) + " on disk, " +
@@ -112,8 +108,10 @@ std::vector<Section> Sections(const json::object& s) {
               Count(Num(v.as_object(), "urls"));
   }
   fr.rows.push_back({"queued by depth", depths.empty() ? "(empty)" : depths});
-  out.push_back(std::move(fr));
+  return fr;
+}
 
+Section CrawlSection(const json::object& c) {
   Section cr{"Crawl", {}};
   cr.rows.push_back({"fetched", Count(Num(c, "fetched")) + " responses, " +
                                     Count(Num(c, "failed")) + " failed, " +
@@ -146,8 +144,10 @@ std::vector<Section> Sections(const json::object& s) {
            Count(Num(v.as_object(), "fetched"));
   }
   cr.rows.push_back({"top hosts", top});
-  out.push_back(std::move(cr));
+  return cr;
+}
 
+Section CheckpointSection(const json::object& k) {
   Section ck{"Checkpoints", {}};
   ck.rows.push_back({"written", Count(Num(k, "written")) + " this run (" +
                                     Count(Num(k, "failed")) + " failed), last sequence " +
@@ -157,8 +157,12 @@ std::vector<Section> Sections(const json::object& s) {
                                  ", workers paused " +
                                  Fmt("%.1f ms", Num(k, "last_pause_ms")) + " (max " +
                                  Fmt("%.1f ms", Num(k, "max_pause_ms")) + ")"});
-  out.push_back(std::move(ck));
-  return out;
+  return ck;
+}
+
+std::vector<Section> Sections(const json::object& s) {
+  return {DedupSection(Obj(s, "dedup")), FrontierSection(Obj(s, "frontier")),
+          CrawlSection(Obj(s, "crawl")), CheckpointSection(Obj(s, "checkpoint"))};
 }
 
 std::string HtmlEscape(const std::string& s) {

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <thread>
 
 namespace crawler::engine {
 
@@ -279,6 +280,38 @@ Status Worker::FinishPage(const Gate::Pass& pass, const Completed& c, const Prep
   p_.counters.Add(&CrawlSummary::too_deep, too_deep);
   p_.counters.Add(&CrawlSummary::out_of_scope, out_of_scope);
   return Admit(pass, std::move(next));
+}
+
+std::vector<std::unique_ptr<Worker>> Worker::MakeAll(const Config& config,
+                                                     const WorkerParts& parts,
+                                                     Status* error) {
+  std::vector<std::unique_ptr<Worker>> workers;
+  uint32_t n = config.crawl.workers != 0
+                   ? config.crawl.workers
+                   : std::max(1u, std::thread::hardware_concurrency());
+  n = std::min(n, config.crawl.max_connections);
+  for (uint32_t i = 0; i < n; ++i) {
+    FetchOptions fetch;
+    fetch.user_agent = config.crawl.user_agent;
+    fetch.connect_timeout_s = config.fetch.connect_timeout_s;
+    fetch.timeout_s = config.fetch.timeout_s;
+    fetch.low_speed_bytes = config.fetch.low_speed_bytes;
+    fetch.low_speed_time_s = config.fetch.low_speed_time_s;
+    fetch.max_body_bytes = config.fetch.max_body_bytes;
+    // max_connections is the total: split it over the workers.
+    size_t share =
+        config.crawl.max_connections / n + (i < config.crawl.max_connections % n ? 1 : 0);
+    fetch.max_connections = static_cast<uint32_t>(share);
+    // Robots fetches come on top of the frontier's per-host transfers.
+    fetch.max_connections_per_host = config.frontier.max_connections_per_host + 1;
+    auto fetcher = Fetcher::Create(fetch);
+    if (!fetcher.ok()) {
+      *error = fetcher.status();
+      return {};
+    }
+    workers.push_back(std::make_unique<Worker>(parts, std::move(fetcher).value(), share));
+  }
+  return workers;
 }
 
 }  // namespace crawler::engine

@@ -110,6 +110,12 @@ class Worker {
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
 
+  // crawl.workers workers (0: one per core, at most crawl.max_connections),
+  // each with its share of crawl.max_connections. Errors: *error.
+  static std::vector<std::unique_ptr<Worker>> MakeAll(const Config& config,
+                                                      const WorkerParts& parts,
+                                                      Status* error);
+
   // Runs until the crawl is over, *stop is set or the crawl failed.
   void Loop(const std::atomic<bool>& stop);
   // Seeds (and every URL found): depth, scope, dedup, frontier; robots.txt
