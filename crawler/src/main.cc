@@ -3,7 +3,8 @@
 //   crawler crawl --seeds FILE [--config FILE] [--out DIR] [--set section.key=value ...]
 //   crawler crawl --resume DIR [--set limit=value ...]
 //   crawler stats DIR [--json] [--html FILE]
-//   crawler normalize [--base URL] [URL ...]
+//   crawler normalize [--base URL] [--sort-query] [--strip-tracking]
+//                     [--strip-session-ids] [--strip-www] [URL ...]
 //
 //   crawler --version
 //
@@ -195,11 +196,17 @@ int RunCrawl(const std::string& seeds_path, const std::string& config_path,
   return kExitOk;
 }
 
-int RunNormalize(const std::string& base, const std::vector<std::string>& urls) {
+// `crawler normalize`: why did these two URLs (not) dedup? One line per
+// input (arguments, or stdin lines when there are none): the normalized URL,
+// i.e. the dedup key under `options`, or "error: <reason>". With --base, the
+// inputs are hrefs resolved against it as a browser would. Exit code 0 if
+// every input normalized, 1 if any did not.
+int RunNormalize(const std::string& base, const std::vector<std::string>& urls,
+                 const crawler::parsers::UrlOptions& options) {
   int failed = 0;
   auto one = [&](const std::string& u) {
-    auto r = base.empty() ? crawler::parsers::NormalizeUrl(u)
-                          : crawler::parsers::ResolveHref(base, u);
+    auto r = base.empty() ? crawler::parsers::NormalizeUrl(u, options)
+                          : crawler::parsers::ResolveHref(base, u, options);
     if (r.ok()) {
       std::printf("%s\n", r.url.c_str());
     } else {
@@ -259,10 +266,19 @@ int main(int argc, char** argv) {
   stats->add_flag("--json", as_json, "print JSON instead of text");
   stats->add_option("--html", html,
                     "also write a self-contained HTML report with charts to FILE");
-  CLI::App* normalize =
-      app.add_subcommand("normalize", "print the dedup key of each URL");
-  normalize->add_option("--base", base, "resolve inputs against this URL");
+  CLI::App* normalize = app.add_subcommand(
+      "normalize", "print the dedup key of each URL (why did two URLs (not) dedup?)");
+  normalize->add_option("--base", base,
+                        "resolve inputs against this URL, as a browser would");
   normalize->add_option("urls", urls, "URLs (default: stdin, one per line)");
+  crawler::parsers::UrlOptions
+      url_options;  // the lossy rules: off unless asked, as in [url]
+  normalize->add_flag("--sort-query", url_options.sort_query, "sort query parameters");
+  normalize->add_flag("--strip-tracking", url_options.strip_tracking,
+                      "drop utm_* and other tracking parameters");
+  normalize->add_flag("--strip-session-ids", url_options.strip_session_ids,
+                      "drop session-id parameters");
+  normalize->add_flag("--strip-www", url_options.strip_www, "drop a leading www.");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -277,5 +293,5 @@ int main(int argc, char** argv) {
     return RunCrawl(seeds, config, out, sets, resume);
   }
   if (*stats) return crawler::engine::RunStats(stats_dir, as_json, html);
-  return RunNormalize(base, urls);
+  return RunNormalize(base, urls, url_options);
 }
