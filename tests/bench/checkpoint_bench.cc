@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -58,15 +59,11 @@ int main(int argc, char** argv) {
   double filter_gb = 1.0;
   uint64_t urls = 1'000'000;
   std::string dir = "/tmp/checkpoint-bench";
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string a = argv[i];
-    if (a == "--filter-gb")
-      filter_gb = std::atof(argv[i + 1]);
-    else if (a == "--urls")
-      urls = std::strtoull(argv[i + 1], nullptr, 10);
-    else if (a == "--dir")
-      dir = argv[i + 1];
-  }
+  CLI::App app{"checkpoint_bench: checkpoint pause, write and resume costs"};
+  app.add_option("--filter-gb", filter_gb, "filter size in GB")->capture_default_str();
+  app.add_option("--urls", urls, "queued URLs")->capture_default_str();
+  app.add_option("--dir", dir, "scratch directory (removed)")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir + "/out");
   const std::string out = dir + "/out";

@@ -30,6 +30,7 @@
 // keys, scaling = true, so it grows ~7 layers. Prints numbers; asserts nothing.
 #include <xxhash.h>
 
+#include <CLI/CLI.hpp>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -150,29 +151,27 @@ std::vector<std::string> Split(const std::string& s) {
 
 Args ParseArgs(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    std::string flag = argv[i];
-    if (i + 1 >= argc) Usage(("missing value for " + flag).c_str());
-    std::string v = argv[++i];
-    if (flag == "--n") {
-      a.n = std::strtoull(v.c_str(), nullptr, 10);
-    } else if (flag == "--threads") {
-      a.threads.clear();
-      for (auto& t : Split(v)) a.threads.push_back(std::atoi(t.c_str()));
-    } else if (flag == "--variants") {
-      a.variants = Split(v);
-    } else if (flag == "--starts") {
-      a.starts = Split(v);
-    } else if (flag == "--error") {
-      a.error = std::strtod(v.c_str(), nullptr);
-    } else if (flag == "--tightening") {
-      a.tightening = std::strtod(v.c_str(), nullptr);
-    } else if (flag == "--stripes") {
-      a.stripes = static_cast<uint32_t>(std::strtoul(v.c_str(), nullptr, 10));
-    } else {
-      Usage(("unknown flag " + flag).c_str());
-    }
+  CLI::App app{"dedup_bench: the URL-seen filters against a plain hash set"};
+  std::string threads, variants, starts;
+  app.add_option("--n", a.n, "keys")->capture_default_str();
+  app.add_option("--threads", threads, "thread counts, comma-separated (e.g. 1,2)");
+  app.add_option("--variants", variants, "plain,bloom,cuckoo,counting");
+  app.add_option("--starts", starts, "initial capacities: right,N/100");
+  app.add_option("--error", a.error, "target FPR")->capture_default_str();
+  app.add_option("--tightening", a.tightening, "tightening ratio r")
+      ->capture_default_str();
+  app.add_option("--stripes", a.stripes, "lock stripes")->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    std::exit(app.exit(e) == 0 ? 0 : 2);
   }
+  if (!threads.empty()) {
+    a.threads.clear();
+    for (auto& t : Split(threads)) a.threads.push_back(std::atoi(t.c_str()));
+  }
+  if (!variants.empty()) a.variants = Split(variants);
+  if (!starts.empty()) a.starts = Split(starts);
   if (a.n < 1000) Usage("--n must be at least 1000");
   return a;
 }

@@ -8,6 +8,7 @@
 //   build/tests/frontier_bench [--urls N] [--hosts H] [--max-memory M] [--dir DIR]
 #include <sys/resource.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -31,23 +32,13 @@ double PeakRssMb() {
 int main(int argc, char** argv) {
   uint64_t urls = 1'000'000, hosts = 1000, max_memory = 100'000;
   std::string dir = (std::filesystem::temp_directory_path() / "frontier_bench").string();
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string flag = argv[i];
-    if (flag == "--urls")
-      urls = std::strtoull(argv[i + 1], nullptr, 10);
-    else if (flag == "--hosts")
-      hosts = std::strtoull(argv[i + 1], nullptr, 10);
-    else if (flag == "--max-memory")
-      max_memory = std::strtoull(argv[i + 1], nullptr, 10);
-    else if (flag == "--dir")
-      dir = argv[i + 1];
-    else {
-      std::fprintf(
-          stderr,
-          "usage: frontier_bench [--urls N] [--hosts H] [--max-memory M] [--dir DIR]\n");
-      return 2;
-    }
-  }
+  CLI::App app{"frontier_bench: frontier memory and speed"};
+  app.add_option("--urls", urls, "URLs to queue")->capture_default_str();
+  app.add_option("--hosts", hosts, "hosts they spread over")->capture_default_str();
+  app.add_option("--max-memory", max_memory, "frontier.max_memory_urls")
+      ->capture_default_str();
+  app.add_option("--dir", dir, "spill directory")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
   std::filesystem::remove_all(dir);
   double rss_start = PeakRssMb();
   crawler::dedup::FilterOptions fo;

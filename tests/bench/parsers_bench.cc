@@ -23,6 +23,7 @@
 // Prints numbers; asserts nothing.
 #include <gumbo.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -162,23 +163,13 @@ int main(int argc, char** argv) {
   int rounds = 3;
   std::string dir;
   size_t limit = SIZE_MAX;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string flag = argv[i];
-    if (flag == "--pages")
-      pages = std::atoi(argv[i + 1]);
-    else if (flag == "--rounds")
-      rounds = std::atoi(argv[i + 1]);
-    else if (flag == "--dir")
-      dir = argv[i + 1];
-    else if (flag == "--limit")
-      limit = std::strtoull(argv[i + 1], nullptr, 10);
-    else {
-      std::fprintf(
-          stderr,
-          "usage: parsers_bench [--pages N] [--rounds R] | --dir DIR [--limit N]\n");
-      return 2;
-    }
-  }
+  CLI::App app{"parsers_bench: URL normalization and link extraction speed"};
+  app.add_option("--pages", pages, "synthetic pages")->capture_default_str();
+  app.add_option("--rounds", rounds, "rounds (best is printed)")->capture_default_str();
+  app.add_option("--dir", dir,
+                 "parse the .html files of DIR instead (gumbo alone vs extraction)");
+  app.add_option("--limit", limit, "at most this many files of --dir");
+  CLI11_PARSE(app, argc, argv);
   if (!dir.empty()) return GumboOverDir(dir, limit);
   std::vector<Page> corpus = MakeCorpus(pages);
   size_t bytes = 0, hrefs = 0, href_bytes = 0;
