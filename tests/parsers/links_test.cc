@@ -149,7 +149,10 @@ TEST_CASE("Links: a latin-1 / windows-1252 page keeps its ASCII links",
   CHECK(Windows1252ToUtf8("\x80\xE9") == "\xE2\x82\xAC\xC3\xA9");
 }
 
-TEST_CASE("Links: hostile inputs neither crash nor go quadratic", "[parsers][links]") {
+TEST_CASE(
+    "Links: hostile inputs (20,000-deep nesting, a 1 MB attribute, 1,000 attributes, "
+    "binary) give the right links",
+    "[parsers][links]") {
   // Deep nesting.
   std::string deep;
   for (int i = 0; i < 20000; ++i) deep += "<div>";
