@@ -1,7 +1,7 @@
 // A small HTTP/1.1 server on 127.0.0.1 for tests: real sockets, keep-alive,
-// one thread per connection, responses from a handler (status, headers, body,
-// a delay, or raw bytes / a silent close to test broken servers). Counts the
-// connections and requests it served. Stops and joins in its destructor.
+// one thread per connection, requests parsed by Boost.Beast, responses from a handler
+// (status, headers, body, a delay, or raw bytes / a silent close to test broken servers).
+// Counts the connections and requests it served. Stops and joins in its destructor.
 #ifndef TESTS_CRAWLER_HTTP_TEST_SERVER_H_
 #define TESTS_CRAWLER_HTTP_TEST_SERVER_H_
 
@@ -20,6 +20,8 @@
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include "../testsite/http_connection.h"
 
 namespace crawler::testing {
 
@@ -87,51 +89,28 @@ class HttpTestServer {
     }
   }
 
-  static bool SendAll(int fd, const std::string& data) {
-    size_t sent = 0;
-    while (sent < data.size()) {
-      ssize_t n = ::send(fd, data.data() + sent, data.size() - sent, MSG_NOSIGNAL);
-      if (n <= 0) return false;
-      sent += static_cast<size_t>(n);
-    }
-    return true;
-  }
-
   void Serve(int fd) {
-    std::string buf;
-    char chunk[8192];
-    while (!stop_) {
-      size_t end = buf.find("\r\n\r\n");
-      if (end == std::string::npos) {
-        ssize_t n = ::recv(fd, chunk, sizeof(chunk), 0);
-        if (n <= 0) return;
-        buf.append(chunk, static_cast<size_t>(n));
-        continue;
-      }
-      std::string request = buf.substr(0, end + 4);
-      buf.erase(0, end + 4);
+    HttpConnection conn(fd);
+    HttpRequest req;
+    while (!stop_ && conn.Read(&req)) {
       ++requests_;
-      size_t sp1 = request.find(' ');
-      size_t sp2 = request.find(' ', sp1 + 1);
-      Response r = handler_(request.substr(sp1 + 1, sp2 - sp1 - 1));
-      if (r.delay_ms > 0) {
-        for (int waited = 0; waited < r.delay_ms && !stop_; waited += 10) {
-          std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        }
+      Response r = handler_(req.target);
+      for (int waited = 0; waited < r.delay_ms && !stop_; waited += 10) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
       }
       if (r.close_without_reply) {
         ::shutdown(fd, SHUT_RDWR);
         return;
       }
       if (!r.raw.empty()) {
-        SendAll(fd, r.raw);
+        conn.WriteRaw(r.raw);
         ::shutdown(fd, SHUT_RDWR);
         return;
       }
-      std::string out = "HTTP/1.1 " + std::to_string(r.status) + " Status\r\n";
-      for (const auto& [k, v] : r.headers) out += k + ": " + v + "\r\n";
-      out += "Content-Length: " + std::to_string(r.body.size()) + "\r\n\r\n" + r.body;
-      if (!SendAll(fd, out)) return;
+      http::response<http::string_body> res{static_cast<http::status>(r.status), 11};
+      for (const auto& [k, v] : r.headers) res.set(k, v);
+      res.body() = r.body;
+      if (!conn.Write(res) || !req.keep_alive) return;
     }
   }
 

@@ -8,8 +8,9 @@
 //
 // Serving: host h listens on P + h (P = 0: the first run of H free consecutive
 // ports from 20000 up). When all listen it prints "listening P H" on stdout.
-// HTTP/1.1 with keep-alive, one thread per connection, pages generated from
-// memory on demand. --log FILE gets one line per request:
+// HTTP/1.1 with keep-alive (requests parsed and responses written by
+// Boost.Beast: http_connection.h), one thread per connection, pages generated
+// from memory on demand. --log FILE gets one line per request:
 //   <start_us> <end_us> <port> <status> <path>
 // (CLOCK_MONOTONIC microseconds at the request's arrival and when the response
 // was written), which the tests use to count fetches per URL, measure the
@@ -32,6 +33,7 @@
 #include <thread>
 
 #include "gzip.h"
+#include "http_connection.h"
 #include "site.h"
 
 namespace {
@@ -50,30 +52,7 @@ uint64_t NowUs() {
          static_cast<uint64_t>(ts.tv_nsec) / 1000;
 }
 
-bool SendAll(int fd, const char* data, size_t n) {
-  while (n > 0) {
-    ssize_t w = ::send(fd, data, n, MSG_NOSIGNAL);
-    if (w <= 0) return false;
-    data += w;
-    n -= static_cast<size_t>(w);
-  }
-  return true;
-}
-
 using crawler::testing::Gzip;
-
-const char* Reason(int status) {
-  switch (status) {
-    case 200:
-      return "OK";
-    case 302:
-      return "Found";
-    case 404:
-      return "Not Found";
-    default:
-      return "Internal Server Error";
-  }
-}
 
 int Listen(uint16_t port) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -147,47 +126,26 @@ class Server {
   }
 
   void Serve(int fd, uint32_t h) {
-    std::string buf;
-    char chunk[16384];
-    while (!g_stop) {
-      size_t end;
-      while ((end = buf.find("\r\n\r\n")) == std::string::npos) {
-        pollfd p{fd, POLLIN, 0};
-        int r = ::poll(&p, 1, 100);
-        if (g_stop) return;
-        if (r <= 0) continue;
-        ssize_t n = ::recv(fd, chunk, sizeof(chunk), 0);
-        if (n <= 0) return;
-        buf.append(chunk, static_cast<size_t>(n));
-        if (buf.size() > 65536) return;
-      }
+    crawler::testing::HttpConnection conn(fd);
+    crawler::testing::HttpRequest req;
+    while (!g_stop && conn.Read(&req)) {
       uint64_t start = NowUs();
-      std::string head = buf.substr(0, end + 2);
-      buf.erase(0, end + 4);
-      std::string lower = head;
-      for (char& c : lower)
-        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      size_t sp1 = head.find(' '), sp2 = head.find(' ', sp1 + 1);
-      std::string target = head.substr(sp1 + 1, sp2 - sp1 - 1);
-      std::string path = target.substr(0, target.find_first_of("?#"));
-      bool gzip = lower.find("accept-encoding:") != std::string::npos &&
-                  lower.find("gzip", lower.find("accept-encoding:")) != std::string::npos;
-      bool close = lower.find("connection: close") != std::string::npos;
+      std::string path = req.target.substr(0, req.target.find_first_of("?#"));
       int status = 0;
-      bool ok = Respond(fd, h, path, gzip, &status);
-      Log(start, NowUs(), h, status, target);
-      if (!ok || close) return;
+      bool ok = Respond(conn, h, path, req.accept_gzip, &status);
+      Log(start, NowUs(), h, status, req.target);
+      if (!ok || !req.keep_alive) return;
     }
   }
 
-  bool Respond(int fd, uint32_t h, const std::string& path, bool accept_gzip,
-               int* status) {
+  bool Respond(crawler::testing::HttpConnection& conn, uint32_t h,
+               const std::string& path, bool accept_gzip, int* status) {
+    namespace http = boost::beast::http;
     Page p = site_.Serve(h, path);
     *status = p.status;
     if (p.malformed) {
       *status = 0;
-      const char bad[] = "THIS IS NOT HTTP\r\n\r\n<html>";
-      SendAll(fd, bad, sizeof(bad) - 1);
+      conn.WriteRaw("THIS IS NOT HTTP\r\n\r\n<html>");
       return false;
     }
     if (p.slow) {
@@ -196,28 +154,27 @@ class Server {
         ::usleep(10000);
       }
     }
-    std::string head = "HTTP/1.1 " + std::to_string(p.status) + " " + Reason(p.status) +
-                       "\r\nContent-Type: " + p.content_type + "\r\n";
-    if (!p.location.empty()) head += "Location: " + p.location + "\r\n";
     if (p.huge) {
-      head +=
-          "Content-Length: " + std::to_string(site_.options().huge_bytes) + "\r\n\r\n";
-      if (!SendAll(fd, head.data(), head.size())) return false;
+      http::response<http::empty_body> head{static_cast<http::status>(p.status), 11};
+      head.set(http::field::content_type, p.content_type);
+      if (!conn.WriteHead(head, site_.options().huge_bytes)) return false;
       std::string block(65536, 'x');
       for (uint64_t sent = 0; sent < site_.options().huge_bytes; sent += block.size()) {
         size_t n = static_cast<size_t>(
             std::min<uint64_t>(block.size(), site_.options().huge_bytes - sent));
-        if (!SendAll(fd, block.data(), n)) return false;
+        if (!conn.WriteRaw(std::string_view(block).substr(0, n))) return false;
       }
       return true;
     }
-    std::string body = p.body;
+    http::response<http::string_body> res{static_cast<http::status>(p.status), 11};
+    res.set(http::field::content_type, p.content_type);
+    if (!p.location.empty()) res.set(http::field::location, p.location);
+    res.body() = p.body;
     if (p.gzip_ok && accept_gzip) {
-      body = Gzip(body);
-      head += "Content-Encoding: gzip\r\n";
+      res.body() = Gzip(p.body);
+      res.set(http::field::content_encoding, "gzip");
     }
-    head += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n";
-    return SendAll(fd, (head + body).data(), head.size() + body.size());
+    return conn.Write(res);
   }
 
   void Log(uint64_t start, uint64_t end, uint32_t h, int status,

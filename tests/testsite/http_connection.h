@@ -1,0 +1,90 @@
+// One accepted HTTP/1.1 connection of a test server, read and written with
+// Boost.Beast (requests are parsed by Beast, not by hand). The servers keep
+// their own accept loops and one thread per connection; this wraps the
+// connected descriptor. The descriptor stays the caller's: it is released,
+// not closed, when the connection object goes (the servers shut sockets
+// down from another thread to stop).
+#ifndef TESTS_TESTSITE_HTTP_CONNECTION_H_
+#define TESTS_TESTSITE_HTTP_CONNECTION_H_
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace crawler::testing {
+
+namespace http = boost::beast::http;
+
+struct HttpRequest {
+  std::string target;        // as sent ("/a/b?c")
+  bool accept_gzip = false;  // Accept-Encoding names gzip
+  bool keep_alive = true;
+};
+
+class HttpConnection {
+ public:
+  explicit HttpConnection(int fd) : socket_(io_) {
+    boost::system::error_code ec;
+    socket_.assign(boost::asio::ip::tcp::v4(), fd, ec);
+    ok_ = !ec;
+  }
+  ~HttpConnection() {
+    boost::system::error_code ec;
+    if (ok_) (void)socket_.release(ec);
+  }
+  HttpConnection(const HttpConnection&) = delete;
+  HttpConnection& operator=(const HttpConnection&) = delete;
+
+  // The next request; false at the end of the connection or on a request
+  // Beast rejects (a header over 64 KiB included).
+  bool Read(HttpRequest* out) {
+    if (!ok_) return false;
+    http::request_parser<http::empty_body> parser;
+    parser.header_limit(64 * 1024);
+    boost::system::error_code ec;
+    http::read(socket_, buffer_, parser, ec);
+    if (ec) return false;
+    const auto& req = parser.get();
+    out->target = std::string(req.target());
+    out->accept_gzip = std::string_view(req[http::field::accept_encoding]).find("gzip") !=
+                       std::string_view::npos;
+    out->keep_alive = req.keep_alive();
+    return true;
+  }
+
+  bool Write(http::response<http::string_body>& res) {
+    res.prepare_payload();
+    boost::system::error_code ec;
+    http::write(socket_, res, ec);
+    return !ec;
+  }
+
+  // A head announcing `length` body bytes; the body follows by WriteRaw.
+  bool WriteHead(http::response<http::empty_body>& res, uint64_t length) {
+    res.content_length(length);
+    http::response_serializer<http::empty_body> sr{res};
+    boost::system::error_code ec;
+    http::write_header(socket_, sr, ec);
+    return !ec;
+  }
+
+  bool WriteRaw(std::string_view bytes) {
+    boost::system::error_code ec;
+    boost::asio::write(socket_, boost::asio::buffer(bytes.data(), bytes.size()), ec);
+    return !ec;
+  }
+
+ private:
+  boost::asio::io_context io_;
+  boost::asio::ip::tcp::socket socket_;
+  boost::beast::flat_buffer buffer_;
+  bool ok_ = false;
+};
+
+}  // namespace crawler::testing
+
+#endif  // TESTS_TESTSITE_HTTP_CONNECTION_H_
