@@ -22,9 +22,6 @@ namespace crawler::engine {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::Attempted;
-using testing::LogLine;
-using testing::ReadFetchLog;
 using testing::TempDir;
 using testing::TestSite;
 
@@ -67,10 +64,7 @@ TEST_CASE(
   CHECK(cuts >= 200);
   CHECK(log.find("crawl stopped") == std::string::npos);  // no checkpoint failed
 
-  std::multiset<std::string> attempted;
-  for (const LogLine& l : ReadFetchLog(out + "/fetch-log.jsonl")) {
-    if (Attempted(l)) attempted.insert(l.url);
-  }
+  std::multiset<std::string> attempted = testing::AttemptedUrls(out + "/fetch-log.jsonl");
   CHECK(std::set<std::string>(attempted.begin(), attempted.end()) == truth);
   CHECK(attempted.size() == truth.size());
   site.Stop();

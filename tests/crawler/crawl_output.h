@@ -54,6 +54,16 @@ inline bool Attempted(const LogLine& l) {
   return l.error != "robots" && l.error != "max_pages_per_host";
 }
 
+// The URLs the fetch log shows attempted, each as often as it was: the truth
+// set exactly once means set(result) == truth and size() == truth.size().
+inline std::multiset<std::string> AttemptedUrls(const std::string& fetch_log) {
+  std::multiset<std::string> out;
+  for (const LogLine& l : ReadFetchLog(fetch_log)) {
+    if (Attempted(l)) out.insert(l.url);
+  }
+  return out;
+}
+
 inline std::string Path(const std::string& url) {
   size_t at = url.find('/', url.find("://") + 3);
   return at == std::string::npos ? "/" : url.substr(at);

@@ -24,10 +24,7 @@ namespace crawler::engine {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::Attempted;
 using testing::CommandResult;
-using testing::LogLine;
-using testing::ReadFetchLog;
 using testing::RunCommand;
 using testing::TempDir;
 using testing::TestSite;
@@ -96,10 +93,7 @@ TEST_CASE(
   r = RunCommand(kCrawler + " crawl --resume " + out);
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
-  std::multiset<std::string> attempted;
-  for (const LogLine& l : ReadFetchLog(out + "/fetch-log.jsonl")) {
-    if (Attempted(l)) attempted.insert(l.url);
-  }
+  std::multiset<std::string> attempted = testing::AttemptedUrls(out + "/fetch-log.jsonl");
   CHECK(std::set<std::string>(attempted.begin(), attempted.end()) == truth);
   CHECK(attempted.size() == truth.size());
   std::multiset<std::string> in_warc = testing::WarcResponses(out);
@@ -136,10 +130,7 @@ TEST_CASE(
   r = RunCommand(kCrawler + " crawl --resume " + out);
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
-  std::multiset<std::string> attempted;
-  for (const LogLine& l : ReadFetchLog(out + "/fetch-log.jsonl")) {
-    if (Attempted(l)) attempted.insert(l.url);
-  }
+  std::multiset<std::string> attempted = testing::AttemptedUrls(out + "/fetch-log.jsonl");
   CHECK(std::set<std::string>(attempted.begin(), attempted.end()) == truth);
   CHECK(attempted.size() == truth.size());
   site.Stop();
