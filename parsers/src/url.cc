@@ -1,6 +1,8 @@
 // URL resolution and normalization; see parsers/url.h for the rules.
 #include "parsers/url.h"
 
+#include <idn2.h>
+
 #include <algorithm>
 #include <boost/url.hpp>
 #include <cstdint>
@@ -127,30 +129,6 @@ std::string Diagnose(std::string_view s, const boost::system::error_code& ec) {
   return "not a valid URL (" + ec.message() + ")";
 }
 
-// UTF-8 -> code points; false on malformed input.
-bool DecodeUtf8(std::string_view s, std::vector<uint32_t>* out) {
-  for (size_t i = 0; i < s.size();) {
-    auto b = static_cast<unsigned char>(s[i]);
-    int len = b < 0x80         ? 1
-              : (b >> 5) == 6  ? 2
-              : (b >> 4) == 14 ? 3
-              : (b >> 3) == 30 ? 4
-                               : 0;
-    if (len == 0 || i + static_cast<size_t>(len) > s.size()) return false;
-    uint32_t cp = len == 1 ? b : b & (0x7F >> len);
-    for (int k = 1; k < len; ++k) {
-      auto c = static_cast<unsigned char>(s[i + static_cast<size_t>(k)]);
-      if ((c >> 6) != 2) return false;
-      cp = (cp << 6) | (c & 0x3F);
-    }
-    static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < kMin[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    out->push_back(cp);
-    i += static_cast<size_t>(len);
-  }
-  return true;
-}
-
 std::string PercentDecode(std::string_view s) {
   std::string out;
   out.reserve(s.size());
@@ -185,19 +163,29 @@ UrlResult NormalizeHostName(std::string_view encoded) {
   }
   std::string host = PercentDecode(encoded);
   if (host.empty()) return UrlResult::Error("no host");
+  if (std::any_of(host.begin(), host.end(),
+                  [](char c) { return static_cast<unsigned char>(c) >= 0x80; })) {
+    // IDNA: UTS #46 mapping (non-transitional, as browsers do: "faß" stays
+    // "faß") and punycode, by libidn2.
+    if (host.find('\0') != std::string::npos)
+      return UrlResult::Error("bad character NUL in host");
+    char* ascii = nullptr;
+    int rc =
+        idn2_to_ascii_8z(host.c_str(), &ascii, IDN2_NFC_INPUT | IDN2_NONTRANSITIONAL);
+    if (rc != IDN2_OK)
+      return UrlResult::Error("bad host: " + std::string(idn2_strerror(rc)));
+    host = ascii;
+    idn2_free(ascii);
+    // UTS #46 maps some code points to nothing (U+00AD soft hyphen).
+    if (host.empty())
+      return UrlResult::Error("no host (its characters map to nothing in IDNA)");
+  }
   std::string out;
   size_t start = 0;
   while (start <= host.size()) {
     size_t dot = host.find('.', start);
     if (dot == std::string::npos) dot = host.size();
     std::string label = LowerAscii(std::string_view(host).substr(start, dot - start));
-    bool ascii = std::all_of(label.begin(), label.end(),
-                             [](char c) { return static_cast<unsigned char>(c) < 0x80; });
-    if (!ascii) {
-      UrlResult puny = Punycode(label);
-      if (!puny.ok()) return UrlResult::Error("bad host: " + puny.error);
-      label = "xn--" + puny.url;
-    }
     for (char c : label) {
       if (!IsAlpha(c) && !IsDigit(c) && c != '-' && c != '_') {
         return UrlResult::Error("bad character '" + std::string(1, c) + "' in host '" +
@@ -604,65 +592,6 @@ UrlResult UrlResolver::Resolve(std::string_view href, const UrlOptions& options)
 UrlResult ResolveHref(std::string_view base, std::string_view href,
                       const UrlOptions& options) {
   return UrlResolver(base).Resolve(href, options);
-}
-
-UrlResult Punycode(std::string_view utf8_label) {
-  std::vector<uint32_t> cps;
-  if (!DecodeUtf8(utf8_label, &cps)) return UrlResult::Error("invalid UTF-8 in label");
-  // RFC 3492 6.3 with its parameters (section 5).
-  constexpr uint32_t kBase = 36, kTMin = 1, kTMax = 26, kSkew = 38, kDamp = 700;
-  constexpr uint32_t kInitialBias = 72, kInitialN = 128;
-  auto digit = [](uint32_t d) {
-    return static_cast<char>(d < 26 ? 'a' + d : '0' + (d - 26));
-  };
-  auto adapt = [&](uint32_t delta, uint32_t points, bool first) {
-    delta = first ? delta / kDamp : delta / 2;
-    delta += delta / points;
-    uint32_t k = 0;
-    while (delta > ((kBase - kTMin) * kTMax) / 2) {
-      delta /= kBase - kTMin;
-      k += kBase;
-    }
-    return k + (kBase - kTMin + 1) * delta / (delta + kSkew);
-  };
-  std::string out;
-  for (uint32_t cp : cps) {
-    if (cp < 0x80) out += static_cast<char>(cp);
-  }
-  const auto basic = static_cast<uint32_t>(out.size());
-  uint32_t handled = basic;
-  if (basic > 0) out += '-';
-  uint32_t n = kInitialN, delta = 0, bias = kInitialBias;
-  const auto total = static_cast<uint32_t>(cps.size());
-  while (handled < total) {
-    uint32_t m = UINT32_MAX;
-    for (uint32_t cp : cps) {
-      if (cp >= n && cp < m) m = cp;
-    }
-    if (m - n > (UINT32_MAX - delta) / (handled + 1))
-      return UrlResult::Error("label too long");
-    delta += (m - n) * (handled + 1);
-    n = m;
-    for (uint32_t cp : cps) {
-      if (cp < n) ++delta;
-      if (cp == n) {
-        uint32_t q = delta;
-        for (uint32_t k = kBase;; k += kBase) {
-          uint32_t t = k <= bias ? kTMin : (k >= bias + kTMax ? kTMax : k - bias);
-          if (q < t) break;
-          out += digit(t + (q - t) % (kBase - t));
-          q = (q - t) / (kBase - t);
-        }
-        out += digit(q);
-        bias = adapt(delta, handled + 1, handled == basic);
-        delta = 0;
-        ++handled;
-      }
-    }
-    ++delta;
-    ++n;
-  }
-  return UrlResult::Ok(std::move(out));
 }
 
 }  // namespace crawler::parsers

@@ -142,19 +142,26 @@ TEST_CASE("Normalize: IDN hosts become punycode", "[parsers][url][idn]") {
                    {"http://münchen.DE/", "http://xn--mnchen-3ya.de/"}});
 }
 
-TEST_CASE("RFC 3492 7.1: punycode sample strings", "[parsers][url][idn]") {
-  CHECK(Punycode("bücher").url == "bcher-kva");
-  CHECK(Punycode("münchen").url == "mnchen-3ya");
-  // (A) Arabic (Egyptian), (B) Chinese (simplified), (L) 3<nen>B<gumi><kinpachi><sensei>
-  CHECK(
-      Punycode("\u0644\u064A\u0647\u0645\u0627\u0628\u062A\u0643\u0644\u0645\u0648\u0634"
-               "\u0639\u0631\u0628\u064A\u061F")
-          .url == "egbpdaj6bu4bxfgehfvwxn");
-  CHECK(Punycode("\u4ED6\u4EEC\u4E3A\u4EC0\u4E48\u4E0D\u8BF4\u4E2D\u6587").url ==
-        "ihqwcrb4cv8a8dqg056pqjye");
-  CHECK(Punycode("3\u5E74B\u7D44\u91D1\u516B\u5148\u751F").url ==
-        "3B-ww4c5e180e575a65lsy2b");
-  CHECK_FALSE(Punycode("\xff\xfe").ok());
+TEST_CASE("RFC 3492 7.1 samples and UTS #46 mapping (libidn2) in hosts",
+          "[parsers][url][idn]") {
+  CheckNormalizes({
+      // (B) Chinese (simplified); (L) 3<nen>B<gumi><kinpachi><sensei>, whose "B"
+      // UTS #46 maps to "b" before punycode.
+      {"http://\u4ED6\u4EEC\u4E3A\u4EC0\u4E48\u4E0D\u8BF4\u4E2D\u6587.example/",
+       "http://xn--ihqwcrb4cv8a8dqg056pqjye.example/"},
+      {"http://3\u5E74B\u7D44\u91D1\u516B\u5148\u751F.example/",
+       "http://xn--3b-ww4c5e180e575a65lsy2b.example/"},
+      // Case folding of non-ASCII letters (was a gap: "BÜCHER" gave another key).
+      {"http://B\u00DCCHER.example/", "http://xn--bcher-kva.example/"},
+      // Fullwidth letters map to ASCII.
+      {"http://\uFF45\uFF58\uFF41\uFF4D\uFF50\uFF4C\uFF45.com/", "http://example.com/"},
+      // Non-transitional: "ß" stays (as in browsers), not "ss".
+      {"http://fa\u00DF.de/", "http://xn--fa-hia.de/"},
+  });
+  CHECK_FALSE(NormalizeUrl("http://\xff\xfe.example/").ok());  // not UTF-8
+  CHECK_FALSE(NormalizeUrl("http://a\u2028b.example/").ok());  // disallowed code point
+  // A host that maps to nothing (U+00AD, soft hyphen) is no host (url_fuzz).
+  CHECK_FALSE(NormalizeUrl("http://\u00AD/").ok());
 }
 
 TEST_CASE("Normalize: only http and https", "[parsers][url]") {

@@ -13,18 +13,18 @@
 //              before the query; "http:g" with an http base is relative
 //              (5.4.2's "backward compatible" reading); spaces, quotes, <, >,
 //              `, {, }, |, ^ and non-ASCII bytes are percent-encoded (UTF-8).
+//              Non-ASCII hosts go through UTS #46 (libidn2: NFC, mapping,
+//              non-transitional, disallowed code points rejected) to punycode.
 //   not followed (error or kept as is): IPv4 numbers in other bases
-//              ("0x7f.1"), IDNA mapping beyond ASCII lowercasing (NFC,
-//              case-folding of non-ASCII letters, UTS #46 disallowed code
-//              points), and "%" not followed by two hex digits (an error
-//              here; browsers keep it).
+//              ("0x7f.1"), and "%" not followed by two hex digits (an
+//              error here; browsers keep it).
 //
 // NormalizeUrl applies the safe rules (RFC 3986 6.2.2 plus scheme rules):
 //   lowercase scheme and host; drop the default port; empty path -> "/";
 //   remove dot segments; decode %XX of unreserved characters only and
 //   uppercase the hex of the rest (so %2F, %3F, %23 stay encoded); drop the
-//   fragment; drop a lone trailing "?"; IDN host labels -> punycode
-//   ("xn--"); only http and https.
+//   fragment; drop a lone trailing "?"; IDN hosts -> UTS #46 + punycode
+//   ("xn--", libidn2); only http and https.
 // and, when switched on in UrlOptions, the lossy ones: sort query
 // parameters, strip tracking parameters (utm_*, fbclid, gclid, ...), strip
 // session ids (jsessionid, phpsessid, sid=<32 hex>), strip a leading "www.".
@@ -88,10 +88,6 @@ class UrlResolver {
 
 // RFC 3986 5.2 resolution only (no normalization, any scheme).
 UrlResult ResolveReference(std::string_view base, std::string_view reference);
-
-// RFC 3492 punycode of a label given as UTF-8 (without the "xn--" prefix).
-// Errors on invalid UTF-8.
-UrlResult Punycode(std::string_view utf8_label);
 
 }  // namespace crawler::parsers
 
