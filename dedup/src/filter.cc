@@ -109,6 +109,7 @@ class StripedFilter final : public Filter {
       : options_(options),
         stripe_bits_(static_cast<unsigned>(std::countr_zero(options.stripes))),
         stripes_(new Stripe[options.stripes]) {
+    // Setup: the stripes are not shared yet.
     if (empty) return;
     for (uint32_t i = 0; i < options_.stripes; ++i) {
       stripes_[i].layers.emplace_back(FirstCapacity(), LayerError(0));
@@ -117,34 +118,36 @@ class StripedFilter final : public Filter {
 
   InsertResult TryInsertHash(const KeyHash& h) override {
     Stripe& s = stripes_[StripeOf(h, stripe_bits_)];
-    std::lock_guard<SpinLock> lock(s.mu);
+    SpinLockGuard lock(s.mu);
     return InsertLocked(s, h);
   }
 
   void InsertBatch(std::span<const std::string_view> keys,
                    std::span<InsertResult> out) override {
-    ForEachGroupedByStripe(keys, [&](Stripe& s, const KeyHash& h, size_t i) {
-      out[i] = InsertLocked(s, h);
-    });
+    // Called with s.mu held (the analysis cannot follow the template call).
+    ForEachGroupedByStripe(
+        keys, [&](Stripe& s, const KeyHash& h, size_t i)
+                  NO_THREAD_SAFETY_ANALYSIS { out[i] = InsertLocked(s, h); });
   }
 
   void ContainsBatch(std::span<const std::string_view> keys,
                      std::span<bool> out) const override {
-    ForEachGroupedByStripe(keys, [&](const Stripe& s, const KeyHash& h, size_t i) {
-      out[i] = ContainsLocked(s, h);
-    });
+    // Called with s.mu held (the analysis cannot follow the template call).
+    ForEachGroupedByStripe(
+        keys, [&](const Stripe& s, const KeyHash& h, size_t i)
+                  NO_THREAD_SAFETY_ANALYSIS { out[i] = ContainsLocked(s, h); });
   }
 
   bool ContainsHash(const KeyHash& h) const override {
     const Stripe& s = stripes_[StripeOf(h, stripe_bits_)];
-    std::lock_guard<SpinLock> lock(s.mu);
+    SpinLockGuard lock(s.mu);
     return ContainsLocked(s, h);
   }
 
   bool EraseHash(const KeyHash& h) override {
     if (!options_.allow_erase) return false;
     Stripe& s = stripes_[StripeOf(h, stripe_bits_)];
-    std::lock_guard<SpinLock> lock(s.mu);
+    SpinLockGuard lock(s.mu);
     // Oldest first: an inserted key lives in the oldest layer that contains it
     // (it was absent from all older ones when added, and they only shrink
     // since), while a newer layer may hold a fingerprint twin of it.
@@ -223,7 +226,7 @@ class StripedFilter final : public Filter {
       {
         // The only pause a writer causes: copying one stripe under its lock.
         const Stripe& s = stripes_[i];
-        std::lock_guard<SpinLock> lock(s.mu);
+        SpinLockGuard lock(s.mu);
         size_t bytes = 64;
         for (const Layer& layer : s.layers) bytes += layer.data().size() + 96;
         w.Reserve(bytes);
@@ -250,8 +253,10 @@ class StripedFilter final : public Filter {
   }
 
   // Parses one STRP payload into stripe `index`.
+  // Setup only: the filter is not shared yet.
   Status DecodeStripe(uint32_t index, const std::vector<uint8_t>& payload,
-                      const std::string& name, uint64_t* items) {
+                      const std::string& name,
+                      uint64_t* items) NO_THREAD_SAFETY_ANALYSIS {
     const std::string what = name + ": stripe " + std::to_string(index);
     ByteReader r(payload.data(), payload.size());
     Stripe& s = stripes_[index];
@@ -284,12 +289,12 @@ class StripedFilter final : public Filter {
  private:
   struct alignas(64) Stripe {  // own cache line: no false sharing between locks
     mutable SpinLock mu;
-    std::vector<Layer> layers;       // GUARDED_BY(mu); oldest first, never empty
-    uint64_t inserts_new = 0;        // GUARDED_BY(mu)
-    uint64_t inserts_duplicate = 0;  // GUARDED_BY(mu)
-    uint64_t inserts_full = 0;       // GUARDED_BY(mu)
-    uint64_t erases = 0;             // GUARDED_BY(mu)
-    uint64_t saturations = 0;        // GUARDED_BY(mu)
+    std::vector<Layer> layers GUARDED_BY(mu);  // oldest first, never empty
+    uint64_t inserts_new GUARDED_BY(mu) = 0;
+    uint64_t inserts_duplicate GUARDED_BY(mu) = 0;
+    uint64_t inserts_full GUARDED_BY(mu) = 0;
+    uint64_t erases GUARDED_BY(mu) = 0;
+    uint64_t saturations GUARDED_BY(mu) = 0;
   };
 
   static Status Corrupt(const std::string& msg) {
@@ -313,8 +318,7 @@ class StripedFilter final : public Filter {
            std::pow(options_.tightening, static_cast<double>(i));
   }
 
-  // REQUIRES: s.mu held.
-  static bool ContainsLocked(const Stripe& s, const KeyHash& h) {
+  static bool ContainsLocked(const Stripe& s, const KeyHash& h) REQUIRES(s.mu) {
     for (const Layer& layer : s.layers) {
       if (layer.Contains(h)) return true;
     }
@@ -332,7 +336,7 @@ class StripedFilter final : public Filter {
       for (size_t i = 0; i < keys.size(); ++i) {
         KeyHash h = HashKey(keys[i]);
         Stripe& s = stripes_[StripeOf(h, stripe_bits_)];
-        std::lock_guard<SpinLock> lock(s.mu);
+        SpinLockGuard lock(s.mu);
         op(s, h, i);
       }
       return;
@@ -356,7 +360,7 @@ class StripedFilter final : public Filter {
       for (uint32_t st = 0; st < options_.stripes; ++st) {
         if (start[st] == start[st + 1]) continue;
         Stripe& s = stripes_[st];
-        std::lock_guard<SpinLock> lock(s.mu);
+        SpinLockGuard lock(s.mu);
         // A sliding prefetch window: a core tracks only a few dozen misses at
         // once, and prefetches beyond that are dropped, so prefetching a whole
         // group (64 keys x layers x lines) up front wastes most of them.
@@ -374,8 +378,7 @@ class StripedFilter final : public Filter {
     }
   }
 
-  // REQUIRES: s.mu held.
-  InsertResult InsertLocked(Stripe& s, const KeyHash& h) {
+  InsertResult InsertLocked(Stripe& s, const KeyHash& h) REQUIRES(s.mu) {
     std::vector<Layer>& layers = s.layers;
     for (size_t i = 0; i + 1 < layers.size(); ++i) {
       if (layers[i].Contains(h)) {
@@ -407,7 +410,7 @@ class StripedFilter final : public Filter {
   }
 
   StripeStats StatsOf(const Stripe& s) const {
-    std::lock_guard<SpinLock> lock(s.mu);
+    SpinLockGuard lock(s.mu);
     StripeStats st;
     st.layers = static_cast<uint32_t>(s.layers.size());
     double pass = 1;  // probability a non-member passes every layer

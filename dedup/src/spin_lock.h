@@ -8,11 +8,13 @@
 #include <atomic>
 #include <thread>
 
+#include "base/mutex.h"
+
 namespace crawler::dedup {
 
-class SpinLock {
+class CAPABILITY("spin lock") SpinLock {
  public:
-  void lock() {
+  void lock() ACQUIRE() {
     for (int spins = 0;; ++spins) {
       if (!locked_.exchange(true, std::memory_order_acquire)) return;
       while (locked_.load(std::memory_order_relaxed)) {
@@ -21,11 +23,25 @@ class SpinLock {
       }
     }
   }
-  bool try_lock() { return !locked_.exchange(true, std::memory_order_acquire); }
-  void unlock() { locked_.store(false, std::memory_order_release); }
+  bool try_lock() TRY_ACQUIRE(true) {
+    return !locked_.exchange(true, std::memory_order_acquire);
+  }
+  void unlock() RELEASE() { locked_.store(false, std::memory_order_release); }
 
  private:
   std::atomic<bool> locked_{false};
+};
+
+// std::lock_guard for a SpinLock that clang's -Wthread-safety understands.
+class SCOPED_CAPABILITY SpinLockGuard {
+ public:
+  explicit SpinLockGuard(SpinLock& mu) ACQUIRE(mu) : mu_(mu) { mu_.lock(); }
+  ~SpinLockGuard() RELEASE() { mu_.unlock(); }
+  SpinLockGuard(const SpinLockGuard&) = delete;
+  SpinLockGuard& operator=(const SpinLockGuard&) = delete;
+
+ private:
+  SpinLock& mu_;
 };
 
 }  // namespace crawler::dedup

@@ -16,6 +16,7 @@
 
 #include "base/bytes.h"
 #include "base/file_util.h"
+#include "base/mutex.h"
 
 namespace crawler::frontier {
 namespace {
@@ -109,29 +110,33 @@ struct Frontier::Impl {
   }
 
   const FrontierOptions options;
-  mutable std::mutex mu;
-  // All below GUARDED_BY(mu).
-  std::vector<Host> hosts;
-  std::unordered_map<std::string, size_t> host_index;
-  std::set<std::pair<Clock::time_point, size_t>>
-      schedule;            // open, non-empty, below the limit
-  uint64_t in_memory = 0;  // ram + write_buf entries over all hosts
-  uint64_t buffered = 0;   // write_buf entries over all hosts
-  uint64_t on_disk = 0;
-  uint64_t in_flight = 0;
-  uint64_t admitted = 0, duplicates = 0, refused_full = 0, spilled = 0;
-  uint64_t next_lease = 1;
-  std::map<uint64_t, std::pair<size_t, UrlEntry>> leased;  // by lease id (= Pop order)
-  std::map<uint32_t, uint64_t> depth_counts;               // queued URLs by depth
-  std::vector<std::string> drained;                        // read-back spill files
+  // The one lock. A forked checkpoint writer takes it (ForEachEntry), so the
+  // engine calls the frontier from worker threads only inside its checkpoint
+  // gate (crawler/src/gate.h).
+  mutable Mutex mu;
+  std::vector<Host> hosts GUARDED_BY(mu);
+  std::unordered_map<std::string, size_t> host_index GUARDED_BY(mu);
+  // open, non-empty, below the limit
+  std::set<std::pair<Clock::time_point, size_t>> schedule GUARDED_BY(mu);
+  uint64_t in_memory GUARDED_BY(mu) = 0;  // ram + write_buf entries over all hosts
+  uint64_t buffered GUARDED_BY(mu) = 0;   // write_buf entries over all hosts
+  uint64_t on_disk GUARDED_BY(mu) = 0;
+  uint64_t in_flight GUARDED_BY(mu) = 0;
+  uint64_t admitted GUARDED_BY(mu) = 0, duplicates GUARDED_BY(mu) = 0;
+  uint64_t refused_full GUARDED_BY(mu) = 0, spilled GUARDED_BY(mu) = 0;
+  uint64_t next_lease GUARDED_BY(mu) = 1;
+  // by lease id (= Pop order)
+  std::map<uint64_t, std::pair<size_t, UrlEntry>> leased GUARDED_BY(mu);
+  std::map<uint32_t, uint64_t> depth_counts GUARDED_BY(mu);  // queued URLs by depth
+  std::vector<std::string> drained GUARDED_BY(mu);           // read-back spill files
 
-  void CountDepth(uint32_t depth, int64_t delta) {
+  void CountDepth(uint32_t depth, int64_t delta) REQUIRES(mu) {
     auto it = depth_counts.try_emplace(depth, 0).first;
     it->second += static_cast<uint64_t>(delta);
     if (it->second == 0) depth_counts.erase(it);
   }
 
-  size_t HostFor(std::string_view key, std::vector<std::string>* new_hosts) {
+  size_t HostFor(std::string_view key, std::vector<std::string>* new_hosts) REQUIRES(mu) {
     auto it = host_index.find(std::string(key));
     if (it != host_index.end()) return it->second;
     size_t id = hosts.size();
@@ -142,7 +147,7 @@ struct Frontier::Impl {
     return id;
   }
 
-  void MaybeSchedule(size_t id) {
+  void MaybeSchedule(size_t id) REQUIRES(mu) {
     Host& h = hosts[id];
     if (h.open && !h.scheduled && h.Queued() > 0 &&
         h.in_flight < options.max_connections_per_host) {
@@ -151,7 +156,7 @@ struct Frontier::Impl {
     }
   }
 
-  void Unschedule(size_t id) {
+  void Unschedule(size_t id) REQUIRES(mu) {
     Host& h = hosts[id];
     if (h.scheduled) {
       schedule.erase({h.due, id});
@@ -159,7 +164,7 @@ struct Frontier::Impl {
     }
   }
 
-  Status Push(UrlEntry e, std::vector<std::string>* new_hosts) {
+  Status Push(UrlEntry e, std::vector<std::string>* new_hosts) REQUIRES(mu) {
     size_t id = HostFor(HostKey(e.url), new_hosts);
     Host& h = hosts[id];
     CountDepth(e.depth, 1);
@@ -177,7 +182,7 @@ struct Frontier::Impl {
     return Status::Ok();
   }
 
-  Status FlushAll() {
+  Status FlushAll() REQUIRES(mu) {
     for (Host& h : hosts) {
       Status st = Flush(h);
       if (!st.ok()) return st;
@@ -185,7 +190,7 @@ struct Frontier::Impl {
     return Status::Ok();
   }
 
-  Status Flush(Host& h) {
+  Status Flush(Host& h) REQUIRES(mu) {
     if (h.write_buf.empty()) return Status::Ok();
     if (h.spill_path.empty()) {
       std::error_code ec;
@@ -219,7 +224,7 @@ struct Frontier::Impl {
   }
 
   // Moves up to one chunk from the host's file into its RAM queue.
-  Status Refill(Host& h) {
+  Status Refill(Host& h) REQUIRES(mu) {
     if (h.on_disk == 0) {
       // Everything spilled is still buffered: it is the FIFO order's next part.
       for (UrlEntry& e : h.write_buf) h.PushRam(std::move(e));
@@ -269,7 +274,7 @@ struct Frontier::Impl {
 
   // Frees the lease's connection slot; returns its host, or nullopt for a
   // lease this frontier did not hand out (ignored). REQUIRES: mu held.
-  std::optional<size_t> EndLease(const Lease& lease) {
+  std::optional<size_t> EndLease(const Lease& lease) REQUIRES(mu) {
     auto it = leased.find(lease.id);
     if (it == leased.end()) return std::nullopt;
     size_t id = it->second.first;
@@ -314,7 +319,7 @@ Result<AdmitResult> Frontier::Admit(std::vector<UrlEntry> entries,
   std::vector<dedup::InsertResult> results(entries.size());
   filter.InsertBatch(keys, results);  // outside our lock: the filter has its own
   AdmitResult out;
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(impl_->mu);
   for (size_t i = 0; i < entries.size(); ++i) {
     switch (results[i]) {
       case dedup::InsertResult::kPresent:
@@ -341,7 +346,7 @@ Result<AdmitResult> Frontier::Admit(std::vector<UrlEntry> entries,
 
 void Frontier::OpenHost(std::string_view host, std::optional<double> crawl_delay_s,
                         std::optional<Clock::time_point> fetched_at) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(impl_->mu);
   size_t id = impl_->HostFor(host, nullptr);
   impl_->Unschedule(id);
   Impl::Host& h = impl_->hosts[id];
@@ -357,8 +362,8 @@ void Frontier::OpenHost(std::string_view host, std::optional<double> crawl_delay
 
 Result<std::optional<Lease>> Frontier::Pop(Clock::time_point now,
                                            Clock::time_point* next_due) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
   Impl& m = *impl_;
+  MutexLock lock(m.mu);
   if (m.schedule.empty()) return std::optional<Lease>();
   auto [due, id] = *m.schedule.begin();
   if (due > now) {
@@ -386,8 +391,8 @@ Result<std::optional<Lease>> Frontier::Pop(Clock::time_point now,
 }
 
 void Frontier::Done(const Lease& lease, Clock::time_point now, double response_s) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
   Impl& m = *impl_;
+  MutexLock lock(m.mu);
   std::optional<size_t> id = m.EndLease(lease);
   if (!id) return;
   Impl::Host& h = m.hosts[*id];
@@ -399,14 +404,14 @@ void Frontier::Done(const Lease& lease, Clock::time_point now, double response_s
 }
 
 void Frontier::Release(const Lease& lease) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(impl_->mu);
   std::optional<size_t> id = impl_->EndLease(lease);
   if (id) impl_->MaybeSchedule(*id);
 }
 
 FrontierStats Frontier::Stats(Clock::time_point now) const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
   const Impl& m = *impl_;
+  MutexLock lock(m.mu);
   FrontierStats s;
   s.queued_memory = m.in_memory;
   s.queued_disk = m.on_disk;
@@ -431,8 +436,8 @@ FrontierStats Frontier::Stats(Clock::time_point now) const {
 Status Frontier::ForEachEntry(
     Clock::time_point now, const std::function<Status(const HostImage&)>& host,
     const std::function<Status(const UrlEntry&, bool leased)>& url) const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
   const Impl& m = *impl_;
+  MutexLock lock(m.mu);
   for (const Impl::Host& h : m.hosts) {
     HostImage image{h.key, h.open, h.crawl_delay_s,
                     std::chrono::duration<double>(h.due - now).count()};
@@ -478,7 +483,7 @@ Status Frontier::ForEachEntry(
 }
 
 void Frontier::RestoreHost(const HostImage& image, Clock::time_point now) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(impl_->mu);
   size_t id = impl_->HostFor(image.key, nullptr);
   impl_->Unschedule(id);
   Impl::Host& h = impl_->hosts[id];
@@ -490,18 +495,18 @@ void Frontier::RestoreHost(const HostImage& image, Clock::time_point now) {
 }
 
 Status Frontier::Requeue(UrlEntry entry) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(impl_->mu);
   return impl_->Push(std::move(entry), nullptr);
 }
 
 void Frontier::RemoveDrained() {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(impl_->mu);
   for (const std::string& path : impl_->drained) std::remove(path.c_str());
   impl_->drained.clear();
 }
 
 bool Frontier::Empty() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(impl_->mu);
   return impl_->in_memory + impl_->on_disk + impl_->in_flight == 0;
 }
 

@@ -25,6 +25,7 @@
 #define EXCLUDES(...) CRAWLER_TSA(locks_excluded(__VA_ARGS__))
 #define ACQUIRE(...) CRAWLER_TSA(acquire_capability(__VA_ARGS__))
 #define RELEASE(...) CRAWLER_TSA(release_capability(__VA_ARGS__))
+#define TRY_ACQUIRE(...) CRAWLER_TSA(try_acquire_capability(__VA_ARGS__))
 #define NO_THREAD_SAFETY_ANALYSIS CRAWLER_TSA(no_thread_safety_analysis)
 
 namespace crawler {
