@@ -198,8 +198,11 @@ CrawlSummary SummaryFromJson(const json::object& o) {
 #undef X
   if (const json::value* e = o.if_contains("errors"); e != nullptr && e->is_object()) {
     for (const auto& [k, v] : e->as_object()) {
-      if (v.is_int64() || v.is_uint64())
-        s.errors[std::string(k)] = v.to_number<uint64_t>();
+      // Counts only: a negative or fractional value is ignored, not thrown
+      // (to_number threw "not exact"; found by checkpoint_fuzz).
+      if (v.is_uint64()) s.errors[std::string(k)] = v.as_uint64();
+      if (v.is_int64() && v.as_int64() >= 0)
+        s.errors[std::string(k)] = static_cast<uint64_t>(v.as_int64());
     }
   }
   return s;
