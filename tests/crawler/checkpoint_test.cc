@@ -43,6 +43,7 @@ using testing::CommandResult;
 using testing::LogLine;
 using testing::Path;
 using testing::ReadFetchLog;
+using testing::ReadText;
 using testing::RunCommand;
 using testing::ServedRequest;
 using testing::Spawn;
@@ -54,13 +55,6 @@ using testing::WarcResponses;
 const std::string kCrawler = CRAWLER_BINARY;
 // See testsite_crawl_test.cc: exact truth-set equality needs a tiny FPR bound.
 const std::string kExactDedup = " --set dedup.capacity=500 --set dedup.error_rate=1e-7";
-
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 json::object Manifest(const std::string& dir) {
   return json::parse(ReadText(dir + "/MANIFEST.json")).as_object();

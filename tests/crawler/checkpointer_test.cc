@@ -22,17 +22,11 @@ namespace crawler::engine {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::ReadText;
 using testing::TempDir;
 using testing::TestSite;
 
 const std::string kCrawler = CRAWLER_BINARY;
-
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 TEST_CASE(
     "Checkpoint stress: a cut every few ms on a politeness-bound crawl, and the crawl "

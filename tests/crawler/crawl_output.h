@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -16,6 +17,14 @@
 #include "run_command.h"
 
 namespace crawler::testing {
+
+// A whole file ("" if it cannot be read).
+inline std::string ReadText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
 
 inline std::string TempDir(const std::string& name) {
   std::string dir = (std::filesystem::temp_directory_path() /
