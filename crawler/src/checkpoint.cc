@@ -17,6 +17,7 @@
 
 #include "base/file_util.h"
 #include "json_fields.h"
+#include "stats_schema.h"
 
 namespace crawler::engine {
 namespace {
@@ -26,7 +27,8 @@ namespace json = boost::json;
 using frontier::Clock;
 
 // 2: frontier.bin in frontier/'s format v2, the engine's host state in hosts.bin.
-constexpr int kManifestVersion = 2;
+constexpr uint64_t kManifestVersion = 2;
+constexpr const char* kManifestFormat = "crawler-checkpoint";
 constexpr const char* kChecksumKey = "\"manifest_xxh3\":\"";
 
 Status Damaged(const std::string& path, const std::string& what) {
@@ -167,46 +169,7 @@ Status Sleep(int ms) {
   return Status::Ok();
 }
 
-using json_fields::Count;
-using json_fields::Num;
-
-// clang-format does not settle on one layout for this X-macro:
-// clang-format off
-#define CRAWLER_SUMMARY_FIELDS(X)                                                   \
-  X(fetched) X(failed) X(truncated) X(status_2xx) X(status_3xx) X(status_4xx)       \
-  X(status_5xx) X(robots_blocked) X(out_of_scope) X(too_deep) X(trap_guard)         \
-  X(duplicates) X(filter_full) X(too_many_redirects) X(bytes) X(spilled)
-// clang-format on
-
 }  // namespace
-
-json::object SummaryToJson(const CrawlSummary& s) {
-  json::object o;
-#define X(f) o[#f] = s.f;
-  CRAWLER_SUMMARY_FIELDS(X)
-#undef X
-  json::object errors;
-  for (const auto& [k, v] : s.errors) errors[k] = v;
-  o["errors"] = std::move(errors);
-  return o;
-}
-
-CrawlSummary SummaryFromJson(const json::object& o) {
-  CrawlSummary s;
-#define X(f) s.f = Count(o, #f);
-  CRAWLER_SUMMARY_FIELDS(X)
-#undef X
-  if (const json::value* e = o.if_contains("errors"); e != nullptr && e->is_object()) {
-    for (const auto& [k, v] : e->as_object()) {
-      // Counts only: a negative or fractional value is ignored, not thrown
-      // (to_number threw "not exact"; found by checkpoint_fuzz).
-      if (v.is_uint64()) s.errors[std::string(k)] = v.as_uint64();
-      if (v.is_int64() && v.as_int64() >= 0)
-        s.errors[std::string(k)] = static_cast<uint64_t>(v.as_int64());
-    }
-  }
-  return s;
-}
 
 namespace {
 
@@ -294,33 +257,24 @@ Result<CheckpointWritten> WriteCheckpoint(const std::string& out,
 
 std::string EncodeManifest(const CheckpointInfo& info,
                            const std::map<std::string, ManifestFile>& files) {
-  json::object m;
-  m["format"] = "crawler-checkpoint";
-  m["version"] = kManifestVersion;
-  m["sequence"] = info.sequence;
-  m["created_unix"] =
+  ManifestDoc m;
+  m.format = kManifestFormat;
+  m.version = kManifestVersion;
+  m.sequence = info.sequence;
+  m.created_unix =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
           .count();
-  m["elapsed_s"] = info.elapsed_s;
-  json::array scope;
-  for (const std::string& h : info.scope_hosts) scope.emplace_back(h);
-  m["scope_hosts"] = std::move(scope);
-  json::object counters = SummaryToJson(info.summary);
-  counters["started"] = info.started;
-  counters["expected_false_seen"] = info.expected_false_seen;
-  m["counters"] = std::move(counters);
-  m["warc"] = json::object{{"file_index", info.warc_index},
-                           {"file", info.warc_file},
-                           {"bytes", info.warc_bytes}};
-  m["fetch_log"] = json::object{{"bytes", info.fetch_log_bytes}};
-  m["stats_series"] = json::object{{"bytes", info.series_bytes}};
-  m["pause_ms"] = info.pause_ms;
-  m["stats"] = info.stats;
-  json::object f;
-  for (const auto& [name, file] : files)
-    f[name] = json::object{{"bytes", file.bytes}, {"xxh3", file.xxh3}};
-  m["files"] = std::move(f);
-  std::string text = json::serialize(m);
+  m.elapsed_s = info.elapsed_s;
+  m.scope_hosts = info.scope_hosts;
+  m.counters = json_fields::Flat(static_cast<const CrawlCounts&>(info.summary),
+                                 ManifestCounts{info.started, info.expected_false_seen});
+  m.warc = ManifestWarc{info.warc_index, info.warc_file, info.warc_bytes};
+  m.fetch_log.bytes = info.fetch_log_bytes;
+  m.stats_series.bytes = info.series_bytes;
+  m.pause_ms = info.pause_ms;
+  m.stats = info.stats;
+  m.files = files;
+  std::string text = json::serialize(json::value_from(m));
   text.pop_back();  // the closing brace: the checksum goes last
   text += std::string(",") + kChecksumKey;
   text += Hex(XXH3_64bits(text.data(), text.size())) + "\"}\n";
@@ -345,15 +299,17 @@ Result<json::object> VerifyManifest(std::string_view text, const std::string& pa
   json::object& o = v.as_object();
   const json::value* format = o.if_contains("format");
   if (format == nullptr || !format->is_string() ||
-      format->as_string() != "crawler-checkpoint") {
+      format->as_string() != kManifestFormat) {
     return Status::Error(Status::Code::kBadMagic,
                          path + ": not a crawler checkpoint manifest");
   }
-  if (Count(o, "version") != kManifestVersion) {
-    return Status::Error(
-        Status::Code::kBadVersion,
-        path + ": checkpoint format version " + std::to_string(Count(o, "version")) +
-            ", this build reads version " + std::to_string(kManifestVersion));
+  const json::value* v_version = o.if_contains("version");
+  uint64_t version = v_version ? json_fields::ReadLenient<uint64_t>(*v_version) : 0;
+  if (version != kManifestVersion) {
+    return Status::Error(Status::Code::kBadVersion,
+                         path + ": checkpoint format version " + std::to_string(version) +
+                             ", this build reads version " +
+                             std::to_string(kManifestVersion));
   }
   for (const char* key : {"counters", "warc", "fetch_log", "files", "stats"}) {
     if (!o.contains(key) || !o.at(key).is_object())
@@ -372,45 +328,30 @@ Result<json::object> ReadManifest(const std::string& dir) {
 Result<Manifest> DecodeManifest(std::string_view text, const std::string& path) {
   auto verified = VerifyManifest(text, path);
   if (!verified.ok()) return verified.status();
-  const json::object& m = *verified;
+  auto m = json_fields::ReadLenient<ManifestDoc>(*verified);
   Manifest out;
-  for (const auto& [name, f] : m.at("files").as_object()) {
-    if (!f.is_object() || !f.as_object().contains("xxh3") ||
-        !f.as_object().at("xxh3").is_string()) {
-      return Damaged(path, "bad entry for " + std::string(name));
-    }
-    out.files[std::string(name)] = ManifestFile{
-        Count(f.as_object(), "bytes"), f.as_object().at("xxh3").as_string().c_str()};
+  for (const auto& [name, f] : m.files) {
+    if (f.xxh3.empty()) return Damaged(path, "bad entry for " + name);
   }
+  out.files = std::move(m.files);
   CheckpointInfo& info = out.info;
-  info.sequence = Count(m, "sequence");
-  info.elapsed_s = Num(m, "elapsed_s");
-  if (const json::value* s = m.if_contains("scope_hosts");
-      s != nullptr && s->is_array()) {
-    for (const json::value& h : s->as_array()) {
-      if (h.is_string()) info.scope_hosts.emplace_back(h.as_string().c_str());
-    }
-  }
-  const json::object& counters = m.at("counters").as_object();
-  info.summary = SummaryFromJson(counters);
-  info.started = Count(counters, "started");
-  info.expected_false_seen = Num(counters, "expected_false_seen");
-  const json::object& warc = m.at("warc").as_object();
-  info.warc_index = static_cast<uint32_t>(Count(warc, "file_index"));
-  if (const json::value* f = warc.if_contains("file"); f != nullptr && f->is_string()) {
-    info.warc_file = f->as_string().c_str();
-  }
+  info.sequence = m.sequence;
+  info.elapsed_s = m.elapsed_s;
+  info.scope_hosts = std::move(m.scope_hosts);
+  json_fields::ReadLenient(m.counters, static_cast<CrawlCounts&>(info.summary));
+  auto counts = json_fields::ReadLenient<ManifestCounts>(m.counters);
+  info.started = counts.started;
+  info.expected_false_seen = counts.expected_false_seen;
+  info.warc_index = static_cast<uint32_t>(m.warc.file_index);
+  info.warc_file = m.warc.file;
   if (info.warc_file.empty() || info.warc_file.find('/') != std::string::npos) {
     return Damaged(path, "bad WARC file name");
   }
-  info.warc_bytes = Count(warc, "bytes");
-  info.fetch_log_bytes = Count(m.at("fetch_log").as_object(), "bytes");
-  if (const json::value* s = m.if_contains("stats_series");
-      s != nullptr && s->is_object()) {
-    info.series_bytes = Count(s->as_object(), "bytes");
-  }
-  info.pause_ms = Num(m, "pause_ms");
-  info.stats = m.at("stats").as_object();
+  info.warc_bytes = m.warc.bytes;
+  info.fetch_log_bytes = m.fetch_log.bytes;
+  info.series_bytes = m.stats_series.bytes;
+  info.pause_ms = m.pause_ms;
+  info.stats = std::move(m.stats);
   return out;
 }
 

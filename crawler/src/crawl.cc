@@ -48,7 +48,7 @@ double Crawl::Impl::Elapsed() const {
   return elapsed_base + std::chrono::duration<double>(Clock::now() - run_start).count();
 }
 
-boost::json::object Crawl::Impl::Report(bool running) {
+StatsReport Crawl::Impl::Report(bool running) {
   return stats->Build(running, Elapsed(), spilled_base, checkpointer->figures());
 }
 
@@ -60,7 +60,7 @@ void Crawl::Impl::Describe(CheckpointInfo* info, bool running) {
   info->expected_false_seen = counters.ExpectedFalseSeen();
   info->summary.spilled = spilled_base + frontier->Stats(Clock::now()).spilled;
   info->started = state.started.load();
-  info->stats = Report(running);
+  info->stats = ToJson(Report(running));
 }
 
 Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
@@ -195,7 +195,7 @@ Status Supervise(Crawl::Impl& m, const std::atomic<bool>& stop,
     }
     if (now - last_stats >= std::chrono::seconds(2)) {
       last_stats = now;
-      st = m.stats->Write(m.Report(true), m.Elapsed());
+      st = m.stats->Write(m.Report(true));
       if (!st.ok()) return st;
     }
     if (progress && now - last_progress >= std::chrono::seconds(1)) {
@@ -219,9 +219,9 @@ Result<CrawlSummary> Finish(Crawl::Impl& m, bool stopped, Clock::time_point star
   s.warc_dir = m.out + "/warc";
   s.fetch_log = m.log->path();
   m.counters.Restore(s, m.counters.ExpectedFalseSeen());
-  st = m.stats->Write(m.Report(false), m.Elapsed());
+  st = m.stats->Write(m.Report(false));
   if (st.ok()) st = m.checkpointer->Cut(false, s.fetched + s.failed);
-  if (st.ok()) st = m.stats->Write(m.Report(false), m.Elapsed());
+  if (st.ok()) st = m.stats->Write(m.Report(false));
   if (!st.ok()) return st;
   return s;
 }

@@ -52,7 +52,7 @@ struct Crawl::Impl {
   frontier::Clock::time_point run_start = frontier::Clock::now();
 
   double Elapsed() const;
-  boost::json::object Report(bool running);
+  StatsReport Report(bool running);
   void Describe(CheckpointInfo* info, bool running);
 };
 

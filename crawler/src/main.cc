@@ -208,9 +208,9 @@ int RunNormalize(const std::string& base, const std::vector<std::string>& urls,
     auto r = base.empty() ? crawler::parsers::NormalizeUrl(u, options)
                           : crawler::parsers::ResolveHref(base, u, options);
     if (r.ok()) {
-      std::printf("%s\n", r.url.c_str());
+      std::printf("%s\n", r->c_str());
     } else {
-      std::printf("error: %s\n", r.error.c_str());
+      std::printf("error: %s\n", r.status().message().c_str());
       failed = 1;
     }
   };

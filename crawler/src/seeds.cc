@@ -23,10 +23,11 @@ Result<Seeds> ReadSeeds(const std::string& path, const parsers::UrlOptions& opti
     if (start == std::string::npos || line[start] == '#') continue;
     parsers::UrlResult r = parsers::NormalizeUrl(line, options);
     if (!r.ok()) {
-      seeds.problems.push_back(path + ":" + std::to_string(line_no) + ": " + r.error);
+      seeds.problems.push_back(path + ":" + std::to_string(line_no) + ": " +
+                               r.status().message());
       continue;
     }
-    if (seen.insert(r.url).second) seeds.urls.push_back(std::move(r.url));
+    if (seen.insert(*r).second) seeds.urls.push_back(std::move(r).value());
   }
   if (in.bad()) {
     return Status::Error(Status::Code::kIoError,

@@ -11,21 +11,16 @@
 
 #include "crawler/checkpoint.h"
 #include "json_fields.h"
+#include "stats_schema.h"
 
 namespace crawler::engine {
 namespace {
 
 namespace json = boost::json;
 
-using json_fields::Arr;
-using json_fields::Num;
-using json_fields::Obj;
-using json_fields::Str;
-
 // 1234567 -> "1,234,567"
-std::string Count(double v) {
-  std::string digits =
-      std::to_string(static_cast<unsigned long long>(std::llround(std::max(0.0, v))));
+std::string Count(uint64_t v) {
+  std::string digits = std::to_string(v);
   std::string out;
   for (size_t i = 0; i < digits.size(); ++i) {
     if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
@@ -33,12 +28,16 @@ std::string Count(double v) {
   }
   return out;
 }
+std::string Count(double v) {
+  return Count(static_cast<uint64_t>(std::llround(std::max(0.0, v))));
+}
 std::string Fmt(const char* f, double v) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), f, v);
   return buf;
 }
-std::string Bytes(double b) {
+std::string Bytes(uint64_t n) {
+  const double b = static_cast<double>(n);
   if (b >= 1e9) return Fmt("%.2f GB", b / 1e9);
   if (b >= 1e6) return Fmt("%.1f MB", b / 1e6);
   if (b >= 1e3) return Fmt("%.1f kB", b / 1e3);
@@ -57,112 +56,94 @@ struct Section {
   std::vector<Row> rows;
 };
 
-Section DedupSection(const json::object& d) {
+Section DedupSection(const DedupReport& d) {
   Section dd{"Dedup", {}};
-  dd.rows.push_back({"variant", Str(d, "variant") + ", " + Count(Num(d, "stripes")) +
-                                    " stripes, " + Count(Num(d, "layers_min")) + ".." +
-                                    Count(Num(d, "layers_max")) + " layers per stripe"});
+  dd.rows.push_back({"variant", d.variant + ", " + Count(d.stripes) + " stripes, " +
+                                    Count(d.layers_min) + ".." + Count(d.layers_max) +
+                                    " layers per stripe"});
+  dd.rows.push_back({"items / capacity", Count(d.items) + " / " + Count(d.capacity)});
   dd.rows.push_back(
-      {"items / capacity", Count(Num(d, "items")) + " / " + Count(Num(d, "capacity"))});
-  dd.rows.push_back({"memory", Bytes(Num(d, "bytes")) + ", " +
-                                   Fmt("%.2f", Num(d, "bits_per_item")) + " bits/item"});
-  dd.rows.push_back({Str(d, "variant") == "cuckoo" ? "load factor" : "fill ratio",
-                     Pct(Num(d, "fill"))});
-  dd.rows.push_back({"estimated FPR", Pct(Num(d, "estimated_fpr")) + " now, bound " +
-                                          Pct(Num(d, "fpr_bound"))});
-  dd.rows.push_back({"inserts", Count(Num(d, "inserts_new")) + " new, " +
-                                    Count(Num(d, "inserts_duplicate")) + " duplicate (" +
-                                    Pct(Num(d, "duplicate_rate")) + " duplicates)"});
+      {"memory", Bytes(d.bytes) + ", " + Fmt("%.2f", d.bits_per_item) + " bits/item"});
+  dd.rows.push_back({d.variant == "cuckoo" ? "load factor" : "fill ratio", Pct(d.fill)});
+  dd.rows.push_back(
+      {"estimated FPR", Pct(d.estimated_fpr) + " now, bound " + Pct(d.fpr_bound)});
+  dd.rows.push_back({"inserts", Count(d.inserts_new) + " new, " +
+                                    Count(d.inserts_duplicate) + " duplicate (" +
+                                    Pct(d.duplicate_rate) + " duplicates)"});
   dd.rows.push_back({"wrongly seen (expected)",
-                     Fmt("%.2f", Num(d, "expected_false_seen")) +
+                     Fmt("%.2f", d.expected_false_seen) +
                          " new URLs taken for seen so far (sum of FPR at each new URL)"});
-  dd.rows.push_back({"relocations / saturations",
-                     Count(Num(d, "relocations")) + " cuckoo kicks, " +
-                         Count(Num(d, "saturations")) + " saturated counters"});
+  dd.rows.push_back(
+      {"relocations / saturations", Count(d.relocations) + " cuckoo kicks, " +
+                                        Count(d.saturations) + " saturated counters"});
   std::string fullest;
-  for (const json::value& v : Arr(d, "fullest_stripes")) {
-    if (!v.is_object()) continue;
-    const json::object& st = v.as_object();
-    fullest += (fullest.empty() ? "" : ", ") + std::string("#") +
-               Count(Num(st, "stripe")) + " " + Fmt("%.1f%%", Num(st, "fill") * 100);
+  for (const StripeFill& st : d.fullest_stripes) {
+    fullest += (fullest.empty() ? "" : ", ") + std::string("#") + Count(st.stripe) + " " +
+               Fmt("%.1f%%", st.fill * 100);
   }
   dd.rows.push_back({"fullest stripes", fullest});
   return dd;
 }
 
-Section FrontierSection(const json::object& f) {
+Section FrontierSection(const FrontierReport& f) {
   Section fr{"Frontier", {}};
-  fr.rows.push_back({"queued", Count(Num(f, "queued_memory")) + " in RAM + " +
-                                   Count(Num(f, "queued_disk")) + " on disk, " +
-                                   Count(Num(f, "in_flight")) + " in flight"});
+  fr.rows.push_back({"queued", Count(f.queued_memory) + " in RAM + " +
+                                   Count(f.queued_disk) + " on disk, " +
+                                   Count(f.in_flight) + " in flight"});
   fr.rows.push_back(
-      {"hosts", Count(Num(f, "hosts")) + " total: " + Count(Num(f, "hosts_ready")) +
-                    " ready, " + Count(Num(f, "hosts_waiting_politeness")) +
-                    " waiting (politeness), " + Count(Num(f, "hosts_waiting_robots")) +
-                    " waiting for robots.txt, " + Count(Num(f, "hosts_blocked_robots")) +
-                    " blocked by robots.txt"});
+      {"hosts", Count(f.hosts) + " total: " + Count(f.hosts_ready) + " ready, " +
+                    Count(f.hosts_waiting_politeness) + " waiting (politeness), " +
+                    Count(f.hosts_waiting_robots) + " waiting for robots.txt, " +
+                    Count(f.hosts_blocked_robots) + " blocked by robots.txt"});
   std::string depths;
-  for (const json::value& v : Arr(f, "depths")) {
-    if (!v.is_object()) continue;
-    depths += (depths.empty() ? "" : "  ") + Count(Num(v.as_object(), "depth")) + ":" +
-              Count(Num(v.as_object(), "urls"));
-  }
+  for (const DepthCount& d : f.depths)
+    depths += (depths.empty() ? "" : "  ") + Count(d.depth) + ":" + Count(d.urls);
   fr.rows.push_back({"queued by depth", depths.empty() ? "(empty)" : depths});
   return fr;
 }
 
-Section CrawlSection(const json::object& c) {
+Section CrawlSection(const CrawlCounts& c, const CrawlRates& r) {
   Section cr{"Crawl", {}};
-  cr.rows.push_back({"fetched", Count(Num(c, "fetched")) + " responses, " +
-                                    Count(Num(c, "failed")) + " failed, " +
-                                    Bytes(Num(c, "bytes"))});
-  cr.rows.push_back({"status", "2xx " + Count(Num(c, "status_2xx")) + ", 3xx " +
-                                   Count(Num(c, "status_3xx")) + ", 4xx " +
-                                   Count(Num(c, "status_4xx")) + ", 5xx " +
-                                   Count(Num(c, "status_5xx"))});
+  cr.rows.push_back({"fetched", Count(c.fetched) + " responses, " + Count(c.failed) +
+                                    " failed, " + Bytes(c.bytes)});
+  cr.rows.push_back({"status", "2xx " + Count(c.status_2xx) + ", 3xx " +
+                                   Count(c.status_3xx) + ", 4xx " + Count(c.status_4xx) +
+                                   ", 5xx " + Count(c.status_5xx)});
   std::string errors;
-  for (const auto& [name, n] : Obj(c, "errors")) {
-    errors += (errors.empty() ? "" : ", ") + std::string(name) + " " +
-              Count(n.is_number() ? n.to_number<double>() : 0);
-  }
+  for (const auto& [name, n] : c.errors)
+    errors += (errors.empty() ? "" : ", ") + name + " " + Count(n);
   cr.rows.push_back({"errors", errors.empty() ? "none" : errors});
-  cr.rows.push_back({"skipped", Count(Num(c, "robots_blocked")) + " robots.txt, " +
-                                    Count(Num(c, "out_of_scope")) + " out of scope, " +
-                                    Count(Num(c, "too_deep")) + " too deep, " +
-                                    Count(Num(c, "trap_guard")) + " trap guard, " +
-                                    Count(Num(c, "too_many_redirects")) +
-                                    " redirect limit, " + Count(Num(c, "filter_full")) +
-                                    " refused by a full fixed-size filter"});
-  cr.rows.push_back({"pages/s", Fmt("%.1f", Num(c, "pages_per_s")) + " overall, " +
-                                    Fmt("%.1f", Num(c, "pages_per_s_last_minute")) +
+  cr.rows.push_back(
+      {"skipped", Count(c.robots_blocked) + " robots.txt, " + Count(c.out_of_scope) +
+                      " out of scope, " + Count(c.too_deep) + " too deep, " +
+                      Count(c.trap_guard) + " trap guard, " +
+                      Count(c.too_many_redirects) + " redirect limit, " +
+                      Count(c.filter_full) + " refused by a full fixed-size filter"});
+  cr.rows.push_back({"pages/s", Fmt("%.1f", r.pages_per_s) + " overall, " +
+                                    Fmt("%.1f", r.pages_per_s_last_minute) +
                                     " over the last minute"});
-  cr.rows.push_back({"elapsed", Fmt("%.1f s", Num(c, "elapsed_s"))});
+  cr.rows.push_back({"elapsed", Fmt("%.1f s", r.elapsed_s)});
   std::string top;
-  for (const json::value& v : Arr(c, "top_hosts")) {
-    if (!v.is_object()) continue;
-    top += (top.empty() ? "" : ", ") + Str(v.as_object(), "host") + " " +
-           Count(Num(v.as_object(), "fetched"));
-  }
+  for (const HostCount& h : r.top_hosts)
+    top += (top.empty() ? "" : ", ") + h.host + " " + Count(h.fetched);
   cr.rows.push_back({"top hosts", top});
   return cr;
 }
 
-Section CheckpointSection(const json::object& k) {
+Section CheckpointSection(const CheckpointFigures& k) {
   Section ck{"Checkpoints", {}};
-  ck.rows.push_back({"written", Count(Num(k, "written")) + " this run (" +
-                                    Count(Num(k, "failed")) + " failed), last sequence " +
-                                    Count(Num(k, "sequence"))});
-  ck.rows.push_back({"last", Bytes(Num(k, "last_bytes")) + " in " +
-                                 Fmt("%.3f s", Num(k, "last_write_s")) +
-                                 ", workers paused " +
-                                 Fmt("%.1f ms", Num(k, "last_pause_ms")) + " (max " +
-                                 Fmt("%.1f ms", Num(k, "max_pause_ms")) + ")"});
+  ck.rows.push_back({"written", Count(k.written) + " this run (" + Count(k.failed) +
+                                    " failed), last sequence " + Count(k.sequence)});
+  ck.rows.push_back({"last", Bytes(k.last_bytes) + " in " +
+                                 Fmt("%.3f s", k.last_write_s) + ", workers paused " +
+                                 Fmt("%.1f ms", k.last_pause_ms) + " (max " +
+                                 Fmt("%.1f ms", k.max_pause_ms) + ")"});
   return ck;
 }
 
-std::vector<Section> Sections(const json::object& s) {
-  return {DedupSection(Obj(s, "dedup")), FrontierSection(Obj(s, "frontier")),
-          CrawlSection(Obj(s, "crawl")), CheckpointSection(Obj(s, "checkpoint"))};
+std::vector<Section> Sections(const StatsReport& s) {
+  return {DedupSection(s.dedup), FrontierSection(s.frontier),
+          CrawlSection(s.crawl, s.rates), CheckpointSection(s.checkpoint)};
 }
 
 std::string HtmlEscape(const std::string& s) {
@@ -189,23 +170,25 @@ std::string HtmlEscape(const std::string& s) {
 }
 
 // One inline SVG line chart of series[key] (and optionally a second line).
-std::string Chart(const std::string& title, const std::vector<json::object>& series,
-                  const char* key, const char* key2 = nullptr, bool percent = false) {
+using SeriesField = double (*)(const SeriesPoint&);
+
+std::string Chart(const std::string& title, const std::vector<SeriesPoint>& series,
+                  SeriesField key, SeriesField key2 = nullptr, bool percent = false) {
   const double w = 560, h = 200, left = 70, bottom = 30, top = 24, right = 12;
   double tmax = 0, vmax = 0;
-  for (const json::object& p : series) {
-    tmax = std::max(tmax, Num(p, "t"));
-    vmax = std::max(vmax, Num(p, key));
-    if (key2 != nullptr) vmax = std::max(vmax, Num(p, key2));
+  for (const SeriesPoint& p : series) {
+    tmax = std::max(tmax, p.t);
+    vmax = std::max(vmax, key(p));
+    if (key2 != nullptr) vmax = std::max(vmax, key2(p));
   }
   if (tmax <= 0) tmax = 1;
   if (vmax <= 0) vmax = 1;
   auto x = [&](double t) { return left + (w - left - right) * t / tmax; };
   auto y = [&](double v) { return h - bottom - (h - bottom - top) * v / vmax; };
-  auto line = [&](const char* k, const char* color, const char* dash) {
+  auto line = [&](SeriesField k, const char* color, const char* dash) {
     std::string pts;
-    for (const json::object& p : series)
-      pts += Fmt("%.1f,", x(Num(p, "t"))) + Fmt("%.1f ", y(Num(p, k)));
+    for (const SeriesPoint& p : series)
+      pts += Fmt("%.1f,", x(p.t)) + Fmt("%.1f ", y(k(p)));
     return "<polyline fill=\"none\" stroke=\"" + std::string(color) +
            "\" stroke-width=\"2\"" +
            (dash ? std::string(" stroke-dasharray=\"") + dash + "\"" : "") +
@@ -241,15 +224,13 @@ std::string Chart(const std::string& title, const std::vector<json::object>& ser
   return svg;
 }
 
-std::string Source(const std::string& source, const json::object& s) {
-  std::time_t t = static_cast<std::time_t>(Num(s, "updated_unix"));
+std::string Source(const std::string& source, const StatsReport& s) {
+  std::time_t t = static_cast<std::time_t>(s.updated_unix);
   char when[64] = "?";
   std::tm tm{};
   if (::gmtime_r(&t, &tm) != nullptr)
     std::strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
-  bool running =
-      s.contains("running") && s.at("running").is_bool() && s.at("running").as_bool();
-  return source + ", updated " + when + (running ? " (crawl running)" : "");
+  return source + ", updated " + when + (s.running ? " (crawl running)" : "");
 }
 
 }  // namespace
@@ -282,7 +263,8 @@ Result<json::object> LoadStats(const std::string& out, std::string* source) {
       continue;
     }
     const json::object& stats = m->at("stats").as_object();
-    if (!best || Num(stats, "updated_unix") > Num(*best, "updated_unix")) {
+    if (!best || StatsReportFromJson(stats).updated_unix >
+                     StatsReportFromJson(*best).updated_unix) {
       best = stats;
       *source = path + "/MANIFEST.json";
     }
@@ -298,18 +280,20 @@ Result<json::object> LoadStats(const std::string& out, std::string* source) {
   return *best;
 }
 
-std::vector<json::object> LoadSeries(const std::string& out) {
-  std::vector<json::object> series;
+namespace {
+
+std::vector<SeriesPoint> LoadSeries(const std::string& out) {
+  std::vector<SeriesPoint> series;
   std::ifstream in(out + "/stats-series.jsonl");
   for (std::string line; std::getline(in, line);) {
     boost::system::error_code ec;
     json::value v = json::parse(line, ec);
-    if (!ec && v.is_object()) series.push_back(v.as_object());
+    if (!ec && v.is_object()) series.push_back(json_fields::ReadLenient<SeriesPoint>(v));
   }
   return series;
 }
 
-std::string StatsText(const json::object& stats, const std::string& source) {
+std::string StatsText(const StatsReport& stats, const std::string& source) {
   std::string out = "crawler stats: " + Source(source, stats) + "\n";
   for (const Section& s : Sections(stats)) {
     out += "\n" + s.title + "\n";
@@ -322,7 +306,7 @@ std::string StatsText(const json::object& stats, const std::string& source) {
   return out;
 }
 
-std::string StatsHtml(const json::object& stats, const std::vector<json::object>& series,
+std::string StatsHtml(const StatsReport& stats, const std::vector<SeriesPoint>& series,
                       const std::string& source) {
   std::string html =
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>crawler "
@@ -342,14 +326,21 @@ std::string StatsHtml(const json::object& stats, const std::vector<json::object>
     html += "</table>\n";
   }
   html += "<h2>Over the crawl</h2>\n";
-  html += Chart("pages/s (last minute)", series, "pages_per_s");
-  html += Chart("dedup items", series, "dedup_items");
-  html += Chart("estimated FPR (blue) vs bound (red, dashed)", series, "fpr", "fpr_bound",
-                true);
-  html += Chart("frontier size (queued URLs)", series, "queued");
+  html += Chart("pages/s (last minute)", series,
+                [](const SeriesPoint& p) { return p.pages_per_s; });
+  html += Chart("dedup items", series,
+                [](const SeriesPoint& p) { return static_cast<double>(p.dedup_items); });
+  html += Chart(
+      "estimated FPR (blue) vs bound (red, dashed)", series,
+      [](const SeriesPoint& p) { return p.fpr; },
+      [](const SeriesPoint& p) { return p.fpr_bound; }, true);
+  html += Chart("frontier size (queued URLs)", series,
+                [](const SeriesPoint& p) { return static_cast<double>(p.queued); });
   html += "</body></html>\n";
   return html;
 }
+
+}  // namespace
 
 int RunStats(const std::string& out, bool as_json, const std::string& html_path) {
   std::string source;
@@ -361,10 +352,10 @@ int RunStats(const std::string& out, bool as_json, const std::string& html_path)
   if (as_json) {
     std::printf("%s\n", json::serialize(*stats).c_str());
   } else {
-    std::fputs(StatsText(*stats, source).c_str(), stdout);
+    std::fputs(StatsText(StatsReportFromJson(*stats), source).c_str(), stdout);
   }
   if (!html_path.empty()) {
-    std::string html = StatsHtml(*stats, LoadSeries(out), source);
+    std::string html = StatsHtml(StatsReportFromJson(*stats), LoadSeries(out), source);
     std::FILE* f = std::fopen(html_path.c_str(), "wb");
     bool ok = f != nullptr && std::fwrite(html.data(), 1, html.size(), f) == html.size();
     if (f != nullptr) ok = std::fclose(f) == 0 && ok;

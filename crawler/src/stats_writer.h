@@ -8,7 +8,6 @@
 #ifndef CRAWLER_STATS_WRITER_H_
 #define CRAWLER_STATS_WRITER_H_
 
-#include <boost/json.hpp>
 #include <cstdint>
 #include <cstdio>
 #include <deque>
@@ -20,15 +19,9 @@
 #include "dedup/filter.h"
 #include "frontier/frontier.h"
 #include "host_table.h"
+#include "stats_schema.h"
 
 namespace crawler::engine {
-
-// The checkpoint figures of the report (Checkpointer keeps them).
-struct CheckpointFigures {
-  uint64_t written = 0, failed = 0, sequence = 0;
-  double last_pause_ms = 0, max_pause_ms = 0, last_write_s = 0;
-  uint64_t last_bytes = 0;
-};
 
 class StatsWriter {
  public:
@@ -46,10 +39,10 @@ class StatsWriter {
 
   // The report now. `elapsed_s`: crawl time over all runs; `spilled_base`:
   // URLs spilled before this run.
-  boost::json::object Build(bool running, double elapsed_s, uint64_t spilled_base,
-                            const CheckpointFigures& checkpoints);
+  StatsReport Build(bool running, double elapsed_s, uint64_t spilled_base,
+                    const CheckpointFigures& checkpoints);
   // Writes stats.json and appends a series line.
-  [[nodiscard]] Status Write(const boost::json::object& report, double elapsed_s);
+  [[nodiscard]] Status Write(const StatsReport& report);
   // The series file's length, flushed (a checkpoint records it).
   [[nodiscard]] Result<uint64_t> SeriesBytes();
 

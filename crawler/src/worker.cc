@@ -228,7 +228,7 @@ Status Worker::FinishRobots(const Gate::Pass& pass, const Completed& c,
       c.hops < parsers::kMaxRobotsRedirects) {
     parsers::UrlResult next = parsers::ResolveHref(r.url, r.location, p_.config.url);
     if (next.ok()) {
-      StartRobots(pass, c.host, next.url, c.hops + 1);
+      StartRobots(pass, c.host, *next, c.hops + 1);
       return Status::Ok();
     }
   }
@@ -267,7 +267,7 @@ Status Worker::FinishPage(const Gate::Pass& pass, const Completed& c, const Prep
     // A redirect target is a URL like any other; the hop keeps the depth.
     if (e.redirects < p_.config.fetch.max_redirects) {
       parsers::UrlResult target = parsers::ResolveHref(e.url, r.location, p_.config.url);
-      if (target.ok()) offer(target.url, e.depth, e.redirects + 1);
+      if (target.ok()) offer(*target, e.depth, e.redirects + 1);
     } else {
       p_.counters.Add(&CrawlSummary::too_many_redirects);
     }

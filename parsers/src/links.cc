@@ -219,7 +219,7 @@ class Extractor {
           if (const char* href = Attr(e, "href")) {
             UrlResult b = resolver_->Resolve(href, options_.url);
             if (b.ok()) {
-              result_.base = b.url;
+              result_.base = b.value();
               resolver_ = std::make_unique<UrlResolver>(result_.base);
             }
             base_seen_ = true;
@@ -314,16 +314,17 @@ class Extractor {
     }
     UrlResult r = resolver_->Resolve(href, options_.url);
     if (!r.ok()) {
-      if (r.error.find("is not http or https") != std::string::npos) {
+      if (r.status().code() == Status::Code::kNotSupported) {
         ++s.other_scheme;
-      } else if (r.error.find("longer than") != std::string::npos) {
+      } else if (r.status().code() == Status::Code::kOutOfRange) {
         ++s.too_long;
       } else {
         ++s.unparsable;
       }
       return;
     }
-    result_.links.push_back(Link{std::string(href), std::move(r.url), source, nofollow});
+    result_.links.push_back(
+        Link{std::string(href), std::move(r).value(), source, nofollow});
   }
 
   const ExtractOptions& options_;

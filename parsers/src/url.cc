@@ -15,6 +15,13 @@
 namespace crawler::parsers {
 namespace {
 
+Status UrlError(std::string why) {
+  return Status::Error(Status::Code::kInvalidArgument, std::move(why));
+}
+Status TooLong(std::string why) {
+  return Status::Error(Status::Code::kOutOfRange, std::move(why));
+}
+
 namespace urls = boost::urls;
 
 constexpr size_t kMaxHostLength = 253;  // DNS: 255 octets on the wire, 253 as text
@@ -83,8 +90,7 @@ UrlResult Clean(std::string_view in, bool special) {
     if (c == '\\' && special && !in_query) c = '/';
     if (c == '%') {
       if (i + 2 >= in.size() || !IsHex(in[i + 1]) || !IsHex(in[i + 2])) {
-        return UrlResult::Error("bad percent-escape at byte " +
-                                std::to_string(i + begin));
+        return UrlError("bad percent-escape at byte " + std::to_string(i + begin));
       }
     }
     bool bracket_outside_host =
@@ -100,7 +106,7 @@ UrlResult Clean(std::string_view in, bool special) {
     }
     out += c;
   }
-  return UrlResult::Ok(std::move(out));
+  return UrlResult(std::move(out));
 }
 
 // A clear reason for a string Boost.URL would not parse as an absolute URL.
@@ -159,26 +165,24 @@ UrlResult NormalizeHostName(std::string_view encoded) {
       label = c == '.' ? 0 : label + 1;
       short_labels &= label <= kMaxLabelLength;
     }
-    if (short_labels) return UrlResult::Ok(std::string(encoded));
+    if (short_labels) return UrlResult(std::string(encoded));
   }
   std::string host = PercentDecode(encoded);
-  if (host.empty()) return UrlResult::Error("no host");
+  if (host.empty()) return UrlError("no host");
   if (std::any_of(host.begin(), host.end(),
                   [](char c) { return static_cast<unsigned char>(c) >= 0x80; })) {
     // IDNA: UTS #46 mapping (non-transitional, as browsers do: "faß" stays
     // "faß") and punycode, by libidn2.
     if (host.find('\0') != std::string::npos)
-      return UrlResult::Error("bad character NUL in host");
+      return UrlError("bad character NUL in host");
     char* ascii = nullptr;
     int rc =
         idn2_to_ascii_8z(host.c_str(), &ascii, IDN2_NFC_INPUT | IDN2_NONTRANSITIONAL);
-    if (rc != IDN2_OK)
-      return UrlResult::Error("bad host: " + std::string(idn2_strerror(rc)));
+    if (rc != IDN2_OK) return UrlError("bad host: " + std::string(idn2_strerror(rc)));
     host = ascii;
     idn2_free(ascii);
     // UTS #46 maps some code points to nothing (U+00AD soft hyphen).
-    if (host.empty())
-      return UrlResult::Error("no host (its characters map to nothing in IDNA)");
+    if (host.empty()) return UrlError("no host (its characters map to nothing in IDNA)");
   }
   std::string out;
   size_t start = 0;
@@ -188,15 +192,15 @@ UrlResult NormalizeHostName(std::string_view encoded) {
     std::string label = LowerAscii(std::string_view(host).substr(start, dot - start));
     for (char c : label) {
       if (!IsAlpha(c) && !IsDigit(c) && c != '-' && c != '_') {
-        return UrlResult::Error("bad character '" + std::string(1, c) + "' in host '" +
-                                host + "'");
+        return UrlError("bad character '" + std::string(1, c) + "' in host '" + host +
+                        "'");
       }
     }
     if (label.size() > kMaxLabelLength) {
-      return UrlResult::Error("host label longer than 63 bytes in '" + host + "'");
+      return TooLong("host label longer than 63 bytes in '" + host + "'");
     }
     if (label.empty() && dot != host.size()) {
-      return UrlResult::Error("empty label in host '" + host + "'");
+      return UrlError("empty label in host '" + host + "'");
     }
     if (!out.empty() || start > 0) out += '.';
     out += label;
@@ -204,9 +208,9 @@ UrlResult NormalizeHostName(std::string_view encoded) {
     if (dot == host.size()) break;
   }
   if (out.size() > kMaxHostLength) {
-    return UrlResult::Error("host longer than 253 bytes");
+    return TooLong("host longer than 253 bytes");
   }
-  return UrlResult::Ok(std::move(out));
+  return UrlResult(std::move(out));
 }
 
 bool IsTrackingParam(std::string_view key) {
@@ -275,7 +279,10 @@ std::string StripPathSessionIds(std::string_view path) {
   return out;
 }
 
-// RFC 3986 5.2.4, on an encoded path.
+// RFC 3986 5.2.4, on an encoded path. Kept by hand: Boost.URL 1.81's
+// resolve() keeps excess ".." segments ("http://a/b/c/d;p?q" + "../../../g" ->
+// "http://a/../g", RFC 3986 5.4.2 says "http://a/g"; boostorg/url#808, fixed
+// after 1.81), and ResolveAgainst needs RFC 5.2.2 on encoded parts anyway.
 std::string RemoveDotSegments(std::string_view in) {
   std::string out;
   out.reserve(in.size());
@@ -314,7 +321,7 @@ std::string RemoveDotSegments(std::string_view in) {
 // is already lowercase http or https.
 UrlResult NormalizeOrigin(std::string_view scheme, const urls::url_view& u,
                           const UrlOptions& o) {
-  if (!u.has_authority() || u.encoded_host().empty()) return UrlResult::Error("no host");
+  if (!u.has_authority() || u.encoded_host().empty()) return UrlError("no host");
   std::string out(scheme);
   out += "://";
   if (u.has_userinfo()) {
@@ -325,7 +332,7 @@ UrlResult NormalizeOrigin(std::string_view scheme, const urls::url_view& u,
     case urls::host_type::name: {
       UrlResult h = NormalizeHostName(u.encoded_host());
       if (!h.ok()) return h;
-      std::string_view host = h.url;
+      std::string_view host = h.value();
       // Repeatedly, so that normalizing twice changes nothing.
       while (o.strip_www && host.starts_with("www.") && host.size() > 4)
         host.remove_prefix(4);
@@ -343,21 +350,21 @@ UrlResult NormalizeOrigin(std::string_view scheme, const urls::url_view& u,
   if (u.has_port() && !u.port().empty()) {
     std::string_view port = u.port();
     if (!std::all_of(port.begin(), port.end(), IsDigit)) {
-      return UrlResult::Error("bad port '" + std::string(port) + "'");
+      return UrlError("bad port '" + std::string(port) + "'");
     }
     uint64_t n = 0;
     for (char c : port) {
       n = n * 10 + static_cast<uint64_t>(c - '0');
       if (n > 65535)
-        return UrlResult::Error("bad port '" + std::string(port) + "' (above 65535)");
+        return UrlError("bad port '" + std::string(port) + "' (above 65535)");
     }
-    if (n == 0) return UrlResult::Error("bad port '0'");
+    if (n == 0) return UrlError("bad port '0'");
     if (!((scheme == "http" && n == 80) || (scheme == "https" && n == 443))) {
       out += ':';
       out += std::to_string(n);
     }
   }
-  return UrlResult::Ok(std::move(out));
+  return UrlResult(std::move(out));
 }
 
 // Appends the normalized path and query to `origin` (the fragment is never
@@ -381,10 +388,10 @@ UrlResult AppendPathQuery(std::string origin, std::string_view path,
     }
   }
   if (out.size() > o.max_length) {
-    return UrlResult::Error("URL longer than " + std::to_string(o.max_length) +
-                            " bytes (" + std::to_string(out.size()) + ")");
+    return TooLong("URL longer than " + std::to_string(o.max_length) + " bytes (" +
+                   std::to_string(out.size()) + ")");
   }
-  return UrlResult::Ok(std::move(out));
+  return UrlResult(std::move(out));
 }
 
 std::optional<std::string_view> QueryOf(const urls::url_view& u) {
@@ -394,20 +401,21 @@ std::optional<std::string_view> QueryOf(const urls::url_view& u) {
 
 // Lowercased http/https scheme of `u`, or the error.
 UrlResult HttpScheme(const urls::url_view& u) {
-  if (!u.has_scheme()) return UrlResult::Error("no scheme");
+  if (!u.has_scheme()) return UrlError("no scheme");
   std::string scheme = LowerAscii(u.scheme());
   if (scheme != "http" && scheme != "https") {
-    return UrlResult::Error("scheme '" + scheme + "' is not http or https");
+    return Status::Error(Status::Code::kNotSupported,
+                         "scheme '" + scheme + "' is not http or https");
   }
-  return UrlResult::Ok(std::move(scheme));
+  return UrlResult(std::move(scheme));
 }
 
 UrlResult NormalizeParsed(const urls::url_view& u, const UrlOptions& o) {
   UrlResult scheme = HttpScheme(u);
   if (!scheme.ok()) return scheme;
-  UrlResult origin = NormalizeOrigin(scheme.url, u, o);
+  UrlResult origin = NormalizeOrigin(scheme.value(), u, o);
   if (!origin.ok()) return origin;
-  return AppendPathQuery(std::move(origin.url), u.encoded_path(), QueryOf(u), o);
+  return AppendPathQuery(std::move(origin.value()), u.encoded_path(), QueryOf(u), o);
 }
 
 }  // namespace
@@ -419,13 +427,13 @@ UrlResult ResolveAgainst(const urls::url_view& base, std::string_view reference)
 // Parses and normalizes a string that is already clean (see Clean).
 UrlResult NormalizeClean(std::string_view clean, const UrlOptions& options) {
   auto parsed = urls::parse_uri(clean);
-  if (!parsed) return UrlResult::Error(Diagnose(clean, parsed.error()));
+  if (!parsed) return UrlError(Diagnose(clean, parsed.error()));
   // Boost.URL 1.81 accepts "http://a:8x/" as port "8" and path "x/"; a path
   // after an authority must start with "/".
   if (parsed->has_authority() && !parsed->encoded_path().empty() &&
       parsed->encoded_path().front() != '/') {
-    return UrlResult::Error(Diagnose(clean, boost::system::errc::make_error_code(
-                                                boost::system::errc::invalid_argument)));
+    return UrlError(Diagnose(clean, boost::system::errc::make_error_code(
+                                        boost::system::errc::invalid_argument)));
   }
   return NormalizeParsed(*parsed, options);
 }
@@ -435,12 +443,12 @@ UrlResult NormalizeClean(std::string_view clean, const UrlOptions& options) {
 UrlResult NormalizeUrl(std::string_view url, const UrlOptions& options) {
   UrlResult cleaned = Clean(url, IsSpecial(SchemeOf(url)));
   if (!cleaned.ok()) return cleaned;
-  return NormalizeClean(cleaned.url, options);
+  return NormalizeClean(cleaned.value(), options);
 }
 
 UrlResult ResolveReference(std::string_view base, std::string_view reference) {
   auto b = urls::parse_uri(base);
-  if (!b) return UrlResult::Error("base: " + Diagnose(base, b.error()));
+  if (!b) return UrlError("base: " + Diagnose(base, b.error()));
   return ResolveAgainst(*b, reference);
 }
 
@@ -450,8 +458,7 @@ UrlResult ResolveAgainst(const urls::url_view& base, std::string_view reference)
   const urls::url_view* b = &base;
   auto r = urls::parse_uri_reference(reference);
   if (!r)
-    return UrlResult::Error("reference: not a valid URI reference (" +
-                            r.error().message() + ")");
+    return UrlError("reference: not a valid URI reference (" + r.error().message() + ")");
   // RFC 3986 5.2.2, then recomposition as in 5.3.
   std::string_view scheme = b->scheme();
   std::optional<std::string_view> authority;
@@ -512,7 +519,7 @@ UrlResult ResolveAgainst(const urls::url_view& base, std::string_view reference)
     out += '#';
     out += r->encoded_fragment();
   }
-  return UrlResult::Ok(std::move(out));
+  return UrlResult(std::move(out));
 }
 
 }  // namespace
@@ -523,49 +530,48 @@ UrlResolver::UrlResolver(std::string_view base) : base_(base) {
   view_ = *parsed;
   UrlResult scheme = HttpScheme(view_);
   if (!scheme.ok()) return;
-  scheme_ = scheme.url;
+  scheme_ = scheme.value();
   UrlOptions keep_www, strip_www;
   strip_www.strip_www = true;
   UrlResult a = NormalizeOrigin(scheme_, view_, keep_www);
   UrlResult b = NormalizeOrigin(scheme_, view_, strip_www);
   if (!a.ok() || !b.ok()) return;
-  origin_[0] = std::move(a.url);
-  origin_[1] = std::move(b.url);
+  origin_[0] = std::move(a.value());
+  origin_[1] = std::move(b.value());
   ok_ = true;
 }
 
 UrlResult UrlResolver::Resolve(std::string_view href, const UrlOptions& options) const {
-  if (!ok_)
-    return UrlResult::Error("base: not a valid absolute http(s) URL '" + base_ + "'");
+  if (!ok_) return UrlError("base: not a valid absolute http(s) URL '" + base_ + "'");
   std::string_view scheme = SchemeOf(href);
   if (!scheme.empty() && !IsSpecial(scheme)) {
-    return UrlResult::Error("scheme '" + LowerAscii(scheme) + "' is not http or https");
+    return Status::Error(Status::Code::kNotSupported,
+                         "scheme '" + LowerAscii(scheme) + "' is not http or https");
   }
   UrlResult cleaned = Clean(href, /*special=*/true);
   if (!cleaned.ok()) return cleaned;
-  std::string_view ref = cleaned.url;
+  std::string_view ref = cleaned.value();
   // WHATWG: "http:g" (same special scheme as the base, no "//") is relative.
   if (!scheme.empty() && EqualsIgnoreCase(scheme, scheme_) &&
       ref.substr(scheme.size() + 1, 2) != "//") {
     ref.remove_prefix(scheme.size() + 1);
   }
   auto r = urls::parse_uri_reference(ref);
-  if (!r)
-    return UrlResult::Error("not a valid URL reference (" + r.error().message() + ")");
+  if (!r) return UrlError("not a valid URL reference (" + r.error().message() + ")");
   if (r->has_authority() && !r->encoded_path().empty() &&
       r->encoded_path().front() != '/') {
-    return UrlResult::Error(Diagnose(
+    return UrlError(Diagnose(
         r->has_scheme() ? ref : "http:" + std::string(ref),
         boost::system::errc::make_error_code(boost::system::errc::invalid_argument)));
   }
   // RFC 3986 5.2.2; dot segments are removed once, after percent
   // normalization (AppendPathQuery), which gives the same result.
   if (r->has_scheme() || r->has_authority()) {
-    UrlResult s = r->has_scheme() ? HttpScheme(*r) : UrlResult::Ok(scheme_);
+    UrlResult s = r->has_scheme() ? HttpScheme(*r) : UrlResult(scheme_);
     if (!s.ok()) return s;
-    UrlResult origin = NormalizeOrigin(s.url, *r, options);
+    UrlResult origin = NormalizeOrigin(s.value(), *r, options);
     if (!origin.ok()) return origin;
-    return AppendPathQuery(std::move(origin.url), r->encoded_path(), QueryOf(*r),
+    return AppendPathQuery(std::move(origin.value()), r->encoded_path(), QueryOf(*r),
                            options);
   }
   const std::string& origin = origin_[options.strip_www ? 1 : 0];

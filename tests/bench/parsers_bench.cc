@@ -195,7 +195,7 @@ int main(int argc, char** argv) {
       for (const std::string& h : p.hrefs) {
         crawler::parsers::UrlResult u = resolver.Resolve(h);
         ok += u.ok();
-        out_bytes += u.url.size();
+        out_bytes += u.ok() ? u->size() : 0;
       }
     }
     best = std::min(best, Seconds(start));

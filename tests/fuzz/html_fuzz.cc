@@ -14,7 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         crawler::parsers::ExtractLinks(html, "http://example.org/dir/page.html", charset);
     for (const crawler::parsers::Link& link : r.links) {
       crawler::parsers::UrlResult again = crawler::parsers::NormalizeUrl(link.url);
-      if (!again.ok() || again.url != link.url) std::abort();
+      if (!again.ok() || *again != link.url) std::abort();
     }
   }
   return 0;

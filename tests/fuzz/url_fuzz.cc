@@ -16,13 +16,13 @@ void Check(bool ok) {
 
 void CheckNormalized(const crawler::parsers::UrlResult& r) {
   if (!r.ok()) return;
-  Check(r.url.size() <= crawler::parsers::UrlOptions{}.max_length);
-  for (char c : r.url) {
+  Check(r.value().size() <= crawler::parsers::UrlOptions{}.max_length);
+  for (char c : r.value()) {
     auto u = static_cast<unsigned char>(c);
     Check(u > 0x20 && u < 0x7F && c != '#');
   }
-  crawler::parsers::UrlResult again = crawler::parsers::NormalizeUrl(r.url);
-  Check(again.ok() && again.url == r.url);
+  crawler::parsers::UrlResult again = crawler::parsers::NormalizeUrl(r.value());
+  Check(again.ok() && again.value() == r.value());
 }
 
 }  // namespace
@@ -36,8 +36,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       true;
   crawler::parsers::UrlResult r = crawler::parsers::NormalizeUrl(input, lossy);
   if (r.ok()) {
-    crawler::parsers::UrlResult again = crawler::parsers::NormalizeUrl(r.url, lossy);
-    Check(again.ok() && again.url == r.url);
+    crawler::parsers::UrlResult again = crawler::parsers::NormalizeUrl(r.value(), lossy);
+    Check(again.ok() && again.value() == r.value());
   }
   return 0;
 }

@@ -25,6 +25,7 @@ class [[nodiscard]] Status {
     kTruncated,        // file ends before its declared contents
     kBadMagic,         // not a file of ours at all
     kBadVersion,       // ours, but a format version this build cannot read
+    kOutOfRange,       // a value past a configured limit (e.g. URL length)
   };
 
   Status() = default;
@@ -78,6 +79,8 @@ inline const char* StatusCodeName(Status::Code code) {
       return "bad magic";
     case Status::Code::kBadVersion:
       return "bad version";
+    case Status::Code::kOutOfRange:
+      return "out of range";
   }
   return "unknown";
 }

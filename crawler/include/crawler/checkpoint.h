@@ -120,9 +120,6 @@ Result<Manifest> DecodeManifest(std::string_view text, const std::string& path);
 // Reads and verifies DIR/MANIFEST.json only, as JSON (for `crawler stats`).
 Result<boost::json::object> ReadManifest(const std::string& dir);
 
-boost::json::object SummaryToJson(const CrawlSummary& s);
-CrawlSummary SummaryFromJson(const boost::json::object& o);
-
 }  // namespace crawler::engine
 
 #endif  // CRAWLER_CHECKPOINT_H_

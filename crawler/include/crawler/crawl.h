@@ -33,7 +33,9 @@
 
 namespace crawler::engine {
 
-struct CrawlSummary {
+// The crawl's counts, as checkpointed (MANIFEST.json "counters") and
+// reported (stats.json "crawl"); their JSON schema is crawler/src/stats_schema.h.
+struct CrawlCounts {
   uint64_t fetched = 0;  // responses received (any status)
   uint64_t failed = 0;   // no response: timeouts, refused, broken
   uint64_t truncated = 0;
@@ -41,14 +43,16 @@ struct CrawlSummary {
   uint64_t robots_blocked = 0;
   uint64_t out_of_scope = 0;  // links and redirect targets left out
   uint64_t too_deep = 0;
-  uint64_t trap_guard = 0;  // max_pages_per_host reached
-  uint64_t duplicates = 0;  // links the dedup filter had seen
-  uint64_t filter_full =
-      0;  // links refused because a fixed-size filter (dedup.scaling = false) was full
+  uint64_t trap_guard = 0;          // max_pages_per_host reached
+  uint64_t duplicates = 0;          // links the dedup filter had seen
+  uint64_t filter_full = 0;         // links refused: a fixed-size filter was full
   uint64_t too_many_redirects = 0;  // redirect targets past fetch.max_redirects
   uint64_t bytes = 0;               // body bytes received
   uint64_t spilled = 0;             // URLs the frontier wrote to disk (memory bound)
   std::map<std::string, uint64_t> errors;  // by FetchErrorName: failures and truncations
+};
+
+struct CrawlSummary : CrawlCounts {
   double seconds = 0;
   bool stopped = false;  // ended by the stop flag or max_pages
   std::string warc_dir, fetch_log;

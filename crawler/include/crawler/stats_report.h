@@ -16,14 +16,6 @@ namespace crawler::engine {
 
 // The newest report for OUT; *source says where it came from.
 Result<boost::json::object> LoadStats(const std::string& out, std::string* source);
-// OUT/stats-series.jsonl (one object per stats refresh); bad lines skipped.
-std::vector<boost::json::object> LoadSeries(const std::string& out);
-
-std::string StatsText(const boost::json::object& stats, const std::string& source);
-std::string StatsHtml(const boost::json::object& stats,
-                      const std::vector<boost::json::object>& series,
-                      const std::string& source);
-
 // The command; returns the exit code (0, or 2 when OUT has no report).
 int RunStats(const std::string& out, bool json, const std::string& html_path);
 

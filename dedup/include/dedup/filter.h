@@ -50,6 +50,7 @@
 #ifndef DEDUP_FILTER_H_
 #define DEDUP_FILTER_H_
 
+#include <boost/describe/class.hpp>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
@@ -128,9 +129,20 @@ struct FilterStats {
   uint32_t saturated_stripes = 0;
   std::vector<StripeStats> per_stripe;
 
-  // One JSON object; per_stripe included iff `with_stripes`.
+  // One JSON object (README "Dedup stats"); per_stripe included iff `with_stripes`.
   std::string ToJson(bool with_stripes = false) const;
 };
+// The JSON schema (Boost.JSON's value_from follows these; "variant" and the
+// options are added by ToJson).
+BOOST_DESCRIBE_STRUCT(StripeStats, (),
+                      (layers, items, capacity, bytes, fill, estimated_fpr, inserts_new,
+                       inserts_duplicate, inserts_full, erases, relocations, saturations,
+                       saturated))
+BOOST_DESCRIBE_STRUCT(FilterStats, (),
+                      (stripes, layers_min, layers_max, items, capacity, bytes,
+                       bits_per_item, fill, estimated_fpr, fpr_bound, inserts_new,
+                       inserts_duplicate, inserts_full, erases, relocations, saturations,
+                       saturated_stripes, per_stripe))
 
 class Filter {
  public:

@@ -37,6 +37,8 @@
 #include <string>
 #include <string_view>
 
+#include "base/status.h"
+
 namespace crawler::parsers {
 
 struct UrlOptions {
@@ -48,14 +50,10 @@ struct UrlOptions {
 };
 
 // A normalized URL, or the reason there is none ("no scheme", "bad port
-// '99999'", "bad percent-escape", "host longer than 253 bytes", ...).
-struct [[nodiscard]] UrlResult {
-  std::string url;
-  std::string error;  // empty iff ok
-  bool ok() const { return error.empty(); }
-  static UrlResult Ok(std::string u) { return {std::move(u), {}}; }
-  static UrlResult Error(std::string e) { return {{}, std::move(e)}; }
-};
+// '99999'", "bad percent-escape", "host longer than 253 bytes", ...) as a
+// Status: kNotSupported for a scheme other than http(s), kOutOfRange for a
+// URL longer than UrlOptions::max_length, kInvalidArgument for the rest.
+using UrlResult = Result<std::string>;
 
 // Normalizes an absolute URL (after the browser clean-up above).
 UrlResult NormalizeUrl(std::string_view url, const UrlOptions& options = {});

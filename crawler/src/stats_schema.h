@@ -1,0 +1,178 @@
+// The JSON schemas of the crawler's own files, each written once: a struct
+// per object, described with BOOST_DESCRIBE_STRUCT, so boost::json::value_from
+// writes it and json_fields::ReadLenient reads it (key = member name).
+//
+//   stats.json, and "stats" in MANIFEST.json   StatsReport
+//   stats-series.jsonl (one line per refresh)  SeriesPoint
+//   MANIFEST.json                              ManifestDoc (+ its seal, checkpoint.cc)
+//
+// The fields are documented in README.md ("The stats report", "Formats").
+#ifndef CRAWLER_STATS_SCHEMA_H_
+#define CRAWLER_STATS_SCHEMA_H_
+
+#include <boost/describe.hpp>
+#include <boost/json.hpp>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "crawler/checkpoint.h"
+#include "crawler/crawl.h"
+#include "dedup/filter.h"
+
+namespace crawler::engine {
+
+// clang-format off
+BOOST_DESCRIBE_STRUCT(CrawlCounts, (), (fetched, failed, truncated, status_2xx, status_3xx,
+    status_4xx, status_5xx, robots_blocked, out_of_scope, too_deep, trap_guard,
+    duplicates, filter_full, too_many_redirects, bytes, spilled, errors))
+// clang-format on
+
+// ---- stats.json ----
+
+struct StripeFill {
+  uint64_t stripe = 0;
+  double fill = 0;
+  uint64_t items = 0;
+  uint64_t layers = 0;
+  double estimated_fpr = 0;
+};
+BOOST_DESCRIBE_STRUCT(StripeFill, (), (stripe, fill, items, layers, estimated_fpr))
+
+// "dedup": the filter's figures and what the crawl derives from them.
+struct DedupReport {
+  std::string variant;
+  uint64_t stripes = 0, layers_min = 0, layers_max = 0;
+  uint64_t items = 0, capacity = 0, bytes = 0;
+  double bits_per_item = 0, fill = 0, estimated_fpr = 0, fpr_bound = 0;
+  uint64_t inserts_new = 0, inserts_duplicate = 0;
+  double duplicate_rate = 0;       // inserts_duplicate / all inserts
+  double expected_false_seen = 0;  // sum of the FPR at each new URL
+  uint64_t relocations = 0, saturations = 0, inserts_full = 0;
+  std::vector<StripeFill> fullest_stripes;  // the five fullest
+};
+// clang-format off
+BOOST_DESCRIBE_STRUCT(DedupReport, (), (variant, stripes, layers_min, layers_max, items,
+    capacity, bytes, bits_per_item, fill, estimated_fpr, fpr_bound, inserts_new,
+    inserts_duplicate, duplicate_rate, expected_false_seen, relocations, saturations,
+    inserts_full, fullest_stripes))
+// clang-format on
+
+struct DepthCount {
+  uint64_t depth = 0, urls = 0;
+};
+BOOST_DESCRIBE_STRUCT(DepthCount, (), (depth, urls))
+
+struct FrontierReport {
+  uint64_t queued_memory = 0, queued_disk = 0, in_flight = 0;
+  uint64_t hosts = 0, hosts_ready = 0, hosts_waiting_politeness = 0;
+  uint64_t hosts_waiting_robots = 0, hosts_blocked_robots = 0;
+  uint64_t spilled = 0;  // URLs ever written to disk, over all runs
+  std::vector<DepthCount> depths;
+};
+// clang-format off
+BOOST_DESCRIBE_STRUCT(FrontierReport, (), (queued_memory, queued_disk, in_flight, hosts,
+    hosts_ready, hosts_waiting_politeness, hosts_waiting_robots, hosts_blocked_robots,
+    spilled, depths))
+// clang-format on
+
+struct HostCount {
+  std::string host;
+  uint64_t fetched = 0;
+};
+BOOST_DESCRIBE_STRUCT(HostCount, (), (host, fetched))
+
+// "crawl": CrawlCounts and these, in one flat object.
+struct CrawlRates {
+  uint64_t pages = 0;  // fetched + failed
+  double elapsed_s = 0, pages_per_s = 0, pages_per_s_last_minute = 0;
+  std::vector<HostCount> top_hosts;
+};
+BOOST_DESCRIBE_STRUCT(CrawlRates, (),
+                      (pages, elapsed_s, pages_per_s, pages_per_s_last_minute, top_hosts))
+
+struct CheckpointFigures {
+  uint64_t written = 0, failed = 0, sequence = 0;
+  double last_pause_ms = 0, max_pause_ms = 0, last_write_s = 0;
+  uint64_t last_bytes = 0;
+};
+BOOST_DESCRIBE_STRUCT(CheckpointFigures, (),
+                      (written, failed, sequence, last_pause_ms, max_pause_ms,
+                       last_write_s, last_bytes))
+
+struct StatsReport {
+  uint64_t version = 1;
+  double updated_unix = 0;
+  bool running = false;
+  std::string out;
+  DedupReport dedup;
+  FrontierReport frontier;
+  CrawlCounts crawl;  // "crawl": these two, flat
+  CrawlRates rates;
+  CheckpointFigures checkpoint;
+};
+// "crawl" is written and read by hand (two structs in one object).
+BOOST_DESCRIBE_STRUCT(StatsReport, (),
+                      (version, updated_unix, running, out, dedup, frontier, checkpoint))
+
+boost::json::object ToJson(const StatsReport& r);
+StatsReport StatsReportFromJson(const boost::json::value& v);
+
+// ---- stats-series.jsonl ----
+
+struct SeriesPoint {
+  double t = 0;  // crawl seconds
+  uint64_t pages = 0;
+  double pages_per_s = 0;  // over the last minute
+  uint64_t dedup_items = 0;
+  double fpr = 0, fpr_bound = 0;
+  uint64_t queued = 0;  // RAM + disk
+};
+BOOST_DESCRIBE_STRUCT(SeriesPoint, (),
+                      (t, pages, pages_per_s, dedup_items, fpr, fpr_bound, queued))
+
+// ---- MANIFEST.json ----
+
+BOOST_DESCRIBE_STRUCT(ManifestFile, (), (bytes, xxh3))
+
+// "counters": CrawlCounts and these, flat.
+struct ManifestCounts {
+  uint64_t started = 0;
+  double expected_false_seen = 0;
+};
+BOOST_DESCRIBE_STRUCT(ManifestCounts, (), (started, expected_false_seen))
+
+struct ManifestWarc {
+  uint64_t file_index = 0;
+  std::string file;
+  uint64_t bytes = 0;
+};
+BOOST_DESCRIBE_STRUCT(ManifestWarc, (), (file_index, file, bytes))
+
+struct ByteCount {
+  uint64_t bytes = 0;
+};
+BOOST_DESCRIBE_STRUCT(ByteCount, (), (bytes))
+
+struct ManifestDoc {
+  std::string format;
+  uint64_t version = 0;
+  uint64_t sequence = 0;
+  double created_unix = 0, elapsed_s = 0;
+  std::vector<std::string> scope_hosts;
+  boost::json::object counters;  // CrawlCounts + ManifestCounts
+  ManifestWarc warc;
+  ByteCount fetch_log, stats_series;
+  double pause_ms = 0;
+  boost::json::object stats;  // a StatsReport
+  std::map<std::string, ManifestFile> files;
+};
+// clang-format off
+BOOST_DESCRIBE_STRUCT(ManifestDoc, (), (format, version, sequence, created_unix, elapsed_s,
+    scope_hosts, counters, warc, fetch_log, stats_series, pause_ms, stats, files))
+// clang-format on
+
+}  // namespace crawler::engine
+
+#endif  // CRAWLER_STATS_SCHEMA_H_
