@@ -90,6 +90,7 @@ Status Checkpointer::Prepare(CheckpointInfo* info, CheckpointSources* src, bool 
 
 void Checkpointer::Written(uint64_t bytes, double seconds, const char* how) {
   ++figures_.written;
+  if (p_.on_published) p_.on_published(figures_.sequence);
   figures_.last_write_s = seconds;
   figures_.last_bytes = bytes;
   spdlog::info(
@@ -110,6 +111,7 @@ Status Checkpointer::Cut(bool fork_writer, uint64_t pages_done) {
     return st;
   }
   figures_.sequence = info.sequence;
+  if (p_.on_cut) p_.on_cut(info.sequence);
   last_ = Clock::now();
   last_pages_ = pages_done;
   if (fork_writer && kForkWriter) return Fork(info, src, t0);

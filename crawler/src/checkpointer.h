@@ -47,6 +47,8 @@ class Checkpointer {
     // stats report; `running`: taken while the workers run) at the cut,
     // gate closed.
     std::function<void(CheckpointInfo*, bool running)> describe;
+    // Optional: checkpoint `sequence` was cut (gate closed) / published.
+    std::function<void(uint64_t sequence)> on_cut, on_published;
   };
   // `sequence`: of the last checkpoint written (0 for a new crawl).
   Checkpointer(std::string out, const CheckpointConfig& config, const Parts& parts,

@@ -3,6 +3,7 @@
 
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <functional>
 #include <limits>
 #include <regex>
@@ -301,12 +302,53 @@ std::vector<Key> CheckpointKeys() {
   };
 }
 
+std::vector<Key> ClusterKeys() {
+  return {
+      StringKey(
+          "cluster", "redis", [](Config & c) -> auto& { return c.cluster.redis; },
+          [](const std::string& v) {
+            return v.empty() || v.rfind("redis://", 0) == 0
+                       ? std::string()
+                       : std::string("must be redis://[:PASSWORD@]HOST:PORT or empty");
+          }),
+      StringKey(
+          "cluster", "job", [](Config & c) -> auto& { return c.cluster.job; },
+          [](const std::string& v) {
+            return v.empty() || v.find_first_of(" {}:") != std::string::npos
+                       ? std::string("must be a name without spaces, ':' or braces")
+                       : std::string();
+          }),
+      StringKey(
+          "cluster", "node", [](Config & c) -> auto& { return c.cluster.node; },
+          [](const std::string& v) {
+            return v.find_first_of(" {}:") != std::string::npos
+                       ? std::string("must be a name without spaces, ':' or braces")
+                       : std::string();
+          }),
+      IntKey<uint32_t>(
+          "cluster", "shards", [](Config & c) -> auto& { return c.cluster.shards; }, 1,
+          65536),
+      IntKey<uint32_t>(
+          "cluster", "min_nodes", [](Config & c) -> auto& { return c.cluster.min_nodes; },
+          1, 1000),
+      IntKey<uint32_t>(
+          "cluster", "batch_urls",
+          [](Config & c) -> auto& { return c.cluster.batch_urls; }, 1, 100000),
+      IntKey<uint32_t>(
+          "cluster", "batch_ms", [](Config & c) -> auto& { return c.cluster.batch_ms; },
+          1, 60000),
+      DoubleKey(
+          "cluster", "heartbeat_s",
+          [](Config & c) -> auto& { return c.cluster.heartbeat_s; }, 0.1, 3600),
+  };
+}
+
 // The schema: every key, section by section.
 const std::vector<Key>& Schema() {
   static const std::vector<Key> keys = [] {
     std::vector<Key> all;
     for (auto part : {CrawlKeys, FetchKeys, FrontierKeys, DedupKeys, UrlKeys, OutputKeys,
-                      CheckpointKeys}) {
+                      CheckpointKeys, ClusterKeys}) {
       for (Key& k : part()) all.push_back(std::move(k));
     }
     return all;
@@ -336,6 +378,10 @@ Status Finish(Config& c) {
   c.dedup.type = dedup::ParseFilterType(c.dedup_type_name).value();
   Status st = dedup::ValidateOptions(c.dedup);
   if (!st.ok()) return ConfigError("config", "dedup", st.message());
+  if (!c.cluster.redis.empty() && c.cluster.node.empty()) {
+    return ConfigError("config", "cluster.node",
+                       "required when cluster.redis is set (a stable name per machine)");
+  }
   if (c.fetch.timeout_s < c.fetch.connect_timeout_s) {
     return ConfigError("config", "fetch.timeout_s",
                        "must not be below fetch.connect_timeout_s");
@@ -397,6 +443,16 @@ Result<Config> LoadConfig(const std::string& path,
   Status st = Finish(c);
   if (!st.ok()) return st;
   return c;
+}
+
+std::vector<std::pair<std::string, std::string>> ConfigEntries(
+    const Config& c, const std::vector<std::string>& sections) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const Key& k : Schema()) {
+    if (std::find(sections.begin(), sections.end(), k.section) != sections.end())
+      out.emplace_back(k.section + "." + k.name, k.dump(c));
+  }
+  return out;
 }
 
 std::string ConfigToToml(const Config& c) {

@@ -41,6 +41,7 @@ Result<int> LockOut(const std::string& out, double wait_s) {
 
 Crawl::Impl::~Impl() {
   checkpointer.reset();  // reaps a writer still running
+  cluster.reset();       // sends what is queued, acknowledges what is published
   if (lock_fd >= 0) ::close(lock_fd);
 }
 
@@ -91,19 +92,30 @@ Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
   auto stats = StatsWriter::Open(out, {*m->filter, *m->frontier, m->hosts, m->counters});
   if (!stats.ok()) return stats.status();
   m->stats = std::move(stats).value();
+  if (!config.cluster.redis.empty()) {
+    auto cluster = Cluster::Join(config);
+    if (!cluster.ok()) return cluster.status();
+    m->cluster = std::move(cluster).value();
+  }
   Crawl::Impl* raw = m.get();
   m->checkpointer = std::make_unique<Checkpointer>(
       out, config.checkpoint,
       Checkpointer::Parts{
           m->gate, *m->filter, *m->frontier, m->hosts, *m->log, *m->warc, *m->stats,
-          [raw](CheckpointInfo* info, bool running) { raw->Describe(info, running); }},
+          [raw](CheckpointInfo* info, bool running) { raw->Describe(info, running); },
+          [raw](uint64_t seq) {
+            if (raw->cluster) raw->cluster->OnCut(seq);
+          },
+          [raw](uint64_t seq) {
+            if (raw->cluster) raw->cluster->OnPublished(seq);
+          }},
       sequence);
   Status st;
-  m->workers =
-      Worker::MakeAll(config,
-                      {m->config, *m->scope, *m->filter, *m->frontier, m->hosts, *m->log,
-                       *m->warc, m->counters, m->gate, m->results, m->state},
-                      &st);
+  m->workers = Worker::MakeAll(
+      config,
+      {m->config, *m->scope, *m->filter, *m->frontier, m->hosts, *m->log, *m->warc,
+       m->counters, m->gate, m->results, m->state, m->cluster.get()},
+      &st);
   if (!st.ok()) return st;
   return m;
 }
@@ -160,9 +172,14 @@ namespace {
 Status Seed(Crawl::Impl& m) {
   GateUnit unit(m.gate);  // open: no worker runs yet
   Worker& first = *m.workers[0];
-  if (m.resume_robots.empty() && !m.seeds.empty()) {
-    std::vector<frontier::UrlEntry> seeds;
-    for (const std::string& s : m.seeds) seeds.push_back(frontier::UrlEntry{s, 0, "", 0});
+  if (!m.seeds.empty()) {
+    // A cluster node sends the seeds it does not own to their owners.
+    std::vector<frontier::UrlEntry> seeds, theirs;
+    for (const std::string& s : m.seeds) {
+      (m.cluster && !m.cluster->Owns(s) ? theirs : seeds)
+          .push_back(frontier::UrlEntry{s, 0, "", 0});
+    }
+    if (!theirs.empty()) m.cluster->Ship(std::move(theirs));
     Status st = first.Admit(unit.pass(), std::move(seeds));
     if (!st.ok()) return st;
     m.seeds.clear();
@@ -235,7 +252,16 @@ Result<CrawlSummary> Crawl::Run(const std::atomic<bool>& stop, const ProgressFn&
   m.run_start = start;
   (void)m.Report(true);  // primes the FPR estimate the workers use
   bool fresh = !m.seeds.empty() && m.resume_robots.empty();
-  Status st = Seed(m);
+  Status st;
+  if (m.cluster) {
+    st = m.cluster->Start(stop, [&m] {
+      GateUnit unit(m.gate);
+      return m.state.busy.load() == 0 && m.results.Empty() &&
+             (m.state.max_pages_hit.load() || m.frontier->Empty());
+    });
+    if (!st.ok()) return st;
+  }
+  st = Seed(m);
   if (st.ok() && fresh) st = m.checkpointer->Cut(false, 0);
   if (!st.ok()) return st;
   std::vector<std::atomic<bool>> done(m.workers.size());

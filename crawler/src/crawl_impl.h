@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "checkpointer.h"
+#include "cluster.h"
 #include "counters.h"
 #include "crawler/crawl.h"
 #include "fetch_log.h"
@@ -44,6 +45,7 @@ struct Crawl::Impl {
   std::unique_ptr<StatsWriter> stats;
   std::unique_ptr<Checkpointer> checkpointer;
   std::vector<std::unique_ptr<Worker>> workers;
+  std::unique_ptr<Cluster> cluster;  // [cluster] set: this node of the job
 
   std::vector<std::string> seeds;                 // a new crawl's, until admitted
   std::vector<RobotsFetchToStart> resume_robots;  // a resumed crawl's

@@ -47,8 +47,14 @@ void ResultQueue::WaitUntil(Clock::time_point deadline) {
 
 void Worker::Loop(const std::atomic<bool>& stop) {
   while (!stop.load() && !p_.state.failed()) {
-    auto due = [&] {
+    auto due = [&]() -> Result<std::optional<Clock::time_point>> {
       GateUnit unit(p_.gate);
+      if (p_.cluster != nullptr && !p_.cluster->InboxEmpty()) {
+        // URLs other nodes found for this node's hosts.
+        Status st = Admit(unit.pass(), p_.cluster->TakeInbox());
+        p_.cluster->Admitted();
+        if (!st.ok()) return st;
+      }
       return StartFetches(unit.pass());
     }();
     if (!due.ok()) return p_.state.Fail(due.status());
@@ -80,8 +86,10 @@ void Worker::Loop(const std::atomic<bool>& stop) {
 }
 
 bool Worker::Finished(const Gate::Pass&) const {
+  // A cluster node ends with the job (another node may still send it URLs).
   return p_.state.busy.load() == 0 &&
-         (p_.state.max_pages_hit.load() || p_.frontier.Empty());
+         (p_.state.max_pages_hit.load() || p_.frontier.Empty()) &&
+         (p_.cluster == nullptr || p_.cluster->Done());
 }
 
 Status Worker::Admit(const Gate::Pass& pass, std::vector<frontier::UrlEntry> entries) {
@@ -252,7 +260,7 @@ Status Worker::FinishPage(const Gate::Pass& pass, const Completed& c, const Prep
   Status st = Record(r, p, &e);
   if (!st.ok()) return st;
 
-  std::vector<frontier::UrlEntry> next;
+  std::vector<frontier::UrlEntry> next, theirs;
   uint64_t too_deep = 0, out_of_scope = 0;
   auto offer = [&](const std::string& url, uint32_t depth, uint32_t redirects) {
     if (depth > p_.config.crawl.max_depth) {
@@ -260,7 +268,9 @@ Status Worker::FinishPage(const Gate::Pass& pass, const Completed& c, const Prep
     } else if (!p_.scope.Allows(url)) {
       ++out_of_scope;
     } else {
-      next.push_back(frontier::UrlEntry{url, depth, e.url, redirects});
+      // Another cluster node's host: to its owner.
+      (p_.cluster != nullptr && !p_.cluster->Owns(url) ? theirs : next)
+          .push_back(frontier::UrlEntry{url, depth, e.url, redirects});
     }
   };
   if (r.status >= 300 && r.status < 400 && !r.location.empty()) {
@@ -279,6 +289,7 @@ Status Worker::FinishPage(const Gate::Pass& pass, const Completed& c, const Prep
   }
   p_.counters.Add(&CrawlSummary::too_deep, too_deep);
   p_.counters.Add(&CrawlSummary::out_of_scope, out_of_scope);
+  if (!theirs.empty()) p_.cluster->Ship(std::move(theirs));
   return Admit(pass, std::move(next));
 }
 

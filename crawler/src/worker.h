@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "base/mutex.h"
+#include "cluster.h"
 #include "counters.h"
 #include "crawler/config.h"
 #include "crawler/fetcher.h"
@@ -101,6 +102,7 @@ struct WorkerParts {
   Gate& gate;
   ResultQueue& results;
   RunState& state;
+  Cluster* cluster;  // null: a single-machine crawl
 };
 
 class Worker {

@@ -55,6 +55,18 @@ struct CheckpointConfig {
   uint64_t interval_pages = 0;  // 0: by time only
 };
 
+// [cluster]: a crawl shared by several nodes through Redis (crawler/src/cluster.h).
+struct ClusterConfig {
+  std::string redis;          // "redis://[:PASSWORD@]HOST:PORT"; empty: single machine
+  std::string job = "crawl";  // nodes with the same job share one crawl
+  std::string node;           // this node's name, stable across restarts
+  uint32_t shards = 256;      // fixed when the job is created
+  uint32_t min_nodes = 1;     // the job starts when this many nodes have joined
+  uint32_t batch_urls = 256;  // URLs per stream entry at most ...
+  uint32_t batch_ms = 20;     // ... or this long, whichever comes first
+  double heartbeat_s = 2;     // a node is dead after 3 heartbeats without one
+};
+
 struct Config {
   CrawlConfig crawl;
   FetchConfig fetch;
@@ -64,6 +76,7 @@ struct Config {
   parsers::UrlOptions url;
   OutputConfig output;
   CheckpointConfig checkpoint;
+  ClusterConfig cluster;
 };
 
 // Defaults, then `path` (if not empty), then each "section.key=value" of
@@ -74,6 +87,11 @@ Result<Config> LoadConfig(const std::string& path,
 
 // The effective configuration as TOML (for the checkpoint manifest and --help).
 std::string ConfigToToml(const Config& config);
+
+// Every "section.key" of `sections` with its value as TOML, in schema order
+// (a cluster job stores its nodes' [crawl], [url] and [dedup] this way).
+std::vector<std::pair<std::string, std::string>> ConfigEntries(
+    const Config& config, const std::vector<std::string>& sections);
 
 }  // namespace crawler::engine
 

@@ -1,0 +1,175 @@
+// One node of a crawl shared by several machines through Redis ([cluster]).
+//
+// Ownership. host -> shard = XXH3-64(host key, job seed) mod shards; shard ->
+// node by rendezvous hashing over the job's nodes (the owner has the highest
+// XXH3-64(node name, seed = shard)). The job seed and the shard count are
+// fixed in Redis when the job is created. A host's URLs, robots.txt,
+// politeness and page cap live on its owner only, so per-host politeness
+// holds across the cluster with no shared lock, and each node keeps its own
+// dedup filter (no seen set in Redis).
+//
+// Membership (this version). A node joins with a Lua script that also
+// refuses a config whose [crawl], [url] or [dedup] differs from the job's
+// (naming the keys), a different shard count, and a second live node of the
+// same name (liveness: a key with a TTL of 3 heartbeats). The crawl starts
+// when cluster.min_nodes nodes have joined; the node set is then frozen, and
+// a new name is refused ("closed"). A node that dies keeps its shards until
+// it comes back with --resume. Taking over a dead node's shards, and nodes
+// joining a running job, are the next step (issue 13).
+//
+// Exchange. A link whose host another node owns goes into that shard's
+// batch (Ship); the exchange thread sends a batch when it has
+// cluster.batch_urls URLs or is cluster.batch_ms old: one XADD per batch
+// (zlib-compressed lines "url \t depth \t redirects \t referrer"), pipelined.
+// It reads its own shards' streams through the consumer group "owners"
+// (XREADGROUP) into the inbox, which the workers admit like any link: the
+// filter drops what the node has seen, so a batch delivered twice is
+// harmless. Entries are acknowledged (XACK) and trimmed (XTRIM MINID, never
+// MAXLEN) only after a checkpoint that contains their effect is published;
+// after a crash, a resumed node re-reads its pending entries first.
+//
+// The end. Each node publishes (idle, batches sent, batches applied) in one
+// HSET; a node that reads, in two consecutive rounds, the same snapshot with
+// every node idle and sent == applied marks the job done (Mattern's
+// four-counter method: sums of monotone counters, double-checked).
+//
+// Redis lost mid-crawl: the node keeps crawling its own shards, keeps its
+// outbound batches in memory, retries with back-off and reports
+// "redis: down N s".
+//
+// Thread-safe. Ship/TakeInbox are called by workers inside a gate pass (they
+// take only this object's mutex, which the forked checkpoint writer never
+// touches).
+#ifndef CRAWLER_CLUSTER_H_
+#define CRAWLER_CLUSTER_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "base/mutex.h"
+#include "base/status.h"
+#include "crawler/config.h"
+#include "frontier/frontier.h"
+#include "redis.h"
+
+namespace crawler::engine {
+
+class Cluster {
+ public:
+  struct Figures {
+    std::string node;
+    uint32_t shards_owned = 0, nodes = 0;
+    uint64_t urls_sent = 0, batches_sent = 0;         // confirmed by Redis
+    uint64_t urls_received = 0, batches_applied = 0;  // admitted here
+    uint64_t urls_queued = 0;                         // waiting to be sent
+    uint64_t malformed = 0;                           // stream entries skipped
+    double redis_down_s = 0;                          // 0: connected
+  };
+
+  // Connects and joins the job. Errors: Redis unreachable (kIoError, naming
+  // the address), a refusal (kInvalidArgument, naming the reason).
+  static Result<std::unique_ptr<Cluster>> Join(const Config& config);
+  ~Cluster();
+  Cluster(const Cluster&) = delete;
+  Cluster& operator=(const Cluster&) = delete;
+
+  // Waits until the job has started (cluster.min_nodes nodes joined), then
+  // fixes the ownership and starts the exchange thread. `local_idle` tells
+  // whether this node has nothing to do (called from the exchange thread).
+  [[nodiscard]] Status Start(const std::atomic<bool>& stop,
+                             std::function<bool()> local_idle);
+
+  // After Start: does this node own `url`'s host?
+  bool Owns(std::string_view url) const;
+  uint32_t ShardOf(std::string_view host_key) const;
+
+  // Queues URLs for their owners (none of them may be this node's).
+  void Ship(std::vector<frontier::UrlEntry> entries) EXCLUDES(mu_);
+  // Received URLs, to admit now (the inbox is emptied); call Admitted when
+  // they are in the frontier (until then the node is not idle).
+  std::vector<frontier::UrlEntry> TakeInbox() EXCLUDES(mu_);
+  void Admitted() EXCLUDES(mu_);
+  bool InboxEmpty() const EXCLUDES(mu_);
+  // Nothing queued to send, nothing received unapplied.
+  bool Quiet() const EXCLUDES(mu_);
+
+  // The job is over (every node idle, every batch applied).
+  bool Done() const { return done_.load(); }
+
+  // Checkpoint hooks: `sequence` cut (gate closed) / published.
+  void OnCut(uint64_t sequence) EXCLUDES(mu_);
+  void OnPublished(uint64_t sequence) EXCLUDES(mu_);
+
+  Figures figures() const EXCLUDES(mu_);
+
+ private:
+  struct Batch {
+    uint32_t shard = 0;
+    uint32_t urls = 0;
+    std::string lines;  // uncompressed
+    std::chrono::steady_clock::time_point first{};
+  };
+  struct Applied {
+    uint32_t shard;
+    std::string id;
+  };
+
+  Cluster(const Config& config, RedisAddress address, std::unique_ptr<Redis> redis,
+          std::string token, uint64_t seed);
+  std::string Key(const std::string& suffix) const;
+  std::string StreamKey(uint32_t shard) const;
+  void Loop();
+  // One round of the exchange thread; false: the connection broke.
+  bool Round(bool* did_something);
+  bool SendDue(bool flush_all, bool* did_something);
+  bool Receive(bool pending, bool* did_something);
+  bool AckPublished();
+  bool Heartbeat();
+  bool Publish();
+  bool CheckDone();
+  Status Reconnect();
+
+  const ClusterConfig cfg_;
+  const uint32_t min_nodes_;
+  const RedisAddress address_;
+  const std::string token_;
+  const uint64_t seed_;
+  std::unique_ptr<Redis> redis_;  // the exchange thread's (Join's, before it)
+
+  // Fixed by Start.
+  std::vector<std::string> nodes_;
+  std::vector<uint32_t> owner_;  // by shard: index into nodes_
+  uint32_t self_ = 0;
+  std::vector<uint32_t> my_shards_;
+  std::function<bool()> local_idle_;
+
+  mutable Mutex mu_;
+  std::map<uint32_t, Batch> outgoing_ GUARDED_BY(mu_);
+  uint64_t queued_urls_ GUARDED_BY(mu_) = 0;
+  uint32_t admitting_ GUARDED_BY(mu_) = 0;
+  std::vector<frontier::UrlEntry> inbox_ GUARDED_BY(mu_);
+  std::vector<Applied> inbox_ids_ GUARDED_BY(mu_);                // entries in the inbox
+  std::vector<Applied> applied_ GUARDED_BY(mu_);                  // admitted, not yet cut
+  std::map<uint64_t, std::vector<Applied>> cut_ GUARDED_BY(mu_);  // by sequence
+  std::vector<Applied> to_ack_ GUARDED_BY(mu_);                   // published
+  Figures figures_ GUARDED_BY(mu_);
+
+  std::atomic<bool> done_{false}, stop_{false};
+  std::atomic<uint64_t> sent_batches_{0}, applied_batches_{0};
+  // The exchange thread's.
+  std::chrono::steady_clock::time_point down_since_{}, last_beat_{}, last_state_{};
+  std::thread thread_;
+};
+
+}  // namespace crawler::engine
+
+#endif  // CRAWLER_CLUSTER_H_

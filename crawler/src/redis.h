@@ -1,0 +1,92 @@
+// A small synchronous Redis client over hiredis (Debian's libhiredis 0.14:
+// no TLS, so a cluster's Redis must be on a trusted network; AUTH is
+// supported through the password in the URL). One connection per object,
+// used by one thread at a time. Commands go as argument vectors (binary
+// safe); Pipeline sends many and then reads every reply, which is what makes
+// the URL exchange fast (crawler/src/cluster.h).
+#ifndef CRAWLER_REDIS_H_
+#define CRAWLER_REDIS_H_
+
+#include <hiredis/hiredis.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+
+namespace crawler::engine {
+
+// redis://[:PASSWORD@]HOST[:PORT] (default port 6379).
+struct RedisAddress {
+  std::string host;
+  int port = 6379;
+  std::string password;
+  std::string Text() const { return host + ":" + std::to_string(port); }
+};
+Result<RedisAddress> ParseRedisUrl(const std::string& url);
+
+// One reply (owns the hiredis object; elements are views into it).
+class RedisReply {
+ public:
+  RedisReply() = default;
+  explicit RedisReply(redisReply* r) : r_(r, &freeReplyObject) {}
+
+  bool IsError() const { return r_ && r_->type == REDIS_REPLY_ERROR; }
+  bool IsNil() const { return !r_ || r_->type == REDIS_REPLY_NIL; }
+  const redisReply* raw() const { return r_.get(); }
+  // The error text or status/string value ("" for other types).
+  std::string Str() const { return StrOf(r_.get()); }
+  static std::string StrOf(const redisReply* r) {
+    if (r == nullptr) return "";
+    switch (r->type) {
+      case REDIS_REPLY_STRING:
+      case REDIS_REPLY_STATUS:
+      case REDIS_REPLY_ERROR:
+        return std::string(r->str, r->len);
+      case REDIS_REPLY_INTEGER:
+        return std::to_string(r->integer);
+      default:
+        return "";
+    }
+  }
+  long long Int() const {
+    if (!r_) return 0;
+    if (r_->type == REDIS_REPLY_INTEGER) return r_->integer;
+    if (r_->type == REDIS_REPLY_STRING) return std::atoll(Str().c_str());
+    return 0;
+  }
+
+ private:
+  std::shared_ptr<redisReply> r_;
+};
+
+class Redis {
+ public:
+  // Connects (and AUTHs). Errors (kIoError) name the address.
+  static Result<std::unique_ptr<Redis>> Connect(const RedisAddress& address,
+                                                double timeout_s);
+  ~Redis();
+  Redis(const Redis&) = delete;
+  Redis& operator=(const Redis&) = delete;
+
+  // A failed connection (kIoError) is a Status; a Redis error reply is a
+  // reply (IsError): the caller decides.
+  Result<RedisReply> Command(const std::vector<std::string>& args);
+  Result<std::vector<RedisReply>> Pipeline(
+      const std::vector<std::vector<std::string>>& commands);
+
+  const RedisAddress& address() const { return address_; }
+
+ private:
+  Redis(RedisAddress address, redisContext* c) : address_(std::move(address)), c_(c) {}
+  Status Broken(const char* what);
+  const RedisAddress address_;
+  redisContext* c_;
+};
+
+}  // namespace crawler::engine
+
+#endif  // CRAWLER_REDIS_H_

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Starts or stops Debian's redis-server for tests, benchmarks and the README's
+# cluster example: bound to 127.0.0.1, AOF on with appendfsync always (every
+# acknowledged XADD is on disk), no RDB snapshots.
+#   scripts/redis-local.sh start PORT DIR   (DIR holds the AOF and the log)
+#   scripts/redis-local.sh stop PORT
+set -euo pipefail
+cmd=${1:-}; port=${2:-}
+if [[ -z "$cmd" || -z "$port" ]]; then
+  echo "usage: $0 start PORT DIR | stop PORT" >&2; exit 2
+fi
+case "$cmd" in
+  start)
+    dir=${3:?usage: $0 start PORT DIR}
+    mkdir -p "$dir"
+    redis-server --port "$port" --bind 127.0.0.1 --dir "$(cd "$dir" && pwd)" \
+      --appendonly yes --appendfsync always --save "" \
+      --daemonize yes --pidfile "$(cd "$dir" && pwd)/redis-$port.pid" \
+      --logfile "$(cd "$dir" && pwd)/redis-$port.log"
+    for _ in $(seq 1 100); do
+      redis-cli -p "$port" ping >/dev/null 2>&1 && exit 0
+      sleep 0.05
+    done
+    echo "redis-server on 127.0.0.1:$port did not answer; see $dir/redis-$port.log" >&2
+    exit 1 ;;
+  stop)
+    redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true ;;
+  *) echo "usage: $0 start PORT DIR | stop PORT" >&2; exit 2 ;;
+esac

@@ -1,0 +1,258 @@
+// The multi-machine crawl ([cluster]) against a real redis-server on
+// 127.0.0.1 (scripts/redis-local.sh) and crawler-testsite: three nodes of the
+// real binary share one crawl; their fetch logs together must be the site's
+// truth set, each URL once, with per-host politeness held across the nodes;
+// and the refusals and Redis faults named in the README.
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "crawl_output.h"
+#include "run_command.h"
+#include "testsite_process.h"
+
+namespace crawler::engine {
+namespace {
+
+using testing::AttemptedUrls;
+using testing::CommandResult;
+using testing::ReadText;
+using testing::RunCommand;
+using testing::ServedRequest;
+using testing::Spawn;
+using testing::TempDir;
+using testing::TestSite;
+using testing::WaitExitFor;
+
+unsigned FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof(a);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+// redis-server through scripts/redis-local.sh (AOF, appendfsync always).
+class RedisServer {
+ public:
+  explicit RedisServer(std::string dir) : dir_(std::move(dir)), port_(FreePort()) {
+    Start();
+  }
+  ~RedisServer() { Stop(); }
+  void Start() {
+    CommandResult r =
+        RunCommand("bash " CRAWLER_SOURCE_DIR "/scripts/redis-local.sh start " +
+                   std::to_string(port_) + " " + dir_);
+    if (r.exit_code != 0) throw std::runtime_error("redis-server: " + r.output);
+  }
+  // Like a crash: SIGKILL, no shutdown save (the AOF is what survives).
+  void Kill() {
+    std::string pid = ReadText(dir_ + "/redis-" + std::to_string(port_) + ".pid");
+    if (!pid.empty()) ::kill(std::atoi(pid.c_str()), SIGKILL);
+    for (int i = 0;
+         i < 100 &&
+         RunCommand("redis-cli -p " + std::to_string(port_) + " ping").exit_code == 0;
+         ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  void Stop() {
+    (void)RunCommand("bash " CRAWLER_SOURCE_DIR "/scripts/redis-local.sh stop " +
+                     std::to_string(port_));
+  }
+  std::string Url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
+  unsigned port() const { return port_; }
+
+ private:
+  std::string dir_;
+  unsigned port_;
+};
+
+unsigned EnvOr(const char* name, unsigned fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v ? static_cast<unsigned>(std::atoi(v)) : fallback;
+}
+
+// Every host's requests: never two at once, never closer than `delay`.
+void CheckPoliteness(const std::vector<ServedRequest>& all, double delay) {
+  std::map<unsigned, std::vector<ServedRequest>> by_port;
+  for (const ServedRequest& q : all) by_port[q.port].push_back(q);
+  double shortest = 1e9;
+  size_t overlaps = 0;
+  for (auto& [port, reqs] : by_port) {
+    std::sort(reqs.begin(), reqs.end(),
+              [](auto& a, auto& b) { return a.start_us < b.start_us; });
+    for (size_t i = 1; i < reqs.size(); ++i) {
+      shortest = std::min(
+          shortest, static_cast<double>(reqs[i].start_us - reqs[i - 1].start_us) / 1e6);
+      if (reqs[i].start_us < reqs[i - 1].end_us) ++overlaps;
+    }
+  }
+  INFO(by_port.size() << " hosts; shortest interval " << shortest << " s");
+  CHECK(overlaps == 0);
+  CHECK(shortest >= delay);
+}
+
+std::string NodeCommand(const std::string& dir, const std::string& redis,
+                        const std::string& job, const std::string& node,
+                        const std::string& extra = "", const std::string& out = "") {
+  return std::string(CRAWLER_BINARY) + " crawl --seeds " + dir + "/seeds.txt --out " +
+         dir + "/" + (out.empty() ? node : out) + " --set cluster.redis=" + redis +
+         " --set cluster.job=" + job + " --set cluster.node=" + node +
+         " --set cluster.min_nodes=3 --set cluster.shards=64"
+         " --set cluster.heartbeat_s=0.5 --set crawl.max_depth=5"
+         " --set crawl.max_connections=8 --set frontier.min_delay_s=0.02"
+         " --set dedup.capacity=2000 --set dedup.error_rate=1e-7 " +
+         extra;
+}
+
+TEST_CASE(
+    "Cluster: three nodes crawl a 200-host site: the truth set, each URL once, "
+    "politeness across nodes",
+    "[cluster]") {
+  std::string dir = TempDir("cluster_three");
+  RedisServer redis(dir + "/redis");
+  unsigned pages = EnvOr("CRAWLER_CLUSTER_PAGES", 2000);
+  TestSite site("--pages " + std::to_string(pages) + " --hosts 200 --slow-ms 10",
+                dir + "/requests.log");
+  site.WriteSeeds(dir + "/seeds.txt");
+  std::set<std::string> truth = site.Truth("--max-depth 5");
+
+  std::vector<pid_t> nodes;
+  for (const char* n : {"n1", "n2", "n3"}) {
+    nodes.push_back(
+        Spawn(NodeCommand(dir, redis.Url(), "three", n), dir + "/" + n + ".out"));
+  }
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    int code = WaitExitFor(nodes[i], 600);
+    INFO("node " << i + 1 << ": "
+                 << ReadText(dir + "/n" + std::to_string(i + 1) + ".out"));
+    CHECK(code == 0);
+  }
+  site.Stop();
+
+  std::multiset<std::string> fetched;
+  for (const char* n : {"n1", "n2", "n3"}) {
+    std::multiset<std::string> mine = AttemptedUrls(dir + "/" + n + "/fetch-log.jsonl");
+    INFO(n << " fetched " << mine.size());
+    CHECK(mine.size() > 0);  // every node took part
+    fetched.insert(mine.begin(), mine.end());
+  }
+  std::set<std::string> distinct(fetched.begin(), fetched.end());
+  CHECK(fetched.size() == distinct.size());  // no URL twice, over all nodes
+  std::vector<std::string> missing, extra;
+  std::set_difference(truth.begin(), truth.end(), distinct.begin(), distinct.end(),
+                      std::back_inserter(missing));
+  std::set_difference(distinct.begin(), distinct.end(), truth.begin(), truth.end(),
+                      std::back_inserter(extra));
+  INFO("missing " << missing.size() << " (first: " << (missing.empty() ? "" : missing[0])
+                  << "), extra " << extra.size());
+  CHECK(missing.empty());
+  CHECK(extra.empty());
+  CheckPoliteness(site.Requests(), 0.02);
+}
+
+TEST_CASE("Cluster: refusals and faults name what is wrong", "[cluster]") {
+  std::string dir = TempDir("cluster_refusals");
+  RedisServer redis(dir + "/redis");
+  TestSite site("--pages 40 --hosts 4 --slow-ms 10", dir + "/requests.log");
+  site.WriteSeeds(dir + "/seeds.txt");
+
+  SECTION("Redis unreachable at start: exit 2, naming the address") {
+    unsigned dead = FreePort();
+    CommandResult r = RunCommand(
+        NodeCommand(dir, "redis://127.0.0.1:" + std::to_string(dead), "down", "n1"));
+    INFO(r.output);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.output, Catch::Contains("127.0.0.1:" + std::to_string(dead)));
+  }
+  SECTION(
+      "a config that differs from the job's, a different shard count, a second "
+      "live node of one name") {
+    // n1 joins and waits for two more nodes (min_nodes = 3).
+    pid_t first = Spawn(NodeCommand(dir, redis.Url(), "job", "n1"), dir + "/n1.out");
+    for (int i = 0; i < 200 && RunCommand("redis-cli -p " + std::to_string(redis.port()) +
+                                          " exists crawler:{job}:meta")
+                                       .output.find('1') == std::string::npos;
+         ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    CommandResult depth =
+        RunCommand(NodeCommand(dir, redis.Url(), "job", "n2", "--set crawl.max_depth=9"));
+    INFO(depth.output);
+    CHECK(depth.exit_code == 2);
+    CHECK_THAT(depth.output, Catch::Contains("crawl.max_depth"));
+    CommandResult shards =
+        RunCommand(NodeCommand(dir, redis.Url(), "job", "n2", "--set cluster.shards=32"));
+    INFO(shards.output);
+    CHECK(shards.exit_code == 2);
+    CHECK_THAT(shards.output, Catch::Contains("shards"));
+    CommandResult twin =
+        RunCommand(NodeCommand(dir, redis.Url(), "job", "n1", "", "n1-twin"));
+    INFO(twin.output);
+    CHECK(twin.exit_code == 2);
+    CHECK_THAT(twin.output, Catch::Contains("already in the job"));
+    ::kill(first, SIGINT);
+    CHECK(WaitExitFor(first, 60) >= 0);
+  }
+}
+
+TEST_CASE(
+    "Cluster: Redis killed and restarted on its AOF mid-crawl: nothing lost, "
+    "nothing twice",
+    "[cluster]") {
+  std::string dir = TempDir("cluster_redis_down");
+  RedisServer redis(dir + "/redis");
+  unsigned pages = EnvOr("CRAWLER_CLUSTER_PAGES", 2000);
+  TestSite site("--pages " + std::to_string(pages) + " --hosts 200 --slow-ms 10",
+                dir + "/requests.log");
+  site.WriteSeeds(dir + "/seeds.txt");
+  std::set<std::string> truth = site.Truth("--max-depth 5");
+  std::vector<pid_t> nodes;
+  for (const char* n : {"n1", "n2", "n3"}) {
+    nodes.push_back(
+        Spawn(NodeCommand(dir, redis.Url(), "down", n, "--set frontier.min_delay_s=0.05"),
+              dir + "/" + n + ".out"));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  redis.Kill();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  redis.Start();
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    int code = WaitExitFor(nodes[i], 600);
+    INFO("node " << i + 1 << ": "
+                 << ReadText(dir + "/n" + std::to_string(i + 1) + ".out"));
+    CHECK(code == 0);
+  }
+  site.Stop();
+  std::string logs;
+  std::multiset<std::string> fetched;
+  for (const char* n : {"n1", "n2", "n3"}) {
+    logs += ReadText(dir + "/" + n + "/crawler.log");
+    std::multiset<std::string> mine = AttemptedUrls(dir + "/" + n + "/fetch-log.jsonl");
+    fetched.insert(mine.begin(), mine.end());
+  }
+  CHECK_THAT(logs, Catch::Contains("redis: down"));
+  std::set<std::string> distinct(fetched.begin(), fetched.end());
+  CHECK(fetched.size() == distinct.size());
+  CHECK(distinct == truth);
+}
+
+}  // namespace
+}  // namespace crawler::engine
