@@ -18,7 +18,8 @@ case "$cmd" in
       --daemonize yes --pidfile "$(cd "$dir" && pwd)/redis-$port.pid" \
       --logfile "$(cd "$dir" && pwd)/redis-$port.log"
     for _ in $(seq 1 100); do
-      redis-cli -p "$port" ping >/dev/null 2>&1 && exit 0
+      # PONG, not LOADING: the AOF is read back.
+      [ "$(redis-cli -p "$port" ping 2>/dev/null)" = PONG ] && exit 0
       sleep 0.05
     done
     echo "redis-server on 127.0.0.1:$port did not answer; see $dir/redis-$port.log" >&2

@@ -238,6 +238,7 @@ Result<CheckpointWritten> WriteCheckpoint(const std::string& out,
     });
   }
   if (st.ok()) st = file("hosts.bin", src.write_hosts);
+  if (st.ok() && src.has_outbox) st = file("outbox.txt", text(src.outbox));
   if (!st.ok()) return st;
   // The output the manifest points into must be on disk before it is.
   if (src.fsync_fd_warc >= 0 && ::fsync(src.fsync_fd_warc) != 0)
@@ -442,6 +443,11 @@ Result<LoadedCheckpoint> LoadCheckpoint(const std::string& dir) {
   out.filter = std::move(filter).value();
   out.frontier = std::move(image).value();
   out.hosts_bin = std::move(hosts_bin).value();
+  if (manifest->files.count("outbox.txt") > 0) {
+    auto outbox = ReadVerified(*manifest, dir, "outbox.txt");
+    if (!outbox.ok()) return outbox.status();
+    out.outbox = std::move(outbox).value();
+  }
   return out;
 }
 

@@ -111,7 +111,11 @@ Status Checkpointer::Cut(bool fork_writer, uint64_t pages_done) {
     return st;
   }
   figures_.sequence = info.sequence;
-  if (p_.on_cut) p_.on_cut(info.sequence);
+  if (p_.on_cut) {
+    std::optional<std::string> outbox = p_.on_cut(info.sequence);
+    src.has_outbox = outbox.has_value();
+    if (outbox) src.outbox = std::move(*outbox);
+  }
   last_ = Clock::now();
   last_pages_ = pages_done;
   if (fork_writer && kForkWriter) return Fork(info, src, t0);

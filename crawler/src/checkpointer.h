@@ -20,6 +20,7 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "base/status.h"
@@ -47,8 +48,10 @@ class Checkpointer {
     // stats report; `running`: taken while the workers run) at the cut,
     // gate closed.
     std::function<void(CheckpointInfo*, bool running)> describe;
-    // Optional: checkpoint `sequence` was cut (gate closed) / published.
-    std::function<void(uint64_t sequence)> on_cut, on_published;
+    // Optional: checkpoint `sequence` was cut (gate closed; returns the
+    // outbox.txt to write, if any) / published.
+    std::function<std::optional<std::string>(uint64_t sequence)> on_cut;
+    std::function<void(uint64_t sequence)> on_published;
   };
   // `sequence`: of the last checkpoint written (0 for a new crawl).
   Checkpointer(std::string out, const CheckpointConfig& config, const Parts& parts,

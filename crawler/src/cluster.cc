@@ -10,6 +10,7 @@
 #include <boost/uuid/random_generator.hpp>
 #include <boost/uuid/uuid_io.hpp>
 #include <charconv>
+#include <cstring>
 #include <random>
 
 namespace crawler::engine {
@@ -73,11 +74,14 @@ end
 return r
 )lua";
 
-// The end test. KEYS: state, sent, delivered, done. ARGV: the nodes.
+// The end test. KEYS: state, sent, delivered, done, alive:NODE... ARGV: the
+// nodes. A dead node (its liveness key expired) is not idle: it will resume
+// from its last checkpoint and may find links for the others again.
 constexpr const char* kDoneScript = R"lua(
 if redis.call('exists', KEYS[4]) == 1 then return 1 end
 for i = 1, #ARGV do
   if redis.call('hget', KEYS[1], ARGV[i]) ~= 'idle' then return 0 end
+  if redis.call('exists', KEYS[4 + i]) == 0 then return 0 end
 end
 local sent = tonumber(redis.call('get', KEYS[2]) or '0')
 local delivered = tonumber(redis.call('get', KEYS[3]) or '0')
@@ -85,6 +89,8 @@ if sent ~= delivered then return 0 end
 redis.call('set', KEYS[4], '1')
 return 1
 )lua";
+
+constexpr const char* kOutboxHeader = "crawler-outbox 1\n";
 
 std::string Hex64(uint64_t v) {
   char buf[17];
@@ -178,6 +184,19 @@ const redisReply* Element(const redisReply* r, size_t i) {
 
 }  // namespace
 
+uint32_t ShardOwner(const std::vector<std::string>& nodes, uint32_t shard) {
+  uint32_t owner = 0;
+  uint64_t best = 0;
+  for (uint32_t n = 0; n < nodes.size(); ++n) {
+    uint64_t h = XXH3_64bits_withSeed(nodes[n].data(), nodes[n].size(), shard);
+    if (n == 0 || h > best) {
+      best = h;
+      owner = n;
+    }
+  }
+  return owner;
+}
+
 Cluster::Cluster(const Config& config, RedisAddress address, std::unique_ptr<Redis> redis,
                  std::string token, uint64_t seed)
     : cfg_(config.cluster),
@@ -187,6 +206,13 @@ Cluster::Cluster(const Config& config, RedisAddress address, std::unique_ptr<Red
       seed_(seed),
       redis_(std::move(redis)) {
   figures_.node = cfg_.node;
+  figures_.job = cfg_.job;
+}
+
+void Cluster::SetCrawlFigures(uint64_t pages, double pages_per_s) {
+  MutexLock lock(mu_);
+  figures_.pages = pages;
+  figures_.pages_per_s = pages_per_s;
 }
 
 Cluster::~Cluster() {
@@ -225,7 +251,19 @@ Result<std::unique_ptr<Cluster>> Cluster::Join(const Config& config) {
         {"EVAL", kJoinScript, "4", prefix + "meta", prefix + "nodes", prefix + "started",
          prefix + "alive:" + c.node, c.node, token, std::to_string(c.shards),
          std::to_string(seed_candidate), config_hash, config_json, ttl_ms});
-    if (!r.ok()) return r.status();
+    if (!r.ok()) {
+      // Reachable a moment ago: Redis restarting. Reconnect for up to a minute.
+      if (SteadyClock::now() > deadline + std::chrono::seconds(60)) return r.status();
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      auto again = Redis::Connect(*address, 2);
+      if (again.ok()) redis.value() = std::move(again).value();
+      continue;
+    }
+    if (r->IsError() && r->Str().rfind("LOADING", 0) == 0 &&
+        SteadyClock::now() < deadline + std::chrono::seconds(60)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));  // reading its AOF
+      continue;
+    }
     if (r->IsError())
       return Status::Error(Status::Code::kIoError,
                            "redis " + address->Text() + ": join: " + r->Str());
@@ -257,13 +295,41 @@ Result<std::unique_ptr<Cluster>> Cluster::Join(const Config& config) {
   }
 }
 
+Status Cluster::Retry(const std::atomic<bool>& stop, const char* what,
+                      const std::function<bool()>& step) {
+  auto backoff = std::chrono::milliseconds(100);
+  for (;;) {
+    if (redis_ && step()) return Status::Ok();
+    if (stop.load())
+      return Status::Error(Status::Code::kIoError,
+                           std::string("cluster: stopped while ") + what);
+    if (redis_) {
+      spdlog::warn("redis: {} failed; reconnecting", what);
+      redis_.reset();
+      down_since_ = SteadyClock::now();
+    }
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(2000));
+    Status st = Reconnect();
+    if (!st.ok())
+      spdlog::warn(
+          "redis: down {:.0f} s ({}); retrying",
+          std::chrono::duration<double>(SteadyClock::now() - down_since_).count(),
+          st.message());
+  }
+}
+
 Status Cluster::Start(const std::atomic<bool>& stop, std::function<bool()> local_idle) {
   local_idle_ = std::move(local_idle);
   auto last_log = SteadyClock::now() - std::chrono::seconds(10);
   for (;;) {
-    auto r = redis_->Command({"EVAL", kStartScript, "2", Key("nodes"), Key("started"),
-                              std::to_string(min_nodes_)});
-    if (!r.ok()) return r.status();
+    Result<RedisReply> r = RedisReply();
+    Status st = Retry(stop, "waiting for the job to start", [&] {
+      r = redis_->Command({"EVAL", kStartScript, "2", Key("nodes"), Key("started"),
+                           std::to_string(min_nodes_)});
+      return r.ok() && !r->IsError() && Heartbeat();
+    });
+    if (!st.ok()) return st;
     if (r->raw() != nullptr && r->raw()->type == REDIS_REPLY_ARRAY) {
       for (size_t i = 0; i < r->raw()->elements; ++i)
         nodes_.push_back(RedisReply::StrOf(r->raw()->element[i]));
@@ -276,7 +342,6 @@ Status Cluster::Start(const std::atomic<bool>& stop, std::function<bool()> local
       last_log = SteadyClock::now();
       spdlog::info("cluster: waiting for {} nodes to join job {}", min_nodes_, cfg_.job);
     }
-    if (!Heartbeat()) return Status::Error(Status::Code::kIoError, "redis: heartbeat");
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   std::sort(nodes_.begin(), nodes_.end());
@@ -284,34 +349,29 @@ Status Cluster::Start(const std::atomic<bool>& stop, std::function<bool()> local
                                 nodes_.begin());
   owner_.resize(cfg_.shards);
   for (uint32_t s = 0; s < cfg_.shards; ++s) {
-    uint64_t best = 0;
-    for (uint32_t n = 0; n < nodes_.size(); ++n) {
-      uint64_t h = XXH3_64bits_withSeed(nodes_[n].data(), nodes_[n].size(), s);
-      if (n == 0 || h > best) {
-        best = h;
-        owner_[s] = n;
-      }
-    }
+    owner_[s] = ShardOwner(nodes_, s);
     if (owner_[s] == self_) my_shards_.push_back(s);
   }
   {
     MutexLock lock(mu_);
-    figures_.nodes = static_cast<uint32_t>(nodes_.size());
-    figures_.shards_owned = static_cast<uint32_t>(my_shards_.size());
+    figures_.nodes = nodes_.size();
+    figures_.shards_owned = my_shards_.size();
   }
   std::vector<std::vector<std::string>> create;
   for (uint32_t s : my_shards_)
     create.push_back({"XGROUP", "CREATE", StreamKey(s), "owners", "0", "MKSTREAM"});
-  auto created = redis_->Pipeline(create);
-  if (!created.ok()) return created.status();
+  Status st = Retry(stop, "creating the consumer groups",
+                    [&] { return redis_->Pipeline(create).ok(); });
+  if (!st.ok()) return st;
   std::string names;
   for (const std::string& n : nodes_) names += (names.empty() ? "" : ",") + n;
   spdlog::info("cluster: job {} started with nodes {}; {} owns {} of {} shards", cfg_.job,
                names, cfg_.node, my_shards_.size(), cfg_.shards);
   // A resumed node first re-reads what it was given and has not acknowledged.
   bool ignored = false;
-  if (!Receive(/*pending=*/true, &ignored))
-    return Status::Error(Status::Code::kIoError, "redis: reading pending entries");
+  st = Retry(stop, "reading pending entries",
+             [&] { return Receive(/*pending=*/true, &ignored); });
+  if (!st.ok()) return st;
   thread_ = std::thread([this] { Loop(); });
   return Status::Ok();
 }
@@ -373,11 +433,30 @@ bool Cluster::Quiet() const {
   return inbox_.empty() && inbox_ids_.empty() && queued_urls_ == 0 && admitting_ == 0;
 }
 
-void Cluster::OnCut(uint64_t sequence) {
+std::string Cluster::OnCut(uint64_t sequence) {
   MutexLock lock(mu_);
   std::vector<Applied>& v = cut_[sequence];
   for (Applied& a : applied_) v.push_back(std::move(a));
   applied_.clear();
+  std::string outbox = kOutboxHeader;
+  for (const Batch& b : sending_) outbox += b.lines;
+  for (const auto& [shard, b] : outgoing_) outbox += b.lines;
+  return outbox;
+}
+
+Status Cluster::RestoreOutbox(const std::string& text, const std::string& path) {
+  if (text.empty()) return Status::Ok();
+  std::vector<frontier::UrlEntry> entries;
+  if (text.rfind(kOutboxHeader, 0) != 0 ||
+      !ParseLines(std::string_view(text).substr(std::strlen(kOutboxHeader)), &entries)) {
+    return Status::Error(Status::Code::kCorruption,
+                         path + ": not a cluster outbox (bad header or line)");
+  }
+  if (!entries.empty())
+    spdlog::info("cluster: {} URLs from the checkpoint's outbox queued again",
+                 entries.size());
+  Ship(std::move(entries));
+  return Status::Ok();
 }
 
 void Cluster::OnPublished(uint64_t sequence) {
@@ -477,6 +556,10 @@ bool Cluster::SendDue(bool flush_all, bool* did) {
   }
   if (due.empty()) return true;
   *did = true;
+  {
+    MutexLock lock(mu_);
+    sending_ = due;  // in the outbox of a checkpoint cut meanwhile
+  }
   std::vector<std::vector<std::string>> cmds;
   for (const Batch& b : due) {
     cmds.push_back({"EVAL", kSendScript, "2", StreamKey(b.shard), Key("sent"),
@@ -487,6 +570,7 @@ bool Cluster::SendDue(bool flush_all, bool* did) {
   bool ok = replies.ok() && std::none_of(replies->begin(), replies->end(),
                                          [](const RedisReply& r) { return r.IsError(); });
   MutexLock lock(mu_);
+  sending_.clear();
   if (!ok) {
     // Unconfirmed: kept for the next connection (a batch Redis did take is
     // then sent twice; its owner's filter drops the copies).
@@ -626,10 +710,15 @@ bool Cluster::AckPublished() {
 }
 
 bool Cluster::Heartbeat() {
-  auto r =
-      redis_->Command({"SET", Key("alive:" + cfg_.node), token_, "PX",
-                       std::to_string(static_cast<int64_t>(cfg_.heartbeat_s * 3000))});
-  return r.ok() && !r->IsError();
+  Figures f = figures();
+  f.updated_unix =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
+  auto r = redis_->Pipeline(
+      {{"SET", Key("alive:" + cfg_.node), token_, "PX",
+        std::to_string(static_cast<int64_t>(cfg_.heartbeat_s * 3000))},
+       {"HSET", Key("stats"), cfg_.node, json::serialize(json::value_from(f))}});
+  return r.ok() && !(*r)[0].IsError();
 }
 
 bool Cluster::Publish() {
@@ -639,8 +728,11 @@ bool Cluster::Publish() {
 }
 
 bool Cluster::CheckDone() {
-  std::vector<std::string> cmd = {"EVAL",      kDoneScript,      "4",        Key("state"),
-                                  Key("sent"), Key("delivered"), Key("done")};
+  std::vector<std::string> cmd = {
+      "EVAL",       kDoneScript, std::to_string(4 + nodes_.size()),
+      Key("state"), Key("sent"), Key("delivered"),
+      Key("done")};
+  for (const std::string& n : nodes_) cmd.push_back(Key("alive:" + n));
   cmd.insert(cmd.end(), nodes_.begin(), nodes_.end());
   auto r = redis_->Command(cmd);
   if (!r.ok() || r->IsError()) return false;

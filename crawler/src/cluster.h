@@ -60,20 +60,17 @@
 #include "crawler/config.h"
 #include "frontier/frontier.h"
 #include "redis.h"
+#include "stats_schema.h"
 
 namespace crawler::engine {
 
+// Rendezvous hashing: the index in `nodes` (sorted) of `shard`'s owner, the
+// node with the highest XXH3-64(name, seed = shard).
+uint32_t ShardOwner(const std::vector<std::string>& nodes, uint32_t shard);
+
 class Cluster {
  public:
-  struct Figures {
-    std::string node;
-    uint32_t shards_owned = 0, nodes = 0;
-    uint64_t urls_sent = 0, batches_sent = 0;         // confirmed by Redis
-    uint64_t urls_received = 0, batches_applied = 0;  // admitted here
-    uint64_t urls_queued = 0;                         // waiting to be sent
-    uint64_t malformed = 0;                           // stream entries skipped
-    double redis_down_s = 0;                          // 0: connected
-  };
+  using Figures = ClusterReport;
 
   // Connects and joins the job. Errors: Redis unreachable (kIoError, naming
   // the address), a refusal (kInvalidArgument, naming the reason).
@@ -105,11 +102,20 @@ class Cluster {
   // The job is over (every node idle, every batch applied).
   bool Done() const { return done_.load(); }
 
-  // Checkpoint hooks: `sequence` cut (gate closed) / published.
-  void OnCut(uint64_t sequence) EXCLUDES(mu_);
+  // Checkpoint hooks: `sequence` cut (gate closed) / published. OnCut
+  // returns the outbox (outbox.txt): every URL queued or in flight to
+  // another node, not yet confirmed by Redis. The rule it keeps: a page
+  // counts as done in a checkpoint only once its links are durable, in
+  // Redis or in that checkpoint.
+  std::string OnCut(uint64_t sequence) EXCLUDES(mu_);
+  // A resumed node's outbox, queued to be sent again (duplicates are
+  // dropped by the owners' filters). Errors: a malformed file.
+  [[nodiscard]] Status RestoreOutbox(const std::string& text, const std::string& path);
   void OnPublished(uint64_t sequence) EXCLUDES(mu_);
 
   Figures figures() const EXCLUDES(mu_);
+  // The crawl's own figures, published with the node's (cluster-stats).
+  void SetCrawlFigures(uint64_t pages, double pages_per_s) EXCLUDES(mu_);
 
  private:
   struct Batch {
@@ -137,6 +143,9 @@ class Cluster {
   bool Publish();
   bool CheckDone();
   Status Reconnect();
+  // Runs `step` until it succeeds, reconnecting with back-off (Start's).
+  Status Retry(const std::atomic<bool>& stop, const char* what,
+               const std::function<bool()>& step);
 
   const ClusterConfig cfg_;
   const uint32_t min_nodes_;
@@ -154,13 +163,15 @@ class Cluster {
 
   mutable Mutex mu_;
   std::map<uint32_t, Batch> outgoing_ GUARDED_BY(mu_);
+  std::vector<Batch> sending_
+      GUARDED_BY(mu_);  // taken by the exchange thread, unconfirmed
   uint64_t queued_urls_ GUARDED_BY(mu_) = 0;
   uint32_t admitting_ GUARDED_BY(mu_) = 0;
   std::vector<frontier::UrlEntry> inbox_ GUARDED_BY(mu_);
   std::vector<Applied> inbox_ids_ GUARDED_BY(mu_);                // entries in the inbox
   std::vector<Applied> applied_ GUARDED_BY(mu_);                  // admitted, not yet cut
   std::map<uint64_t, std::vector<Applied>> cut_ GUARDED_BY(mu_);  // by sequence
-  std::vector<Applied> to_ack_ GUARDED_BY(mu_);                   // published
+  std::vector<Applied> to_ack_ GUARDED_BY(mu_);  // published: to acknowledge
   Figures figures_ GUARDED_BY(mu_);
 
   std::atomic<bool> done_{false}, stop_{false};

@@ -50,7 +50,12 @@ double Crawl::Impl::Elapsed() const {
 }
 
 StatsReport Crawl::Impl::Report(bool running) {
-  return stats->Build(running, Elapsed(), spilled_base, checkpointer->figures());
+  StatsReport r = stats->Build(running, Elapsed(), spilled_base, checkpointer->figures());
+  if (cluster) {
+    cluster->SetCrawlFigures(r.rates.pages, r.rates.pages_per_s_last_minute);
+    r.cluster = cluster->figures();
+  }
+  return r;
 }
 
 void Crawl::Impl::Describe(CheckpointInfo* info, bool running) {
@@ -103,8 +108,9 @@ Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
       Checkpointer::Parts{
           m->gate, *m->filter, *m->frontier, m->hosts, *m->log, *m->warc, *m->stats,
           [raw](CheckpointInfo* info, bool running) { raw->Describe(info, running); },
-          [raw](uint64_t seq) {
-            if (raw->cluster) raw->cluster->OnCut(seq);
+          [raw](uint64_t seq) -> std::optional<std::string> {
+            if (!raw->cluster) return std::nullopt;
+            return raw->cluster->OnCut(seq);
           },
           [raw](uint64_t seq) {
             if (raw->cluster) raw->cluster->OnPublished(seq);
@@ -291,6 +297,15 @@ CrawlProgress Crawl::Progress() const {
   p.dedup_items = fs.items;
   p.dedup_fpr = fs.estimated_fpr;
   p.dedup_bytes = fs.bytes;
+  if (m.cluster) {
+    Cluster::Figures c = m.cluster->figures();
+    p.cluster = c.node + " " + std::to_string(c.shards_owned) + " shards, sent " +
+                std::to_string(c.urls_sent) + " + " + std::to_string(c.urls_queued) +
+                " queued, received " + std::to_string(c.urls_received);
+    if (c.redis_down_s > 0)
+      p.cluster +=
+          ", redis: down " + std::to_string(static_cast<int>(c.redis_down_s)) + " s";
+  }
   return p;
 }
 

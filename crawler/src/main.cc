@@ -3,6 +3,7 @@
 //   crawler crawl --seeds FILE [--config FILE] [--out DIR] [--set section.key=value ...]
 //   crawler crawl --resume DIR [--set limit=value ...]
 //   crawler stats DIR [--json] [--html FILE]
+//   crawler cluster-stats redis://HOST:PORT [--job J] [--json]
 //   crawler normalize [--base URL] [--sort-query] [--strip-tracking]
 //                     [--strip-session-ids] [--strip-www] [URL ...]
 //
@@ -101,8 +102,12 @@ class Progress {
                   static_cast<unsigned long long>(p.frontier.hosts),
                   static_cast<unsigned long long>(p.dedup_items), p.dedup_fpr * 100,
                   static_cast<unsigned long long>(errors));
-    if (tty_) std::fprintf(stderr, "\r%s\x1b[K", line);
-    if (++ticks_ % 10 == 0) spdlog::info("{}", line);
+    std::string text = line;
+    if (!p.cluster.empty()) text += " | " + p.cluster;
+    if (tty_) std::fprintf(stderr, "\r%s\x1b[K", text.c_str());
+    // Every 10 s in the log; every second while Redis is down.
+    if (++ticks_ % 10 == 0 || p.cluster.find("redis: down") != std::string::npos)
+      spdlog::info("{}", text);
   }
   ~Progress() {
     if (tty_) std::fprintf(stderr, "\n");
@@ -266,6 +271,15 @@ int main(int argc, char** argv) {
   stats->add_flag("--json", as_json, "print JSON instead of text");
   stats->add_option("--html", html,
                     "also write a self-contained HTML report with charts to FILE");
+  std::string cluster_redis, cluster_job = "crawl";
+  CLI::App* cluster_stats = app.add_subcommand(
+      "cluster-stats",
+      "report on a multi-machine crawl: nodes, shards, stream lag, memory");
+  cluster_stats->add_option("redis", cluster_redis, "redis://[:PASSWORD@]HOST:PORT")
+      ->required();
+  cluster_stats->add_option("--job", cluster_job, "the job ([cluster] job)")
+      ->capture_default_str();
+  cluster_stats->add_flag("--json", as_json, "print JSON instead of text");
   CLI::App* normalize = app.add_subcommand(
       "normalize", "print the dedup key of each URL (why did two URLs (not) dedup?)");
   normalize->add_option("--base", base,
@@ -293,5 +307,7 @@ int main(int argc, char** argv) {
     return RunCrawl(seeds, config, out, sets, resume);
   }
   if (*stats) return crawler::engine::RunStats(stats_dir, as_json, html);
+  if (*cluster_stats)
+    return crawler::engine::RunClusterStats(cluster_redis, cluster_job, as_json);
   return RunNormalize(base, urls, url_options);
 }

@@ -130,6 +130,10 @@ Status Restore(Crawl::Impl& m, LoadedCheckpoint& cp) {
   Status st = frontier::RestoreFrontier(std::move(cp.frontier), now, m.frontier.get());
   if (!st.ok()) return st;
   m.state.started = info.started > in_flight ? info.started - in_flight : 0;
+  if (m.cluster) {
+    st = m.cluster->RestoreOutbox(cp.outbox, cp.dir + "/outbox.txt");
+    if (!st.ok()) return st;
+  }
   spdlog::info(
       "resumed from {} (checkpoint {}): {} URLs queued ({} were in flight), {} hosts",
       cp.dir, info.sequence, urls, in_flight, host_count);

@@ -141,9 +141,26 @@ Section CheckpointSection(const CheckpointFigures& k) {
   return ck;
 }
 
+Section ClusterSection(const ClusterReport& c) {
+  Section cl{"Cluster", {}};
+  cl.rows.push_back({"node", c.node + " of job " + c.job + ": " + Count(c.shards_owned) +
+                                 " shards of " + Count(c.nodes) + " nodes"});
+  cl.rows.push_back({"exchange", Count(c.urls_sent) + " URLs sent (" +
+                                     Count(c.batches_sent) + " batches), " +
+                                     Count(c.urls_received) + " received, " +
+                                     Count(c.urls_queued) + " queued, " +
+                                     Count(c.malformed) + " malformed entries skipped"});
+  cl.rows.push_back({"redis", c.redis_down_s > 0 ? Fmt("down %.0f s", c.redis_down_s)
+                                                 : std::string("connected")});
+  return cl;
+}
+
 std::vector<Section> Sections(const StatsReport& s) {
-  return {DedupSection(s.dedup), FrontierSection(s.frontier),
-          CrawlSection(s.crawl, s.rates), CheckpointSection(s.checkpoint)};
+  std::vector<Section> out = {DedupSection(s.dedup), FrontierSection(s.frontier),
+                              CrawlSection(s.crawl, s.rates),
+                              CheckpointSection(s.checkpoint)};
+  if (!s.cluster.node.empty()) out.push_back(ClusterSection(s.cluster));
+  return out;
 }
 
 std::string HtmlEscape(const std::string& s) {

@@ -101,6 +101,26 @@ BOOST_DESCRIBE_STRUCT(CheckpointFigures, (),
                       (written, failed, sequence, last_pause_ms, max_pause_ms,
                        last_write_s, last_bytes))
 
+// "cluster": this node of a multi-machine crawl (empty node: single machine);
+// also what each node publishes to Redis for `crawler cluster-stats`.
+struct ClusterReport {
+  std::string node, job;
+  uint64_t nodes = 0, shards_owned = 0;
+  uint64_t urls_sent = 0, batches_sent = 0;         // confirmed by Redis
+  uint64_t urls_received = 0, batches_applied = 0;  // from other nodes, admitted here
+  uint64_t urls_queued = 0;                         // waiting to be sent
+  uint64_t malformed = 0;                           // stream entries skipped
+  double redis_down_s = 0;                          // 0: connected
+  uint64_t pages = 0;
+  double pages_per_s = 0;  // over the last minute
+  double updated_unix = 0;
+};
+// clang-format off
+BOOST_DESCRIBE_STRUCT(ClusterReport, (), (node, job, nodes, shards_owned, urls_sent,
+    batches_sent, urls_received, batches_applied, urls_queued, malformed, redis_down_s,
+    pages, pages_per_s, updated_unix))
+// clang-format on
+
 struct StatsReport {
   uint64_t version = 1;
   double updated_unix = 0;
@@ -111,10 +131,12 @@ struct StatsReport {
   CrawlCounts crawl;  // "crawl": these two, flat
   CrawlRates rates;
   CheckpointFigures checkpoint;
+  ClusterReport cluster;
 };
 // "crawl" is written and read by hand (two structs in one object).
 BOOST_DESCRIBE_STRUCT(StatsReport, (),
-                      (version, updated_unix, running, out, dedup, frontier, checkpoint))
+                      (version, updated_unix, running, out, dedup, frontier, checkpoint,
+                       cluster))
 
 boost::json::object ToJson(const StatsReport& r);
 StatsReport StatsReportFromJson(const boost::json::value& v);

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <map>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
@@ -34,6 +35,7 @@ using testing::Spawn;
 using testing::TempDir;
 using testing::TestSite;
 using testing::WaitExitFor;
+using testing::WarcResponses;
 
 unsigned FreePort() {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -252,6 +254,89 @@ TEST_CASE(
   std::set<std::string> distinct(fetched.begin(), fetched.end());
   CHECK(fetched.size() == distinct.size());
   CHECK(distinct == truth);
+}
+
+// The chaos test: nodes killed with -9 at random moments and resumed, Redis
+// killed and restarted on its AOF, and still every reachable page exactly
+// once over the union of the nodes' fetch logs and WARCs.
+TEST_CASE(
+    "Cluster chaos: kill -9 of nodes (resumed) and of redis-server (restarted on "
+    "its AOF): the truth set, once",
+    "[.][cluster][chaos]") {
+  std::string dir = TempDir("cluster_chaos");
+  RedisServer redis(dir + "/redis");
+  unsigned pages = EnvOr("CRAWLER_CHAOS_PAGES", 6000);
+  unsigned kills = EnvOr("CRAWLER_CHAOS_KILLS", 10);
+  TestSite site("--pages " + std::to_string(pages) + " --hosts 200 --slow-ms 10",
+                dir + "/requests.log");
+  site.WriteSeeds(dir + "/seeds.txt");
+  std::set<std::string> truth = site.Truth("--max-depth 5");
+  const std::vector<std::string> names = {"n1", "n2", "n3"};
+  std::vector<pid_t> pids;
+  std::string sets = "--set frontier.min_delay_s=0.2 --set checkpoint.interval_s=0.5";
+  for (const std::string& n : names)
+    pids.push_back(
+        Spawn(NodeCommand(dir, redis.Url(), "chaos", n, sets), dir + "/" + n + ".out"));
+  std::mt19937 rng(20261123);
+  std::uniform_int_distribution<int> pause_ms(600, 1800);
+  std::uniform_int_distribution<size_t> pick(0, names.size() - 1);
+  unsigned killed = 0, redis_killed = 0;
+  std::vector<int> exits(names.size(), -100);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // all joined, seeded
+  while (killed < kills) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms(rng)));
+    size_t i = pick(rng);
+    int status = 0;
+    if (::waitpid(pids[i], &status, WNOHANG) != 0) {
+      exits[i] = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      bool all_done =
+          std::all_of(exits.begin(), exits.end(), [](int e) { return e != -100; });
+      if (all_done) break;
+      continue;
+    }
+    ::kill(pids[i], SIGKILL);
+    ::waitpid(pids[i], &status, 0);
+    ++killed;
+    if (killed == kills / 3 || killed == 2 * kills / 3) {
+      redis.Kill();
+      ++redis_killed;
+      std::this_thread::sleep_for(std::chrono::milliseconds(800));
+      redis.Start();
+    }
+    pids[i] =
+        Spawn(std::string(CRAWLER_BINARY) + " crawl --resume " + dir + "/" + names[i],
+              dir + "/" + names[i] + ".out");
+  }
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (exits[i] == -100) exits[i] = WaitExitFor(pids[i], 900);
+    INFO(names[i] << ": " << ReadText(dir + "/" + names[i] + ".out").substr(0, 20000));
+    CHECK(exits[i] == 0);
+  }
+  site.Stop();
+  INFO(killed << " node kills, " << redis_killed << " redis kills");
+  CHECK(killed == kills);
+  CHECK(redis_killed == 2);
+  std::multiset<std::string> fetched, warc;
+  for (const std::string& n : names) {
+    std::multiset<std::string> mine = AttemptedUrls(dir + "/" + n + "/fetch-log.jsonl");
+    fetched.insert(mine.begin(), mine.end());
+    std::multiset<std::string> records =
+        WarcResponses(dir + "/" + n);  // warcio reads all
+    warc.insert(records.begin(), records.end());
+  }
+  std::set<std::string> distinct(fetched.begin(), fetched.end());
+  CHECK(fetched.size() == distinct.size());
+  std::set<std::string> warc_distinct(warc.begin(), warc.end());
+  CHECK(warc.size() == warc_distinct.size());
+  std::vector<std::string> missing, extra;
+  std::set_difference(truth.begin(), truth.end(), distinct.begin(), distinct.end(),
+                      std::back_inserter(missing));
+  std::set_difference(distinct.begin(), distinct.end(), truth.begin(), truth.end(),
+                      std::back_inserter(extra));
+  INFO("missing " << missing.size() << " (first: " << (missing.empty() ? "" : missing[0])
+                  << "), extra " << extra.size());
+  CHECK(missing.empty());
+  CHECK(extra.empty());
 }
 
 }  // namespace

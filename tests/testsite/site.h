@@ -48,6 +48,7 @@ struct SiteOptions {
   uint32_t max_redirects = 5;
   // Behaviour of the special paths.
   uint32_t slow_ms = 2000;
+  uint32_t delay_ms = 0;  // every response waits this long (a latency-bound web)
   uint64_t huge_bytes = 12 * 1024 * 1024;
   double crawl_delay_s = 0;  // Crawl-delay of the h % 4 == 0 hosts (0: none)
 };

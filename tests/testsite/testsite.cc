@@ -2,7 +2,7 @@
 // prints its ground truth.
 //
 //   crawler-testsite --pages N --hosts H [--port P] [--seed S] [--log FILE]
-//                    [--slow-ms MS] [--huge-bytes B] [--crawl-delay S]
+//                    [--slow-ms MS] [--delay-ms MS] [--huge-bytes B] [--crawl-delay S]
 //   crawler-testsite ... --truth [--max-depth D] [--max-redirects R]
 //   crawler-testsite ... --seeds          (prints every host's root URL)
 //
@@ -25,7 +25,9 @@
 #include <zlib.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <csignal>
 #include <cstring>
 #include <ctime>
@@ -101,9 +103,11 @@ class Server {
       acceptors.emplace_back([this, h] { Accept(h); });
     }
     for (auto& t : acceptors) t.join();
-    std::lock_guard<std::mutex> lock(conn_mu_);
+    // Connection threads are detached (a long crawl makes tens of
+    // thousands): wake them, then wait for the last to end.
+    std::unique_lock<std::mutex> lock(conn_mu_);
     for (int fd : conn_fds_) ::shutdown(fd, SHUT_RDWR);
-    for (auto& t : conn_threads_) t.join();
+    conn_cv_.wait(lock, [&] { return conn_fds_.empty(); });
   }
 
  private:
@@ -117,10 +121,14 @@ class Server {
       ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
       std::lock_guard<std::mutex> lock(conn_mu_);
       conn_fds_.push_back(fd);
-      conn_threads_.emplace_back([this, fd, h] {
+      std::thread([this, fd, h] {
         Serve(fd, h);
+        std::lock_guard<std::mutex> done(conn_mu_);
         ::shutdown(fd, SHUT_RDWR);
-      });
+        ::close(fd);
+        conn_fds_.erase(std::find(conn_fds_.begin(), conn_fds_.end(), fd));
+        conn_cv_.notify_all();
+      }).detach();
     }
     ::close(listen_fds_[h]);
   }
@@ -148,6 +156,7 @@ class Server {
       conn.WriteRaw("THIS IS NOT HTTP\r\n\r\n<html>");
       return false;
     }
+    if (site_.options().delay_ms > 0) ::usleep(site_.options().delay_ms * 1000);
     if (p.slow) {
       for (uint32_t waited = 0; waited < site_.options().slow_ms && !g_stop;
            waited += 10) {
@@ -193,7 +202,7 @@ class Server {
   std::vector<int> listen_fds_;
   std::mutex conn_mu_;
   std::vector<int> conn_fds_;
-  std::vector<std::thread> conn_threads_;
+  std::condition_variable conn_cv_;  // a connection ended
 };
 
 }  // namespace
@@ -213,6 +222,7 @@ int main(int argc, char** argv) {
   app.add_option("--seed", o.seed, "generator seed");
   app.add_option("--log", log_path, "request log file");
   app.add_option("--slow-ms", o.slow_ms, "delay of /slow");
+  app.add_option("--delay-ms", o.delay_ms, "delay of every response (latency-bound web)");
   app.add_option("--huge-bytes", o.huge_bytes, "body size of /huge");
   app.add_option("--crawl-delay", o.crawl_delay_s, "Crawl-delay of hosts 0, 4, 8, ...");
   app.add_option("--max-depth", o.max_depth, "truth: the crawl's max_depth");

@@ -9,6 +9,8 @@
 //   dedup.bin      the filter, in the dedup library's own format (dedup/src/format.h)
 //   frontier.bin   the frontier's image (frontier/image.h owns the format)
 //   hosts.bin      the engine's per-host state (crawler/src/host_table.h owns it)
+//   outbox.txt     a cluster node's links for other nodes not yet confirmed by
+//                  Redis at the cut (crawler/src/cluster.h owns it; optional)
 //
 // Writing (WriteCheckpoint): everything goes to OUT/checkpoint.tmp/, each
 // file is fsynced as it is closed, then the directory; then checkpoint/
@@ -67,6 +69,8 @@ struct CheckpointSources {
   const frontier::Frontier* frontier = nullptr;
   // Writes hosts.bin's contents (the engine's host table) to the FILE.
   std::function<Status(std::FILE*, const std::string& path)> write_hosts;
+  std::string outbox;  // outbox.txt's contents (a cluster node's; else empty)
+  bool has_outbox = false;
   frontier::Clock::time_point cut{};
   int fsync_fd_warc = -1;  // fsynced before the checkpoint becomes visible
   int fsync_fd_log = -1;
@@ -94,7 +98,8 @@ struct LoadedCheckpoint {
   std::unique_ptr<dedup::Filter> filter;
   frontier::FrontierImage frontier;
   std::string
-      hosts_bin;  // hosts.bin's bytes (checksum verified; HostTable::Decode parses)
+      hosts_bin;       // hosts.bin's bytes (checksum verified; HostTable::Decode parses)
+  std::string outbox;  // outbox.txt's bytes, if the checkpoint has one (verified)
 };
 
 // Loads and verifies DIR (a checkpoint directory). Errors (kCorruption,

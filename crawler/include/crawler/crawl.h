@@ -65,6 +65,7 @@ struct CrawlProgress {
   uint64_t dedup_items = 0;
   double dedup_fpr = 0;
   uint64_t dedup_bytes = 0;
+  std::string cluster;  // a cluster node's exchange, one phrase (else empty)
 };
 
 class Crawl {

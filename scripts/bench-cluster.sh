@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The cluster benchmarks (issue "Multi-machine crawl", Targets). Prints
+# numbers; asserts nothing. Each part starts its own redis-server
+# (scripts/redis-local.sh: AOF, appendfsync always) on 127.0.0.1.
+#   1. exchange: build/tests/cluster_bench (URLs/s through Redis, Redis bytes
+#      per in-flight URL, discovery -> owner latency p50/p99)
+#   2. scaling: a latency-bound crawl (crawler-testsite --delay-ms 50, 200
+#      hosts, crawl.max_connections=C per node): 1 node, then 3 nodes; pages/s
+#   3. CPU per page: scripts/bench-crawl.sh's CPU-bound crawl, single machine
+#      and one node in cluster mode (BENCH_CRAWLER_ONLY)
+# Usage: bash scripts/bench-cluster.sh [exchange|scaling|cpu|all] (default all)
+# Env: BENCH_URLS (1000000), BENCH_PAGES (scaling, 6000), BENCH_CONNECTIONS (8),
+#      BENCH_CPU_PAGES (50000).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+what=${1:-all}
+[ -x build/crawler/crawler ] && [ -x build/tests/cluster_bench ] ||
+  { echo "bench: build first: cmake -S . -B build && cmake --build build -j2" >&2; exit 2; }
+work=$(mktemp -d /tmp/cluster-bench.XXXXXX)
+port=$((30000 + RANDOM % 20000))
+redis_url=redis://127.0.0.1:$port
+cleanup() { bash scripts/redis-local.sh stop "$port"; kill "${site_pid:-}" 2>/dev/null || true; }
+trap cleanup EXIT
+fresh_redis() {
+  bash scripts/redis-local.sh stop "$port"
+  rm -rf "$work/redis"
+  bash scripts/redis-local.sh start "$port" "$work/redis"
+}
+
+if [ "$what" = exchange ] || [ "$what" = all ]; then
+  echo "== exchange"
+  fresh_redis
+  for batch in 256 100 1; do
+    n=${BENCH_URLS:-1000000}
+    [ "$batch" = 1 ] && n=$((n / 50))   # one URL per entry: 50x fewer, same shape
+    build/tests/cluster_bench --redis "$redis_url" --urls "$n" --batch-urls "$batch" \
+      --rate 20000 --seconds 5
+  done
+fi
+
+site_pid=
+crawl_nodes() {  # N NAME: N nodes crawl the delayed site; prints pages/s
+  local nodes=$1 job=$2 start end total=0
+  start=$(date +%s.%N)
+  for i in $(seq 1 "$nodes"); do
+    build/crawler/crawler crawl --seeds "$work/seeds.txt" --out "$work/$job-n$i" \
+      --set cluster.redis="$redis_url" --set cluster.job="$job" --set cluster.node="n$i" \
+      --set cluster.min_nodes="$nodes" --set crawl.max_connections="${BENCH_CONNECTIONS:-8}" \
+      --set crawl.max_depth=5 --set frontier.min_delay_s=0 \
+      --set frontier.max_connections_per_host=1 >"$work/$job-n$i.out" 2>&1 &
+  done
+  wait
+  end=$(date +%s.%N)
+  for i in $(seq 1 "$nodes"); do
+    total=$((total + $(grep -c '"status"' "$work/$job-n$i/fetch-log.jsonl" || true)))
+  done
+  python3 -c "import sys; t=float(sys.argv[2])-float(sys.argv[1]); print(f'  {sys.argv[3]} node(s): {sys.argv[4]} pages in {t:.1f} s = {int(sys.argv[4])/t:.1f} pages/s')" \
+    "$start" "$end" "$nodes" "$total"
+}
+
+if [ "$what" = scaling ] || [ "$what" = all ]; then
+  echo "== scaling (every response delayed 50 ms; ${BENCH_CONNECTIONS:-8} connections per node)"
+  fresh_redis
+  build/tests/testsite/crawler-testsite --pages "${BENCH_PAGES:-6000}" --hosts 200 --port 0 \
+    --slow-ms 10 --delay-ms 50 >"$work/site.out" &
+  site_pid=$!
+  for _ in $(seq 1 100); do [ -s "$work/site.out" ] && break; sleep 0.05; done
+  site_port=$(awk '{print $2}' "$work/site.out")
+  build/tests/testsite/crawler-testsite --pages "${BENCH_PAGES:-6000}" --hosts 200 \
+    --port "$site_port" --seeds >"$work/seeds.txt"
+  crawl_nodes 1 one
+  crawl_nodes 3 three
+  kill "$site_pid"; site_pid=
+fi
+
+if [ "$what" = cpu ] || [ "$what" = all ]; then
+  echo "== CPU per page: single machine, then one cluster node (same crawl)"
+  fresh_redis
+  BENCH_CRAWLER_ONLY=1 bash scripts/bench-crawl.sh "${BENCH_CPU_PAGES:-50000}" | grep -E "^ *crawler|pages/s"
+  CRAWLER_SETS="--set cluster.redis=$redis_url --set cluster.job=cpu --set cluster.node=n1" \
+    BENCH_CRAWLER_ONLY=1 bash scripts/bench-crawl.sh "${BENCH_CPU_PAGES:-50000}" | grep -E "^ *crawler|pages/s"
+fi

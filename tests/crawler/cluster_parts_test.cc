@@ -1,0 +1,66 @@
+// The cluster's pure parts: the Redis URL, shard ownership by rendezvous
+// hashing. (The exchange itself is tested against a real redis-server in
+// cluster_test.cc.)
+#include <catch2/catch.hpp>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cluster.h"
+#include "redis.h"
+
+namespace crawler::engine {
+namespace {
+
+TEST_CASE("ParseRedisUrl: host, port, password; errors name the URL",
+          "[engine][cluster]") {
+  auto a = ParseRedisUrl("redis://10.0.0.5:6390");
+  REQUIRE(a.ok());
+  CHECK(a->host == "10.0.0.5");
+  CHECK(a->port == 6390);
+  CHECK(a->password.empty());
+  auto b = ParseRedisUrl("redis://:s3cret@redis.example:7000/");
+  REQUIRE(b.ok());
+  CHECK(b->host == "redis.example");
+  CHECK(b->port == 7000);
+  CHECK(b->password == "s3cret");
+  auto c = ParseRedisUrl("redis://localhost");
+  REQUIRE(c.ok());
+  CHECK(c->port == 6379);
+  for (const char* bad :
+       {"http://x:1", "redis://", "redis://h:0", "redis://h:99999", "redis://h:12x"}) {
+    auto r = ParseRedisUrl(bad);
+    INFO(bad);
+    REQUIRE_FALSE(r.ok());
+    CHECK_THAT(r.status().message(), Catch::Contains(bad));
+  }
+}
+
+TEST_CASE("ShardOwner: balanced, and a new node takes shards only for itself",
+          "[engine][cluster]") {
+  const uint32_t shards = 4096;
+  std::vector<std::string> three = {"n1", "n2", "n3"};
+  std::vector<std::string> four = {"n1", "n2", "n3", "n4"};
+  std::map<uint32_t, uint32_t> count;
+  uint32_t moved = 0, moved_elsewhere = 0;
+  for (uint32_t s = 0; s < shards; ++s) {
+    uint32_t before = ShardOwner(three, s), after = ShardOwner(four, s);
+    ++count[before];
+    if (before != after) {
+      ++moved;
+      if (four[after] != "n4") ++moved_elsewhere;
+    }
+    CHECK(ShardOwner(three, s) == before);  // deterministic
+  }
+  for (const auto& [node, n] : count) {
+    INFO(three[node] << " owns " << n);
+    CHECK(n > shards / 3 * 8 / 10);  // within 20% of a fair share
+    CHECK(n < shards / 3 * 12 / 10);
+  }
+  CHECK(moved_elsewhere == 0);         // only to the new node ...
+  CHECK(moved > shards / 4 * 8 / 10);  // ... about a quarter of them
+  CHECK(moved < shards / 4 * 12 / 10);
+}
+
+}  // namespace
+}  // namespace crawler::engine
