@@ -17,7 +17,7 @@ what=${1:-all}
 [ -x build/crawler/crawler ] && [ -x build/tests/cluster_bench ] ||
   { echo "bench: build first: cmake -S . -B build && cmake --build build -j2" >&2; exit 2; }
 work=$(mktemp -d /tmp/cluster-bench.XXXXXX)
-port=$((30000 + RANDOM % 20000))
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 redis_url=redis://127.0.0.1:$port
 cleanup() { bash scripts/redis-local.sh stop "$port"; kill "${site_pid:-}" 2>/dev/null || true; }
 trap cleanup EXIT

@@ -404,6 +404,10 @@ void Cluster::Ship(std::vector<frontier::UrlEntry> entries) {
     b.lines += e.referrer;
     b.lines += '\n';
     ++queued_urls_;
+    if (b.urls >= cfg_.batch_urls) {  // one stream entry holds batch_urls at most
+      full_.push_back(std::move(b));
+      outgoing_.erase(shard);
+    }
   }
 }
 
@@ -440,6 +444,7 @@ std::string Cluster::OnCut(uint64_t sequence) {
   applied_.clear();
   std::string outbox = kOutboxHeader;
   for (const Batch& b : sending_) outbox += b.lines;
+  for (const Batch& b : full_) outbox += b.lines;
   for (const auto& [shard, b] : outgoing_) outbox += b.lines;
   return outbox;
 }
@@ -503,6 +508,9 @@ void Cluster::Loop() {
       spdlog::warn("redis: connection to {} lost", address_.Text());
       redis_.reset();
       down_since_ = SteadyClock::now();
+      if (stopping) return;
+      std::this_thread::sleep_for(backoff);  // no hot loop on a failing command
+      backoff = std::min(backoff * 2, std::chrono::milliseconds(2000));
       continue;
     }
     if (stopping) {
@@ -542,11 +550,11 @@ bool Cluster::SendDue(bool flush_all, bool* did) {
   std::vector<Batch> due;
   {
     MutexLock lock(mu_);
+    due.swap(full_);
     auto now = SteadyClock::now();
     for (auto it = outgoing_.begin(); it != outgoing_.end();) {
       Batch& b = it->second;
-      if (flush_all || b.urls >= cfg_.batch_urls ||
-          now - b.first >= std::chrono::milliseconds(cfg_.batch_ms)) {
+      if (flush_all || now - b.first >= std::chrono::milliseconds(cfg_.batch_ms)) {
         due.push_back(std::move(b));
         it = outgoing_.erase(it);
       } else {
@@ -574,16 +582,7 @@ bool Cluster::SendDue(bool flush_all, bool* did) {
   if (!ok) {
     // Unconfirmed: kept for the next connection (a batch Redis did take is
     // then sent twice; its owner's filter drops the copies).
-    for (Batch& b : due) {
-      Batch& back = outgoing_[b.shard];
-      if (back.urls == 0) {
-        back = std::move(b);
-      } else {
-        back.lines = b.lines + back.lines;
-        back.urls += b.urls;
-        back.first = std::min(back.first, b.first);
-      }
-    }
+    for (Batch& b : due) full_.push_back(std::move(b));
     return false;
   }
   for (const Batch& b : due) {
@@ -613,6 +612,14 @@ bool Cluster::Receive(bool pending, bool* did) {
   if (!r.ok()) return false;
   if (r->IsError()) {
     spdlog::warn("redis: read: {}", r->Str());
+    if (r->Str().rfind("NOGROUP", 0) == 0) {
+      // A stream or its group was deleted (by hand?): made again from the
+      // start of what is left (a batch read twice is harmless).
+      std::vector<std::vector<std::string>> create;
+      for (uint32_t s : my_shards_)
+        create.push_back({"XGROUP", "CREATE", StreamKey(s), "owners", "0", "MKSTREAM"});
+      return redis_->Pipeline(create).ok();
+    }
     return false;
   }
   const redisReply* streams = r->raw();

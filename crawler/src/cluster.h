@@ -162,7 +162,8 @@ class Cluster {
   std::function<bool()> local_idle_;
 
   mutable Mutex mu_;
-  std::map<uint32_t, Batch> outgoing_ GUARDED_BY(mu_);
+  std::map<uint32_t, Batch> outgoing_ GUARDED_BY(mu_);  // filling, by shard
+  std::vector<Batch> full_ GUARDED_BY(mu_);             // batch_urls reached: to send
   std::vector<Batch> sending_
       GUARDED_BY(mu_);  // taken by the exchange thread, unconfirmed
   uint64_t queued_urls_ GUARDED_BY(mu_) = 0;

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -41,12 +42,18 @@ uint64_t UsedMemory(crawler::engine::Redis& r) {
 }
 
 // URLs like a crawl's links (~70 bytes), all on hosts node b owns.
+// A random 12-hex-digit path segment in each keeps zlib honest (a list of
+// near-identical synthetic URLs compresses far better than real links).
 std::vector<std::string> MakeUrls(const Cluster& a, size_t n, uint64_t salt) {
   std::vector<std::string> out;
+  std::mt19937_64 rng(salt);
+  char token[16];
   for (uint64_t i = 0; out.size() < n; ++i) {
+    std::snprintf(token, sizeof(token), "%012llx",
+                  static_cast<unsigned long long>(rng() & 0xffffffffffffULL));
     std::string url = "http://www.host" + std::to_string(i % 20011) +
-                      ".example.org/articles/" + std::to_string(salt * 1000003 + i) +
-                      "/page-" + std::to_string(i * 7919 % 100000) + ".html";
+                      ".example.org/articles/" + token + "/page-" +
+                      std::to_string(i * 7919 % 100000) + ".html";
     if (!a.Owns(url)) out.push_back(std::move(url));
   }
   return out;
@@ -195,6 +202,8 @@ int main(int argc, char** argv) {
       "max %.1f ms (%zu URLs)\n",
       rate, pct(0.5), pct(0.99), pct(1.0), got);
   stop = true;
+  a->reset();  // their last rounds before the keys go
+  b->reset();
   (void)(*probe)->Command({"EVAL",
                            "for _, k in ipairs(redis.call('keys', ARGV[1])) do "
                            "redis.call('del', k) end return 1",
