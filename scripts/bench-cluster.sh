@@ -40,7 +40,7 @@ fi
 
 site_pid=
 crawl_nodes() {  # N NAME: N nodes crawl the delayed site; prints pages/s
-  local nodes=$1 job=$2 start end total=0
+  local nodes=$1 job=$2 start end total=0 pids=()
   start=$(date +%s.%N)
   for i in $(seq 1 "$nodes"); do
     build/crawler/crawler crawl --seeds "$work/seeds.txt" --out "$work/$job-n$i" \
@@ -48,8 +48,9 @@ crawl_nodes() {  # N NAME: N nodes crawl the delayed site; prints pages/s
       --set cluster.min_nodes="$nodes" --set crawl.max_connections="${BENCH_CONNECTIONS:-8}" \
       --set crawl.max_depth=5 --set frontier.min_delay_s=0 \
       --set frontier.max_connections_per_host=1 >"$work/$job-n$i.out" 2>&1 &
+    pids+=($!)
   done
-  wait
+  wait "${pids[@]}"
   end=$(date +%s.%N)
   for i in $(seq 1 "$nodes"); do
     total=$((total + $(grep -c '"status"' "$work/$job-n$i/fetch-log.jsonl" || true)))

@@ -25,6 +25,7 @@ bash scripts/install-deps.sh --bench >/dev/null
 
 work=${BENCH_DIR:-$(mktemp -d /tmp/crawl-bench.XXXXXX)}
 mkdir -p "$work"
+chmod 755 "$work"  # nginx workers (www-data) read the site from it
 port=$((30000 + RANDOM % 20000))
 echo "bench: generating $pages pages into $work/site"
 [ -f "$work/site/p/$((pages - 1)).html" ] || python3 scripts/bench_site.py "$work/site" "$pages"
