@@ -177,6 +177,17 @@ bool ParseLines(std::string_view text, std::vector<frontier::UrlEntry>* out) {
   return true;
 }
 
+using StreamId = std::pair<uint64_t, uint64_t>;  // "ms-seq"
+
+StreamId ParseStreamId(std::string_view id) {
+  StreamId out{0, 0};
+  size_t dash = id.find('-');
+  std::from_chars(id.data(), id.data() + std::min(dash, id.size()), out.first);
+  if (dash != std::string_view::npos)
+    std::from_chars(id.data() + dash + 1, id.data() + id.size(), out.second);
+  return out;
+}
+
 const redisReply* Element(const redisReply* r, size_t i) {
   return r != nullptr && r->type == REDIS_REPLY_ARRAY && i < r->elements ? r->element[i]
                                                                          : nullptr;
@@ -707,13 +718,16 @@ bool Cluster::AckPublished() {
                             ? p->element[0]->integer
                             : -1;
     if (pending < 0) continue;
-    std::string minid =
-        pending == 0 ? *std::max_element(ids.begin(), ids.end(),
-                                         [](const std::string& a, const std::string& b) {
-                                           return a.size() < b.size() ||
-                                                  (a.size() == b.size() && a < b);
-                                         })
-                     : RedisReply::StrOf(Element(p, 1));
+    // With none pending, every entry up to the newest acknowledged one goes
+    // (MINID keeps IDs >= its argument: the next ID after it).
+    std::string minid;
+    if (pending == 0) {
+      StreamId newest{0, 0};
+      for (const std::string& id : ids) newest = std::max(newest, ParseStreamId(id));
+      minid = std::to_string(newest.first) + "-" + std::to_string(newest.second + 1);
+    } else {
+      minid = RedisReply::StrOf(Element(p, 1));
+    }
     trims.push_back({"XTRIM", StreamKey(shard), "MINID", minid});
   }
   if (trims.empty()) return true;

@@ -18,6 +18,8 @@ namespace {
 
 namespace json = boost::json;
 
+constexpr uint64_t kMinUrlsForRatio = 5000;
+
 struct ShardFigures {
   uint64_t entries = 0, pending = 0, lag = 0, bytes = 0;
 };
@@ -91,15 +93,22 @@ std::string Text(const json::object& o) {
       static_cast<unsigned long long>(s.at("batches_delivered").to_number<uint64_t>()));
   out += line;
   const json::object& m = o.at("memory").as_object();
+  uint64_t in_flight = m.at("urls_in_flight").to_number<uint64_t>();
   std::snprintf(
       line, sizeof(line),
-      "\nRedis memory\n  used %.1f MB; streams %.1f kB for ~%llu URLs in flight "
-      "(%.1f bytes per URL)\n",
+      "\nRedis memory\n  used %.1f MB; streams %.1f kB for ~%llu URLs in flight ",
       m.at("used_bytes").to_number<double>() / 1e6,
       m.at("stream_bytes").to_number<double>() / 1e3,
-      static_cast<unsigned long long>(m.at("urls_in_flight").to_number<uint64_t>()),
-      m.at("bytes_per_url").to_number<double>());
+      static_cast<unsigned long long>(in_flight));
   out += line;
+  // Below a few thousand URLs the streams' fixed overhead is all one sees.
+  if (in_flight >= kMinUrlsForRatio) {
+    std::snprintf(line, sizeof(line), "(%.1f bytes per URL)\n",
+                  m.at("bytes_per_url").to_number<double>());
+    out += line;
+  } else {
+    out += "(too few for a bytes-per-URL figure)\n";
+  }
   return out;
 }
 

@@ -168,6 +168,14 @@ TEST_CASE(
   CHECK(missing.empty());
   CHECK(extra.empty());
   CheckPoliteness(site.Requests(), 0.02);
+  // Every entry was acknowledged after a checkpoint and trimmed: Redis keeps
+  // nothing of a finished job's URLs.
+  CommandResult left =
+      RunCommand("redis-cli -p " + std::to_string(redis.port()) +
+                 " EVAL \"local n = 0 for _, k in ipairs(redis.call('keys', ARGV[1])) do "
+                 "n = n + redis.call('xlen', k) end return n\" 0 'crawler:{three}:s:*'");
+  INFO(left.output);
+  CHECK(left.output == "0\n");
 }
 
 TEST_CASE("Cluster: refusals and faults name what is wrong", "[cluster]") {
