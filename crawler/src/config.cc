@@ -197,6 +197,8 @@ std::vector<Key> FetchKeys() {
       DoubleKey(
           "fetch", "robots_cache_s",
           [](Config & c) -> auto& { return c.fetch.robots_cache_s; }, 0, 365 * 86400.0),
+      StringListKey(
+          "fetch", "resolve", [](Config & c) -> auto& { return c.fetch.resolve; }, false),
   };
 }
 
@@ -381,6 +383,16 @@ Status Finish(Config& c) {
   if (!c.cluster.redis.empty() && c.cluster.node.empty()) {
     return ConfigError("config", "cluster.node",
                        "required when cluster.redis is set (a stable name per machine)");
+  }
+  for (const std::string& r : c.fetch.resolve) {
+    // HOST:PORT:ADDRESS (curl --resolve); an IPv6 address goes in brackets.
+    size_t a = r.find(':'), b = a == std::string::npos ? a : r.find(':', a + 1);
+    std::string port = b == std::string::npos ? "" : r.substr(a + 1, b - a - 1);
+    if (a == 0 || b == std::string::npos || b + 1 >= r.size() || port.empty() ||
+        port.find_first_not_of("0123456789") != std::string::npos) {
+      return ConfigError("config", "fetch.resolve",
+                         "'" + r + "' is not HOST:PORT:ADDRESS (as curl --resolve)");
+    }
   }
   if (c.fetch.timeout_s < c.fetch.connect_timeout_s) {
     return ConfigError("config", "fetch.timeout_s",

@@ -109,8 +109,12 @@ struct Fetcher::Impl {
     bool too_large = false;
   };
 
-  explicit Impl(const FetchOptions& o) : options(o) {}
+  explicit Impl(const FetchOptions& o) : options(o) {
+    for (const std::string& entry : o.resolve)
+      resolve = curl_slist_append(resolve, entry.c_str());
+  }
   ~Impl() {
+    curl_slist_free_all(resolve);
     for (auto& [easy, t] : transfers) {
       curl_multi_remove_handle(multi, easy);
       curl_easy_cleanup(easy);
@@ -193,6 +197,7 @@ struct Fetcher::Impl {
 
   const FetchOptions options;
   CURLM* multi = nullptr;
+  curl_slist* resolve = nullptr;  // options.resolve, for CURLOPT_RESOLVE
   std::unordered_map<CURL*, std::unique_ptr<Transfer>> transfers;
 };
 
@@ -248,6 +253,7 @@ void Fetcher::Add(const std::string& url, Callback done) {
   curl_easy_setopt(e, CURLOPT_VERBOSE,
                    1L);  // needed for the debug callback (request head)
   curl_easy_setopt(e, CURLOPT_PRIVATE, t.get());
+  if (impl_->resolve != nullptr) curl_easy_setopt(e, CURLOPT_RESOLVE, impl_->resolve);
   impl_->transfers.emplace(e, std::move(t));
   curl_multi_add_handle(impl_->multi, e);
 }

@@ -309,6 +309,7 @@ std::vector<std::unique_ptr<Worker>> Worker::MakeAll(const Config& config,
     fetch.low_speed_bytes = config.fetch.low_speed_bytes;
     fetch.low_speed_time_s = config.fetch.low_speed_time_s;
     fetch.max_body_bytes = config.fetch.max_body_bytes;
+    fetch.resolve = config.fetch.resolve;
     // max_connections is the total: split it over the workers.
     size_t share =
         config.crawl.max_connections / n + (i < config.crawl.max_connections % n ? 1 : 0);

@@ -84,6 +84,16 @@ TEST_CASE("Config mistakes name the file, the line and the key", "[engine][confi
   auto c = LoadConfig(cross.path());
   REQUIRE_FALSE(c.ok());
   CHECK_THAT(c.status().message(), Catch::Contains("cannot erase"));
+  TempFile resolve("[fetch]\nresolve = [\"h.test:80\"]\n");
+  auto r = LoadConfig(resolve.path());
+  REQUIRE_FALSE(r.ok());
+  CHECK_THAT(r.status().message(), Catch::Contains("fetch.resolve: 'h.test:80'"));
+  TempFile nameless("[cluster]\nredis = \"redis://127.0.0.1:6390\"\n");
+  auto n = LoadConfig(nameless.path());
+  REQUIRE_FALSE(n.ok());
+  CHECK_THAT(n.status().message(), Catch::Contains("cluster.node"));
+  CHECK(LoadConfig("", {"fetch.resolve=['h.test:80:127.0.0.1']"}).ok());
+  CHECK_FALSE(LoadConfig("", {"cluster.redis=http://x"}).ok());
 }
 
 TEST_CASE("--set overrides any key, as TOML or a bare string", "[engine][config]") {

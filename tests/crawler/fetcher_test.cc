@@ -94,6 +94,21 @@ TEST_CASE("Fetcher: a page, with the request and response heads kept for WARC",
   CHECK_THAT(r.response_head, Catch::EndsWith("\r\n\r\n"));
 }
 
+TEST_CASE("Fetcher: fetch.resolve maps a name to an address without DNS",
+          "[engine][fetcher]") {
+  HttpTestServer server(Route);
+  const std::string port = std::to_string(server.port());
+  FetchOptions o;
+  o.resolve = {"www.example.invalid:" + port + ":127.0.0.1"};
+  auto f = MakeFetcher(o);
+  FetchResult r = FetchOne(*f, "http://www.example.invalid:" + port + "/page.html");
+  CHECK(r.error == FetchError::kNone);
+  CHECK(r.status == 200);
+  CHECK(r.ip == "127.0.0.1");
+  // The Host header keeps the name (virtual hosts work).
+  CHECK_THAT(r.request_head, Catch::Contains("Host: www.example.invalid:" + port));
+}
+
 TEST_CASE("Fetcher: 404 is a result, a redirect is not followed", "[engine][fetcher]") {
   HttpTestServer server(Route);
   auto f = MakeFetcher();

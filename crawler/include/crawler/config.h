@@ -42,6 +42,7 @@ struct FetchConfig {
   uint64_t max_body_bytes = 10 * 1024 * 1024;
   uint32_t max_redirects = 5;
   double robots_cache_s = 86400;
+  std::vector<std::string> resolve;  // "HOST:PORT:ADDRESS", as curl --resolve
 };
 
 struct OutputConfig {

@@ -19,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 
@@ -36,6 +37,9 @@ struct FetchOptions {
   // Time a transfer waits for a free connection counts against timeout_s, so
   // keep these limits at or above what the frontier allows.
   uint32_t max_connections_per_host = 1;
+  // "HOST:PORT:ADDRESS[,ADDRESS...]" entries, as curl --resolve: these names
+  // connect to these addresses without DNS (Host header and TLS name kept).
+  std::vector<std::string> resolve;
 };
 
 enum class FetchError {
