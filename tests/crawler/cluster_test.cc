@@ -273,7 +273,7 @@ TEST_CASE(
     "[.][cluster][chaos]") {
   std::string dir = TempDir("cluster_chaos");
   RedisServer redis(dir + "/redis");
-  unsigned pages = EnvOr("CRAWLER_CHAOS_PAGES", 6000);
+  unsigned pages = EnvOr("CRAWLER_CHAOS_PAGES", 4000);
   unsigned kills = EnvOr("CRAWLER_CHAOS_KILLS", 10);
   TestSite site("--pages " + std::to_string(pages) + " --hosts 200 --slow-ms 10",
                 dir + "/requests.log");
