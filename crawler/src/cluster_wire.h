@@ -1,0 +1,206 @@
+// The cluster's wire formats, shared by cluster.cc (join, start, outbox) and
+// cluster_exchange.cc (the exchange thread): the Lua scripts, the stream
+// entry's payload (zlib'd lines "url \t depth \t redirects \t referrer"), the
+// outbox file, stream IDs. Internal to the engine.
+#ifndef CRAWLER_CLUSTER_WIRE_H_
+#define CRAWLER_CLUSTER_WIRE_H_
+
+#include <hiredis/hiredis.h>
+#include <xxhash.h>
+#include <zlib.h>
+
+#include <boost/json.hpp>
+#include <charconv>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "crawler/config.h"
+#include "frontier/frontier.h"
+
+namespace crawler::engine::cluster_wire {
+
+namespace json = boost::json;
+using SteadyClock = std::chrono::steady_clock;
+
+// Join. KEYS: meta, nodes, started, alive:NODE.
+// ARGV: node, token, shards, seed, config hash, config JSON, ttl ms.
+// Returns {verdict, detail}.
+inline constexpr const char* kJoinScript = R"lua(
+if redis.call('exists', KEYS[1]) == 0 then
+  redis.call('hset', KEYS[1], 'shards', ARGV[3], 'seed', ARGV[4],
+             'config_hash', ARGV[5], 'config', ARGV[6])
+end
+local meta = redis.call('hmget', KEYS[1], 'shards', 'seed', 'config_hash', 'config')
+if meta[1] ~= ARGV[3] then return {'shards', meta[1]} end
+if meta[3] ~= ARGV[5] then return {'config', meta[4]} end
+local alive = redis.call('get', KEYS[4])
+if alive and alive ~= ARGV[2] then return {'duplicate', alive} end
+if redis.call('exists', KEYS[3]) == 1 and redis.call('sismember', KEYS[2], ARGV[1]) == 0 then
+  return {'closed', table.concat(redis.call('smembers', KEYS[2]), ',')}
+end
+redis.call('sadd', KEYS[2], ARGV[1])
+redis.call('set', KEYS[4], ARGV[2], 'PX', ARGV[7])
+return {'ok', meta[2]}
+)lua";
+
+// Start barrier. KEYS: nodes, started. ARGV: min nodes. Returns the node set
+// once the job has started, else nil.
+inline constexpr const char* kStartScript = R"lua(
+if redis.call('exists', KEYS[2]) == 0 and redis.call('scard', KEYS[1]) >= tonumber(ARGV[1]) then
+  redis.call('set', KEYS[2], '1')
+end
+if redis.call('exists', KEYS[2]) == 1 then return redis.call('smembers', KEYS[1]) end
+return false
+)lua";
+
+// Send one batch. KEYS: stream, sent. ARGV: payload, urls, raw length, node.
+inline constexpr const char* kSendScript = R"lua(
+redis.call('xadd', KEYS[1], '*', 'z', ARGV[1], 'n', ARGV[2], 'b', ARGV[3], 'from', ARGV[4])
+return redis.call('incr', KEYS[2])
+)lua";
+
+// Receive new entries. KEYS: state, delivered, streams... ARGV: node, count.
+// Counting the delivery and marking this node busy happen atomically with
+// it, which is what makes the end test sound.
+inline constexpr const char* kReceiveScript = R"lua(
+local args = {'GROUP', 'owners', ARGV[1], 'COUNT', ARGV[2], 'STREAMS'}
+for i = 3, #KEYS do args[#args + 1] = KEYS[i] end
+for i = 3, #KEYS do args[#args + 1] = '>' end
+local r = redis.call('xreadgroup', unpack(args))
+if not r then return false end
+local n = 0
+for _, s in ipairs(r) do n = n + #s[2] end
+if n > 0 then
+  redis.call('incrby', KEYS[2], n)
+  redis.call('hset', KEYS[1], ARGV[1], 'busy')
+end
+return r
+)lua";
+
+// The end test. KEYS: state, sent, delivered, done, alive:NODE... ARGV: the
+// nodes. A dead node (its liveness key expired) is not idle: it will resume
+// from its last checkpoint and may find links for the others again.
+inline constexpr const char* kDoneScript = R"lua(
+if redis.call('exists', KEYS[4]) == 1 then return 1 end
+for i = 1, #ARGV do
+  if redis.call('hget', KEYS[1], ARGV[i]) ~= 'idle' then return 0 end
+  if redis.call('exists', KEYS[4 + i]) == 0 then return 0 end
+end
+local sent = tonumber(redis.call('get', KEYS[2]) or '0')
+local delivered = tonumber(redis.call('get', KEYS[3]) or '0')
+if sent ~= delivered then return 0 end
+redis.call('set', KEYS[4], '1')
+return 1
+)lua";
+
+inline constexpr const char* kOutboxHeader = "crawler-outbox 1\n";
+
+inline std::string Hex64(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// "a.b = 1" lines of the job's config as one JSON object, and its hash.
+inline std::string JobConfigJson(const Config& config) {
+  json::object o;
+  for (const auto& [key, value] : ConfigEntries(config, {"crawl", "url", "dedup"}))
+    o[key] = value;
+  return json::serialize(o);
+}
+
+inline std::string DifferingKeys(const std::string& ours, const std::string& theirs) {
+  boost::system::error_code ec;
+  json::value a = json::parse(ours, ec), b = json::parse(theirs, ec);
+  if (ec || !a.is_object() || !b.is_object()) return "(the job's config is unreadable)";
+  std::string out;
+  auto add = [&](std::string_view key, const json::value* mine, const json::value* job) {
+    out += (out.empty() ? "" : ", ") + std::string(key) +
+           " (job: " + (job ? json::serialize(*job) : "unset") +
+           ", here: " + (mine ? json::serialize(*mine) : "unset") + ")";
+  };
+  for (const auto& [k, v] : a.as_object()) {
+    const json::value* other = b.as_object().if_contains(k);
+    if (other == nullptr || *other != v) add(k, &v, other);
+  }
+  for (const auto& [k, v] : b.as_object()) {
+    if (!a.as_object().contains(k)) add(k, nullptr, &v);
+  }
+  return out;
+}
+
+inline Status Refused(const std::string& job, const std::string& why) {
+  return Status::Error(Status::Code::kInvalidArgument,
+                       "cluster job '" + job + "': refused: " + why);
+}
+
+inline std::string Compress(const std::string& raw) {
+  uLongf size = compressBound(raw.size());
+  std::string out(size, '\0');
+  compress2(reinterpret_cast<Bytef*>(out.data()), &size,
+            reinterpret_cast<const Bytef*>(raw.data()), raw.size(), 1);
+  out.resize(size);
+  return out;
+}
+
+inline bool Uncompress(std::string_view z, size_t raw_len, std::string* out) {
+  if (raw_len > (64u << 20)) return false;
+  out->assign(raw_len, '\0');
+  uLongf size = raw_len;
+  return uncompress(reinterpret_cast<Bytef*>(out->data()), &size,
+                    reinterpret_cast<const Bytef*>(z.data()), z.size()) == Z_OK &&
+         size == raw_len;
+}
+
+// "url \t depth \t redirects \t referrer \n" lines -> entries. False: malformed.
+inline bool ParseLines(std::string_view text, std::vector<frontier::UrlEntry>* out) {
+  std::vector<frontier::UrlEntry> got;
+  while (!text.empty()) {
+    size_t nl = text.find('\n');
+    if (nl == std::string_view::npos) return false;
+    std::string_view line = text.substr(0, nl);
+    text.remove_prefix(nl + 1);
+    std::string_view f[4];
+    for (int i = 0; i < 3; ++i) {
+      size_t tab = line.find('\t');
+      if (tab == std::string_view::npos) return false;
+      f[i] = line.substr(0, tab);
+      line.remove_prefix(tab + 1);
+    }
+    f[3] = line;
+    frontier::UrlEntry e;
+    e.url = std::string(f[0]);
+    auto d = std::from_chars(f[1].data(), f[1].data() + f[1].size(), e.depth);
+    auto r = std::from_chars(f[2].data(), f[2].data() + f[2].size(), e.redirects);
+    if (e.url.empty() || d.ec != std::errc() || r.ec != std::errc()) return false;
+    e.referrer = std::string(f[3]);
+    got.push_back(std::move(e));
+  }
+  for (auto& e : got) out->push_back(std::move(e));
+  return true;
+}
+
+using StreamId = std::pair<uint64_t, uint64_t>;  // "ms-seq"
+
+inline StreamId ParseStreamId(std::string_view id) {
+  StreamId out{0, 0};
+  size_t dash = id.find('-');
+  std::from_chars(id.data(), id.data() + std::min(dash, id.size()), out.first);
+  if (dash != std::string_view::npos)
+    std::from_chars(id.data() + dash + 1, id.data() + id.size(), out.second);
+  return out;
+}
+
+inline const redisReply* Element(const redisReply* r, size_t i) {
+  return r != nullptr && r->type == REDIS_REPLY_ARRAY && i < r->elements ? r->element[i]
+                                                                         : nullptr;
+}
+
+}  // namespace crawler::engine::cluster_wire
+
+#endif  // CRAWLER_CLUSTER_WIRE_H_
