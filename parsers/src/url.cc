@@ -15,11 +15,8 @@
 namespace crawler::parsers {
 namespace {
 
-Status UrlError(std::string why) {
-  return Status::Error(Status::Code::kInvalidArgument, std::move(why));
-}
-Status TooLong(std::string why) {
-  return Status::Error(Status::Code::kOutOfRange, std::move(why));
+Status UrlError(std::string why, Status::Code code = Status::Code::kInvalidArgument) {
+  return Status::Error(code, std::move(why));
 }
 
 namespace urls = boost::urls;
@@ -197,7 +194,8 @@ UrlResult NormalizeHostName(std::string_view encoded) {
       }
     }
     if (label.size() > kMaxLabelLength) {
-      return TooLong("host label longer than 63 bytes in '" + host + "'");
+      return UrlError("host label longer than 63 bytes in '" + host + "'",
+                      Status::Code::kOutOfRange);
     }
     if (label.empty() && dot != host.size()) {
       return UrlError("empty label in host '" + host + "'");
@@ -208,7 +206,7 @@ UrlResult NormalizeHostName(std::string_view encoded) {
     if (dot == host.size()) break;
   }
   if (out.size() > kMaxHostLength) {
-    return TooLong("host longer than 253 bytes");
+    return UrlError("host longer than 253 bytes", Status::Code::kOutOfRange);
   }
   return UrlResult(std::move(out));
 }
@@ -279,10 +277,8 @@ std::string StripPathSessionIds(std::string_view path) {
   return out;
 }
 
-// RFC 3986 5.2.4, on an encoded path. Kept by hand: Boost.URL 1.81's
-// resolve() keeps excess ".." segments ("http://a/b/c/d;p?q" + "../../../g" ->
-// "http://a/../g", RFC 3986 5.4.2 says "http://a/g"; boostorg/url#808, fixed
-// after 1.81), and ResolveAgainst needs RFC 5.2.2 on encoded parts anyway.
+// RFC 3986 5.2.4 on an encoded path, by hand: Boost.URL 1.81's resolve() gives
+// "http://a/../g" for RFC 5.4.2's "../../../g" case (boostorg/url#808).
 std::string RemoveDotSegments(std::string_view in) {
   std::string out;
   out.reserve(in.size());
@@ -388,8 +384,9 @@ UrlResult AppendPathQuery(std::string origin, std::string_view path,
     }
   }
   if (out.size() > o.max_length) {
-    return TooLong("URL longer than " + std::to_string(o.max_length) + " bytes (" +
-                   std::to_string(out.size()) + ")");
+    return UrlError("URL longer than " + std::to_string(o.max_length) + " bytes (" +
+                        std::to_string(out.size()) + ")",
+                    Status::Code::kOutOfRange);
   }
   return UrlResult(std::move(out));
 }
