@@ -24,7 +24,7 @@ site_args=(--pages 600 --hosts 4 --slow-ms 1000)
 site_pid=$!
 trap 'kill $site_pid 2>/dev/null; wait $site_pid 2>/dev/null; rm -rf "$work"' EXIT
 for _ in $(seq 100); do [ -s "$work/ready" ] && break; sleep 0.05; done
-read -r _ port hosts <"$work/ready"
+read -r _ port hosts _ <"$work/ready"
 "$testsite" "${site_args[@]}" --port "$port" --seeds >"$work/seeds.txt"
 "$testsite" "${site_args[@]}" --port "$port" --truth >"$work/truth.txt"
 rm -rf crawl-demo

@@ -1,6 +1,7 @@
 // The multi-machine crawl ([cluster]) against a real redis-server on
 // 127.0.0.1 (scripts/redis-local.sh) and crawler-testsite: three nodes of the
-// real binary share one crawl; their fetch logs together must be the site's
+// real binary share one crawl of a 200-virtual-host site (fetch.resolve maps
+// the names to 127.0.0.1); their fetch logs together must be the site's
 // truth set, each URL once, with per-host politeness held across the nodes;
 // and the refusals and Redis faults named in the README.
 #include <netinet/in.h>
@@ -12,6 +13,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <random>
 #include <set>
@@ -93,8 +95,8 @@ unsigned EnvOr(const char* name, unsigned fallback) {
 
 // Every host's requests: never two at once, never closer than `delay`.
 void CheckPoliteness(const std::vector<ServedRequest>& all, double delay) {
-  std::map<unsigned, std::vector<ServedRequest>> by_port;
-  for (const ServedRequest& q : all) by_port[q.port].push_back(q);
+  std::map<std::string, std::vector<ServedRequest>> by_port;
+  for (const ServedRequest& q : all) by_port[q.authority].push_back(q);
   double shortest = 1e9;
   size_t overlaps = 0;
   for (auto& [port, reqs] : by_port) {
@@ -125,6 +127,24 @@ std::string NodeCommand(const std::string& dir, const std::string& redis,
 }
 
 const std::vector<std::string> kNodes = {"n1", "n2", "n3"};
+
+// The testsite flags for a 200-host site on virtual hosts: one port, the Host
+// header picks the host (h0.site.test ... h199.site.test).
+std::string VirtualHosts(unsigned pages) {
+  return "--pages " + std::to_string(pages) +
+         " --hosts 200 --slow-ms 10 --vhosts site.test";
+}
+
+// Writes DIR/seeds.txt and DIR/resolve.toml (fetch.resolve: every virtual
+// host name -> 127.0.0.1, as curl --resolve); returns the --config flag.
+std::string WriteSeedsAndResolve(const TestSite& site, const std::string& dir) {
+  site.WriteSeeds(dir + "/seeds.txt");
+  std::ofstream out(dir + "/resolve.toml");
+  out << "[fetch]\nresolve = [\n";
+  for (const std::string& r : site.Resolve()) out << "  \"" << r << "\",\n";
+  out << "]\n";
+  return "--config " + dir + "/resolve.toml";
+}
 
 // Starts n1..n3 of `job` (output in DIR/NODE.out).
 std::vector<pid_t> StartNodes(const std::string& dir, const RedisServer& redis,
@@ -174,12 +194,11 @@ TEST_CASE(
   std::string dir = TempDir("cluster_three");
   RedisServer redis(dir + "/redis");
   unsigned pages = EnvOr("CRAWLER_CLUSTER_PAGES", 2000);
-  TestSite site("--pages " + std::to_string(pages) + " --hosts 200 --slow-ms 10",
-                dir + "/requests.log");
-  site.WriteSeeds(dir + "/seeds.txt");
+  TestSite site(VirtualHosts(pages), dir + "/requests.log");
+  std::string resolve = WriteSeedsAndResolve(site, dir);
   std::set<std::string> truth = site.Truth("--max-depth 5");
 
-  WaitNodes(dir, StartNodes(dir, redis, "three"));
+  WaitNodes(dir, StartNodes(dir, redis, "three", resolve));
   site.Stop();
   CheckUnionIsTruth(dir, truth);
   CheckPoliteness(site.Requests(), 0.02);
@@ -245,12 +264,11 @@ TEST_CASE(
   std::string dir = TempDir("cluster_redis_down");
   RedisServer redis(dir + "/redis");
   unsigned pages = EnvOr("CRAWLER_CLUSTER_PAGES", 2000);
-  TestSite site("--pages " + std::to_string(pages) + " --hosts 200 --slow-ms 10",
-                dir + "/requests.log");
-  site.WriteSeeds(dir + "/seeds.txt");
+  TestSite site(VirtualHosts(pages), dir + "/requests.log");
+  std::string resolve = WriteSeedsAndResolve(site, dir);
   std::set<std::string> truth = site.Truth("--max-depth 5");
   std::vector<pid_t> nodes =
-      StartNodes(dir, redis, "down", "--set frontier.min_delay_s=0.05");
+      StartNodes(dir, redis, "down", resolve + " --set frontier.min_delay_s=0.05");
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   redis.Kill();
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
@@ -274,14 +292,13 @@ TEST_CASE(
   RedisServer redis(dir + "/redis");
   unsigned pages = EnvOr("CRAWLER_CHAOS_PAGES", 4000);
   unsigned kills = EnvOr("CRAWLER_CHAOS_KILLS", 10);
-  TestSite site("--pages " + std::to_string(pages) + " --hosts 200 --slow-ms 10",
-                dir + "/requests.log");
-  site.WriteSeeds(dir + "/seeds.txt");
+  TestSite site(VirtualHosts(pages), dir + "/requests.log");
+  std::string resolve = WriteSeedsAndResolve(site, dir);
   std::set<std::string> truth = site.Truth("--max-depth 5");
   const std::vector<std::string>& names = kNodes;
-  std::vector<pid_t> pids =
-      StartNodes(dir, redis, "chaos",
-                 "--set frontier.min_delay_s=0.2 --set checkpoint.interval_s=0.5");
+  std::vector<pid_t> pids = StartNodes(
+      dir, redis, "chaos",
+      resolve + " --set frontier.min_delay_s=0.2 --set checkpoint.interval_s=0.5");
   std::mt19937 rng(20261123);
   std::uniform_int_distribution<int> pause_ms(600, 1800);
   std::uniform_int_distribution<size_t> pick(0, names.size() - 1);

@@ -160,13 +160,13 @@ TEST_CASE("Testsite crawl: politeness measured at the server", "[engine][testsit
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     site.Stop();
-    std::map<unsigned, std::vector<ServedRequest>> by_port;
-    for (const ServedRequest& q : site.Requests()) by_port[q.port].push_back(q);
+    std::map<std::string, std::vector<ServedRequest>> by_port;
+    for (const ServedRequest& q : site.Requests()) by_port[q.authority].push_back(q);
     REQUIRE(by_port.size() == 3);
     for (auto& [port, reqs] : by_port) {
       std::sort(reqs.begin(), reqs.end(),
                 [](auto& a, auto& b) { return a.start_us < b.start_us; });
-      double want = port == site.port() ? crawl_delay : min_delay;
+      double want = port == site.Authority(0) ? crawl_delay : min_delay;
       double shortest = 1e9;
       for (size_t i = 1; i < reqs.size(); ++i) {
         shortest = std::min(
@@ -188,11 +188,11 @@ TEST_CASE("Testsite crawl: politeness measured at the server", "[engine][testsit
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     site.Stop();
-    std::map<unsigned, std::vector<std::pair<uint64_t, int>>>
+    std::map<std::string, std::vector<std::pair<uint64_t, int>>>
         events;  // time, +1 start / -1 end
     for (const ServedRequest& q : site.Requests()) {
-      events[q.port].push_back({q.start_us, +1});
-      events[q.port].push_back({q.end_us, -1});
+      events[q.authority].push_back({q.start_us, +1});
+      events[q.authority].push_back({q.end_us, -1});
     }
     int overall_peak = 0;
     for (auto& [port, ev] : events) {
@@ -313,6 +313,53 @@ TEST_CASE("Testsite crawl: four workers racing still fetch each URL once",
   std::map<std::string, int> served;
   for (const ServedRequest& q : site.Requests()) ++served[q.Url()];
   CHECK(served.size() == site.Requests().size());  // nothing requested twice
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE(
+    "Testsite virtual hosts: one port, the Host header picks the host, fetch.resolve "
+    "reaches the names",
+    "[engine][testsite]") {
+  std::string dir = TempDir("vhosts");
+  TestSite site("--pages 300 --hosts 3 --slow-ms 10 --vhosts site.test",
+                dir + "/requests.log");
+  site.WriteSeeds(dir + "/seeds.txt");
+  std::set<std::string> truth = site.Truth();
+  REQUIRE(site.Origin(2) == "http://h2.site.test:" + std::to_string(site.port()));
+  // h7 is no host of this 3-host site: the server must answer 404, not serve
+  // some other host's pages.
+  std::string stranger = "http://h7.site.test:" + std::to_string(site.port());
+  {
+    std::ofstream seeds(dir + "/seeds.txt", std::ios::app);
+    seeds << stranger << "/p/1.html\n";
+  }
+  std::ofstream config(dir + "/resolve.toml");
+  config << "[fetch]\nresolve = [\"h7.site.test:" << site.port() << ":127.0.0.1\"";
+  for (const std::string& r : site.Resolve()) config << ", \"" << r << "\"";
+  config << "]\n";
+  config.close();
+  CommandResult r = Crawl(
+      dir + "/seeds.txt", dir + "/out",
+      "--config " + dir + "/resolve.toml --set frontier.min_delay_s=0 " + kExactDedup);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  site.Stop();
+  std::set<std::string> fetched;
+  std::map<std::string, int64_t> status;
+  for (const LogLine& l : ReadFetchLog(dir + "/out/fetch-log.jsonl")) {
+    if (Attempted(l)) fetched.insert(l.url);
+    status[l.url] = l.status;
+  }
+  CHECK(status[stranger + "/p/1.html"] == 404);
+  fetched.erase(stranger + "/robots.txt");
+  fetched.erase(stranger + "/p/1.html");
+  CHECK(fetched == truth);
+  // The server saw each name in the Host header, and only those.
+  std::set<std::string> authorities;
+  for (const ServedRequest& q : site.Requests()) authorities.insert(q.authority);
+  CHECK(authorities ==
+        std::set<std::string>{site.Authority(0), site.Authority(1), site.Authority(2),
+                              stranger.substr(std::string("http://").size())});
   std::filesystem::remove_all(dir);
 }
 

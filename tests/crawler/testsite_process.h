@@ -25,10 +25,10 @@ namespace crawler::testing {
 // One line of the testsite's request log.
 struct ServedRequest {
   uint64_t start_us = 0, end_us = 0;
-  unsigned port = 0;
+  std::string authority;  // "HOST:PORT": one per site host
   int status = 0;
   std::string target;
-  std::string Url() const { return "http://127.0.0.1:" + std::to_string(port) + target; }
+  std::string Url() const { return "http://" + authority + target; }
 };
 
 class TestSite {
@@ -52,14 +52,16 @@ class TestSite {
     ::close(out[1]);
     std::FILE* f = ::fdopen(out[0], "r");
     unsigned port = 0, hosts = 0;
-    int got = std::fscanf(f, "listening %u %u", &port, &hosts);
+    char mode[256] = {};
+    int got = std::fscanf(f, "listening %u %u %255s", &port, &hosts, mode);
     std::fclose(f);
-    if (got != 2) {
+    if (got != 3) {
       Stop();
       throw std::runtime_error("crawler-testsite did not start: " + args);
     }
     port_ = port;
     hosts_ = hosts;
+    if (std::string(mode) != "ports") vhost_domain_ = mode;
   }
   ~TestSite() { Stop(); }
   TestSite(const TestSite&) = delete;
@@ -74,9 +76,15 @@ class TestSite {
   }
 
   unsigned port() const { return port_; }
-  std::string Origin(unsigned h) const {
-    return "http://127.0.0.1:" + std::to_string(port_ + h);
+  // "HOST:PORT" of site host h (as the testsite's Site::Authority).
+  std::string Authority(unsigned h) const {
+    if (!vhost_domain_.empty())
+      return "h" + std::to_string(h) + "." + vhost_domain_ + ":" + std::to_string(port_);
+    return "127.0.0.1:" + std::to_string(port_ + h);
   }
+  std::string Origin(unsigned h) const { return "http://" + Authority(h); }
+  // Virtual hosts: the fetch.resolve entries that map them to 127.0.0.1.
+  std::vector<std::string> Resolve() const { return Ask("--resolve"); }
 
   // Runs the binary with the same site flags plus `extra` (--truth, --seeds).
   std::vector<std::string> Ask(const std::string& extra) const {
@@ -103,7 +111,7 @@ class TestSite {
     std::vector<ServedRequest> out;
     std::ifstream in(log_);
     ServedRequest r;
-    while (in >> r.start_us >> r.end_us >> r.port >> r.status >> r.target)
+    while (in >> r.start_us >> r.end_us >> r.authority >> r.status >> r.target)
       out.push_back(r);
     return out;
   }
@@ -112,6 +120,7 @@ class TestSite {
   std::string args_, log_;
   pid_t pid_ = -1;
   unsigned port_ = 0, hosts_ = 0;
+  std::string vhost_domain_;  // "" in port mode
 };
 
 }  // namespace crawler::testing

@@ -21,6 +21,7 @@ namespace http = boost::beast::http;
 
 struct HttpRequest {
   std::string target;        // as sent ("/a/b?c")
+  std::string host;          // the Host header
   bool accept_gzip = false;  // Accept-Encoding names gzip
   bool keep_alive = true;
 };
@@ -50,6 +51,7 @@ class HttpConnection {
     if (ec) return false;
     const auto& req = parser.get();
     out->target = std::string(req.target());
+    out->host = std::string(req[http::field::host]);
     out->accept_gzip = std::string_view(req[http::field::accept_encoding]).find("gzip") !=
                        std::string_view::npos;
     out->keep_alive = req.keep_alive();

@@ -3,7 +3,9 @@
 // options (pages, hosts, base port, seed), so the server and the truth set
 // agree by construction and a run can be repeated exactly.
 //
-// Host h (0 <= h < hosts) is http://127.0.0.1:(port + h). Each host has its
+// Host h (0 <= h < hosts) is http://127.0.0.1:(port + h), or with a virtual
+// host domain D, http://h<h>.D:port (one port; the Host header picks the
+// host, and a crawler maps the names to 127.0.0.1). Each host has its
 // share of the pages: "/" is page 0, "/p/<i>.html" page i. A page is 5-60 KB
 // with 20-100 links: in-site and cross-host, relative and absolute, some with
 // a #fragment or an upper-case scheme (same URL after normalization), links
@@ -34,6 +36,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace crawler::testsite {
@@ -51,6 +54,7 @@ struct SiteOptions {
   uint32_t delay_ms = 0;  // every response waits this long (a latency-bound web)
   uint64_t huge_bytes = 12 * 1024 * 1024;
   double crawl_delay_s = 0;  // Crawl-delay of the h % 4 == 0 hosts (0: none)
+  std::string vhost_domain;  // "": host h on port + h; else h<h>.<domain>:port
 };
 
 struct Page {
@@ -68,8 +72,30 @@ class Site {
 
   const SiteOptions& options() const { return o_; }
 
-  std::string Origin(uint32_t h) const {
-    return "http://127.0.0.1:" + std::to_string(o_.port + h);
+  bool virtual_hosts() const { return !o_.vhost_domain.empty(); }
+  // "HOST:PORT" of host h, as in its URLs and Host header.
+  std::string Authority(uint32_t h) const {
+    if (virtual_hosts())
+      return "h" + std::to_string(h) + "." + o_.vhost_domain + ":" +
+             std::to_string(o_.port);
+    return "127.0.0.1:" + std::to_string(o_.port + h);
+  }
+  std::string Origin(uint32_t h) const { return "http://" + Authority(h); }
+  // The host a Host header names (virtual hosts); false for none of ours.
+  bool HostOf(std::string_view authority, uint32_t* h) const {
+    std::string lowered(authority);
+    for (char& c : lowered) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
+    std::string suffix = "." + o_.vhost_domain + ":" + std::to_string(o_.port);
+    unsigned n = 0;
+    char tail = 0;
+    if (lowered.size() <= suffix.size() ||
+        lowered.compare(lowered.size() - suffix.size(), suffix.size(), suffix) != 0 ||
+        std::sscanf(lowered.c_str(), "h%u%c", &n, &tail) != 2 || tail != '.' ||
+        n >= o_.hosts || Authority(n) != lowered) {
+      return false;
+    }
+    *h = n;
+    return true;
   }
   uint32_t PagesOn(uint32_t h) const {
     return o_.pages / o_.hosts + (h < o_.pages % o_.hosts ? 1 : 0);
@@ -257,7 +283,7 @@ class Site {
             href = Origin(h) + path;
             break;
           case 2:
-            href = "HTTP://127.0.0.1:" + std::to_string(o_.port + h) + path;
+            href = "HTTP://" + Authority(h) + path;
             break;
           case 3:
             href = j == 0 ? "/" : std::to_string(j) + ".html";
@@ -368,13 +394,19 @@ class Site {
   }
 
   bool Split(const std::string& url, uint32_t* h, std::string* path) const {
-    const std::string prefix = "http://127.0.0.1:";
+    const std::string prefix = "http://";
     if (url.rfind(prefix, 0) != 0) return false;
     size_t slash = url.find('/', prefix.size());
-    uint32_t port = static_cast<uint32_t>(
-        std::stoul(url.substr(prefix.size(), slash - prefix.size())));
-    if (port < o_.port || port >= o_.port + o_.hosts) return false;
-    *h = port - o_.port;
+    std::string authority = url.substr(prefix.size(), slash - prefix.size());
+    if (virtual_hosts()) {
+      if (!HostOf(authority, h)) return false;
+    } else {
+      const std::string ip = "127.0.0.1:";
+      if (authority.rfind(ip, 0) != 0) return false;
+      uint32_t port = static_cast<uint32_t>(std::stoul(authority.substr(ip.size())));
+      if (port < o_.port || port >= o_.port + o_.hosts) return false;
+      *h = port - o_.port;
+    }
     *path = slash == std::string::npos ? "/" : url.substr(slash);
     return true;
   }

@@ -3,15 +3,21 @@
 //
 //   crawler-testsite --pages N --hosts H [--port P] [--seed S] [--log FILE]
 //                    [--slow-ms MS] [--delay-ms MS] [--huge-bytes B] [--crawl-delay S]
+//                    [--vhosts DOMAIN]
 //   crawler-testsite ... --truth [--max-depth D] [--max-redirects R]
 //   crawler-testsite ... --seeds          (prints every host's root URL)
+//   crawler-testsite ... --resolve        (virtual hosts: "NAME:P:127.0.0.1"
+//                                          lines, for the crawler's fetch.resolve)
 //
 // Serving: host h listens on P + h (P = 0: the first run of H free consecutive
-// ports from 20000 up). When all listen it prints "listening P H" on stdout.
+// ports from 20000 up). With --vhosts DOMAIN all hosts share port P and the
+// Host header picks one: host h is h<h>.DOMAIN:P (an unknown Host gets 404).
+// When all listen it prints "listening P H MODE" on stdout (MODE: "ports" or
+// the domain).
 // HTTP/1.1 with keep-alive (requests parsed and responses written by
 // Boost.Beast: http_connection.h), one thread per connection, pages generated
 // from memory on demand. --log FILE gets one line per request:
-//   <start_us> <end_us> <port> <status> <path>
+//   <start_us> <end_us> <host:port> <status> <path>
 // (CLOCK_MONOTONIC microseconds at the request's arrival and when the response
 // was written), which the tests use to count fetches per URL, measure the
 // intervals between requests to one host and the transfers open at once.
@@ -133,17 +139,40 @@ class Server {
     ::close(listen_fds_[h]);
   }
 
-  void Serve(int fd, uint32_t h) {
+  // `listener`: the listening socket's index, host h in port mode.
+  void Serve(int fd, uint32_t listener) {
     crawler::testing::HttpConnection conn(fd);
     crawler::testing::HttpRequest req;
     while (!g_stop && conn.Read(&req)) {
       uint64_t start = NowUs();
       std::string path = req.target.substr(0, req.target.find_first_of("?#"));
       int status = 0;
-      bool ok = Respond(conn, h, path, req.accept_gzip, &status);
-      Log(start, NowUs(), h, status, req.target);
+      bool ok = false;
+      uint32_t h = listener;
+      std::string authority;
+      if (!site_.virtual_hosts()) {
+        authority = site_.Authority(h);
+        ok = Respond(conn, h, path, req.accept_gzip, &status);
+      } else if (site_.HostOf(req.host, &h)) {
+        authority = site_.Authority(h);
+        ok = Respond(conn, h, path, req.accept_gzip, &status);
+      } else {
+        authority =
+            req.host.empty() || req.host.find(' ') != std::string::npos ? "-" : req.host;
+        ok = NoSuchHost(conn, &status);
+      }
+      Log(start, NowUs(), authority, status, req.target);
       if (!ok || !req.keep_alive) return;
     }
+  }
+
+  static bool NoSuchHost(crawler::testing::HttpConnection& conn, int* status) {
+    namespace http = boost::beast::http;
+    http::response<http::string_body> res{http::status::not_found, 11};
+    res.set(http::field::content_type, "text/plain");
+    res.body() = "no such virtual host\n";
+    *status = 404;
+    return conn.Write(res);
   }
 
   bool Respond(crawler::testing::HttpConnection& conn, uint32_t h,
@@ -186,12 +215,12 @@ class Server {
     return conn.Write(res);
   }
 
-  void Log(uint64_t start, uint64_t end, uint32_t h, int status,
+  void Log(uint64_t start, uint64_t end, const std::string& authority, int status,
            const std::string& target) {
     if (log_ == nullptr) return;
     std::lock_guard<std::mutex> lock(log_mu_);
-    std::fprintf(log_, "%llu %llu %u %d %s\n", static_cast<unsigned long long>(start),
-                 static_cast<unsigned long long>(end), site_.options().port + h, status,
+    std::fprintf(log_, "%llu %llu %s %d %s\n", static_cast<unsigned long long>(start),
+                 static_cast<unsigned long long>(end), authority.c_str(), status,
                  target.c_str());
     std::fflush(log_);
   }
@@ -213,7 +242,7 @@ int main(int argc, char** argv) {
       "tests/testsite/site.h)"};
   SiteOptions o;
   std::string log_path;
-  bool truth = false, seeds = false;
+  bool truth = false, seeds = false, resolve = false;
   app.add_option("--pages", o.pages, "pages over all hosts")
       ->check(CLI::Range(1u, 10'000'000u));
   app.add_option("--hosts", o.hosts, "hosts, on consecutive ports")
@@ -228,16 +257,25 @@ int main(int argc, char** argv) {
   app.add_option("--max-depth", o.max_depth, "truth: the crawl's max_depth");
   app.add_option("--max-redirects", o.max_redirects, "truth: the crawl's max_redirects");
   app.add_flag("--truth", truth, "print the URLs a correct crawl fetches, and exit");
+  app.add_option("--vhosts", o.vhost_domain,
+                 "virtual hosts h<N>.DOMAIN on one port, chosen by the Host header");
   app.add_flag("--seeds", seeds, "print every host's root URL, and exit");
+  app.add_flag(
+      "--resolve", resolve,
+      "virtual hosts: print NAME:PORT:127.0.0.1 lines (fetch.resolve), and exit");
   CLI11_PARSE(app, argc, argv);
 
-  if (truth || seeds) {
+  if (truth || seeds || resolve) {
     if (o.port == 0) {
-      std::fprintf(stderr, "crawler-testsite: --truth and --seeds need --port\n");
+      std::fprintf(stderr,
+                   "crawler-testsite: --truth, --seeds and --resolve need --port\n");
       return 2;
     }
     Site site(o);
-    if (seeds) {
+    if (resolve) {
+      for (uint32_t h = 0; h < o.hosts && site.virtual_hosts(); ++h)
+        std::printf("%s:127.0.0.1\n", site.Authority(h).c_str());
+    } else if (seeds) {
       for (uint32_t h = 0; h < o.hosts; ++h) std::printf("%s/\n", site.Origin(h).c_str());
     } else {
       for (const std::string& url : site.Truth()) std::printf("%s\n", url.c_str());
@@ -255,11 +293,12 @@ int main(int argc, char** argv) {
     }
   }
   uint16_t base = o.port;
-  std::vector<int> fds = BindPorts(o.hosts, &base);
+  uint32_t ports = o.vhost_domain.empty() ? o.hosts : 1;
+  std::vector<int> fds = BindPorts(ports, &base);
   if (fds.empty()) {
     std::fprintf(stderr,
                  "crawler-testsite: cannot listen on %u consecutive ports from %u\n",
-                 o.hosts, static_cast<unsigned>(o.port));
+                 ports, static_cast<unsigned>(o.port));
     return 1;
   }
   o.port = base;
@@ -268,7 +307,8 @@ int main(int argc, char** argv) {
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGPIPE, SIG_IGN);
   Server server(site, log, std::move(fds));
-  std::printf("listening %u %u\n", static_cast<unsigned>(base), o.hosts);
+  std::printf("listening %u %u %s\n", static_cast<unsigned>(base), o.hosts,
+              o.vhost_domain.empty() ? "ports" : o.vhost_domain.c_str());
   std::fflush(stdout);
   server.Run();
   if (log != nullptr) std::fclose(log);
