@@ -191,6 +191,16 @@ Status Publish(const std::string& out, const std::string& tmp) {
   return SyncDir(out);
 }
 
+// fsync(path); a file removed meanwhile is not an error (a cluster node
+// deletes a spill file once Redis has its URLs).
+Status FsyncIfPresent(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno == ENOENT ? Status::Ok() : IoError(path, "open");
+  int rc = ::fsync(fd);
+  ::close(fd);
+  return rc == 0 ? Status::Ok() : IoError(path, "fsync");
+}
+
 }  // namespace
 
 Result<CheckpointWritten> WriteCheckpoint(const std::string& out,
@@ -239,6 +249,8 @@ Result<CheckpointWritten> WriteCheckpoint(const std::string& out,
   }
   if (st.ok()) st = file("hosts.bin", src.write_hosts);
   if (st.ok() && src.has_outbox) st = file("outbox.txt", text(src.outbox));
+  for (size_t i = 0; st.ok() && i < src.outbox_spill.size(); ++i)
+    st = FsyncIfPresent(src.outbox_spill[i]);
   if (!st.ok()) return st;
   // The output the manifest points into must be on disk before it is.
   if (src.fsync_fd_warc >= 0 && ::fsync(src.fsync_fd_warc) != 0)

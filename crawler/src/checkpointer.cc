@@ -112,9 +112,12 @@ Status Checkpointer::Cut(bool fork_writer, uint64_t pages_done) {
   }
   figures_.sequence = info.sequence;
   if (p_.on_cut) {
-    std::optional<std::string> outbox = p_.on_cut(info.sequence);
+    std::optional<OutboxCut> outbox = p_.on_cut(info.sequence);
     src.has_outbox = outbox.has_value();
-    if (outbox) src.outbox = std::move(*outbox);
+    if (outbox) {
+      src.outbox = std::move(outbox->text);
+      src.outbox_spill = std::move(outbox->spill_files);
+    }
   }
   last_ = Clock::now();
   last_pages_ = pages_done;

@@ -50,7 +50,7 @@ class Checkpointer {
     std::function<void(CheckpointInfo*, bool running)> describe;
     // Optional: checkpoint `sequence` was cut (gate closed; returns the
     // outbox.txt to write, if any) / published.
-    std::function<std::optional<std::string>(uint64_t sequence)> on_cut;
+    std::function<std::optional<OutboxCut>(uint64_t sequence)> on_cut;
     std::function<void(uint64_t sequence)> on_published;
   };
   // `sequence`: of the last checkpoint written (0 for a new crawl).

@@ -33,13 +33,15 @@ uint32_t ShardOwner(const std::vector<std::string>& nodes, uint32_t shard) {
 }
 
 Cluster::Cluster(const Config& config, RedisAddress address, std::unique_ptr<Redis> redis,
-                 std::string token, uint64_t seed)
+                 std::string token, uint64_t seed, std::string out_dir)
     : cfg_(config.cluster),
       min_nodes_(config.cluster.min_nodes),
       address_(std::move(address)),
       token_(std::move(token)),
       seed_(seed),
-      redis_(std::move(redis)) {
+      redis_(std::move(redis)),
+      lag_(config.cluster.shards, 0),
+      spill_dir_(std::move(out_dir) + "/cluster-outbox") {
   figures_.node = cfg_.node;
   figures_.job = cfg_.job;
 }
@@ -62,7 +64,8 @@ std::string Cluster::StreamKey(uint32_t shard) const {
   return Key("s:" + std::to_string(shard));
 }
 
-Result<std::unique_ptr<Cluster>> Cluster::Join(const Config& config) {
+Result<std::unique_ptr<Cluster>> Cluster::Join(const Config& config,
+                                               const std::string& out_dir) {
   const ClusterConfig& c = config.cluster;
   auto address = ParseRedisUrl(c.redis);
   if (!address.ok()) return address.status();
@@ -110,7 +113,7 @@ Result<std::unique_ptr<Cluster>> Cluster::Join(const Config& config) {
       spdlog::info("cluster: node {} joined job {} at {}", c.node, c.job,
                    address->Text());
       return std::unique_ptr<Cluster>(
-          new Cluster(config, *address, std::move(redis).value(), token, seed));
+          new Cluster(config, *address, std::move(redis).value(), token, seed, out_dir));
     }
     if (verdict == "shards")
       return Refused(c.job, "it has " + detail +
@@ -272,16 +275,26 @@ bool Cluster::Quiet() const {
   return inbox_.empty() && inbox_ids_.empty() && queued_urls_ == 0 && admitting_ == 0;
 }
 
-std::string Cluster::OnCut(uint64_t sequence) {
+OutboxCut Cluster::OnCut(uint64_t sequence) {
+  MutexLock spill(spill_mu_);  // no batch is between RAM and a spill file now
   MutexLock lock(mu_);
   std::vector<Applied>& v = cut_[sequence];
   for (Applied& a : applied_) v.push_back(std::move(a));
   applied_.clear();
-  std::string outbox = kOutboxHeader;
-  for (const Batch& b : sending_) outbox += b.lines;
-  for (const Batch& b : full_) outbox += b.lines;
-  for (const auto& [shard, b] : outgoing_) outbox += b.lines;
-  return outbox;
+  OutboxCut out;
+  out.text = kOutboxHeader;
+  for (const Batch& b : sending_) out.text += b.lines;
+  for (const Batch& b : full_) out.text += b.lines;
+  for (const auto& [shard, b] : outgoing_) out.text += b.lines;
+  for (const auto& [shard, q] : held_)
+    for (const Batch& b : q) out.text += b.lines;
+  for (const auto& [shard, files] : spill_)
+    for (const SpillFile& f : files) out.spill_files.push_back(f.path);
+  if (!out.spill_files.empty()) out.spill_files.push_back(spill_dir_);  // their names
+  // Files read back before this cut: their URLs are in RAM above, or in Redis.
+  if (!drained_.empty()) drained_cut_[sequence] = std::move(drained_);
+  drained_.clear();
+  return out;
 }
 
 Status Cluster::RestoreOutbox(const std::string& text, const std::string& path) {
@@ -300,6 +313,13 @@ Status Cluster::RestoreOutbox(const std::string& text, const std::string& path) 
 }
 
 void Cluster::OnPublished(uint64_t sequence) {
+  {
+    MutexLock spill(spill_mu_);
+    for (auto it = drained_cut_.begin();
+         it != drained_cut_.end() && it->first <= sequence; it = drained_cut_.erase(it)) {
+      for (const std::string& path : it->second) std::remove(path.c_str());
+    }
+  }
   MutexLock lock(mu_);
   for (auto it = cut_.begin(); it != cut_.end() && it->first <= sequence;) {
     for (Applied& a : it->second) to_ack_.push_back(std::move(a));
@@ -308,9 +328,16 @@ void Cluster::OnPublished(uint64_t sequence) {
 }
 
 Cluster::Figures Cluster::figures() const {
+  uint64_t on_disk = 0;
+  {
+    MutexLock spill(spill_mu_);
+    on_disk = spilled_urls_;
+  }
   MutexLock lock(mu_);
   Figures f = figures_;
   f.urls_queued = queued_urls_;
+  f.urls_held = held_urls_;
+  f.urls_on_disk = on_disk;
   return f;
 }
 

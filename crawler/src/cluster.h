@@ -33,9 +33,23 @@
 // every node idle and sent == applied marks the job done (Mattern's
 // four-counter method: sums of monotone counters, double-checked).
 //
-// Redis lost mid-crawl: the node keeps crawling its own shards, keeps its
-// outbound batches in memory, retries with back-off and reports
-// "redis: down N s".
+// Backpressure (cluster_spill.cc). Every send returns the stream's lag (its
+// entries the owner has not read yet). A shard whose lag reached
+// cluster.max_lag_batches gets no more batches from this node: they wait in
+// RAM (held), and past cluster.outbox_ram_urls held URLs, on disk in
+// OUT/cluster-outbox/SHARD-N.txt (immutable files of outbox lines), until the
+// lag falls (re-read every 100 ms). Redis memory stays bounded by shards x
+// max_lag_batches entries however slow an owner is.
+//
+// Redis lost mid-crawl: the node keeps crawling its own shards, holds its
+// outbound batches the same way (RAM, then disk), retries with back-off and
+// reports "redis: down N s".
+//
+// Crash safety of the outbox: a checkpoint's outbox.txt holds every URL not
+// yet confirmed by Redis that is in RAM; the spill files hold the rest and
+// are fsynced by the checkpoint writer. A resumed node re-sends both (the
+// owners' filters drop what was sent twice). A spill file read back is
+// deleted only after a later checkpoint is published.
 //
 // Thread-safe. Ship/TakeInbox are called by workers inside a gate pass (they
 // take only this object's mutex, which the forked checkpoint writer never
@@ -57,6 +71,7 @@
 
 #include "base/mutex.h"
 #include "base/status.h"
+#include "crawler/checkpoint.h"
 #include "crawler/config.h"
 #include "frontier/frontier.h"
 #include "redis.h"
@@ -74,7 +89,9 @@ class Cluster {
 
   // Connects and joins the job. Errors: Redis unreachable (kIoError, naming
   // the address), a refusal (kInvalidArgument, naming the reason).
-  static Result<std::unique_ptr<Cluster>> Join(const Config& config);
+  // `out_dir`: the crawl's output (the spill files go in OUT/cluster-outbox).
+  static Result<std::unique_ptr<Cluster>> Join(const Config& config,
+                                               const std::string& out_dir);
   ~Cluster();
   Cluster(const Cluster&) = delete;
   Cluster& operator=(const Cluster&) = delete;
@@ -107,11 +124,15 @@ class Cluster {
   // another node, not yet confirmed by Redis. The rule it keeps: a page
   // counts as done in a checkpoint only once its links are durable, in
   // Redis or in that checkpoint.
-  std::string OnCut(uint64_t sequence) EXCLUDES(mu_);
+  // Also names the spill files the checkpoint writer must fsync.
+  OutboxCut OnCut(uint64_t sequence) EXCLUDES(mu_, spill_mu_);
   // A resumed node's outbox, queued to be sent again (duplicates are
   // dropped by the owners' filters). Errors: a malformed file.
   [[nodiscard]] Status RestoreOutbox(const std::string& text, const std::string& path);
-  void OnPublished(uint64_t sequence) EXCLUDES(mu_);
+  // A resumed node's spill files, taken back as they are (a torn last line,
+  // written after the last checkpoint, is cut off). Errors: a malformed file.
+  [[nodiscard]] Status RestoreSpill() EXCLUDES(mu_, spill_mu_);
+  void OnPublished(uint64_t sequence) EXCLUDES(mu_, spill_mu_);
 
   Figures figures() const EXCLUDES(mu_);
   // The crawl's own figures, published with the node's (cluster-stats).
@@ -128,15 +149,36 @@ class Cluster {
     uint32_t shard;
     std::string id;
   };
+  struct SpillFile {
+    std::string path;
+    uint64_t urls = 0;    // lines in the file
+    uint64_t offset = 0;  // bytes read back (and sent) so far
+  };
 
   Cluster(const Config& config, RedisAddress address, std::unique_ptr<Redis> redis,
-          std::string token, uint64_t seed);
+          std::string token, uint64_t seed, std::string out_dir);
   std::string Key(const std::string& suffix) const;
   std::string StreamKey(uint32_t shard) const;
   void Loop();
   // One round of the exchange thread; false: the connection broke.
   bool Round(bool* did_something);
   bool SendDue(bool flush_all, bool* did_something);
+  // Backpressure (cluster_spill.cc). Picks the batches to send now (due,
+  // then in sending_): held ones first, then new ones, up to each shard's
+  // room under max_lag_batches; the rest is held. Then spill files of shards
+  // with room left are read back.
+  void Select(bool flush_all, std::vector<Batch>* due) EXCLUDES(mu_, spill_mu_);
+  void TakeNew(bool flush_all, std::vector<Batch>* fresh) REQUIRES(mu_);
+  void Hold(Batch b) REQUIRES(mu_);
+  uint64_t Room(uint32_t shard) const;
+  // Redis down: every due batch is held.
+  void HoldAll() EXCLUDES(mu_);
+  // Held URLs over outbox_ram_urls: all held batches go to new spill files.
+  void SpillIfOver() EXCLUDES(mu_, spill_mu_);
+  // Up to `max` batches of `shard` from its spill files.
+  std::vector<Batch> ReadSpill(uint32_t shard, uint64_t max) REQUIRES(spill_mu_);
+  // Re-reads the lag of shards with batches waiting (every 100 ms).
+  bool RefreshLag();
   bool Receive(bool pending, bool* did_something);
   bool AckPublished();
   bool Heartbeat();
@@ -161,11 +203,20 @@ class Cluster {
   std::vector<uint32_t> my_shards_;
   std::function<bool()> local_idle_;
 
+  // Lock order: spill_mu_, then mu_ (workers take mu_ only).
+  mutable Mutex spill_mu_ ACQUIRED_BEFORE(mu_);
   mutable Mutex mu_;
   std::map<uint32_t, Batch> outgoing_ GUARDED_BY(mu_);  // filling, by shard
   std::vector<Batch> full_ GUARDED_BY(mu_);             // batch_urls reached: to send
   std::vector<Batch> sending_
       GUARDED_BY(mu_);  // taken by the exchange thread, unconfirmed
+  std::map<uint32_t, std::deque<Batch>> held_ GUARDED_BY(mu_);  // over the lag limit
+  uint64_t held_urls_ GUARDED_BY(mu_) = 0;
+  std::map<uint32_t, std::deque<SpillFile>> spill_ GUARDED_BY(spill_mu_);
+  uint64_t spilled_urls_ GUARDED_BY(spill_mu_) = 0;  // not yet read back
+  uint64_t spill_files_made_ GUARDED_BY(spill_mu_) = 0;
+  std::vector<std::string> drained_ GUARDED_BY(spill_mu_);  // read back, not cut
+  std::map<uint64_t, std::vector<std::string>> drained_cut_ GUARDED_BY(spill_mu_);
   uint64_t queued_urls_ GUARDED_BY(mu_) = 0;
   uint32_t admitting_ GUARDED_BY(mu_) = 0;
   std::vector<frontier::UrlEntry> inbox_ GUARDED_BY(mu_);
@@ -178,7 +229,10 @@ class Cluster {
   std::atomic<bool> done_{false}, stop_{false};
   std::atomic<uint64_t> sent_batches_{0}, applied_batches_{0};
   // The exchange thread's.
-  std::chrono::steady_clock::time_point down_since_{}, last_beat_{}, last_state_{};
+  std::chrono::steady_clock::time_point down_since_{}, last_beat_{}, last_state_{},
+      last_lag_{};
+  std::vector<uint64_t> lag_;  // by shard: the last lag seen, plus batches sent since
+  const std::string spill_dir_;
   std::thread thread_;
 };
 

@@ -30,7 +30,13 @@ void Cluster::Loop() {
           figures_.redis_down_s = down;
         }
         spdlog::warn("redis: down {:.0f} s ({}); retrying", down, st.message());
-        std::this_thread::sleep_for(backoff);
+        // Meanwhile outbound batches are held (RAM, then spill files).
+        for (auto slept = std::chrono::milliseconds(0); slept < backoff && !stop_.load();
+             slept += std::chrono::milliseconds(100)) {
+          HoldAll();
+          SpillIfOver();
+          std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
         backoff = std::min(backoff * 2, std::chrono::milliseconds(2000));
         continue;
       }
@@ -88,27 +94,12 @@ bool Cluster::Round(bool* did) {
 }
 
 bool Cluster::SendDue(bool flush_all, bool* did) {
+  if (!RefreshLag()) return false;
   std::vector<Batch> due;
-  {
-    MutexLock lock(mu_);
-    due.swap(full_);
-    auto now = SteadyClock::now();
-    for (auto it = outgoing_.begin(); it != outgoing_.end();) {
-      Batch& b = it->second;
-      if (flush_all || now - b.first >= std::chrono::milliseconds(cfg_.batch_ms)) {
-        due.push_back(std::move(b));
-        it = outgoing_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-  }
+  Select(flush_all, &due);  // also in sending_: in the outbox of a cut meanwhile
+  SpillIfOver();
   if (due.empty()) return true;
   *did = true;
-  {
-    MutexLock lock(mu_);
-    sending_ = due;  // in the outbox of a checkpoint cut meanwhile
-  }
   std::vector<std::vector<std::string>> cmds;
   for (const Batch& b : due) {
     cmds.push_back({"EVAL", kSendScript, "2", StreamKey(b.shard), Key("sent"),
@@ -121,15 +112,19 @@ bool Cluster::SendDue(bool flush_all, bool* did) {
   MutexLock lock(mu_);
   sending_.clear();
   if (!ok) {
-    // Unconfirmed: kept for the next connection (a batch Redis did take is
+    // Unconfirmed: held for the next connection (a batch Redis did take is
     // then sent twice; its owner's filter drops the copies).
-    for (Batch& b : due) full_.push_back(std::move(b));
+    for (Batch& b : due) Hold(std::move(b));
     return false;
   }
-  for (const Batch& b : due) {
+  for (size_t i = 0; i < due.size(); ++i) {
+    const Batch& b = due[i];
     queued_urls_ -= b.urls;
     figures_.urls_sent += b.urls;
     ++figures_.batches_sent;
+    const redisReply* lag = Element((*replies)[i].raw(), 1);
+    if (lag != nullptr && lag->type == REDIS_REPLY_INTEGER)
+      lag_[b.shard] = static_cast<uint64_t>(std::max<long long>(0, lag->integer));
   }
   return true;
 }

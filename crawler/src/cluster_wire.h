@@ -58,11 +58,33 @@ if redis.call('exists', KEYS[2]) == 1 then return redis.call('smembers', KEYS[1]
 return false
 )lua";
 
+// A stream's lag: its entries not yet delivered to the group "owners" (all
+// of them before the owner made the group). Acknowledged entries are trimmed
+// at once, so XLEN - pending is what the owner has not read.
+#define CRAWLER_LUA_LAG                                  \
+  "local function lag(key)\n"                            \
+  "  local len = redis.call('xlen', key)\n"              \
+  "  local p = redis.pcall('xpending', key, 'owners')\n" \
+  "  if type(p) == 'table' and p.err == nil then\n"      \
+  "    return len - p[1]\n"                              \
+  "  end\n"                                              \
+  "  return len\n"                                       \
+  "end\n"
+
 // Send one batch. KEYS: stream, sent. ARGV: payload, urls, raw length, node.
-inline constexpr const char* kSendScript = R"lua(
+// Returns {batches sent by all nodes, the stream's lag}.
+inline constexpr const char* kSendScript = CRAWLER_LUA_LAG R"lua(
 redis.call('xadd', KEYS[1], '*', 'z', ARGV[1], 'n', ARGV[2], 'b', ARGV[3], 'from', ARGV[4])
-return redis.call('incr', KEYS[2])
+return {redis.call('incr', KEYS[2]), lag(KEYS[1])}
 )lua";
+
+// The lag of each stream in KEYS.
+inline constexpr const char* kLagScript = CRAWLER_LUA_LAG R"lua(
+local out = {}
+for i = 1, #KEYS do out[i] = lag(KEYS[i]) end
+return out
+)lua";
+#undef CRAWLER_LUA_LAG
 
 // Receive new entries. KEYS: state, delivered, streams... ARGV: node, count.
 // Counting the delivery and marking this node busy happen atomically with

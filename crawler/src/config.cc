@@ -342,6 +342,12 @@ std::vector<Key> ClusterKeys() {
       DoubleKey(
           "cluster", "heartbeat_s",
           [](Config & c) -> auto& { return c.cluster.heartbeat_s; }, 0.1, 3600),
+      IntKey<uint32_t>(
+          "cluster", "max_lag_batches",
+          [](Config & c) -> auto& { return c.cluster.max_lag_batches; }, 1, 10000000),
+      IntKey<uint64_t>(
+          "cluster", "outbox_ram_urls",
+          [](Config & c) -> auto& { return c.cluster.outbox_ram_urls; }, 0, kMax64),
   };
 }
 

@@ -98,7 +98,7 @@ Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
   if (!stats.ok()) return stats.status();
   m->stats = std::move(stats).value();
   if (!config.cluster.redis.empty()) {
-    auto cluster = Cluster::Join(config);
+    auto cluster = Cluster::Join(config, out);
     if (!cluster.ok()) return cluster.status();
     m->cluster = std::move(cluster).value();
   }
@@ -108,7 +108,7 @@ Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
       Checkpointer::Parts{
           m->gate, *m->filter, *m->frontier, m->hosts, *m->log, *m->warc, *m->stats,
           [raw](CheckpointInfo* info, bool running) { raw->Describe(info, running); },
-          [raw](uint64_t seq) -> std::optional<std::string> {
+          [raw](uint64_t seq) -> std::optional<OutboxCut> {
             if (!raw->cluster) return std::nullopt;
             return raw->cluster->OnCut(seq);
           },

@@ -133,6 +133,8 @@ Status Restore(Crawl::Impl& m, LoadedCheckpoint& cp) {
   if (m.cluster) {
     st = m.cluster->RestoreOutbox(cp.outbox, cp.dir + "/outbox.txt");
     if (!st.ok()) return st;
+    st = m.cluster->RestoreSpill();
+    if (!st.ok()) return st;
   }
   spdlog::info(
       "resumed from {} (checkpoint {}): {} URLs queued ({} were in flight), {} hosts",

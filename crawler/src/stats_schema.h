@@ -108,16 +108,19 @@ struct ClusterReport {
   uint64_t nodes = 0, shards_owned = 0;
   uint64_t urls_sent = 0, batches_sent = 0;         // confirmed by Redis
   uint64_t urls_received = 0, batches_applied = 0;  // from other nodes, admitted here
-  uint64_t urls_queued = 0;                         // waiting to be sent
-  uint64_t malformed = 0;                           // stream entries skipped
-  double redis_down_s = 0;                          // 0: connected
+  uint64_t urls_queued = 0;                         // waiting to be sent (all)
+  uint64_t urls_held = 0;     // of those: for shards over their lag limit, in RAM
+  uint64_t urls_on_disk = 0;  // of those: in spill files (OUT/cluster-outbox)
+  uint64_t malformed = 0;     // stream entries skipped
+  double redis_down_s = 0;    // 0: connected
   uint64_t pages = 0;
   double pages_per_s = 0;  // over the last minute
   double updated_unix = 0;
 };
 // clang-format off
 BOOST_DESCRIBE_STRUCT(ClusterReport, (), (node, job, nodes, shards_owned, urls_sent,
-    batches_sent, urls_received, batches_applied, urls_queued, malformed, redis_down_s,
+    batches_sent, urls_received, batches_applied, urls_queued, urls_held, urls_on_disk,
+    malformed, redis_down_s,
     pages, pages_per_s, updated_unix))
 // clang-format on
 

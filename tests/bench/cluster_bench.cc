@@ -105,8 +105,9 @@ int main(int argc, char** argv) {
   Config cb = ca;
   ca.cluster.node = "a";
   cb.cluster.node = "b";
-  auto a = Cluster::Join(ca);
-  auto b = Cluster::Join(cb);
+  // Out dirs: only spill files would go there (none at these lags).
+  auto a = Cluster::Join(ca, "/tmp/cluster-bench-a");
+  auto b = Cluster::Join(cb, "/tmp/cluster-bench-b");
   if (!a.ok() || !b.ok()) {
     std::fprintf(stderr, "join: %s\n",
                  (!a.ok() ? a.status() : b.status()).message().c_str());

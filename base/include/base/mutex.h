@@ -23,6 +23,7 @@
 #define PT_GUARDED_BY(x) CRAWLER_TSA(pt_guarded_by(x))
 #define REQUIRES(...) CRAWLER_TSA(requires_capability(__VA_ARGS__))
 #define EXCLUDES(...) CRAWLER_TSA(locks_excluded(__VA_ARGS__))
+#define ACQUIRED_BEFORE(...) CRAWLER_TSA(acquired_before(__VA_ARGS__))
 #define ACQUIRE(...) CRAWLER_TSA(acquire_capability(__VA_ARGS__))
 #define RELEASE(...) CRAWLER_TSA(release_capability(__VA_ARGS__))
 #define TRY_ACQUIRE(...) CRAWLER_TSA(try_acquire_capability(__VA_ARGS__))

@@ -64,6 +64,13 @@ struct CheckpointInfo {
   boost::json::object stats;  // the stats report at the cut
 };
 
+// A cluster node's outbox at a cut: outbox.txt's text, and the spill files
+// that hold the rest (crawler/src/cluster.h).
+struct OutboxCut {
+  std::string text;
+  std::vector<std::string> spill_files;
+};
+
 struct CheckpointSources {
   const dedup::Filter* filter = nullptr;
   const frontier::Frontier* frontier = nullptr;
@@ -71,6 +78,10 @@ struct CheckpointSources {
   std::function<Status(std::FILE*, const std::string& path)> write_hosts;
   std::string outbox;  // outbox.txt's contents (a cluster node's; else empty)
   bool has_outbox = false;
+  // A cluster node's spill files (OUT/cluster-outbox/) that hold the rest of
+  // its outbox (and their directory): fsynced before the manifest (a file gone
+  // meanwhile was sent).
+  std::vector<std::string> outbox_spill;
   frontier::Clock::time_point cut{};
   int fsync_fd_warc = -1;  // fsynced before the checkpoint becomes visible
   int fsync_fd_log = -1;

@@ -66,6 +66,12 @@ struct ClusterConfig {
   uint32_t batch_urls = 256;  // URLs per stream entry at most ...
   uint32_t batch_ms = 20;     // ... or this long, whichever comes first
   double heartbeat_s = 2;     // a node is dead after 3 heartbeats without one
+  // Backpressure: a shard's stream entries its owner has not read yet; at
+  // this many, this node keeps further batches for that shard ...
+  uint32_t max_lag_batches = 1000;
+  // ... in RAM up to this many URLs (all shards, and while Redis is down),
+  // then on disk in OUT/cluster-outbox/.
+  uint64_t outbox_ram_urls = 1000000;
 };
 
 struct Config {
