@@ -324,7 +324,11 @@ TEST_CASE(
       dir, redis, "lag",
       resolve + " --set frontier.min_delay_s=0.05 --set cluster.batch_urls=16" +
           " --set cluster.max_lag_batches=" + std::to_string(kLimit) +
-          " --set cluster.outbox_ram_urls=10");
+          " --set cluster.outbox_ram_urls=10"
+          // n2's transfers open at SIGSTOP must not time out at SIGCONT (a
+          // timed-out page's links would be missing from the truth set)
+          " --set fetch.timeout_s=300 --set fetch.connect_timeout_s=300"
+          " --set fetch.low_speed_time_s=300");
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // started
   auto spill_files = [&dir] {
     size_t n = 0;
