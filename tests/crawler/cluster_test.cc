@@ -129,6 +129,16 @@ std::string NodeCommand(const std::string& dir, const std::string& redis,
 
 const std::vector<std::string> kNodes = {"n1", "n2", "n3"};
 
+// Entries in `dir` (0 if it does not exist).
+size_t FilesIn(const std::string& dir) {
+  size_t n = 0;
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator(dir, ec);
+       !ec && it != std::filesystem::directory_iterator(); ++it)
+    ++n;
+  return n;
+}
+
 // The testsite flags for a 200-host site on virtual hosts: one port, the Host
 // header picks the host (h0.site.test ... h199.site.test).
 std::string VirtualHosts(unsigned pages) {
@@ -284,14 +294,8 @@ TEST_CASE(
   // RAM), and were read back: none is left once the crawl is over.
   CHECK_THAT(logs, Catch::Contains("spilled to"));
   for (const std::string& n : kNodes) {
-    std::string spill = dir + "/" + n + "/cluster-outbox";
-    size_t left = 0;
-    std::error_code ec;
-    for (auto it = std::filesystem::directory_iterator(spill, ec);
-         !ec && it != std::filesystem::directory_iterator(); ++it)
-      ++left;
-    INFO(spill);
-    CHECK(left == 0);
+    INFO(n);
+    CHECK(FilesIn(dir + "/" + n + "/cluster-outbox") == 0);
   }
   CheckUnionIsTruth(dir, truth);
 }
@@ -330,14 +334,7 @@ TEST_CASE(
           " --set fetch.timeout_s=300 --set fetch.connect_timeout_s=300"
           " --set fetch.low_speed_time_s=300");
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // started
-  auto spill_files = [&dir] {
-    size_t n = 0;
-    std::error_code ec;
-    for (auto it = std::filesystem::directory_iterator(dir + "/n1/cluster-outbox", ec);
-         !ec && it != std::filesystem::directory_iterator(); ++it)
-      ++n;
-    return n;
-  };
+  auto spill_files = [&dir] { return FilesIn(dir + "/n1/cluster-outbox"); };
   ::kill(nodes[1], SIGSTOP);  // n2 reads nothing for 3 s, or until n1 spilled
   long max_lag = 0;
   for (int i = 0; i < 600 && (i < 60 || spill_files() == 0); ++i) {
