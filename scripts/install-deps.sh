@@ -13,7 +13,7 @@ packages=(
   libxxhash-dev libspdlog-dev catch2 libtomlplusplus-dev libcli11-dev libssl-dev
   zlib1g-dev libhiredis-dev redis-server
   clang libclang-rt-14-dev clang-format
-  python3 chromium
+  python3 python3-prometheus-client chromium
 )
 if [ "${1:-}" = "--bench" ]; then
   packages+=(nginx wget python3-scrapy time)

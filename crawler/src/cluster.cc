@@ -46,6 +46,11 @@ Cluster::Cluster(const Config& config, RedisAddress address, std::unique_ptr<Red
   figures_.job = cfg_.job;
 }
 
+Cluster::Health Cluster::health() const {
+  MutexLock lock(mu_);
+  return health_;
+}
+
 void Cluster::SetCrawlFigures(uint64_t pages, double pages_per_s) {
   MutexLock lock(mu_);
   figures_.pages = pages;

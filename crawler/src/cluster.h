@@ -57,6 +57,7 @@
 #ifndef CRAWLER_CLUSTER_H_
 #define CRAWLER_CLUSTER_H_
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -86,6 +87,16 @@ uint32_t ShardOwner(const std::vector<std::string>& nodes, uint32_t shard);
 class Cluster {
  public:
   using Figures = ClusterReport;
+  // For the metrics (metrics.h): the upper bounds of the Redis round-trip
+  // histogram's buckets, in seconds.
+  static constexpr std::array<double, 10> kRttBounds = {
+      0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1};
+  struct Health {
+    std::vector<std::pair<uint32_t, uint64_t>> owned_lag;   // shard, unread entries
+    std::array<uint64_t, kRttBounds.size()> rtt_buckets{};  // by bucket, not cumulative
+    uint64_t rtt_count = 0;
+    double rtt_sum_s = 0;
+  };
 
   // Connects and joins the job. Errors: Redis unreachable (kIoError, naming
   // the address), a refusal (kInvalidArgument, naming the reason).
@@ -135,6 +146,8 @@ class Cluster {
   void OnPublished(uint64_t sequence) EXCLUDES(mu_, spill_mu_);
 
   Figures figures() const EXCLUDES(mu_);
+  // Read at every heartbeat: owned shards' lag, the heartbeat's round trip.
+  Health health() const EXCLUDES(mu_);
   // The crawl's own figures, published with the node's (cluster-stats).
   void SetCrawlFigures(uint64_t pages, double pages_per_s) EXCLUDES(mu_);
 
@@ -225,6 +238,7 @@ class Cluster {
   std::map<uint64_t, std::vector<Applied>> cut_ GUARDED_BY(mu_);  // by sequence
   std::vector<Applied> to_ack_ GUARDED_BY(mu_);  // published: to acknowledge
   Figures figures_ GUARDED_BY(mu_);
+  Health health_ GUARDED_BY(mu_);
 
   std::atomic<bool> done_{false}, stop_{false};
   std::atomic<uint64_t> sent_batches_{0}, applied_batches_{0};

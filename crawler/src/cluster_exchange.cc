@@ -260,11 +260,37 @@ bool Cluster::Heartbeat() {
   f.updated_unix =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
           .count();
-  auto r = redis_->Pipeline(
-      {{"SET", Key("alive:" + cfg_.node), token_, "PX",
-        std::to_string(static_cast<int64_t>(cfg_.heartbeat_s * 3000))},
-       {"HSET", Key("stats"), cfg_.node, json::serialize(json::value_from(f))}});
-  return r.ok() && !(*r)[0].IsError();
+  std::vector<std::vector<std::string>> cmds = {
+      {"SET", Key("alive:" + cfg_.node), token_, "PX",
+       std::to_string(static_cast<int64_t>(cfg_.heartbeat_s * 3000))},
+      {"HSET", Key("stats"), cfg_.node, json::serialize(json::value_from(f))}};
+  if (!my_shards_.empty()) {  // the owned shards' lag, for the metrics
+    cmds.push_back({"EVAL", kLagScript, std::to_string(my_shards_.size())});
+    for (uint32_t s : my_shards_) cmds.back().push_back(StreamKey(s));
+  }
+  auto start = SteadyClock::now();
+  auto r = redis_->Pipeline(cmds);
+  double rtt = std::chrono::duration<double>(SteadyClock::now() - start).count();
+  if (!r.ok() || (*r)[0].IsError()) return false;
+  MutexLock lock(mu_);
+  size_t bucket = 0;
+  while (bucket < kRttBounds.size() && rtt > kRttBounds[bucket]) ++bucket;
+  if (bucket < kRttBounds.size()) ++health_.rtt_buckets[bucket];
+  ++health_.rtt_count;
+  health_.rtt_sum_s += rtt;
+  const redisReply* lags = r->size() > 2 ? (*r)[2].raw() : nullptr;
+  if (lags != nullptr && lags->type == REDIS_REPLY_ARRAY &&
+      lags->elements == my_shards_.size()) {
+    health_.owned_lag.clear();
+    for (size_t i = 0; i < my_shards_.size(); ++i) {
+      const redisReply* e = lags->element[i];
+      uint64_t lag = e->type == REDIS_REPLY_INTEGER && e->integer > 0
+                         ? static_cast<uint64_t>(e->integer)
+                         : 0;
+      health_.owned_lag.emplace_back(my_shards_[i], lag);
+    }
+  }
+  return true;
 }
 
 bool Cluster::Publish() {

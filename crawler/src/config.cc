@@ -304,6 +304,21 @@ std::vector<Key> CheckpointKeys() {
   };
 }
 
+std::vector<Key> MetricsKeys() {
+  return {StringKey(
+      "metrics", "listen", [](Config & c) -> auto& { return c.metrics.listen; },
+      [](const std::string& v) {
+        size_t colon = v.rfind(':');
+        std::string port = colon == std::string::npos ? "" : v.substr(colon + 1);
+        bool ok =
+            v.empty() || (colon > 0 && !port.empty() && port.size() <= 5 &&
+                          port.find_first_not_of("0123456789") == std::string::npos &&
+                          std::stoul(port) <= 65535);
+        return ok ? std::string()
+                  : std::string("must be HOST:PORT (as 127.0.0.1:9464) or empty");
+      })};
+}
+
 std::vector<Key> ClusterKeys() {
   return {
       StringKey(
@@ -356,7 +371,7 @@ const std::vector<Key>& Schema() {
   static const std::vector<Key> keys = [] {
     std::vector<Key> all;
     for (auto part : {CrawlKeys, FetchKeys, FrontierKeys, DedupKeys, UrlKeys, OutputKeys,
-                      CheckpointKeys, ClusterKeys}) {
+                      CheckpointKeys, ClusterKeys, MetricsKeys}) {
       for (Key& k : part()) all.push_back(std::move(k));
     }
     return all;

@@ -34,6 +34,10 @@ class Counters {
      : c == 3 ? summary_.status_3xx
      : c == 4 ? summary_.status_4xx
               : summary_.status_5xx)++;
+    (c == 2   ? summary_.bytes_2xx
+     : c == 3 ? summary_.bytes_3xx
+     : c == 4 ? summary_.bytes_4xx
+              : summary_.bytes_5xx) += r.body.size();
   }
   void Add(uint64_t CrawlSummary::*field, uint64_t n = 1) EXCLUDES(mu_) {
     if (n == 0) return;

@@ -58,6 +58,18 @@ StatsReport Crawl::Impl::Report(bool running) {
   return r;
 }
 
+void Crawl::Impl::PublishMetrics(bool running) {
+  if (!metrics) return;
+  auto start = Clock::now();
+  StatsReport r = Report(running);
+  Cluster::Health health;
+  if (cluster) health = cluster->health();
+  std::string text = RenderMetrics(
+      {r, cluster ? &health : nullptr, metrics->render_s_total(), metrics->renders()});
+  metrics->Publish(std::move(text),
+                   std::chrono::duration<double>(Clock::now() - start).count());
+}
+
 void Crawl::Impl::Describe(CheckpointInfo* info, bool running) {
   info->elapsed_s = Elapsed();
   info->config_toml = ConfigToToml(config);
@@ -101,6 +113,11 @@ Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
     auto cluster = Cluster::Join(config, out);
     if (!cluster.ok()) return cluster.status();
     m->cluster = std::move(cluster).value();
+  }
+  if (!config.metrics.listen.empty()) {
+    auto metrics = MetricsServer::Start(config.metrics.listen);
+    if (!metrics.ok()) return metrics.status();
+    m->metrics = std::move(metrics).value();
   }
   Crawl::Impl* raw = m.get();
   m->checkpointer = std::make_unique<Checkpointer>(
@@ -216,6 +233,7 @@ Status Supervise(Crawl::Impl& m, const std::atomic<bool>& stop,
       st = m.checkpointer->Cut(true, m.counters.PagesDone());
       if (!st.ok()) return st;
     }
+    if (m.metrics && m.metrics->Wanted()) m.PublishMetrics(true);
     if (now - last_stats >= std::chrono::seconds(2)) {
       last_stats = now;
       st = m.stats->Write(m.Report(true));
@@ -246,6 +264,7 @@ Result<CrawlSummary> Finish(Crawl::Impl& m, bool stopped, Clock::time_point star
   if (st.ok()) st = m.checkpointer->Cut(false, s.fetched + s.failed);
   if (st.ok()) st = m.stats->Write(m.Report(false));
   if (!st.ok()) return st;
+  m.PublishMetrics(false);
   return s;
 }
 
@@ -257,6 +276,7 @@ Result<CrawlSummary> Crawl::Run(const std::atomic<bool>& stop, const ProgressFn&
   auto start = Clock::now();
   m.run_start = start;
   (void)m.Report(true);  // primes the FPR estimate the workers use
+  m.PublishMetrics(true);
   bool fresh = !m.seeds.empty() && m.resume_robots.empty();
   Status st;
   if (m.cluster) {
@@ -286,6 +306,11 @@ Result<CrawlSummary> Crawl::Run(const std::atomic<bool>& stop, const ProgressFn&
   if (!st.ok()) m.state.Fail(st);
   if (m.state.failed()) return m.state.error();
   return Finish(m, stop.load() || m.state.max_pages_hit.load(), start);
+}
+
+std::string Crawl::MetricsUrl() const {
+  const Impl& m = *impl_;
+  return m.metrics ? m.metrics->url() : std::string();
 }
 
 CrawlProgress Crawl::Progress() const {

@@ -15,6 +15,7 @@
 #include "fetch_log.h"
 #include "gate.h"
 #include "host_table.h"
+#include "metrics.h"
 #include "scope.h"
 #include "stats_writer.h"
 #include "worker.h"
@@ -45,7 +46,8 @@ struct Crawl::Impl {
   std::unique_ptr<StatsWriter> stats;
   std::unique_ptr<Checkpointer> checkpointer;
   std::vector<std::unique_ptr<Worker>> workers;
-  std::unique_ptr<Cluster> cluster;  // [cluster] set: this node of the job
+  std::unique_ptr<Cluster> cluster;        // [cluster] set: this node of the job
+  std::unique_ptr<MetricsServer> metrics;  // [metrics] listen set (stopped first)
 
   std::vector<std::string> seeds;                 // a new crawl's, until admitted
   std::vector<RobotsFetchToStart> resume_robots;  // a resumed crawl's
@@ -55,6 +57,8 @@ struct Crawl::Impl {
 
   double Elapsed() const;
   StatsReport Report(bool running);
+  // Run thread: renders the metrics text for the scrapes waiting (metrics.h).
+  void PublishMetrics(bool running);
   void Describe(CheckpointInfo* info, bool running);
 };
 

@@ -155,6 +155,8 @@ int RunCrawl(const std::string& seeds_path, const std::string& config_path,
     }
     spdlog::info("crawl of {} seeds into {} started", seeds->urls.size(), out);
   }
+  if (std::string m = (*crawl)->MetricsUrl(); !m.empty())
+    std::fprintf(stderr, "crawler: metrics: serving %s\n", m.c_str());
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGUSR1, OnCheckpointSignal);

@@ -74,6 +74,11 @@ struct ClusterConfig {
   uint64_t outbox_ram_urls = 1000000;
 };
 
+// [metrics]: Prometheus metrics (crawler/src/metrics.h).
+struct MetricsConfig {
+  std::string listen;  // "HOST:PORT" serves GET /metrics there; empty: off
+};
+
 struct Config {
   CrawlConfig crawl;
   FetchConfig fetch;
@@ -84,6 +89,7 @@ struct Config {
   OutputConfig output;
   CheckpointConfig checkpoint;
   ClusterConfig cluster;
+  MetricsConfig metrics;
 };
 
 // Defaults, then `path` (if not empty), then each "section.key=value" of

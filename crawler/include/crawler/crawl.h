@@ -48,7 +48,8 @@ struct CrawlCounts {
   uint64_t filter_full = 0;         // links refused: a fixed-size filter was full
   uint64_t too_many_redirects = 0;  // redirect targets past fetch.max_redirects
   uint64_t bytes = 0;               // body bytes received
-  uint64_t spilled = 0;             // URLs the frontier wrote to disk (memory bound)
+  uint64_t bytes_2xx = 0, bytes_3xx = 0, bytes_4xx = 0, bytes_5xx = 0;  // of those
+  uint64_t spilled = 0;  // URLs the frontier wrote to disk (memory bound)
   std::map<std::string, uint64_t> errors;  // by FetchErrorName: failures and truncations
 };
 
@@ -98,6 +99,8 @@ class Crawl {
                                                std::string* warning);
   static const std::vector<std::string>& ResumableKeys();
   CrawlProgress Progress() const;
+  // "http://HOST:PORT/metrics" when [metrics] listen is set, else "".
+  std::string MetricsUrl() const;
 
   struct Impl;  // the parts (crawler/src/crawl_impl.h)
 

@@ -1,0 +1,123 @@
+// /metrics ([metrics] listen) of the real `crawler` binary crawling the real
+// crawler-testsite: scraped over HTTP mid-crawl and parsed by an independent
+// reader (prometheus_client); the figures agree with each other and with the
+// crawl's own fetch log. Bad listen addresses are setup errors naming the key.
+// (The cluster figures are checked in cluster_test.cc, with a real Redis.)
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <string>
+
+#include "crawl_output.h"
+#include "metrics_scrape.h"
+#include "run_command.h"
+#include "testsite_process.h"
+
+namespace crawler::engine {
+namespace {
+
+using testing::AttemptedUrls;
+using testing::CommandResult;
+using testing::MetricsUrl;
+using testing::ReadText;
+using testing::RunCommand;
+using testing::Scrape;
+using testing::Scraped;
+using testing::Spawn;
+using testing::StatusLineOf;
+using testing::TempDir;
+using testing::TestSite;
+using testing::WaitExitFor;
+
+TEST_CASE(
+    "Metrics: /metrics mid-crawl parses as Prometheus text and agrees with the crawl",
+    "[engine][metrics]") {
+  std::string dir = TempDir("metrics");
+  TestSite site("--pages 300 --hosts 3 --slow-ms 10 --delay-ms 20",
+                dir + "/requests.log");
+  site.WriteSeeds(dir + "/seeds.txt");
+  pid_t pid = Spawn(std::string(CRAWLER_BINARY) + " crawl --seeds " + dir +
+                        "/seeds.txt --out " + dir +
+                        "/out --set metrics.listen=127.0.0.1:0 "
+                        "--set frontier.min_delay_s=0.03 --set checkpoint.interval_s=1",
+                    dir + "/crawl.out");
+  std::string url = MetricsUrl(dir + "/crawl.out");
+  INFO(ReadText(dir + "/crawl.out"));
+  REQUIRE(url.rfind("http://127.0.0.1:", 0) == 0);
+
+  Scraped first = Scrape(url);
+  INFO(first.error);
+  REQUIRE(first.ok);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  Scraped second = Scrape(url);
+  INFO(second.error);
+  REQUIRE(second.ok);
+  CHECK(StatusLineOf(url, "/other").rfind("HTTP/1.0 404", 0) == 0);
+
+  CHECK(second.content_type.rfind("text/plain; version=0.0.4", 0) == 0);
+  // The families the issue names, each with its type (prometheus_client
+  // names a counter's family without "_total").
+  const std::map<std::string, std::string> expected = {
+      {"crawler_pages", "counter"},
+      {"crawler_fetched_bytes", "counter"},
+      {"crawler_fetch_errors", "counter"},
+      {"crawler_frontier_urls", "gauge"},
+      {"crawler_hosts", "gauge"},
+      {"crawler_dedup_items", "gauge"},
+      {"crawler_dedup_bytes", "gauge"},
+      {"crawler_dedup_estimated_fpr", "gauge"},
+      {"crawler_dedup_expected_false_seen", "gauge"},
+      {"crawler_checkpoints", "counter"},
+      {"crawler_checkpoint_last_duration_seconds", "gauge"},
+      {"crawler_checkpoint_last_pause_seconds", "gauge"},
+      {"crawler_metrics_render_seconds", "counter"}};
+  for (const auto& [family, type] : expected) {
+    INFO(family);
+    CHECK(second.types.count(family) == 1);
+    CHECK(second.types[family] == type);
+  }
+  CHECK(second.Get("crawler_running{}") == 1);
+  // Each scrape was rendered afresh, and counters only grow.
+  CHECK(second.Get("crawler_metrics_renders_total{}") >
+        first.Get("crawler_metrics_renders_total{}"));
+  double pages_first = first.Sum("crawler_pages_total");
+  double pages_second = second.Sum("crawler_pages_total");
+  CHECK(pages_second > 0);
+  CHECK(pages_second >= pages_first);
+  CHECK(second.Get("crawler_fetched_bytes_total{class=2xx}") > 0);
+  CHECK(second.Count("crawler_hosts") == 4);
+  // Every page fetched was admitted through the filter first.
+  CHECK(second.Get("crawler_dedup_items{}") >=
+        second.Get("crawler_pages_total{class=2xx}"));
+  CHECK(second.Get("crawler_checkpoints_total{result=written}") >= 1);
+
+  REQUIRE(WaitExitFor(pid, 300) == 0);
+  site.Stop();
+  // What the scrape counted had happened: the fetch log holds at least that.
+  double attempted =
+      static_cast<double>(AttemptedUrls(dir + "/out/fetch-log.jsonl").size());
+  CHECK(attempted >= pages_second + second.Get("crawler_fetch_failures_total{}"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("Metrics: a bad or busy listen address is a setup error naming the key",
+          "[engine][metrics]") {
+  std::string dir = TempDir("metrics_bad");
+  TestSite site("--pages 20 --hosts 1", dir + "/requests.log");
+  site.WriteSeeds(dir + "/seeds.txt");
+  std::string base = std::string(CRAWLER_BINARY) + " crawl --seeds " + dir + "/seeds.txt";
+  CommandResult r =
+      RunCommand(base + " --out " + dir + "/a --set metrics.listen=nonsense");
+  INFO(r.output);
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("metrics.listen") != std::string::npos);
+  // The testsite's own port is taken.
+  r = RunCommand(base + " --out " + dir +
+                 "/b --set metrics.listen=127.0.0.1:" + std::to_string(site.port()));
+  INFO(r.output);
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("metrics.listen") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace crawler::engine
