@@ -3,7 +3,8 @@
 // real binary share one crawl of a 200-virtual-host site (fetch.resolve maps
 // the names to 127.0.0.1); their fetch logs together must be the site's
 // truth set, each URL once, with per-host politeness held across the nodes;
-// and the refusals and Redis faults named in the README.
+// and the refusals and Redis faults named in the README; each node's
+// /metrics.
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "crawl_output.h"
+#include "metrics_scrape.h"
 #include "run_command.h"
 #include "testsite_process.h"
 
@@ -297,6 +299,54 @@ TEST_CASE(
     INFO(n);
     CHECK(FilesIn(dir + "/" + n + "/cluster-outbox") == 0);
   }
+  CheckUnionIsTruth(dir, truth);
+}
+
+TEST_CASE(
+    "Cluster metrics: each node's /metrics shows its shards, their lag, Redis round "
+    "trips",
+    "[cluster][metrics]") {
+  std::string dir = TempDir("cluster_metrics");
+  RedisServer redis(dir + "/redis");
+  unsigned pages = EnvOr("CRAWLER_CLUSTER_PAGES", 2000);
+  TestSite site(VirtualHosts(pages), dir + "/requests.log");
+  std::string resolve = WriteSeedsAndResolve(site, dir);
+  std::set<std::string> truth = site.Truth("--max-depth 5");
+  std::vector<pid_t> nodes = StartNodes(
+      dir, redis, "metrics",
+      resolve + " --set frontier.min_delay_s=0.05 --set metrics.listen=127.0.0.1:0");
+  double shards = 0;
+  for (const std::string& n : kNodes) {
+    std::string url = testing::MetricsUrl(dir + "/" + n + ".out");
+    INFO(n << ": " << ReadText(dir + "/" + n + ".out"));
+    REQUIRE(!url.empty());
+    // Until the job has started and a heartbeat has read the lag, the node
+    // owns nothing yet.
+    testing::Scraped m;
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    do {
+      m = testing::Scrape(url);
+      INFO(m.error);
+      REQUIRE(m.ok);
+    } while ((m.Get("crawler_cluster_shards_owned{}") <= 0 ||
+              m.Get("crawler_redis_rtt_seconds_count{}") <= 0 ||
+              m.Count("crawler_cluster_stream_lag_entries") == 0) &&
+             std::chrono::steady_clock::now() < until);
+    CHECK(m.Get("crawler_running{}") == 1);
+    CHECK(m.Get("crawler_cluster_info{job=metrics,node=" + n + "}") == 1);
+    CHECK(m.Get("crawler_cluster_nodes{}") == 3);
+    CHECK(m.types["crawler_redis_rtt_seconds"] == "histogram");
+    double owned = m.Get("crawler_cluster_shards_owned{}");
+    CHECK(owned > 0);
+    CHECK(static_cast<double>(m.Count("crawler_cluster_stream_lag_entries")) == owned);
+    CHECK(m.Get("crawler_redis_rtt_seconds_bucket{le=+Inf}") ==
+          m.Get("crawler_redis_rtt_seconds_count{}"));
+    CHECK(m.Get("crawler_redis_rtt_seconds_count{}") > 0);
+    shards += owned;
+  }
+  CHECK(shards == 64);  // cluster.shards in NodeCommand: each owned by one node
+  WaitNodes(dir, nodes);
+  site.Stop();
   CheckUnionIsTruth(dir, truth);
 }
 
