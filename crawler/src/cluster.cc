@@ -41,9 +41,14 @@ Cluster::Cluster(const Config& config, RedisAddress address, std::unique_ptr<Red
       seed_(seed),
       redis_(std::move(redis)),
       lag_(config.cluster.shards, 0),
+      epoch_(config.cluster.shards, 0),
+      lease_state_(config.cluster.shards, LeaseState::kNone),
+      valid_until_(new std::atomic<int64_t>[config.cluster.shards]),
+      lease_ttl_(static_cast<int64_t>(config.cluster.lease_s * 1000)),
       spill_dir_(std::move(out_dir) + "/cluster-outbox") {
   figures_.node = cfg_.node;
   figures_.job = cfg_.job;
+  for (uint32_t s = 0; s < cfg_.shards; ++s) valid_until_[s] = 0;
 }
 
 Cluster::Health Cluster::health() const {
@@ -206,10 +211,19 @@ Status Cluster::Start(const std::atomic<bool>& stop, std::function<bool()> local
   Status st = Retry(stop, "creating the consumer groups",
                     [&] { return redis_->Pipeline(create).ok(); });
   if (!st.ok()) return st;
+  st = Retry(stop, "taking the shards' leases", [&] { return Heartbeat(); });
+  if (!st.ok()) return st;
   std::string names;
   for (const std::string& n : nodes_) names += (names.empty() ? "" : ",") + n;
-  spdlog::info("cluster: job {} started with nodes {}; {} owns {} of {} shards", cfg_.job,
-               names, cfg_.node, my_shards_.size(), cfg_.shards);
+  uint64_t held = 0, max_epoch = 0;
+  for (uint32_t s : my_shards_) {
+    held += lease_state_[s] == LeaseState::kHeld;
+    max_epoch = std::max(max_epoch, epoch_[s]);
+  }
+  spdlog::info(
+      "cluster: job {} started with nodes {}; {} owns {} of {} shards, holds {} leases "
+      "(epochs up to {})",
+      cfg_.job, names, cfg_.node, my_shards_.size(), cfg_.shards, held, max_epoch);
   // A resumed node first re-reads what it was given and has not acknowledged.
   bool ignored = false;
   st = Retry(stop, "reading pending entries",
@@ -226,6 +240,17 @@ uint32_t Cluster::ShardOf(std::string_view host_key) const {
 
 bool Cluster::Owns(std::string_view url) const {
   return owner_[ShardOf(frontier::HostKey(url))] == self_;
+}
+
+bool Cluster::LeaseValid(uint32_t shard) const {
+  return SteadyClock::now().time_since_epoch().count() < valid_until_[shard].load();
+}
+
+bool Cluster::Fetchable(std::string_view host_key) const {
+  uint32_t shard = ShardOf(host_key);
+  if (owner_[shard] != self_ || LeaseValid(shard)) return true;
+  deferred_.fetch_add(1);
+  return false;
 }
 
 void Cluster::Ship(std::vector<frontier::UrlEntry> entries) {
@@ -343,6 +368,7 @@ Cluster::Figures Cluster::figures() const {
   f.urls_queued = queued_urls_;
   f.urls_held = held_urls_;
   f.urls_on_disk = on_disk;
+  f.fetches_deferred = deferred_.load();
   return f;
 }
 

@@ -41,7 +41,20 @@
 // lag falls (re-read every 100 ms). Redis memory stays bounded by shards x
 // max_lag_batches entries however slow an owner is.
 //
-// Redis lost mid-crawl: the node keeps crawling its own shards, holds its
+// Leases (fencing). Each owned shard has a lease in Redis, lease:S =
+// "NODE EPOCH" with a TTL of cluster.lease_s, renewed at every heartbeat;
+// its epoch only grows (a new one at every taking). Every acknowledge and
+// trim of a shard's stream is one Lua script that first checks the caller's
+// "NODE EPOCH" against the lease: a node that lost it (paused, partitioned, a
+// zombie) is refused, logs it and counts it (acks_fenced). A node fetches a
+// host only while it holds its shard's lease by its own clock (renewal sent
+// less than lease_s ago); past that it logs "lease expired", stops fetching
+// those hosts (their URLs wait in the frontier) and stops reading their
+// streams, until a renewal succeeds. An expired lease nobody else took is
+// taken again with a new epoch; one another node holds is lost.
+//
+// Redis lost mid-crawl: the node keeps crawling its own shards (for up to
+// cluster.lease_s, then it waits for Redis), holds its
 // outbound batches the same way (RAM, then disk), retries with back-off and
 // reports "redis: down N s".
 //
@@ -96,6 +109,7 @@ class Cluster {
     std::array<uint64_t, kRttBounds.size()> rtt_buckets{};  // by bucket, not cumulative
     uint64_t rtt_count = 0;
     double rtt_sum_s = 0;
+    uint64_t leases_held = 0;
   };
 
   // Connects and joins the job. Errors: Redis unreachable (kIoError, naming
@@ -115,6 +129,9 @@ class Cluster {
 
   // After Start: does this node own `url`'s host?
   bool Owns(std::string_view url) const;
+  // After Start: may this node fetch `host_key`'s URLs now? False while it
+  // does not hold the lease of the host's shard (by its own clock).
+  bool Fetchable(std::string_view host_key) const;
   uint32_t ShardOf(std::string_view host_key) const;
 
   // Queues URLs for their owners (none of them may be this node's).
@@ -194,7 +211,15 @@ class Cluster {
   bool RefreshLag();
   bool Receive(bool pending, bool* did_something);
   bool AckPublished();
+  // Renews the owned shards' leases (takes them at Start) in the same
+  // pipeline as the liveness key, the node's figures and the lag.
   bool Heartbeat();
+  std::vector<std::string> LeaseCommand() const;
+  void ApplyLeases(const redisReply* r, std::chrono::steady_clock::time_point sent)
+      EXCLUDES(mu_);
+  // Logs owned leases whose renewal is older than lease_s (once each).
+  void CheckLeaseExpiry() EXCLUDES(mu_);
+  bool LeaseValid(uint32_t shard) const;
   bool Publish();
   bool CheckDone();
   Status Reconnect();
@@ -246,6 +271,14 @@ class Cluster {
   std::chrono::steady_clock::time_point down_since_{}, last_beat_{}, last_state_{},
       last_lag_{};
   std::vector<uint64_t> lag_;  // by shard: the last lag seen, plus batches sent since
+  // Leases, by shard. The exchange thread's (Start's before it):
+  enum class LeaseState : uint8_t { kNone, kHeld, kExpired, kLost };
+  std::vector<uint64_t> epoch_;  // the epoch this node holds; 0: none
+  std::vector<LeaseState> lease_state_;
+  // Read by workers (Fetchable): until when the lease is ours (steady ns).
+  std::unique_ptr<std::atomic<int64_t>[]> valid_until_;
+  const std::chrono::milliseconds lease_ttl_;
+  mutable std::atomic<uint64_t> deferred_{0};  // Fetchable said no
   const std::string spill_dir_;
   std::thread thread_;
 };

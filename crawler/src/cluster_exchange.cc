@@ -77,6 +77,7 @@ Status Cluster::Reconnect() {
 
 bool Cluster::Round(bool* did) {
   auto now = SteadyClock::now();
+  CheckLeaseExpiry();
   if (!SendDue(stop_.load(), did)) return false;
   if (!Receive(false, did)) return false;
   if (!AckPublished()) return false;
@@ -130,17 +131,21 @@ bool Cluster::SendDue(bool flush_all, bool* did) {
 }
 
 bool Cluster::Receive(bool pending, bool* did) {
-  if (my_shards_.empty()) return true;
+  // Only the streams of shards whose lease this node holds.
+  std::vector<uint32_t> shards;
+  for (uint32_t s : my_shards_)
+    if (LeaseValid(s)) shards.push_back(s);
+  if (shards.empty()) return true;
   std::vector<std::string> cmd;
   if (pending) {
     // This node's own unacknowledged entries (ID 0): not counted again.
     cmd = {"XREADGROUP", "GROUP", "owners", cfg_.node, "COUNT", "1000000", "STREAMS"};
-    for (uint32_t s : my_shards_) cmd.push_back(StreamKey(s));
-    for (size_t i = 0; i < my_shards_.size(); ++i) cmd.push_back("0");
+    for (uint32_t s : shards) cmd.push_back(StreamKey(s));
+    for (size_t i = 0; i < shards.size(); ++i) cmd.push_back("0");
   } else {
-    cmd = {"EVAL", kReceiveScript, std::to_string(2 + my_shards_.size()), Key("state"),
+    cmd = {"EVAL", kReceiveScript, std::to_string(2 + shards.size()), Key("state"),
            Key("delivered")};
-    for (uint32_t s : my_shards_) cmd.push_back(StreamKey(s));
+    for (uint32_t s : shards) cmd.push_back(StreamKey(s));
     cmd.push_back(cfg_.node);
     cmd.push_back("64");
   }
@@ -203,58 +208,6 @@ bool Cluster::Receive(bool pending, bool* did) {
   return true;
 }
 
-bool Cluster::AckPublished() {
-  std::vector<Applied> acks;
-  {
-    MutexLock lock(mu_);
-    acks.swap(to_ack_);
-  }
-  if (acks.empty()) return true;
-  std::map<uint32_t, std::vector<std::string>> by_shard;
-  for (Applied& a : acks) by_shard[a.shard].push_back(std::move(a.id));
-  std::vector<std::vector<std::string>> cmds;
-  for (auto& [shard, ids] : by_shard) {
-    std::vector<std::string> cmd = {"XACK", StreamKey(shard), "owners"};
-    cmd.insert(cmd.end(), ids.begin(), ids.end());
-    cmds.push_back(std::move(cmd));
-    cmds.push_back({"XPENDING", StreamKey(shard), "owners"});
-  }
-  auto replies = redis_->Pipeline(cmds);
-  if (!replies.ok()) {
-    MutexLock lock(mu_);
-    for (Applied& a : acks) to_ack_.push_back(std::move(a));
-    return false;
-  }
-  // Trim below the oldest entry still pending (or below the newest one
-  // acknowledged, when none is): never MAXLEN, which in Redis 7.0 deletes
-  // delivered, unacknowledged entries.
-  std::vector<std::vector<std::string>> trims;
-  size_t i = 1;
-  for (auto& [shard, ids] : by_shard) {
-    const redisReply* p = (*replies)[i].raw();
-    i += 2;
-    long long pending = p != nullptr && p->type == REDIS_REPLY_ARRAY && p->elements > 0 &&
-                                p->element[0]->type == REDIS_REPLY_INTEGER
-                            ? p->element[0]->integer
-                            : -1;
-    if (pending < 0) continue;
-    // With none pending, every entry up to the newest acknowledged one goes
-    // (MINID keeps IDs >= its argument: the next ID after it).
-    std::string minid;
-    if (pending == 0) {
-      StreamId newest{0, 0};
-      for (const std::string& id : ids) newest = std::max(newest, ParseStreamId(id));
-      minid = std::to_string(newest.first) + "-" + std::to_string(newest.second + 1);
-    } else {
-      minid = RedisReply::StrOf(Element(p, 1));
-    }
-    trims.push_back({"XTRIM", StreamKey(shard), "MINID", minid});
-  }
-  if (trims.empty()) return true;
-  auto trimmed = redis_->Pipeline(trims);
-  return trimmed.ok();
-}
-
 bool Cluster::Heartbeat() {
   Figures f = figures();
   f.updated_unix =
@@ -264,7 +217,8 @@ bool Cluster::Heartbeat() {
       {"SET", Key("alive:" + cfg_.node), token_, "PX",
        std::to_string(static_cast<int64_t>(cfg_.heartbeat_s * 3000))},
       {"HSET", Key("stats"), cfg_.node, json::serialize(json::value_from(f))}};
-  if (!my_shards_.empty()) {  // the owned shards' lag, for the metrics
+  if (!my_shards_.empty()) {  // the leases; the owned shards' lag, for the metrics
+    cmds.push_back(LeaseCommand());
     cmds.push_back({"EVAL", kLagScript, std::to_string(my_shards_.size())});
     for (uint32_t s : my_shards_) cmds.back().push_back(StreamKey(s));
   }
@@ -272,13 +226,20 @@ bool Cluster::Heartbeat() {
   auto r = redis_->Pipeline(cmds);
   double rtt = std::chrono::duration<double>(SteadyClock::now() - start).count();
   if (!r.ok() || (*r)[0].IsError()) return false;
+  if (!my_shards_.empty()) {
+    if ((*r)[2].IsError()) {
+      spdlog::warn("redis: lease renewal: {}", (*r)[2].Str());
+      return false;
+    }
+    ApplyLeases((*r)[2].raw(), start);
+  }
   MutexLock lock(mu_);
   size_t bucket = 0;
   while (bucket < kRttBounds.size() && rtt > kRttBounds[bucket]) ++bucket;
   if (bucket < kRttBounds.size()) ++health_.rtt_buckets[bucket];
   ++health_.rtt_count;
   health_.rtt_sum_s += rtt;
-  const redisReply* lags = r->size() > 2 ? (*r)[2].raw() : nullptr;
+  const redisReply* lags = r->size() > 3 ? (*r)[3].raw() : nullptr;
   if (lags != nullptr && lags->type == REDIS_REPLY_ARRAY &&
       lags->elements == my_shards_.size()) {
     health_.owned_lag.clear();

@@ -59,11 +59,12 @@ std::string Text(const json::object& o) {
     const json::object& n = v.as_object();
     std::snprintf(
         line, sizeof(line),
-        "  %-12s %-5s %4llu shards  %10llu pages  %8.1f pages/s  sent %llu  "
+        "  %-12s %-5s %4llu shards %4llu leases  %10llu pages  %8.1f pages/s  sent %llu  "
         "received %llu  queued %llu%s\n",
         json::value_to<std::string>(n.at("node")).c_str(),
         n.at("alive").as_bool() ? "alive" : "DEAD",
         static_cast<unsigned long long>(n.at("shards").to_number<uint64_t>()),
+        static_cast<unsigned long long>(n.at("leases").to_number<uint64_t>()),
         static_cast<unsigned long long>(n.at("pages").to_number<uint64_t>()),
         n.at("pages_per_s").to_number<double>(),
         static_cast<unsigned long long>(n.at("urls_sent").to_number<uint64_t>()),
@@ -77,6 +78,26 @@ std::string Text(const json::object& o) {
                 static_cast<unsigned long long>(t.at("pages").to_number<uint64_t>()),
                 t.at("pages_per_s").to_number<double>());
   out += line;
+  const json::object& l = o.at("leases").as_object();
+  const json::array& waiting = l.at("waiting").as_array();
+  std::snprintf(
+      line, sizeof(line),
+      "\nLeases\n  %llu held, epochs up to %llu; %zu shards with no live lease\n",
+      static_cast<unsigned long long>(l.at("held").to_number<uint64_t>()),
+      static_cast<unsigned long long>(l.at("max_epoch").to_number<uint64_t>()),
+      waiting.size());
+  out += line;
+  for (size_t i = 0; i < waiting.size() && i < 10; ++i) {
+    const json::object& w = waiting[i].as_object();
+    std::string last = json::value_to<std::string>(w.at("last_holder"));
+    std::snprintf(line, sizeof(line), "  shard %llu waits: %s%s (epoch %llu)\n",
+                  static_cast<unsigned long long>(w.at("shard").to_number<uint64_t>()),
+                  last.empty() ? "never held" : "last held by ", last.c_str(),
+                  static_cast<unsigned long long>(w.at("epoch").to_number<uint64_t>()));
+    out += line;
+  }
+  if (waiting.size() > 10)
+    out += "  ... and " + std::to_string(waiting.size() - 10) + " more\n";
   const json::object& s = o.at("streams").as_object();
   std::snprintf(
       line, sizeof(line),
@@ -139,6 +160,11 @@ Result<json::object> Collect(Redis& r, const std::string& job) {
     cmds.push_back({"XINFO", "GROUPS", key});
     cmds.push_back({"MEMORY", "USAGE", key, "SAMPLES", "0"});
   }
+  for (uint32_t s = 0; s < shards; ++s) {
+    cmds.push_back({"GET", prefix + "lease:" + std::to_string(s)});
+    cmds.push_back({"GET", prefix + "epoch:" + std::to_string(s)});
+    cmds.push_back({"HGET", prefix + "holder", std::to_string(s)});
+  }
   auto replies = r.Pipeline(cmds);
   if (!replies.ok()) return replies.status();
   const std::vector<RedisReply>& rep = *replies;
@@ -177,6 +203,25 @@ Result<json::object> Collect(Redis& r, const std::string& job) {
     }
   }
 
+  // Leases: "NODE EPOCH" while live; a shard without one waits for a node.
+  std::map<std::string, uint64_t> leases_of;
+  uint64_t held = 0, max_epoch = 0;
+  json::array waiting;
+  size_t lease_base = base + 3 * static_cast<size_t>(shards);
+  for (uint32_t s = 0; s < shards; ++s) {
+    std::string lease = rep[lease_base + 3 * s].Str();
+    uint64_t epoch = static_cast<uint64_t>(
+        std::strtoull(rep[lease_base + 3 * s + 1].Str().c_str(), nullptr, 10));
+    max_epoch = std::max(max_epoch, epoch);
+    if (!rep[lease_base + 3 * s].IsNil()) {
+      ++held;
+      ++leases_of[lease.substr(0, lease.find(' '))];
+      continue;
+    }
+    std::string last = rep[lease_base + 3 * s + 2].Str();
+    waiting.push_back(json::object{
+        {"shard", s}, {"epoch", epoch}, {"last_holder", last.substr(0, last.find(' '))}});
+  }
   json::array node_list;
   uint64_t pages = 0, urls_sent = 0, batches_sent = 0;
   double rate = 0;
@@ -186,6 +231,7 @@ Result<json::object> Collect(Redis& r, const std::string& job) {
     json::object n = json::value_from(c).as_object();
     n["alive"] = rep[5 + i].Int() == 1;
     n["shards"] = owned[i];
+    n["leases"] = leases_of[nodes[i]];
     node_list.push_back(std::move(n));
     pages += c.pages;
     rate += c.pages_per_s;
@@ -203,6 +249,8 @@ Result<json::object> Collect(Redis& r, const std::string& job) {
   o["done"] = rep[3].Int() == 1;
   o["nodes"] = std::move(node_list);
   o["totals"] = json::object{{"pages", pages}, {"pages_per_s", rate}};
+  o["leases"] =
+      json::object{{"held", held}, {"max_epoch", max_epoch}, {"waiting", waiting}};
   o["streams"] = json::object{{"shards", shards},
                               {"entries", total.entries},
                               {"pending", total.pending},

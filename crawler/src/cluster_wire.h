@@ -120,6 +120,76 @@ redis.call('set', KEYS[4], '1')
 return 1
 )lua";
 
+// Leases (fencing). A shard's lease is the key lease:S = "NODE EPOCH" with a
+// TTL; epoch:S only grows (INCR at every taking); the hash holder has, by
+// shard, the last "NODE EPOCH" that took it (it does not expire).
+// Take or renew. KEYS: lease:S..., epoch:S..., holder (n shards: 2n + 1).
+// ARGV: node, ttl ms, takeover (1: this node may take a shard another node
+// held last), then per shard the epoch this node holds (0: none).
+// Returns per shard {state, epoch, holder}: 'held' (renewed), 'taken' (a new
+// epoch), 'other' (a live lease of another holder), 'waiting' (free, but
+// another node held it last and this node may not take it over).
+// A process that holds no epoch yet (just started or resumed) takes a lease
+// of its node's name: that is an earlier process of this node (Join refuses
+// a second live node of one name). A running one never takes it back from a
+// later process: it gets 'other'.
+inline constexpr const char* kLeaseScript = R"lua(
+local n = (#KEYS - 1) / 2
+local me = ARGV[1] .. ' '
+local ours = function(v) return v and string.sub(v, 1, #me) == me end
+local out = {}
+for i = 1, n do
+  local lk, ek = KEYS[i], KEYS[n + i]
+  local shard = string.match(lk, '(%d+)$')
+  local cur = redis.call('get', lk)
+  local epoch = redis.call('get', ek) or '0'
+  local mine = ARGV[3 + i]
+  if cur and cur == me .. mine then
+    redis.call('pexpire', lk, ARGV[2])
+    out[i] = {'held', epoch, cur}
+  else
+    local last = redis.call('hget', KEYS[#KEYS], shard)
+    local fresh = mine == '0'
+    local ok
+    if cur then
+      ok = fresh and ours(cur)
+    else
+      ok = not last or last == me .. mine or (fresh and ours(last)) or ARGV[3] == '1'
+    end
+    if ok then
+      epoch = tostring(redis.call('incr', ek))
+      redis.call('set', lk, me .. epoch, 'PX', ARGV[2])
+      redis.call('hset', KEYS[#KEYS], shard, me .. epoch)
+      out[i] = {'taken', epoch, me .. epoch}
+    elseif cur then
+      out[i] = {'other', epoch, cur}
+    else
+      out[i] = {'waiting', epoch, last}
+    end
+  end
+end
+return out
+)lua";
+
+// Acknowledge and trim, fenced. KEYS: stream, lease:S. ARGV: "NODE EPOCH"
+// (the caller's lease), the trim point when nothing is left pending (just
+// past the newest ID acknowledged), the IDs. Refused unless the caller holds
+// the lease with that epoch: returns {'fenced', the lease's value or ''}.
+// Else {'ok', entries still pending}; trims below the oldest pending entry
+// (XTRIM MINID, never MAXLEN).
+inline constexpr const char* kAckScript = R"lua(
+local cur = redis.call('get', KEYS[2])
+if cur ~= ARGV[1] then return {'fenced', cur or ''} end
+for i = 3, #ARGV, 1000 do
+  redis.call('xack', KEYS[1], 'owners', unpack(ARGV, i, math.min(i + 999, #ARGV)))
+end
+local p = redis.call('xpending', KEYS[1], 'owners')
+local minid = ARGV[2]
+if p[1] > 0 then minid = p[2] end
+redis.call('xtrim', KEYS[1], 'MINID', minid)
+return {'ok', p[1]}
+)lua";
+
 inline constexpr const char* kOutboxHeader = "crawler-outbox 1\n";
 
 inline std::string Hex64(uint64_t v) {

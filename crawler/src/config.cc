@@ -357,6 +357,9 @@ std::vector<Key> ClusterKeys() {
       DoubleKey(
           "cluster", "heartbeat_s",
           [](Config & c) -> auto& { return c.cluster.heartbeat_s; }, 0.1, 3600),
+      DoubleKey(
+          "cluster", "lease_s", [](Config & c) -> auto& { return c.cluster.lease_s; },
+          0.3, 36000),
       IntKey<uint32_t>(
           "cluster", "max_lag_batches",
           [](Config & c) -> auto& { return c.cluster.max_lag_batches; }, 1, 10000000),
@@ -404,6 +407,11 @@ Status Finish(Config& c) {
   if (!c.cluster.redis.empty() && c.cluster.node.empty()) {
     return ConfigError("config", "cluster.node",
                        "required when cluster.redis is set (a stable name per machine)");
+  }
+  if (c.cluster.lease_s < 3 * c.cluster.heartbeat_s) {
+    return ConfigError("config", "cluster.lease_s",
+                       "must be at least 3 x cluster.heartbeat_s (leases are renewed at "
+                       "each heartbeat)");
   }
   for (const std::string& r : c.fetch.resolve) {
     // HOST:PORT:ADDRESS (curl --resolve); an IPv6 address goes in brackets.

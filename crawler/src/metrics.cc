@@ -169,6 +169,16 @@ void ClusterFamilies(const ClusterReport& c, const Cluster::Health& h, Text& t) 
   for (const auto& [shard, lag] : h.owned_lag)
     t.Sample("crawler_cluster_stream_lag_entries", Label("shard", std::to_string(shard)),
              lag);
+  t.One("crawler_cluster_leases_held", "gauge",
+        "Owned shards whose lease this node holds now (it fetches only their hosts).",
+        h.leases_held);
+  t.One("crawler_cluster_lease_losses_total", "counter",
+        "Leases that expired unrenewed or went to another holder.", c.lease_losses);
+  t.One("crawler_cluster_acks_fenced_total", "counter",
+        "Acknowledges Redis refused because this node's lease epoch was stale.",
+        c.acks_fenced);
+  t.One("crawler_cluster_fetches_deferred_total", "counter",
+        "URLs put back because their shard's lease was not held.", c.fetches_deferred);
   t.One("crawler_cluster_urls_sent_total", "counter",
         "URLs sent to other nodes (confirmed by Redis).", c.urls_sent);
   t.One("crawler_cluster_urls_received_total", "counter",

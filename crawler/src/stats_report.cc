@@ -150,6 +150,10 @@ Section ClusterSection(const ClusterReport& c) {
                                      Count(c.urls_received) + " received, " +
                                      Count(c.urls_queued) + " queued, " +
                                      Count(c.malformed) + " malformed entries skipped"});
+  cl.rows.push_back({"leases", Count(c.leases_held) + " held, " + Count(c.lease_losses) +
+                                   " lost or expired, " + Count(c.acks_fenced) +
+                                   " acknowledges refused (fenced), " +
+                                   Count(c.fetches_deferred) + " fetches deferred"});
   cl.rows.push_back({"redis", c.redis_down_s > 0 ? Fmt("down %.0f s", c.redis_down_s)
                                                  : std::string("connected")});
   return cl;

@@ -110,10 +110,14 @@ struct ClusterReport {
   uint64_t urls_sent = 0, batches_sent = 0;         // confirmed by Redis
   uint64_t urls_received = 0, batches_applied = 0;  // from other nodes, admitted here
   uint64_t urls_queued = 0;                         // waiting to be sent (all)
-  uint64_t urls_held = 0;     // of those: for shards over their lag limit, in RAM
-  uint64_t urls_on_disk = 0;  // of those: in spill files (OUT/cluster-outbox)
-  uint64_t malformed = 0;     // stream entries skipped
-  double redis_down_s = 0;    // 0: connected
+  uint64_t urls_held = 0;         // of those: for shards over their lag limit, in RAM
+  uint64_t urls_on_disk = 0;      // of those: in spill files (OUT/cluster-outbox)
+  uint64_t malformed = 0;         // stream entries skipped
+  double redis_down_s = 0;        // 0: connected
+  uint64_t leases_held = 0;       // owned shards whose lease this node holds now
+  uint64_t lease_losses = 0;      // leases that expired or went to another holder
+  uint64_t acks_fenced = 0;       // acknowledges Redis refused (a lease lost)
+  uint64_t fetches_deferred = 0;  // URLs put back: their shard's lease not held
   uint64_t pages = 0;
   double pages_per_s = 0;  // over the last minute
   double updated_unix = 0;
@@ -121,7 +125,7 @@ struct ClusterReport {
 // clang-format off
 BOOST_DESCRIBE_STRUCT(ClusterReport, (), (node, job, nodes, shards_owned, urls_sent,
     batches_sent, urls_received, batches_applied, urls_queued, urls_held, urls_on_disk,
-    malformed, redis_down_s,
+    malformed, redis_down_s, leases_held, lease_losses, acks_fenced, fetches_deferred,
     pages, pages_per_s, updated_unix))
 // clang-format on
 

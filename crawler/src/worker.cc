@@ -126,8 +126,14 @@ Result<std::optional<Clock::time_point>> Worker::StartFetches(const Gate::Pass& 
         return std::optional<Clock::time_point>(next_due);
       break;
     }
-    p_.state.busy.fetch_add(1);
     frontier::Lease lease = std::move(*popped.value());
+    if (p_.cluster != nullptr && !p_.cluster->Fetchable(lease.host)) {
+      // Its shard's lease is not held (expired, or lost): not fetched; the
+      // host is asked again a little later.
+      p_.frontier.Defer(lease, Clock::now() + std::chrono::milliseconds(200));
+      continue;
+    }
+    p_.state.busy.fetch_add(1);
     std::string_view path = std::string_view(lease.entry.url).substr(lease.host.size());
     HostTable::PageDecision d = p_.hosts.DecidePage(pass, lease.host, path, Clock::now());
     if (d.refresh_robots) StartRobots(pass, lease.host, lease.host + "/robots.txt", 0);

@@ -409,6 +409,23 @@ void Frontier::Release(const Lease& lease) {
   if (id) impl_->MaybeSchedule(*id);
 }
 
+void Frontier::Defer(const Lease& lease, Clock::time_point until) {
+  Impl& m = *impl_;
+  MutexLock lock(m.mu);
+  auto it = m.leased.find(lease.id);
+  if (it == m.leased.end()) return;
+  UrlEntry entry = it->second.second;
+  std::optional<size_t> id = m.EndLease(lease);
+  Impl::Host& h = m.hosts[*id];
+  m.Unschedule(*id);
+  m.CountDepth(entry.depth, 1);
+  h.ram[entry.depth].push_front(std::move(entry));
+  ++h.ram_size;
+  ++m.in_memory;
+  h.due = std::max(h.due, until);
+  m.MaybeSchedule(*id);
+}
+
 FrontierStats Frontier::Stats(Clock::time_point now) const {
   const Impl& m = *impl_;
   MutexLock lock(m.mu);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <boost/json.hpp>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
@@ -25,6 +26,7 @@
 
 #include "crawl_output.h"
 #include "metrics_scrape.h"
+#include "redis_server.h"
 #include "run_command.h"
 #include "testsite_process.h"
 
@@ -33,7 +35,9 @@ namespace {
 
 using testing::AttemptedUrls;
 using testing::CommandResult;
+using testing::FreePort;
 using testing::ReadText;
+using testing::RedisServer;
 using testing::RunCommand;
 using testing::ServedRequest;
 using testing::Spawn;
@@ -41,55 +45,6 @@ using testing::TempDir;
 using testing::TestSite;
 using testing::WaitExitFor;
 using testing::WarcResponses;
-
-unsigned FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  socklen_t len = sizeof(a);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
-// redis-server through scripts/redis-local.sh (AOF, appendfsync always).
-class RedisServer {
- public:
-  explicit RedisServer(std::string dir) : dir_(std::move(dir)), port_(FreePort()) {
-    Start();
-  }
-  ~RedisServer() { Stop(); }
-  void Start() {
-    CommandResult r =
-        RunCommand("bash " CRAWLER_SOURCE_DIR "/scripts/redis-local.sh start " +
-                   std::to_string(port_) + " " + dir_);
-    if (r.exit_code != 0) throw std::runtime_error("redis-server: " + r.output);
-  }
-  // Like a crash: SIGKILL, no shutdown save (the AOF is what survives).
-  void Kill() {
-    std::string pid = ReadText(dir_ + "/redis-" + std::to_string(port_) + ".pid");
-    if (!pid.empty()) ::kill(std::atoi(pid.c_str()), SIGKILL);
-    for (int i = 0;
-         i < 100 &&
-         RunCommand("redis-cli -p " + std::to_string(port_) + " ping").exit_code == 0;
-         ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-  }
-  void Stop() {
-    (void)RunCommand("bash " CRAWLER_SOURCE_DIR "/scripts/redis-local.sh stop " +
-                     std::to_string(port_));
-  }
-  std::string Url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
-  unsigned port() const { return port_; }
-
- private:
-  std::string dir_;
-  unsigned port_;
-};
 
 unsigned EnvOr(const char* name, unsigned fallback) {
   const char* v = std::getenv(name);
@@ -413,6 +368,63 @@ TEST_CASE(
   std::string logs =
       ReadText(dir + "/n1/crawler.log") + ReadText(dir + "/n3/crawler.log");
   CHECK_THAT(logs, Catch::Contains("spilled to"));
+  CheckUnionIsTruth(dir, truth);
+}
+
+// `crawler cluster-stats --json` of `job`, parsed.
+boost::json::object ClusterStats(const RedisServer& redis, const std::string& job) {
+  CommandResult r = RunCommand(std::string(CRAWLER_BINARY) + " cluster-stats " +
+                               redis.Url() + " --job " + job + " --json");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  return boost::json::parse(r.output).as_object();
+}
+
+TEST_CASE(
+    "Cluster leases: a node paused past its lease TTL stops, its shards show as "
+    "waiting, then it takes its leases again with new epochs; the truth set, once",
+    "[cluster][lease]") {
+  std::string dir = TempDir("cluster_zombie");
+  RedisServer redis(dir + "/redis");
+  TestSite site(VirtualHosts(EnvOr("CRAWLER_CLUSTER_PAGES", 2000)),
+                dir + "/requests.log");
+  std::string resolve = WriteSeedsAndResolve(site, dir);
+  std::set<std::string> truth = site.Truth("--max-depth 5");
+  std::vector<pid_t> nodes =
+      StartNodes(dir, redis, "zombie",
+                 resolve + " --set frontier.min_delay_s=0.05 --set cluster.lease_s=2" +
+                     // n2's transfers open at SIGSTOP must not time out at SIGCONT
+                     " --set fetch.timeout_s=300 --set fetch.connect_timeout_s=300"
+                     " --set fetch.low_speed_time_s=300");
+  std::this_thread::sleep_for(std::chrono::milliseconds(2000));  // started
+  boost::json::object before = ClusterStats(redis, "zombie");
+  uint64_t n2_shards = 0;
+  for (const auto& n : before.at("nodes").as_array()) {
+    if (n.at("node").as_string() != "n2") continue;
+    n2_shards = n.at("shards").to_number<uint64_t>();
+    CHECK(n.at("leases").to_number<uint64_t>() == n2_shards);
+  }
+  REQUIRE(n2_shards > 0);
+  CHECK(before.at("leases").at("held").to_number<uint64_t>() == 64);
+  ::kill(nodes[1], SIGSTOP);
+  std::this_thread::sleep_for(std::chrono::milliseconds(3000));  // past lease_s
+  // n2's leases expired and nobody may take them: its shards wait for it.
+  boost::json::object paused = ClusterStats(redis, "zombie");
+  const boost::json::array& waiting = paused.at("leases").at("waiting").as_array();
+  CHECK(waiting.size() == n2_shards);
+  for (const auto& w : waiting) CHECK(w.at("last_holder").as_string() == "n2");
+  ::kill(nodes[1], SIGCONT);
+  WaitNodes(dir, nodes);
+  site.Stop();
+  std::string log = ReadText(dir + "/n2/crawler.log");
+  CHECK_THAT(log, Catch::Contains("expired"));
+  CHECK_THAT(log, Catch::Contains("shards taken again (nobody held them meanwhile)"));
+  CHECK_THAT(log, Catch::Contains("(epoch 2)"));
+  boost::json::object after = ClusterStats(redis, "zombie");
+  CHECK(after.at("leases").at("max_epoch").to_number<uint64_t>() >= 2);
+  boost::json::object stats =
+      boost::json::parse(ReadText(dir + "/n2/stats.json")).as_object();
+  CHECK(stats.at("cluster").at("lease_losses").to_number<uint64_t>() >= n2_shards);
   CheckUnionIsTruth(dir, truth);
 }
 

@@ -196,6 +196,40 @@ TEST_CASE("Release frees a slot without a politeness delay", "[frontier]") {
   CHECK(PopAt(*f, kT0));
 }
 
+TEST_CASE("Defer puts the URL back at its host's head and holds the host until then",
+          "[frontier]") {
+  auto filter = MakeFilter();
+  FrontierOptions o;
+  o.min_delay_s = 0;
+  auto f = MakeFrontier(o);
+  REQUIRE(f->Admit(Entries({"http://a/1", "http://a/2", "http://b/1"}), *filter).ok());
+  f->OpenHost("http://a", std::nullopt);
+  f->OpenHost("http://b", std::nullopt);
+  auto l1 = PopAt(*f, kT0);
+  REQUIRE(l1);
+  REQUIRE(l1->entry.url == "http://a/1");
+  f->Defer(*l1, kT0 + seconds(5));
+  CHECK(f->Stats(kT0).in_flight == 0);
+  CHECK(f->Stats(kT0).queued_memory == 3);
+  auto l2 = PopAt(*f, kT0 + seconds(1));  // a waits: b goes
+  REQUIRE(l2);
+  CHECK(l2->entry.url == "http://b/1");
+  f->Done(*l2, kT0 + seconds(1), 0);
+  Clock::time_point next{};
+  CHECK_FALSE(PopAt(*f, kT0 + seconds(2), &next));
+  CHECK(next == kT0 + seconds(5));
+  auto l3 = PopAt(*f, kT0 + seconds(5));  // the deferred URL first, then the rest
+  REQUIRE(l3);
+  CHECK(l3->entry.url == "http://a/1");
+  f->Done(*l3, kT0 + seconds(5), 0);
+  auto l4 = PopAt(*f, kT0 + seconds(6));
+  REQUIRE(l4);
+  CHECK(l4->entry.url == "http://a/2");
+  f->Defer(*l4, kT0);  // a lease deferred twice is ignored the second time
+  f->Defer(*l4, kT0);
+  CHECK(f->Stats(kT0).queued_memory == 1);
+}
+
 TEST_CASE(
     "Bounded memory: URLs beyond max_memory_urls spill to disk and come back in order",
     "[frontier][spill]") {

@@ -66,6 +66,9 @@ struct ClusterConfig {
   uint32_t batch_urls = 256;  // URLs per stream entry at most ...
   uint32_t batch_ms = 20;     // ... or this long, whichever comes first
   double heartbeat_s = 2;     // a node is dead after 3 heartbeats without one
+  // Each owned shard's lease (fencing): renewed at every heartbeat, lost
+  // after this long without a renewal. At least 3 heartbeats.
+  double lease_s = 15;
   // Backpressure: a shard's stream entries its owner has not read yet; at
   // this many, this node keeps further batches for that shard ...
   uint32_t max_lag_batches = 1000;

@@ -145,6 +145,10 @@ class Frontier {
   // `lease` was not fetched (e.g. robots.txt forbids it): frees its slot
   // without a politeness delay.
   void Release(const Lease& lease);
+  // `lease` may not be fetched yet (a cluster node that lost its host's
+  // shard lease): its URL goes back to the head of its host's queue and the
+  // host is not handed out again before `until`.
+  void Defer(const Lease& lease, Clock::time_point until);
 
   FrontierStats Stats(Clock::time_point now) const;
 

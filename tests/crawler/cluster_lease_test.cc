@@ -1,0 +1,158 @@
+// The lease and fencing protocol (cluster_wire.h: kLeaseScript, kAckScript),
+// run by a real redis-server: who may take, renew and lose a shard's lease,
+// and that an acknowledge or trim with a stale epoch is refused and changes
+// nothing. The nodes' use of it is tested with the real binary in
+// cluster_test.cc.
+#include <catch2/catch.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cluster_wire.h"
+#include "redis.h"
+#include "redis_server.h"
+
+namespace crawler::engine {
+namespace {
+
+using testing::RedisServer;
+using testing::TempDir;
+
+const std::string kPrefix = "crawler:{lease}:";
+
+struct Answer {
+  std::string state, epoch, holder;
+};
+
+class Protocol {
+ public:
+  explicit Protocol(const RedisServer& server) {
+    auto address = ParseRedisUrl(server.Url());
+    REQUIRE(address.ok());
+    auto r = Redis::Connect(*address, 5);
+    REQUIRE(r.ok());
+    redis_ = std::move(r).value();
+  }
+
+  RedisReply Run(const std::vector<std::string>& cmd) {
+    auto r = redis_->Command(cmd);
+    REQUIRE(r.ok());
+    INFO(r->Str());
+    REQUIRE_FALSE(r->IsError());
+    return std::move(r).value();
+  }
+
+  // kLeaseScript for one shard: `node` holding `mine` (0: none).
+  Answer Lease(uint32_t shard, const std::string& node, uint64_t mine, int ttl_ms,
+               bool takeover = false) {
+    std::string s = std::to_string(shard);
+    RedisReply r =
+        Run({"EVAL", cluster_wire::kLeaseScript, "3", kPrefix + "lease:" + s,
+             kPrefix + "epoch:" + s, kPrefix + "holder", node, std::to_string(ttl_ms),
+             takeover ? "1" : "0", std::to_string(mine)});
+    const redisReply* one = cluster_wire::Element(r.raw(), 0);
+    return Answer{RedisReply::StrOf(cluster_wire::Element(one, 0)),
+                  RedisReply::StrOf(cluster_wire::Element(one, 1)),
+                  RedisReply::StrOf(cluster_wire::Element(one, 2))};
+  }
+
+  // kAckScript: {verdict, detail}.
+  std::pair<std::string, std::string> Ack(uint32_t shard, const std::string& lease,
+                                          const std::string& id) {
+    std::string s = std::to_string(shard);
+    cluster_wire::StreamId next = cluster_wire::ParseStreamId(id);
+    ++next.second;  // the trim point when nothing is left pending
+    RedisReply r =
+        Run({"EVAL", cluster_wire::kAckScript, "2", kPrefix + "s:" + s,
+             kPrefix + "lease:" + s, lease,
+             std::to_string(next.first) + "-" + std::to_string(next.second), id});
+    return {RedisReply::StrOf(cluster_wire::Element(r.raw(), 0)),
+            RedisReply::StrOf(cluster_wire::Element(r.raw(), 1))};
+  }
+
+  long long Int(const std::vector<std::string>& cmd) { return Run(cmd).Int(); }
+  long long Pending(uint32_t shard) {
+    RedisReply r = Run({"XPENDING", kPrefix + "s:" + std::to_string(shard), "owners"});
+    return cluster_wire::Element(r.raw(), 0)->integer;
+  }
+
+ private:
+  std::unique_ptr<Redis> redis_;
+};
+
+void WaitPast(int ms) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms + 100));
+}
+
+TEST_CASE("Leases: take, renew, expire; a stale epoch cannot acknowledge or trim",
+          "[cluster][lease]") {
+  std::string dir = TempDir("cluster_lease");
+  RedisServer server(dir + "/redis");
+  Protocol p(server);
+  const std::string stream = kPrefix + "s:0";
+  p.Run({"XGROUP", "CREATE", stream, "owners", "0", "MKSTREAM"});
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) ids.push_back(p.Run({"XADD", stream, "*", "z", "x"}).Str());
+  p.Run({"XREADGROUP", "GROUP", "owners", "a", "STREAMS", stream, ">"});
+  REQUIRE(p.Pending(0) == 3);
+
+  Answer a = p.Lease(0, "a", 0, 400);
+  CHECK(a.state == "taken");
+  CHECK(a.epoch == "1");
+  CHECK(p.Lease(0, "a", 1, 400).state == "held");  // renewed
+  Answer b = p.Lease(0, "b", 0, 400, /*takeover=*/true);
+  CHECK(b.state == "other");  // a live lease is never taken over
+  CHECK(b.holder == "a 1");
+
+  // The holder acknowledges the first entry: trimmed up to the oldest pending.
+  CHECK(p.Ack(0, "a 1", ids[0]) == std::make_pair(std::string("ok"), std::string("2")));
+  CHECK(p.Int({"XLEN", stream}) == 2);
+
+  WaitPast(400);                                      // a paused past its TTL
+  CHECK(p.Lease(0, "b", 0, 400).state == "waiting");  // a held it last: not b's to take
+  b = p.Lease(0, "b", 0, 5000, /*takeover=*/true);
+  CHECK(b.state == "taken");
+  CHECK(b.epoch == "2");
+
+  // a wakes up (a zombie): its acknowledge is refused and changes nothing.
+  auto refused = p.Ack(0, "a 1", ids[1]);
+  CHECK(refused.first == "fenced");
+  CHECK(refused.second == "b 2");
+  CHECK(p.Pending(0) == 2);
+  CHECK(p.Int({"XLEN", stream}) == 2);
+  Answer zombie = p.Lease(0, "a", 1, 400);
+  CHECK(zombie.state == "other");
+  CHECK(zombie.holder == "b 2");
+  CHECK(p.Int({"PTTL", kPrefix + "lease:0"}) > 1000);  // b's lease untouched
+  // The new holder may.
+  CHECK(p.Ack(0, "b 2", ids[1]).first == "ok");
+  CHECK(p.Pending(0) == 1);
+
+  // b restarted (a new process, no epoch yet) takes its own name's lease;
+  // the old process, if it is still running, cannot take it back.
+  Answer b2 = p.Lease(0, "b", 0, 5000);
+  CHECK(b2.state == "taken");
+  CHECK(b2.epoch == "3");
+  CHECK(p.Lease(0, "b", 2, 5000).state == "other");
+  CHECK(p.Ack(0, "b 2", ids[2]).first == "fenced");
+  CHECK(p.Ack(0, "b 3", ids[2]).first == "ok");
+  CHECK(p.Int({"XLEN", stream}) == 0);
+
+  // An expired lease nobody else took: its holder takes it again (a new
+  // epoch); one another node took meanwhile is not.
+  CHECK(p.Lease(1, "a", 0, 300).epoch == "1");
+  WaitPast(300);
+  Answer again = p.Lease(1, "a", 1, 300);
+  CHECK(again.state == "taken");
+  CHECK(again.epoch == "2");
+  WaitPast(300);
+  CHECK(p.Lease(1, "c", 0, 300, /*takeover=*/true).epoch == "3");
+  WaitPast(300);
+  Answer lost = p.Lease(1, "a", 2, 300);
+  CHECK(lost.state == "waiting");
+  CHECK(lost.holder == "c 3");
+  CHECK(p.Int({"GET", kPrefix + "epoch:1"}) == 3);  // epochs only grow
+}
+
+}  // namespace
+}  // namespace crawler::engine

@@ -1,0 +1,73 @@
+// A real redis-server on 127.0.0.1 for the cluster tests, started through
+// scripts/redis-local.sh (AOF, appendfsync always) on a free port.
+#ifndef CRAWLER_TESTS_REDIS_SERVER_H_
+#define CRAWLER_TESTS_REDIS_SERVER_H_
+
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include "crawl_output.h"
+#include "run_command.h"
+
+namespace crawler::testing {
+
+inline unsigned FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof(a);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+// redis-server through scripts/redis-local.sh (AOF, appendfsync always).
+class RedisServer {
+ public:
+  explicit RedisServer(std::string dir) : dir_(std::move(dir)), port_(FreePort()) {
+    Start();
+  }
+  ~RedisServer() { Stop(); }
+  void Start() {
+    CommandResult r =
+        RunCommand("bash " CRAWLER_SOURCE_DIR "/scripts/redis-local.sh start " +
+                   std::to_string(port_) + " " + dir_);
+    if (r.exit_code != 0) throw std::runtime_error("redis-server: " + r.output);
+  }
+  // Like a crash: SIGKILL, no shutdown save (the AOF is what survives).
+  void Kill() {
+    std::string pid = ReadText(dir_ + "/redis-" + std::to_string(port_) + ".pid");
+    if (!pid.empty()) ::kill(std::atoi(pid.c_str()), SIGKILL);
+    for (int i = 0;
+         i < 100 &&
+         RunCommand("redis-cli -p " + std::to_string(port_) + " ping").exit_code == 0;
+         ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  void Stop() {
+    (void)RunCommand("bash " CRAWLER_SOURCE_DIR "/scripts/redis-local.sh stop " +
+                     std::to_string(port_));
+  }
+  std::string Url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
+  unsigned port() const { return port_; }
+
+ private:
+  std::string dir_;
+  unsigned port_;
+};
+
+}  // namespace crawler::testing
+
+#endif  // CRAWLER_TESTS_REDIS_SERVER_H_
