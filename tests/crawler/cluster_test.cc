@@ -294,6 +294,7 @@ TEST_CASE(
     double owned = m.Get("crawler_cluster_shards_owned{}");
     CHECK(owned > 0);
     CHECK(static_cast<double>(m.Count("crawler_cluster_stream_lag_entries")) == owned);
+    CHECK(m.Get("crawler_cluster_leases_held{}") == owned);  // read with the lag
     CHECK(m.Get("crawler_redis_rtt_seconds_bucket{le=+Inf}") ==
           m.Get("crawler_redis_rtt_seconds_count{}"));
     CHECK(m.Get("crawler_redis_rtt_seconds_count{}") > 0);

@@ -93,6 +93,12 @@ TEST_CASE("Config mistakes name the file, the line and the key", "[engine][confi
   REQUIRE_FALSE(n.ok());
   CHECK_THAT(n.status().message(), Catch::Contains("cluster.node"));
   CHECK(LoadConfig("", {"fetch.resolve=['h.test:80:127.0.0.1']"}).ok());
+  auto lease = LoadConfig("", {"cluster.heartbeat_s=2", "cluster.lease_s=5"});
+  REQUIRE_FALSE(lease.ok());
+  CHECK_THAT(
+      lease.status().message(),
+      Catch::Contains("cluster.lease_s: must be at least 3 x cluster.heartbeat_s"));
+  CHECK(LoadConfig("", {"cluster.heartbeat_s=0.5", "cluster.lease_s=1.5"}).ok());
   CHECK_FALSE(LoadConfig("", {"cluster.redis=http://x"}).ok());
 }
 
