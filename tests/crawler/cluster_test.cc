@@ -86,6 +86,12 @@ std::string NodeCommand(const std::string& dir, const std::string& redis,
 
 const std::vector<std::string> kNodes = {"n1", "n2", "n3"};
 
+// For a node that gets SIGSTOP: its transfers open at the stop must not time
+// out at SIGCONT (a timed-out page's links would be missing from the truth set).
+constexpr const char* kLongTimeouts =
+    " --set fetch.timeout_s=300 --set fetch.connect_timeout_s=300"
+    " --set fetch.low_speed_time_s=300";
+
 // Entries in `dir` (0 if it does not exist).
 size_t FilesIn(const std::string& dir) {
   size_t n = 0;
@@ -155,25 +161,48 @@ void CheckUnionIsTruth(const std::string& dir, const std::set<std::string>& trut
   CHECK(extra.empty());
 }
 
+// One three-node crawl (n1..n3 of `job`) of a 200-virtual-host site: its
+// directory, Redis, site, truth set (depth 5) and node processes.
+struct ClusterCrawl {
+  ClusterCrawl(const std::string& name, const std::string& job, const std::string& extra)
+      : dir(TempDir(name)),
+        redis(dir + "/redis"),
+        site(VirtualHosts(EnvOr("CRAWLER_CLUSTER_PAGES", 2000)), dir + "/requests.log"),
+        resolve(WriteSeedsAndResolve(site, dir)),
+        truth(site.Truth("--max-depth 5")),
+        nodes(StartNodes(dir, redis, job, resolve + " " + extra)) {}
+  // Waits for every node (each must exit 0), stops the site, and checks the
+  // oracle: the nodes' fetch logs together are the truth set, each URL once.
+  void Finish() {
+    WaitNodes(dir, nodes);
+    site.Stop();
+    CheckUnionIsTruth(dir, truth);
+  }
+  std::string Logs() const {
+    std::string logs;
+    for (const std::string& n : kNodes) logs += ReadText(dir + "/" + n + "/crawler.log");
+    return logs;
+  }
+
+  std::string dir;
+  RedisServer redis;
+  TestSite site;
+  std::string resolve;
+  std::set<std::string> truth;
+  std::vector<pid_t> nodes;
+};
+
 TEST_CASE(
     "Cluster: three nodes crawl a 200-host site: the truth set, each URL once, "
     "politeness across nodes",
     "[cluster]") {
-  std::string dir = TempDir("cluster_three");
-  RedisServer redis(dir + "/redis");
-  unsigned pages = EnvOr("CRAWLER_CLUSTER_PAGES", 2000);
-  TestSite site(VirtualHosts(pages), dir + "/requests.log");
-  std::string resolve = WriteSeedsAndResolve(site, dir);
-  std::set<std::string> truth = site.Truth("--max-depth 5");
-
-  WaitNodes(dir, StartNodes(dir, redis, "three", resolve));
-  site.Stop();
-  CheckUnionIsTruth(dir, truth);
-  CheckPoliteness(site.Requests(), 0.02);
+  ClusterCrawl c("cluster_three", "three", "");
+  c.Finish();
+  CheckPoliteness(c.site.Requests(), 0.02);
   // Every entry was acknowledged after a checkpoint and trimmed: Redis keeps
   // nothing of a finished job's URLs.
   CommandResult left =
-      RunCommand("redis-cli -p " + std::to_string(redis.port()) +
+      RunCommand("redis-cli -p " + std::to_string(c.redis.port()) +
                  " EVAL \"local n = 0 for _, k in ipairs(redis.call('keys', ARGV[1])) do "
                  "n = n + redis.call('xlen', k) end return n\" 0 'crawler:{three}:s:*'");
   INFO(left.output);
@@ -229,47 +258,31 @@ TEST_CASE(
     "Cluster: Redis killed and restarted on its AOF mid-crawl: nothing lost, "
     "nothing twice",
     "[cluster]") {
-  std::string dir = TempDir("cluster_redis_down");
-  RedisServer redis(dir + "/redis");
-  unsigned pages = EnvOr("CRAWLER_CLUSTER_PAGES", 2000);
-  TestSite site(VirtualHosts(pages), dir + "/requests.log");
-  std::string resolve = WriteSeedsAndResolve(site, dir);
-  std::set<std::string> truth = site.Truth("--max-depth 5");
-  std::vector<pid_t> nodes = StartNodes(
-      dir, redis, "down",
-      resolve + " --set frontier.min_delay_s=0.05 --set cluster.outbox_ram_urls=50");
+  ClusterCrawl c("cluster_redis_down", "down",
+                 "--set frontier.min_delay_s=0.05 --set cluster.outbox_ram_urls=50");
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  redis.Kill();
+  c.redis.Kill();
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  redis.Start();
-  WaitNodes(dir, nodes);
-  site.Stop();
-  std::string logs;
-  for (const std::string& n : kNodes) logs += ReadText(dir + "/" + n + "/crawler.log");
+  c.redis.Start();
+  c.Finish();
+  std::string logs = c.Logs();
   CHECK_THAT(logs, Catch::Contains("redis: down"));
   // While Redis was down, held batches went to spill files (over 50 URLs in
   // RAM), and were read back: none is left once the crawl is over.
   CHECK_THAT(logs, Catch::Contains("spilled to"));
   for (const std::string& n : kNodes) {
     INFO(n);
-    CHECK(FilesIn(dir + "/" + n + "/cluster-outbox") == 0);
+    CHECK(FilesIn(c.dir + "/" + n + "/cluster-outbox") == 0);
   }
-  CheckUnionIsTruth(dir, truth);
 }
 
 TEST_CASE(
     "Cluster metrics: each node's /metrics shows its shards, their lag, Redis round "
     "trips",
     "[cluster][metrics]") {
-  std::string dir = TempDir("cluster_metrics");
-  RedisServer redis(dir + "/redis");
-  unsigned pages = EnvOr("CRAWLER_CLUSTER_PAGES", 2000);
-  TestSite site(VirtualHosts(pages), dir + "/requests.log");
-  std::string resolve = WriteSeedsAndResolve(site, dir);
-  std::set<std::string> truth = site.Truth("--max-depth 5");
-  std::vector<pid_t> nodes = StartNodes(
-      dir, redis, "metrics",
-      resolve + " --set frontier.min_delay_s=0.05 --set metrics.listen=127.0.0.1:0");
+  ClusterCrawl c("cluster_metrics", "metrics",
+                 "--set frontier.min_delay_s=0.05 --set metrics.listen=127.0.0.1:0");
+  const std::string& dir = c.dir;
   double shards = 0;
   for (const std::string& n : kNodes) {
     std::string url = testing::MetricsUrl(dir + "/" + n + ".out");
@@ -301,9 +314,7 @@ TEST_CASE(
     shards += owned;
   }
   CHECK(shards == 64);  // cluster.shards in NodeCommand: each owned by one node
-  WaitNodes(dir, nodes);
-  site.Stop();
-  CheckUnionIsTruth(dir, truth);
+  c.Finish();
 }
 
 // The largest lag (entries not yet delivered to the owners) of any stream of
@@ -323,22 +334,15 @@ TEST_CASE(
     "Cluster: an owner stops reading: the others hold its batches (stream lag bounded, "
     "spill files), and it catches up",
     "[cluster]") {
-  std::string dir = TempDir("cluster_lag");
-  RedisServer redis(dir + "/redis");
-  TestSite site(VirtualHosts(EnvOr("CRAWLER_CLUSTER_PAGES", 2000)),
-                dir + "/requests.log");
-  std::string resolve = WriteSeedsAndResolve(site, dir);
-  std::set<std::string> truth = site.Truth("--max-depth 5");
   const long kLimit = 3;
-  std::vector<pid_t> nodes = StartNodes(
-      dir, redis, "lag",
-      resolve + " --set frontier.min_delay_s=0.05 --set cluster.batch_urls=16" +
-          " --set cluster.max_lag_batches=" + std::to_string(kLimit) +
-          " --set cluster.outbox_ram_urls=10"
-          // n2's transfers open at SIGSTOP must not time out at SIGCONT (a
-          // timed-out page's links would be missing from the truth set)
-          " --set fetch.timeout_s=300 --set fetch.connect_timeout_s=300"
-          " --set fetch.low_speed_time_s=300");
+  ClusterCrawl c("cluster_lag", "lag",
+                 "--set frontier.min_delay_s=0.05 --set cluster.batch_urls=16"
+                 " --set cluster.max_lag_batches=" +
+                     std::to_string(kLimit) + " --set cluster.outbox_ram_urls=10" +
+                     kLongTimeouts);
+  const std::string& dir = c.dir;
+  std::vector<pid_t>& nodes = c.nodes;
+  const RedisServer& redis = c.redis;
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // started
   auto spill_files = [&dir] { return FilesIn(dir + "/n1/cluster-outbox"); };
   ::kill(nodes[1], SIGSTOP);  // n2 reads nothing for 3 s, or until n1 spilled
@@ -356,8 +360,7 @@ TEST_CASE(
                    dir + "/n1.out");
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   ::kill(nodes[1], SIGCONT);
-  WaitNodes(dir, nodes);
-  site.Stop();
+  c.Finish();
   CHECK_THAT(ReadText(dir + "/n1/crawler.log"),
              Catch::Contains("spill files taken back"));
   // Two senders, each stops at the limit (its knowledge of the lag is at
@@ -369,7 +372,6 @@ TEST_CASE(
   std::string logs =
       ReadText(dir + "/n1/crawler.log") + ReadText(dir + "/n3/crawler.log");
   CHECK_THAT(logs, Catch::Contains("spilled to"));
-  CheckUnionIsTruth(dir, truth);
 }
 
 // `crawler cluster-stats --json` of `job`, parsed.
@@ -385,18 +387,10 @@ TEST_CASE(
     "Cluster leases: a node paused past its lease TTL stops, its shards show as "
     "waiting, then it takes its leases again with new epochs; the truth set, once",
     "[cluster][lease]") {
-  std::string dir = TempDir("cluster_zombie");
-  RedisServer redis(dir + "/redis");
-  TestSite site(VirtualHosts(EnvOr("CRAWLER_CLUSTER_PAGES", 2000)),
-                dir + "/requests.log");
-  std::string resolve = WriteSeedsAndResolve(site, dir);
-  std::set<std::string> truth = site.Truth("--max-depth 5");
-  std::vector<pid_t> nodes =
-      StartNodes(dir, redis, "zombie",
-                 resolve + " --set frontier.min_delay_s=0.05 --set cluster.lease_s=2" +
-                     // n2's transfers open at SIGSTOP must not time out at SIGCONT
-                     " --set fetch.timeout_s=300 --set fetch.connect_timeout_s=300"
-                     " --set fetch.low_speed_time_s=300");
+  ClusterCrawl c("cluster_zombie", "zombie",
+                 "--set frontier.min_delay_s=0.05 --set cluster.lease_s=2" +
+                     std::string(kLongTimeouts));
+  const RedisServer& redis = c.redis;
   std::this_thread::sleep_for(std::chrono::milliseconds(2000));  // started
   boost::json::object before = ClusterStats(redis, "zombie");
   uint64_t n2_shards = 0;
@@ -407,26 +401,24 @@ TEST_CASE(
   }
   REQUIRE(n2_shards > 0);
   CHECK(before.at("leases").at("held").to_number<uint64_t>() == 64);
-  ::kill(nodes[1], SIGSTOP);
+  ::kill(c.nodes[1], SIGSTOP);
   std::this_thread::sleep_for(std::chrono::milliseconds(3000));  // past lease_s
   // n2's leases expired and nobody may take them: its shards wait for it.
   boost::json::object paused = ClusterStats(redis, "zombie");
   const boost::json::array& waiting = paused.at("leases").at("waiting").as_array();
   CHECK(waiting.size() == n2_shards);
   for (const auto& w : waiting) CHECK(w.at("last_holder").as_string() == "n2");
-  ::kill(nodes[1], SIGCONT);
-  WaitNodes(dir, nodes);
-  site.Stop();
-  std::string log = ReadText(dir + "/n2/crawler.log");
+  ::kill(c.nodes[1], SIGCONT);
+  c.Finish();
+  std::string log = ReadText(c.dir + "/n2/crawler.log");
   CHECK_THAT(log, Catch::Contains("expired"));
   CHECK_THAT(log, Catch::Contains("shards taken again (nobody held them meanwhile)"));
   CHECK_THAT(log, Catch::Contains("(epoch 2)"));
   boost::json::object after = ClusterStats(redis, "zombie");
   CHECK(after.at("leases").at("max_epoch").to_number<uint64_t>() >= 2);
   boost::json::object stats =
-      boost::json::parse(ReadText(dir + "/n2/stats.json")).as_object();
+      boost::json::parse(ReadText(c.dir + "/n2/stats.json")).as_object();
   CHECK(stats.at("cluster").at("lease_losses").to_number<uint64_t>() >= n2_shards);
-  CheckUnionIsTruth(dir, truth);
 }
 
 // The chaos test: nodes killed with -9 at random moments and resumed, Redis
