@@ -92,7 +92,14 @@ Robots Robots::Parse(std::string_view body, std::string_view product_token) {
     r.truncated_ = true;
     r.warnings_.push_back("robots.txt is larger than 500 KiB; the rest is ignored");
   }
-  if (body.substr(0, 3) == "\xEF\xBB\xBF") body.remove_prefix(3);  // UTF-8 BOM
+  // A UTF-8 byte-order mark, or the start of one (a cut or mangled BOM must
+  // not take the first line with it).
+  for (std::string_view bom : {"\xEF\xBB\xBF", "\xEF\xBB", "\xEF"}) {
+    if (body.substr(0, bom.size()) == bom) {
+      body.remove_prefix(bom.size());
+      break;
+    }
+  }
   const std::string token = ProductToken(product_token);
 
   std::vector<Group> groups;
@@ -115,13 +122,21 @@ Robots Robots::Parse(std::string_view body, std::string_view product_token) {
     line = Trim(line);
     if (line.empty()) continue;
     size_t colon = line.find(':');
+    size_t value_at = colon + 1;
     if (colon == std::string_view::npos) {
+      // "Disallow /": a missing colon, read as "Disallow: /" when the line is
+      // exactly two words (as Google's parser does); anything else is
+      // ignored. Either way a warning.
+      colon = line.find_first_of(" \t");
+      value_at = line.find_first_not_of(" \t", colon);
+      bool two_words = colon != std::string_view::npos &&
+                       line.find_first_of(" \t", value_at) == std::string_view::npos;
       r.warnings_.push_back(where + "no ':' in '" + std::string(line.substr(0, 80)) +
-                            "'");
-      continue;
+                            "'" + (two_words ? ", read as 'key: value'" : ""));
+      if (!two_words) continue;
     }
     std::string key = LowerAscii(Trim(line.substr(0, colon)));
-    std::string_view value = Trim(line.substr(colon + 1));
+    std::string_view value = Trim(line.substr(value_at));
 
     if (key == "user-agent") {
       if (!last_was_agent) groups.emplace_back();
@@ -153,14 +168,23 @@ Robots Robots::Parse(std::string_view body, std::string_view product_token) {
       }
       if (value.empty())
         continue;  // "Disallow:" allows everything; "Allow:" says nothing
-      if (value.size() > kMaxPatternBytes) {
-        r.warnings_.push_back(where + "pattern longer than 4096 bytes ignored");
-        continue;
+      std::string pattern = NormalizeRobotsPath(value);
+      if (pattern.size() > kMaxPatternBytes) {
+        // Kept, cut to its first 4096 bytes (never inside a %XX escape): a
+        // Disallow then matches more paths, never fewer.
+        size_t cut = kMaxPatternBytes;
+        if (size_t pct = pattern.rfind('%', cut - 1);
+            pct != std::string::npos && pct + 3 > cut)
+          cut = pct;
+        pattern.resize(cut);
+        r.warnings_.push_back(where + "pattern longer than 4096 bytes cut to its first " +
+                              std::to_string(cut));
       }
-      groups.back().rules.push_back(Rule{key == "allow", NormalizeRobotsPath(value)});
+      groups.back().rules.push_back(Rule{key == "allow", std::move(pattern)});
       continue;
     }
-    last_was_agent = false;
+    // RFC 9309 2.1: records it does not know are ignored; they do not end a
+    // run of user-agent lines (a group).
     r.warnings_.push_back(where + "unknown key '" + key + "'");
   }
 

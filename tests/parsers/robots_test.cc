@@ -183,6 +183,65 @@ TEST_CASE("RFC 9309 2.5: only the first 500 KiB are parsed",
   CHECK(r.Allowed("/late"));
 }
 
+TEST_CASE("RFC 9309 2.1: an unknown record does not end a group",
+          "[parsers][robots][rfc9309]") {
+  Robots r = Robots::Parse(
+      "User-agent: FooBot\n"
+      "Unknown-Field: x\n"
+      "User-agent: *\n"
+      "Disallow: /\n",
+      "FooBot/2.0");
+  CHECK_FALSE(r.Allowed("/page"));  // FooBot and * are one group
+  CHECK_FALSE(Robots::Parse("User-agent: FooBot\nUnknown-Field: x\nUser-agent: *\n"
+                            "Disallow: /\n",
+                            "other")
+                  .Allowed("/page"));
+  REQUIRE(r.warnings().size() == 1);
+  CHECK_THAT(r.warnings()[0], Catch::Contains("unknown key 'unknown-field'"));
+}
+
+TEST_CASE("RFC 9309 2.2.2: a pattern over 4096 bytes is cut, not dropped",
+          "[parsers][robots][rfc9309]") {
+  std::string long_path = "/archive/" + std::string(5000, 'x');
+  Robots r = Robots::Parse("User-agent: *\nDisallow: " + long_path + "\n", "x");
+  CHECK_FALSE(r.Allowed(long_path));
+  CHECK_FALSE(r.Allowed(long_path + "/more"));
+  CHECK(r.Allowed("/archive/y"));
+  REQUIRE(r.rules().size() == 1);
+  CHECK(r.rules()[0].pattern.size() == 4096);
+  CHECK_THAT(r.warnings().at(0), Catch::Contains("cut to its first 4096"));
+  // Never inside an escape: "%2F" would otherwise become a raw "%2".
+  std::string escaped = "/" + std::string(4093, 'a') + "%2Fb";
+  Robots e = Robots::Parse("User-agent: *\nDisallow: " + escaped + "\n", "x");
+  REQUIRE(e.rules().size() == 1);
+  CHECK(e.rules()[0].pattern == "/" + std::string(4093, 'a'));
+}
+
+TEST_CASE("RFC 9309 2.2: a byte-order mark, whole or cut, keeps the first line",
+          "[parsers][robots][rfc9309]") {
+  for (const char* bom : {"\xEF\xBB\xBF", "\xEF\xBB", "\xEF"}) {
+    Robots r = Robots::Parse(std::string(bom) + "User-agent: *\nDisallow: /x\n", "y");
+    INFO(std::string(bom).size() << " BOM bytes");
+    CHECK_FALSE(r.Allowed("/x"));
+    CHECK(r.warnings().empty());
+  }
+}
+
+TEST_CASE("RFC 9309 2.2: 'Disallow /' without a colon is read as 'Disallow: /'",
+          "[parsers][robots][rfc9309]") {
+  Robots r = Robots::Parse("User-agent *\nDisallow /private\n", "y");
+  CHECK_FALSE(r.Allowed("/private/a"));
+  CHECK(r.Allowed("/public"));
+  REQUIRE(r.warnings().size() == 2);
+  CHECK_THAT(r.warnings()[1],
+             Catch::Contains("line 2") && Catch::Contains("read as 'key: value'"));
+  // More than two words: ignored, as before.
+  Robots three = Robots::Parse("User-agent: *\nDisallow / now\n", "y");
+  CHECK(three.Allowed("/"));
+  CHECK_THAT(three.warnings().at(0),
+             Catch::Contains("no ':'") && !Catch::Contains("read as"));
+}
+
 TEST_CASE(
     "RFC 9309 2.2.3: a 2,000-wildcard pattern against a 2,000-byte path gives the right "
     "answer (its speed is not timed here)",

@@ -14,7 +14,15 @@
 //     encoded), so "/%7Ea" matches "/~a" (2.2.2);
 //   - "/robots.txt" is always allowed (2.2.2);
 //   - Crawl-delay (non-standard) and Sitemap lines are exposed; any other
-//     line is kept as a warning with its line number, never an error.
+//     line is kept as a warning with its line number, never an error, and
+//     an unknown record does not end a group (2.1);
+//   - a line without a colon that is exactly two words ("Disallow /") is
+//     read as "key: value", as Google's parser does (with a warning): it
+//     errs toward what the site meant;
+//   - a pattern longer than 4096 bytes (after normalization) is cut to its
+//     first 4096, never dropped (a cut Disallow matches more, not less);
+//   - a UTF-8 byte-order mark, whole or its first one or two bytes, is
+//     skipped.
 // Robots::ForFetch turns the engine's fetch outcome into a decision
 // (2.3.1): 2xx -> the parsed rules; 4xx (and more than 5 redirects) ->
 // allow all; 5xx or unreachable -> disallow all, until a retry succeeds.
