@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ascii.h"
+#include "href.h"
 
 namespace crawler::parsers {
 namespace {
@@ -31,80 +32,9 @@ using ascii::Lower;
 using ascii::LowerAscii;
 using ascii::NormalizePercent;
 
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (Lower(a[i]) != Lower(b[i])) return false;
-  }
-  return true;
-}
-
-// The scheme of `s` if it starts with one (ALPHA *(ALPHA / DIGIT / + - .) ":").
-std::string_view SchemeOf(std::string_view s) {
-  if (s.empty() || !IsAlpha(s[0])) return {};
-  for (size_t i = 1; i < s.size(); ++i) {
-    char c = s[i];
-    if (c == ':') return s.substr(0, i);
-    if (!IsAlpha(c) && !IsDigit(c) && c != '+' && c != '-' && c != '.') return {};
-  }
-  return {};
-}
-
-bool IsSpecial(std::string_view scheme) {
-  return EqualsIgnoreCase(scheme, "http") || EqualsIgnoreCase(scheme, "https");
-}
-
-// The browser's clean-up of an href (see url.h). `special`: the URL is (or
-// resolves against) an http(s) URL. Drops the fragment. Fails only on a "%"
-// that does not start a valid escape.
-UrlResult Clean(std::string_view in, bool special) {
-  size_t begin = 0, end = in.size();
-  while (begin < end && static_cast<unsigned char>(in[begin]) <= 0x20) ++begin;
-  while (end > begin && static_cast<unsigned char>(in[end - 1]) <= 0x20) --end;
-  in = in.substr(begin, end - begin);
-
-  static constexpr char kHexDigits[] = "0123456789ABCDEF";
-  std::string out;
-  out.reserve(in.size() + 8);
-  bool in_query = false;
-  // Where the authority ends (square brackets are legal only inside it).
-  size_t authority_end = std::string_view::npos;
-  {
-    size_t start = 0;
-    std::string_view scheme = SchemeOf(in);
-    if (!scheme.empty()) start = scheme.size() + 1;
-    if (in.substr(start, 2) == "//" || (special && in.substr(start, 2) == "\\\\")) {
-      authority_end = in.find_first_of("/\\?#", start + 2);
-      if (authority_end == std::string_view::npos) authority_end = in.size();
-    }
-  }
-  for (size_t i = 0; i < in.size(); ++i) {
-    char c = in[i];
-    auto u = static_cast<unsigned char>(c);
-    if (c == '\t' || c == '\n' || c == '\r') continue;
-    if (c == '#') break;  // the fragment never reaches a server or the dedup key
-    if (c == '?') in_query = true;
-    if (c == '\\' && special && !in_query) c = '/';
-    if (c == '%') {
-      if (i + 2 >= in.size() || !IsHex(in[i + 1]) || !IsHex(in[i + 2])) {
-        return UrlError("bad percent-escape at byte " + std::to_string(i + begin));
-      }
-    }
-    bool bracket_outside_host =
-        (c == '[' || c == ']') &&
-        (authority_end == std::string_view::npos || i >= authority_end);
-    if (u <= 0x20 || u >= 0x7F || c == '"' || c == '<' || c == '>' || c == '`' ||
-        c == '{' || c == '}' || c == '|' || c == '^' || c == '\\' ||
-        bracket_outside_host) {
-      out += '%';
-      out += kHexDigits[u >> 4];
-      out += kHexDigits[u & 15];
-      continue;
-    }
-    out += c;
-  }
-  return UrlResult(std::move(out));
-}
+using href::EqualsIgnoreCase;
+using href::IsSpecial;
+using href::SchemeOf;
 
 // A clear reason for a string Boost.URL would not parse as an absolute URL.
 std::string Diagnose(std::string_view s, const boost::system::error_code& ec) {
@@ -320,9 +250,16 @@ UrlResult NormalizeOrigin(std::string_view scheme, const urls::url_view& u,
   if (!u.has_authority() || u.encoded_host().empty()) return UrlError("no host");
   std::string out(scheme);
   out += "://";
+  // As WHATWG serializes it: an empty password drops its ':', and an empty
+  // userinfo its '@' ("http://@host/" is "http://host/").
   if (u.has_userinfo()) {
-    out += NormalizePercent(u.encoded_userinfo());
-    out += '@';
+    std::string user = NormalizePercent(u.encoded_user());
+    std::string password = u.has_password() ? NormalizePercent(u.encoded_password()) : "";
+    if (!user.empty() || !password.empty()) {
+      out += user;
+      if (!password.empty()) out += ':' + password;
+      out += '@';
+    }
   }
   switch (u.host_type()) {
     case urls::host_type::name: {
@@ -438,9 +375,9 @@ UrlResult NormalizeClean(std::string_view clean, const UrlOptions& options) {
 }  // namespace
 
 UrlResult NormalizeUrl(std::string_view url, const UrlOptions& options) {
-  UrlResult cleaned = Clean(url, IsSpecial(SchemeOf(url)));
-  if (!cleaned.ok()) return cleaned;
-  return NormalizeClean(cleaned.value(), options);
+  bool special = IsSpecial(SchemeOf(url));
+  std::string cleaned = href::Clean(url, special);
+  return NormalizeClean(special ? href::Repair(cleaned, "") : cleaned, options);
 }
 
 UrlResult ResolveReference(std::string_view base, std::string_view reference) {
@@ -545,14 +482,8 @@ UrlResult UrlResolver::Resolve(std::string_view href, const UrlOptions& options)
     return Status::Error(Status::Code::kNotSupported,
                          "scheme '" + LowerAscii(scheme) + "' is not http or https");
   }
-  UrlResult cleaned = Clean(href, /*special=*/true);
-  if (!cleaned.ok()) return cleaned;
-  std::string_view ref = cleaned.value();
-  // WHATWG: "http:g" (same special scheme as the base, no "//") is relative.
-  if (!scheme.empty() && EqualsIgnoreCase(scheme, scheme_) &&
-      ref.substr(scheme.size() + 1, 2) != "//") {
-    ref.remove_prefix(scheme.size() + 1);
-  }
+  std::string repaired = href::Repair(href::Clean(href, /*special=*/true), scheme_);
+  std::string_view ref = repaired;
   auto r = urls::parse_uri_reference(ref);
   if (!r) return UrlError("not a valid URL reference (" + r.error().message() + ")");
   if (r->has_authority() && !r->encoded_path().empty() &&

@@ -103,16 +103,17 @@ TEST_CASE("Links: skipped hrefs are counted by reason", "[parsers][links]") {
       "<a href='javascript:void(0)'>j</a><a href=' JavaScript:x()'>j</a>"
       "<a href='mailto:me@example.org'>m</a><a href='data:text/plain,hi'>d</a>"
       "<a href='ftp://files.example/x'>f</a><a href='tel:+123'>t</a>"
-      "<a href='http://a:99999/'>bad port</a><a href='/%zz'>bad escape</a>"
+      "<a href='http://a:99999/'>bad port</a><a href='/%zz'>stray %</a>"
       "<a href='/" +
       std::string(5000, 'x') + "'>long</a><a href='ok'>ok</a>";  // NOLINT
   ExtractResult r = ExtractLinks(html, kPage, "");
-  CHECK(Urls(r) == std::vector<std::string>{"http://example.org/dir/ok"});
+  CHECK(Urls(r) == std::vector<std::string>{"http://example.org/%25zz",
+                                            "http://example.org/dir/ok"});
   CHECK(r.skipped.javascript == 2);
   CHECK(r.skipped.mailto == 1);
   CHECK(r.skipped.data == 1);
   CHECK(r.skipped.other_scheme == 2);
-  CHECK(r.skipped.unparsable == 2);
+  CHECK(r.skipped.unparsable == 1);
   CHECK(r.skipped.too_long == 1);
 }
 

@@ -15,9 +15,15 @@
 //              `, {, }, |, ^ and non-ASCII bytes are percent-encoded (UTF-8).
 //              Non-ASCII hosts go through UTS #46 (libidn2: NFC, mapping,
 //              non-transitional, disallowed code points rejected) to punycode.
+//              A "%" that starts no escape is a "%" ("%25", as wget sends
+//              it). A ':' in the first segment of a relative href is a path
+//              ("10:30.html"). Another special scheme without "//"
+//              ("https:/x.org", "https:x.org") and extra slashes
+//              ("///x.org/p") still introduce the authority. An empty
+//              userinfo is none ("http://@x.org/" is "http://x.org/").
+//              (src/href.h; the same for NormalizeUrl's absolute URLs.)
 //   not followed (error or kept as is): IPv4 numbers in other bases
-//              ("0x7f.1"), and "%" not followed by two hex digits (an
-//              error here; browsers keep it).
+//              ("0x7f.1").
 //
 // NormalizeUrl applies the safe rules (RFC 3986 6.2.2 plus scheme rules):
 //   lowercase scheme and host; drop the default port; empty path -> "/";

@@ -1,0 +1,117 @@
+// See href.h.
+#include "href.h"
+
+#include "ascii.h"
+
+namespace crawler::parsers::href {
+
+using ascii::IsAlpha;
+using ascii::IsDigit;
+using ascii::IsHex;
+using ascii::Lower;
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (Lower(a[i]) != Lower(b[i])) return false;
+  }
+  return true;
+}
+
+std::string_view SchemeOf(std::string_view s) {
+  if (s.empty() || !IsAlpha(s[0])) return {};
+  for (size_t i = 1; i < s.size(); ++i) {
+    char c = s[i];
+    if (c == ':') return s.substr(0, i);
+    if (!IsAlpha(c) && !IsDigit(c) && c != '+' && c != '-' && c != '.') return {};
+  }
+  return {};
+}
+
+bool IsSpecial(std::string_view scheme) {
+  return EqualsIgnoreCase(scheme, "http") || EqualsIgnoreCase(scheme, "https");
+}
+
+std::string Clean(std::string_view in, bool special) {
+  size_t begin = 0, end = in.size();
+  while (begin < end && static_cast<unsigned char>(in[begin]) <= 0x20) ++begin;
+  while (end > begin && static_cast<unsigned char>(in[end - 1]) <= 0x20) --end;
+  in = in.substr(begin, end - begin);
+
+  static constexpr char kHexDigits[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(in.size() + 8);
+  bool in_query = false;
+  // Where the authority ends (square brackets are legal only inside it).
+  size_t authority_end = std::string_view::npos;
+  {
+    size_t start = 0;
+    std::string_view scheme = SchemeOf(in);
+    if (!scheme.empty()) start = scheme.size() + 1;
+    if (in.substr(start, 2) == "//" || (special && in.substr(start, 2) == "\\\\")) {
+      authority_end = in.find_first_of("/\\?#", start + 2);
+      if (authority_end == std::string_view::npos) authority_end = in.size();
+    }
+  }
+  for (size_t i = 0; i < in.size(); ++i) {
+    char c = in[i];
+    auto u = static_cast<unsigned char>(c);
+    if (c == '\t' || c == '\n' || c == '\r') continue;
+    if (c == '#') break;  // the fragment never reaches a server or the dedup key
+    if (c == '?') in_query = true;
+    if (c == '\\' && special && !in_query) c = '/';
+    // A "%" that starts no escape: a browser keeps it and sends it as is;
+    // the server reads it as a "%", which is "%25" in RFC 3986 (as wget).
+    bool stray_percent =
+        c == '%' && (i + 2 >= in.size() || !IsHex(in[i + 1]) || !IsHex(in[i + 2]));
+    bool bracket_outside_host =
+        (c == '[' || c == ']') &&
+        (authority_end == std::string_view::npos || i >= authority_end);
+    if (u <= 0x20 || u >= 0x7F || c == '"' || c == '<' || c == '>' || c == '`' ||
+        c == '{' || c == '}' || c == '|' || c == '^' || c == '\\' ||
+        bracket_outside_host || stray_percent) {
+      out += '%';
+      out += kHexDigits[u >> 4];
+      out += kHexDigits[u & 15];
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+namespace {
+
+// `s` without its leading slashes.
+std::string_view NoLeadingSlashes(std::string_view s) {
+  size_t k = s.find_first_not_of('/');
+  return s.substr(k == std::string_view::npos ? s.size() : k);
+}
+
+// A reference without scheme or authority; a ':' in its first segment
+// makes it a path, not a scheme (RFC 3986 4.2 wants "./" before it).
+std::string RelativePath(std::string_view ref) {
+  size_t colon = ref.find(':');
+  if (colon != std::string_view::npos && colon < ref.find_first_of("/?"))
+    return "./" + std::string(ref);
+  return std::string(ref);
+}
+
+}  // namespace
+
+std::string Repair(std::string_view ref, std::string_view base_scheme) {
+  std::string_view scheme = SchemeOf(ref);
+  if (!scheme.empty()) {
+    if (!IsSpecial(scheme)) return std::string(ref);
+    std::string_view rest = ref.substr(scheme.size() + 1);
+    // The base's own scheme without "//": a relative reference.
+    if (EqualsIgnoreCase(scheme, base_scheme) && !rest.starts_with("//"))
+      return RelativePath(rest);
+    // Otherwise an authority follows, however many slashes (0 to n) precede it.
+    return std::string(scheme) + "://" + std::string(NoLeadingSlashes(rest));
+  }
+  if (ref.starts_with("//")) return "//" + std::string(NoLeadingSlashes(ref));
+  return RelativePath(ref);
+}
+
+}  // namespace crawler::parsers::href

@@ -1,0 +1,39 @@
+// An href as a browser reads it (WHATWG URL Standard), before RFC 3986
+// parsing: the clean-up and the repairs of parsers/url.h. Internal to
+// crawler::parsers.
+#ifndef PARSERS_HREF_H_
+#define PARSERS_HREF_H_
+
+#include <string>
+#include <string_view>
+
+#include "parsers/url.h"
+
+namespace crawler::parsers::href {
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b);
+// The scheme of `s` if it starts with one (ALPHA *(ALPHA / DIGIT / + - .) ":").
+std::string_view SchemeOf(std::string_view s);
+bool IsSpecial(std::string_view scheme);  // http or https
+
+// Strips leading and trailing C0 controls and spaces, removes tabs and
+// newlines, drops the fragment; in a special URL "\" is "/" before the
+// query; percent-encodes spaces, quotes, <, >, `, {, }, |, ^, brackets
+// outside the host, non-ASCII bytes, and a "%" that does not start an
+// escape (as "%25"). Never fails.
+std::string Clean(std::string_view in, bool special);
+
+// The WHATWG repairs of a cleaned http(s) href against a base whose scheme
+// is `base_scheme` ("" when there is no base), giving an RFC 3986 reference
+// with the same meaning:
+//   "http:g" (the base's scheme, no "//")      -> "g" (relative)
+//   "https:/x.org/p", "https:x.org/p" (another
+//     special scheme, or no base)               -> "https://x.org/p"
+//   "///x.org/p", "http:///x.org/p"             -> "//x.org/p", "http://x.org/p"
+//   "10:30-meeting.html", "_a:b" (a ':' in a
+//     first segment that is not a scheme)       -> "./10:30-meeting.html"
+std::string Repair(std::string_view cleaned, std::string_view base_scheme);
+
+}  // namespace crawler::parsers::href
+
+#endif  // PARSERS_HREF_H_
