@@ -405,9 +405,11 @@ TEST_CASE(
   std::this_thread::sleep_for(std::chrono::milliseconds(3000));  // past lease_s
   // n2's leases expired and nobody may take them: its shards wait for it.
   boost::json::object paused = ClusterStats(redis, "zombie");
-  const boost::json::array& waiting = paused.at("leases").at("waiting").as_array();
-  CHECK(waiting.size() == n2_shards);
-  for (const auto& w : waiting) CHECK(w.at("last_holder").as_string() == "n2");
+  // (Only n2's count: under a sanitizer n1 or n3 may miss a renewal too.)
+  size_t n2_waiting = 0;
+  for (const auto& w : paused.at("leases").at("waiting").as_array())
+    n2_waiting += w.at("last_holder").as_string() == "n2";
+  CHECK(n2_waiting == n2_shards);
   ::kill(c.nodes[1], SIGCONT);
   c.Finish();
   std::string log = ReadText(c.dir + "/n2/crawler.log");
