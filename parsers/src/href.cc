@@ -1,6 +1,10 @@
 // See href.h.
 #include "href.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
 #include "ascii.h"
 
 namespace crawler::parsers::href {
@@ -112,6 +116,71 @@ std::string Repair(std::string_view ref, std::string_view base_scheme) {
   }
   if (ref.starts_with("//")) return "//" + std::string(NoLeadingSlashes(ref));
   return RelativePath(ref);
+}
+
+namespace {
+
+// An IPv4 part: decimal, "0x" hex or "0" octal; nullopt if malformed.
+std::optional<uint64_t> Ipv4Number(std::string_view part) {
+  if (part.empty()) return std::nullopt;
+  unsigned radix = 10;
+  if (part.size() >= 2 && part[0] == '0' && part[1] == 'x') {
+    radix = 16;
+    part.remove_prefix(2);
+  } else if (part.size() >= 2 && part[0] == '0') {
+    radix = 8;
+    part.remove_prefix(1);
+  }
+  uint64_t n = 0;
+  for (char c : part) {
+    unsigned d = IsDigit(c)               ? static_cast<unsigned>(c - '0')
+                 : (c >= 'a' && c <= 'f') ? static_cast<unsigned>(c - 'a' + 10)
+                                          : 99;
+    if (d >= radix) return std::nullopt;
+    // Saturates above 2^32: still a number (too large for any part).
+    n = std::min<uint64_t>(n * radix + d, (uint64_t{1} << 32) + 1);
+  }
+  return n;
+}
+
+}  // namespace
+
+std::optional<Result<std::string>> ParseIpv4(std::string_view host) {
+  std::vector<std::string_view> parts;
+  for (size_t start = 0;;) {
+    size_t dot = host.find('.', start);
+    parts.push_back(
+        host.substr(start, dot == std::string_view::npos ? dot : dot - start));
+    if (dot == std::string_view::npos) break;
+    start = dot + 1;
+  }
+  if (parts.size() > 1 && parts.back().empty()) parts.pop_back();
+  std::string_view last = parts.back();
+  bool ends_in_number =
+      !last.empty() &&
+      (std::all_of(last.begin(), last.end(), IsDigit) || Ipv4Number(last).has_value());
+  if (!ends_in_number) return std::nullopt;
+  auto fail = [&host](const char* why) {
+    return Result<std::string>(
+        Status::Error(Status::Code::kInvalidArgument,
+                      "bad IPv4 host '" + std::string(host) + "' (" + why + ")"));
+  };
+  if (parts.size() > 4) return fail("more than 4 parts");
+  std::vector<uint64_t> numbers;
+  for (std::string_view part : parts) {
+    std::optional<uint64_t> n = Ipv4Number(part);
+    if (!n) return fail("a part is not a number");
+    numbers.push_back(*n);
+  }
+  for (size_t i = 0; i + 1 < numbers.size(); ++i)
+    if (numbers[i] > 255) return fail("a part above 255");
+  if (numbers.back() >= (uint64_t{1} << (8 * (5 - numbers.size()))))
+    return fail("the last part is too large");
+  uint64_t address = numbers.back();
+  for (size_t i = 0; i + 1 < numbers.size(); ++i) address += numbers[i] << (8 * (3 - i));
+  return Result<std::string>(
+      std::to_string(address >> 24) + "." + std::to_string((address >> 16) & 255) + "." +
+      std::to_string((address >> 8) & 255) + "." + std::to_string(address & 255));
 }
 
 }  // namespace crawler::parsers::href

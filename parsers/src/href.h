@@ -4,6 +4,7 @@
 #ifndef PARSERS_HREF_H_
 #define PARSERS_HREF_H_
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -33,6 +34,13 @@ std::string Clean(std::string_view in, bool special);
 //   "10:30-meeting.html", "_a:b" (a ':' in a
 //     first segment that is not a scheme)       -> "./10:30-meeting.html"
 std::string Repair(std::string_view cleaned, std::string_view base_scheme);
+
+// The WHATWG IPv4 parser, for a host Boost.URL reads as a name: a host
+// whose last label is a number ("127.1", "0x7f.0.0.1", "0300.0250.1.1",
+// "3232235777") is an IPv4 address in dotted decimal, or no valid host at
+// all ("1.2.3.4.5", "example.300"): an error. nullopt: not a number-ended
+// host (a name). `host` is lowercase ASCII.
+std::optional<Result<std::string>> ParseIpv4(std::string_view host);
 
 }  // namespace crawler::parsers::href
 

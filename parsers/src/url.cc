@@ -79,7 +79,17 @@ std::string PercentDecode(std::string_view s) {
 
 // A registered-name host: percent-decoded, lowercased, IDN labels to punycode,
 // checked for length and characters.
+UrlResult NormalizeHostNameOnly(std::string_view encoded);
+
+// A registered-name host, or (WHATWG) an IPv4 address in another form.
 UrlResult NormalizeHostName(std::string_view encoded) {
+  UrlResult name = NormalizeHostNameOnly(encoded);
+  if (!name.ok()) return name;
+  std::optional<UrlResult> ipv4 = href::ParseIpv4(name.value());
+  return ipv4 ? std::move(*ipv4) : name;
+}
+
+UrlResult NormalizeHostNameOnly(std::string_view encoded) {
   // Fast path: already lowercase LDH labels of sane length (most hosts).
   if (!encoded.empty() && encoded.size() <= kMaxHostLength && encoded.front() != '.' &&
       encoded.find("..") == std::string_view::npos &&

@@ -283,6 +283,27 @@ TEST_CASE("WHATWG: stray %, ':' in a first segment, repaired slashes, empty user
     REQUIRE(r.ok());
     CHECK(UrlOf(r) == want);
   }
+  // IPv4 in other forms (WHATWG's IPv4 parser): one key per address.
+  for (const auto& [url, want] : Cases{{"http://0x7f.1/", "http://127.0.0.1/"},
+                                       {"http://0300.0250.1.1/", "http://192.168.1.1/"},
+                                       {"http://3232235777/", "http://192.168.1.1/"},
+                                       {"http://127.1/x", "http://127.0.0.1/x"},
+                                       {"http://0x7F.0.0.1./", "http://127.0.0.1/"},
+                                       {"http://1.0x/", "http://1.0.0.0/"},
+                                       {"http://example.com/", "http://example.com/"},
+                                       {"http://a1.b2/", "http://a1.b2/"}}) {
+    INFO("url \"" << url << "\"");
+    CHECK(UrlOf(NormalizeUrl(url)) == want);
+    CHECK(UrlOf(ResolveHref(base, url)) == want);
+  }
+  CHECK_FALSE(NormalizeUrl("http://1.2.3.4.5/").ok());  // (Boost.URL's own refusal)
+  for (const char* bad : {"http://example.300/", "http://256.0.0.1/", "http://08.1/",
+                          "http://0x100000000/", "http://1.2.65536/"}) {
+    INFO("url \"" << bad << "\"");
+    UrlResult r = NormalizeUrl(bad);
+    REQUIRE_FALSE(r.ok());
+    CHECK_THAT(r.status().message(), Catch::Contains("bad IPv4 host"));
+  }
   // The same repairs for absolute URLs (seeds, redirects), and idempotent.
   for (const auto& [url, want] : Cases{{"http://a/%zz", "http://a/%25zz"},
                                        {"http:///x", "http://x/"},

@@ -21,9 +21,10 @@
 //              ("https:/x.org", "https:x.org") and extra slashes
 //              ("///x.org/p") still introduce the authority. An empty
 //              userinfo is none ("http://@x.org/" is "http://x.org/").
+//              A host whose last label is a number is an IPv4 address in
+//              any of WHATWG's forms ("0x7f.1", "0300.0250.1.1", "127.1",
+//              "3232235777" -> dotted decimal) or an error ("1.2.3.4.5").
 //              (src/href.h; the same for NormalizeUrl's absolute URLs.)
-//   not followed (error or kept as is): IPv4 numbers in other bases
-//              ("0x7f.1").
 //
 // NormalizeUrl applies the safe rules (RFC 3986 6.2.2 plus scheme rules):
 //   lowercase scheme and host; drop the default port; empty path -> "/";
