@@ -30,6 +30,7 @@ void Cluster::Loop() {
           figures_.redis_down_s = down;
         }
         spdlog::warn("redis: down {:.0f} s ({}); retrying", down, st.message());
+        CheckLeaseExpiry();  // past lease_s the workers stop: say so
         // Meanwhile outbound batches are held (RAM, then spill files).
         for (auto slept = std::chrono::milliseconds(0); slept < backoff && !stop_.load();
              slept += std::chrono::milliseconds(100)) {
