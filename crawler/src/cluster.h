@@ -109,7 +109,6 @@ class Cluster {
     std::array<uint64_t, kRttBounds.size()> rtt_buckets{};  // by bucket, not cumulative
     uint64_t rtt_count = 0;
     double rtt_sum_s = 0;
-    uint64_t leases_held = 0;
   };
 
   // Connects and joins the job. Errors: Redis unreachable (kIoError, naming

@@ -112,7 +112,6 @@ void Cluster::ApplyLeases(const redisReply* r, SteadyClock::time_point sent) {
   MutexLock lock(mu_);
   figures_.leases_held = held;
   figures_.lease_losses += unnoticed.size();
-  health_.leases_held = held;
 }
 
 void Cluster::CheckLeaseExpiry() {
@@ -131,7 +130,6 @@ void Cluster::CheckLeaseExpiry() {
   MutexLock lock(mu_);
   figures_.leases_held -= std::min<uint64_t>(figures_.leases_held, expired.size());
   figures_.lease_losses += expired.size();
-  health_.leases_held = figures_.leases_held;
 }
 
 // Acknowledges what published checkpoints hold and trims the streams, one

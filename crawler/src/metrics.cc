@@ -171,7 +171,7 @@ void ClusterFamilies(const ClusterReport& c, const Cluster::Health& h, Text& t) 
              lag);
   t.One("crawler_cluster_leases_held", "gauge",
         "Owned shards whose lease this node holds now (it fetches only their hosts).",
-        h.leases_held);
+        c.leases_held);
   t.One("crawler_cluster_lease_losses_total", "counter",
         "Leases that expired unrenewed or went to another holder.", c.lease_losses);
   t.One("crawler_cluster_acks_fenced_total", "counter",
