@@ -258,6 +258,8 @@ Result<CheckpointWritten> WriteCheckpoint(const std::string& out,
   if (src.fsync_fd_log >= 0 && ::fsync(src.fsync_fd_log) != 0) {
     return IoError(out + "/fetch-log.jsonl", "fsync");
   }
+  if (src.fsync_fd_seen >= 0 && ::fsync(src.fsync_fd_seen) != 0)
+    return IoError(out + "/seen.log", "fsync");
   const std::string manifest = EncodeManifest(info, files);
   st = file("MANIFEST.json", text(manifest));
   if (st.ok()) st = SyncDir(tmp);
@@ -284,6 +286,7 @@ std::string EncodeManifest(const CheckpointInfo& info,
   m.warc = ManifestWarc{info.warc_index, info.warc_file, info.warc_bytes};
   m.fetch_log.bytes = info.fetch_log_bytes;
   m.stats_series.bytes = info.series_bytes;
+  m.seen_log.bytes = info.seen_log_bytes;
   m.pause_ms = info.pause_ms;
   m.stats = info.stats;
   m.files = files;
@@ -363,6 +366,7 @@ Result<Manifest> DecodeManifest(std::string_view text, const std::string& path) 
   info.warc_bytes = m.warc.bytes;
   info.fetch_log_bytes = m.fetch_log.bytes;
   info.series_bytes = m.stats_series.bytes;
+  info.seen_log_bytes = m.seen_log.bytes;
   info.pause_ms = m.pause_ms;
   info.stats = std::move(m.stats);
   return out;
@@ -431,7 +435,7 @@ Result<std::string> ReadVerified(const Manifest& m, const std::string& dir,
 
 }  // namespace
 
-Result<LoadedCheckpoint> LoadCheckpoint(const std::string& dir) {
+Result<LoadedCheckpoint> LoadCheckpoint(const std::string& dir, bool with_filter) {
   auto text = ReadWhole(dir + "/MANIFEST.json");
   if (!text.ok()) return text.status();
   auto manifest = DecodeManifest(*text, dir + "/MANIFEST.json");
@@ -441,7 +445,8 @@ Result<LoadedCheckpoint> LoadCheckpoint(const std::string& dir) {
   out.config_path = dir + "/config.toml";
   auto config = ReadVerified(*manifest, dir, "config.toml");
   if (!config.ok()) return config.status();
-  auto filter = LoadFilter(*manifest, dir);
+  Result<std::unique_ptr<dedup::Filter>> filter = std::unique_ptr<dedup::Filter>();
+  if (with_filter) filter = LoadFilter(*manifest, dir);
   if (!filter.ok()) return filter.status();
   // frontier.bin and hosts.bin: checksum first, then their owners' decoders.
   auto frontier_bin = ReadVerified(*manifest, dir, "frontier.bin");

@@ -65,6 +65,10 @@ Status Checkpointer::Prepare(CheckpointInfo* info, CheckpointSources* src, bool 
   p_.frontier.RemoveDrained();  // no writer is reading them now
   info->fetch_log_bytes = p_.log.Bytes();
   src->fsync_fd_log = p_.log.fd();
+  if (p_.seen != nullptr) {
+    info->seen_log_bytes = p_.seen->Bytes();
+    src->fsync_fd_seen = p_.seen->fd();
+  }
   auto warc = p_.warc.Flush();
   if (!warc.ok()) return warc.status();
   info->warc_index = warc->file_index;

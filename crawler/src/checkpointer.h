@@ -30,6 +30,7 @@
 #include "fetch_log.h"
 #include "gate.h"
 #include "host_table.h"
+#include "seen_log.h"
 #include "stats_writer.h"
 
 namespace crawler::engine {
@@ -52,6 +53,7 @@ class Checkpointer {
     // outbox.txt to write, if any) / published.
     std::function<std::optional<OutboxCut>(uint64_t sequence)> on_cut;
     std::function<void(uint64_t sequence)> on_published;
+    const SeenLog* seen = nullptr;  // a cluster node's with shared_dir
   };
   // `sequence`: of the last checkpoint written (0 for a new crawl).
   Checkpointer(std::string out, const CheckpointConfig& config, const Parts& parts,

@@ -11,6 +11,7 @@
 #include <boost/uuid/uuid_io.hpp>
 #include <charconv>
 #include <cstring>
+#include <filesystem>
 #include <random>
 
 #include "cluster_wire.h"
@@ -45,10 +46,15 @@ Cluster::Cluster(const Config& config, RedisAddress address, std::unique_ptr<Red
       lease_state_(config.cluster.shards, LeaseState::kNone),
       valid_until_(new std::atomic<int64_t>[config.cluster.shards]),
       lease_ttl_(static_cast<int64_t>(config.cluster.lease_s * 1000)),
+      takeover_(!config.cluster.shared_dir.empty()),
+      ready_(new std::atomic<bool>[config.cluster.shards]),
       spill_dir_(std::move(out_dir) + "/cluster-outbox") {
   figures_.node = cfg_.node;
   figures_.job = cfg_.job;
-  for (uint32_t s = 0; s < cfg_.shards; ++s) valid_until_[s] = 0;
+  for (uint32_t s = 0; s < cfg_.shards; ++s) {
+    valid_until_[s] = 0;
+    ready_[s] = false;
+  }
 }
 
 Cluster::Health Cluster::health() const {
@@ -79,6 +85,21 @@ Result<std::unique_ptr<Cluster>> Cluster::Join(const Config& config,
   const ClusterConfig& c = config.cluster;
   auto address = ParseRedisUrl(c.redis);
   if (!address.ok()) return address.status();
+  std::string out_rel;
+  if (!c.shared_dir.empty()) {
+    // The others find this node's checkpoints at shared_dir/out_rel.
+    std::error_code ec;
+    auto shared = std::filesystem::weakly_canonical(c.shared_dir, ec);
+    auto out = std::filesystem::weakly_canonical(out_dir, ec);
+    out_rel = out.lexically_relative(shared).string();
+    if (ec || !std::filesystem::is_directory(shared) || out_rel.empty() ||
+        out_rel.rfind("..", 0) == 0 || out_rel == ".") {
+      return Status::Error(Status::Code::kInvalidArgument,
+                           "cluster.shared_dir: --out " + out_dir +
+                               " must be a directory inside " + c.shared_dir +
+                               " (an existing directory every node can read)");
+    }
+  }
   auto redis = Redis::Connect(*address, 5);
   if (!redis.ok())  // at start: a setup error (exit 2), not an output failure
     return Status::Error(Status::Code::kInvalidArgument,
@@ -122,8 +143,10 @@ Result<std::unique_ptr<Cluster>> Cluster::Join(const Config& config,
       std::from_chars(detail.data(), detail.data() + detail.size(), seed);
       spdlog::info("cluster: node {} joined job {} at {}", c.node, c.job,
                    address->Text());
-      return std::unique_ptr<Cluster>(
+      auto cluster = std::unique_ptr<Cluster>(
           new Cluster(config, *address, std::move(redis).value(), token, seed, out_dir));
+      cluster->out_rel_ = out_rel;
+      return cluster;
     }
     if (verdict == "shards")
       return Refused(c.job, "it has " + detail +
@@ -196,23 +219,41 @@ Status Cluster::Start(const std::atomic<bool>& stop, std::function<bool()> local
   self_ = static_cast<uint32_t>(std::find(nodes_.begin(), nodes_.end(), cfg_.node) -
                                 nodes_.begin());
   owner_.resize(cfg_.shards);
+  std::set<uint32_t> want(resumed_shards_.begin(), resumed_shards_.end());
   for (uint32_t s = 0; s < cfg_.shards; ++s) {
     owner_[s] = ShardOwner(nodes_, s);
-    if (owner_[s] == self_) my_shards_.push_back(s);
+    if (owner_[s] == self_) want.insert(s);
   }
+  my_shards_.assign(want.begin(), want.end());
   {
     MutexLock lock(mu_);
     figures_.nodes = nodes_.size();
-    figures_.shards_owned = my_shards_.size();
   }
+  // Every stream's group (a shard may come to this node later); where it
+  // exists, Redis answers BUSYGROUP, which is fine.
   std::vector<std::vector<std::string>> create;
-  for (uint32_t s : my_shards_)
+  for (uint32_t s = 0; s < cfg_.shards; ++s)
     create.push_back({"XGROUP", "CREATE", StreamKey(s), "owners", "0", "MKSTREAM"});
+  if (takeover_) create.push_back({"HSET", Key("outdirs"), cfg_.node, out_rel_});
   Status st = Retry(stop, "creating the consumer groups",
                     [&] { return redis_->Pipeline(create).ok(); });
   if (!st.ok()) return st;
   st = Retry(stop, "taking the shards' leases", [&] { return Heartbeat(); });
   if (!st.ok()) return st;
+  // A resumed node restored all its checkpoint's shards: each must still be
+  // its own (not taken over meanwhile by another node).
+  std::string taken;
+  for (uint32_t s : resumed_shards_) {
+    if (lease_state_[s] != LeaseState::kHeld || to_load_.count(s) > 0)
+      taken += (taken.empty() ? "" : ", ") + std::to_string(s);
+  }
+  if (!taken.empty() && takeover_) {
+    return Status::Error(
+        Status::Code::kInvalidArgument,
+        "cluster: shards " + taken.substr(0, 200) + " of this node's checkpoint were " +
+            "taken over by other nodes while it was away; resuming such a node is not " +
+            "supported yet: start it with a new --out and cluster.node");
+  }
   std::string names;
   for (const std::string& n : nodes_) names += (names.empty() ? "" : ",") + n;
   uint64_t held = 0, max_epoch = 0;
@@ -239,7 +280,8 @@ uint32_t Cluster::ShardOf(std::string_view host_key) const {
 }
 
 bool Cluster::Owns(std::string_view url) const {
-  return owner_[ShardOf(frontier::HostKey(url))] == self_;
+  uint32_t shard = ShardOf(frontier::HostKey(url));
+  return ready_[shard].load() && LeaseValid(shard);
 }
 
 bool Cluster::LeaseValid(uint32_t shard) const {
@@ -248,7 +290,7 @@ bool Cluster::LeaseValid(uint32_t shard) const {
 
 bool Cluster::Fetchable(std::string_view host_key) const {
   uint32_t shard = ShardOf(host_key);
-  if (owner_[shard] != self_ || LeaseValid(shard)) return true;
+  if (ready_[shard].load() && LeaseValid(shard)) return true;
   deferred_.fetch_add(1);
   return false;
 }
@@ -308,6 +350,11 @@ bool Cluster::Quiet() const {
 OutboxCut Cluster::OnCut(uint64_t sequence) {
   MutexLock spill(spill_mu_);  // no batch is between RAM and a spill file now
   MutexLock lock(mu_);
+  // The shards this checkpoint holds (their state is restored here), and
+  // the epochs the commit must still find.
+  std::vector<std::pair<uint32_t, uint64_t>>& shards = cut_shards_[sequence];
+  for (const auto& [shard, epoch] : holding_)
+    if (ready_[shard].load()) shards.emplace_back(shard, epoch);
   std::vector<Applied>& v = cut_[sequence];
   for (Applied& a : applied_) v.push_back(std::move(a));
   applied_.clear();
@@ -343,6 +390,12 @@ Status Cluster::RestoreOutbox(const std::string& text, const std::string& path) 
 }
 
 void Cluster::OnPublished(uint64_t sequence) {
+  // Acknowledged once committed (Commit, on the exchange thread).
+  MutexLock lock(mu_);
+  published_ = std::max(published_, sequence);
+}
+
+void Cluster::AfterCommit(uint64_t sequence) {
   {
     MutexLock spill(spill_mu_);
     for (auto it = drained_cut_.begin();
@@ -355,6 +408,7 @@ void Cluster::OnPublished(uint64_t sequence) {
     for (Applied& a : it->second) to_ack_.push_back(std::move(a));
     it = cut_.erase(it);
   }
+  cut_shards_.erase(cut_shards_.begin(), cut_shards_.upper_bound(sequence));
 }
 
 Cluster::Figures Cluster::figures() const {

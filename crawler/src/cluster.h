@@ -13,9 +13,24 @@
 // (naming the keys), a different shard count, and a second live node of the
 // same name (liveness: a key with a TTL of 3 heartbeats). The crawl starts
 // when cluster.min_nodes nodes have joined; the node set is then frozen, and
-// a new name is refused ("closed"). A node that dies keeps its shards until
-// it comes back with --resume. Taking over a dead node's shards, and nodes
-// joining a running job, are the next step (issue 13).
+// a new name is refused ("closed"). Nodes joining a running job are the
+// next step (issue 13).
+//
+// Death and leave (cluster_takeover.cc). Without cluster.shared_dir a node
+// that dies keeps its shards until it comes back with --resume. With it,
+// every checkpoint a node publishes is committed in Redis, fenced (each of
+// its shards must still be this node's with the same epoch), and becomes
+// each shard's source: the checkpoint a taker loads the shard from. Ownership
+// is by lease: each node wants the shards rendezvous hashing gives it among
+// the live nodes, and takes a free lease of one whose last holder died or
+// left (takeover); it loads that shard's hosts, queued URLs and seen set
+// (seen_log.h) from the source checkpoint under shared_dir, sends the source
+// node's outbox again, claims the shard's pending stream entries (XAUTOCLAIM)
+// and only then admits, reads and fetches for it. A node that finds a shard
+// it held taken by another (it was paused or cut off past its lease) stops
+// with an error: its work since its last committed checkpoint is void (the
+// taker redoes it). SIGTERM is a graceful leave: the last checkpoint is
+// committed and the leases given up, so the others take over at once.
 //
 // Exchange. A link whose host another node owns goes into that shard's
 // batch (Ship); the exchange thread sends a batch when it has
@@ -78,6 +93,8 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -88,7 +105,10 @@
 #include "crawler/checkpoint.h"
 #include "crawler/config.h"
 #include "frontier/frontier.h"
+#include "frontier/image.h"
+#include "host_table.h"
 #include "redis.h"
+#include "seen_log.h"
 #include "stats_schema.h"
 
 namespace crawler::engine {
@@ -96,6 +116,16 @@ namespace crawler::engine {
 // Rendezvous hashing: the index in `nodes` (sorted) of `shard`'s owner, the
 // node with the highest XXH3-64(name, seed = shard).
 uint32_t ShardOwner(const std::vector<std::string>& nodes, uint32_t shard);
+
+// Shards taken over: their part of the source checkpoint (cluster_takeover.cc).
+struct ShardState {
+  std::vector<uint32_t> shards;
+  std::string from;  // "node N checkpoint Q", for the log
+  frontier::FrontierImage frontier;
+  std::vector<HostSnapshot> hosts;
+  std::vector<SeenRecord> seen;
+  std::vector<frontier::UrlEntry> outbox;  // the source node's, to send again
+};
 
 class Cluster {
  public:
@@ -126,12 +156,29 @@ class Cluster {
   [[nodiscard]] Status Start(const std::atomic<bool>& stop,
                              std::function<bool()> local_idle);
 
-  // After Start: does this node own `url`'s host?
+  // After Start: does this node own `url`'s host? (It holds the lease of its
+  // shard, by its own clock, and has its state loaded.)
   bool Owns(std::string_view url) const;
   // After Start: may this node fetch `host_key`'s URLs now? False while it
-  // does not hold the lease of the host's shard (by its own clock).
+  // does not own the host's shard.
   bool Fetchable(std::string_view host_key) const;
   uint32_t ShardOf(std::string_view host_key) const;
+
+  // Takeover (cluster_takeover.cc): the state of shards taken over from a
+  // dead or leaving node, for a worker to restore (inside a gate pass), then
+  // ShardsLoaded. The error that stops this node (a shard it held was taken
+  // by another node), if any.
+  std::optional<ShardState> TakeShardState() EXCLUDES(mu_);
+  void ShardsLoaded(const std::vector<uint32_t>& shards) EXCLUDES(mu_);
+  bool Failed() const { return failed_.load(); }
+  Status failure() const EXCLUDES(mu_);
+  // On the way out (SIGTERM): after the last checkpoint is committed, give
+  // the leases up so the other nodes take the shards over at once.
+  void LeaveOnStop() { leave_ = true; }
+  // A resumed node: the shards its checkpoint has hosts of (see Start).
+  void SetResumedShards(std::vector<uint32_t> shards) {
+    resumed_shards_ = std::move(shards);
+  }
 
   // Queues URLs for their owners (none of them may be this node's).
   void Ship(std::vector<frontier::UrlEntry> entries) EXCLUDES(mu_);
@@ -159,7 +206,7 @@ class Cluster {
   // A resumed node's spill files, taken back as they are (a torn last line,
   // written after the last checkpoint, is cut off). Errors: a malformed file.
   [[nodiscard]] Status RestoreSpill() EXCLUDES(mu_, spill_mu_);
-  void OnPublished(uint64_t sequence) EXCLUDES(mu_, spill_mu_);
+  void OnPublished(uint64_t sequence) EXCLUDES(mu_);
 
   Figures figures() const EXCLUDES(mu_);
   // Read at every heartbeat: owned shards' lag, the heartbeat's round trip.
@@ -208,7 +255,10 @@ class Cluster {
   std::vector<Batch> ReadSpill(uint32_t shard, uint64_t max) REQUIRES(spill_mu_);
   // Re-reads the lag of shards with batches waiting (every 100 ms).
   bool RefreshLag();
-  bool Receive(bool pending, bool* did_something);
+  // Reads `shards`' streams (all owned ones if null): new entries, or with
+  // `pending` this node's own unacknowledged ones.
+  bool Receive(bool pending, bool* did_something,
+               const std::vector<uint32_t>* shards = nullptr);
   bool AckPublished();
   // Renews the owned shards' leases (takes them at Start) in the same
   // pipeline as the liveness key, the node's figures and the lag.
@@ -219,6 +269,21 @@ class Cluster {
   // Logs owned leases whose renewal is older than lease_s (once each).
   void CheckLeaseExpiry() EXCLUDES(mu_);
   bool LeaseValid(uint32_t shard) const;
+  // cluster_takeover.cc. The shards to renew or take at the next heartbeat:
+  // those held, and those rendezvous hashing gives this node among `live`.
+  void Want(const std::vector<std::string>& live);
+  // Loads the shards waiting in to_load_ from their sources.
+  void LoadTaken();
+  Result<ShardState> LoadFrom(const std::string& node, uint64_t sequence,
+                              const std::vector<uint32_t>& shards);
+  // Claims the pending entries of shards just loaded and reads them.
+  bool ClaimLoaded(bool* did_something);
+  // Commits the newest published checkpoint (fenced); then acknowledges.
+  bool Commit();
+  void AfterCommit(uint64_t sequence) EXCLUDES(mu_, spill_mu_);
+  bool Release();
+  void Fail(const std::string& why) EXCLUDES(mu_);
+  bool Ready(uint32_t shard) const { return ready_[shard].load(); }
   bool Publish();
   bool CheckDone();
   Status Reconnect();
@@ -237,7 +302,7 @@ class Cluster {
   std::vector<std::string> nodes_;
   std::vector<uint32_t> owner_;  // by shard: index into nodes_
   uint32_t self_ = 0;
-  std::vector<uint32_t> my_shards_;
+  std::vector<uint32_t> my_shards_;  // in the lease command (Want)
   std::function<bool()> local_idle_;
 
   // Lock order: spill_mu_, then mu_ (workers take mu_ only).
@@ -278,6 +343,25 @@ class Cluster {
   std::unique_ptr<std::atomic<int64_t>[]> valid_until_;
   const std::chrono::milliseconds lease_ttl_;
   mutable std::atomic<uint64_t> deferred_{0};  // Fetchable said no
+  // Takeover. takeover_: cluster.shared_dir is set. ready_: the shard's state
+  // is here (set at its taking, or when a worker restored what was loaded).
+  const bool takeover_;
+  std::string out_rel_;  // OUT relative to shared_dir (published for takers)
+  std::unique_ptr<std::atomic<bool>[]> ready_;
+  std::map<uint32_t, std::string> to_load_;  // shard -> source "NODE SEQ"
+  std::chrono::steady_clock::time_point last_load_try_{};
+  std::optional<ShardState> loaded_ GUARDED_BY(mu_);  // for a worker
+  std::vector<uint32_t> to_claim_ GUARDED_BY(mu_);    // restored: claim their entries
+  // Commits: the shards (and epochs) each cut holds; published sequences.
+  std::map<uint64_t, std::vector<std::pair<uint32_t, uint64_t>>> cut_shards_
+      GUARDED_BY(mu_);
+  uint64_t published_ GUARDED_BY(mu_) = 0;
+  std::map<uint32_t, uint64_t> holding_ GUARDED_BY(mu_);  // held shard -> epoch
+  std::atomic<bool> has_loaded_{false};
+  uint64_t committed_ = 0;
+  std::vector<uint32_t> resumed_shards_;
+  std::atomic<bool> failed_{false}, leave_{false};
+  Status failure_ GUARDED_BY(mu_);
   const std::string spill_dir_;
   std::thread thread_;
 };

@@ -57,7 +57,12 @@ void Cluster::Loop() {
       continue;
     }
     if (stopping) {
-      // A last round sent everything and acknowledged what was published.
+      // A last round sent everything, committed and acknowledged what was
+      // published; a leaving node then gives its leases up.
+      if (leave_.load() && !Release())
+        spdlog::warn(
+            "redis: the leases could not be given up: the other nodes take "
+            "this node's shards over when they expire");
       return;
     }
     // Idle: poll again after half a batch period (each poll reads every owned
@@ -81,12 +86,15 @@ bool Cluster::Round(bool* did) {
   CheckLeaseExpiry();
   if (!SendDue(stop_.load(), did)) return false;
   if (!Receive(false, did)) return false;
+  if (!ClaimLoaded(did)) return false;
+  if (!Commit()) return false;
   if (!AckPublished()) return false;
   if (now - last_beat_ >
       std::chrono::milliseconds(static_cast<int64_t>(cfg_.heartbeat_s * 1000))) {
     last_beat_ = now;
     if (!Heartbeat()) return false;
   }
+  LoadTaken();
   if (now - last_state_ >
       std::chrono::milliseconds(std::max<uint32_t>(cfg_.batch_ms, 50))) {
     last_state_ = now;
@@ -131,11 +139,11 @@ bool Cluster::SendDue(bool flush_all, bool* did) {
   return true;
 }
 
-bool Cluster::Receive(bool pending, bool* did) {
-  // Only the streams of shards whose lease this node holds.
+bool Cluster::Receive(bool pending, bool* did, const std::vector<uint32_t>* only) {
+  // Only the streams of shards this node owns (lease held, state here).
   std::vector<uint32_t> shards;
-  for (uint32_t s : my_shards_)
-    if (LeaseValid(s)) shards.push_back(s);
+  for (uint32_t s : only != nullptr ? *only : my_shards_)
+    if (ready_[s].load() && LeaseValid(s)) shards.push_back(s);
   if (shards.empty()) return true;
   std::vector<std::string> cmd;
   if (pending) {
@@ -218,21 +226,39 @@ bool Cluster::Heartbeat() {
       {"SET", Key("alive:" + cfg_.node), token_, "PX",
        std::to_string(static_cast<int64_t>(cfg_.heartbeat_s * 3000))},
       {"HSET", Key("stats"), cfg_.node, json::serialize(json::value_from(f))}};
-  if (!my_shards_.empty()) {  // the leases; the owned shards' lag, for the metrics
+  // With takeover: which nodes are alive (the shards this node wants next).
+  bool members = takeover_ && !nodes_.empty();
+  if (members) {
+    cmds.push_back({"MGET"});
+    for (const std::string& n : nodes_) cmds.back().push_back(Key("alive:" + n));
+  }
+  size_t lease_at = cmds.size();
+  std::vector<uint32_t> asked = my_shards_;
+  if (!asked.empty()) {  // the leases; the owned shards' lag, for the metrics
     cmds.push_back(LeaseCommand());
-    cmds.push_back({"EVAL", kLagScript, std::to_string(my_shards_.size())});
-    for (uint32_t s : my_shards_) cmds.back().push_back(StreamKey(s));
+    cmds.push_back({"EVAL", kLagScript, std::to_string(asked.size())});
+    for (uint32_t s : asked) cmds.back().push_back(StreamKey(s));
   }
   auto start = SteadyClock::now();
   auto r = redis_->Pipeline(cmds);
   double rtt = std::chrono::duration<double>(SteadyClock::now() - start).count();
   if (!r.ok() || (*r)[0].IsError()) return false;
-  if (!my_shards_.empty()) {
-    if ((*r)[2].IsError()) {
-      spdlog::warn("redis: lease renewal: {}", (*r)[2].Str());
+  if (!asked.empty()) {
+    if ((*r)[lease_at].IsError()) {
+      spdlog::warn("redis: lease renewal: {}", (*r)[lease_at].Str());
       return false;
     }
-    ApplyLeases((*r)[2].raw(), start);
+    ApplyLeases((*r)[lease_at].raw(), start);
+  }
+  if (members) {
+    const redisReply* alive = (*r)[2].raw();
+    std::vector<std::string> live;
+    for (size_t i = 0; alive != nullptr && alive->type == REDIS_REPLY_ARRAY &&
+                       i < alive->elements && i < nodes_.size();
+         ++i) {
+      if (alive->element[i]->type == REDIS_REPLY_STRING) live.push_back(nodes_[i]);
+    }
+    Want(live);
   }
   MutexLock lock(mu_);
   size_t bucket = 0;
@@ -240,16 +266,17 @@ bool Cluster::Heartbeat() {
   if (bucket < kRttBounds.size()) ++health_.rtt_buckets[bucket];
   ++health_.rtt_count;
   health_.rtt_sum_s += rtt;
-  const redisReply* lags = r->size() > 3 ? (*r)[3].raw() : nullptr;
+  const redisReply* lags = r->size() > lease_at + 1 ? (*r)[lease_at + 1].raw() : nullptr;
   if (lags != nullptr && lags->type == REDIS_REPLY_ARRAY &&
-      lags->elements == my_shards_.size()) {
+      lags->elements == asked.size()) {
     health_.owned_lag.clear();
-    for (size_t i = 0; i < my_shards_.size(); ++i) {
+    for (size_t i = 0; i < asked.size(); ++i) {
+      if (lease_state_[asked[i]] != LeaseState::kHeld) continue;
       const redisReply* e = lags->element[i];
       uint64_t lag = e->type == REDIS_REPLY_INTEGER && e->integer > 0
                          ? static_cast<uint64_t>(e->integer)
                          : 0;
-      health_.owned_lag.emplace_back(my_shards_[i], lag);
+      health_.owned_lag.emplace_back(asked[i], lag);
     }
   }
   return true;
@@ -263,10 +290,11 @@ bool Cluster::Publish() {
 
 bool Cluster::CheckDone() {
   std::vector<std::string> cmd = {
-      "EVAL",       kDoneScript, std::to_string(4 + nodes_.size()),
-      Key("state"), Key("sent"), Key("delivered"),
-      Key("done")};
+      "EVAL",       kDoneScript,  std::to_string(5 + nodes_.size()),
+      Key("state"), Key("sent"),  Key("delivered"),
+      Key("done"),  Key("holder")};
   for (const std::string& n : nodes_) cmd.push_back(Key("alive:" + n));
+  cmd.push_back(takeover_ ? "1" : "0");
   cmd.insert(cmd.end(), nodes_.begin(), nodes_.end());
   auto r = redis_->Command(cmd);
   if (!r.ok() || r->IsError()) return false;

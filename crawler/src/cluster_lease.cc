@@ -16,13 +16,14 @@ using namespace cluster_wire;  // NOLINT: the formats this file speaks
 
 std::vector<std::string> Cluster::LeaseCommand() const {
   std::vector<std::string> cmd = {"EVAL", kLeaseScript,
-                                  std::to_string(2 * my_shards_.size() + 1)};
+                                  std::to_string(2 * my_shards_.size() + 2)};
   for (uint32_t s : my_shards_) cmd.push_back(Key("lease:" + std::to_string(s)));
   for (uint32_t s : my_shards_) cmd.push_back(Key("epoch:" + std::to_string(s)));
   cmd.push_back(Key("holder"));
+  cmd.push_back(Key("source"));
   cmd.push_back(cfg_.node);
   cmd.push_back(std::to_string(lease_ttl_.count()));
-  cmd.push_back("0");  // no takeover of another node's shard in this version
+  cmd.push_back(takeover_ ? "1" : "0");  // with shared_dir: a dead node's shards
   for (uint32_t s : my_shards_) cmd.push_back(std::to_string(epoch_[s]));
   return cmd;
 }
@@ -58,13 +59,14 @@ void Cluster::ApplyLeases(const redisReply* r, SteadyClock::time_point sent) {
   // two clocks' rates).
   int64_t until = (sent + lease_ttl_ - lease_ttl_ / 100).time_since_epoch().count();
   uint64_t held = 0;
-  ShardList unnoticed, again, renewed, lost;
-  std::string lost_to;
+  ShardList unnoticed, again, renewed, lost, takeovers;
+  std::string lost_to, took_from;
   for (size_t i = 0; i < my_shards_.size(); ++i) {
     uint32_t s = my_shards_[i];
     std::string state = RedisReply::StrOf(Element(r->element[i], 0));
     std::string epoch_text = RedisReply::StrOf(Element(r->element[i], 1));
     std::string holder = RedisReply::StrOf(Element(r->element[i], 2));
+    std::string source = RedisReply::StrOf(Element(r->element[i], 3));
     uint64_t epoch = 0;
     std::from_chars(epoch_text.data(), epoch_text.data() + epoch_text.size(), epoch);
     if (state == "held" || state == "taken") {
@@ -77,6 +79,18 @@ void Cluster::ApplyLeases(const redisReply* r, SteadyClock::time_point sent) {
       } else if (lease_state_[s] == LeaseState::kExpired) {
         renewed.Add(s, epoch);
       }
+      if (lease_state_[s] == LeaseState::kNone || lease_state_[s] == LeaseState::kLost) {
+        // Newly this process's: its state is here already (a new shard, or
+        // this node's own checkpoint), or it is loaded from its source.
+        std::string from = source.substr(0, source.find(' '));
+        if (takeover_ && !source.empty() && from != cfg_.node) {
+          to_load_[s] = source;
+          takeovers.Add(s, epoch);
+          if (took_from.empty()) took_from = source;
+        } else {
+          ready_[s] = true;
+        }
+      }
       epoch_[s] = epoch;
       lease_state_[s] = LeaseState::kHeld;
       valid_until_[s] = until;
@@ -85,7 +99,8 @@ void Cluster::ApplyLeases(const redisReply* r, SteadyClock::time_point sent) {
     }
     valid_until_[s] = 0;
     epoch_[s] = 0;
-    if (lease_state_[s] != LeaseState::kLost) {
+    ready_[s] = false;
+    if (lease_state_[s] == LeaseState::kHeld || lease_state_[s] == LeaseState::kExpired) {
       if (lease_state_[s] == LeaseState::kHeld) unnoticed.Add(s, epoch);
       lost.Add(s, epoch);
       if (lost_to.empty())
@@ -104,14 +119,32 @@ void Cluster::ApplyLeases(const redisReply* r, SteadyClock::time_point sent) {
   if (!renewed.empty())
     spdlog::info("cluster: leases of {} shards renewed; fetching their hosts again: {}",
                  renewed.size(), renewed.str());
-  if (!lost.empty())
+  if (!takeovers.empty())
+    spdlog::info("cluster: taking over {} shards (the first from checkpoint '{}'): {}",
+                 takeovers.size(), took_from, takeovers.str());
+  {
+    MutexLock lock(mu_);
+    figures_.leases_held = held;
+    figures_.shards_owned = held;
+    figures_.lease_losses += unnoticed.size();
+    holding_.clear();
+    for (uint32_t s : my_shards_) {
+      if (lease_state_[s] == LeaseState::kHeld || lease_state_[s] == LeaseState::kExpired)
+        holding_[s] = epoch_[s];
+    }
+  }
+  if (!lost.empty()) {
     spdlog::warn(
         "cluster: leases of {} shards lost (the first {}): {}; not fetching their hosts, "
         "not reading or acknowledging their streams",
         lost.size(), lost_to, lost.str());
-  MutexLock lock(mu_);
-  figures_.leases_held = held;
-  figures_.lease_losses += unnoticed.size();
+    // Another node has them, from this node's last committed checkpoint:
+    // what this process did since is void.
+    Fail("lease renewal refused: " + std::to_string(lost.size()) +
+         " shards this node held were taken by another node (the first " + lost_to +
+         ") while it was paused or cut off; its work since its last committed " +
+         "checkpoint is void (the new owners redo it from there)");
+  }
 }
 
 void Cluster::CheckLeaseExpiry() {
@@ -184,7 +217,8 @@ bool Cluster::AckPublished() {
             "cluster: shard {}: acknowledge and trim refused by Redis (fenced): this "
             "node's lease is epoch {}, the shard's lease is '{}'",
             shard, epoch_[shard], RedisReply::StrOf(Element(r.raw(), 1)));
-        epoch_[shard] = 0;
+        // The next heartbeat, with this epoch, tells: taken again (it only
+        // expired) or lost to another node.
         valid_until_[shard] = 0;
         if (lease_state_[shard] == LeaseState::kHeld)
           lease_state_[shard] = LeaseState::kExpired;

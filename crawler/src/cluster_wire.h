@@ -104,14 +104,21 @@ end
 return r
 )lua";
 
-// The end test. KEYS: state, sent, delivered, done, alive:NODE... ARGV: the
-// nodes. A dead node (its liveness key expired) is not idle: it will resume
-// from its last checkpoint and may find links for the others again.
+// The end test. KEYS: state, sent, delivered, done, holder, alive:NODE...
+// ARGV: takeover (1: cluster.shared_dir), the nodes. A dead node (its
+// liveness key expired) is not idle: it will resume from its last checkpoint
+// and may find links for the others again; unless, with takeover, it is the
+// last holder of no shard (they were all taken over from its checkpoint).
 inline constexpr const char* kDoneScript = R"lua(
 if redis.call('exists', KEYS[4]) == 1 then return 1 end
-for i = 1, #ARGV do
-  if redis.call('hget', KEYS[1], ARGV[i]) ~= 'idle' then return 0 end
-  if redis.call('exists', KEYS[4 + i]) == 0 then return 0 end
+local holders = {}
+for _, v in ipairs(redis.call('hvals', KEYS[5])) do
+  holders[string.match(v, '^(%S+)')] = true
+end
+for i = 2, #ARGV do
+  local alive = redis.call('exists', KEYS[4 + i]) == 1
+  if not alive and (ARGV[1] ~= '1' or holders[ARGV[i]]) then return 0 end
+  if alive and redis.call('hget', KEYS[1], ARGV[i]) ~= 'idle' then return 0 end
 end
 local sent = tonumber(redis.call('get', KEYS[2]) or '0')
 local delivered = tonumber(redis.call('get', KEYS[3]) or '0')
@@ -123,18 +130,21 @@ return 1
 // Leases (fencing). A shard's lease is the key lease:S = "NODE EPOCH" with a
 // TTL; epoch:S only grows (INCR at every taking); the hash holder has, by
 // shard, the last "NODE EPOCH" that took it (it does not expire).
-// Take or renew. KEYS: lease:S..., epoch:S..., holder (n shards: 2n + 1).
-// ARGV: node, ttl ms, takeover (1: this node may take a shard another node
-// held last), then per shard the epoch this node holds (0: none).
-// Returns per shard {state, epoch, holder}: 'held' (renewed), 'taken' (a new
-// epoch), 'other' (a live lease of another holder), 'waiting' (free, but
-// another node held it last and this node may not take it over).
+// Take or renew. KEYS: lease:S..., epoch:S..., holder, source (n shards:
+// 2n + 2). ARGV: node, ttl ms, takeover (1: this node may take a free shard
+// another node held last, if it holds no epoch of it), then per shard the
+// epoch this node holds (0: none).
+// Returns per shard {state, epoch, holder, source}: 'held' (renewed),
+// 'taken' (a new epoch), 'other' (a live lease of another holder), 'waiting'
+// (free, but another node held it last and this node may not take it over);
+// source: "NODE SEQ", the last committed checkpoint that holds the shard.
 // A process that holds no epoch yet (just started or resumed) takes a lease
 // of its node's name: that is an earlier process of this node (Join refuses
 // a second live node of one name). A running one never takes it back from a
 // later process: it gets 'other'.
 inline constexpr const char* kLeaseScript = R"lua(
-local n = (#KEYS - 1) / 2
+local n = (#KEYS - 2) / 2
+local hk, sk = KEYS[2 * n + 1], KEYS[2 * n + 2]
 local me = ARGV[1] .. ' '
 local ours = function(v) return v and string.sub(v, 1, #me) == me end
 local out = {}
@@ -148,18 +158,18 @@ for i = 1, n do
     redis.call('pexpire', lk, ARGV[2])
     out[i] = {'held', epoch, cur}
   else
-    local last = redis.call('hget', KEYS[#KEYS], shard)
+    local last = redis.call('hget', hk, shard)
     local fresh = mine == '0'
     local ok
     if cur then
       ok = fresh and ours(cur)
     else
-      ok = not last or last == me .. mine or (fresh and ours(last)) or ARGV[3] == '1'
+      ok = not last or last == me .. mine or (fresh and (ours(last) or ARGV[3] == '1'))
     end
     if ok then
       epoch = tostring(redis.call('incr', ek))
       redis.call('set', lk, me .. epoch, 'PX', ARGV[2])
-      redis.call('hset', KEYS[#KEYS], shard, me .. epoch)
+      redis.call('hset', hk, shard, me .. epoch)
       out[i] = {'taken', epoch, me .. epoch}
     elseif cur then
       out[i] = {'other', epoch, cur}
@@ -167,8 +177,44 @@ for i = 1, n do
       out[i] = {'waiting', epoch, last}
     end
   end
+  out[i][4] = redis.call('hget', sk, shard) or ''
 end
 return out
+)lua";
+
+// The fenced commit of a published checkpoint. KEYS: holder, source,
+// commits. ARGV: node, sequence, then "SHARD EPOCH" of each shard the
+// checkpoint holds. Refused ({'fenced', shard, its holder}) unless this node
+// is still every one's last holder with that epoch; else the checkpoint
+// becomes each shard's source (where a taker loads it from) and the node's
+// committed one.
+inline constexpr const char* kCommitScript = R"lua(
+local me = ARGV[1] .. ' '
+for i = 3, #ARGV do
+  local shard, epoch = string.match(ARGV[i], '^(%d+) (%d+)$')
+  local h = redis.call('hget', KEYS[1], shard)
+  if h ~= me .. epoch then return {'fenced', shard, h or ''} end
+end
+for i = 3, #ARGV do
+  local shard = string.match(ARGV[i], '^(%d+)')
+  redis.call('hset', KEYS[2], shard, me .. ARGV[2])
+end
+redis.call('hset', KEYS[3], ARGV[1], ARGV[2])
+return {'ok'}
+)lua";
+
+// A leaving node gives its leases up. KEYS: lease:S... ARGV: "NODE EPOCH"
+// per shard. Deletes each lease still this node's (the holder hash keeps its
+// name: the shard is taken over from its last commit).
+inline constexpr const char* kReleaseScript = R"lua(
+local n = 0
+for i = 1, #KEYS do
+  if redis.call('get', KEYS[i]) == ARGV[i] then
+    redis.call('del', KEYS[i])
+    n = n + 1
+  end
+end
+return n
 )lua";
 
 // Acknowledge and trim, fenced. KEYS: stream, lease:S. ARGV: "NODE EPOCH"

@@ -366,6 +366,10 @@ std::vector<Key> ClusterKeys() {
       IntKey<uint64_t>(
           "cluster", "outbox_ram_urls",
           [](Config & c) -> auto& { return c.cluster.outbox_ram_urls; }, 0, kMax64),
+      StringKey(
+          "cluster", "shared_dir",
+          [](Config & c) -> auto& { return c.cluster.shared_dir; },
+          [](const std::string&) { return std::string(); }),
   };
 }
 

@@ -114,6 +114,11 @@ Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
     if (!cluster.ok()) return cluster.status();
     m->cluster = std::move(cluster).value();
   }
+  if (m->cluster && !config.cluster.shared_dir.empty()) {
+    auto seen = SeenLog::Open(out + "/seen.log");
+    if (!seen.ok()) return seen.status();
+    m->seen = std::move(seen).value();
+  }
   if (!config.metrics.listen.empty()) {
     auto metrics = MetricsServer::Start(config.metrics.listen);
     if (!metrics.ok()) return metrics.status();
@@ -131,13 +136,14 @@ Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
           },
           [raw](uint64_t seq) {
             if (raw->cluster) raw->cluster->OnPublished(seq);
-          }},
+          },
+          m->seen.get()},
       sequence);
   Status st;
   m->workers = Worker::MakeAll(
       config,
       {m->config, *m->scope, *m->filter, *m->frontier, m->hosts, *m->log, *m->warc,
-       m->counters, m->gate, m->results, m->state, m->cluster.get()},
+       m->counters, m->gate, m->results, m->state, m->cluster.get(), m->seen.get()},
       &st);
   if (!st.ok()) return st;
   return m;
@@ -226,6 +232,7 @@ Status Supervise(Crawl::Impl& m, const std::atomic<bool>& stop,
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     Status st = m.checkpointer->Poll(false);
     if (!st.ok()) return st;
+    if (m.cluster && m.cluster->Failed()) return m.cluster->failure();
     auto now = Clock::now();
     bool requested = checkpoint_request != nullptr && checkpoint_request->exchange(false);
     if (!stop.load() && !m.state.failed() &&
@@ -306,6 +313,10 @@ Result<CrawlSummary> Crawl::Run(const std::atomic<bool>& stop, const ProgressFn&
   if (!st.ok()) m.state.Fail(st);
   if (m.state.failed()) return m.state.error();
   return Finish(m, stop.load() || m.state.max_pages_hit.load(), start);
+}
+
+void Crawl::LeaveOnStop() {
+  if (impl_->cluster) impl_->cluster->LeaveOnStop();
 }
 
 std::string Crawl::MetricsUrl() const {

@@ -9,7 +9,8 @@
 //
 //   crawler --version
 //
-// Exit codes: 0 done (also after Ctrl-C/SIGTERM: a checkpoint is written),
+// Exit codes: 0 done (also after Ctrl-C/SIGTERM: a checkpoint is written; a
+// cluster node with cluster.shared_dir leaves the job on SIGTERM),
 // 1 crawl error (an output or checkpoint that cannot be written or read: disk
 // full, I/O error), 2 bad usage or bad input (seeds, config, --set, a damaged
 // or missing checkpoint). SIGUSR1 asks for a checkpoint now. The wording of
@@ -45,7 +46,14 @@ constexpr int kExitBadInput = 2;
 std::atomic<bool> g_stop{false};
 std::atomic<bool> g_checkpoint{false};
 
+std::atomic<bool> g_leave{false};
+
 extern "C" void OnSignal(int) { g_stop = true; }
+// SIGTERM: also a cluster node's graceful leave (its leases are given up).
+extern "C" void OnTerm(int) {
+  g_leave = true;
+  g_stop = true;
+}
 extern "C" void OnCheckpointSignal(int) { g_checkpoint = true; }
 
 // I/O failures are crawl errors; everything else is bad input.
@@ -158,12 +166,13 @@ int RunCrawl(const std::string& seeds_path, const std::string& config_path,
   if (std::string m = (*crawl)->MetricsUrl(); !m.empty())
     std::fprintf(stderr, "crawler: metrics: serving %s\n", m.c_str());
   std::signal(SIGINT, OnSignal);
-  std::signal(SIGTERM, OnSignal);
+  std::signal(SIGTERM, OnTerm);
   std::signal(SIGUSR1, OnCheckpointSignal);
   auto summary = [&] {
     Progress progress;  // its destructor ends the status line
     return (*crawl)->Run(g_stop, std::ref(progress), &g_checkpoint);
   }();
+  if (g_leave.load()) (*crawl)->LeaveOnStop();
   // Any failure of a running crawl is an output failure (exit 1); the
   // engine has logged it ("crawl stopped: ...").
   if (!summary.ok()) {

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
+#include <set>
 
 #include "base/file_util.h"
 #include "crawl_impl.h"
@@ -88,6 +89,7 @@ Status Repair(const std::string& out, const CheckpointInfo& info,
       Cut(out + "/fetch-log.jsonl", info.fetch_log_bytes, info.fetch_log_bytes > 0);
   if (st.ok()) st = Cut(out + "/warc/" + info.warc_file, info.warc_bytes, true);
   if (st.ok()) st = Cut(out + "/stats-series.jsonl", info.series_bytes, false);
+  if (st.ok()) st = Cut(out + "/seen.log", info.seen_log_bytes, false);
   if (!st.ok()) return st;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(out + "/warc", ec)) {
@@ -126,6 +128,12 @@ Status Restore(Crawl::Impl& m, LoadedCheckpoint& cp) {
   uint64_t in_flight = 0;
   for (const auto& [host, n] : leased) in_flight += n;
   m.resume_robots = m.hosts.Restore(std::move(hosts).value(), leased, now);
+  if (m.cluster && !m.config.cluster.shared_dir.empty()) {
+    std::set<uint32_t> shards;
+    for (const frontier::HostImage& h : cp.frontier.hosts)
+      shards.insert(m.cluster->ShardOf(h.key));
+    m.cluster->SetResumedShards({shards.begin(), shards.end()});
+  }
   size_t urls = cp.frontier.urls.size(), host_count = cp.frontier.hosts.size();
   Status st = frontier::RestoreFrontier(std::move(cp.frontier), now, m.frontier.get());
   if (!st.ok()) return st;

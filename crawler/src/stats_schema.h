@@ -194,13 +194,14 @@ struct ManifestDoc {
   boost::json::object counters;  // CrawlCounts + ManifestCounts
   ManifestWarc warc;
   ByteCount fetch_log, stats_series;
+  ByteCount seen_log;  // OUT/seen.log (cluster.shared_dir): absent before it
   double pause_ms = 0;
   boost::json::object stats;  // a StatsReport
   std::map<std::string, ManifestFile> files;
 };
 // clang-format off
 BOOST_DESCRIBE_STRUCT(ManifestDoc, (), (format, version, sequence, created_unix, elapsed_s,
-    scope_hosts, counters, warc, fetch_log, stats_series, pause_ms, stats, files))
+    scope_hosts, counters, warc, fetch_log, stats_series, seen_log, pause_ms, stats, files))
 // clang-format on
 
 }  // namespace crawler::engine

@@ -49,6 +49,13 @@ void Worker::Loop(const std::atomic<bool>& stop) {
   while (!stop.load() && !p_.state.failed()) {
     auto due = [&]() -> Result<std::optional<Clock::time_point>> {
       GateUnit unit(p_.gate);
+      if (p_.cluster != nullptr) {
+        // Shards taken over from a dead or leaving node.
+        if (std::optional<ShardState> taken = p_.cluster->TakeShardState()) {
+          Status st = RestoreShards(unit.pass(), std::move(*taken));
+          if (!st.ok()) return st;
+        }
+      }
       if (p_.cluster != nullptr && !p_.cluster->InboxEmpty()) {
         // URLs other nodes found for this node's hosts.
         Status st = Admit(unit.pass(), p_.cluster->TakeInbox());
@@ -94,13 +101,61 @@ bool Worker::Finished(const Gate::Pass&) const {
 
 Status Worker::Admit(const Gate::Pass& pass, std::vector<frontier::UrlEntry> entries) {
   if (entries.empty()) return Status::Ok();
-  auto admitted = p_.frontier.Admit(std::move(entries), p_.filter);
+  // A cluster node with shared_dir records what it admits, by shard (seen_log.h).
+  std::vector<SeenRecord> seen;
+  std::vector<size_t> inserted;
+  if (p_.seen != nullptr) {
+    for (const frontier::UrlEntry& e : entries)
+      seen.push_back(
+          {p_.cluster->ShardOf(frontier::HostKey(e.url)), dedup::HashKey(e.url)});
+  }
+  auto admitted =
+      p_.frontier.Admit(std::move(entries), p_.filter, p_.seen ? &inserted : nullptr);
   if (!admitted.ok()) return admitted.status();
+  if (p_.seen != nullptr && !inserted.empty()) {
+    std::vector<SeenRecord> keep;
+    keep.reserve(inserted.size());
+    for (size_t i : inserted) keep.push_back(seen[i]);
+    Status st = p_.seen->Append(keep);
+    if (!st.ok()) return st;
+  }
   p_.counters.Add(&CrawlSummary::duplicates, admitted->duplicates);
   p_.counters.Add(&CrawlSummary::filter_full, admitted->refused_full);
   if (admitted->admitted > 0) p_.counters.Admitted(admitted->admitted);
   for (const std::string& host : admitted->new_hosts)
     StartRobots(pass, host, host + "/robots.txt", 0);
+  return Status::Ok();
+}
+
+Status Worker::RestoreShards(const Gate::Pass& pass, ShardState s) {
+  auto now = Clock::now();
+  size_t hosts = s.frontier.hosts.size(), urls = s.frontier.urls.size();
+  auto robots = p_.hosts.Restore(std::move(s.hosts), s.frontier.LeasedPerHost(), now);
+  Status st = frontier::RestoreFrontier(std::move(s.frontier), now, &p_.frontier);
+  if (!st.ok()) return st;
+  // The shards' seen set: into the filter, and into this node's own seen
+  // log (a later taker of these shards loads them from here).
+  uint64_t added = 0;
+  for (const SeenRecord& r : s.seen)
+    added += p_.filter.TryInsertHash(r.hash) == dedup::InsertResult::kInserted;
+  if (p_.seen != nullptr) {
+    st = p_.seen->Append(s.seen);
+    if (!st.ok()) return st;
+  }
+  for (const RobotsFetchToStart& r : robots) StartRobots(pass, r.host, r.url, r.hops);
+  // The source node's outbox, to its owners again (the shards taken here are
+  // not owned until ShardsLoaded: theirs go through their streams).
+  std::vector<frontier::UrlEntry> mine, theirs;
+  for (frontier::UrlEntry& e : s.outbox)
+    (p_.cluster->Owns(e.url) ? mine : theirs).push_back(std::move(e));
+  if (!theirs.empty()) p_.cluster->Ship(std::move(theirs));
+  st = Admit(pass, std::move(mine));
+  if (!st.ok()) return st;
+  p_.cluster->ShardsLoaded(s.shards);
+  spdlog::info(
+      "cluster: took over {} shards from {}: {} hosts, {} URLs queued, {} of {} seen "
+      "URLs new to this node's filter",
+      s.shards.size(), s.from, hosts, urls, added, s.seen.size());
   return Status::Ok();
 }
 

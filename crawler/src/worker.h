@@ -39,6 +39,7 @@
 #include "host_table.h"
 #include "parsers/links.h"
 #include "scope.h"
+#include "seen_log.h"
 
 namespace crawler::engine {
 
@@ -103,6 +104,7 @@ struct WorkerParts {
   ResultQueue& results;
   RunState& state;
   Cluster* cluster;  // null: a single-machine crawl
+  SeenLog* seen;     // a cluster node's with shared_dir; else null
 };
 
 class Worker {
@@ -126,6 +128,9 @@ class Worker {
                              std::vector<frontier::UrlEntry> entries);
   void StartRobots(const Gate::Pass& pass, const std::string& host,
                    const std::string& url, int hops);
+  // Shards taken over (cluster.h): their hosts, queued URLs and seen set
+  // into this node's frontier, host table and filter.
+  [[nodiscard]] Status RestoreShards(const Gate::Pass& pass, ShardState s);
 
  private:
   struct Prepared {

@@ -311,8 +311,8 @@ Result<std::unique_ptr<Frontier>> Frontier::Create(const FrontierOptions& option
   return std::unique_ptr<Frontier>(new Frontier(std::make_unique<Impl>(options)));
 }
 
-Result<AdmitResult> Frontier::Admit(std::vector<UrlEntry> entries,
-                                    dedup::Filter& filter) {
+Result<AdmitResult> Frontier::Admit(std::vector<UrlEntry> entries, dedup::Filter& filter,
+                                    std::vector<size_t>* inserted) {
   std::vector<std::string_view> keys;
   keys.reserve(entries.size());
   for (const UrlEntry& e : entries) keys.push_back(e.url);
@@ -332,6 +332,7 @@ Result<AdmitResult> Frontier::Admit(std::vector<UrlEntry> entries,
         break;
     }
     ++out.admitted;
+    if (inserted != nullptr) inserted->push_back(i);
     Status st = impl_->Push(std::move(entries[i]), &out.new_hosts);
     if (!st.ok()) {
       impl_->admitted += out.admitted;

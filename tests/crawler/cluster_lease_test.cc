@@ -1,8 +1,8 @@
-// The lease and fencing protocol (cluster_wire.h: kLeaseScript, kAckScript),
-// run by a real redis-server: who may take, renew and lose a shard's lease,
-// and that an acknowledge or trim with a stale epoch is refused and changes
-// nothing. The nodes' use of it is tested with the real binary in
-// cluster_test.cc.
+// The lease and fencing protocol (cluster_wire.h: kLeaseScript, kAckScript,
+// kCommitScript, kReleaseScript), run by a real redis-server: who may take,
+// renew and lose a shard's lease, and that an acknowledge, trim or commit
+// with a stale epoch is refused and changes nothing. The nodes' use of it is tested with
+// the real binary in cluster_test.cc.
 #include <catch2/catch.hpp>
 #include <string>
 #include <thread>
@@ -21,7 +21,7 @@ using testing::TempDir;
 const std::string kPrefix = "crawler:{lease}:";
 
 struct Answer {
-  std::string state, epoch, holder;
+  std::string state, epoch, holder, source;
 };
 
 class Protocol {
@@ -47,13 +47,34 @@ class Protocol {
                bool takeover = false) {
     std::string s = std::to_string(shard);
     RedisReply r =
-        Run({"EVAL", cluster_wire::kLeaseScript, "3", kPrefix + "lease:" + s,
-             kPrefix + "epoch:" + s, kPrefix + "holder", node, std::to_string(ttl_ms),
-             takeover ? "1" : "0", std::to_string(mine)});
+        Run({"EVAL", cluster_wire::kLeaseScript, "4", kPrefix + "lease:" + s,
+             kPrefix + "epoch:" + s, kPrefix + "holder", kPrefix + "source", node,
+             std::to_string(ttl_ms), takeover ? "1" : "0", std::to_string(mine)});
     const redisReply* one = cluster_wire::Element(r.raw(), 0);
     return Answer{RedisReply::StrOf(cluster_wire::Element(one, 0)),
                   RedisReply::StrOf(cluster_wire::Element(one, 1)),
-                  RedisReply::StrOf(cluster_wire::Element(one, 2))};
+                  RedisReply::StrOf(cluster_wire::Element(one, 2)),
+                  RedisReply::StrOf(cluster_wire::Element(one, 3))};
+  }
+
+  // kCommitScript: `node` commits checkpoint `seq` holding {shard, epoch}...
+  std::string Commit(const std::string& node, uint64_t seq,
+                     const std::vector<std::pair<uint32_t, uint64_t>>& shards) {
+    std::vector<std::string> cmd = {"EVAL",
+                                    cluster_wire::kCommitScript,
+                                    "3",
+                                    kPrefix + "holder",
+                                    kPrefix + "source",
+                                    kPrefix + "commits",
+                                    node,
+                                    std::to_string(seq)};
+    for (const auto& [s, e] : shards)
+      cmd.push_back(std::to_string(s) + " " + std::to_string(e));
+    return RedisReply::StrOf(cluster_wire::Element(Run(cmd).raw(), 0));
+  }
+  std::string Get(const std::string& key) { return Run({"GET", kPrefix + key}).Str(); }
+  std::string HGet(const std::string& key, const std::string& field) {
+    return Run({"HGET", kPrefix + key, field}).Str();
   }
 
   // kAckScript: {verdict, detail}.
@@ -152,6 +173,52 @@ TEST_CASE("Leases: take, renew, expire; a stale epoch cannot acknowledge or trim
   CHECK(lost.state == "waiting");
   CHECK(lost.holder == "c 3");
   CHECK(p.Int({"GET", kPrefix + "epoch:1"}) == 3);  // epochs only grow
+}
+
+TEST_CASE(
+    "Commits: a checkpoint becomes its shards' source only while its node holds them "
+    "with that epoch; takeover only without an epoch; release gives a lease up",
+    "[cluster][lease]") {
+  std::string dir = TempDir("cluster_commit");
+  RedisServer server(dir + "/redis");
+  Protocol p(server);
+  CHECK(p.Lease(0, "a", 0, 400).epoch == "1");
+  CHECK(p.Lease(1, "a", 0, 400).epoch == "1");
+  CHECK(p.Lease(0, "a", 1, 400).source.empty());  // nothing committed yet
+  CHECK(p.Commit("a", 5, {{0, 1}, {1, 1}}) == "ok");
+  CHECK(p.HGet("source", "0") == "a 5");
+  CHECK(p.HGet("commits", "a") == "5");
+
+  WaitPast(400);  // a paused: b (no epoch of shard 0) takes it over, and learns
+                  // where from
+  Answer b = p.Lease(0, "b", 0, 5000, /*takeover=*/true);
+  CHECK(b.state == "taken");
+  CHECK(b.source == "a 5");
+  // a's next commit holds shard 0 at epoch 1: refused, and nothing changes
+  // (shard 1's source neither, though a still holds it).
+  CHECK(p.Commit("a", 6, {{0, 1}, {1, 1}}) == "fenced");
+  CHECK(p.HGet("source", "1") == "a 5");
+  CHECK(p.HGet("commits", "a") == "5");
+  // a, with its epoch, may not take it back even with takeover (it is a
+  // running process that lost it), nor commit with b's epoch.
+  CHECK(p.Lease(0, "a", 1, 400, /*takeover=*/true).state == "other");
+  CHECK(p.Commit("a", 6, {{0, 2}}) == "fenced");
+  CHECK(p.Commit("b", 1, {{0, 2}}) == "ok");
+  CHECK(p.HGet("source", "0") == "b 1");
+
+  // b leaves: a stale value releases nothing; its own does; the holder hash
+  // keeps its name (the shard is taken over from its last commit).
+  auto release = [&](const std::string& value) {
+    return p.Run({"EVAL", cluster_wire::kReleaseScript, "1", kPrefix + "lease:0", value})
+        .Int();
+  };
+  CHECK(release("b 1") == 0);
+  CHECK(release("b 2") == 1);
+  CHECK(p.Int({"EXISTS", kPrefix + "lease:0"}) == 0);
+  CHECK(p.HGet("holder", "0") == "b 2");
+  Answer c = p.Lease(0, "c", 0, 5000, /*takeover=*/true);
+  CHECK(c.state == "taken");
+  CHECK(c.source == "b 1");
 }
 
 }  // namespace

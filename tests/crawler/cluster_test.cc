@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "cluster_fixture.h"
 #include "crawl_output.h"
 #include "metrics_scrape.h"
 #include "redis_server.h"
@@ -33,6 +34,7 @@
 namespace crawler::engine {
 namespace {
 
+using namespace cluster_fixture;  // NOLINT: the shared fixture
 using testing::AttemptedUrls;
 using testing::CommandResult;
 using testing::FreePort;
@@ -45,152 +47,6 @@ using testing::TempDir;
 using testing::TestSite;
 using testing::WaitExitFor;
 using testing::WarcResponses;
-
-unsigned EnvOr(const char* name, unsigned fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v ? static_cast<unsigned>(std::atoi(v)) : fallback;
-}
-
-// Every host's requests: never two at once, never closer than `delay`.
-void CheckPoliteness(const std::vector<ServedRequest>& all, double delay) {
-  std::map<std::string, std::vector<ServedRequest>> by_port;
-  for (const ServedRequest& q : all) by_port[q.authority].push_back(q);
-  double shortest = 1e9;
-  size_t overlaps = 0;
-  for (auto& [port, reqs] : by_port) {
-    std::sort(reqs.begin(), reqs.end(),
-              [](auto& a, auto& b) { return a.start_us < b.start_us; });
-    for (size_t i = 1; i < reqs.size(); ++i) {
-      shortest = std::min(
-          shortest, static_cast<double>(reqs[i].start_us - reqs[i - 1].start_us) / 1e6);
-      if (reqs[i].start_us < reqs[i - 1].end_us) ++overlaps;
-    }
-  }
-  INFO(by_port.size() << " hosts; shortest interval " << shortest << " s");
-  CHECK(overlaps == 0);
-  CHECK(shortest >= delay);
-}
-
-std::string NodeCommand(const std::string& dir, const std::string& redis,
-                        const std::string& job, const std::string& node,
-                        const std::string& extra = "", const std::string& out = "") {
-  return std::string(CRAWLER_BINARY) + " crawl --seeds " + dir + "/seeds.txt --out " +
-         dir + "/" + (out.empty() ? node : out) + " --set cluster.redis=" + redis +
-         " --set cluster.job=" + job + " --set cluster.node=" + node +
-         " --set cluster.min_nodes=3 --set cluster.shards=64"
-         " --set cluster.heartbeat_s=0.5 --set crawl.max_depth=5"
-         " --set crawl.max_connections=8 --set frontier.min_delay_s=0.02"
-         " --set dedup.capacity=2000 --set dedup.error_rate=1e-7 " +
-         extra;
-}
-
-const std::vector<std::string> kNodes = {"n1", "n2", "n3"};
-
-// For a node that gets SIGSTOP: its transfers open at the stop must not time
-// out at SIGCONT (a timed-out page's links would be missing from the truth set).
-constexpr const char* kLongTimeouts =
-    " --set fetch.timeout_s=300 --set fetch.connect_timeout_s=300"
-    " --set fetch.low_speed_time_s=300";
-
-// Entries in `dir` (0 if it does not exist).
-size_t FilesIn(const std::string& dir) {
-  size_t n = 0;
-  std::error_code ec;
-  for (auto it = std::filesystem::directory_iterator(dir, ec);
-       !ec && it != std::filesystem::directory_iterator(); ++it)
-    ++n;
-  return n;
-}
-
-// The testsite flags for a 200-host site on virtual hosts: one port, the Host
-// header picks the host (h0.site.test ... h199.site.test).
-std::string VirtualHosts(unsigned pages) {
-  return "--pages " + std::to_string(pages) +
-         " --hosts 200 --slow-ms 10 --vhosts site.test";
-}
-
-// Writes DIR/seeds.txt and DIR/resolve.toml (fetch.resolve: every virtual
-// host name -> 127.0.0.1, as curl --resolve); returns the --config flag.
-std::string WriteSeedsAndResolve(const TestSite& site, const std::string& dir) {
-  site.WriteSeeds(dir + "/seeds.txt");
-  std::ofstream out(dir + "/resolve.toml");
-  out << "[fetch]\nresolve = [\n";
-  for (const std::string& r : site.Resolve()) out << "  \"" << r << "\",\n";
-  out << "]\n";
-  return "--config " + dir + "/resolve.toml";
-}
-
-// Starts n1..n3 of `job` (output in DIR/NODE.out).
-std::vector<pid_t> StartNodes(const std::string& dir, const RedisServer& redis,
-                              const std::string& job, const std::string& extra = "") {
-  std::vector<pid_t> pids;
-  for (const std::string& n : kNodes)
-    pids.push_back(
-        Spawn(NodeCommand(dir, redis.Url(), job, n, extra), dir + "/" + n + ".out"));
-  return pids;
-}
-
-// Waits for each node; each must exit 0 (its output shown otherwise).
-void WaitNodes(const std::string& dir, const std::vector<pid_t>& pids) {
-  for (size_t i = 0; i < pids.size(); ++i) {
-    int code = WaitExitFor(pids[i], 600);
-    INFO(kNodes[i] << ": " << ReadText(dir + "/" + kNodes[i] + ".out").substr(0, 20000));
-    CHECK(code == 0);
-  }
-}
-
-// The oracle: the nodes' fetch logs together hold `truth`, each URL once.
-void CheckUnionIsTruth(const std::string& dir, const std::set<std::string>& truth) {
-  std::multiset<std::string> fetched;
-  for (const std::string& n : kNodes) {
-    std::multiset<std::string> mine = AttemptedUrls(dir + "/" + n + "/fetch-log.jsonl");
-    INFO(n << " fetched " << mine.size());
-    CHECK(mine.size() > 0);  // every node took part
-    fetched.insert(mine.begin(), mine.end());
-  }
-  std::set<std::string> distinct(fetched.begin(), fetched.end());
-  CHECK(fetched.size() == distinct.size());  // no URL twice, over all nodes
-  std::vector<std::string> missing, extra;
-  std::set_difference(truth.begin(), truth.end(), distinct.begin(), distinct.end(),
-                      std::back_inserter(missing));
-  std::set_difference(distinct.begin(), distinct.end(), truth.begin(), truth.end(),
-                      std::back_inserter(extra));
-  INFO("missing " << missing.size() << " (first: " << (missing.empty() ? "" : missing[0])
-                  << "), extra " << extra.size());
-  CHECK(missing.empty());
-  CHECK(extra.empty());
-}
-
-// One three-node crawl (n1..n3 of `job`) of a 200-virtual-host site: its
-// directory, Redis, site, truth set (depth 5) and node processes.
-struct ClusterCrawl {
-  ClusterCrawl(const std::string& name, const std::string& job, const std::string& extra)
-      : dir(TempDir(name)),
-        redis(dir + "/redis"),
-        site(VirtualHosts(EnvOr("CRAWLER_CLUSTER_PAGES", 2000)), dir + "/requests.log"),
-        resolve(WriteSeedsAndResolve(site, dir)),
-        truth(site.Truth("--max-depth 5")),
-        nodes(StartNodes(dir, redis, job, resolve + " " + extra)) {}
-  // Waits for every node (each must exit 0), stops the site, and checks the
-  // oracle: the nodes' fetch logs together are the truth set, each URL once.
-  void Finish() {
-    WaitNodes(dir, nodes);
-    site.Stop();
-    CheckUnionIsTruth(dir, truth);
-  }
-  std::string Logs() const {
-    std::string logs;
-    for (const std::string& n : kNodes) logs += ReadText(dir + "/" + n + "/crawler.log");
-    return logs;
-  }
-
-  std::string dir;
-  RedisServer redis;
-  TestSite site;
-  std::string resolve;
-  std::set<std::string> truth;
-  std::vector<pid_t> nodes;
-};
 
 TEST_CASE(
     "Cluster: three nodes crawl a 200-host site: the truth set, each URL once, "
@@ -372,15 +228,6 @@ TEST_CASE(
   std::string logs =
       ReadText(dir + "/n1/crawler.log") + ReadText(dir + "/n3/crawler.log");
   CHECK_THAT(logs, Catch::Contains("spilled to"));
-}
-
-// `crawler cluster-stats --json` of `job`, parsed.
-boost::json::object ClusterStats(const RedisServer& redis, const std::string& job) {
-  CommandResult r = RunCommand(std::string(CRAWLER_BINARY) + " cluster-stats " +
-                               redis.Url() + " --job " + job + " --json");
-  INFO(r.output);
-  REQUIRE(r.exit_code == 0);
-  return boost::json::parse(r.output).as_object();
 }
 
 TEST_CASE(

@@ -59,9 +59,10 @@ struct CheckpointInfo {
   std::string warc_file;  // name inside OUT/warc/
   uint64_t warc_bytes = 0;
   uint64_t fetch_log_bytes = 0;
-  uint64_t series_bytes = 0;  // OUT/stats-series.jsonl
-  double pause_ms = 0;        // the workers' pause for this cut
-  boost::json::object stats;  // the stats report at the cut
+  uint64_t series_bytes = 0;    // OUT/stats-series.jsonl
+  uint64_t seen_log_bytes = 0;  // OUT/seen.log (a cluster node with shared_dir)
+  double pause_ms = 0;          // the workers' pause for this cut
+  boost::json::object stats;    // the stats report at the cut
 };
 
 // A cluster node's outbox at a cut: outbox.txt's text, and the spill files
@@ -85,6 +86,7 @@ struct CheckpointSources {
   frontier::Clock::time_point cut{};
   int fsync_fd_warc = -1;  // fsynced before the checkpoint becomes visible
   int fsync_fd_log = -1;
+  int fsync_fd_seen = -1;
   int slow_ms = 0;  // test hook: sleep this long after each file
 };
 
@@ -114,8 +116,10 @@ struct LoadedCheckpoint {
 };
 
 // Loads and verifies DIR (a checkpoint directory). Errors (kCorruption,
-// kNotFound, kIoError) name the file and the problem.
-Result<LoadedCheckpoint> LoadCheckpoint(const std::string& dir);
+// kNotFound, kIoError) name the file and the problem. Without `with_filter`,
+// dedup.bin is not read (a cluster node taking shards over reads their part
+// of the seen set from the node's seen.log instead).
+Result<LoadedCheckpoint> LoadCheckpoint(const std::string& dir, bool with_filter = true);
 
 // MANIFEST.json: written (EncodeManifest) and read (DecodeManifest) here,
 // side by side. The text is sealed by its last member, "manifest_xxh3".

@@ -75,6 +75,11 @@ struct ClusterConfig {
   // ... in RAM up to this many URLs (all shards, and while Redis is down),
   // then on disk in OUT/cluster-outbox/.
   uint64_t outbox_ram_urls = 1000000;
+  // A directory every node can read (NFS or similar; a local one in tests),
+  // holding each node's --out: the shards of a node that died or left are
+  // then taken over by the others from its last committed checkpoint. Empty:
+  // they wait for it to come back.
+  std::string shared_dir;
 };
 
 // [metrics]: Prometheus metrics (crawler/src/metrics.h).

@@ -101,6 +101,9 @@ class Crawl {
   CrawlProgress Progress() const;
   // "http://HOST:PORT/metrics" when [metrics] listen is set, else "".
   std::string MetricsUrl() const;
+  // A cluster node: after Run, give the shards' leases up (a graceful leave:
+  // with cluster.shared_dir the other nodes take them over at once).
+  void LeaveOnStop();
 
   struct Impl;  // the parts (crawler/src/crawl_impl.h)
 

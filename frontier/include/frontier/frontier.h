@@ -122,11 +122,13 @@ class Frontier {
   Frontier(const Frontier&) = delete;
   Frontier& operator=(const Frontier&) = delete;
 
-  // Asks `filter` about every entry (one batch) and queues the new ones.
+  // Asks `filter` about every entry (one batch) and queues the new ones
+  // (their indices in `entries` go to *inserted, if given).
   // Errors only on spill I/O failure, naming the file; entries already
   // queued stay queued.
   [[nodiscard]] Result<AdmitResult> Admit(std::vector<UrlEntry> entries,
-                                          dedup::Filter& filter);
+                                          dedup::Filter& filter,
+                                          std::vector<size_t>* inserted = nullptr);
 
   // The robots.txt decision for `host` is known: its URLs may be handed out.
   // `crawl_delay_s`: the host's Crawl-delay, if any. If `fetched_at` is given

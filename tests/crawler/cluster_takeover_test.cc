@@ -1,0 +1,173 @@
+// Death, leave and zombies with cluster.shared_dir (crawler/src/cluster.h):
+// three nodes of the real binary, a real redis-server, crawler-testsite; one
+// node is killed with -9 (not restarted), leaves on SIGTERM, or is paused
+// past its lease while the others take its shards over. The oracle holds for
+// the union of the nodes' fetch logs, a dead node's cut to its last
+// committed checkpoint (what the takers started from).
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/json.hpp>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "cluster_fixture.h"
+#include "crawler/checkpoint.h"
+
+namespace crawler::engine {
+namespace {
+
+using namespace cluster_fixture;  // NOLINT: the shared fixture
+using Seconds = std::chrono::duration<double>;
+
+std::string RedisCli(const RedisServer& redis, const std::string& args) {
+  CommandResult r =
+      RunCommand("redis-cli -p " + std::to_string(redis.port()) + " " + args);
+  return r.exit_code == 0 ? r.output : std::string();
+}
+
+// The manifest of NODE's last committed checkpoint (Redis: commits), or an
+// empty object while it has none with a fetch in it.
+boost::json::object Committed(const ClusterCrawl& c, const std::string& job,
+                              const std::string& node) {
+  std::string seq = RedisCli(c.redis, "HGET crawler:{" + job + "}:commits " + node);
+  if (seq.empty() || seq == "\n") return {};
+  uint64_t want = std::stoull(seq);
+  for (const char* d : {kCheckpointDir, kCheckpointPrevDir}) {
+    auto m = ReadManifest(c.dir + "/" + node + "/" + d);
+    if (m.ok() && m->at("sequence").to_number<uint64_t>() == want) return *m;
+  }
+  return {};
+}
+
+uint64_t CommittedLogBytes(const ClusterCrawl& c, const std::string& job,
+                           const std::string& node) {
+  boost::json::object m = Committed(c, job, node);
+  return m.empty() ? 0 : m.at("fetch_log").at("bytes").to_number<uint64_t>();
+}
+
+// Waits until NODE has committed a checkpoint with fetches in it.
+void WaitForCommit(const ClusterCrawl& c, const std::string& job,
+                   const std::string& node) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (CommittedLogBytes(c, job, node) == 0 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  REQUIRE(CommittedLogBytes(c, job, node) > 0);
+}
+
+// Shards whose last lease holder is NODE.
+size_t ShardsHeldBy(const ClusterCrawl& c, const std::string& job,
+                    const std::string& node) {
+  std::string all = RedisCli(c.redis, "HVALS crawler:{" + job + "}:holder");
+  size_t n = 0;
+  for (size_t at = 0; (at = all.find(node + " ", at)) != std::string::npos; ++at)
+    n += at == 0 || all[at - 1] == '\n';
+  return n;
+}
+
+// Seconds until no shard's last holder is NODE (at most `limit`).
+double SecondsUntilTaken(const ClusterCrawl& c, const std::string& job,
+                         const std::string& node, double limit) {
+  auto start = std::chrono::steady_clock::now();
+  while (ShardsHeldBy(c, job, node) > 0 &&
+         Seconds(std::chrono::steady_clock::now() - start).count() < limit)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  return Seconds(std::chrono::steady_clock::now() - start).count();
+}
+
+// Waits for n1 and n3 (each must exit 0).
+void WaitOthers(ClusterCrawl& c) {
+  for (size_t i : {0, 2}) {
+    int code = WaitExitFor(c.nodes[i], 600);
+    INFO(kNodes[i] << ": "
+                   << ReadText(c.dir + "/" + kNodes[i] + ".out").substr(0, 20000));
+    CHECK(code == 0);
+  }
+}
+
+constexpr const char* kTakeover =
+    " --set frontier.min_delay_s=0.05 --set checkpoint.interval_s=1"
+    " --set cluster.shared_dir={dir}";
+
+TEST_CASE(
+    "Cluster death: kill -9 of one of three, not restarted: the others take its shards "
+    "over from its last committed checkpoint; the truth set, once",
+    "[cluster][takeover]") {
+  const double kLease = 3;
+  ClusterCrawl c("cluster_death", "death",
+                 std::string(kTakeover) + " --set cluster.lease_s=3");
+  WaitForCommit(c, "death", "n2");
+  size_t had = ShardsHeldBy(c, "death", "n2");
+  CHECK(had > 0);
+  ::kill(c.nodes[1], SIGKILL);
+  ::waitpid(c.nodes[1], nullptr, 0);
+  double took = SecondsUntilTaken(c, "death", "n2", 120);
+  INFO("n2's " << had << " shards taken over " << took << " s after its kill -9");
+  CHECK(took <= kLease + 15);  // the target: TTL + 15 s
+  WaitOthers(c);
+  c.site.Stop();
+  // The dead node's output counts up to its last committed checkpoint.
+  uint64_t keep = CommittedLogBytes(c, "death", "n2");
+  REQUIRE(keep > 0);
+  std::filesystem::resize_file(c.dir + "/n2/fetch-log.jsonl", keep);
+  CheckUnionIsTruth(c.dir, c.truth);
+  std::string logs =
+      ReadText(c.dir + "/n1/crawler.log") + ReadText(c.dir + "/n3/crawler.log");
+  CHECK_THAT(logs, Catch::Contains("took over"));
+  CHECK_THAT(logs, Catch::Contains("from node n2 checkpoint"));
+}
+
+TEST_CASE(
+    "Cluster leave: SIGTERM to one of three: it commits its last checkpoint, gives its "
+    "leases up and exits 0; the others take over at once; the truth set, once",
+    "[cluster][takeover]") {
+  // A long lease: a takeover faster than it shows the leases were given up.
+  const double kLease = 30;
+  ClusterCrawl c("cluster_leave", "leave",
+                 std::string(kTakeover) + " --set cluster.lease_s=30");
+  WaitForCommit(c, "leave", "n2");
+  ::kill(c.nodes[1], SIGTERM);
+  int code = WaitExitFor(c.nodes[1], 120);
+  INFO(ReadText(c.dir + "/n2.out").substr(0, 20000));
+  CHECK(code == 0);
+  double took = SecondsUntilTaken(c, "leave", "n2", 120);
+  INFO("n2's shards taken over " << took << " s after it exited");
+  CHECK(took < kLease);
+  WaitOthers(c);
+  c.site.Stop();
+  CheckUnionIsTruth(c.dir, c.truth);  // n2's whole output: all of it committed
+  CHECK_THAT(ReadText(c.dir + "/n2/crawler.log"), Catch::Contains("leases given up"));
+}
+
+TEST_CASE(
+    "Cluster zombie: a node paused past its lease while the others take its shards "
+    "over is refused and stops when it wakes; the truth set, once",
+    "[cluster][takeover]") {
+  ClusterCrawl c("cluster_zombie_taken", "ztaken",
+                 std::string(kTakeover) + " --set cluster.lease_s=2" + kLongTimeouts);
+  WaitForCommit(c, "ztaken", "n2");
+  ::kill(c.nodes[1], SIGSTOP);
+  double took = SecondsUntilTaken(c, "ztaken", "n2", 120);
+  INFO("n2's shards taken over " << took << " s after SIGSTOP");
+  CHECK(ShardsHeldBy(c, "ztaken", "n2") == 0);
+  ::kill(c.nodes[1], SIGCONT);
+  int code = WaitExitFor(c.nodes[1], 120);
+  std::string log = ReadText(c.dir + "/n2/crawler.log");
+  INFO(log.substr(log.size() > 20000 ? log.size() - 20000 : 0));
+  CHECK(code == 1);  // it stops with an error: its work since the commit is void
+  // Its lease renewal, and any acknowledge or commit it tried, refused.
+  CHECK_THAT(log, Catch::Contains("lease renewal refused"));
+  CHECK_THAT(log, Catch::Contains("taken by another node"));
+  WaitOthers(c);
+  c.site.Stop();
+  uint64_t keep = CommittedLogBytes(c, "ztaken", "n2");
+  REQUIRE(keep > 0);
+  std::filesystem::resize_file(c.dir + "/n2/fetch-log.jsonl", keep);
+  CheckUnionIsTruth(c.dir, c.truth);
+}
+
+}  // namespace
+}  // namespace crawler::engine
