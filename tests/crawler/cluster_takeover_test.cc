@@ -147,7 +147,7 @@ TEST_CASE(
     "over is refused and stops when it wakes; the truth set, once",
     "[cluster][takeover]") {
   ClusterCrawl c("cluster_zombie_taken", "ztaken",
-                 std::string(kTakeover) + " --set cluster.lease_s=2" + kLongTimeouts);
+                 std::string(kTakeover) + " --set cluster.lease_s=3" + kLongTimeouts);
   WaitForCommit(c, "ztaken", "n2");
   ::kill(c.nodes[1], SIGSTOP);
   double took = SecondsUntilTaken(c, "ztaken", "n2", 120);
