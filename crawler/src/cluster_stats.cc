@@ -60,7 +60,7 @@ std::string Text(const json::object& o) {
     std::snprintf(
         line, sizeof(line),
         "  %-12s %-5s %4llu shards %4llu leases  %10llu pages  %8.1f pages/s  sent %llu  "
-        "received %llu  queued %llu%s\n",
+        "received %llu  queued %llu  commit %llu%s\n",
         json::value_to<std::string>(n.at("node")).c_str(),
         n.at("alive").as_bool() ? "alive" : "DEAD",
         static_cast<unsigned long long>(n.at("shards").to_number<uint64_t>()),
@@ -70,6 +70,7 @@ std::string Text(const json::object& o) {
         static_cast<unsigned long long>(n.at("urls_sent").to_number<uint64_t>()),
         static_cast<unsigned long long>(n.at("urls_received").to_number<uint64_t>()),
         static_cast<unsigned long long>(n.at("urls_queued").to_number<uint64_t>()),
+        static_cast<unsigned long long>(n.at("committed").to_number<uint64_t>()),
         n.at("redis_down_s").to_number<double>() > 0 ? "  (redis down)" : "");
     out += line;
   }
@@ -90,10 +91,15 @@ std::string Text(const json::object& o) {
   for (size_t i = 0; i < waiting.size() && i < 10; ++i) {
     const json::object& w = waiting[i].as_object();
     std::string last = json::value_to<std::string>(w.at("last_holder"));
-    std::snprintf(line, sizeof(line), "  shard %llu waits: %s%s (epoch %llu)\n",
+    std::string source = json::value_to<std::string>(w.at("source"));
+    if (size_t sp = source.find(' '); sp != std::string::npos)
+      source = source.substr(0, sp) + " checkpoint" + source.substr(sp);
+    std::snprintf(line, sizeof(line), "  shard %llu waits: %s%s (epoch %llu)%s%s\n",
                   static_cast<unsigned long long>(w.at("shard").to_number<uint64_t>()),
                   last.empty() ? "never held" : "last held by ", last.c_str(),
-                  static_cast<unsigned long long>(w.at("epoch").to_number<uint64_t>()));
+                  static_cast<unsigned long long>(w.at("epoch").to_number<uint64_t>()),
+                  source.empty() ? "" : "; its state: ",
+                  source.c_str());
     out += line;
   }
   if (waiting.size() > 10)
@@ -164,7 +170,9 @@ Result<json::object> Collect(Redis& r, const std::string& job) {
     cmds.push_back({"GET", prefix + "lease:" + std::to_string(s)});
     cmds.push_back({"GET", prefix + "epoch:" + std::to_string(s)});
     cmds.push_back({"HGET", prefix + "holder", std::to_string(s)});
+    cmds.push_back({"HGET", prefix + "source", std::to_string(s)});
   }
+  cmds.push_back({"HGETALL", prefix + "commits"});  // cluster.shared_dir
   auto replies = r.Pipeline(cmds);
   if (!replies.ok()) return replies.status();
   const std::vector<RedisReply>& rep = *replies;
@@ -209,19 +217,28 @@ Result<json::object> Collect(Redis& r, const std::string& job) {
   json::array waiting;
   size_t lease_base = base + 3 * static_cast<size_t>(shards);
   for (uint32_t s = 0; s < shards; ++s) {
-    std::string lease = rep[lease_base + 3 * s].Str();
+    std::string lease = rep[lease_base + 4 * s].Str();
     uint64_t epoch = static_cast<uint64_t>(
-        std::strtoull(rep[lease_base + 3 * s + 1].Str().c_str(), nullptr, 10));
+        std::strtoull(rep[lease_base + 4 * s + 1].Str().c_str(), nullptr, 10));
     max_epoch = std::max(max_epoch, epoch);
-    if (!rep[lease_base + 3 * s].IsNil()) {
+    if (!rep[lease_base + 4 * s].IsNil()) {
       ++held;
       ++leases_of[lease.substr(0, lease.find(' '))];
       continue;
     }
-    std::string last = rep[lease_base + 3 * s + 2].Str();
+    std::string last = rep[lease_base + 4 * s + 2].Str();
+    std::string source = rep[lease_base + 4 * s + 3].Str();
     waiting.push_back(json::object{
-        {"shard", s}, {"epoch", epoch}, {"last_holder", last.substr(0, last.find(' '))}});
+        {"shard", s},
+        {"epoch", epoch},
+        {"last_holder", last.substr(0, last.find(' '))},
+        {"source", source}});  // "NODE SEQ": where a taker loads it from
   }
+  std::map<std::string, uint64_t> committed;  // node -> its last committed checkpoint
+  const redisReply* commits = rep.back().raw();
+  for (size_t i = 0; commits != nullptr && i + 1 < commits->elements; i += 2)
+    committed[RedisReply::StrOf(commits->element[i])] =
+        std::strtoull(RedisReply::StrOf(commits->element[i + 1]).c_str(), nullptr, 10);
   json::array node_list;
   uint64_t pages = 0, urls_sent = 0, batches_sent = 0;
   double rate = 0;
@@ -232,6 +249,7 @@ Result<json::object> Collect(Redis& r, const std::string& job) {
     n["alive"] = rep[5 + i].Int() == 1;
     n["shards"] = owned[i];
     n["leases"] = leases_of[nodes[i]];
+    n["committed"] = committed[nodes[i]];
     node_list.push_back(std::move(n));
     pages += c.pages;
     rate += c.pages_per_s;

@@ -167,10 +167,11 @@ inline std::string WithDir(std::string text, const std::string& dir) {
 // directory, Redis, site, truth set (depth 5) and node processes. "{dir}" in
 // `extra` is the test's directory.
 struct ClusterCrawl {
-  ClusterCrawl(const std::string& name, const std::string& job, const std::string& extra)
+  ClusterCrawl(const std::string& name, const std::string& job, const std::string& extra,
+               unsigned pages = EnvOr("CRAWLER_CLUSTER_PAGES", 2000))
       : dir(TempDir(name)),
         redis(dir + "/redis"),
-        site(VirtualHosts(EnvOr("CRAWLER_CLUSTER_PAGES", 2000)), dir + "/requests.log"),
+        site(VirtualHosts(pages), dir + "/requests.log"),
         resolve(WriteSeedsAndResolve(site, dir)),
         truth(site.Truth("--max-depth 5")),
         nodes(StartNodes(dir, redis, job, resolve + " " + WithDir(extra, dir))) {}
