@@ -2,12 +2,11 @@
 // fetched or skipped, and per robots.txt fetch:
 //   {"url":…,"status":…,["content_type","bytes","fetch_ms",["truncated"],
 //    ["location"]],"depth":…,"referrer":…,["error"],["robots_txt":true]}
-// Lines are built with Boost.JSON and written with one write(2) each (no
-// user-space buffer: after a crash the file shows every line appended).
-// A failed write is returned as an error naming the file; the crawl stops on
-// it (a full disk must not lose lines silently).
+// Lines are built with Boost.JSON and written with one write(2) each
+// (append_log.h). A failed write is returned as an error naming the file;
+// the crawl stops on it.
 //
-// Thread-safe: one mutex around each append.
+// Thread-safe (AppendLog's mutex).
 #ifndef CRAWLER_FETCH_LOG_H_
 #define CRAWLER_FETCH_LOG_H_
 
@@ -16,7 +15,7 @@
 #include <string>
 #include <string_view>
 
-#include "base/mutex.h"
+#include "append_log.h"
 #include "base/status.h"
 #include "crawler/fetcher.h"
 
@@ -36,26 +35,21 @@ class FetchLog {
  public:
   // Opens (creates) PATH for appending.
   static Result<std::unique_ptr<FetchLog>> Open(const std::string& path);
-  ~FetchLog();
   FetchLog(const FetchLog&) = delete;
   FetchLog& operator=(const FetchLog&) = delete;
 
   // The line for `e` (without the newline): exposed for tests.
   static std::string Line(const FetchLogEntry& e);
-  [[nodiscard]] Status Append(const FetchLogEntry& e) EXCLUDES(mu_);
+  [[nodiscard]] Status Append(const FetchLogEntry& e);
   // The file's length: every byte counted is in the file (a checkpoint records it).
-  uint64_t Bytes() const EXCLUDES(mu_);
-  [[nodiscard]] Status Sync() const;
-  int fd() const { return fd_; }
-  const std::string& path() const { return path_; }
+  uint64_t Bytes() const { return file_->Bytes(); }
+  [[nodiscard]] Status Sync() const { return file_->Sync(); }
+  int fd() const { return file_->fd(); }
+  const std::string& path() const { return file_->path(); }
 
  private:
-  FetchLog(std::string path, int fd, uint64_t bytes)
-      : path_(std::move(path)), fd_(fd), bytes_(bytes) {}
-  const std::string path_;
-  const int fd_;
-  mutable Mutex mu_;
-  uint64_t bytes_ GUARDED_BY(mu_);
+  explicit FetchLog(std::unique_ptr<AppendLog> file) : file_(std::move(file)) {}
+  std::unique_ptr<AppendLog> file_;
 };
 
 }  // namespace crawler::engine

@@ -1,11 +1,6 @@
 // See seen_log.h.
 #include "seen_log.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdio>
 
 #include "base/bytes.h"
@@ -14,19 +9,10 @@
 namespace crawler::engine {
 
 Result<std::unique_ptr<SeenLog>> SeenLog::Open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) return IoError(path, "open");
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    Status s = IoError(path, "stat");
-    ::close(fd);
-    return s;
-  }
-  return std::unique_ptr<SeenLog>(
-      new SeenLog(path, fd, static_cast<uint64_t>(st.st_size)));
+  auto file = AppendLog::Open(path);
+  if (!file.ok()) return file.status();
+  return std::unique_ptr<SeenLog>(new SeenLog(std::move(file).value()));
 }
-
-SeenLog::~SeenLog() { ::close(fd_); }
 
 Status SeenLog::Append(const std::vector<SeenRecord>& records) {
   if (records.empty()) return Status::Ok();
@@ -38,24 +24,7 @@ Status SeenLog::Append(const std::vector<SeenRecord>& records) {
     w.U64(r.hash.lo);
     w.U64(r.hash.hi);
   }
-  std::string_view data = w.view();
-  MutexLock lock(mu_);
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::write(fd_, data.data() + done, data.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return IoError(path_, "write");
-    }
-    done += static_cast<size_t>(n);
-  }
-  bytes_ += data.size();
-  return Status::Ok();
-}
-
-uint64_t SeenLog::Bytes() const {
-  MutexLock lock(mu_);
-  return bytes_;
+  return file_->Append(w.view());
 }
 
 Result<std::vector<SeenRecord>> SeenLog::Read(const std::string& path, uint64_t bytes,

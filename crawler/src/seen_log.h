@@ -12,7 +12,7 @@
 // to its own log, so every node's log holds the whole seen set of the shards
 // it holds.
 //
-// Thread-safe: one mutex around each append (one write(2) per batch).
+// Thread-safe: one write(2) per batch under AppendLog's mutex.
 #ifndef CRAWLER_SEEN_LOG_H_
 #define CRAWLER_SEEN_LOG_H_
 
@@ -23,7 +23,7 @@
 #include <utility>
 #include <vector>
 
-#include "base/mutex.h"
+#include "append_log.h"
 #include "base/status.h"
 #include "dedup/hash.h"
 
@@ -38,14 +38,10 @@ class SeenLog {
  public:
   static constexpr size_t kRecordBytes = 24;
   static Result<std::unique_ptr<SeenLog>> Open(const std::string& path);
-  ~SeenLog();
-  SeenLog(const SeenLog&) = delete;
-  SeenLog& operator=(const SeenLog&) = delete;
-
-  [[nodiscard]] Status Append(const std::vector<SeenRecord>& records) EXCLUDES(mu_);
-  uint64_t Bytes() const EXCLUDES(mu_);
-  int fd() const { return fd_; }
-  const std::string& path() const { return path_; }
+  [[nodiscard]] Status Append(const std::vector<SeenRecord>& records);
+  uint64_t Bytes() const { return file_->Bytes(); }
+  int fd() const { return file_->fd(); }
+  const std::string& path() const { return file_->path(); }
 
   // The first `bytes` of PATH (a checkpoint's length), the records whose
   // shard `want` accepts. Errors: unreadable, shorter than `bytes`, or
@@ -54,12 +50,8 @@ class SeenLog {
                                               const std::function<bool(uint32_t)>& want);
 
  private:
-  SeenLog(std::string path, int fd, uint64_t bytes)
-      : path_(std::move(path)), fd_(fd), bytes_(bytes) {}
-  const std::string path_;
-  const int fd_;
-  mutable Mutex mu_;
-  uint64_t bytes_ GUARDED_BY(mu_);
+  explicit SeenLog(std::unique_ptr<AppendLog> file) : file_(std::move(file)) {}
+  std::unique_ptr<AppendLog> file_;
 };
 
 }  // namespace crawler::engine

@@ -89,6 +89,16 @@ void WaitOthers(ClusterCrawl& c) {
   }
 }
 
+// The oracle with a node that died: its fetch log cut to its last committed
+// checkpoint (what the takers started from), then the union of all.
+void CheckUnionWithDead(const ClusterCrawl& c, const std::string& job,
+                        const std::string& dead) {
+  uint64_t keep = CommittedLogBytes(c, job, dead);
+  REQUIRE(keep > 0);
+  std::filesystem::resize_file(c.dir + "/" + dead + "/fetch-log.jsonl", keep);
+  CheckUnionIsTruth(c.dir, c.truth);
+}
+
 constexpr const char* kTakeover =
     " --set frontier.min_delay_s=0.05 --set checkpoint.interval_s=1"
     " --set cluster.shared_dir={dir}";
@@ -111,11 +121,7 @@ TEST_CASE(
   CHECK(took <= kLease + 15);  // the target: TTL + 15 s
   WaitOthers(c);
   c.site.Stop();
-  // The dead node's output counts up to its last committed checkpoint.
-  uint64_t keep = CommittedLogBytes(c, "death", "n2");
-  REQUIRE(keep > 0);
-  std::filesystem::resize_file(c.dir + "/n2/fetch-log.jsonl", keep);
-  CheckUnionIsTruth(c.dir, c.truth);
+  CheckUnionWithDead(c, "death", "n2");
   std::string logs =
       ReadText(c.dir + "/n1/crawler.log") + ReadText(c.dir + "/n3/crawler.log");
   CHECK_THAT(logs, Catch::Contains("took over"));
@@ -165,10 +171,7 @@ TEST_CASE(
   CHECK_THAT(log, Catch::Contains("taken by another node"));
   WaitOthers(c);
   c.site.Stop();
-  uint64_t keep = CommittedLogBytes(c, "ztaken", "n2");
-  REQUIRE(keep > 0);
-  std::filesystem::resize_file(c.dir + "/n2/fetch-log.jsonl", keep);
-  CheckUnionIsTruth(c.dir, c.truth);
+  CheckUnionWithDead(c, "ztaken", "n2");
 }
 
 // Chaos with shared_dir: nodes killed with -9 at random moments and resumed,
@@ -245,10 +248,7 @@ TEST_CASE(
   CHECK(redis_kills == 2);
   CHECK(!left.empty());
   REQUIRE(!dead.empty());
-  uint64_t keep = CommittedLogBytes(c, "chaos2", dead);
-  REQUIRE(keep > 0);
-  std::filesystem::resize_file(c.dir + "/" + dead + "/fetch-log.jsonl", keep);
-  CheckUnionIsTruth(c.dir, c.truth);
+  CheckUnionWithDead(c, "chaos2", dead);
 }
 
 }  // namespace

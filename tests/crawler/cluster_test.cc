@@ -35,17 +35,7 @@ namespace crawler::engine {
 namespace {
 
 using namespace cluster_fixture;  // NOLINT: the shared fixture
-using testing::AttemptedUrls;
-using testing::CommandResult;
 using testing::FreePort;
-using testing::ReadText;
-using testing::RedisServer;
-using testing::RunCommand;
-using testing::ServedRequest;
-using testing::Spawn;
-using testing::TempDir;
-using testing::TestSite;
-using testing::WaitExitFor;
 using testing::WarcResponses;
 
 TEST_CASE(
