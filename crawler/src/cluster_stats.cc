@@ -98,8 +98,7 @@ std::string Text(const json::object& o) {
                   static_cast<unsigned long long>(w.at("shard").to_number<uint64_t>()),
                   last.empty() ? "never held" : "last held by ", last.c_str(),
                   static_cast<unsigned long long>(w.at("epoch").to_number<uint64_t>()),
-                  source.empty() ? "" : "; its state: ",
-                  source.c_str());
+                  source.empty() ? "" : "; its state: ", source.c_str());
     out += line;
   }
   if (waiting.size() > 10)
@@ -228,11 +227,11 @@ Result<json::object> Collect(Redis& r, const std::string& job) {
     }
     std::string last = rep[lease_base + 4 * s + 2].Str();
     std::string source = rep[lease_base + 4 * s + 3].Str();
-    waiting.push_back(json::object{
-        {"shard", s},
-        {"epoch", epoch},
-        {"last_holder", last.substr(0, last.find(' '))},
-        {"source", source}});  // "NODE SEQ": where a taker loads it from
+    waiting.push_back(
+        json::object{{"shard", s},
+                     {"epoch", epoch},
+                     {"last_holder", last.substr(0, last.find(' '))},
+                     {"source", source}});  // "NODE SEQ": where a taker loads it from
   }
   std::map<std::string, uint64_t> committed;  // node -> its last committed checkpoint
   const redisReply* commits = rep.back().raw();
