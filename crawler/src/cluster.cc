@@ -240,20 +240,7 @@ Status Cluster::Start(const std::atomic<bool>& stop, std::function<bool()> local
   if (!st.ok()) return st;
   st = Retry(stop, "taking the shards' leases", [&] { return Heartbeat(); });
   if (!st.ok()) return st;
-  // A resumed node restored all its checkpoint's shards: each must still be
-  // its own (not taken over meanwhile by another node).
-  std::string taken;
-  for (uint32_t s : resumed_shards_) {
-    if (lease_state_[s] != LeaseState::kHeld || to_load_.count(s) > 0)
-      taken += (taken.empty() ? "" : ", ") + std::to_string(s);
-  }
-  if (!taken.empty() && takeover_) {
-    return Status::Error(
-        Status::Code::kInvalidArgument,
-        "cluster: shards " + taken.substr(0, 200) + " of this node's checkpoint were " +
-            "taken over by other nodes while it was away; resuming such a node is not " +
-            "supported yet: start it with a new --out and cluster.node");
-  }
+  RestoreOwn();
   std::string names;
   for (const std::string& n : nodes_) names += (names.empty() ? "" : ",") + n;
   uint64_t held = 0, max_epoch = 0;
@@ -272,6 +259,47 @@ Status Cluster::Start(const std::atomic<bool>& stop, std::function<bool()> local
   if (!st.ok()) return st;
   thread_ = std::thread([this] { Loop(); });
   return Status::Ok();
+}
+
+void Cluster::StashOwn(ShardState own) {
+  for (const frontier::HostImage& h : own.frontier.hosts)
+    resumed_shards_.push_back(ShardOf(h.key));
+  std::sort(resumed_shards_.begin(), resumed_shards_.end());
+  resumed_shards_.erase(std::unique(resumed_shards_.begin(), resumed_shards_.end()),
+                        resumed_shards_.end());
+  own_ = std::move(own);
+}
+
+void Cluster::RestoreOwn() {
+  if (!own_) return;
+  std::set<uint32_t> keep(restore_own_.begin(), restore_own_.end());
+  ShardState st;
+  st.own = true;
+  st.from = own_->from;
+  st.shards = restore_own_;
+  auto mine = [&](std::string_view host) { return keep.count(ShardOf(host)) > 0; };
+  for (frontier::HostImage& h : own_->frontier.hosts)
+    if (mine(h.key)) st.frontier.hosts.push_back(std::move(h));
+  size_t dropped = 0;
+  for (auto& u : own_->frontier.urls) {
+    if (mine(frontier::HostKey(u.first.url))) {
+      st.frontier.urls.push_back(std::move(u));
+    } else {
+      ++dropped;
+    }
+  }
+  for (HostSnapshot& h : own_->hosts)
+    if (mine(h.key)) st.hosts.push_back(std::move(h));
+  own_.reset();
+  restore_own_.clear();
+  if (dropped > 0)
+    spdlog::warn(
+        "cluster: {} queued URLs of this node's checkpoint belong to shards other nodes "
+        "took over while it was away: left to them",
+        dropped);
+  MutexLock lock(mu_);
+  loaded_ = std::move(st);
+  has_loaded_ = true;
 }
 
 uint32_t Cluster::ShardOf(std::string_view host_key) const {

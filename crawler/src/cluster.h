@@ -121,6 +121,7 @@ uint32_t ShardOwner(const std::vector<std::string>& nodes, uint32_t shard);
 struct ShardState {
   std::vector<uint32_t> shards;
   std::string from;  // "node N checkpoint Q", for the log
+  bool own = false;  // this node's own checkpoint (a resume), not a takeover
   frontier::FrontierImage frontier;
   std::vector<HostSnapshot> hosts;
   std::vector<SeenRecord> seen;
@@ -175,10 +176,10 @@ class Cluster {
   // On the way out (SIGTERM): after the last checkpoint is committed, give
   // the leases up so the other nodes take the shards over at once.
   void LeaveOnStop() { leave_ = true; }
-  // A resumed node: the shards its checkpoint has hosts of (see Start).
-  void SetResumedShards(std::vector<uint32_t> shards) {
-    resumed_shards_ = std::move(shards);
-  }
+  // A resumed node with shared_dir: its checkpoint's frontier and hosts,
+  // restored at Start only for the shards it still holds (the others were
+  // taken over meanwhile: their new owners have them).
+  void StashOwn(ShardState own);
 
   // Queues URLs for their owners (none of them may be this node's).
   void Ship(std::vector<frontier::UrlEntry> entries) EXCLUDES(mu_);
@@ -274,6 +275,8 @@ class Cluster {
   void Want(const std::vector<std::string>& live);
   // Loads the shards waiting in to_load_ from their sources.
   void LoadTaken();
+  // Start: the stashed own state of the shards held again, for a worker.
+  void RestoreOwn() EXCLUDES(mu_);
   Result<ShardState> LoadFrom(const std::string& node, uint64_t sequence,
                               const std::vector<uint32_t>& shards);
   // Claims the pending entries of shards just loaded and reads them.
@@ -360,6 +363,8 @@ class Cluster {
   std::atomic<bool> has_loaded_{false};
   uint64_t committed_ = 0;
   std::vector<uint32_t> resumed_shards_;
+  std::optional<ShardState> own_;      // StashOwn's, until Start
+  std::vector<uint32_t> restore_own_;  // held again at Start: restored from own_
   std::atomic<bool> failed_{false}, leave_{false};
   Status failure_ GUARDED_BY(mu_);
   const std::string spill_dir_;

@@ -87,6 +87,9 @@ void Cluster::ApplyLeases(const redisReply* r, SteadyClock::time_point sent) {
           to_load_[s] = source;
           takeovers.Add(s, epoch);
           if (took_from.empty()) took_from = source;
+        } else if (own_ && std::binary_search(resumed_shards_.begin(),
+                                              resumed_shards_.end(), s)) {
+          restore_own_.push_back(s);  // a resumed node's: owned once restored
         } else {
           ready_[s] = true;
         }

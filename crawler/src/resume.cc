@@ -7,11 +7,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
-#include <set>
 
 #include "base/file_util.h"
 #include "crawl_impl.h"
 #include "crawler/checkpoint.h"
+#include "redis.h"
 
 namespace crawler::engine {
 namespace {
@@ -64,6 +64,55 @@ Result<LoadedCheckpoint> Select(const std::string& out, std::string* warning,
   *fell_back = true;
   *warning = first_problem + "; resuming from the previous checkpoint, " + prev;
   return loaded;
+}
+
+// A cluster node with shared_dir resumes from its last *committed*
+// checkpoint (cluster.h): other nodes may have taken its shards over from
+// it, so a newer one published but not committed is not the crawl's. It is
+// checkpoint/ or, when checkpoint/ was published after it, checkpoint.prev/.
+Status SelectCommitted(const Config& config, const std::string& out,
+                       LoadedCheckpoint* cp) {
+  const ClusterConfig& c = config.cluster;
+  if (c.redis.empty() || c.shared_dir.empty()) return Status::Ok();
+  auto address = ParseRedisUrl(c.redis);
+  if (!address.ok()) return address.status();
+  auto redis = Redis::Connect(*address, 5);
+  if (!redis.ok()) return Bad("cluster.redis: " + redis.status().message());
+  auto r = (*redis)->Command({"HGET", "crawler:{" + c.job + "}:commits", c.node});
+  if (!r.ok() || r->IsError())
+    return Bad("cluster.redis: cannot read this node's last commit: " +
+               (r.ok() ? r->Str() : r.status().message()));
+  if (r->IsNil()) return Status::Ok();  // nothing committed: nobody took anything from it
+  uint64_t committed = std::strtoull(r->Str().c_str(), nullptr, 10);
+  if (cp->info.sequence == committed) return Status::Ok();
+  const std::string prev = out + "/" + kCheckpointPrevDir;
+  auto older =
+      cp->info.sequence > committed
+          ? LoadCheckpoint(prev)
+          : Result<LoadedCheckpoint>(Status::Error(Status::Code::kCorruption, "newer"));
+  if (!older.ok() || older->info.sequence != committed) {
+    return Status::Error(
+        Status::Code::kCorruption,
+        "cannot resume " + out + ": Redis says its last committed " + "checkpoint is " +
+            std::to_string(committed) + ", and neither checkpoint/ (" +
+            std::to_string(cp->info.sequence) + ") nor " + prev + " holds it");
+  }
+  spdlog::info(
+      "resuming from the last committed checkpoint {} ({}), not {} (kept as "
+      "checkpoint.uncommitted/)",
+      committed, prev, cp->info.sequence);
+  *cp = std::move(older).value();
+  // The committed one becomes checkpoint/ again, so the next publish keeps it
+  // as checkpoint.prev/ (a taker may still load from it).
+  const std::string cur = out + "/" + kCheckpointDir,
+                    aside = out + "/checkpoint.uncommitted";
+  std::error_code ec;
+  fs::remove_all(aside, ec);
+  fs::rename(cur, aside, ec);
+  if (!ec) fs::rename(prev, cur, ec);
+  if (ec) return Status::Error(Status::Code::kIoError, out + ": " + ec.message());
+  cp->dir = cur;
+  return SyncDir(out);
 }
 
 // Cuts `path` back to `bytes` (what the checkpoint recorded).
@@ -127,17 +176,22 @@ Status Restore(Crawl::Impl& m, LoadedCheckpoint& cp) {
   auto leased = cp.frontier.LeasedPerHost();
   uint64_t in_flight = 0;
   for (const auto& [host, n] : leased) in_flight += n;
-  m.resume_robots = m.hosts.Restore(std::move(hosts).value(), leased, now);
-  if (m.cluster && !m.config.cluster.shared_dir.empty()) {
-    std::set<uint32_t> shards;
-    for (const frontier::HostImage& h : cp.frontier.hosts)
-      shards.insert(m.cluster->ShardOf(h.key));
-    m.cluster->SetResumedShards({shards.begin(), shards.end()});
-  }
   size_t urls = cp.frontier.urls.size(), host_count = cp.frontier.hosts.size();
-  Status st = frontier::RestoreFrontier(std::move(cp.frontier), now, m.frontier.get());
-  if (!st.ok()) return st;
+  if (m.cluster && !m.config.cluster.shared_dir.empty()) {
+    // Restored at Start, only the shards this node still holds (cluster.h).
+    ShardState own;
+    own.own = true;
+    own.from = "this node's checkpoint " + std::to_string(info.sequence);
+    own.hosts = std::move(hosts).value();
+    own.frontier = std::move(cp.frontier);
+    m.cluster->StashOwn(std::move(own));
+  } else {
+    m.resume_robots = m.hosts.Restore(std::move(hosts).value(), leased, now);
+    Status st = frontier::RestoreFrontier(std::move(cp.frontier), now, m.frontier.get());
+    if (!st.ok()) return st;
+  }
   m.state.started = info.started > in_flight ? info.started - in_flight : 0;
+  Status st;
   if (m.cluster) {
     st = m.cluster->RestoreOutbox(cp.outbox, cp.dir + "/outbox.txt");
     if (!st.ok()) return st;
@@ -184,6 +238,8 @@ Result<std::unique_ptr<Crawl>> Crawl::Resume(const std::string& out_dir,
   LoadedCheckpoint& cp = *loaded;
   auto config = LoadConfig(cp.config_path, overrides);
   if (!config.ok()) return fail(config.status());
+  st = SelectCommitted(*config, out_dir, &cp);
+  if (!st.ok()) return fail(st);
   auto scope = Scope::FromHosts(config->crawl, cp.info.scope_hosts);
   if (!scope.ok()) return fail(scope.status());
   st = Repair(out_dir, cp.info, config->output.warc_prefix);

@@ -153,9 +153,11 @@ Status Worker::RestoreShards(const Gate::Pass& pass, ShardState s) {
   if (!st.ok()) return st;
   p_.cluster->ShardsLoaded(s.shards);
   spdlog::info(
-      "cluster: took over {} shards from {}: {} hosts, {} URLs queued, {} of {} seen "
-      "URLs new to this node's filter",
-      s.shards.size(), s.from, hosts, urls, added, s.seen.size());
+      "cluster: {} {} shards from {}: {} hosts, {} URLs queued, {} of {} seen URLs new "
+      "to "
+      "this node's filter",
+      s.own ? "restored" : "took over", s.shards.size(), s.from, hosts, urls, added,
+      s.seen.size());
   return Status::Ok();
 }
 

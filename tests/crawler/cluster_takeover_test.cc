@@ -152,7 +152,8 @@ TEST_CASE(
 
 TEST_CASE(
     "Cluster zombie: a node paused past its lease while the others take its shards "
-    "over is refused and stops when it wakes; the truth set, once",
+    "over is refused and stops when it wakes; resumed, it leaves them to their new "
+    "owners; the truth set, once",
     "[cluster][takeover]") {
   ClusterCrawl c("cluster_zombie_taken", "ztaken",
                  std::string(kTakeover) + " --set cluster.lease_s=3" + kLongTimeouts);
@@ -169,9 +170,20 @@ TEST_CASE(
   // Its lease renewal, and any acknowledge or commit it tried, refused.
   CHECK_THAT(log, Catch::Contains("lease renewal refused"));
   CHECK_THAT(log, Catch::Contains("taken by another node"));
+  // Resumed: from its last committed checkpoint (its outputs cut back to
+  // it), keeping none of the shards taken meanwhile; it ends with the job.
+  c.nodes[1] = Spawn(std::string(CRAWLER_BINARY) + " crawl --resume " + c.dir + "/n2",
+                     c.dir + "/n2.out");
+  code = WaitExitFor(c.nodes[1], 600);
+  log = ReadText(c.dir + "/n2/crawler.log");
+  INFO(log.substr(log.size() > 20000 ? log.size() - 20000 : 0));
+  CHECK(code == 0);
+  CHECK_THAT(log, Catch::Contains("took over while it was away: left to them"));
   WaitOthers(c);
   c.site.Stop();
-  CheckUnionWithDead(c, "ztaken", "n2");
+  CHECK(std::filesystem::file_size(c.dir + "/n2/fetch-log.jsonl") ==
+        CommittedLogBytes(c, "ztaken", "n2"));
+  CheckUnionIsTruth(c.dir, c.truth);
 }
 
 // Chaos with shared_dir: nodes killed with -9 at random moments and resumed,
