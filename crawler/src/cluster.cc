@@ -81,7 +81,7 @@ std::string Cluster::StreamKey(uint32_t shard) const {
 }
 
 Result<std::unique_ptr<Cluster>> Cluster::Join(const Config& config,
-                                               const std::string& out_dir) {
+                                               const std::string& out_dir, bool resumed) {
   const ClusterConfig& c = config.cluster;
   auto address = ParseRedisUrl(c.redis);
   if (!address.ok()) return address.status();
@@ -100,7 +100,8 @@ Result<std::unique_ptr<Cluster>> Cluster::Join(const Config& config,
                                " (an existing directory every node can read)");
     }
   }
-  auto redis = Redis::Connect(*address, 5);
+  // A new crawl fails at once on a wrong address; a resumed node waits.
+  auto redis = Redis::ConnectWaiting(*address, 5, resumed ? 60 : 0);
   if (!redis.ok())  // at start: a setup error (exit 2), not an output failure
     return Status::Error(Status::Code::kInvalidArgument,
                          "cluster.redis: " + redis.status().message());

@@ -145,8 +145,9 @@ class Cluster {
   // Connects and joins the job. Errors: Redis unreachable (kIoError, naming
   // the address), a refusal (kInvalidArgument, naming the reason).
   // `out_dir`: the crawl's output (the spill files go in OUT/cluster-outbox).
+  // `resumed`: Redis may be restarting too; it is waited for (a minute).
   static Result<std::unique_ptr<Cluster>> Join(const Config& config,
-                                               const std::string& out_dir);
+                                               const std::string& out_dir, bool resumed);
   ~Cluster();
   Cluster(const Cluster&) = delete;
   Cluster& operator=(const Cluster&) = delete;

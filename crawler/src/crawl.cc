@@ -110,7 +110,7 @@ Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
   if (!stats.ok()) return stats.status();
   m->stats = std::move(stats).value();
   if (!config.cluster.redis.empty()) {
-    auto cluster = Cluster::Join(config, out);
+    auto cluster = Cluster::Join(config, out, /*resumed=*/sequence > 0);
     if (!cluster.ok()) return cluster.status();
     m->cluster = std::move(cluster).value();
   }

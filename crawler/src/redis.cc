@@ -1,10 +1,13 @@
 // See redis.h.
 #include "redis.h"
 
+#include <spdlog/spdlog.h>
 #include <sys/time.h>
 
 #include <charconv>
+#include <chrono>
 #include <cmath>
+#include <thread>
 
 namespace crawler::engine {
 namespace {
@@ -80,6 +83,19 @@ Result<std::unique_ptr<Redis>> Redis::Connect(const RedisAddress& address,
                            "redis " + address.Text() + ": AUTH refused: " + reply->Str());
   }
   return r;
+}
+
+Result<std::unique_ptr<Redis>> Redis::ConnectWaiting(const RedisAddress& address,
+                                                     double timeout_s, double wait_s) {
+  auto until = std::chrono::steady_clock::now() +
+               std::chrono::milliseconds(static_cast<int64_t>(wait_s * 1000));
+  for (bool logged = false;; logged = true) {
+    auto r = Connect(address, timeout_s);
+    if (r.ok() || std::chrono::steady_clock::now() >= until) return r;
+    if (!logged)
+      spdlog::warn("{}; trying again for up to {:.0f} s", r.status().message(), wait_s);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
 }
 
 Redis::~Redis() { redisFree(c_); }

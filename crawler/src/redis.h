@@ -68,6 +68,10 @@ class Redis {
   // Connects (and AUTHs). Errors (kIoError) name the address.
   static Result<std::unique_ptr<Redis>> Connect(const RedisAddress& address,
                                                 double timeout_s);
+  // Connect, tried again every 200 ms for up to `wait_s` (a resumed node
+  // whose Redis is restarting too); logs once that it waits.
+  static Result<std::unique_ptr<Redis>> ConnectWaiting(const RedisAddress& address,
+                                                       double timeout_s, double wait_s);
   ~Redis();
   Redis(const Redis&) = delete;
   Redis& operator=(const Redis&) = delete;

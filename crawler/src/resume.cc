@@ -76,7 +76,7 @@ Status SelectCommitted(const Config& config, const std::string& out,
   if (c.redis.empty() || c.shared_dir.empty()) return Status::Ok();
   auto address = ParseRedisUrl(c.redis);
   if (!address.ok()) return address.status();
-  auto redis = Redis::Connect(*address, 5);
+  auto redis = Redis::ConnectWaiting(*address, 5, 60);  // it may be restarting too
   if (!redis.ok()) return Bad("cluster.redis: " + redis.status().message());
   auto r = (*redis)->Command({"HGET", "crawler:{" + c.job + "}:commits", c.node});
   if (!r.ok() || r->IsError())

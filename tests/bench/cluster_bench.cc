@@ -106,8 +106,8 @@ int main(int argc, char** argv) {
   ca.cluster.node = "a";
   cb.cluster.node = "b";
   // Out dirs: only spill files would go there (none at these lags).
-  auto a = Cluster::Join(ca, "/tmp/cluster-bench-a");
-  auto b = Cluster::Join(cb, "/tmp/cluster-bench-b");
+  auto a = Cluster::Join(ca, "/tmp/cluster-bench-a", false);
+  auto b = Cluster::Join(cb, "/tmp/cluster-bench-b", false);
   if (!a.ok() || !b.ok()) {
     std::fprintf(stderr, "join: %s\n",
                  (!a.ok() ? a.status() : b.status()).message().c_str());

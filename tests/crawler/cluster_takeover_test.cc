@@ -172,13 +172,18 @@ TEST_CASE(
   CHECK_THAT(log, Catch::Contains("taken by another node"));
   // Resumed: from its last committed checkpoint (its outputs cut back to
   // it), keeping none of the shards taken meanwhile; it ends with the job.
+  // Redis is down as it starts (restarting too): a resumed node waits for it.
+  c.redis.Kill();
   c.nodes[1] = Spawn(std::string(CRAWLER_BINARY) + " crawl --resume " + c.dir + "/n2",
                      c.dir + "/n2.out");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  c.redis.Start();
   code = WaitExitFor(c.nodes[1], 600);
   log = ReadText(c.dir + "/n2/crawler.log");
   INFO(log.substr(log.size() > 20000 ? log.size() - 20000 : 0));
   CHECK(code == 0);
   CHECK_THAT(log, Catch::Contains("took over while it was away: left to them"));
+  CHECK_THAT(log, Catch::Contains("trying again for up to 60 s"));
   WaitOthers(c);
   c.site.Stop();
   CHECK(std::filesystem::file_size(c.dir + "/n2/fetch-log.jsonl") ==
