@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <thread>
 
 #include "base/file_util.h"
 #include "crawl_impl.h"
@@ -78,7 +80,14 @@ Status SelectCommitted(const Config& config, const std::string& out,
   if (!address.ok()) return address.status();
   auto redis = Redis::ConnectWaiting(*address, 5, 60);  // it may be restarting too
   if (!redis.ok()) return Bad("cluster.redis: " + redis.status().message());
+  // A Redis just restarted answers LOADING while it reads its AOF.
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   auto r = (*redis)->Command({"HGET", "crawler:{" + c.job + "}:commits", c.node});
+  while (r.ok() && r->IsError() && r->Str().rfind("LOADING", 0) == 0 &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    r = (*redis)->Command({"HGET", "crawler:{" + c.job + "}:commits", c.node});
+  }
   if (!r.ok() || r->IsError())
     return Bad("cluster.redis: cannot read this node's last commit: " +
                (r.ok() ? r->Str() : r.status().message()));
