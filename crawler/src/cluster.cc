@@ -424,6 +424,11 @@ void Cluster::OnPublished(uint64_t sequence) {
   published_ = std::max(published_, sequence);
 }
 
+bool Cluster::CommitPending() const {
+  MutexLock lock(mu_);
+  return takeover_ && published_ > committed_seq_;
+}
+
 void Cluster::AfterCommit(uint64_t sequence) {
   {
     MutexLock spill(spill_mu_);
@@ -433,6 +438,7 @@ void Cluster::AfterCommit(uint64_t sequence) {
     }
   }
   MutexLock lock(mu_);
+  committed_seq_ = std::max(committed_seq_, sequence);
   for (auto it = cut_.begin(); it != cut_.end() && it->first <= sequence;) {
     for (Applied& a : it->second) to_ack_.push_back(std::move(a));
     it = cut_.erase(it);

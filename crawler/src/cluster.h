@@ -173,6 +173,10 @@ class Cluster {
   std::optional<ShardState> TakeShardState() EXCLUDES(mu_);
   void ShardsLoaded(const std::vector<uint32_t>& shards) EXCLUDES(mu_);
   bool Failed() const { return failed_.load(); }
+  // With shared_dir: a published checkpoint is not committed yet. No new one
+  // is cut meanwhile: the committed one (a taker's source) must stay on disk
+  // as checkpoint.prev/, which the next publish would replace.
+  bool CommitPending() const EXCLUDES(mu_);
   Status failure() const EXCLUDES(mu_);
   // On the way out (SIGTERM): after the last checkpoint is committed, give
   // the leases up so the other nodes take the shards over at once.
@@ -360,6 +364,7 @@ class Cluster {
   std::map<uint64_t, std::vector<std::pair<uint32_t, uint64_t>>> cut_shards_
       GUARDED_BY(mu_);
   uint64_t published_ GUARDED_BY(mu_) = 0;
+  uint64_t committed_seq_ GUARDED_BY(mu_) = 0;            // committed_, for other threads
   std::map<uint32_t, uint64_t> holding_ GUARDED_BY(mu_);  // held shard -> epoch
   std::atomic<bool> has_loaded_{false};
   uint64_t committed_ = 0;

@@ -236,7 +236,8 @@ Status Supervise(Crawl::Impl& m, const std::atomic<bool>& stop,
     auto now = Clock::now();
     bool requested = checkpoint_request != nullptr && checkpoint_request->exchange(false);
     if (!stop.load() && !m.state.failed() &&
-        m.checkpointer->Due(m.counters.PagesDone(), requested)) {
+        m.checkpointer->Due(m.counters.PagesDone(), requested) &&
+        !(m.cluster && m.cluster->CommitPending())) {
       st = m.checkpointer->Cut(true, m.counters.PagesDone());
       if (!st.ok()) return st;
     }
@@ -268,7 +269,17 @@ Result<CrawlSummary> Finish(Crawl::Impl& m, bool stopped, Clock::time_point star
   s.fetch_log = m.log->path();
   m.counters.Restore(s, m.counters.ExpectedFalseSeen());
   st = m.stats->Write(m.Report(false));
-  if (st.ok()) st = m.checkpointer->Cut(false, s.fetched + s.failed);
+  // A cluster node with shared_dir cuts its last checkpoint only once the one
+  // before is committed (Cluster::CommitPending; Redis may be down).
+  for (int i = 0; i < 100 && m.cluster && m.cluster->CommitPending(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  if (m.cluster && m.cluster->CommitPending()) {
+    spdlog::warn(
+        "cluster: the last checkpoint is not committed yet (Redis down?): no final "
+        "checkpoint; --resume redoes the work since the last committed one");
+  } else if (st.ok()) {
+    st = m.checkpointer->Cut(false, s.fetched + s.failed);
+  }
   if (st.ok()) st = m.stats->Write(m.Report(false));
   if (!st.ok()) return st;
   m.PublishMetrics(false);
