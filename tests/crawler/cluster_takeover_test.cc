@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 
+#include "cluster.h"
 #include "cluster_fixture.h"
 #include "crawler/checkpoint.h"
 
@@ -189,6 +190,56 @@ TEST_CASE(
   CHECK(std::filesystem::file_size(c.dir + "/n2/fetch-log.jsonl") ==
         CommittedLogBytes(c, "ztaken", "n2"));
   CheckUnionIsTruth(c.dir, c.truth);
+}
+
+TEST_CASE(
+    "Cluster join: a fourth node joins a running crawl; the shards rendezvous hashing "
+    "gives it are handed over (drained, checkpointed, given up, taken over); no URL is "
+    "requested twice, no host by two nodes at once; the truth set, once",
+    "[cluster][takeover][join]") {
+  // A long lease: the shards move by handoff, not by expiry. A politeness
+  // delay long enough that the crawl is still running when n4 has its share.
+  const std::string extra = std::string(kTakeover) +
+                            " --set cluster.lease_s=30 --set frontier.min_delay_s=0.3";
+  ClusterCrawl c("cluster_join", "join", extra,
+                 std::max(1000u, EnvOr("CRAWLER_CLUSTER_PAGES", 2000)));
+  WaitForCommit(c, "join", "n1");
+  // The shards n4 should end with: rendezvous hashing over all four.
+  const std::vector<std::string> four = {"n1", "n2", "n3", "n4"};
+  size_t expected = 0;
+  for (uint32_t s = 0; s < 64; ++s) expected += four[ShardOwner(four, s)] == "n4";
+  REQUIRE(expected > 0);
+  auto start = std::chrono::steady_clock::now();
+  pid_t n4 = Spawn(NodeCommand(c.dir, c.redis.Url(), "join", "n4",
+                               c.resolve + " " + WithDir(extra, c.dir)),
+                   c.dir + "/n4.out");
+  while (ShardsHeldBy(c, "join", "n4") < expected &&
+         Seconds(std::chrono::steady_clock::now() - start).count() < 120 &&
+         ::waitpid(n4, nullptr, WNOHANG) == 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  double took = Seconds(std::chrono::steady_clock::now() - start).count();
+  size_t held = ShardsHeldBy(c, "join", "n4");
+  // The figure for the target (printed: Catch2's WARN).
+  WARN("n4 held " << held << " of its " << expected << " shards " << took
+                  << " s after it started");
+  CHECK(held == expected);
+  int code = WaitExitFor(n4, 600);
+  INFO("n4: " << ReadText(c.dir + "/n4.out").substr(0, 20000));
+  CHECK(code == 0);
+  WaitOthers(c);
+  int n2 = WaitExitFor(c.nodes[1], 600);
+  CHECK(n2 == 0);
+  c.site.Stop();
+  CheckUnionIsTruth(c.dir, c.truth, four);
+  // Each URL requested once at the server (a handoff drains before its
+  // checkpoint: nothing is fetched again), and no host by two nodes at once.
+  std::vector<ServedRequest> served = c.site.Requests();
+  std::set<std::string> urls;
+  for (const ServedRequest& q : served) urls.insert(q.Url());
+  CHECK(urls.size() == served.size());
+  CheckPoliteness(served, 0.3);
+  CHECK_THAT(c.Logs(), Catch::Contains("handed"));
+  CHECK_THAT(ReadText(c.dir + "/n4/crawler.log"), Catch::Contains("took over"));
 }
 
 // Chaos with shared_dir: nodes killed with -9 at random moments and resumed,
