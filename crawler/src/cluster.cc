@@ -389,7 +389,8 @@ OutboxCut Cluster::OnCut(uint64_t sequence) {
   // the epochs the commit must still find.
   std::vector<std::pair<uint32_t, uint64_t>>& shards = cut_shards_[sequence];
   for (const auto& [shard, epoch] : holding_)
-    if (ready_[shard].load() || handoff_.count(shard) > 0) shards.emplace_back(shard, epoch);
+    if (ready_[shard].load() || handoff_.count(shard) > 0)
+      shards.emplace_back(shard, epoch);
   // Handoffs drained before this cut: this checkpoint is their source.
   for (auto& [shard, h] : handoff_) {
     if (h.phase != Hand::kDrained) continue;

@@ -8,13 +8,14 @@
 // holds across the cluster with no shared lock, and each node keeps its own
 // dedup filter (no seen set in Redis).
 //
-// Membership (this version). A node joins with a Lua script that also
-// refuses a config whose [crawl], [url] or [dedup] differs from the job's
-// (naming the keys), a different shard count, and a second live node of the
-// same name (liveness: a key with a TTL of 3 heartbeats). The crawl starts
-// when cluster.min_nodes nodes have joined; the node set is then frozen, and
-// a new name is refused ("closed"). Nodes joining a running job are the
-// next step (issue 13).
+// Membership. A node joins with a Lua script that also refuses a config
+// whose [crawl], [url] or [dedup] differs from the job's (naming the keys),
+// a different shard count, and a second live node of the same name
+// (liveness: a key with a TTL of 3 heartbeats). The crawl starts when
+// cluster.min_nodes nodes have joined. Without cluster.shared_dir the node
+// set is then frozen, and a new name is refused ("closed"); with it a new
+// node joins the running job and the shards it is given are handed over to
+// it (HandoffWork, cluster_handoff.cc).
 //
 // Death and leave (cluster_takeover.cc). Without cluster.shared_dir a node
 // that dies keeps its shards until it comes back with --resume. With it,

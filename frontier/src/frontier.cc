@@ -525,12 +525,14 @@ uint64_t Frontier::DropHosts(const std::function<bool(std::string_view)>& handed
     Impl::Host& h = m.hosts[id];
     if (h.Queued() == 0 || !handed(h.key)) continue;
     m.Unschedule(id);
-    for (const auto& [depth, fifo] : h.ram) m.CountDepth(depth, -static_cast<int64_t>(fifo.size()));
+    for (const auto& [depth, fifo] : h.ram)
+      m.CountDepth(depth, -static_cast<int64_t>(fifo.size()));
     for (const UrlEntry& e : h.write_buf) m.CountDepth(e.depth, -1);
     if (h.on_disk > 0) {
       // The spilled records' depths are not in RAM: read them for the count.
       std::FILE* f = std::fopen(h.spill_path.c_str(), "rb");
-      if (f != nullptr && std::fseek(f, static_cast<long>(h.read_offset), SEEK_SET) == 0) {
+      if (f != nullptr &&
+          std::fseek(f, static_cast<long>(h.read_offset), SEEK_SET) == 0) {
         UrlEntry e;
         uint64_t bytes = 0;
         for (uint64_t i = 0; i < h.on_disk && ReadSpillRecord(f, &e, &bytes); ++i)

@@ -137,13 +137,19 @@ inline void WaitNodes(const std::string& dir, const std::vector<pid_t>& pids) {
 inline void CheckUnionIsTruth(const std::string& dir, const std::set<std::string>& truth,
                               const std::vector<std::string>& nodes = kNodes) {
   std::multiset<std::string> fetched;
+  std::map<std::string, std::string> by;  // URL -> the nodes that fetched it
   for (const std::string& n : nodes) {
     std::multiset<std::string> mine = AttemptedUrls(dir + "/" + n + "/fetch-log.jsonl");
     INFO(n << " fetched " << mine.size());
     CHECK(mine.size() > 0);  // every node took part
     fetched.insert(mine.begin(), mine.end());
+    for (const std::string& u : mine) by[u] += " " + n;
   }
   std::set<std::string> distinct(fetched.begin(), fetched.end());
+  std::string twice;  // the first few URLs fetched twice, and by whom
+  for (const auto& [url, who] : by)
+    if (fetched.count(url) > 1 && twice.size() < 2000) twice += url + ":" + who + "\n";
+  INFO("fetched twice:\n" << twice);
   CHECK(fetched.size() == distinct.size());  // no URL twice, over all nodes
   std::vector<std::string> missing, extra;
   std::set_difference(truth.begin(), truth.end(), distinct.begin(), distinct.end(),
