@@ -11,12 +11,12 @@ packages=(
   libcurl4-openssl-dev libgumbo-dev libidn2-dev
   libboost1.81-dev libboost-url1.81-dev libboost-json1.81-dev
   libxxhash-dev libspdlog-dev catch2 libtomlplusplus-dev libcli11-dev libssl-dev
-  zlib1g-dev libhiredis-dev redis-server
+  zlib1g-dev libdeflate-dev libhiredis-dev redis-server
   clang libclang-rt-14-dev clang-format
   python3 python3-prometheus-client chromium
 )
 if [ "${1:-}" = "--bench" ]; then
-  packages+=(nginx wget python3-scrapy time)
+  packages+=(nginx wget python3-scrapy time libisal-dev)
 fi
 
 missing=()

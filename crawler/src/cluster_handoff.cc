@@ -98,9 +98,11 @@ std::vector<uint32_t> Cluster::TakeReleased() {
 
 void Cluster::Dropped(const std::vector<uint32_t>& shards, uint64_t urls) {
   MutexLock lock(mu_);
+  // Nothing of theirs is read here any more (a shard taken back is read
+  // again once loaded, when it is ready).
   for (uint32_t s : shards) {
     dropping_.erase(s);
-    if (to_load_.count(s) == 0 && !ready_[s].load()) handing_[s] = false;
+    handing_[s] = false;
   }
   handoff_work_ = !handoff_.empty() || !to_drop_.empty();
   spdlog::info("cluster: {} queued URLs of {} shards handed over dropped here", urls,

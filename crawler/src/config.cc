@@ -289,7 +289,7 @@ std::vector<Key> OutputKeys() {
           }),
       IntKey<int>(
           "output", "warc_gzip_level",
-          [](Config & c) -> auto& { return c.output.warc_gzip_level; }, 1, 9),
+          [](Config & c) -> auto& { return c.output.warc_gzip_level; }, 1, 12),
   };
 }
 

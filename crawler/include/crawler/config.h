@@ -48,7 +48,7 @@ struct FetchConfig {
 struct OutputConfig {
   uint64_t warc_rotate_bytes = uint64_t{1} << 30;
   std::string warc_prefix = "crawl";
-  int warc_gzip_level = 6;  // zlib level of each record's gzip member
+  int warc_gzip_level = 6;  // libdeflate level (1..12) of each record's gzip member
 };
 
 struct CheckpointConfig {
