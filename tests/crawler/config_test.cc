@@ -76,7 +76,8 @@ TEST_CASE("Config mistakes name the file, the line and the key", "[engine][confi
          "dedup.type: must be bloom, cuckoo or counting");
   expect("[dedup]\nerror_rate = 0.7\n", "dedup.error_rate: must be in");
   expect("[output]\nwarc_gzip_level = 0\n", "output.warc_gzip_level: must be in [1, 12]");
-  expect("[output]\nwarc_gzip_level = 13\n", "output.warc_gzip_level: must be in [1, 12]");
+  expect("[output]\nwarc_gzip_level = 13\n",
+         "output.warc_gzip_level: must be in [1, 12]");
   expect("[crawl]\nexclude = [\"(unclosed\"]\n", "crawl.exclude: invalid regex");
   expect("[crawl]\ninclude_assets = \"yes\"\n", "expected true or false");
   expect("max_depth = 3\n", ":1: max_depth: unknown key");
