@@ -103,7 +103,7 @@ namespace {
 
 // One gzip member holding `record`, or "" if compression failed. libdeflate
 // compresses a whole buffer at once, which is what a record is: on the
-// crawl bench's pages (tests/bench/gzip_bench.cc) its level 6 is 1.9x zlib
+// crawl bench's pages (tests/bench/gzip_bench.cc) its level 6 is 1.8x zlib
 // level 6's speed for 1.2% more bytes; ISA-L's levels were 14-39% bigger.
 // A compressor per thread and level (libdeflate's are not thread-safe).
 std::string GzipMember(const std::string& record, int level) {

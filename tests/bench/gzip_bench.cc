@@ -8,12 +8,15 @@
 // compressed alone on one thread; every member is inflated again by zlib and
 // compared, so each row is a standard gzip stream. Prints, per library and
 // level: output bytes, size relative to zlib level 6, MB/s of input. Sample
-// (2,000 bench_site pages, this 2-core VM):
+// (2,000 bench_site pages, 20.5 MB, this 2-core VM, best of 5):
 //
-//   library     level     bytes   vs zlib-6     MB/s
-//   zlib            6   5632101     1.0000      41.3
-//   libdeflate      6   5410339     0.9606     118.7
-//   isa-l           1   6640214     1.1790     492.0
+//   library     level      bytes  vs zlib-6     MB/s
+//   zlib            6    4442892     1.0000     49.1
+//   libdeflate      5    4608789     1.0373    109.2
+//   libdeflate      6    4494965     1.0117     88.2
+//   libdeflate      7    4459703     1.0038     73.0
+//   isa-l           1    5469039     1.2310    389.8
+//   isa-l           3    5061284     1.1392    248.6
 #include <libdeflate.h>
 #include <zlib.h>
 
