@@ -3,7 +3,7 @@
 # nothing. Generates a static site of PAGES pages (~10 KB, 30-80 links each),
 # serves it with nginx on 127.0.0.1, then crawls it with:
 #   - crawler (configs/default.toml, politeness 0, 16 connections to the host)
-#   - wget -r (one connection)
+#   - wget -r (one connection), and again writing a gzipped WARC (--warc-file)
 #   - Scrapy (Debian's python3-scrapy, CrawlSpider following every link,
 #     32 concurrent requests), stopped after SCRAPY_PAGES pages
 # and times gumbo alone parsing the same files on one thread (the ceiling).
@@ -119,6 +119,12 @@ echo "bench: wget -r (one connection)"
 rm -rf "$work/wget"
 measure wget wget -r -l inf -nv -e robots=off --no-parent -P "$work/wget" "$root"
 
+echo "bench: wget -r writing a WARC (gzipped, with digests, as the crawler's)"
+rm -rf "$work/wget-warc"
+mkdir -p "$work/wget-warc"
+measure wget-warc wget -r -l inf -nv -e robots=off --no-parent -P "$work/wget-warc" \
+  --warc-file="$work/wget-warc/crawl" --no-warc-keep-log "$root"
+
 echo "bench: Scrapy CrawlSpider, 32 concurrent requests, first $scrapy_pages pages"
 cat >"$work/spider.py" <<PY
 from scrapy.linkextractors import LinkExtractor
@@ -146,6 +152,7 @@ for line in open(sys.argv[1]):
 gumbo = float(re.search(r"([\d.]+) pages/s", open(sys.argv[2]).read()).group(1))
 c = rates.get("crawler", 0)
 print(f"crawler / wget:   {c / rates['wget']:.2f}x  (target >= 2)")
+print(f"crawler / wget writing a WARC: {c / rates['wget-warc']:.2f}x")
 print(f"crawler / scrapy: {c / rates['scrapy']:.2f}x  (target >= 10)")
 print(f"crawler / (2 x gumbo alone): {100 * c / (2 * gumbo):.0f}%  (aim >= 65%)")
 PY
