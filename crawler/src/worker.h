@@ -151,7 +151,7 @@ class Worker {
   [[nodiscard]] Status FinishPage(const Gate::Pass& pass, const Completed& c,
                                   const Prepared& p);
   [[nodiscard]] Status Record(const FetchResult& r, const Prepared& p,
-                              const frontier::UrlEntry* page, bool final = true);
+                              const frontier::UrlEntry* page);
   bool Finished(const Gate::Pass& pass) const;
 
   WorkerParts p_;
