@@ -36,7 +36,7 @@ echo
 echo "demo: WARC files:"; ls -l crawl-demo/warc/
 echo "demo: first lines of crawl-demo/fetch-log.jsonl:"; head -n 3 crawl-demo/fetch-log.jsonl
 # The fetch log against the site's ground truth (URLs a correct crawl fetches).
-grep -v -e '"error":"robots"' -e '"error":"max_pages_per_host"' crawl-demo/fetch-log.jsonl |
+grep -v -e '"error":"robots"' -e '"error":"max_pages_per_host"' -e '"final":false' crawl-demo/fetch-log.jsonl |
   sed 's/^{"url":"\([^"]*\)".*/\1/' | sort >"$work/fetched.txt"
 echo "demo: fetched $(wc -l <"$work/fetched.txt") URLs ($(sort -u "$work/fetched.txt" | wc -l) distinct);" \
      "the site's truth set has $(wc -l <"$work/truth.txt"); missing: $(comm -23 <(sort "$work/truth.txt") <(sort -u "$work/fetched.txt") | wc -l)," \

@@ -199,6 +199,15 @@ std::vector<Key> FetchKeys() {
           [](Config & c) -> auto& { return c.fetch.robots_cache_s; }, 0, 365 * 86400.0),
       StringListKey(
           "fetch", "resolve", [](Config & c) -> auto& { return c.fetch.resolve; }, false),
+      IntKey<uint32_t>(
+          "fetch", "max_retries", [](Config & c) -> auto& { return c.fetch.max_retries; },
+          0, 100),
+      DoubleKey(
+          "fetch", "retry_base_s",
+          [](Config & c) -> auto& { return c.fetch.retry_base_s; }, 0, 3600),
+      DoubleKey(
+          "fetch", "retry_max_s", [](Config & c) -> auto& { return c.fetch.retry_max_s; },
+          0, 86400),
   };
 }
 

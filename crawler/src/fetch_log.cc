@@ -28,6 +28,10 @@ std::string FetchLog::Line(const FetchLogEntry& e) {
   o["referrer"] = e.referrer;
   if (!e.error.empty()) o["error"] = e.error;
   if (e.robots_txt) o["robots_txt"] = true;
+  if (!e.robots_txt && e.result != nullptr) {  // a page fetch (not a skip)
+    o["attempt"] = e.attempt;
+    o["final"] = e.final;
+  }
   return json::serialize(o);
 }
 

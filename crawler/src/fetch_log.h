@@ -29,6 +29,8 @@ struct FetchLogEntry {
   std::string_view referrer;
   std::string_view error;  // FetchErrorName or a skip reason ("robots")
   bool robots_txt = false;
+  uint32_t attempt = 1;  // pages: 1 for the first fetch, 2 for its first retry ...
+  bool final = true;     // false: a transient failure that is tried again
 };
 
 class FetchLog {

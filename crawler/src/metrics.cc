@@ -89,6 +89,10 @@ void CrawlFamilies(const StatsReport& r, Text& t) {
            "Failed or truncated fetches, by kind (as in the fetch log).");
   for (const auto& [kind, n] : c.errors)
     t.Sample("crawler_fetch_errors_total", Label("kind", kind), n);
+  t.One("crawler_fetch_retries_total", "counter",
+        "Failed attempts (transient) fetched again.", c.retries);
+  t.One("crawler_urls_given_up_total", "counter",
+        "URLs whose last allowed attempt failed transiently too.", c.gave_up);
   t.Family("crawler_urls_dropped_total", "counter",
            "Links and redirect targets not admitted, by reason.");
   const std::pair<const char*, uint64_t> dropped[] = {

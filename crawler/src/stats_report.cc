@@ -113,6 +113,9 @@ Section CrawlSection(const CrawlCounts& c, const CrawlRates& r) {
   for (const auto& [name, n] : c.errors)
     errors += (errors.empty() ? "" : ", ") + name + " " + Count(n);
   cr.rows.push_back({"errors", errors.empty() ? "none" : errors});
+  cr.rows.push_back({"retries", Count(c.retries) + " attempts fetched again, " +
+                                    Count(c.gave_up) + " URLs given up after " +
+                                    "their last attempt"});
   cr.rows.push_back(
       {"skipped", Count(c.robots_blocked) + " robots.txt, " + Count(c.out_of_scope) +
                       " out of scope, " + Count(c.too_deep) + " too deep, " +

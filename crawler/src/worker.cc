@@ -4,7 +4,11 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <iterator>
+#include <random>
 #include <thread>
+
+#include "retry.h"
 
 namespace crawler::engine {
 
@@ -274,8 +278,9 @@ Worker::Prepared Worker::Prepare(const Completed& c) const {
 
 // Counts, stores and logs a fetch; `page` is null for robots.txt.
 Status Worker::Record(const FetchResult& r, const Prepared& p,
-                      const frontier::UrlEntry* page) {
-  p_.counters.Fetched(r);
+                      const frontier::UrlEntry* page, bool final) {
+  // A failed attempt that is tried again counts as a retry, not a page.
+  if (final) p_.counters.Fetched(r);
   if (r.status > 0) {
     Status st = p_.warc.Write(p.warc);
     if (!st.ok()) return st;
@@ -286,8 +291,8 @@ Status Worker::Record(const FetchResult& r, const Prepared& p,
   }
   if (r.error != FetchError::kNone)
     spdlog::warn("{}: {} ({})", page->url, error, r.error_message);
-  return p_.log.Append(
-      {page->url, r.status, &r, page->depth, page->referrer, error, false});
+  return p_.log.Append({page->url, r.status, &r, page->depth, page->referrer, error,
+                        false, page->attempt + 1, final});
 }
 
 Status Worker::FinishRobots(const Gate::Pass& pass, const Completed& c,
@@ -319,6 +324,26 @@ Status Worker::FinishRobots(const Gate::Pass& pass, const Completed& c,
 Status Worker::FinishPage(const Gate::Pass& pass, const Completed& c, const Prepared& p) {
   const FetchResult& r = c.result;
   const frontier::UrlEntry& e = c.lease.entry;
+  if (Transient(r)) {
+    if (e.attempt < p_.config.fetch.max_retries) {
+      // Fetched again later (the frontier holds it; it passed dedup once).
+      // Every attempt's response is archived and logged, with final: false.
+      thread_local std::mt19937_64 rng{std::random_device{}()};
+      double wait = BackoffSeconds(
+          e.attempt, p_.config.fetch.retry_base_s, p_.config.fetch.retry_max_s,
+          std::uniform_real_distribution<double>(0, 1)(rng),
+          RetryAfterSeconds(r.response_head, std::time(nullptr)));
+      Status st = Record(r, p, &e, /*final=*/false);
+      if (!st.ok()) return st;
+      p_.counters.Add(&CrawlSummary::retries);
+      auto now = Clock::now();
+      return p_.frontier.Retry(c.lease, now, r.seconds,
+                               now + std::chrono::duration_cast<Clock::duration>(
+                                         std::chrono::duration<double>(wait)),
+                               HoldsHost(r));
+    }
+    p_.counters.Add(&CrawlSummary::gave_up);
+  }
   p_.frontier.Done(c.lease, Clock::now(), r.seconds);
   Status st = Record(r, p, &e);
   if (!st.ok()) return st;

@@ -148,7 +148,7 @@ class Worker {
   [[nodiscard]] Status FinishPage(const Gate::Pass& pass, const Completed& c,
                                   const Prepared& p);
   [[nodiscard]] Status Record(const FetchResult& r, const Prepared& p,
-                              const frontier::UrlEntry* page);
+                              const frontier::UrlEntry* page, bool final = true);
   bool Finished(const Gate::Pass& pass) const;
 
   WorkerParts p_;

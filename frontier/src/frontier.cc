@@ -29,6 +29,7 @@ constexpr uint64_t kMaxBufferedSpill = 8192;
 void EncodeSpillRecord(const UrlEntry& e, ByteWriter* w) {
   w->U32(e.depth);
   w->U32(e.redirects);
+  w->U32(e.attempt);
   w->U32(static_cast<uint32_t>(e.url.size()));
   w->U32(static_cast<uint32_t>(e.referrer.size()));
   w->Bytes(reinterpret_cast<const uint8_t*>(e.url.data()), e.url.size());
@@ -38,11 +39,12 @@ void EncodeSpillRecord(const UrlEntry& e, ByteWriter* w) {
 // Reads the next record; false at the end of the file or on a short record.
 // *bytes: the record's size on disk.
 bool ReadSpillRecord(std::FILE* f, UrlEntry* e, uint64_t* bytes) {
-  uint8_t head[16];
+  uint8_t head[20];
   if (std::fread(head, 1, sizeof(head), f) != sizeof(head)) return false;
   ByteReader r(head, sizeof(head));
   e->depth = r.U32();
   e->redirects = r.U32();
+  e->attempt = r.U32();
   uint32_t url_len = r.U32(), ref_len = r.U32();
   e->url.resize(url_len);
   e->referrer.resize(ref_len);
@@ -408,6 +410,24 @@ void Frontier::Release(const Lease& lease) {
   MutexLock lock(impl_->mu);
   std::optional<size_t> id = impl_->EndLease(lease);
   if (id) impl_->MaybeSchedule(*id);
+}
+
+Status Frontier::Retry(const Lease& lease, Clock::time_point now, double response_s,
+                       Clock::time_point until, bool hold_host) {
+  Impl& m = *impl_;
+  MutexLock lock(m.mu);
+  auto it = m.leased.find(lease.id);
+  if (it == m.leased.end()) return Status::Ok();
+  UrlEntry entry = it->second.second;
+  ++entry.attempt;
+  std::optional<size_t> id = m.EndLease(lease);
+  Impl::Host& h = m.hosts[*id];
+  m.Unschedule(*id);
+  h.due = std::max(
+      h.due, now + std::chrono::duration_cast<Clock::duration>(
+                       std::chrono::duration<double>(m.DelayAfterFetch(h, response_s))));
+  if (hold_host || h.Queued() == 0) h.due = std::max(h.due, until);
+  return m.Push(std::move(entry), nullptr);  // schedules the host again
 }
 
 void Frontier::Defer(const Lease& lease, Clock::time_point until) {

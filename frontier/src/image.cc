@@ -54,12 +54,13 @@ Status WriteFrontierImage(const Frontier& frontier, Clock::time_point cut, std::
         return flush(false);
       },
       [&](const UrlEntry& e, bool leased) {
-        w.U8('U');
+        w.U8(e.attempt > 0 ? 'R' : 'U');
         w.U8(leased ? 1 : 0);
         w.U32(e.depth);
         w.U32(e.redirects);
         w.Str(e.url);
         w.Str(e.referrer);
+        if (e.attempt > 0) w.U32(e.attempt);
         ++urls;
         return flush(false);
       });
@@ -96,13 +97,14 @@ Result<FrontierImage> DecodeFrontierImage(std::string_view bytes,
       if (r.ok() && (h.key.empty() || HostKey(h.key) != h.key))
         return Damaged(path, "not a host key: " + h.key);
       image.hosts.push_back(std::move(h));
-    } else if (tag == 'U') {
+    } else if (tag == 'U' || tag == 'R') {
       UrlEntry e;
       bool leased = r.U8() != 0;
       e.depth = r.U32();
       e.redirects = r.U32();
       e.url = r.Str();
       e.referrer = r.Str();
+      if (tag == 'R') e.attempt = r.U32();
       if (r.ok() && HostKey(e.url).empty()) return Damaged(path, "not a URL: " + e.url);
       image.urls.emplace_back(std::move(e), leased);
     } else if (tag == 'E') {

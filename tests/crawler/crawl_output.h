@@ -8,6 +8,7 @@
 #include <boost/json.hpp>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -39,6 +40,8 @@ struct LogLine {
   std::string url, error, location;
   int64_t status = 0;
   bool robots_txt = false, truncated = false;
+  int64_t attempt = 1;
+  bool final = true;  // false: a transient failure fetched again later
 };
 
 inline std::vector<LogLine> ReadFetchLog(const std::string& path) {
@@ -53,14 +56,17 @@ inline std::vector<LogLine> ReadFetchLog(const std::string& path) {
     if (o.contains("location")) l.location = o.at("location").as_string().c_str();
     l.robots_txt = o.contains("robots_txt");
     l.truncated = o.contains("truncated");
+    if (o.contains("attempt")) l.attempt = o.at("attempt").as_int64();
+    if (o.contains("final")) l.final = o.at("final").as_bool();
     out.push_back(l);
   }
   return out;
 }
 
 // URLs the crawl tried to fetch (not the robots / trap-guard skips).
+// A URL retried after transient failures counts once: its final line.
 inline bool Attempted(const LogLine& l) {
-  return l.error != "robots" && l.error != "max_pages_per_host";
+  return l.final && l.error != "robots" && l.error != "max_pages_per_host";
 }
 
 // The URLs the fetch log shows attempted, each as often as it was: the truth
@@ -79,6 +85,23 @@ inline std::string Path(const std::string& url) {
 }
 
 // Target URIs of the response records in OUT/warc/*.warc.gz, read by warcio.
+inline std::multiset<std::string> WarcResponses(const std::string& out);
+
+// URLs whose WARC response records are not as many as their fetch-log lines
+// with a response (each attempt of a URL fetched again is archived).
+inline std::vector<std::string> WarcNotAsLogged(const std::string& out) {
+  std::map<std::string, size_t> logged;
+  for (const LogLine& l : ReadFetchLog(out + "/fetch-log.jsonl"))
+    if (l.status != 0) ++logged[l.url];
+  std::multiset<std::string> in_warc = WarcResponses(out);
+  std::vector<std::string> wrong;
+  for (const auto& [url, n] : logged)
+    if (in_warc.count(url) != n) wrong.push_back(url);
+  for (const std::string& url : in_warc)
+    if (logged.count(url) == 0) wrong.push_back(url);
+  return wrong;
+}
+
 inline std::multiset<std::string> WarcResponses(const std::string& out) {
   std::string index = out + "/warc-index.jsonl";
   CommandResult idx = RunCommand("warcio index " + out + "/warc/*.warc.gz > " + index);

@@ -107,6 +107,16 @@ class TestSite {
   }
 
   // The request log so far (complete after Stop()).
+  // The requests answered for good: without the failures a crawler fetches
+  // again (no response, 408, 429, 5xx), which may repeat.
+  std::vector<ServedRequest> FinalRequests() const {
+    std::vector<ServedRequest> out;
+    for (const ServedRequest& q : Requests()) {
+      if (q.status != 0 && q.status != 408 && q.status != 429 && q.status < 500)
+        out.push_back(q);
+    }
+    return out;
+  }
   std::vector<ServedRequest> Requests() const {
     std::vector<ServedRequest> out;
     std::ifstream in(log_);

@@ -76,6 +76,63 @@ TEST_CASE(
   fs::remove_all(dir);
 }
 
+TEST_CASE(
+    "Frontier image: a URL whose fetch is retried keeps its attempt count (record 'R') "
+    "through a round trip; Retry queues it last and holds the host as asked",
+    "[frontier][image][retry]") {
+  std::string dir =
+      (fs::temp_directory_path() / ("image-retry-" + std::to_string(::getpid())))
+          .string();
+  auto filter = std::move(dedup::Filter::Create(dedup::FilterOptions{})).value();
+  auto f = Make(dir + "/a");
+  auto now = Clock::now();
+  REQUIRE(
+      f->Admit({{"http://a.test/1", 0, "", 0}, {"http://a.test/2", 0, "", 0}}, *filter)
+          .ok());
+  f->OpenHost("http://a.test", std::nullopt);
+  auto lease = f->Pop(now);
+  REQUIRE(lease.ok());
+  REQUIRE(lease->has_value());
+  REQUIRE((*lease)->entry.url == "http://a.test/1");
+  REQUIRE(
+      f->Retry(**lease, now, 0, now + std::chrono::seconds(5), /*hold_host=*/true).ok());
+  auto held = f->Pop(now + std::chrono::seconds(4));  // the host waits its back-off
+  REQUIRE(held.ok());
+  CHECK_FALSE(held->has_value());
+
+  auto image = DecodeFrontierImage(Encode(*f, now), "frontier.bin");
+  REQUIRE(image.ok());
+  REQUIRE(image->urls.size() == 2);
+  CHECK(image->urls[0].first.url == "http://a.test/2");
+  CHECK(image->urls[0].first.attempt == 0);
+  CHECK(image->urls[1].first.url == "http://a.test/1");  // at its host's tail
+  CHECK(image->urls[1].first.attempt == 1);
+  CHECK_FALSE(image->urls[1].second);
+
+  auto g = Make(dir + "/b");
+  REQUIRE(RestoreFrontier(std::move(image).value(), now, g.get()).ok());
+  auto second = g->Pop(now + std::chrono::seconds(6));
+  REQUIRE(second.ok());
+  REQUIRE(second->has_value());
+  CHECK((*second)->entry.url == "http://a.test/2");
+  g->Done(**second, now + std::chrono::seconds(6), 0);
+  auto again = g->Pop(now + std::chrono::seconds(7));
+  REQUIRE(again.ok());
+  REQUIRE(again->has_value());
+  CHECK((*again)->entry.url == "http://a.test/1");
+  CHECK((*again)->entry.attempt == 1);
+  // Alone in its host's queue: the host is held even without hold_host.
+  REQUIRE(g->Retry(**again, now, 0, now + std::chrono::seconds(20), false).ok());
+  auto none = g->Pop(now + std::chrono::seconds(19));
+  REQUIRE(none.ok());
+  CHECK_FALSE(none->has_value());
+  auto twice = DecodeFrontierImage(Encode(*g, now), "frontier.bin");
+  REQUIRE(twice.ok());
+  REQUIRE(twice->urls.size() == 1);
+  CHECK(twice->urls[0].first.attempt == 2);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("Frontier image: golden bytes of an empty frontier", "[frontier][image]") {
   std::string dir =
       (fs::temp_directory_path() / ("image-g-" + std::to_string(::getpid()))).string();

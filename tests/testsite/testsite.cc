@@ -3,7 +3,7 @@
 //
 //   crawler-testsite --pages N --hosts H [--port P] [--seed S] [--log FILE]
 //                    [--slow-ms MS] [--delay-ms MS] [--huge-bytes B] [--crawl-delay S]
-//                    [--vhosts DOMAIN]
+//                    [--vhosts DOMAIN] [--fail-first N [--fail-hang-ms MS]]
 //   crawler-testsite ... --truth [--max-depth D] [--max-redirects R]
 //   crawler-testsite ... --seeds          (prints every host's root URL)
 //   crawler-testsite ... --resolve        (virtual hosts: "NAME:P:127.0.0.1"
@@ -21,6 +21,12 @@
 // (CLOCK_MONOTONIC microseconds at the request's arrival and when the response
 // was written), which the tests use to count fetches per URL, measure the
 // intervals between requests to one host and the transfers open at once.
+// --fail-first N: the first N requests of every URL but robots.txt fail,
+// each URL in one way (by a hash of its host and path): 503; 429 with
+// Retry-After: 1; a reset (the connection closed with RST, no response); a
+// hang of --fail-hang-ms (default 3000) then a close with no response (the
+// crawler's timeout). The truth set is unchanged: a crawler that retries
+// fetches it all. Such failures are logged with status 503, 429 or 0.
 // SIGTERM/SIGINT: stop, flush the log, exit 0.
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -37,6 +43,7 @@
 #include <csignal>
 #include <cstring>
 #include <ctime>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -100,6 +107,10 @@ std::vector<int> BindPorts(uint32_t hosts, uint16_t* base) {
 
 class Server {
  public:
+  // Injected failures (--fail-first).
+  uint32_t fail_first = 0;
+  uint32_t fail_hang_ms = 3000;
+
   Server(const Site& site, std::FILE* log, std::vector<int> listen_fds)
       : site_(site), log_(log), listen_fds_(std::move(listen_fds)) {}
 
@@ -150,10 +161,12 @@ class Server {
       bool ok = false;
       uint32_t h = listener;
       std::string authority;
-      if (!site_.virtual_hosts()) {
+      bool ours = !site_.virtual_hosts() || site_.HostOf(req.host, &h);
+      int failure = ours ? Failure(h, req.target) : -1;
+      if (failure >= 0) {
         authority = site_.Authority(h);
-        ok = Respond(conn, h, path, req.accept_gzip, &status);
-      } else if (site_.HostOf(req.host, &h)) {
+        ok = Fail(conn, fd, failure, &status);
+      } else if (ours) {
         authority = site_.Authority(h);
         ok = Respond(conn, h, path, req.accept_gzip, &status);
       } else {
@@ -164,6 +177,42 @@ class Server {
       Log(start, NowUs(), authority, status, req.target);
       if (!ok || !req.keep_alive) return;
     }
+  }
+
+  // The way this request fails (0..3), or -1: it is served.
+  int Failure(uint32_t h, const std::string& target) {
+    if (fail_first == 0 || target == "/robots.txt") return -1;
+    std::string key = site_.Authority(h) + target;
+    {
+      std::lock_guard<std::mutex> lock(fail_mu_);
+      if (++attempts_[key] > fail_first) return -1;
+    }
+    uint32_t hash = 2166136261u;  // FNV-1a: the same kind for a URL every run
+    for (unsigned char c : key) hash = (hash ^ c) * 16777619u;
+    return static_cast<int>(hash % 4);
+  }
+
+  // Writes the failure; false: the connection is to be closed.
+  bool Fail(crawler::testing::HttpConnection& conn, int fd, int kind, int* status) {
+    namespace http = boost::beast::http;
+    if (kind == 0 || kind == 1) {
+      http::response<http::string_body> res{
+          kind == 0 ? http::status::service_unavailable : http::status::too_many_requests,
+          11};
+      res.set(http::field::content_type, "text/plain");
+      if (kind == 1) res.set(http::field::retry_after, "1");
+      res.body() = "try again later\n";
+      *status = kind == 0 ? 503 : 429;
+      return conn.Write(res);
+    }
+    *status = 0;
+    if (kind == 3) {
+      for (uint32_t waited = 0; waited < fail_hang_ms && !g_stop; waited += 10)
+        ::usleep(10000);
+    }
+    linger l{1, 0};  // close with RST
+    ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+    return false;
   }
 
   static bool NoSuchHost(crawler::testing::HttpConnection& conn, int* status) {
@@ -227,6 +276,8 @@ class Server {
 
   const Site& site_;
   std::FILE* log_;
+  std::mutex fail_mu_;
+  std::map<std::string, uint32_t> attempts_;  // requests so far, by URL (--fail-first)
   std::mutex log_mu_;
   std::vector<int> listen_fds_;
   std::mutex conn_mu_;
@@ -259,6 +310,10 @@ int main(int argc, char** argv) {
   app.add_flag("--truth", truth, "print the URLs a correct crawl fetches, and exit");
   app.add_option("--vhosts", o.vhost_domain,
                  "virtual hosts h<N>.DOMAIN on one port, chosen by the Host header");
+  uint32_t fail_first = 0, fail_hang_ms = 3000;
+  app.add_option("--fail-first", fail_first,
+                 "the first N requests of every URL but robots.txt fail");
+  app.add_option("--fail-hang-ms", fail_hang_ms, "how long a hanging failure hangs");
   app.add_flag("--seeds", seeds, "print every host's root URL, and exit");
   app.add_flag(
       "--resolve", resolve,
@@ -307,6 +362,8 @@ int main(int argc, char** argv) {
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGPIPE, SIG_IGN);
   Server server(site, log, std::move(fds));
+  server.fail_first = fail_first;
+  server.fail_hang_ms = fail_hang_ms;
   std::printf("listening %u %u %s\n", static_cast<unsigned>(base), o.hosts,
               o.vhost_domain.empty() ? "ports" : o.vhost_domain.c_str());
   std::fflush(stdout);

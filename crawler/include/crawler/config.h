@@ -43,6 +43,12 @@ struct FetchConfig {
   uint32_t max_redirects = 5;
   double robots_cache_s = 86400;
   std::vector<std::string> resolve;  // "HOST:PORT:ADDRESS", as curl --resolve
+  // Transient failures (connect errors, timeouts, resets, 5xx, 429, 408) are
+  // fetched again up to max_retries times, after retry_base_s x 2^attempt
+  // (x 0.5..1.5 jitter), or the server's Retry-After, at most retry_max_s.
+  uint32_t max_retries = 3;
+  double retry_base_s = 1;
+  double retry_max_s = 60;
 };
 
 struct OutputConfig {

@@ -50,6 +50,8 @@ struct CrawlCounts {
   uint64_t bytes = 0;               // body bytes received
   uint64_t bytes_2xx = 0, bytes_3xx = 0, bytes_4xx = 0, bytes_5xx = 0;  // of those
   uint64_t spilled = 0;  // URLs the frontier wrote to disk (memory bound)
+  uint64_t retries = 0;  // failed attempts fetched again (fetch.max_retries)
+  uint64_t gave_up = 0;  // URLs whose last allowed attempt failed transiently too
   std::map<std::string, uint64_t> errors;  // by FetchErrorName: failures and truncations
 };
 

@@ -23,8 +23,8 @@
 // RAM part runs dry. Per-host bookkeeping stays in RAM (a few hundred bytes a
 // host), so RAM grows with hosts, not with queued URLs.
 //
-// Spill file record (little-endian): depth u32 | redirects u32 | url_len u32 |
-// ref_len u32 | url | referrer. Files are this process's scratch: a host's
+// Spill file record (little-endian): depth u32 | redirects u32 | attempt u32 |
+// url_len u32 | ref_len u32 | url | referrer. Files are this process's scratch: a host's
 // spill files are numbered, a drained file is never reused, and it is only
 // removed by RemoveDrained, so a forked checkpoint writer that reads the
 // unread part of each file (ForEachEntry) never sees a file vanish or change
@@ -62,6 +62,7 @@ struct UrlEntry {
   uint32_t depth = 0;
   std::string referrer;
   uint32_t redirects = 0;  // redirect hops that led here (0 for links and seeds)
+  uint32_t attempt = 0;    // failed fetches of it so far (Frontier::Retry)
 };
 
 struct FrontierOptions {
@@ -152,6 +153,17 @@ class Frontier {
   // host is not handed out again before `until`.
   void Defer(const Lease& lease, Clock::time_point until);
 
+  // `lease`'s fetch failed at `now` after `response_s` and is tried again
+  // (attempt + 1; it does not pass dedup again). The host's politeness delay
+  // applies as after Done. The URL goes behind its host's queued URLs of its
+  // depth (Pop hands out shallower URLs first); the host is not handed out
+  // before `until` if `hold_host` (the server said it is overloaded: 429,
+  // 503) or if nothing else of it is queued, so the retry waits at least its
+  // back-off or the host's other URLs. Errors only on spill I/O failure,
+  // naming the file.
+  [[nodiscard]] Status Retry(const Lease& lease, Clock::time_point now, double response_s,
+                             Clock::time_point until, bool hold_host);
+
   FrontierStats Stats(Clock::time_point now) const;
 
   // Checkpoint image. Calls `host` for every host, then `url` for every URL
@@ -176,6 +188,7 @@ class Frontier {
  private:
   struct Impl;
   explicit Frontier(std::unique_ptr<Impl> impl);
+
   std::unique_ptr<Impl> impl_;
 };
 

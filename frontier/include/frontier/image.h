@@ -4,6 +4,8 @@
 //   "CRWLFRNT" | version u32 (2) | 0 u32 | record* | 'E' hosts u64 urls u64
 //   record 'H': key str | open u8 | crawl_delay_s f64 | due_in_s f64
 //   record 'U': leased u8 | depth u32 | redirects u32 | url str | referrer str
+//   record 'R': as 'U', then attempt u32 (a URL whose fetch failed and is
+//               tried again; older builds refuse the tag, naming it)
 //   str := len u32 | bytes
 //
 // Hosts come first, then the URLs in flight (leased = 1, in Pop order), then

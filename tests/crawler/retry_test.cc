@@ -1,0 +1,67 @@
+// crawler/src/retry.h: which failures are retried, Retry-After, the back-off.
+#include "retry.h"
+
+#include <catch2/catch.hpp>
+
+namespace crawler::engine {
+namespace {
+
+FetchResult With(long status, FetchError error = FetchError::kNone) {
+  FetchResult r;
+  r.status = status;
+  r.error = error;
+  return r;
+}
+
+TEST_CASE("Transient failures: connect, timeout, reset, 5xx, 429, 408; not DNS or 4xx",
+          "[engine][retry]") {
+  CHECK(Transient(With(0, FetchError::kConnect)));
+  CHECK(Transient(With(0, FetchError::kTimeout)));
+  CHECK(Transient(With(0, FetchError::kProtocol)));
+  CHECK_FALSE(Transient(With(0, FetchError::kDns)));
+  CHECK_FALSE(Transient(With(0, FetchError::kOther)));
+  for (long s : {500L, 502L, 503L, 504L, 599L, 429L, 408L}) CHECK(Transient(With(s)));
+  for (long s : {200L, 301L, 404L, 403L, 410L}) CHECK_FALSE(Transient(With(s)));
+  FetchResult big = With(200, FetchError::kTooLarge);
+  CHECK_FALSE(Transient(big));
+  // Overload and unreachable hold the whole host; a lone 500 does not.
+  CHECK(HoldsHost(With(429)));
+  CHECK(HoldsHost(With(503)));
+  CHECK(HoldsHost(With(0, FetchError::kConnect)));
+  CHECK_FALSE(HoldsHost(With(500)));
+  CHECK_FALSE(HoldsHost(With(0, FetchError::kProtocol)));
+}
+
+TEST_CASE("RFC 9110 10.2.3: Retry-After as delay-seconds or an HTTP-date",
+          "[engine][retry]") {
+  const std::time_t now = 784111777;  // Sun, 06 Nov 1994 08:49:37 GMT
+  CHECK(RetryAfterSeconds("HTTP/1.1 429 Too Many\r\nRetry-After: 120\r\n\r\n", now) ==
+        120.0);
+  CHECK(RetryAfterSeconds("HTTP/1.1 503 x\r\nretry-after:   7 \r\n\r\n", now) == 7.0);
+  CHECK(RetryAfterSeconds(
+            "HTTP/1.1 503 x\r\nRetry-After: Sun, 06 Nov 1994 08:50:07 GMT\r\n\r\n",
+            now) == 30.0);
+  // A date in the past: at once.
+  CHECK(RetryAfterSeconds(
+            "HTTP/1.1 503 x\r\nRetry-After: Sun, 06 Nov 1994 08:00:00 GMT\r\n\r\n",
+            now) == 0.0);
+  CHECK_FALSE(RetryAfterSeconds("HTTP/1.1 503 x\r\nRetry-After: soon\r\n\r\n", now));
+  CHECK_FALSE(RetryAfterSeconds("HTTP/1.1 503 x\r\nX-Retry-After: 5\r\n\r\n", now));
+  CHECK_FALSE(RetryAfterSeconds("HTTP/1.1 503 x\r\n\r\n", now));
+}
+
+TEST_CASE(
+    "Back-off: base x 2^attempt x (0.5..1.5), at least Retry-After, at most the cap",
+    "[engine][retry]") {
+  CHECK(BackoffSeconds(0, 1, 60, 0.5, std::nullopt) == 1.0);
+  CHECK(BackoffSeconds(1, 1, 60, 0.5, std::nullopt) == 2.0);
+  CHECK(BackoffSeconds(3, 1, 60, 0.0, std::nullopt) == 4.0);   // 8 x 0.5
+  CHECK(BackoffSeconds(3, 1, 60, 0.99, std::nullopt) < 12.0);  // 8 x 1.49
+  CHECK(BackoffSeconds(10, 1, 60, 0.5, std::nullopt) == 60.0);
+  CHECK(BackoffSeconds(1000, 1, 60, 0.5, std::nullopt) == 60.0);  // no overflow
+  CHECK(BackoffSeconds(0, 1, 60, 0.5, 30.0) == 30.0);
+  CHECK(BackoffSeconds(0, 1, 60, 0.5, 3600.0) == 60.0);  // Retry-After capped
+}
+
+}  // namespace
+}  // namespace crawler::engine
