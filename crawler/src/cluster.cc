@@ -48,12 +48,28 @@ Cluster::Cluster(const Config& config, RedisAddress address, std::unique_ptr<Red
       lease_ttl_(static_cast<int64_t>(config.cluster.lease_s * 1000)),
       takeover_(!config.cluster.shared_dir.empty()),
       ready_(new std::atomic<bool>[config.cluster.shards]),
+      handing_(new std::atomic<bool>[config.cluster.shards]),
+      out_dir_(out_dir),
       spill_dir_(std::move(out_dir) + "/cluster-outbox") {
   figures_.node = cfg_.node;
   figures_.job = cfg_.job;
   for (uint32_t s = 0; s < cfg_.shards; ++s) {
     valid_until_[s] = 0;
     ready_[s] = false;
+    handing_[s] = false;
+  }
+  // Handoff checkpoints kept by an earlier process of this node: removed
+  // once no shard's source names them (PruneHandoffDirs).
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(
+           out_dir_ + "/" + cluster_wire::kHandoffDir, ec)) {
+    const std::string name = e.path().filename().string();
+    uint64_t seq = 0;
+    auto [end, err] = std::from_chars(name.data(), name.data() + name.size(), seq);
+    if (err == std::errc() && end == name.data() + name.size())
+      handoff_dirs_.insert(seq);
+    else
+      std::filesystem::remove_all(e.path(), ec);  // a copy cut short (SEQ.tmp)
   }
 }
 
@@ -120,7 +136,8 @@ Result<std::unique_ptr<Cluster>> Cluster::Join(const Config& config,
     auto r = (*redis)->Command(
         {"EVAL", kJoinScript, "4", prefix + "meta", prefix + "nodes", prefix + "started",
          prefix + "alive:" + c.node, c.node, token, std::to_string(c.shards),
-         std::to_string(seed_candidate), config_hash, config_json, ttl_ms});
+         std::to_string(seed_candidate), config_hash, config_json, ttl_ms,
+         c.shared_dir.empty() ? "0" : "1"});
     if (!r.ok()) {
       // Reachable a moment ago: Redis restarting. Reconnect for up to a minute.
       if (SteadyClock::now() > deadline + std::chrono::seconds(60)) return r.status();
@@ -158,7 +175,10 @@ Result<std::unique_ptr<Cluster>> Cluster::Join(const Config& config,
                                 DifferingKeys(config_json, detail));
     if (verdict == "closed")
       return Refused(c.job, "it has started with the nodes " + detail + " and node '" +
-                                c.node + "' is not one of them");
+                                c.node +
+                                "' is not one of them (a node joins a running job only "
+                                "with cluster.shared_dir, where the shards it takes "
+                                "over are read from)");
     if (verdict != "duplicate") return Refused(c.job, "unexpected answer " + verdict);
     if (SteadyClock::now() > deadline)
       return Refused(c.job, "a live node named '" + c.node +
@@ -383,7 +403,14 @@ OutboxCut Cluster::OnCut(uint64_t sequence) {
   // the epochs the commit must still find.
   std::vector<std::pair<uint32_t, uint64_t>>& shards = cut_shards_[sequence];
   for (const auto& [shard, epoch] : holding_)
-    if (ready_[shard].load()) shards.emplace_back(shard, epoch);
+    if (ready_[shard].load() || handoff_.count(shard) > 0)
+      shards.emplace_back(shard, epoch);
+  // Handoffs drained before this cut: this checkpoint is their source.
+  for (auto& [shard, h] : handoff_) {
+    if (h.phase != Hand::kDrained) continue;
+    h.phase = Hand::kCut;
+    h.sequence = sequence;
+  }
   std::vector<Applied>& v = cut_[sequence];
   for (Applied& a : applied_) v.push_back(std::move(a));
   applied_.clear();

@@ -8,13 +8,14 @@
 // holds across the cluster with no shared lock, and each node keeps its own
 // dedup filter (no seen set in Redis).
 //
-// Membership (this version). A node joins with a Lua script that also
-// refuses a config whose [crawl], [url] or [dedup] differs from the job's
-// (naming the keys), a different shard count, and a second live node of the
-// same name (liveness: a key with a TTL of 3 heartbeats). The crawl starts
-// when cluster.min_nodes nodes have joined; the node set is then frozen, and
-// a new name is refused ("closed"). Nodes joining a running job are the
-// next step (issue 13).
+// Membership. A node joins with a Lua script that also refuses a config
+// whose [crawl], [url] or [dedup] differs from the job's (naming the keys),
+// a different shard count, and a second live node of the same name
+// (liveness: a key with a TTL of 3 heartbeats). The crawl starts when
+// cluster.min_nodes nodes have joined. Without cluster.shared_dir the node
+// set is then frozen, and a new name is refused ("closed"); with it a new
+// node joins the running job and the shards it is given are handed over to
+// it (HandoffWork, cluster_handoff.cc).
 //
 // Death and leave (cluster_takeover.cc). Without cluster.shared_dir a node
 // that dies keeps its shards until it comes back with --resume. With it,
@@ -186,6 +187,30 @@ class Cluster {
   // taken over meanwhile: their new owners have them).
   void StashOwn(ShardState own);
 
+  // Handoff (a node joined the job, or came back): a shard held here that
+  // rendezvous hashing over the live nodes now gives another node is handed
+  // over. 1. It is no longer owned (links for its hosts go to its stream,
+  // its hosts are not fetched, its stream is not read); 2. a worker reports
+  // it drained (no page or robots.txt fetch of its hosts in flight), inside
+  // a gate pass; 3. a checkpoint is cut (CheckpointWanted) and committed:
+  // the shard's source; 4. its lease is given up, the other node takes it
+  // over from that checkpoint, and a worker drops its queued URLs here.
+  // That checkpoint is kept (hard links) in OUT/handoff/SEQ/ until no
+  // shard's source names it any more (its new owners committed), so this
+  // node cuts on meanwhile; it cuts none between the handoff's cut and that
+  // copy (HoldCuts: one exchange round after the commit).
+  bool HandoffWork() const { return handoff_work_.load(); }
+  // Shards waiting to be drained (at most every 100 ms; else none).
+  std::vector<uint32_t> Draining() EXCLUDES(mu_);
+  void Drained(const std::vector<uint32_t>& shards) EXCLUDES(mu_);
+  // Shards given up: their queued URLs to drop now, then Dropped.
+  std::vector<uint32_t> TakeReleased() EXCLUDES(mu_);
+  void Dropped(const std::vector<uint32_t>& shards, uint64_t urls) EXCLUDES(mu_);
+  // Is `url`'s shard being handed over (its URLs go to its stream)?
+  bool Handing(std::string_view url) const;
+  bool CheckpointWanted() const EXCLUDES(mu_);
+  bool HoldCuts() const EXCLUDES(mu_);
+
   // Queues URLs for their owners (none of them may be this node's).
   void Ship(std::vector<frontier::UrlEntry> entries) EXCLUDES(mu_);
   // Received URLs, to admit now (the inbox is emptied); call Admitted when
@@ -278,6 +303,18 @@ class Cluster {
   // cluster_takeover.cc. The shards to renew or take at the next heartbeat:
   // those held, and those rendezvous hashing gives this node among `live`.
   void Want(const std::vector<std::string>& live);
+  // Handoff: starts handing `shard` over to `to`, or (to == this node)
+  // takes it back if its lease was not given up yet.
+  void HandTo(uint32_t shard, const std::string& to) EXCLUDES(mu_);
+  // Gives up the shards whose handoff checkpoint is committed: keeps it in
+  // OUT/handoff/SEQ/, gives them up here, then their leases (SendReleases).
+  bool HandOver() EXCLUDES(mu_);
+  bool SendReleases();
+  Status KeepHandoffCheckpoint(uint64_t sequence) EXCLUDES(mu_);
+  // Removes the kept handoff checkpoints no shard's source names (`sources`:
+  // HGETALL of the source hash).
+  void PruneHandoffDirs(const redisReply* sources) EXCLUDES(mu_);
+  bool Released(uint32_t shard) const EXCLUDES(mu_);
   // Loads the shards waiting in to_load_ from their sources.
   void LoadTaken();
   // Start: the stashed own state of the shards held again, for a worker.
@@ -357,7 +394,7 @@ class Cluster {
   std::string out_rel_;  // OUT relative to shared_dir (published for takers)
   std::unique_ptr<std::atomic<bool>[]> ready_;
   std::map<uint32_t, std::string> to_load_;  // shard -> source "NODE SEQ"
-  std::chrono::steady_clock::time_point last_load_try_{};
+  std::chrono::steady_clock::time_point retry_load_at_{};
   std::optional<ShardState> loaded_ GUARDED_BY(mu_);  // for a worker
   std::vector<uint32_t> to_claim_ GUARDED_BY(mu_);    // restored: claim their entries
   // Commits: the shards (and epochs) each cut holds; published sequences.
@@ -372,6 +409,28 @@ class Cluster {
   std::optional<ShardState> own_;      // StashOwn's, until Start
   std::vector<uint32_t> restore_own_;  // held again at Start: restored from own_
   std::atomic<bool> failed_{false}, leave_{false};
+  // Handoff (see HandoffWork). handing_: by shard, being handed over or
+  // given up and not yet dropped here.
+  enum class Hand : uint8_t { kDraining, kDrained, kCut };
+  struct Handoff {
+    Hand phase = Hand::kDraining;
+    uint64_t sequence = 0;  // kCut: the checkpoint that holds the shard
+    std::string to;
+  };
+  std::map<uint32_t, Handoff> handoff_ GUARDED_BY(mu_);
+  // Given up: shard -> the checkpoint it was handed over in, until its
+  // source names another checkpoint (or this node loaded it back).
+  std::map<uint32_t, uint64_t> released_ GUARDED_BY(mu_);
+  std::vector<uint32_t> to_drop_ GUARDED_BY(mu_);  // given up, for a worker
+  std::set<uint32_t> dropping_ GUARDED_BY(mu_);    // taken by a worker
+  std::chrono::steady_clock::time_point last_drain_ GUARDED_BY(mu_){};
+  std::unique_ptr<std::atomic<bool>[]> handing_;
+  std::atomic<bool> handoff_work_{false};
+  // Given up here, lease not yet given up in Redis: shard, "NODE EPOCH".
+  std::vector<std::pair<uint32_t, std::string>> releasing_;
+  std::set<uint64_t> handoff_dirs_ GUARDED_BY(mu_);  // OUT/handoff/SEQ/ on disk
+  std::chrono::steady_clock::time_point last_keep_warn_{};
+  const std::string out_dir_;
   Status failure_ GUARDED_BY(mu_);
   const std::string spill_dir_;
   std::thread thread_;

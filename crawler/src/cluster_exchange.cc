@@ -94,6 +94,7 @@ bool Cluster::Round(bool* did) {
     last_beat_ = now;
     if (!Heartbeat()) return false;
   }
+  if (!HandOver()) return false;
   LoadTaken();
   if (now - last_state_ >
       std::chrono::milliseconds(std::max<uint32_t>(cfg_.batch_ms, 50))) {
@@ -228,10 +229,26 @@ bool Cluster::Heartbeat() {
       {"HSET", Key("stats"), cfg_.node, json::serialize(json::value_from(f))}};
   // With takeover: which nodes are alive (the shards this node wants next).
   bool members = takeover_ && !nodes_.empty();
-  if (members) {
-    cmds.push_back({"MGET"});
-    for (const std::string& n : nodes_) cmds.back().push_back(Key("alive:" + n));
+  if (members) cmds.push_back({"EVAL", kMembersScript, "1", Key("nodes"), Key("alive:")});
+  // Shards given up: has their source moved on (their new owner committed)?
+  std::vector<uint32_t> released;
+  {
+    MutexLock lock(mu_);
+    for (const auto& [s, seq] : released_) released.push_back(s);
   }
+  size_t sources_at = cmds.size();
+  if (!released.empty()) {
+    cmds.push_back({"HMGET", Key("source")});
+    for (uint32_t s : released) cmds.back().push_back(std::to_string(s));
+  }
+  // Kept handoff checkpoints: does some shard's source still name one?
+  bool kept = false;
+  {
+    MutexLock lock(mu_);
+    kept = !handoff_dirs_.empty();
+  }
+  size_t all_sources_at = cmds.size();
+  if (kept) cmds.push_back({"HGETALL", Key("source")});
   size_t lease_at = cmds.size();
   std::vector<uint32_t> asked = my_shards_;
   if (!asked.empty()) {  // the leases; the owned shards' lag, for the metrics
@@ -250,15 +267,36 @@ bool Cluster::Heartbeat() {
     }
     ApplyLeases((*r)[lease_at].raw(), start);
   }
-  if (members) {
-    const redisReply* alive = (*r)[2].raw();
-    std::vector<std::string> live;
-    for (size_t i = 0; alive != nullptr && alive->type == REDIS_REPLY_ARRAY &&
-                       i < alive->elements && i < nodes_.size();
-         ++i) {
-      if (alive->element[i]->type == REDIS_REPLY_STRING) live.push_back(nodes_[i]);
+  if (members && !(*r)[2].IsError()) {
+    // The node set grows when a node joins a running job.
+    const redisReply* all = Element((*r)[2].raw(), 0);
+    const redisReply* alive = Element((*r)[2].raw(), 1);
+    std::vector<std::string> nodes, live;
+    for (size_t i = 0; all != nullptr && i < all->elements; ++i)
+      nodes.push_back(RedisReply::StrOf(all->element[i]));
+    for (size_t i = 0; alive != nullptr && i < alive->elements; ++i)
+      live.push_back(RedisReply::StrOf(alive->element[i]));
+    if (!nodes.empty()) nodes_ = std::move(nodes);
+    {
+      MutexLock lock(mu_);
+      figures_.nodes = nodes_.size();
     }
     Want(live);
+  }
+  if (kept && !(*r)[all_sources_at].IsError())
+    PruneHandoffDirs((*r)[all_sources_at].raw());
+  if (!released.empty()) {
+    const redisReply* src = (*r)[sources_at].raw();
+    std::string mine = cfg_.node + " ";
+    MutexLock lock(mu_);
+    for (size_t i = 0; src != nullptr && src->type == REDIS_REPLY_ARRAY &&
+                       i < src->elements && i < released.size();
+         ++i) {
+      auto it = released_.find(released[i]);
+      if (it == released_.end()) continue;
+      if (RedisReply::StrOf(src->element[i]) != mine + std::to_string(it->second))
+        released_.erase(it);  // the new owner's checkpoint holds it now
+    }
   }
   MutexLock lock(mu_);
   size_t bucket = 0;

@@ -82,8 +82,10 @@ void Cluster::ApplyLeases(const redisReply* r, SteadyClock::time_point sent) {
       if (lease_state_[s] == LeaseState::kNone || lease_state_[s] == LeaseState::kLost) {
         // Newly this process's: its state is here already (a new shard, or
         // this node's own checkpoint), or it is loaded from its source.
+        // A shard this node gave up (handoff) and takes back is loaded
+        // from that checkpoint too: its queue was dropped here.
         std::string from = source.substr(0, source.find(' '));
-        if (takeover_ && !source.empty() && from != cfg_.node) {
+        if (takeover_ && !source.empty() && (from != cfg_.node || Released(s))) {
           to_load_[s] = source;
           takeovers.Add(s, epoch);
           if (took_from.empty()) took_from = source;
@@ -182,7 +184,9 @@ bool Cluster::AckPublished() {
   std::map<uint32_t, std::vector<std::string>> by_shard;
   std::vector<Applied> keep;
   for (Applied& a : acks) {
-    if (epoch_[a.shard] == 0) {
+    if (epoch_[a.shard] == 0 && Released(a.shard)) {
+      continue;  // handed over: its new owner claims what is still pending
+    } else if (epoch_[a.shard] == 0) {
       keep.push_back(std::move(a));
     } else {
       by_shard[a.shard].push_back(std::move(a.id));

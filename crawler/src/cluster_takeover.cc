@@ -26,8 +26,15 @@ void Cluster::Want(const std::vector<std::string>& live) {
       want.insert(s);
   }
   if (std::find(live.begin(), live.end(), cfg_.node) != live.end()) {
-    for (uint32_t s = 0; s < cfg_.shards; ++s)
-      if (live[ShardOwner(live, s)] == cfg_.node) want.insert(s);
+    for (uint32_t s = 0; s < cfg_.shards; ++s) {
+      const std::string& owner = live[ShardOwner(live, s)];
+      if (owner == cfg_.node) want.insert(s);
+      // Held here, loaded, another live node's now (it joined, or came
+      // back): handed over (or, if that node went away meanwhile, kept).
+      if (want.count(s) > 0 && to_load_.count(s) == 0 &&
+          (ready_[s].load() || handing_[s].load()))
+        HandTo(s, owner);
+    }
   }
   // Shards being loaded stay asked for (their lease is renewed meanwhile).
   for (const auto& [s, source] : to_load_) want.insert(s);
@@ -60,6 +67,7 @@ void Cluster::ShardsLoaded(const std::vector<uint32_t>& shards) {
   for (uint32_t s : shards) {
     ready_[s] = true;
     to_claim_.push_back(s);
+    released_.erase(s);  // given up once, taken back: this node's again
   }
 }
 
@@ -72,9 +80,12 @@ Result<ShardState> Cluster::LoadFrom(const std::string& node, uint64_t sequence,
     return Status::Error(Status::Code::kIoError,
                          "node '" + node + "' published no output directory");
   // The checkpoint of that sequence: checkpoint/, or checkpoint.prev/ when a
-  // newer one was published but not committed.
+  // newer one was published but not committed, or handoff/SEQ/ (a live node
+  // handed the shards over in it, and cut on).
   std::string found;
-  for (const char* name : {kCheckpointDir, kCheckpointPrevDir}) {
+  const std::string handoff = std::string(kHandoffDir) + "/" + std::to_string(sequence);
+  for (const std::string& name :
+       {std::string(kCheckpointDir), std::string(kCheckpointPrevDir), handoff}) {
     auto m = ReadManifest(dir + "/" + name);
     if (m.ok() && m->contains("sequence") &&
         m->at("sequence").to_number<uint64_t>() == sequence) {
@@ -85,7 +96,7 @@ Result<ShardState> Cluster::LoadFrom(const std::string& node, uint64_t sequence,
   if (found.empty())
     return Status::Error(Status::Code::kIoError,
                          dir + ": no checkpoint " + std::to_string(sequence) +
-                             " in checkpoint/ or checkpoint.prev/");
+                             " in checkpoint/, checkpoint.prev/ or " + handoff + "/");
   auto cp = LoadCheckpoint(found, /*with_filter=*/false);
   if (!cp.ok()) return cp.status();
   std::set<uint32_t> want(shards.begin(), shards.end());
@@ -130,13 +141,23 @@ Result<ShardState> Cluster::LoadFrom(const std::string& node, uint64_t sequence,
 void Cluster::LoadTaken() {
   if (to_load_.empty() || has_loaded_.load()) return;
   auto now = SteadyClock::now();
-  if (now - last_load_try_ < std::chrono::seconds(2)) return;
-  last_load_try_ = now;
-  // One source at a time; the rest at the next rounds.
-  const std::string source = to_load_.begin()->second;
+  // After a failed load, the next try waits 2 s (the source may appear).
+  if (now < retry_load_at_) return;
+  // One source at a time; the rest at the next rounds. A shard this node
+  // gave up and took back waits until a worker has dropped what it had.
+  std::string source;
   std::vector<uint32_t> shards;
-  for (const auto& [s, src] : to_load_)
-    if (src == source) shards.push_back(s);
+  {
+    MutexLock lock(mu_);
+    for (const auto& [s, src] : to_load_) {
+      bool waits = dropping_.count(s) > 0 ||
+                   std::find(to_drop_.begin(), to_drop_.end(), s) != to_drop_.end();
+      if (waits) continue;
+      if (source.empty()) source = src;
+      if (src == source) shards.push_back(s);
+    }
+  }
+  if (shards.empty()) return;
   std::string node = source.substr(0, source.find(' '));
   uint64_t sequence = 0;
   std::string seq_text = source.substr(source.find(' ') + 1);
@@ -148,6 +169,7 @@ void Cluster::LoadTaken() {
         "cluster: cannot take over {} shards from node {} checkpoint {}: {}; trying "
         "again",
         shards.size(), node, sequence, st.status().message());
+    retry_load_at_ = SteadyClock::now() + std::chrono::seconds(2);
     return;
   }
   for (uint32_t s : shards) to_load_.erase(s);

@@ -28,7 +28,9 @@ namespace json = boost::json;
 using SteadyClock = std::chrono::steady_clock;
 
 // Join. KEYS: meta, nodes, started, alive:NODE.
-// ARGV: node, token, shards, seed, config hash, config JSON, ttl ms.
+// ARGV: node, token, shards, seed, config hash, config JSON, ttl ms, open
+// ('1': with cluster.shared_dir a new node may join a started job; the
+// shards it is given are handed over to it).
 // Returns {verdict, detail}.
 inline constexpr const char* kJoinScript = R"lua(
 if redis.call('exists', KEYS[1]) == 0 then
@@ -40,7 +42,8 @@ if meta[1] ~= ARGV[3] then return {'shards', meta[1]} end
 if meta[3] ~= ARGV[5] then return {'config', meta[4]} end
 local alive = redis.call('get', KEYS[4])
 if alive and alive ~= ARGV[2] then return {'duplicate', alive} end
-if redis.call('exists', KEYS[3]) == 1 and redis.call('sismember', KEYS[2], ARGV[1]) == 0 then
+if ARGV[8] ~= '1' and redis.call('exists', KEYS[3]) == 1 and
+   redis.call('sismember', KEYS[2], ARGV[1]) == 0 then
   return {'closed', table.concat(redis.call('smembers', KEYS[2]), ',')}
 end
 redis.call('sadd', KEYS[2], ARGV[1])
@@ -56,6 +59,18 @@ if redis.call('exists', KEYS[2]) == 0 and redis.call('scard', KEYS[1]) >= tonumb
 end
 if redis.call('exists', KEYS[2]) == 1 then return redis.call('smembers', KEYS[1]) end
 return false
+)lua";
+
+// The job's nodes and the live ones. KEYS: nodes. ARGV: the liveness keys'
+// prefix ("crawler:{JOB}:alive:"). Returns {all (sorted), live (sorted)}.
+inline constexpr const char* kMembersScript = R"lua(
+local all = redis.call('smembers', KEYS[1])
+table.sort(all)
+local live = {}
+for _, n in ipairs(all) do
+  if redis.call('exists', ARGV[1] .. n) == 1 then live[#live + 1] = n end
+end
+return {all, live}
 )lua";
 
 // A stream's lag: its entries not yet delivered to the group "owners" (all
@@ -235,6 +250,9 @@ if p[1] > 0 then minid = p[2] end
 redis.call('xtrim', KEYS[1], 'MINID', minid)
 return {'ok', p[1]}
 )lua";
+
+// OUT/handoff/SEQ/: a handoff's checkpoint, kept for the shards' new owners.
+inline constexpr const char* kHandoffDir = "handoff";
 
 inline constexpr const char* kOutboxHeader = "crawler-outbox 1\n";
 

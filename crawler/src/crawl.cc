@@ -235,9 +235,11 @@ Status Supervise(Crawl::Impl& m, const std::atomic<bool>& stop,
     if (m.cluster && m.cluster->Failed()) return m.cluster->failure();
     auto now = Clock::now();
     bool requested = checkpoint_request != nullptr && checkpoint_request->exchange(false);
+    // A cluster node handing shards over cuts their source checkpoint now.
+    if (m.cluster && m.cluster->CheckpointWanted()) requested = true;
     if (!stop.load() && !m.state.failed() &&
         m.checkpointer->Due(m.counters.PagesDone(), requested) &&
-        !(m.cluster && m.cluster->CommitPending())) {
+        !(m.cluster && (m.cluster->CommitPending() || m.cluster->HoldCuts()))) {
       st = m.checkpointer->Cut(true, m.counters.PagesDone());
       if (!st.ok()) return st;
     }

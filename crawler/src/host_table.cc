@@ -69,6 +69,18 @@ HostTable::PageDecision HostTable::DecidePage(const Gate::Pass&, const std::stri
   return d;
 }
 
+bool HostTable::RobotsFetching(const Gate::Pass&,
+                               const std::function<bool(std::string_view)>& which) const {
+  MutexLock lock(mu_);
+  for (const auto& [key, h] : hosts_) {
+    if ((h.robots_state == RobotsState::kFetching ||
+         h.robots_state == RobotsState::kRefreshing) &&
+        which(key))
+      return true;
+  }
+  return false;
+}
+
 HostTable::Figures HostTable::Summarize(size_t n) const {
   Figures f;
   {

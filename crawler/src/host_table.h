@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -82,6 +83,12 @@ class HostTable {
   // May a page at `path` of `host` be fetched now? Counts it if so.
   PageDecision DecidePage(const Gate::Pass&, const std::string& host,
                           std::string_view path, frontier::Clock::time_point now)
+      EXCLUDES(mu_);
+
+  // Is a robots.txt fetch under way for a host `which(key)` selects? (A
+  // cluster node drains a shard's fetches before handing it over.)
+  bool RobotsFetching(const Gate::Pass&,
+                      const std::function<bool(std::string_view)>& which) const
       EXCLUDES(mu_);
 
   // For the stats report: hosts whose robots.txt disallows all for now (5xx

@@ -54,6 +54,7 @@ void Worker::Loop(const std::atomic<bool>& stop) {
     auto due = [&]() -> Result<std::optional<Clock::time_point>> {
       GateUnit unit(p_.gate);
       if (p_.cluster != nullptr) {
+        if (p_.cluster->HandoffWork()) HandOff(unit.pass());
         // Shards taken over from a dead or leaving node.
         if (std::optional<ShardState> taken = p_.cluster->TakeShardState()) {
           Status st = RestoreShards(unit.pass(), std::move(*taken));
@@ -61,8 +62,13 @@ void Worker::Loop(const std::atomic<bool>& stop) {
         }
       }
       if (p_.cluster != nullptr && !p_.cluster->InboxEmpty()) {
-        // URLs other nodes found for this node's hosts.
-        Status st = Admit(unit.pass(), p_.cluster->TakeInbox());
+        // URLs other nodes found for this node's hosts (those of a shard
+        // being handed over meanwhile: to its stream, for its new owner).
+        std::vector<frontier::UrlEntry> mine, theirs;
+        for (frontier::UrlEntry& e : p_.cluster->TakeInbox())
+          (p_.cluster->Handing(e.url) ? theirs : mine).push_back(std::move(e));
+        if (!theirs.empty()) p_.cluster->Ship(std::move(theirs));
+        Status st = Admit(unit.pass(), std::move(mine));
         p_.cluster->Admitted();
         if (!st.ok()) return st;
       }
@@ -163,6 +169,35 @@ Status Worker::RestoreShards(const Gate::Pass& pass, ShardState s) {
       s.own ? "restored" : "took over", s.shards.size(), s.from, hosts, urls, added,
       s.seen.size());
   return Status::Ok();
+}
+
+void Worker::HandOff(const Gate::Pass& pass) {
+  std::vector<uint32_t> drop = p_.cluster->TakeReleased();
+  if (!drop.empty()) {
+    std::sort(drop.begin(), drop.end());
+    uint64_t urls = p_.frontier.DropHosts([&](std::string_view host) {
+      return std::binary_search(drop.begin(), drop.end(), p_.cluster->ShardOf(host));
+    });
+    p_.cluster->Dropped(drop, urls);
+  }
+  std::vector<uint32_t> draining = p_.cluster->Draining();
+  if (draining.empty()) return;
+  // The shards with a page or robots.txt fetch in flight (the predicates
+  // only note them) are not drained yet.
+  std::sort(draining.begin(), draining.end());
+  std::vector<uint32_t> busy;
+  auto note = [&](std::string_view host) {
+    uint32_t s = p_.cluster->ShardOf(host);
+    if (std::binary_search(draining.begin(), draining.end(), s)) busy.push_back(s);
+    return false;
+  };
+  (void)p_.frontier.InFlight(note);
+  (void)p_.hosts.RobotsFetching(pass, note);
+  std::sort(busy.begin(), busy.end());
+  std::vector<uint32_t> drained;
+  std::set_difference(draining.begin(), draining.end(), busy.begin(), busy.end(),
+                      std::back_inserter(drained));
+  if (!drained.empty()) p_.cluster->Drained(drained);
 }
 
 void Worker::StartRobots(const Gate::Pass& pass, const std::string& host,

@@ -131,6 +131,9 @@ class Worker {
   // Shards taken over (cluster.h): their hosts, queued URLs and seen set
   // into this node's frontier, host table and filter.
   [[nodiscard]] Status RestoreShards(const Gate::Pass& pass, ShardState s);
+  // Shards handed over to another node (cluster.h, HandoffWork): drops what
+  // was given up, reports the drained.
+  void HandOff(const Gate::Pass& pass);
 
  private:
   struct Prepared {

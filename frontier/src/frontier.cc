@@ -537,6 +537,54 @@ Status Frontier::Requeue(UrlEntry entry) {
   return impl_->Push(std::move(entry), nullptr);
 }
 
+uint64_t Frontier::DropHosts(const std::function<bool(std::string_view)>& handed) {
+  Impl& m = *impl_;
+  MutexLock lock(m.mu);
+  uint64_t dropped = 0;
+  for (size_t id = 0; id < m.hosts.size(); ++id) {
+    Impl::Host& h = m.hosts[id];
+    if (h.Queued() == 0 || !handed(h.key)) continue;
+    m.Unschedule(id);
+    for (const auto& [depth, fifo] : h.ram)
+      m.CountDepth(depth, -static_cast<int64_t>(fifo.size()));
+    for (const UrlEntry& e : h.write_buf) m.CountDepth(e.depth, -1);
+    if (h.on_disk > 0) {
+      // The spilled records' depths are not in RAM: read them for the count.
+      std::FILE* f = std::fopen(h.spill_path.c_str(), "rb");
+      if (f != nullptr &&
+          std::fseek(f, static_cast<long>(h.read_offset), SEEK_SET) == 0) {
+        UrlEntry e;
+        uint64_t bytes = 0;
+        for (uint64_t i = 0; i < h.on_disk && ReadSpillRecord(f, &e, &bytes); ++i)
+          m.CountDepth(e.depth, -1);
+      }
+      if (f != nullptr) std::fclose(f);
+      m.drained.push_back(h.spill_path);
+      h.spill_path.clear();
+      h.read_offset = 0;
+    }
+    dropped += h.Queued();
+    m.in_memory -= h.ram_size + h.write_buf.size();
+    m.buffered -= h.write_buf.size();
+    m.on_disk -= h.on_disk;
+    h.ram.clear();
+    h.ram_size = 0;
+    h.write_buf.clear();
+    h.on_disk = 0;
+    h.disk_min_depth = UINT32_MAX;
+  }
+  return dropped;
+}
+
+uint64_t Frontier::InFlight(const std::function<bool(std::string_view)>& which) const {
+  const Impl& m = *impl_;
+  MutexLock lock(m.mu);
+  uint64_t n = 0;
+  for (const Impl::Host& h : m.hosts)
+    if (h.in_flight > 0 && which(h.key)) n += h.in_flight;
+  return n;
+}
+
 void Frontier::RemoveDrained() {
   MutexLock lock(impl_->mu);
   for (const std::string& path : impl_->drained) std::remove(path.c_str());

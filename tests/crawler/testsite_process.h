@@ -106,7 +106,6 @@ class TestSite {
     for (const std::string& s : Ask("--seeds")) out << s << "\n";
   }
 
-  // The request log so far (complete after Stop()).
   // The requests answered for good: without the failures a crawler fetches
   // again (no response, 408, 429, 5xx), which may repeat.
   std::vector<ServedRequest> FinalRequests() const {
@@ -117,6 +116,7 @@ class TestSite {
     }
     return out;
   }
+  // The request log so far (complete after Stop()).
   std::vector<ServedRequest> Requests() const {
     std::vector<ServedRequest> out;
     std::ifstream in(log_);

@@ -231,6 +231,64 @@ TEST_CASE("Defer puts the URL back at its host's head and holds the host until t
 }
 
 TEST_CASE(
+    "DropHosts forgets the selected hosts' queued URLs, RAM and disk; InFlight counts "
+    "theirs",
+    "[frontier][spill]") {
+  const std::string dir = (std::filesystem::temp_directory_path() /
+                           ("frontier-drop-" + std::to_string(::getpid())))
+                              .string();
+  std::filesystem::remove_all(dir);
+  auto filter = MakeFilter();
+  FrontierOptions o;
+  o.min_delay_s = 0;
+  o.max_memory_urls = 10;  // most of a's and b's URLs go to disk
+  o.spill_dir = dir;
+  auto f = MakeFrontier(o);
+  // Over the 8,192 spill records buffered in RAM: written to the files.
+  const uint64_t kPerHost = 5000;
+  std::vector<std::string> urls;
+  for (uint64_t i = 0; i < kPerHost; ++i) {
+    urls.push_back("http://a/" + std::to_string(i));
+    urls.push_back("http://b/" + std::to_string(i));
+  }
+  REQUIRE(f->Admit(Entries(urls), *filter).ok());
+  REQUIRE(f->Stats(kT0).queued_disk > 0);
+  f->OpenHost("http://a", std::nullopt);
+  f->OpenHost("http://b", std::nullopt);
+  auto is_a = [](std::string_view h) { return h == "http://a"; };
+  auto lease = PopAt(*f, kT0);
+  REQUIRE(lease);
+  uint64_t a_in_flight = lease->entry.url.rfind("http://a/", 0) == 0 ? 1 : 0;
+  CHECK(f->InFlight(is_a) == a_in_flight);
+  uint64_t dropped = f->DropHosts(is_a);
+  CHECK(dropped == kPerHost - a_in_flight);
+  FrontierStats s = f->Stats(kT0);
+  CHECK(s.queued_memory + s.queued_disk == kPerHost - (1 - a_in_flight));  // b's
+  uint64_t by_depth = 0;
+  for (const auto& [depth, n] : s.depths) by_depth += n;
+  CHECK(by_depth == s.queued_memory + s.queued_disk);
+  f->Done(*lease, kT0, 0);
+  // Only b's URLs come out, all of them, in order.
+  std::vector<std::string> got;
+  for (uint64_t i = 0; i < 2 * kPerHost; ++i) {
+    auto l = PopAt(*f, kT0 + seconds(i + 1));
+    if (!l) break;
+    got.push_back(l->entry.url);
+    f->Done(*l, kT0 + seconds(i + 1), 0);
+  }
+  CHECK(got.size() == kPerHost - (1 - a_in_flight));
+  for (const std::string& u : got) CHECK(u.rfind("http://b/", 0) == 0);
+  CHECK(f->Empty());
+  f->RemoveDrained();
+  size_t left = 0;
+  for (auto it = std::filesystem::directory_iterator(dir);
+       it != std::filesystem::directory_iterator(); ++it)
+    ++left;
+  CHECK(left == 0);  // a's spill file went with RemoveDrained
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE(
     "Bounded memory: URLs beyond max_memory_urls spill to disk and come back in order",
     "[frontier][spill]") {
   const std::string dir = (std::filesystem::temp_directory_path() /

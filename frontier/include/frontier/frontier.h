@@ -179,6 +179,15 @@ class Frontier {
   // they passed it before the checkpoint). Requeue may spill.
   void RestoreHost(const HostImage& image, Clock::time_point now);
   [[nodiscard]] Status Requeue(UrlEntry entry);
+  // A cluster node that handed hosts over to another node (their state is
+  // in a checkpoint the other node loads): forgets every queued URL of each
+  // host `handed(key)` selects, RAM and disk (a spill file is removed with
+  // RemoveDrained, as a checkpoint writer may still read it). Their URLs in
+  // flight stay (none, by the engine's rule: it drains them first). Returns
+  // the URLs forgotten.
+  uint64_t DropHosts(const std::function<bool(std::string_view)>& handed);
+  // URLs in flight of the hosts `which(key)` selects.
+  uint64_t InFlight(const std::function<bool(std::string_view)>& which) const;
   // Deletes spill files that have been read back completely. Call it when no
   // checkpoint writer may be reading them.
   void RemoveDrained();
