@@ -237,7 +237,11 @@ return n
 // past the newest ID acknowledged), the IDs. Refused unless the caller holds
 // the lease with that epoch: returns {'fenced', the lease's value or ''}.
 // Else {'ok', entries still pending}; trims below the oldest pending entry
-// (XTRIM MINID, never MAXLEN).
+// (XTRIM MINID, never MAXLEN), or, with none pending, everything delivered:
+// acknowledgements come out of order (a taker acknowledges the entries it
+// claimed from a dead owner after newer ones were), and an acknowledged entry
+// left in the stream would count as lag for ever (the senders would hold
+// their batches for it).
 inline constexpr const char* kAckScript = R"lua(
 local cur = redis.call('get', KEYS[2])
 if cur ~= ARGV[1] then return {'fenced', cur or ''} end
@@ -246,7 +250,16 @@ for i = 3, #ARGV, 1000 do
 end
 local p = redis.call('xpending', KEYS[1], 'owners')
 local minid = ARGV[2]
-if p[1] > 0 then minid = p[2] end
+if p[1] > 0 then
+  minid = p[2]
+else
+  for _, g in ipairs(redis.call('xinfo', 'groups', KEYS[1])) do
+    local f = {}
+    for i = 1, #g, 2 do f[g[i]] = g[i + 1] end
+    local ms, seq = string.match(f['last-delivered-id'] or '', '^(%d+)-(%d+)$')
+    if f['name'] == 'owners' and ms then minid = ms .. '-' .. tostring(tonumber(seq) + 1) end
+  end
+end
 redis.call('xtrim', KEYS[1], 'MINID', minid)
 return {'ok', p[1]}
 )lua";

@@ -176,6 +176,42 @@ TEST_CASE("Leases: take, renew, expire; a stale epoch cannot acknowledge or trim
 }
 
 TEST_CASE(
+    "Acknowledgements out of order: with none pending, no entry delivered stays in "
+    "the stream",
+    "[cluster][lease]") {
+  // A taker acknowledges the entries it claimed from a dead owner after newer
+  // ones; an acknowledged entry left in the stream would count as lag (XLEN -
+  // pending) for ever.
+  std::string dir = TempDir("cluster_ack_order");
+  RedisServer server(dir + "/redis");
+  Protocol p(server);
+  const std::string stream = kPrefix + "s:0";
+  p.Run({"XGROUP", "CREATE", stream, "owners", "0", "MKSTREAM"});
+  std::vector<std::string> ids;
+  for (int i = 0; i < 4; ++i) ids.push_back(p.Run({"XADD", stream, "*", "z", "x"}).Str());
+  // The dead owner "a" read the first two; the taker "b" claims them and
+  // reads the other two.
+  p.Run({"XREADGROUP", "GROUP", "owners", "a", "COUNT", "2", "STREAMS", stream, ">"});
+  p.Run({"XREADGROUP", "GROUP", "owners", "b", "STREAMS", stream, ">"});
+  p.Run({"XAUTOCLAIM", stream, "owners", "b", "0", "0-0"});
+  REQUIRE(p.Lease(0, "b", 0, 5000).epoch == "1");
+  // The newer entries first: the claimed ones are still pending, nothing goes.
+  CHECK(p.Ack(0, "b 1", ids[3]).second == "3");
+  CHECK(p.Ack(0, "b 1", ids[2]).second == "2");
+  CHECK(p.Int({"XLEN", stream}) == 4);
+  // Then the claimed ones (this call's own trim point is ids[1] + 1): every
+  // entry delivered is acknowledged now, and all of them go.
+  CHECK(p.Ack(0, "b 1", ids[0]).second == "1");
+  CHECK(p.Ack(0, "b 1", ids[1]).second == "0");
+  CHECK(p.Int({"XLEN", stream}) == 0);
+  // Entries nobody read yet stay (they are the lag).
+  std::string unread = p.Run({"XADD", stream, "*", "z", "x"}).Str();
+  CHECK(p.Int({"XLEN", stream}) == 1);
+  CHECK(p.Pending(0) == 0);
+  CHECK_FALSE(unread.empty());
+}
+
+TEST_CASE(
     "Commits: a checkpoint becomes its shards' source only while its node holds them "
     "with that epoch; takeover only without an epoch; release gives a lease up",
     "[cluster][lease]") {
