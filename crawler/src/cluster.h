@@ -436,6 +436,10 @@ class Cluster {
   std::thread thread_;
 };
 
+// The directory under a node's OUT that holds checkpoint `sequence`:
+// checkpoint/, checkpoint.prev/ or handoff/SEQ/ ("" if none does).
+std::string CheckpointOfSequence(const std::string& out, uint64_t sequence);
+
 }  // namespace crawler::engine
 
 #endif  // CRAWLER_CLUSTER_H_

@@ -114,37 +114,31 @@ void Cluster::Dropped(const std::vector<uint32_t>& shards, uint64_t urls) {
 Status Cluster::KeepHandoffCheckpoint(uint64_t sequence) {
   namespace fs = std::filesystem;
   const std::string dest = out_dir_ + "/" + kHandoffDir + "/" + std::to_string(sequence);
-  std::string found;
-  for (const char* name : {kCheckpointDir, kCheckpointPrevDir}) {
-    auto m = ReadManifest(out_dir_ + "/" + name);
-    if (m.ok() && m->contains("sequence") &&
-        m->at("sequence").to_number<uint64_t>() == sequence) {
-      found = out_dir_ + "/" + name;
-      break;
-    }
-  }
+  const std::string found = CheckpointOfSequence(out_dir_, sequence);
   if (found.empty())
     return Status::Error(Status::Code::kIoError,
                          out_dir_ + ": checkpoint " + std::to_string(sequence) +
                              " is neither checkpoint/ nor checkpoint.prev/");
-  // Built aside, then renamed: a taker never sees half of it.
-  const std::string tmp = dest + ".tmp";
-  std::error_code ec;
-  fs::remove_all(tmp, ec);
-  fs::create_directories(tmp, ec);
-  if (ec) return IoError(tmp, "create: " + ec.message());
-  for (const auto& e : fs::directory_iterator(found, ec)) {
-    if (!e.is_regular_file()) continue;
-    const fs::path to = fs::path(tmp) / e.path().filename();
-    fs::create_hard_link(e.path(), to, ec);
-    if (ec) {
-      ec.clear();
-      fs::copy_file(e.path(), to, ec);
-      if (ec) return IoError(to.string(), "copy from " + found + ": " + ec.message());
+  if (found != dest) {
+    // Built aside, then renamed: a taker never sees half of it.
+    const std::string tmp = dest + ".tmp";
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
+    fs::create_directories(tmp, ec);
+    if (ec) return IoError(tmp, "create: " + ec.message());
+    for (const auto& e : fs::directory_iterator(found, ec)) {
+      if (!e.is_regular_file()) continue;
+      const fs::path to = fs::path(tmp) / e.path().filename();
+      fs::create_hard_link(e.path(), to, ec);
+      if (ec) {
+        ec.clear();
+        fs::copy_file(e.path(), to, ec);
+        if (ec) return IoError(to.string(), "copy from " + found + ": " + ec.message());
+      }
     }
-  }
-  if (ec) return IoError(found, "list: " + ec.message());
-  if (std::rename(tmp.c_str(), dest.c_str()) != 0) return IoError(tmp, "rename");
+    if (ec) return IoError(found, "list: " + ec.message());
+    if (std::rename(tmp.c_str(), dest.c_str()) != 0) return IoError(tmp, "rename");
+  }  // else kept already (by an earlier process of this node)
   MutexLock lock(mu_);
   handoff_dirs_.insert(sequence);
   return Status::Ok();

@@ -71,6 +71,18 @@ void Cluster::ShardsLoaded(const std::vector<uint32_t>& shards) {
   }
 }
 
+std::string CheckpointOfSequence(const std::string& out, uint64_t sequence) {
+  const std::string handoff = std::string(kHandoffDir) + "/" + std::to_string(sequence);
+  for (const std::string& name :
+       {std::string(kCheckpointDir), std::string(kCheckpointPrevDir), handoff}) {
+    auto m = ReadManifest(out + "/" + name);
+    if (m.ok() && m->contains("sequence") &&
+        m->at("sequence").to_number<uint64_t>() == sequence)
+      return out + "/" + name;
+  }
+  return "";
+}
+
 Result<ShardState> Cluster::LoadFrom(const std::string& node, uint64_t sequence,
                                      const std::vector<uint32_t>& shards) {
   auto rel = redis_->Command({"HGET", Key("outdirs"), node});
@@ -82,21 +94,12 @@ Result<ShardState> Cluster::LoadFrom(const std::string& node, uint64_t sequence,
   // The checkpoint of that sequence: checkpoint/, or checkpoint.prev/ when a
   // newer one was published but not committed, or handoff/SEQ/ (a live node
   // handed the shards over in it, and cut on).
-  std::string found;
-  const std::string handoff = std::string(kHandoffDir) + "/" + std::to_string(sequence);
-  for (const std::string& name :
-       {std::string(kCheckpointDir), std::string(kCheckpointPrevDir), handoff}) {
-    auto m = ReadManifest(dir + "/" + name);
-    if (m.ok() && m->contains("sequence") &&
-        m->at("sequence").to_number<uint64_t>() == sequence) {
-      found = dir + "/" + name;
-      break;
-    }
-  }
+  std::string found = CheckpointOfSequence(dir, sequence);
   if (found.empty())
     return Status::Error(Status::Code::kIoError,
                          dir + ": no checkpoint " + std::to_string(sequence) +
-                             " in checkpoint/, checkpoint.prev/ or " + handoff + "/");
+                             " in checkpoint/, checkpoint.prev/ or " + kHandoffDir + "/" +
+                             std::to_string(sequence) + "/");
   auto cp = LoadCheckpoint(found, /*with_filter=*/false);
   if (!cp.ok()) return cp.status();
   std::set<uint32_t> want(shards.begin(), shards.end());

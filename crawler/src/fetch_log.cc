@@ -28,7 +28,7 @@ std::string FetchLog::Line(const FetchLogEntry& e) {
   o["referrer"] = e.referrer;
   if (!e.error.empty()) o["error"] = e.error;
   if (e.robots_txt) o["robots_txt"] = true;
-  if (!e.robots_txt && e.result != nullptr) {  // a page fetch (not a skip)
+  if (e.result != nullptr) {  // a fetch (not a skip): a page or robots.txt
     o["attempt"] = e.attempt;
     o["final"] = e.final;
   }

@@ -49,7 +49,19 @@ std::optional<double> HostTable::RobotsDone(const Gate::Pass&, const std::string
                       : "";
   h.robots_url.clear();
   h.robots_hops = 0;
+  h.robots_failures = 0;
   return delay;
+}
+
+uint32_t HostTable::RobotsFailed(const Gate::Pass&, const std::string& host) {
+  MutexLock lock(mu_);
+  return ++hosts_[host].robots_failures;
+}
+
+uint32_t HostTable::RobotsFailures(const Gate::Pass&, const std::string& host) const {
+  MutexLock lock(mu_);
+  auto it = hosts_.find(host);
+  return it == hosts_.end() ? 0 : it->second.robots_failures;
 }
 
 HostTable::PageDecision HostTable::DecidePage(const Gate::Pass&, const std::string& host,

@@ -74,6 +74,12 @@ class HostTable {
                                    parsers::RobotsFetch outcome, std::string_view body,
                                    frontier::Clock::time_point now) EXCLUDES(mu_);
 
+  // A robots.txt fetch of `host` failed in a way a server gets over (5xx,
+  // no answer): how many times in a row it has now (RobotsDone resets it).
+  // Its state stays as it was (fetching, or refreshing under cached rules).
+  uint32_t RobotsFailed(const Gate::Pass&, const std::string& host) EXCLUDES(mu_);
+  uint32_t RobotsFailures(const Gate::Pass&, const std::string& host) const EXCLUDES(mu_);
+
   struct PageDecision {
     bool allowed = false;     // robots.txt allows the path
     bool over_limit = false;  // max_pages_per_host reached
@@ -123,6 +129,7 @@ class HostTable {
     std::string robots_body;
     std::string robots_url;
     uint32_t robots_hops = 0;
+    uint32_t robots_failures = 0;  // in a row (not in hosts.bin: a resume starts over)
     uint64_t fetched = 0;
   };
   static bool Known(RobotsState s) {

@@ -14,6 +14,16 @@ namespace crawler::engine {
 
 using frontier::Clock;
 
+namespace {
+
+// The back-off's random factor (retry.h: BackoffSeconds).
+double Jitter() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  return std::uniform_real_distribution<double>(0, 1)(rng);
+}
+
+}  // namespace
+
 void RunState::Fail(const Status& st) {
   MutexLock lock(mu_);
   if (!failed_.exchange(true)) {
@@ -72,6 +82,7 @@ void Worker::Loop(const std::atomic<bool>& stop) {
         p_.cluster->Admitted();
         if (!st.ok()) return st;
       }
+      StartDueRobots(unit.pass());
       return StartFetches(unit.pass());
     }();
     if (!due.ok()) return p_.state.Fail(due.status());
@@ -200,6 +211,20 @@ void Worker::HandOff(const Gate::Pass& pass) {
   if (!drained.empty()) p_.cluster->Drained(drained);
 }
 
+void Worker::StartDueRobots(const Gate::Pass& pass) {
+  if (robots_retry_.empty()) return;
+  auto now = Clock::now();
+  auto due = std::stable_partition(robots_retry_.begin(), robots_retry_.end(),
+                                   [&](const RobotsRetry& r) { return r.at > now; });
+  std::vector<RobotsRetry> start(std::make_move_iterator(due),
+                                 std::make_move_iterator(robots_retry_.end()));
+  robots_retry_.erase(due, robots_retry_.end());
+  for (RobotsRetry& r : start) {
+    p_.state.busy.fetch_sub(1);  // StartRobots counts it again
+    StartRobots(pass, r.host, r.url, r.hops);
+  }
+}
+
 void Worker::StartRobots(const Gate::Pass& pass, const std::string& host,
                          const std::string& url, int hops) {
   p_.state.busy.fetch_add(1);
@@ -313,7 +338,8 @@ Worker::Prepared Worker::Prepare(const Completed& c) const {
 
 // Counts, stores and logs a fetch; `page` is null for robots.txt.
 Status Worker::Record(const FetchResult& r, const Prepared& p,
-                      const frontier::UrlEntry* page, bool final) {
+                      const frontier::UrlEntry* page, bool final,
+                      uint32_t robots_attempt) {
   // A failed attempt that is tried again counts as a retry, not a page.
   if (final) p_.counters.Fetched(r);
   if (r.status > 0) {
@@ -322,7 +348,8 @@ Status Worker::Record(const FetchResult& r, const Prepared& p,
   }
   std::string_view error = r.error == FetchError::kNone ? "" : FetchErrorName(r.error);
   if (page == nullptr) {
-    return p_.log.Append({r.url, r.status, &r, 0, "", error, true});
+    return p_.log.Append(
+        {r.url, r.status, &r, 0, "", error, true, robots_attempt, final});
   }
   if (r.error != FetchError::kNone)
     spdlog::warn("{}: {} ({})", page->url, error, r.error_message);
@@ -333,7 +360,11 @@ Status Worker::Record(const FetchResult& r, const Prepared& p,
 Status Worker::FinishRobots(const Gate::Pass& pass, const Completed& c,
                             const Prepared& p) {
   const FetchResult& r = c.result;
-  Status st = Record(r, p, nullptr);
+  parsers::RobotsFetch outcome = parsers::RobotsFetchForStatus(r.status);
+  if (outcome == parsers::RobotsFetch::kServerError ||
+      outcome == parsers::RobotsFetch::kUnreachable)
+    return RobotsFailed(pass, c, p);
+  Status st = Record(r, p, nullptr, true, p_.hosts.RobotsFailures(pass, c.host) + 1);
   if (!st.ok()) return st;
   if (r.status >= 300 && r.status < 400 && !r.location.empty() &&
       c.hops < parsers::kMaxRobotsRedirects) {
@@ -343,15 +374,45 @@ Status Worker::FinishRobots(const Gate::Pass& pass, const Completed& c,
       return Status::Ok();
     }
   }
-  parsers::RobotsFetch outcome = parsers::RobotsFetchForStatus(r.status);
-  if (outcome == parsers::RobotsFetch::kServerError ||
-      outcome == parsers::RobotsFetch::kUnreachable) {
-    spdlog::warn(
-        "{}: robots.txt {} (status {}): the host is treated as fully disallowed", c.host,
-        r.error == FetchError::kNone ? "unavailable" : FetchErrorName(r.error), r.status);
-  }
   std::optional<double> delay =
       p_.hosts.RobotsDone(pass, c.host, outcome, r.body, Clock::now());
+  p_.frontier.OpenHost(c.host, delay, Clock::now());
+  return Status::Ok();
+}
+
+// robots.txt answered 5xx or not at all. RFC 9309 2.3.1.3/4: the host is
+// fully disallowed while it is unreachable; a server gets over a 5xx or an
+// outage, so it is fetched again first (as a page would be), the host's
+// pages waiting meanwhile, and only then given up on.
+Status Worker::RobotsFailed(const Gate::Pass& pass, const Completed& c,
+                            const Prepared& p) {
+  const FetchResult& r = c.result;
+  uint32_t failures = p_.hosts.RobotsFailed(pass, c.host);
+  bool again = failures <= p_.config.fetch.max_retries;
+  Status st = Record(r, p, nullptr, /*final=*/!again, failures);
+  if (!st.ok()) return st;
+  std::string_view why =
+      r.error == FetchError::kNone ? "unavailable" : FetchErrorName(r.error);
+  if (again) {
+    double wait = BackoffSeconds(failures - 1, p_.config.fetch.retry_base_s,
+                                 p_.config.fetch.retry_max_s, Jitter(),
+                                 RetryAfterSeconds(r.response_head, std::time(nullptr)));
+    spdlog::warn(
+        "{}: robots.txt {} (status {}): fetched again in {:.1f} s (retry {} of {})",
+        c.host, why, r.status, wait, failures, p_.config.fetch.max_retries);
+    p_.state.busy.fetch_add(1);  // the crawl is not over while it waits
+    robots_retry_.push_back({Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                std::chrono::duration<double>(wait)),
+                             c.host, r.url.empty() ? c.host + "/robots.txt" : r.url,
+                             r.url.empty() ? 0 : c.hops});
+    return Status::Ok();
+  }
+  spdlog::warn(
+      "{}: robots.txt {} (status {}) after {} retries: the host is treated as fully "
+      "disallowed",
+      c.host, why, r.status, failures - 1);
+  std::optional<double> delay = p_.hosts.RobotsDone(
+      pass, c.host, parsers::RobotsFetchForStatus(r.status), r.body, Clock::now());
   p_.frontier.OpenHost(c.host, delay, Clock::now());
   return Status::Ok();
 }
@@ -363,10 +424,8 @@ Status Worker::FinishPage(const Gate::Pass& pass, const Completed& c, const Prep
     if (e.attempt < p_.config.fetch.max_retries) {
       // Fetched again later (the frontier holds it; it passed dedup once).
       // Every attempt's response is archived and logged, with final: false.
-      thread_local std::mt19937_64 rng{std::random_device{}()};
       double wait = BackoffSeconds(
-          e.attempt, p_.config.fetch.retry_base_s, p_.config.fetch.retry_max_s,
-          std::uniform_real_distribution<double>(0, 1)(rng),
+          e.attempt, p_.config.fetch.retry_base_s, p_.config.fetch.retry_max_s, Jitter(),
           RetryAfterSeconds(r.response_head, std::time(nullptr)));
       Status st = Record(r, p, &e, /*final=*/false);
       if (!st.ok()) return st;

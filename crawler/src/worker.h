@@ -150,14 +150,26 @@ class Worker {
                                     const Prepared& p);
   [[nodiscard]] Status FinishPage(const Gate::Pass& pass, const Completed& c,
                                   const Prepared& p);
+  [[nodiscard]] Status RobotsFailed(const Gate::Pass& pass, const Completed& c,
+                                    const Prepared& p);
+  // `robots_attempt`: robots.txt's (page == null) attempt number.
   [[nodiscard]] Status Record(const FetchResult& r, const Prepared& p,
-                              const frontier::UrlEntry* page, bool final = true);
+                              const frontier::UrlEntry* page, bool final = true,
+                              uint32_t robots_attempt = 1);
   bool Finished(const Gate::Pass& pass) const;
+  // robots.txt fetches that failed transiently, started again when due.
+  void StartDueRobots(const Gate::Pass& pass);
 
   WorkerParts p_;
   std::unique_ptr<Fetcher> fetcher_;
   const size_t max_running_;
   std::vector<Completed> completed_;  // filled by fetcher callbacks, this thread only
+  struct RobotsRetry {
+    frontier::Clock::time_point at;
+    std::string host, url;
+    int hops = 0;
+  };
+  std::vector<RobotsRetry> robots_retry_;  // this thread only
 };
 
 }  // namespace crawler::engine

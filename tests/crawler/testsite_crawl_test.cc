@@ -276,9 +276,12 @@ TEST_CASE("Testsite crawl: each failure ends in a fetch-log line and the crawl g
   CHECK(by_url[o + "/missing/1.html"].attempt == 1);
   CHECK(by_url[o + "/bad"].error == "protocol");
   CHECK(by_url[o + "/bad"].status == 0);
-  // Refused: robots.txt is unreachable (RFC 9309: disallow all), so the page
-  // is logged as skipped for robots, not lost.
+  // Refused: robots.txt is unreachable (RFC 9309: disallow all, after it was
+  // fetched again as a page would be), so the page is logged as skipped for
+  // robots, not lost.
   CHECK(by_url[refused + "/robots.txt"].error == "connect");
+  CHECK(by_url[refused + "/robots.txt"].attempt == 4);
+  CHECK(by_url[refused + "/robots.txt"].final);
   CHECK(by_url[refused + "/"].error == "robots");
   // And the crawl went on to the healthy page.
   CHECK(by_url[o + "/p/1.html"].status == 200);
@@ -366,6 +369,83 @@ TEST_CASE(
   }
   CHECK(after_429 > 0);
   CHECK(after_503 > 0);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE(
+    "Retries: robots.txt answering 503 is fetched again with back-off, the host's pages "
+    "waiting; past fetch.max_retries the host is fully disallowed",
+    "[engine][testsite][retry]") {
+  std::string dir = TempDir("robots_retries");
+  const double base = 0.2;
+  const std::string opts =
+      "--set frontier.min_delay_s=0.01 --set crawl.max_depth=2 --set "
+      "fetch.retry_base_s=0.2 --set fetch.max_retries=3 " +
+      std::string(kExactDedup);
+  // Each robots.txt request's interval after the previous one, by host.
+  auto robots_gaps = [](const TestSite& site) {
+    std::map<std::string, std::vector<ServedRequest>> by_host;
+    for (const ServedRequest& q : site.Requests())
+      if (q.target == "/robots.txt") by_host[q.authority].push_back(q);
+    return by_host;
+  };
+
+  SECTION("two 503s, then the rules: the whole truth set, robots.txt asked 3 times") {
+    TestSite site("--pages 9 --hosts 3 --robots-fail-first 2", dir + "/requests.log");
+    site.WriteSeeds(dir + "/seeds.txt");
+    std::set<std::string> truth = site.Truth("--max-depth 2");
+    CommandResult r = Crawl(dir + "/seeds.txt", dir + "/out", opts);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    site.Stop();
+    std::multiset<std::string> attempted =
+        testing::AttemptedUrls(dir + "/out/fetch-log.jsonl");
+    CHECK(attempted.size() == truth.size());
+    CHECK(std::set<std::string>(attempted.begin(), attempted.end()) == truth);
+    auto by_host = robots_gaps(site);
+    CHECK(by_host.size() == 3);
+    for (auto& [host, reqs] : by_host) {
+      INFO(host);
+      REQUIRE(reqs.size() == 3);
+      std::sort(reqs.begin(), reqs.end(),
+                [](auto& a, auto& b) { return a.start_us < b.start_us; });
+      CHECK(reqs[0].status == 503);
+      CHECK(reqs[1].status == 503);
+      CHECK(reqs[2].status != 503);  // the rules (host 1 has none: 404)
+      // The back-off: base x 2^n x at least 0.5.
+      for (size_t i = 1; i < 3; ++i) {
+        double gap = static_cast<double>(reqs[i].start_us - reqs[i - 1].end_us) / 1e6;
+        CHECK(gap >= base * (1 << (i - 1)) / 2 * 0.99);
+      }
+      // No page of the host before its rules were known.
+      for (const ServedRequest& q : site.Requests())
+        if (q.authority == host && q.target != "/robots.txt")
+          CHECK(q.start_us >= reqs[2].end_us);
+    }
+    CHECK_THAT(testing::ReadText(dir + "/out/crawler.log"),
+               Catch::Contains("fetched again in"));
+  }
+
+  SECTION("503 past every retry: the host is fully disallowed, its pages logged") {
+    TestSite site("--pages 9 --hosts 1 --robots-fail-first 100", dir + "/requests.log");
+    site.WriteSeeds(dir + "/seeds.txt");
+    CommandResult r = Crawl(dir + "/seeds.txt", dir + "/out", opts);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    site.Stop();
+    auto by_host = robots_gaps(site);
+    REQUIRE(by_host.size() == 1);
+    CHECK(by_host.begin()->second.size() == 4);  // 1 + fetch.max_retries
+    size_t pages = 0, skipped = 0;
+    for (const ServedRequest& q : site.Requests()) pages += q.target != "/robots.txt";
+    for (const LogLine& l : ReadFetchLog(dir + "/out/fetch-log.jsonl"))
+      skipped += l.error == "robots";
+    CHECK(pages == 0);
+    CHECK(skipped >= 1);  // the seed, logged as disallowed (no page lost silently)
+    CHECK_THAT(
+        testing::ReadText(dir + "/out/crawler.log"),
+        Catch::Contains("after 3 retries: the host is treated as fully disallowed"));
+  }
   std::filesystem::remove_all(dir);
 }
 

@@ -4,6 +4,7 @@
 //   crawler-testsite --pages N --hosts H [--port P] [--seed S] [--log FILE]
 //                    [--slow-ms MS] [--delay-ms MS] [--huge-bytes B] [--crawl-delay S]
 //                    [--vhosts DOMAIN] [--fail-first N [--fail-hang-ms MS]]
+//                    [--robots-fail-first N]
 //   crawler-testsite ... --truth [--max-depth D] [--max-redirects R]
 //   crawler-testsite ... --seeds          (prints every host's root URL)
 //   crawler-testsite ... --resolve        (virtual hosts: "NAME:P:127.0.0.1"
@@ -27,6 +28,9 @@
 // hang of --fail-hang-ms (default 3000) then a close with no response (the
 // crawler's timeout). The truth set is unchanged: a crawler that retries
 // fetches it all. Such failures are logged with status 503, 429 or 0.
+// --robots-fail-first N: the first N requests of every host's robots.txt
+// answer 503 (the truth set is unchanged for a crawler that fetches it
+// again; one that gives up first treats the host as fully disallowed).
 // SIGTERM/SIGINT: stop, flush the log, exit 0.
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -110,6 +114,7 @@ class Server {
   // Injected failures (--fail-first).
   uint32_t fail_first = 0;
   uint32_t fail_hang_ms = 3000;
+  uint32_t robots_fail_first = 0;
 
   Server(const Site& site, std::FILE* log, std::vector<int> listen_fds)
       : site_(site), log_(log), listen_fds_(std::move(listen_fds)) {}
@@ -181,12 +186,14 @@ class Server {
 
   // The way this request fails (0..3), or -1: it is served.
   int Failure(uint32_t h, const std::string& target) {
-    if (fail_first == 0 || target == "/robots.txt") return -1;
+    const bool robots = target == "/robots.txt";
+    if (robots ? robots_fail_first == 0 : fail_first == 0) return -1;
     std::string key = site_.Authority(h) + target;
     {
       std::lock_guard<std::mutex> lock(fail_mu_);
-      if (++attempts_[key] > fail_first) return -1;
+      if (++attempts_[key] > (robots ? robots_fail_first : fail_first)) return -1;
     }
+    if (robots) return 0;         // 503
     uint32_t hash = 2166136261u;  // FNV-1a: the same kind for a URL every run
     for (unsigned char c : key) hash = (hash ^ c) * 16777619u;
     return static_cast<int>(hash % 4);
@@ -314,6 +321,9 @@ int main(int argc, char** argv) {
   app.add_option("--fail-first", fail_first,
                  "the first N requests of every URL but robots.txt fail");
   app.add_option("--fail-hang-ms", fail_hang_ms, "how long a hanging failure hangs");
+  uint32_t robots_fail_first = 0;
+  app.add_option("--robots-fail-first", robots_fail_first,
+                 "the first N requests of every robots.txt answer 503");
   app.add_flag("--seeds", seeds, "print every host's root URL, and exit");
   app.add_flag(
       "--resolve", resolve,
@@ -364,6 +374,7 @@ int main(int argc, char** argv) {
   Server server(site, log, std::move(fds));
   server.fail_first = fail_first;
   server.fail_hang_ms = fail_hang_ms;
+  server.robots_fail_first = robots_fail_first;
   std::printf("listening %u %u %s\n", static_cast<unsigned>(base), o.hosts,
               o.vhost_domain.empty() ? "ports" : o.vhost_domain.c_str());
   std::fflush(stdout);
