@@ -229,6 +229,10 @@ bool Cluster::Commit() {
   // starts from, with pages the new owners fetch again (an ASan run of the
   // zombie test found 4 URLs twice that way).
   if (failed_.load()) return true;
+  // Leases of shards handed over are given up before any later checkpoint
+  // (which no longer holds them) is committed: Redis never shows this node
+  // holding a shard its committed checkpoint lacks.
+  if (!SendReleases()) return false;
   uint64_t sequence = 0;
   std::vector<std::pair<uint32_t, uint64_t>> shards;
   {
