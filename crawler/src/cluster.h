@@ -437,7 +437,7 @@ class Cluster {
 };
 
 // The directory under a node's OUT that holds checkpoint `sequence`:
-// checkpoint/, checkpoint.prev/ or handoff/SEQ/ ("" if none does).
+// handoff/SEQ/, checkpoint/ or checkpoint.prev/ ("" if none does).
 std::string CheckpointOfSequence(const std::string& out, uint64_t sequence);
 
 }  // namespace crawler::engine

@@ -73,8 +73,11 @@ void Cluster::ShardsLoaded(const std::vector<uint32_t>& shards) {
 
 std::string CheckpointOfSequence(const std::string& out, uint64_t sequence) {
   const std::string handoff = std::string(kHandoffDir) + "/" + std::to_string(sequence);
+  // handoff/SEQ/ first: it never changes, while a live node's checkpoint/
+  // and checkpoint.prev/ rotate at its next cut (a taker reading one then
+  // saw a checksum mismatch, and tried again).
   for (const std::string& name :
-       {std::string(kCheckpointDir), std::string(kCheckpointPrevDir), handoff}) {
+       {handoff, std::string(kCheckpointDir), std::string(kCheckpointPrevDir)}) {
     auto m = ReadManifest(out + "/" + name);
     if (m.ok() && m->contains("sequence") &&
         m->at("sequence").to_number<uint64_t>() == sequence)
