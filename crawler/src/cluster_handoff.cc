@@ -206,7 +206,10 @@ bool Cluster::HandOver() {
       to = h.to;
     }
   }
-  for (auto& [sequence, shards] : by_sequence) {
+  for (auto& entry : by_sequence) {
+    // Named, not bound: clang 14 does not capture structured bindings.
+    const uint64_t sequence = entry.first;
+    const std::vector<uint32_t>& shards = entry.second;
     // The committed checkpoint that holds them stays readable for their new
     // owner (and any later taker) in OUT/handoff/SEQ/, while this node goes
     // on cutting.
