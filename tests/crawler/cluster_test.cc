@@ -108,7 +108,14 @@ TEST_CASE(
                  "--set frontier.min_delay_s=0.05 --set cluster.outbox_ram_urls=50");
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   c.redis.Kill();
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  // Down at least 1.5 s, and until some node spilled its held batches (up to
+  // 20 s): a fixed 1.5 s was sometimes too short for an ASan build to hold
+  // over 50 URLs, and the spill check below then failed.
+  auto down = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - down < std::chrono::seconds(20) &&
+         (std::chrono::steady_clock::now() - down < std::chrono::milliseconds(1500) ||
+          c.Logs().find("spilled to") == std::string::npos))
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   c.redis.Start();
   c.Finish();
   std::string logs = c.Logs();
