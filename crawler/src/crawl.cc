@@ -174,6 +174,29 @@ Result<std::unique_ptr<Crawl>> Crawl::Create(const Config& config,
                                "` or choose another --out");
     }
   }
+  // Seeds pass the same scope check as links.
+  std::vector<std::string> admitted;
+  for (const std::string& s : seeds) {
+    if (scope->Allows(s)) {
+      admitted.push_back(s);
+    } else if (skipped != nullptr) {
+      skipped->push_back(
+          s + ": out of scope (crawl.scope_hosts, scope_domains, include, exclude)");
+    }
+  }
+  // How the crawl started, before anything else: a crawl stopped before its
+  // first checkpoint (Ctrl-C, kill -9 or a power cut in its first second) is
+  // resumed by starting it again from these (Resume). All the seeds given:
+  // the scope is built from them. The config is written last: it marks the
+  // pair complete.
+  std::string seed_text;
+  for (const std::string& s : seeds) seed_text += s + "\n";
+  Status st = WriteFileAtomic(out_dir + "/" + kStartSeeds, seed_text);
+  if (st.ok()) st = WriteFileAtomic(out_dir + "/" + kStartConfig, ConfigToToml(config));
+  if (!st.ok()) {
+    ::close(*lock);
+    return st;
+  }
   auto filter = dedup::Filter::Create(config.dedup);
   if (!filter.ok()) {
     ::close(*lock);
@@ -182,15 +205,7 @@ Result<std::unique_ptr<Crawl>> Crawl::Create(const Config& config,
   auto impl = BuildCrawl(config, out_dir, *lock, std::move(filter).value(),
                          std::move(scope).value(), 0);
   if (!impl.ok()) return impl.status();
-  // Seeds pass the same scope check as links.
-  for (const std::string& s : seeds) {
-    if ((*impl)->scope->Allows(s)) {
-      (*impl)->seeds.push_back(s);
-    } else if (skipped != nullptr) {
-      skipped->push_back(
-          s + ": out of scope (crawl.scope_hosts, scope_domains, include, exclude)");
-    }
-  }
+  (*impl)->seeds = std::move(admitted);
   return std::unique_ptr<Crawl>(new Crawl(std::move(impl).value()));
 }
 

@@ -13,6 +13,7 @@
 #include "base/file_util.h"
 #include "crawl_impl.h"
 #include "crawler/checkpoint.h"
+#include "crawler/seeds.h"
 #include "redis.h"
 
 namespace crawler::engine {
@@ -213,6 +214,25 @@ Status Restore(Crawl::Impl& m, LoadedCheckpoint& cp) {
   return Status::Ok();
 }
 
+// A crawl stopped before its first checkpoint fetched nothing yet (workers
+// start after it): it starts again from the seeds and config Create wrote.
+Result<std::unique_ptr<Crawl>> StartAgain(const std::string& out_dir,
+                                          const std::vector<std::string>& overrides,
+                                          std::string* warning) {
+  // Waits, like a resume, for the stopped process's lock to go.
+  auto lock = LockOut(out_dir, 10);
+  if (!lock.ok()) return lock.status();
+  ::close(*lock);
+  auto config = LoadConfig(out_dir + "/" + kStartConfig, overrides);
+  if (!config.ok()) return config.status();
+  auto seeds = ReadSeeds(out_dir + "/" + kStartSeeds, config->url);
+  if (!seeds.ok()) return seeds.status();
+  *warning = out_dir + " holds no checkpoint yet (the crawl was stopped before its first one): " +
+             "starting it again from its " + std::to_string(seeds->urls.size()) +
+             " seeds (" + kStartSeeds + ")";
+  return Crawl::Create(*config, seeds->urls, out_dir);
+}
+
 }  // namespace
 
 const std::vector<std::string>& Crawl::ResumableKeys() {
@@ -231,9 +251,12 @@ Result<std::unique_ptr<Crawl>> Crawl::Resume(const std::string& out_dir,
   if (!fs::is_directory(out_dir)) return Bad(out_dir + ": no such directory");
   if (!fs::exists(out_dir + "/" + kCheckpointDir) &&
       !fs::exists(out_dir + "/" + kCheckpointPrevDir)) {
-    return Bad(out_dir +
-               ": no checkpoint/ or checkpoint.prev/ here: not a crawl output directory, "
-               "or the crawl never reached its first checkpoint");
+    if (!fs::exists(out_dir + "/" + kStartConfig)) {
+      return Bad(out_dir +
+                 ": no checkpoint/ or checkpoint.prev/ here, and no " + kStartConfig +
+                 ": not a crawl output directory");
+    }
+    return StartAgain(out_dir, overrides, warning);
   }
   auto lock = LockOut(out_dir, 10);
   if (!lock.ok()) return lock.status();

@@ -524,6 +524,49 @@ TEST_CASE(
   fs::remove_all(dir);
 }
 
+TEST_CASE(
+    "kill -9 before the first checkpoint: --resume starts the crawl again from its "
+    "seeds",
+    "[checkpoint]") {
+  std::string dir = TempDir("before-first");
+  TestSite site("--pages 300 --hosts 2", dir + "/requests.log");
+  site.WriteSeeds(dir + "/seeds.txt");
+  std::set<std::string> truth = site.Truth();
+  std::string out = dir + "/out";
+  // Each checkpoint file takes 2 s to write: the kill lands inside checkpoint 1.
+  pid_t pid = Spawn("env CRAWLER_CHECKPOINT_SLOW_MS=2000 " + kCrawler +
+                        " crawl --seeds " + dir + "/seeds.txt --out " + out +
+                        " --set frontier.min_delay_s=0" + kExactDedup,
+                    dir + "/crawler.out");
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!fs::exists(out + "/checkpoint.tmp") &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  REQUIRE(fs::exists(out + "/checkpoint.tmp"));
+  ::kill(pid, SIGKILL);
+  WaitExit(pid);
+  REQUIRE_FALSE(fs::exists(out + "/checkpoint"));
+  CHECK(ReadFetchLog(out + "/fetch-log.jsonl").empty());
+
+  CommandResult r = RunCommand(kCrawler + " crawl --resume " + out);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("holds no checkpoint yet") != std::string::npos);
+  bool twice = true;
+  CHECK(Distinct(ReadFetchLog(out + "/fetch-log.jsonl"), &twice) == truth);
+  CHECK_FALSE(twice);
+  site.Stop();
+
+  // A directory that never held a crawl is still refused, naming what is missing.
+  std::string empty = dir + "/empty";
+  fs::create_directories(empty);
+  r = RunCommand(kCrawler + " crawl --resume " + empty);
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("not a crawl output directory") != std::string::npos);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("crawler stats on a directory without a crawl exits 2", "[checkpoint]") {
   std::string dir = TempDir("nostats");
   CommandResult r = RunCommand(kCrawler + " stats " + dir);

@@ -45,6 +45,10 @@ namespace crawler::engine {
 inline constexpr const char* kCheckpointDir = "checkpoint";
 inline constexpr const char* kCheckpointPrevDir = "checkpoint.prev";
 inline constexpr const char* kCheckpointTmpDir = "checkpoint.tmp";
+// Written by Crawl::Create before anything else (the seeds in scope, then the
+// effective config): a crawl stopped before checkpoint 1 starts again from them.
+inline constexpr const char* kStartSeeds = "start-seeds.txt";
+inline constexpr const char* kStartConfig = "start-config.toml";
 
 // What the manifest records besides the files.
 struct CheckpointInfo {
