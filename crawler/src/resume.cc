@@ -227,7 +227,8 @@ Result<std::unique_ptr<Crawl>> StartAgain(const std::string& out_dir,
   if (!config.ok()) return config.status();
   auto seeds = ReadSeeds(out_dir + "/" + kStartSeeds, config->url);
   if (!seeds.ok()) return seeds.status();
-  *warning = out_dir + " holds no checkpoint yet (the crawl was stopped before its first one): " +
+  *warning = out_dir +
+             " holds no checkpoint yet (the crawl was stopped before its first one): " +
              "starting it again from its " + std::to_string(seeds->urls.size()) +
              " seeds (" + kStartSeeds + ")";
   return Crawl::Create(*config, seeds->urls, out_dir);
@@ -252,9 +253,8 @@ Result<std::unique_ptr<Crawl>> Crawl::Resume(const std::string& out_dir,
   if (!fs::exists(out_dir + "/" + kCheckpointDir) &&
       !fs::exists(out_dir + "/" + kCheckpointPrevDir)) {
     if (!fs::exists(out_dir + "/" + kStartConfig)) {
-      return Bad(out_dir +
-                 ": no checkpoint/ or checkpoint.prev/ here, and no " + kStartConfig +
-                 ": not a crawl output directory");
+      return Bad(out_dir + ": no checkpoint/ or checkpoint.prev/ here, and no " +
+                 kStartConfig + ": not a crawl output directory");
     }
     return StartAgain(out_dir, overrides, warning);
   }

@@ -534,10 +534,10 @@ TEST_CASE(
   std::set<std::string> truth = site.Truth();
   std::string out = dir + "/out";
   // Each checkpoint file takes 2 s to write: the kill lands inside checkpoint 1.
-  pid_t pid = Spawn("env CRAWLER_CHECKPOINT_SLOW_MS=2000 " + kCrawler +
-                        " crawl --seeds " + dir + "/seeds.txt --out " + out +
-                        " --set frontier.min_delay_s=0" + kExactDedup,
-                    dir + "/crawler.out");
+  pid_t pid =
+      Spawn("env CRAWLER_CHECKPOINT_SLOW_MS=2000 " + kCrawler + " crawl --seeds " + dir +
+                "/seeds.txt --out " + out + " --set frontier.min_delay_s=0" + kExactDedup,
+            dir + "/crawler.out");
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (!fs::exists(out + "/checkpoint.tmp") &&
          std::chrono::steady_clock::now() < deadline) {
