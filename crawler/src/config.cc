@@ -229,6 +229,18 @@ std::vector<Key> FrontierKeys() {
           "frontier", "max_connections_per_host",
           [](Config & c) -> auto& { return c.frontier.max_connections_per_host; }, 1,
           1000),
+      DoubleKey(
+          "frontier", "backoff_min_s",
+          [](Config & c) -> auto& { return c.frontier.backoff_min_s; }, 0, 86400),
+      DoubleKey(
+          "frontier", "backoff_max_s",
+          [](Config & c) -> auto& { return c.frontier.backoff_max_s; }, 0, 86400),
+      IntKey<uint32_t>(
+          "frontier", "park_after",
+          [](Config & c) -> auto& { return c.frontier.park_after; }, 0, 1000000),
+      DoubleKey(
+          "frontier", "park_s", [](Config & c) -> auto& { return c.frontier.park_s; }, 0,
+          86400),
   };
 }
 

@@ -125,6 +125,11 @@ void FrontierFamilies(const FrontierReport& f, Text& t) {
            f.hosts_waiting_politeness);
   t.Sample("crawler_hosts", Label("state", "waiting_robots"), f.hosts_waiting_robots);
   t.Sample("crawler_hosts", Label("state", "blocked_robots"), f.hosts_blocked_robots);
+  t.Family("crawler_hosts_backoff", "gauge",
+           "Hosts slowed down after 429/503 (slowed) or parked after connect failures "
+           "(parked).");
+  t.Sample("crawler_hosts_backoff", Label("kind", "slowed"), f.hosts_backing_off);
+  t.Sample("crawler_hosts_backoff", Label("kind", "parked"), f.hosts_parked);
 }
 
 void DedupFamilies(const DedupReport& d, Text& t) {

@@ -18,10 +18,13 @@ bool Transient(const FetchResult& r) {
   return r.status == 408 || r.status == 429 || (r.status >= 500 && r.status <= 599);
 }
 
-bool HoldsHost(const FetchResult& r) {
-  return r.status == 429 || r.status == 503 ||
-         (r.status == 0 &&
-          (r.error == FetchError::kConnect || r.error == FetchError::kTimeout));
+frontier::HostSignal SignalOf(const FetchResult& r) {
+  using frontier::HostSignal;
+  if (r.status == 429 || r.status == 503) return HostSignal::kOverloaded;
+  if (r.status > 0) return HostSignal::kAnswered;
+  if (r.error == FetchError::kConnect || r.error == FetchError::kTimeout)
+    return HostSignal::kUnreachable;
+  return HostSignal::kNone;
 }
 
 std::optional<double> RetryAfterSeconds(std::string_view head, std::time_t now) {

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "crawler/fetcher.h"
+#include "frontier/frontier.h"
 
 namespace crawler::engine {
 
@@ -18,9 +19,12 @@ namespace crawler::engine {
 // DNS failures, 4xx and truncated bodies are final.
 bool Transient(const FetchResult& r);
 
-// The server said it is overloaded (429, 503) or could not be reached: the
-// whole host waits the back-off, not only the URL.
-bool HoldsHost(const FetchResult& r);
+// What a fetch says about its host, for the frontier's host back-off and
+// parking: 429/503 overloaded; any other response answered; no connection
+// or no answer (connect error, timeout) unreachable; anything else (DNS, a
+// response cut mid-way) nothing. Overloaded and unreachable also hold the
+// whole host for a retry's back-off, not only the URL.
+frontier::HostSignal SignalOf(const FetchResult& r);
 
 // Retry-After of a response head (its last value, if several): delay
 // seconds, or an HTTP-date (RFC 9110 10.2.3) as seconds after `now`

@@ -95,6 +95,9 @@ Section FrontierSection(const FrontierReport& f) {
                     Count(f.hosts_waiting_politeness) + " waiting (politeness), " +
                     Count(f.hosts_waiting_robots) + " waiting for robots.txt, " +
                     Count(f.hosts_blocked_robots) + " blocked by robots.txt"});
+  fr.rows.push_back(
+      {"hosts backing off", Count(f.hosts_backing_off) + " slowed down (429/503), " +
+                                Count(f.hosts_parked) + " parked (unreachable)"});
   std::string depths;
   for (const DepthCount& d : f.depths)
     depths += (depths.empty() ? "" : "  ") + Count(d.depth) + ":" + Count(d.urls);

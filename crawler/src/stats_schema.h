@@ -69,13 +69,14 @@ struct FrontierReport {
   uint64_t queued_memory = 0, queued_disk = 0, in_flight = 0;
   uint64_t hosts = 0, hosts_ready = 0, hosts_waiting_politeness = 0;
   uint64_t hosts_waiting_robots = 0, hosts_blocked_robots = 0;
+  uint64_t hosts_backing_off = 0, hosts_parked = 0;  // any state besides
   uint64_t spilled = 0;  // URLs ever written to disk, over all runs
   std::vector<DepthCount> depths;
 };
 // clang-format off
 BOOST_DESCRIBE_STRUCT(FrontierReport, (), (queued_memory, queued_disk, in_flight, hosts,
     hosts_ready, hosts_waiting_politeness, hosts_waiting_robots, hosts_blocked_robots,
-    spilled, depths))
+    hosts_backing_off, hosts_parked, spilled, depths))
 // clang-format on
 
 struct HostCount {

@@ -60,6 +60,8 @@ FrontierReport Frontier(const frontier::FrontierStats& s, uint64_t spilled_base,
   f.hosts_ready = s.hosts_ready;
   f.hosts_waiting_politeness = s.hosts_waiting_politeness;
   f.hosts_waiting_robots = s.hosts_waiting_robots;
+  f.hosts_backing_off = s.hosts_backing_off;
+  f.hosts_parked = s.hosts_parked;
   f.hosts_blocked_robots = blocked;
   f.spilled = spilled_base + s.spilled;
   for (const auto& [depth, n] : s.depths) f.depths.push_back(DepthCount{depth, n});

@@ -417,6 +417,17 @@ Status Worker::RobotsFailed(const Gate::Pass& pass, const Completed& c,
   return Status::Ok();
 }
 
+void Worker::LogIfParked(const std::string& host, const FetchResult& r) {
+  if (SignalOf(r) != frontier::HostSignal::kUnreachable || !p_.frontier.Parked(host))
+    return;
+  spdlog::warn(
+      "{}: no answer ({}) {} or more fetches in a row: parked, its next fetch in {:.0f} "
+      "s "
+      "(its queued URLs are kept)",
+      host, FetchErrorName(r.error), p_.config.frontier.park_after,
+      p_.config.frontier.park_s);
+}
+
 Status Worker::FinishPage(const Gate::Pass& pass, const Completed& c, const Prepared& p) {
   const FetchResult& r = c.result;
   const frontier::UrlEntry& e = c.lease.entry;
@@ -431,14 +442,17 @@ Status Worker::FinishPage(const Gate::Pass& pass, const Completed& c, const Prep
       if (!st.ok()) return st;
       p_.counters.Add(&CrawlSummary::retries);
       auto now = Clock::now();
-      return p_.frontier.Retry(c.lease, now, r.seconds,
-                               now + std::chrono::duration_cast<Clock::duration>(
-                                         std::chrono::duration<double>(wait)),
-                               HoldsHost(r));
+      st = p_.frontier.Retry(c.lease, now, r.seconds,
+                             now + std::chrono::duration_cast<Clock::duration>(
+                                       std::chrono::duration<double>(wait)),
+                             SignalOf(r));
+      LogIfParked(c.lease.host, r);
+      return st;
     }
     p_.counters.Add(&CrawlSummary::gave_up);
   }
-  p_.frontier.Done(c.lease, Clock::now(), r.seconds);
+  p_.frontier.Done(c.lease, Clock::now(), r.seconds, SignalOf(r));
+  LogIfParked(c.lease.host, r);
   Status st = Record(r, p, &e);
   if (!st.ok()) return st;
 

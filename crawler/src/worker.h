@@ -148,6 +148,8 @@ class Worker {
   [[nodiscard]] Status ProcessOne();
   [[nodiscard]] Status FinishRobots(const Gate::Pass& pass, const Completed& c,
                                     const Prepared& p);
+  // Logs that `host` is parked after `r` (no answer park_after times in a row).
+  void LogIfParked(const std::string& host, const FetchResult& r);
   [[nodiscard]] Status FinishPage(const Gate::Pass& pass, const Completed& c,
                                   const Prepared& p);
   [[nodiscard]] Status RobotsFailed(const Gate::Pass& pass, const Completed& c,

@@ -82,6 +82,8 @@ struct Frontier::Impl {
     Clock::time_point due{};
     uint32_t in_flight = 0;
     bool scheduled = false;
+    double backoff_s = 0;          // the 429/503 slow-down (0: none)
+    uint32_t unreachable_run = 0;  // fetches in a row without an answer
     uint64_t Queued() const { return ram_size + on_disk + write_buf.size(); }
     void PushRam(UrlEntry e) {
       ram[e.depth].push_back(std::move(e));
@@ -286,10 +288,44 @@ struct Frontier::Impl {
     return id;
   }
 
-  double DelayAfterFetch(const Host& h, double response_s) const {
+  double UsualDelay(const Host& h, double response_s) const {
     return std::max({options.min_delay_s,
                      std::min(h.crawl_delay_s, options.max_crawl_delay_s),
                      options.response_factor * response_s});
+  }
+  double DelayAfterFetch(const Host& h, double response_s) const {
+    return std::max(UsualDelay(h, response_s), h.backoff_s);
+  }
+
+  // FrontierOptions' back-off and parking; then the host waits its delay
+  // after the fetch that ended at `now`.
+  void AfterFetch(Host& h, Clock::time_point now, double response_s, HostSignal signal) {
+    switch (signal) {
+      case HostSignal::kOverloaded:
+        h.backoff_s = std::min(options.backoff_max_s,
+                               std::max({2 * h.backoff_s, 2 * UsualDelay(h, response_s),
+                                         options.backoff_min_s}));
+        h.unreachable_run = 0;
+        break;
+      case HostSignal::kAnswered:
+        h.backoff_s /= 2;
+        if (h.backoff_s < options.backoff_min_s) h.backoff_s = 0;
+        h.unreachable_run = 0;
+        break;
+      case HostSignal::kUnreachable:
+        ++h.unreachable_run;
+        break;
+      case HostSignal::kNone:
+        break;
+    }
+    double wait = DelayAfterFetch(h, response_s);
+    if (Parked(h)) wait = std::max(wait, options.park_s);
+    h.due = std::max(h.due, now + std::chrono::duration_cast<Clock::duration>(
+                                      std::chrono::duration<double>(wait)));
+  }
+  bool Parked(const Host& h) const {
+    return options.park_after > 0 && options.park_s > 0 &&
+           h.unreachable_run >= options.park_after;
   }
 };
 
@@ -393,16 +429,15 @@ Result<std::optional<Lease>> Frontier::Pop(Clock::time_point now,
   return std::optional<Lease>(std::move(lease));
 }
 
-void Frontier::Done(const Lease& lease, Clock::time_point now, double response_s) {
+void Frontier::Done(const Lease& lease, Clock::time_point now, double response_s,
+                    HostSignal signal) {
   Impl& m = *impl_;
   MutexLock lock(m.mu);
   std::optional<size_t> id = m.EndLease(lease);
   if (!id) return;
   Impl::Host& h = m.hosts[*id];
   m.Unschedule(*id);
-  auto delay = std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double>(m.DelayAfterFetch(h, response_s)));
-  h.due = std::max(h.due, now + delay);
+  m.AfterFetch(h, now, response_s, signal);
   m.MaybeSchedule(*id);
 }
 
@@ -413,7 +448,7 @@ void Frontier::Release(const Lease& lease) {
 }
 
 Status Frontier::Retry(const Lease& lease, Clock::time_point now, double response_s,
-                       Clock::time_point until, bool hold_host) {
+                       Clock::time_point until, HostSignal signal) {
   Impl& m = *impl_;
   MutexLock lock(m.mu);
   auto it = m.leased.find(lease.id);
@@ -423,9 +458,9 @@ Status Frontier::Retry(const Lease& lease, Clock::time_point now, double respons
   std::optional<size_t> id = m.EndLease(lease);
   Impl::Host& h = m.hosts[*id];
   m.Unschedule(*id);
-  h.due = std::max(
-      h.due, now + std::chrono::duration_cast<Clock::duration>(
-                       std::chrono::duration<double>(m.DelayAfterFetch(h, response_s))));
+  m.AfterFetch(h, now, response_s, signal);
+  bool hold_host =
+      signal == HostSignal::kOverloaded || signal == HostSignal::kUnreachable;
   if (hold_host || h.Queued() == 0) h.due = std::max(h.due, until);
   return m.Push(std::move(entry), nullptr);  // schedules the host again
 }
@@ -447,6 +482,13 @@ void Frontier::Defer(const Lease& lease, Clock::time_point until) {
   m.MaybeSchedule(*id);
 }
 
+bool Frontier::Parked(std::string_view host) const {
+  const Impl& m = *impl_;
+  MutexLock lock(m.mu);
+  auto it = m.host_index.find(std::string(host));
+  return it != m.host_index.end() && m.Parked(m.hosts[it->second]);
+}
+
 FrontierStats Frontier::Stats(Clock::time_point now) const {
   const Impl& m = *impl_;
   MutexLock lock(m.mu);
@@ -461,6 +503,8 @@ FrontierStats Frontier::Stats(Clock::time_point now) const {
   s.spilled = m.spilled;
   s.depths.assign(m.depth_counts.begin(), m.depth_counts.end());
   for (const Impl::Host& h : m.hosts) {
+    if (h.backoff_s > 0) ++s.hosts_backing_off;
+    if (m.Parked(h)) ++s.hosts_parked;
     if (!h.open) {
       ++s.hosts_waiting_robots;
     } else if (h.Queued() > 0) {

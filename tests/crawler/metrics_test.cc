@@ -62,6 +62,7 @@ TEST_CASE(
       {"crawler_fetch_errors", "counter"},
       {"crawler_frontier_urls", "gauge"},
       {"crawler_hosts", "gauge"},
+      {"crawler_hosts_backoff", "gauge"},
       {"crawler_dedup_items", "gauge"},
       {"crawler_dedup_bytes", "gauge"},
       {"crawler_dedup_estimated_fpr", "gauge"},

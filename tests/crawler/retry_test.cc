@@ -25,11 +25,15 @@ TEST_CASE("Transient failures: connect, timeout, reset, 5xx, 429, 408; not DNS o
   FetchResult big = With(200, FetchError::kTooLarge);
   CHECK_FALSE(Transient(big));
   // Overload and unreachable hold the whole host; a lone 500 does not.
-  CHECK(HoldsHost(With(429)));
-  CHECK(HoldsHost(With(503)));
-  CHECK(HoldsHost(With(0, FetchError::kConnect)));
-  CHECK_FALSE(HoldsHost(With(500)));
-  CHECK_FALSE(HoldsHost(With(0, FetchError::kProtocol)));
+  using frontier::HostSignal;
+  CHECK(SignalOf(With(429)) == HostSignal::kOverloaded);
+  CHECK(SignalOf(With(503)) == HostSignal::kOverloaded);
+  CHECK(SignalOf(With(0, FetchError::kConnect)) == HostSignal::kUnreachable);
+  CHECK(SignalOf(With(0, FetchError::kTimeout)) == HostSignal::kUnreachable);
+  CHECK(SignalOf(With(500)) == HostSignal::kAnswered);
+  CHECK(SignalOf(With(200)) == HostSignal::kAnswered);
+  CHECK(SignalOf(With(0, FetchError::kProtocol)) == HostSignal::kNone);
+  CHECK(SignalOf(With(0, FetchError::kDns)) == HostSignal::kNone);
 }
 
 TEST_CASE("RFC 9110 10.2.3: Retry-After as delay-seconds or an HTTP-date",

@@ -162,6 +162,96 @@ TEST_CASE("Politeness: min_delay, Crawl-delay (capped) and k x response time",
   CHECK(PopAt(*f, kT0 + seconds(25)));
 }
 
+TEST_CASE("Host back-off: 429/503 doubles the host's delay up to a cap, answers halve it",
+          "[frontier][backoff]") {
+  auto filter = MakeFilter();
+  FrontierOptions o;
+  o.min_delay_s = 1;
+  o.backoff_min_s = 1;
+  o.backoff_max_s = 10;
+  auto f = MakeFrontier(o);
+  std::vector<std::string> urls;
+  for (int i = 0; i < 20; ++i) urls.push_back("http://a/" + std::to_string(i));
+  REQUIRE(f->Admit(Entries(urls), *filter).ok());
+  f->OpenHost("http://a", std::nullopt);
+
+  // Each fetch ends at `t`; the next is due `expect` seconds later, not sooner.
+  Clock::time_point t = kT0;
+  auto fetch = [&](HostSignal signal, double expect) {
+    auto lease = PopAt(*f, t);
+    REQUIRE(lease);
+    f->Done(*lease, t, 0, signal);
+    Clock::time_point next{};
+    CHECK_FALSE(PopAt(*f, t, &next));
+    CHECK(std::chrono::duration<double>(next - t).count() == Approx(expect));
+    t = next;
+  };
+  fetch(HostSignal::kAnswered, 1);    // the usual delay
+  fetch(HostSignal::kOverloaded, 2);  // doubled: twice the usual delay
+  fetch(HostSignal::kOverloaded, 4);
+  fetch(HostSignal::kOverloaded, 8);
+  CHECK(f->Stats(t).hosts_backing_off == 1);
+  fetch(HostSignal::kOverloaded, 10);  // the cap
+  fetch(HostSignal::kOverloaded, 10);
+  fetch(HostSignal::kAnswered, 5);  // decays ...
+  fetch(HostSignal::kNone, 5);      // (says nothing about the host)
+  fetch(HostSignal::kAnswered, 2.5);
+  fetch(HostSignal::kAnswered, 1.25);
+  fetch(HostSignal::kAnswered, 1);  // ... back to the usual delay
+  CHECK(f->Stats(t).hosts_backing_off == 0);
+
+  // A retry after a 429 holds the host for the retry's back-off and doubles.
+  auto lease = PopAt(*f, t);
+  REQUIRE(lease);
+  REQUIRE(f->Retry(*lease, t, 0, t + seconds(30), HostSignal::kOverloaded).ok());
+  Clock::time_point next{};
+  CHECK_FALSE(PopAt(*f, t + seconds(29), &next));
+  CHECK(next == t + seconds(30));
+  CHECK(f->Stats(t).hosts_backing_off == 1);
+}
+
+TEST_CASE(
+    "Parking: a host unreachable park_after times in a row waits park_s; its "
+    "queue is kept",
+    "[frontier][backoff]") {
+  auto filter = MakeFilter();
+  FrontierOptions o;
+  o.min_delay_s = 1;
+  o.park_after = 3;
+  o.park_s = 100;
+  auto f = MakeFrontier(o);
+  std::vector<std::string> urls;
+  for (int i = 0; i < 10; ++i) urls.push_back("http://a/" + std::to_string(i));
+  REQUIRE(f->Admit(Entries(urls), *filter).ok());
+  f->OpenHost("http://a", std::nullopt);
+
+  Clock::time_point t = kT0;
+  auto fail = [&](double expect) {
+    auto lease = PopAt(*f, t);
+    REQUIRE(lease);
+    REQUIRE(f->Retry(*lease, t, 0, t + seconds(2), HostSignal::kUnreachable).ok());
+    Clock::time_point next{};
+    CHECK_FALSE(PopAt(*f, t, &next));
+    CHECK(std::chrono::duration<double>(next - t).count() == Approx(expect));
+    t = next;
+  };
+  fail(2);  // the retry's back-off
+  fail(2);
+  CHECK(f->Stats(t).hosts_parked == 0);
+  fail(100);  // the third in a row: parked
+  CHECK(f->Stats(t).hosts_parked == 1);
+  fail(100);                               // and again after each further failure
+  CHECK(f->Stats(t).queued_memory == 10);  // nothing dropped
+
+  auto lease = PopAt(*f, t);  // the host answers again
+  REQUIRE(lease);
+  f->Done(*lease, t, 0, HostSignal::kAnswered);
+  CHECK(f->Stats(t).hosts_parked == 0);
+  Clock::time_point next{};
+  CHECK_FALSE(PopAt(*f, t, &next));
+  CHECK(next == t + seconds(1));
+}
+
 TEST_CASE("At most max_connections_per_host in flight; starts min_delay apart",
           "[frontier]") {
   auto filter = MakeFilter();

@@ -95,7 +95,8 @@ TEST_CASE(
   REQUIRE(lease->has_value());
   REQUIRE((*lease)->entry.url == "http://a.test/1");
   REQUIRE(
-      f->Retry(**lease, now, 0, now + std::chrono::seconds(5), /*hold_host=*/true).ok());
+      f->Retry(**lease, now, 0, now + std::chrono::seconds(5), HostSignal::kOverloaded)
+          .ok());
   auto held = f->Pop(now + std::chrono::seconds(4));  // the host waits its back-off
   REQUIRE(held.ok());
   CHECK_FALSE(held->has_value());
@@ -122,7 +123,8 @@ TEST_CASE(
   CHECK((*again)->entry.url == "http://a.test/1");
   CHECK((*again)->entry.attempt == 1);
   // Alone in its host's queue: the host is held even without hold_host.
-  REQUIRE(g->Retry(**again, now, 0, now + std::chrono::seconds(20), false).ok());
+  REQUIRE(g->Retry(**again, now, 0, now + std::chrono::seconds(20), HostSignal::kAnswered)
+              .ok());
   auto none = g->Pop(now + std::chrono::seconds(19));
   REQUIRE(none.ok());
   CHECK_FALSE(none->has_value());

@@ -73,6 +73,25 @@ struct FrontierOptions {
   double response_factor = 0.0;     // k: wait k x the last response time
   uint32_t max_connections_per_host = 1;
   uint32_t spill_chunk = 1024;  // URLs read back from disk at a time
+  // Host back-off: a host that says it is overloaded (429, 503) doubles its
+  // delay after each fetch (to at least twice its usual delay and at least
+  // backoff_min_s, at most backoff_max_s); each answered fetch halves it
+  // again, back to the usual delay once it falls below backoff_min_s.
+  double backoff_min_s = 1.0;
+  double backoff_max_s = 60.0;
+  // A host that could not be reached (no connection, no answer) this many
+  // fetches in a row is parked: its next fetch waits park_s (0: never
+  // parked), and so after every further failure. Its queue is kept.
+  uint32_t park_after = 5;
+  double park_s = 60.0;
+};
+
+// What a fetch's outcome says about its host (Frontier::Done, Retry).
+enum class HostSignal {
+  kAnswered,     // a response, not "overloaded": the back-off decays
+  kOverloaded,   // 429 or 503: the host's delay doubles
+  kUnreachable,  // no connection or no answer: counts toward parking
+  kNone,         // says nothing about the host (e.g. a DNS error, a bad URL)
 };
 
 // A URL handed out by Pop; give it back with Done.
@@ -98,10 +117,12 @@ struct FrontierStats {
   uint64_t hosts_waiting_robots = 0;  // not opened yet
   uint64_t hosts_ready = 0;           // open, non-empty, due now
   uint64_t hosts_waiting_politeness = 0;
-  uint64_t admitted = 0;      // URLs that passed dedup
-  uint64_t duplicates = 0;    // URLs the filter had seen
-  uint64_t refused_full = 0;  // a fixed filter was full: not queued, counted
-  uint64_t spilled = 0;       // URLs ever written to disk
+  uint64_t hosts_backing_off = 0;  // slowed down after 429/503 (any state)
+  uint64_t hosts_parked = 0;       // unreachable park_after times in a row
+  uint64_t admitted = 0;           // URLs that passed dedup
+  uint64_t duplicates = 0;         // URLs the filter had seen
+  uint64_t refused_full = 0;       // a fixed filter was full: not queued, counted
+  uint64_t spilled = 0;            // URLs ever written to disk
   std::vector<std::pair<uint32_t, uint64_t>> depths;  // queued URLs by depth (ascending)
 };
 
@@ -143,8 +164,10 @@ class Frontier {
   [[nodiscard]] Result<std::optional<Lease>> Pop(Clock::time_point now,
                                                  Clock::time_point* next_due = nullptr);
 
-  // The fetch of `lease` ended at `now` after `response_s` seconds.
-  void Done(const Lease& lease, Clock::time_point now, double response_s);
+  // The fetch of `lease` ended at `now` after `response_s` seconds;
+  // `signal` updates the host's back-off and parking (FrontierOptions).
+  void Done(const Lease& lease, Clock::time_point now, double response_s,
+            HostSignal signal = HostSignal::kAnswered);
   // `lease` was not fetched (e.g. robots.txt forbids it): frees its slot
   // without a politeness delay.
   void Release(const Lease& lease);
@@ -155,16 +178,18 @@ class Frontier {
 
   // `lease`'s fetch failed at `now` after `response_s` and is tried again
   // (attempt + 1; it does not pass dedup again). The host's politeness delay
-  // applies as after Done. The URL goes behind its host's queued URLs of its
-  // depth (Pop hands out shallower URLs first); the host is not handed out
-  // before `until` if `hold_host` (the server said it is overloaded: 429,
-  // 503) or if nothing else of it is queued, so the retry waits at least its
+  // and `signal` apply as after Done. The URL goes behind its host's queued
+  // URLs of its depth (Pop hands out shallower URLs first); the host is not
+  // handed out before `until` if `signal` is kOverloaded or kUnreachable or
+  // if nothing else of it is queued, so the retry waits at least its
   // back-off or the host's other URLs. Errors only on spill I/O failure,
   // naming the file.
   [[nodiscard]] Status Retry(const Lease& lease, Clock::time_point now, double response_s,
-                             Clock::time_point until, bool hold_host);
+                             Clock::time_point until, HostSignal signal);
 
   FrontierStats Stats(Clock::time_point now) const;
+  // `host` ("scheme://host[:port]") is parked (FrontierOptions::park_after).
+  bool Parked(std::string_view host) const;
 
   // Checkpoint image. Calls `host` for every host, then `url` for every URL
   // in flight (leased = true, in Pop order) and every queued one, host by
