@@ -2,7 +2,7 @@
 # Installs every build, test and benchmark dependency from Debian 12's packages.
 # Idempotent: does nothing (no apt-get update, no network) when all are present.
 # Usage: sudo bash scripts/install-deps.sh [--bench]   (root on a fresh Debian 12)
-#   --bench: also what scripts/bench-crawl.sh compares against (nginx, wget,
+#   --bench: also what scripts/bench-crawl.sh compares against (wget,
 #            Scrapy) and measures with (GNU time).
 set -euo pipefail
 
@@ -14,9 +14,10 @@ packages=(
   zlib1g-dev libdeflate-dev libhiredis-dev redis-server
   clang libclang-rt-14-dev clang-format
   python3 python3-prometheus-client chromium
+  nginx tinyproxy openssl
 )
 if [ "${1:-}" = "--bench" ]; then
-  packages+=(nginx wget python3-scrapy time libisal-dev)
+  packages+=(wget python3-scrapy time libisal-dev)
 fi
 
 missing=()
@@ -42,6 +43,15 @@ if [ "${#missing[@]}" -eq 0 ]; then
 else
   echo "install-deps: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
+  # redis-server, nginx and tinyproxy are only run by the tests, on free
+  # ports: keep their packages from starting system services on install
+  # (nginx's would fail the install if port 80 were taken).
+  policy=/usr/sbin/policy-rc.d
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null
+    $SUDO chmod +x "$policy"
+    trap '$SUDO rm -f "$policy"' EXIT
+  fi
   $SUDO apt-get update -q
   $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi

@@ -4,6 +4,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <functional>
 #include <limits>
 #include <regex>
@@ -208,6 +209,27 @@ std::vector<Key> FetchKeys() {
       DoubleKey(
           "fetch", "retry_max_s", [](Config & c) -> auto& { return c.fetch.retry_max_s; },
           0, 86400),
+      StringKey(
+          "fetch", "ca_file", [](Config & c) -> auto& { return c.fetch.ca_file; },
+          [](const std::string& v) {
+            return v.empty() || std::filesystem::is_regular_file(v)
+                       ? std::string()
+                       : "no such file: '" + v + "'";
+          }),
+      BoolKey(
+          "fetch", "insecure", [](Config & c) -> auto& { return c.fetch.insecure; }),
+      StringKey(
+          "fetch", "proxy", [](Config & c) -> auto& { return c.fetch.proxy; },
+          [](const std::string& v) {
+            for (const char* scheme :
+                 {"http://", "https://", "socks4://", "socks4a://", "socks5://",
+                  "socks5h://"}) {
+              if (v.empty() || v.rfind(scheme, 0) == 0) return std::string();
+            }
+            return std::string(
+                "must be a URL starting http://, https://, socks4://, socks4a://, "
+                "socks5:// or socks5h://");
+          }),
   };
 }
 

@@ -73,6 +73,15 @@ FetchError Classify(CURLcode code) {
     case CURLE_HTTP2_STREAM:
     case CURLE_UNSUPPORTED_PROTOCOL:
       return FetchError::kProtocol;
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+    case CURLE_SSL_INVALIDCERTSTATUS:
+      return FetchError::kTls;
     default:
       return FetchError::kOther;
   }
@@ -94,6 +103,8 @@ const char* FetchErrorName(FetchError e) {
       return "too-large";
     case FetchError::kProtocol:
       return "protocol";
+    case FetchError::kTls:
+      return "tls";
     case FetchError::kOther:
       return "other";
   }
@@ -254,6 +265,14 @@ void Fetcher::Add(const std::string& url, Callback done) {
                    1L);  // needed for the debug callback (request head)
   curl_easy_setopt(e, CURLOPT_PRIVATE, t.get());
   if (impl_->resolve != nullptr) curl_easy_setopt(e, CURLOPT_RESOLVE, impl_->resolve);
+  if (!o.ca_file.empty()) curl_easy_setopt(e, CURLOPT_CAINFO, o.ca_file.c_str());
+  if (o.insecure) {
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+  }
+  // Only the configured proxy: never one from the environment.
+  curl_easy_setopt(e, CURLOPT_PROXY, o.proxy.c_str());
+  if (o.proxy.empty()) curl_easy_setopt(e, CURLOPT_NOPROXY, "*");
   impl_->transfers.emplace(e, std::move(t));
   curl_multi_add_handle(impl_->multi, e);
 }

@@ -162,6 +162,11 @@ int RunCrawl(const std::string& seeds_path, const std::string& config_path,
       std::fprintf(stderr, "crawler: skipped seed: %s\n", p.c_str());
     }
     spdlog::info("crawl of {} seeds into {} started", seeds->urls.size(), out);
+    if (config->fetch.insecure) {
+      std::fprintf(stderr,
+                   "crawler: warning: fetch.insecure = true: TLS certificates are NOT "
+                   "checked\n");
+    }
   }
   if (std::string m = (*crawl)->MetricsUrl(); !m.empty())
     std::fprintf(stderr, "crawler: metrics: serving %s\n", m.c_str());

@@ -391,8 +391,9 @@ Status Worker::RobotsFailed(const Gate::Pass& pass, const Completed& c,
   bool again = failures <= p_.config.fetch.max_retries;
   Status st = Record(r, p, nullptr, /*final=*/!again, failures);
   if (!st.ok()) return st;
-  std::string_view why =
-      r.error == FetchError::kNone ? "unavailable" : FetchErrorName(r.error);
+  std::string why = r.error == FetchError::kNone
+                        ? std::string("unavailable")
+                        : std::string(FetchErrorName(r.error)) + ": " + r.error_message;
   if (again) {
     double wait = BackoffSeconds(failures - 1, p_.config.fetch.retry_base_s,
                                  p_.config.fetch.retry_max_s, Jitter(),
@@ -497,6 +498,12 @@ std::vector<std::unique_ptr<Worker>> Worker::MakeAll(const Config& config,
                    ? config.crawl.workers
                    : std::max(1u, std::thread::hardware_concurrency());
   n = std::min(n, config.crawl.max_connections);
+  if (config.fetch.insecure) {
+    spdlog::warn(
+        "fetch.insecure = true: TLS certificates and host names are NOT checked; any "
+        "server (or anyone between) can pose as the sites crawled");
+  }
+  if (!config.fetch.proxy.empty()) spdlog::info("fetching through {}", config.fetch.proxy);
   for (uint32_t i = 0; i < n; ++i) {
     FetchOptions fetch;
     fetch.user_agent = config.crawl.user_agent;
@@ -506,6 +513,9 @@ std::vector<std::unique_ptr<Worker>> Worker::MakeAll(const Config& config,
     fetch.low_speed_time_s = config.fetch.low_speed_time_s;
     fetch.max_body_bytes = config.fetch.max_body_bytes;
     fetch.resolve = config.fetch.resolve;
+    fetch.ca_file = config.fetch.ca_file;
+    fetch.insecure = config.fetch.insecure;
+    fetch.proxy = config.fetch.proxy;
     // max_connections is the total: split it over the workers.
     size_t share =
         config.crawl.max_connections / n + (i < config.crawl.max_connections % n ? 1 : 0);

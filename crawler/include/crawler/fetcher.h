@@ -40,6 +40,14 @@ struct FetchOptions {
   // "HOST:PORT:ADDRESS[,ADDRESS...]" entries, as curl --resolve: these names
   // connect to these addresses without DNS (Host header and TLS name kept).
   std::vector<std::string> resolve;
+  // TLS: a PEM file of CA certificates to trust instead of the system's
+  // (empty: the system's); `insecure` skips certificate and host name checks.
+  std::string ca_file;
+  bool insecure = false;
+  // A proxy URL as libcurl takes it (http://, https://, socks5://,
+  // socks5h://HOST:PORT); empty: none (the http_proxy/https_proxy/
+  // no_proxy environment variables are ignored either way).
+  std::string proxy;
 };
 
 enum class FetchError {
@@ -49,6 +57,7 @@ enum class FetchError {
   kTimeout,   // connect, total or low-speed limit
   kTooLarge,  // body over max_body_bytes (result is truncated, not failed)
   kProtocol,  // malformed response, bad encoding, connection dropped mid-response
+  kTls,       // TLS handshake failed or the certificate was not trusted
   kOther,
 };
 const char* FetchErrorName(FetchError e);

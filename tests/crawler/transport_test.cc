@@ -1,0 +1,320 @@
+// Real transports, real servers, 127.0.0.1 only: Debian's nginx serving TLS
+// and HTTP/2 with a certificate from a CA the test makes (openssl), and
+// Debian's tinyproxy as a forward proxy. Checks fetch.ca_file (the crawl
+// fetches over HTTP/2 and the WARC holds what was spoken), a certificate the
+// crawler cannot trust (a clear "tls" fetch error, no crash), fetch.insecure
+// (fetches, and says so loudly), and fetch.proxy for http and https (the
+// proxy's own log shows every request).
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <boost/json.hpp>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "crawl_output.h"
+#include "redis_server.h"  // FreePort
+#include "run_command.h"
+#include "testsite_process.h"
+
+namespace crawler::engine {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::CommandResult;
+using testing::FreePort;
+using testing::LogLine;
+using testing::ReadFetchLog;
+using testing::ReadText;
+using testing::RunCommand;
+using testing::Spawn;
+using testing::TempDir;
+using testing::TestSite;
+
+const std::string kCrawler = CRAWLER_BINARY;
+
+bool Listening(unsigned port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+  ::close(fd);
+  return ok;
+}
+
+void WaitListening(unsigned port, const std::string& what, const std::string& log) {
+  for (int i = 0; i < 500 && !Listening(port); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  INFO(ReadText(log));
+  REQUIRE(Listening(port));
+  (void)what;
+}
+
+// A CA, and a certificate it signed for 127.0.0.1; a second, self-signed one.
+void MakeCertificates(const std::string& dir) {
+  const std::string q = " 2>&1";
+  CommandResult r = RunCommand(
+      "cd " + dir +
+      " && openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 "
+      "-subj '/CN=crawler test CA'" +
+      q +
+      " && openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr "
+      "-subj '/CN=127.0.0.1'" +
+      q +
+      " && printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' > ext.cnf"
+      " && openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
+      "-out server.pem -days 2 -extfile ext.cnf" +
+      q);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+}
+
+// nginx (Debian's) in the foreground: TLS + HTTP/2 on `port`, a small site.
+class Nginx {
+ public:
+  Nginx(const std::string& dir, unsigned port) : dir_(dir), port_(port) {
+    fs::create_directories(dir + "/www/p");
+    fs::create_directories(dir + "/tmp");
+    std::ofstream(dir + "/www/index.html")
+        << "<html><body><a href=\"/p/1.html\">1</a></body></html>\n";
+    for (int i = 1; i <= 5; ++i) {
+      std::ofstream(dir + "/www/p/" + std::to_string(i) + ".html")
+          << "<html><body><a href=\"/p/" << (i % 5 + 1) << ".html\">next</a></body></html>\n";
+    }
+    std::ofstream(dir + "/www/robots.txt") << "User-agent: *\nDisallow: /private/\n";
+    std::ofstream conf(dir + "/nginx.conf");
+    conf << "worker_processes 1;\ndaemon off;\npid " << dir << "/nginx.pid;\n"
+         << "error_log " << dir << "/error.log;\nevents { worker_connections 64; }\n"
+         << "http {\n  access_log " << dir << "/access.log;\n";
+    for (const char* t : {"client_body", "proxy", "fastcgi", "uwsgi", "scgi"})
+      conf << "  " << t << "_temp_path " << dir << "/tmp;\n";
+    conf << "  server {\n    listen 127.0.0.1:" << port << " ssl http2;\n"
+         << "    ssl_certificate " << dir << "/server.pem;\n"
+         << "    ssl_certificate_key " << dir << "/server.key;\n"
+         << "    root " << dir << "/www;\n  }\n}\n";
+    conf.close();
+    pid_ = Spawn("/usr/sbin/nginx -p " + dir + " -c " + dir + "/nginx.conf",
+                 dir + "/nginx.out");
+    WaitListening(port, "nginx", dir + "/nginx.out");
+  }
+  ~Nginx() {
+    ::kill(pid_, SIGTERM);
+    testing::WaitExitFor(pid_, 10);
+  }
+  std::string Origin() const { return "https://127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  std::string dir_;
+  unsigned port_;
+  pid_t pid_ = -1;
+};
+
+// tinyproxy (Debian's) in the foreground on `port`, logging every request.
+class Proxy {
+ public:
+  Proxy(const std::string& dir, unsigned port) : log_(dir + "/tinyproxy.log") {
+    std::ofstream conf(dir + "/tinyproxy.conf");
+    conf << "Port " << port << "\nListen 127.0.0.1\nTimeout 30\nLogFile \"" << log_
+         << "\"\nLogLevel Info\nMaxClients 50\nAllow 127.0.0.1\n";
+    conf.close();
+    pid_ = Spawn("tinyproxy -d -c " + dir + "/tinyproxy.conf", dir + "/tinyproxy.out");
+    WaitListening(port, "tinyproxy", dir + "/tinyproxy.out");
+    url_ = "http://127.0.0.1:" + std::to_string(port);
+  }
+  ~Proxy() {
+    ::kill(pid_, SIGTERM);
+    testing::WaitExitFor(pid_, 10);
+  }
+  const std::string& url() const { return url_; }
+  // The request lines the proxy logged ("GET http://...", "CONNECT host:port").
+  std::vector<std::string> Requests() const {
+    std::vector<std::string> out;
+    std::ifstream in(log_);
+    for (std::string line; std::getline(in, line);) {
+      size_t at = line.find("Request (file descriptor");
+      if (at == std::string::npos) continue;
+      size_t colon = line.find("): ", at);
+      if (colon != std::string::npos) out.push_back(line.substr(colon + 3));
+    }
+    return out;
+  }
+
+ private:
+  std::string log_;
+  std::string url_;
+  pid_t pid_ = -1;
+};
+
+CommandResult Crawl(const std::string& dir, const std::string& seed,
+                    const std::string& out, const std::string& sets) {
+  std::ofstream(dir + "/seeds.txt") << seed << "\n";
+  return RunCommand(kCrawler + " crawl --seeds " + dir + "/seeds.txt --out " + out +
+                    " --set frontier.min_delay_s=0 --set fetch.retry_base_s=0.05 " + sets);
+}
+
+std::set<std::string> Fetched(const std::string& out) {
+  std::set<std::string> urls;
+  for (const LogLine& l : ReadFetchLog(out + "/fetch-log.jsonl"))
+    if (l.status == 200 && !l.robots_txt) urls.insert(l.url);
+  return urls;
+}
+
+// The HTTP version of each response record's status line ("HTTP/2",
+// "HTTP/1.1"), read from the WARC files (gzip members, zcat reads them all).
+std::multiset<std::string> WarcProtocols(const std::string& out) {
+  CommandResult r = RunCommand("zcat " + out +
+                               "/warc/*.warc.gz | grep -a -o '^HTTP/[0-9.]* [0-9]*'");
+  std::multiset<std::string> protocols;
+  size_t start = 0;
+  while (start < r.output.size()) {
+    size_t end = r.output.find('\n', start);
+    if (end == std::string::npos) end = r.output.size();
+    std::string line = r.output.substr(start, end - start);
+    if (!line.empty()) protocols.insert(line.substr(0, line.find(' ')));
+    start = end + 1;
+  }
+  return protocols;
+}
+
+// warcio (an independent reader) parses every response record's status line
+// to the status the fetch log has for it.
+void CheckWarcioStatuses(const std::string& out) {
+  CommandResult r = RunCommand("warcio index " + out +
+                               "/warc/*.warc.gz -f warc-type warc-target-uri http:status");
+  REQUIRE(r.exit_code == 0);
+  std::map<std::string, int64_t> logged;
+  for (const LogLine& l : ReadFetchLog(out + "/fetch-log.jsonl"))
+    if (l.status != 0) logged[l.url] = l.status;
+  size_t responses = 0;
+  std::istringstream in(r.output);
+  for (std::string line; std::getline(in, line);) {
+    boost::json::object o = boost::json::parse(line).as_object();
+    if (o.at("warc-type").as_string() != "response") continue;
+    ++responses;
+    std::string url = o.at("warc-target-uri").as_string().c_str();
+    INFO(url);
+    REQUIRE(o.contains("http:status"));
+    CHECK(o.at("http:status").to_number<int64_t>() == logged[url]);
+  }
+  CHECK(responses == logged.size());
+}
+
+TEST_CASE(
+    "TLS and HTTP/2 against nginx: fetch.ca_file trusts the test's CA, the WARC holds "
+    "HTTP/2; an untrusted certificate is a 'tls' fetch error; fetch.insecure fetches "
+    "and warns",
+    "[engine][transport]") {
+  std::string dir = TempDir("tls");
+  MakeCertificates(dir);
+  Nginx nginx(dir, FreePort());
+  const std::set<std::string> truth = {
+      nginx.Origin() + "/", nginx.Origin() + "/p/1.html", nginx.Origin() + "/p/2.html",
+      nginx.Origin() + "/p/3.html", nginx.Origin() + "/p/4.html",
+      nginx.Origin() + "/p/5.html"};
+
+  SECTION("fetch.ca_file: every page, over HTTP/2") {
+    CommandResult r =
+        Crawl(dir, nginx.Origin() + "/", dir + "/out", "--set fetch.ca_file=" + dir + "/ca.pem");
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK(Fetched(dir + "/out") == truth);
+    std::multiset<std::string> protocols = WarcProtocols(dir + "/out");
+    CHECK(protocols.size() == truth.size() + 1);  // and robots.txt
+    CHECK(protocols.count("HTTP/2") == protocols.size());
+    CheckWarcioStatuses(dir + "/out");
+  }
+  SECTION("no CA given: the system's do not know it, a clear error, no crash") {
+    CommandResult r = Crawl(dir, nginx.Origin() + "/", dir + "/out", "--set fetch.max_retries=1");
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    std::vector<LogLine> log = ReadFetchLog(dir + "/out/fetch-log.jsonl");
+    REQUIRE_FALSE(log.empty());
+    bool tls = false;
+    for (const LogLine& l : log) {
+      CHECK(l.status == 0);  // nothing fetched from a server not trusted
+      tls = tls || (l.robots_txt && l.error == "tls");
+    }
+    CHECK(tls);
+    CHECK(ReadText(dir + "/out/crawler.log").find("certificate") != std::string::npos);
+  }
+  SECTION("fetch.insecure: fetched, and loud about it") {
+    CommandResult r = Crawl(dir, nginx.Origin() + "/", dir + "/out", "--set fetch.insecure=true");
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK(Fetched(dir + "/out") == truth);
+    CHECK(r.output.find("TLS certificates are NOT checked") != std::string::npos);
+    CHECK(ReadText(dir + "/out/crawler.log").find("NOT checked") != std::string::npos);
+  }
+  SECTION("a wrong ca_file or proxy is a config error naming the key") {
+    CommandResult r =
+        Crawl(dir, nginx.Origin() + "/", dir + "/out", "--set fetch.ca_file=" + dir + "/none.pem");
+    CHECK(r.exit_code == 2);
+    CHECK(r.output.find("fetch.ca_file") != std::string::npos);
+    r = Crawl(dir, nginx.Origin() + "/", dir + "/out2", "--set fetch.proxy=ftp://x:1");
+    CHECK(r.exit_code == 2);
+    CHECK(r.output.find("fetch.proxy") != std::string::npos);
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("fetch.proxy: http and https through tinyproxy, every request in its log",
+          "[engine][transport]") {
+  std::string dir = TempDir("proxy");
+  MakeCertificates(dir);
+  Proxy proxy(dir, FreePort());
+
+  SECTION("http: the testsite, each page a GET through the proxy") {
+    TestSite site("--pages 30 --hosts 1 --slow-ms 200", dir + "/requests.log");
+    site.WriteSeeds(dir + "/seeds-site.txt");
+    std::set<std::string> truth = site.Truth();
+    CommandResult r = RunCommand(kCrawler + " crawl --seeds " + dir +
+                                 "/seeds-site.txt --out " + dir +
+                                 "/out --set frontier.min_delay_s=0 --set fetch.proxy=" +
+                                 proxy.url());
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    std::set<std::string> attempted;
+    for (const LogLine& l : ReadFetchLog(dir + "/out/fetch-log.jsonl"))
+      if (testing::Attempted(l) && l.final) attempted.insert(l.url);
+    CHECK(attempted == truth);
+    std::set<std::string> proxied;
+    for (const std::string& req : proxy.Requests()) {
+      if (req.rfind("GET ", 0) == 0) proxied.insert(req.substr(4, req.find(' ', 4) - 4));
+    }
+    for (const std::string& url : truth) {
+      INFO(url);
+      CHECK(proxied.count(url) == 1);
+    }
+  }
+  SECTION("https: a CONNECT tunnel to nginx, still HTTP/2 inside") {
+    Nginx nginx(dir, FreePort());
+    CommandResult r = Crawl(dir, nginx.Origin() + "/", dir + "/out",
+                            "--set fetch.ca_file=" + dir + "/ca.pem --set fetch.proxy=" +
+                                proxy.url());
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK(Fetched(dir + "/out").size() == 6);
+    bool tunnel = false;
+    for (const std::string& req : proxy.Requests())
+      tunnel = tunnel || req.rfind("CONNECT 127.0.0.1:", 0) == 0;
+    CHECK(tunnel);
+    std::multiset<std::string> protocols = WarcProtocols(dir + "/out");
+    CHECK(protocols.size() == 7);
+    CHECK(protocols.count("HTTP/2") == protocols.size());
+    CheckWarcioStatuses(dir + "/out");
+  }
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace crawler::engine
