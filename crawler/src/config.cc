@@ -221,9 +221,8 @@ std::vector<Key> FetchKeys() {
       StringKey(
           "fetch", "proxy", [](Config & c) -> auto& { return c.fetch.proxy; },
           [](const std::string& v) {
-            for (const char* scheme :
-                 {"http://", "https://", "socks4://", "socks4a://", "socks5://",
-                  "socks5h://"}) {
+            for (const char* scheme : {"http://", "https://", "socks4://", "socks4a://",
+                                       "socks5://", "socks5h://"}) {
               if (v.empty() || v.rfind(scheme, 0) == 0) return std::string();
             }
             return std::string(

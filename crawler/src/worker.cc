@@ -503,7 +503,8 @@ std::vector<std::unique_ptr<Worker>> Worker::MakeAll(const Config& config,
         "fetch.insecure = true: TLS certificates and host names are NOT checked; any "
         "server (or anyone between) can pose as the sites crawled");
   }
-  if (!config.fetch.proxy.empty()) spdlog::info("fetching through {}", config.fetch.proxy);
+  if (!config.fetch.proxy.empty())
+    spdlog::info("fetching through {}", config.fetch.proxy);
   for (uint32_t i = 0; i < n; ++i) {
     FetchOptions fetch;
     fetch.user_agent = config.crawl.user_agent;

@@ -89,7 +89,8 @@ class Nginx {
         << "<html><body><a href=\"/p/1.html\">1</a></body></html>\n";
     for (int i = 1; i <= 5; ++i) {
       std::ofstream(dir + "/www/p/" + std::to_string(i) + ".html")
-          << "<html><body><a href=\"/p/" << (i % 5 + 1) << ".html\">next</a></body></html>\n";
+          << "<html><body><a href=\"/p/" << (i % 5 + 1)
+          << ".html\">next</a></body></html>\n";
     }
     std::ofstream(dir + "/www/robots.txt") << "User-agent: *\nDisallow: /private/\n";
     std::ofstream conf(dir + "/nginx.conf");
@@ -159,7 +160,8 @@ CommandResult Crawl(const std::string& dir, const std::string& seed,
                     const std::string& out, const std::string& sets) {
   std::ofstream(dir + "/seeds.txt") << seed << "\n";
   return RunCommand(kCrawler + " crawl --seeds " + dir + "/seeds.txt --out " + out +
-                    " --set frontier.min_delay_s=0 --set fetch.retry_base_s=0.05 " + sets);
+                    " --set frontier.min_delay_s=0 --set fetch.retry_base_s=0.05 " +
+                    sets);
 }
 
 std::set<std::string> Fetched(const std::string& out) {
@@ -172,8 +174,8 @@ std::set<std::string> Fetched(const std::string& out) {
 // The HTTP version of each response record's status line ("HTTP/2",
 // "HTTP/1.1"), read from the WARC files (gzip members, zcat reads them all).
 std::multiset<std::string> WarcProtocols(const std::string& out) {
-  CommandResult r = RunCommand("zcat " + out +
-                               "/warc/*.warc.gz | grep -a -o '^HTTP/[0-9.]* [0-9]*'");
+  CommandResult r =
+      RunCommand("zcat " + out + "/warc/*.warc.gz | grep -a -o '^HTTP/[0-9.]* [0-9]*'");
   std::multiset<std::string> protocols;
   size_t start = 0;
   while (start < r.output.size()) {
@@ -189,8 +191,8 @@ std::multiset<std::string> WarcProtocols(const std::string& out) {
 // warcio (an independent reader) parses every response record's status line
 // to the status the fetch log has for it.
 void CheckWarcioStatuses(const std::string& out) {
-  CommandResult r = RunCommand("warcio index " + out +
-                               "/warc/*.warc.gz -f warc-type warc-target-uri http:status");
+  CommandResult r = RunCommand(
+      "warcio index " + out + "/warc/*.warc.gz -f warc-type warc-target-uri http:status");
   REQUIRE(r.exit_code == 0);
   std::map<std::string, int64_t> logged;
   for (const LogLine& l : ReadFetchLog(out + "/fetch-log.jsonl"))
@@ -218,13 +220,13 @@ TEST_CASE(
   MakeCertificates(dir);
   Nginx nginx(dir, FreePort());
   const std::set<std::string> truth = {
-      nginx.Origin() + "/", nginx.Origin() + "/p/1.html", nginx.Origin() + "/p/2.html",
-      nginx.Origin() + "/p/3.html", nginx.Origin() + "/p/4.html",
-      nginx.Origin() + "/p/5.html"};
+      nginx.Origin() + "/",         nginx.Origin() + "/p/1.html",
+      nginx.Origin() + "/p/2.html", nginx.Origin() + "/p/3.html",
+      nginx.Origin() + "/p/4.html", nginx.Origin() + "/p/5.html"};
 
   SECTION("fetch.ca_file: every page, over HTTP/2") {
-    CommandResult r =
-        Crawl(dir, nginx.Origin() + "/", dir + "/out", "--set fetch.ca_file=" + dir + "/ca.pem");
+    CommandResult r = Crawl(dir, nginx.Origin() + "/", dir + "/out",
+                            "--set fetch.ca_file=" + dir + "/ca.pem");
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     CHECK(Fetched(dir + "/out") == truth);
@@ -234,7 +236,8 @@ TEST_CASE(
     CheckWarcioStatuses(dir + "/out");
   }
   SECTION("no CA given: the system's do not know it, a clear error, no crash") {
-    CommandResult r = Crawl(dir, nginx.Origin() + "/", dir + "/out", "--set fetch.max_retries=1");
+    CommandResult r =
+        Crawl(dir, nginx.Origin() + "/", dir + "/out", "--set fetch.max_retries=1");
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     std::vector<LogLine> log = ReadFetchLog(dir + "/out/fetch-log.jsonl");
@@ -248,7 +251,8 @@ TEST_CASE(
     CHECK(ReadText(dir + "/out/crawler.log").find("certificate") != std::string::npos);
   }
   SECTION("fetch.insecure: fetched, and loud about it") {
-    CommandResult r = Crawl(dir, nginx.Origin() + "/", dir + "/out", "--set fetch.insecure=true");
+    CommandResult r =
+        Crawl(dir, nginx.Origin() + "/", dir + "/out", "--set fetch.insecure=true");
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     CHECK(Fetched(dir + "/out") == truth);
@@ -256,8 +260,8 @@ TEST_CASE(
     CHECK(ReadText(dir + "/out/crawler.log").find("NOT checked") != std::string::npos);
   }
   SECTION("a wrong ca_file or proxy is a config error naming the key") {
-    CommandResult r =
-        Crawl(dir, nginx.Origin() + "/", dir + "/out", "--set fetch.ca_file=" + dir + "/none.pem");
+    CommandResult r = Crawl(dir, nginx.Origin() + "/", dir + "/out",
+                            "--set fetch.ca_file=" + dir + "/none.pem");
     CHECK(r.exit_code == 2);
     CHECK(r.output.find("fetch.ca_file") != std::string::npos);
     r = Crawl(dir, nginx.Origin() + "/", dir + "/out2", "--set fetch.proxy=ftp://x:1");
@@ -277,10 +281,9 @@ TEST_CASE("fetch.proxy: http and https through tinyproxy, every request in its l
     TestSite site("--pages 30 --hosts 1 --slow-ms 200", dir + "/requests.log");
     site.WriteSeeds(dir + "/seeds-site.txt");
     std::set<std::string> truth = site.Truth();
-    CommandResult r = RunCommand(kCrawler + " crawl --seeds " + dir +
-                                 "/seeds-site.txt --out " + dir +
-                                 "/out --set frontier.min_delay_s=0 --set fetch.proxy=" +
-                                 proxy.url());
+    CommandResult r =
+        RunCommand(kCrawler + " crawl --seeds " + dir + "/seeds-site.txt --out " + dir +
+                   "/out --set frontier.min_delay_s=0 --set fetch.proxy=" + proxy.url());
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     std::set<std::string> attempted;
@@ -298,9 +301,9 @@ TEST_CASE("fetch.proxy: http and https through tinyproxy, every request in its l
   }
   SECTION("https: a CONNECT tunnel to nginx, still HTTP/2 inside") {
     Nginx nginx(dir, FreePort());
-    CommandResult r = Crawl(dir, nginx.Origin() + "/", dir + "/out",
-                            "--set fetch.ca_file=" + dir + "/ca.pem --set fetch.proxy=" +
-                                proxy.url());
+    CommandResult r =
+        Crawl(dir, nginx.Origin() + "/", dir + "/out",
+              "--set fetch.ca_file=" + dir + "/ca.pem --set fetch.proxy=" + proxy.url());
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     CHECK(Fetched(dir + "/out").size() == 6);

@@ -45,7 +45,7 @@ struct FetchConfig {
   std::vector<std::string> resolve;  // "HOST:PORT:ADDRESS", as curl --resolve
   std::string ca_file;               // PEM CA certificates to trust; empty: the system's
   bool insecure = false;             // no TLS certificate checks (logged loudly)
-  std::string proxy;                 // http://, https://, socks5[h]://HOST:PORT; empty: none
+  std::string proxy;  // http://, https://, socks5[h]://HOST:PORT; empty: none
   // Transient failures (connect errors, timeouts, resets, 5xx, 429, 408) are
   // fetched again up to max_retries times, after retry_base_s x 2^attempt
   // (x 0.5..1.5 jitter), or the server's Retry-After, at most retry_max_s.
