@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -162,94 +163,89 @@ TEST_CASE("Politeness: min_delay, Crawl-delay (capped) and k x response time",
   CHECK(PopAt(*f, kT0 + seconds(25)));
 }
 
+// One open host "http://a" with `n` queued URLs on the fake clock. Step
+// hands out its next URL at `t`, ends it with `end`, and returns the seconds
+// until the host is due again (then `t` moves there).
+struct OneHost {
+  OneHost(const FrontierOptions& o, int n) : f(MakeFrontier(o)) {
+    std::vector<std::string> urls;
+    for (int i = 0; i < n; ++i) urls.push_back("http://a/" + std::to_string(i));
+    REQUIRE(f->Admit(Entries(urls), *filter).ok());
+    f->OpenHost("http://a", std::nullopt);
+  }
+  double Step(const std::function<void(const Lease&)>& end) {
+    auto lease = PopAt(*f, t);
+    REQUIRE(lease);
+    end(*lease);
+    Clock::time_point next{};
+    CHECK_FALSE(PopAt(*f, t, &next));
+    double waited = std::chrono::duration<double>(next - t).count();
+    t = next;
+    return waited;
+  }
+  std::unique_ptr<dedup::Filter> filter = MakeFilter();
+  std::unique_ptr<Frontier> f;
+  Clock::time_point t = kT0;
+};
+
 TEST_CASE("Host back-off: 429/503 doubles the host's delay up to a cap, answers halve it",
           "[frontier][backoff]") {
-  auto filter = MakeFilter();
   FrontierOptions o;
   o.min_delay_s = 1;
   o.backoff_min_s = 1;
   o.backoff_max_s = 10;
-  auto f = MakeFrontier(o);
-  std::vector<std::string> urls;
-  for (int i = 0; i < 20; ++i) urls.push_back("http://a/" + std::to_string(i));
-  REQUIRE(f->Admit(Entries(urls), *filter).ok());
-  f->OpenHost("http://a", std::nullopt);
-
-  // Each fetch ends at `t`; the next is due `expect` seconds later, not sooner.
-  Clock::time_point t = kT0;
-  auto fetch = [&](HostSignal signal, double expect) {
-    auto lease = PopAt(*f, t);
-    REQUIRE(lease);
-    f->Done(*lease, t, 0, signal);
-    Clock::time_point next{};
-    CHECK_FALSE(PopAt(*f, t, &next));
-    CHECK(std::chrono::duration<double>(next - t).count() == Approx(expect));
-    t = next;
+  OneHost h(o, 20);
+  auto fetch = [&](HostSignal signal) {
+    return h.Step([&](const Lease& l) { h.f->Done(l, h.t, 0, signal); });
   };
-  fetch(HostSignal::kAnswered, 1);    // the usual delay
-  fetch(HostSignal::kOverloaded, 2);  // doubled: twice the usual delay
-  fetch(HostSignal::kOverloaded, 4);
-  fetch(HostSignal::kOverloaded, 8);
-  CHECK(f->Stats(t).hosts_backing_off == 1);
-  fetch(HostSignal::kOverloaded, 10);  // the cap
-  fetch(HostSignal::kOverloaded, 10);
-  fetch(HostSignal::kAnswered, 5);  // decays ...
-  fetch(HostSignal::kNone, 5);      // (says nothing about the host)
-  fetch(HostSignal::kAnswered, 2.5);
-  fetch(HostSignal::kAnswered, 1.25);
-  fetch(HostSignal::kAnswered, 1);  // ... back to the usual delay
-  CHECK(f->Stats(t).hosts_backing_off == 0);
+  CHECK(fetch(HostSignal::kAnswered) == Approx(1));    // the usual delay
+  CHECK(fetch(HostSignal::kOverloaded) == Approx(2));  // doubled: twice the usual
+  CHECK(fetch(HostSignal::kOverloaded) == Approx(4));
+  CHECK(fetch(HostSignal::kOverloaded) == Approx(8));
+  CHECK(h.f->Stats(h.t).hosts_backing_off == 1);
+  CHECK(fetch(HostSignal::kOverloaded) == Approx(10));  // the cap
+  CHECK(fetch(HostSignal::kOverloaded) == Approx(10));
+  CHECK(fetch(HostSignal::kAnswered) == Approx(5));  // decays ...
+  CHECK(fetch(HostSignal::kNone) == Approx(5));      // (says nothing about the host)
+  CHECK(fetch(HostSignal::kAnswered) == Approx(2.5));
+  CHECK(fetch(HostSignal::kAnswered) == Approx(1.25));
+  CHECK(fetch(HostSignal::kAnswered) == Approx(1));  // ... back to the usual delay
+  CHECK(h.f->Stats(h.t).hosts_backing_off == 0);
 
   // A retry after a 429 holds the host for the retry's back-off and doubles.
-  auto lease = PopAt(*f, t);
-  REQUIRE(lease);
-  REQUIRE(f->Retry(*lease, t, 0, t + seconds(30), HostSignal::kOverloaded).ok());
-  Clock::time_point next{};
-  CHECK_FALSE(PopAt(*f, t + seconds(29), &next));
-  CHECK(next == t + seconds(30));
-  CHECK(f->Stats(t).hosts_backing_off == 1);
+  Clock::time_point start = h.t;
+  CHECK(h.Step([&](const Lease& l) {
+    REQUIRE(h.f->Retry(l, start, 0, start + seconds(30), HostSignal::kOverloaded).ok());
+  }) == Approx(30));
+  CHECK(h.f->Stats(h.t).hosts_backing_off == 1);
 }
 
 TEST_CASE(
     "Parking: a host unreachable park_after times in a row waits park_s; its "
     "queue is kept",
     "[frontier][backoff]") {
-  auto filter = MakeFilter();
   FrontierOptions o;
   o.min_delay_s = 1;
   o.park_after = 3;
   o.park_s = 100;
-  auto f = MakeFrontier(o);
-  std::vector<std::string> urls;
-  for (int i = 0; i < 10; ++i) urls.push_back("http://a/" + std::to_string(i));
-  REQUIRE(f->Admit(Entries(urls), *filter).ok());
-  f->OpenHost("http://a", std::nullopt);
-
-  Clock::time_point t = kT0;
-  auto fail = [&](double expect) {
-    auto lease = PopAt(*f, t);
-    REQUIRE(lease);
-    REQUIRE(f->Retry(*lease, t, 0, t + seconds(2), HostSignal::kUnreachable).ok());
-    Clock::time_point next{};
-    CHECK_FALSE(PopAt(*f, t, &next));
-    CHECK(std::chrono::duration<double>(next - t).count() == Approx(expect));
-    t = next;
+  OneHost h(o, 10);
+  auto fail = [&] {
+    return h.Step([&](const Lease& l) {
+      REQUIRE(h.f->Retry(l, h.t, 0, h.t + seconds(2), HostSignal::kUnreachable).ok());
+    });
   };
-  fail(2);  // the retry's back-off
-  fail(2);
-  CHECK(f->Stats(t).hosts_parked == 0);
-  fail(100);  // the third in a row: parked
-  CHECK(f->Stats(t).hosts_parked == 1);
-  fail(100);                               // and again after each further failure
-  CHECK(f->Stats(t).queued_memory == 10);  // nothing dropped
-
-  auto lease = PopAt(*f, t);  // the host answers again
-  REQUIRE(lease);
-  f->Done(*lease, t, 0, HostSignal::kAnswered);
-  CHECK(f->Stats(t).hosts_parked == 0);
-  Clock::time_point next{};
-  CHECK_FALSE(PopAt(*f, t, &next));
-  CHECK(next == t + seconds(1));
+  CHECK(fail() == Approx(2));  // the retry's back-off
+  CHECK(fail() == Approx(2));
+  CHECK(h.f->Stats(h.t).hosts_parked == 0);
+  CHECK(fail() == Approx(100));  // the third in a row: parked
+  CHECK(h.f->Stats(h.t).hosts_parked == 1);
+  CHECK(h.f->Parked("http://a"));
+  CHECK(fail() == Approx(100));                // and again after each further failure
+  CHECK(h.f->Stats(h.t).queued_memory == 10);  // nothing dropped
+  // The host answers again: no longer parked, the usual delay.
+  CHECK(h.Step([&](const Lease& l) { h.f->Done(l, h.t, 0, HostSignal::kAnswered); }) ==
+        Approx(1));
+  CHECK(h.f->Stats(h.t).hosts_parked == 0);
 }
 
 TEST_CASE("At most max_connections_per_host in flight; starts min_delay apart",
