@@ -22,8 +22,7 @@ frontier::HostSignal SignalOf(const FetchResult& r) {
   using frontier::HostSignal;
   if (r.status == 429 || r.status == 503) return HostSignal::kOverloaded;
   if (r.status > 0) return HostSignal::kAnswered;
-  if (r.error == FetchError::kConnect || r.error == FetchError::kTimeout)
-    return HostSignal::kUnreachable;
+  if (r.error == FetchError::kConnect) return HostSignal::kUnreachable;
   return HostSignal::kNone;
 }
 

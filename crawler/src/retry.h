@@ -21,9 +21,10 @@ bool Transient(const FetchResult& r);
 
 // What a fetch says about its host, for the frontier's host back-off and
 // parking: 429/503 overloaded; any other response answered; no connection
-// or no answer (connect error, timeout) unreachable; anything else (DNS, a
-// response cut mid-way) nothing. Overloaded and unreachable also hold the
-// whole host for a retry's back-off, not only the URL.
+// (refused, unreachable) unreachable; anything else (a timeout, DNS, a
+// response cut mid-way) nothing: a slow or flaky server is not parked, its
+// URLs back off one by one. Overloaded and unreachable also hold the whole
+// host for a retry's back-off, not only the URL.
 frontier::HostSignal SignalOf(const FetchResult& r);
 
 // Retry-After of a response head (its last value, if several): delay

@@ -422,7 +422,8 @@ void Worker::LogIfParked(const std::string& host, const FetchResult& r) {
   if (SignalOf(r) != frontier::HostSignal::kUnreachable || !p_.frontier.Parked(host))
     return;
   spdlog::warn(
-      "{}: no answer ({}) {} or more fetches in a row: parked, its next fetch in {:.0f} "
+      "{}: no connection ({}) {} or more fetches in a row: parked, its next fetch in "
+      "{:.0f} "
       "s "
       "(its queued URLs are kept)",
       host, FetchErrorName(r.error), p_.config.frontier.park_after,

@@ -29,7 +29,7 @@ TEST_CASE("Transient failures: connect, timeout, reset, 5xx, 429, 408; not DNS o
   CHECK(SignalOf(With(429)) == HostSignal::kOverloaded);
   CHECK(SignalOf(With(503)) == HostSignal::kOverloaded);
   CHECK(SignalOf(With(0, FetchError::kConnect)) == HostSignal::kUnreachable);
-  CHECK(SignalOf(With(0, FetchError::kTimeout)) == HostSignal::kUnreachable);
+  CHECK(SignalOf(With(0, FetchError::kTimeout)) == HostSignal::kNone);
   CHECK(SignalOf(With(500)) == HostSignal::kAnswered);
   CHECK(SignalOf(With(200)) == HostSignal::kAnswered);
   CHECK(SignalOf(With(0, FetchError::kProtocol)) == HostSignal::kNone);

@@ -79,9 +79,9 @@ struct FrontierOptions {
   // again, back to the usual delay once it falls below backoff_min_s.
   double backoff_min_s = 1.0;
   double backoff_max_s = 60.0;
-  // A host that could not be reached (no connection, no answer) this many
-  // fetches in a row is parked: its next fetch waits park_s (0: never
-  // parked), and so after every further failure. Its queue is kept.
+  // A host that could not be connected to this many fetches in a row is
+  // parked: its next fetch waits park_s (0: never parked), and so after
+  // every further failure. Its queue is kept.
   uint32_t park_after = 5;
   double park_s = 60.0;
 };
@@ -90,7 +90,7 @@ struct FrontierOptions {
 enum class HostSignal {
   kAnswered,     // a response, not "overloaded": the back-off decays
   kOverloaded,   // 429 or 503: the host's delay doubles
-  kUnreachable,  // no connection or no answer: counts toward parking
+  kUnreachable,  // no connection at all: counts toward parking
   kNone,         // says nothing about the host (e.g. a DNS error, a bad URL)
 };
 
