@@ -17,6 +17,8 @@
 #include "base/bytes.h"
 #include "base/file_util.h"
 #include "base/mutex.h"
+#include "host_backoff.h"
+#include "spill_record.h"
 
 namespace crawler::frontier {
 namespace {
@@ -24,37 +26,6 @@ namespace {
 // Pending spill records held in RAM across all hosts before they are
 // appended to their files (amortises open/append/close).
 constexpr uint64_t kMaxBufferedSpill = 8192;
-
-// One spill record (see frontier.h), through the shared little-endian codec.
-void EncodeSpillRecord(const UrlEntry& e, ByteWriter* w) {
-  w->U32(e.depth);
-  w->U32(e.redirects);
-  w->U32(e.attempt);
-  w->U32(static_cast<uint32_t>(e.url.size()));
-  w->U32(static_cast<uint32_t>(e.referrer.size()));
-  w->Bytes(reinterpret_cast<const uint8_t*>(e.url.data()), e.url.size());
-  w->Bytes(reinterpret_cast<const uint8_t*>(e.referrer.data()), e.referrer.size());
-}
-
-// Reads the next record; false at the end of the file or on a short record.
-// *bytes: the record's size on disk.
-bool ReadSpillRecord(std::FILE* f, UrlEntry* e, uint64_t* bytes) {
-  uint8_t head[20];
-  if (std::fread(head, 1, sizeof(head), f) != sizeof(head)) return false;
-  ByteReader r(head, sizeof(head));
-  e->depth = r.U32();
-  e->redirects = r.U32();
-  e->attempt = r.U32();
-  uint32_t url_len = r.U32(), ref_len = r.U32();
-  e->url.resize(url_len);
-  e->referrer.resize(ref_len);
-  if (std::fread(e->url.data(), 1, url_len, f) != url_len ||
-      std::fread(e->referrer.data(), 1, ref_len, f) != ref_len) {
-    return false;
-  }
-  *bytes = sizeof(head) + url_len + ref_len;
-  return true;
-}
 
 }  // namespace
 
@@ -82,8 +53,7 @@ struct Frontier::Impl {
     Clock::time_point due{};
     uint32_t in_flight = 0;
     bool scheduled = false;
-    double backoff_s = 0;          // the 429/503 slow-down (0: none)
-    uint32_t unreachable_run = 0;  // fetches in a row without an answer
+    HostBackoff backoff;
     uint64_t Queued() const { return ram_size + on_disk + write_buf.size(); }
     void PushRam(UrlEntry e) {
       ram[e.depth].push_back(std::move(e));
@@ -294,38 +264,16 @@ struct Frontier::Impl {
                      options.response_factor * response_s});
   }
   double DelayAfterFetch(const Host& h, double response_s) const {
-    return std::max(UsualDelay(h, response_s), h.backoff_s);
+    return h.backoff.Wait(UsualDelay(h, response_s), options);
   }
 
-  // FrontierOptions' back-off and parking; then the host waits its delay
-  // after the fetch that ended at `now`.
+  // The host's back-off takes `signal`; then the host waits its delay after
+  // the fetch that ended at `now`.
   void AfterFetch(Host& h, Clock::time_point now, double response_s, HostSignal signal) {
-    switch (signal) {
-      case HostSignal::kOverloaded:
-        h.backoff_s = std::min(options.backoff_max_s,
-                               std::max({2 * h.backoff_s, 2 * UsualDelay(h, response_s),
-                                         options.backoff_min_s}));
-        h.unreachable_run = 0;
-        break;
-      case HostSignal::kAnswered:
-        h.backoff_s /= 2;
-        if (h.backoff_s < options.backoff_min_s) h.backoff_s = 0;
-        h.unreachable_run = 0;
-        break;
-      case HostSignal::kUnreachable:
-        ++h.unreachable_run;
-        break;
-      case HostSignal::kNone:
-        break;
-    }
-    double wait = DelayAfterFetch(h, response_s);
-    if (Parked(h)) wait = std::max(wait, options.park_s);
-    h.due = std::max(h.due, now + std::chrono::duration_cast<Clock::duration>(
-                                      std::chrono::duration<double>(wait)));
-  }
-  bool Parked(const Host& h) const {
-    return options.park_after > 0 && options.park_s > 0 &&
-           h.unreachable_run >= options.park_after;
+    h.backoff.On(signal, UsualDelay(h, response_s), options);
+    h.due = std::max(
+        h.due, now + std::chrono::duration_cast<Clock::duration>(
+                         std::chrono::duration<double>(DelayAfterFetch(h, response_s))));
   }
 };
 
@@ -486,7 +434,7 @@ bool Frontier::Parked(std::string_view host) const {
   const Impl& m = *impl_;
   MutexLock lock(m.mu);
   auto it = m.host_index.find(std::string(host));
-  return it != m.host_index.end() && m.Parked(m.hosts[it->second]);
+  return it != m.host_index.end() && m.hosts[it->second].backoff.Parked(m.options);
 }
 
 FrontierStats Frontier::Stats(Clock::time_point now) const {
@@ -503,8 +451,8 @@ FrontierStats Frontier::Stats(Clock::time_point now) const {
   s.spilled = m.spilled;
   s.depths.assign(m.depth_counts.begin(), m.depth_counts.end());
   for (const Impl::Host& h : m.hosts) {
-    if (h.backoff_s > 0) ++s.hosts_backing_off;
-    if (m.Parked(h)) ++s.hosts_parked;
+    if (h.backoff.slow_s > 0) ++s.hosts_backing_off;
+    if (h.backoff.Parked(m.options)) ++s.hosts_parked;
     if (!h.open) {
       ++s.hosts_waiting_robots;
     } else if (h.Queued() > 0) {
