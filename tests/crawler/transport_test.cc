@@ -52,12 +52,12 @@ bool Listening(unsigned port) {
   return ok;
 }
 
-void WaitListening(unsigned port, const std::string& what, const std::string& log) {
+// Waits up to 5 s for a server on `port`; fails showing the server's `log`.
+void WaitListening(unsigned port, const std::string& log) {
   for (int i = 0; i < 500 && !Listening(port); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   INFO(ReadText(log));
   REQUIRE(Listening(port));
-  (void)what;
 }
 
 // A CA, and a certificate it signed for 127.0.0.1; a second, self-signed one.
@@ -106,7 +106,7 @@ class Nginx {
     conf.close();
     pid_ = Spawn("/usr/sbin/nginx -p " + dir + " -c " + dir + "/nginx.conf",
                  dir + "/nginx.out");
-    WaitListening(port, "nginx", dir + "/nginx.out");
+    WaitListening(port, dir + "/nginx.out");
   }
   ~Nginx() {
     ::kill(pid_, SIGTERM);
@@ -129,7 +129,7 @@ class Proxy {
          << "\"\nLogLevel Info\nMaxClients 50\nAllow 127.0.0.1\n";
     conf.close();
     pid_ = Spawn("tinyproxy -d -c " + dir + "/tinyproxy.conf", dir + "/tinyproxy.out");
-    WaitListening(port, "tinyproxy", dir + "/tinyproxy.out");
+    WaitListening(port, dir + "/tinyproxy.out");
     url_ = "http://127.0.0.1:" + std::to_string(port);
   }
   ~Proxy() {
