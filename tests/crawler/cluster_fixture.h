@@ -79,6 +79,14 @@ inline std::string NodeCommand(const std::string& dir, const std::string& redis,
 
 inline const std::vector<std::string> kNodes = {"n1", "n2", "n3"};
 
+// A node's stdout+stderr (DIR/NODE.out): its first and last 10,000
+// characters (a sanitizer's report is at the end; exit code 66 is TSan's).
+inline std::string NodeOutput(const std::string& dir, const std::string& node) {
+  std::string out = ReadText(dir + "/" + node + ".out");
+  if (out.size() <= 20000) return out;
+  return out.substr(0, 10000) + "\n[...]\n" + out.substr(out.size() - 10000);
+}
+
 // For a node that gets SIGSTOP: its transfers open at the stop must not time
 // out at SIGCONT (a timed-out page's links would be missing from the truth set).
 inline constexpr const char* kLongTimeouts =
@@ -128,7 +136,7 @@ inline std::vector<pid_t> StartNodes(const std::string& dir, const RedisServer& 
 inline void WaitNodes(const std::string& dir, const std::vector<pid_t>& pids) {
   for (size_t i = 0; i < pids.size(); ++i) {
     int code = WaitExitFor(pids[i], 600);
-    INFO(kNodes[i] << ": " << ReadText(dir + "/" + kNodes[i] + ".out").substr(0, 20000));
+    INFO(kNodes[i] << ": " << NodeOutput(dir, kNodes[i]));
     CHECK(code == 0);
   }
 }

@@ -84,8 +84,7 @@ double SecondsUntilTaken(const ClusterCrawl& c, const std::string& job,
 void WaitOthers(ClusterCrawl& c) {
   for (size_t i : {0, 2}) {
     int code = WaitExitFor(c.nodes[i], 600);
-    INFO(kNodes[i] << ": "
-                   << ReadText(c.dir + "/" + kNodes[i] + ".out").substr(0, 20000));
+    INFO(kNodes[i] << ": " << NodeOutput(c.dir, kNodes[i]));
     CHECK(code == 0);
   }
 }
@@ -149,7 +148,7 @@ TEST_CASE(
   WaitForCommit(c, "leave", "n2");
   ::kill(c.nodes[1], SIGTERM);
   int code = WaitExitFor(c.nodes[1], 120);
-  INFO(ReadText(c.dir + "/n2.out").substr(0, 20000));
+  INFO(NodeOutput(c.dir, "n2"));
   CHECK(code == 0);
   double took = SecondsUntilTaken(c, "leave", "n2", 120);
   WARN("n2's shards taken over " << took << " s after it exited");
@@ -251,11 +250,14 @@ TEST_CASE(
                   << " s after it started");
   CHECK(held == expected);
   int code = WaitExitFor(n4, 600);
-  INFO("n4: " << ReadText(c.dir + "/n4.out").substr(0, 20000));
+  INFO("n4: " << NodeOutput(c.dir, "n4"));
   CHECK(code == 0);
   WaitOthers(c);
   int n2 = WaitExitFor(c.nodes[1], 600);
-  CHECK(n2 == 0);
+  {
+    INFO("n2: " << NodeOutput(c.dir, "n2"));
+    CHECK(n2 == 0);
+  }
   c.site.Stop();
   CheckUnionIsTruth(c.dir, c.truth, four);
   // Each URL answered once at the server (a handoff drains before its
@@ -352,7 +354,7 @@ TEST_CASE(
   }
   for (size_t i = 0; i < names.size(); ++i) {
     if (exits[i] == kRunning) exits[i] = WaitExitFor(c.nodes[i], 900);
-    INFO(names[i] << ": " << ReadText(c.dir + "/" + names[i] + ".out").substr(0, 20000));
+    INFO(names[i] << ": " << NodeOutput(c.dir, names[i]));
     CHECK(exits[i] == 0);
   }
   c.site.Stop();

@@ -320,7 +320,7 @@ TEST_CASE(
   }
   for (size_t i = 0; i < names.size(); ++i) {
     if (exits[i] == -100) exits[i] = WaitExitFor(pids[i], 900);
-    INFO(names[i] << ": " << ReadText(dir + "/" + names[i] + ".out").substr(0, 20000));
+    INFO(names[i] << ": " << NodeOutput(dir, names[i]));
     CHECK(exits[i] == 0);
   }
   site.Stop();
