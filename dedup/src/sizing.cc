@@ -1,4 +1,6 @@
 // Geometry of blocked (counting) Bloom layers: see bloom_impl.h for the model.
+#include <math.h>  // lgamma_r (glibc)
+
 #include <cmath>
 #include <map>
 #include <mutex>
@@ -77,8 +79,12 @@ double BlockedBloomFpr(uint32_t block_bits, double bits_per_item, uint32_t k) {
   const auto last = static_cast<uint64_t>(lambda + spread);
   double sum = 0;
   for (uint64_t i = first; i <= last; ++i) {
+    // lgamma_r, not std::lgamma: glibc's lgamma writes the global signgam,
+    // a data race between a worker growing the filter and the stats report
+    // (TSan, in CI's 'Cluster join'). The sign is + here (argument >= 1).
+    int sign = 0;
     double log_p = -lambda + static_cast<double>(i) * std::log(lambda) -
-                   std::lgamma(static_cast<double>(i) + 1.0);
+                   ::lgamma_r(static_cast<double>(i) + 1.0, &sign);
     double cell_set = -std::expm1(static_cast<double>(i * k) * miss);
     sum += std::exp(log_p) * std::pow(cell_set, k);
   }

@@ -1,6 +1,6 @@
 // Concurrency of the striped filters (run under TSan in CI): racing inserts of
-// the same keys admit each key at most once, totals match, and Save runs while
-// other threads insert.
+// the same keys admit each key at most once, totals match, stats are read
+// while layers are added, and Save runs while other threads insert.
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <thread>
@@ -64,7 +64,27 @@ TEMPLATE_TEST_CASE(
       }
     });
   }
+  // Two threads read the stats meanwhile (as the progress line and the
+  // checkpoint do): each layer's estimated false-positive rate is computed
+  // while others add layers (glibc's lgamma raced on signgam there). Items
+  // only grow.
+  std::atomic<bool> inserting{true};
+  std::atomic<uint64_t> shrank{0};
+  std::vector<std::thread> readers;
+  for (int r = 0; r < 2; ++r) {
+    readers.emplace_back([&] {
+      uint64_t last = 0;
+      while (inserting.load()) {
+        FilterStats st = f->Stats();
+        if (st.items < last) shrank.fetch_add(1);
+        last = st.items;
+      }
+    });
+  }
   for (auto& th : threads) th.join();
+  inserting = false;
+  for (auto& th : readers) th.join();
+  CHECK(shrank.load() == 0);
 
   uint64_t total_wins = 0, twice = 0, never = 0;
   for (auto& w : wins) {
