@@ -14,7 +14,7 @@ seed="${FUZZ_SEED:-1}"
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCRAWLER_BUILD_FUZZ=ON -DCRAWLER_BUILD_TESTS=OFF -DCRAWLER_BUILD_BENCH=OFF \
   -DCRAWLER_SANITIZE=address,undefined -DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link -DCRAWLER_WERROR=ON
-targets=(url html robots dedup_load frontier_image checkpoint)
+targets=(url html robots sitemap dedup_load frontier_image checkpoint)
 cmake --build build-fuzz -j2 --target "${targets[@]/%/_fuzz}"
 for target in "${targets[@]}"; do
   scratch=$(mktemp -d)

@@ -8,7 +8,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config git
-  libcurl4-openssl-dev libgumbo-dev libidn2-dev
+  libcurl4-openssl-dev libgumbo-dev libidn2-dev libxml2-dev
   libboost1.81-dev libboost-url1.81-dev libboost-json1.81-dev
   libxxhash-dev libspdlog-dev catch2 libtomlplusplus-dev libcli11-dev libssl-dev
   zlib1g-dev libdeflate-dev libhiredis-dev redis-server
