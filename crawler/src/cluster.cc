@@ -361,6 +361,7 @@ void Cluster::Ship(std::vector<frontier::UrlEntry> entries) {
     b.lines += std::to_string(e.redirects);
     b.lines += '\t';
     b.lines += e.referrer;
+    if (e.kind == frontier::UrlEntry::Kind::kSitemap) b.lines += "\ts";
     b.lines += '\n';
     ++queued_urls_;
     if (b.urls >= cfg_.batch_urls) {  // one stream entry holds batch_urls at most

@@ -326,7 +326,8 @@ inline bool Uncompress(std::string_view z, size_t raw_len, std::string* out) {
          size == raw_len;
 }
 
-// "url \t depth \t redirects \t referrer \n" lines -> entries. False: malformed.
+// "url \t depth \t redirects \t referrer [\t s] \n" lines -> entries ("s": a
+// sitemap). False: malformed.
 inline bool ParseLines(std::string_view text, std::vector<frontier::UrlEntry>* out) {
   std::vector<frontier::UrlEntry> got;
   while (!text.empty()) {
@@ -342,7 +343,15 @@ inline bool ParseLines(std::string_view text, std::vector<frontier::UrlEntry>* o
       line.remove_prefix(tab + 1);
     }
     f[3] = line;
+    // An optional fifth field: "s" for a sitemap (Kind::kSitemap).
+    bool sitemap = false;
+    if (size_t tab = f[3].find('\t'); tab != std::string_view::npos) {
+      sitemap = f[3].substr(tab + 1) == "s";
+      if (!sitemap) return false;
+      f[3] = f[3].substr(0, tab);
+    }
     frontier::UrlEntry e;
+    if (sitemap) e.kind = frontier::UrlEntry::Kind::kSitemap;
     e.url = std::string(f[0]);
     auto d = std::from_chars(f[1].data(), f[1].data() + f[1].size(), e.depth);
     auto r = std::from_chars(f[2].data(), f[2].data() + f[2].size(), e.redirects);

@@ -172,6 +172,16 @@ std::vector<Key> CrawlKeys() {
       BoolKey(
           "crawl", "include_assets",
           [](Config & c) -> auto& { return c.crawl.include_assets; }),
+      StringKey(
+          "crawl", "sitemaps", [](Config & c) -> auto& { return c.crawl.sitemaps; },
+          [](const std::string& v) {
+            return v == "off" || v == "robots" || v == "robots+default"
+                       ? std::string()
+                       : std::string("must be off, robots or robots+default");
+          }),
+      IntKey<uint32_t>(
+          "crawl", "sitemap_max_depth",
+          [](Config & c) -> auto& { return c.crawl.sitemap_max_depth; }, 0, 10),
   };
 }
 

@@ -34,10 +34,11 @@ void HostTable::RobotsStarted(const Gate::Pass&, const std::string& host,
 
 std::optional<double> HostTable::RobotsDone(const Gate::Pass&, const std::string& host,
                                             parsers::RobotsFetch outcome,
-                                            std::string_view body,
-                                            Clock::time_point now) {
+                                            std::string_view body, Clock::time_point now,
+                                            std::vector<std::string>* sitemaps) {
   parsers::Robots robots = parsers::Robots::ForFetch(outcome, body, user_agent_);
   std::optional<double> delay = robots.crawl_delay();
+  if (sitemaps != nullptr && !robots.disallow_all()) *sitemaps = robots.sitemaps();
   MutexLock lock(mu_);
   Host& h = hosts_[host];
   h.robots = std::move(robots);

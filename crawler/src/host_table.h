@@ -69,10 +69,13 @@ class HostTable {
   // A robots.txt fetch of `host` starts at `url`, `hops` redirects in.
   void RobotsStarted(const Gate::Pass&, const std::string& host, const std::string& url,
                      int hops) EXCLUDES(mu_);
-  // It ended with `outcome`; returns the rules' Crawl-delay.
+  // It ended with `outcome`; returns the rules' Crawl-delay (and, if
+  // `sitemaps` is given, the file's Sitemap: lines, unless all is disallowed).
   std::optional<double> RobotsDone(const Gate::Pass&, const std::string& host,
                                    parsers::RobotsFetch outcome, std::string_view body,
-                                   frontier::Clock::time_point now) EXCLUDES(mu_);
+                                   frontier::Clock::time_point now,
+                                   std::vector<std::string>* sitemaps = nullptr)
+      EXCLUDES(mu_);
 
   // A robots.txt fetch of `host` failed in a way a server gets over (5xx,
   // no answer): how many times in a row it has now (RobotsDone resets it).

@@ -8,6 +8,7 @@
 #include <random>
 #include <thread>
 
+#include "parsers/sitemap.h"
 #include "retry.h"
 
 namespace crawler::engine {
@@ -313,6 +314,36 @@ Status Worker::ProcessOne() {
   return st;
 }
 
+// A fetched sitemap (plain or gzip) -> its <loc>s resolved against `url`.
+Worker::Prepared::SitemapUrls Worker::ReadSitemap(const FetchResult& r,
+                                                  const std::string& url) const {
+  Prepared::SitemapUrls out;
+  std::string plain;
+  std::string_view body = r.body;
+  if (parsers::IsGzip(body)) {  // .xml.gz (a Content-Encoding is undone by libcurl)
+    std::string error;
+    bool cut = false;
+    plain = parsers::GunzipSitemap(body, &error, &cut);
+    if (!error.empty()) out.problems.push_back(error);
+    if (cut) out.problems.push_back("over 50 MB uncompressed: the rest is ignored");
+    body = plain;
+  }
+  if (r.truncated) out.problems.push_back("body cut at fetch.max_body_bytes");
+  parsers::Sitemap map = parsers::ParseSitemap(body);
+  out.index = map.index;
+  for (std::string& w : map.warnings) out.problems.push_back(std::move(w));
+  for (const parsers::SitemapEntry& e : map.entries) {
+    parsers::UrlResult u = parsers::ResolveHref(url, e.loc, p_.config.url);
+    if (u.ok()) {
+      out.urls.push_back(*u);
+    } else if (out.problems.size() < 20) {
+      out.problems.push_back("<loc>" + e.loc.substr(0, 200) +
+                             "</loc>: " + u.status().message());
+    }
+  }
+  return out;
+}
+
 Worker::Prepared Worker::Prepare(const Completed& c) const {
   Prepared p;
   const FetchResult& r = c.result;
@@ -327,7 +358,10 @@ Worker::Prepared Worker::Prepare(const Completed& c) const {
     p.warc = p_.warc.Prepare(ex);
   }
   bool html = r.content_type == "text/html" || r.content_type == "application/xhtml+xml";
-  if (!c.robots && r.status >= 200 && r.status < 300 && html) {
+  bool sitemap = !c.robots && c.lease.entry.kind == frontier::UrlEntry::Kind::kSitemap;
+  if (sitemap && r.status >= 200 && r.status < 300) {
+    p.sitemap = ReadSitemap(r, c.lease.entry.url);
+  } else if (!c.robots && !sitemap && r.status >= 200 && r.status < 300 && html) {
     parsers::ExtractOptions eo;
     eo.include_assets = p_.config.crawl.include_assets;
     eo.url = p_.config.url;
@@ -374,10 +408,40 @@ Status Worker::FinishRobots(const Gate::Pass& pass, const Completed& c,
       return Status::Ok();
     }
   }
+  std::vector<std::string> sitemaps;
   std::optional<double> delay =
-      p_.hosts.RobotsDone(pass, c.host, outcome, r.body, Clock::now());
+      p_.hosts.RobotsDone(pass, c.host, outcome, r.body, Clock::now(), &sitemaps);
   p_.frontier.OpenHost(c.host, delay, Clock::now());
-  return Status::Ok();
+  return OfferSitemaps(pass, c.host, sitemaps);
+}
+
+Status Worker::OfferSitemaps(const Gate::Pass& pass, const std::string& host,
+                             const std::vector<std::string>& named) {
+  const std::string& mode = p_.config.crawl.sitemaps;
+  if (mode == "off") return Status::Ok();
+  std::vector<std::string> urls = named;
+  if (mode == "robots+default") urls.push_back(host + "/sitemap.xml");
+  const std::string robots = host + "/robots.txt";
+  std::vector<frontier::UrlEntry> mine, theirs;
+  uint64_t out_of_scope = 0;
+  for (const std::string& u : urls) {
+    parsers::UrlResult url = parsers::ResolveHref(robots, u, p_.config.url);
+    if (!url.ok()) {
+      spdlog::warn("{}: Sitemap: {}: {}", robots, u, url.status().message());
+      continue;
+    }
+    if (!p_.scope.Allows(*url)) {  // a sitemap on another host obeys scope
+      ++out_of_scope;
+      continue;
+    }
+    frontier::UrlEntry e{*url, 0, robots, 0};
+    e.kind = frontier::UrlEntry::Kind::kSitemap;
+    (p_.cluster != nullptr && !p_.cluster->Owns(*url) ? theirs : mine)
+        .push_back(std::move(e));
+  }
+  p_.counters.Add(&CrawlSummary::out_of_scope, out_of_scope);
+  if (!theirs.empty()) p_.cluster->Ship(std::move(theirs));
+  return Admit(pass, std::move(mine));
 }
 
 // robots.txt answered 5xx or not at all. RFC 9309 2.3.1.3/4: the host is
@@ -460,29 +524,55 @@ Status Worker::FinishPage(const Gate::Pass& pass, const Completed& c, const Prep
 
   std::vector<frontier::UrlEntry> next, theirs;
   uint64_t too_deep = 0, out_of_scope = 0;
-  auto offer = [&](const std::string& url, uint32_t depth, uint32_t redirects) {
-    if (depth > p_.config.crawl.max_depth) {
+  using Kind = frontier::UrlEntry::Kind;
+  // A sitemap's depth is its nesting (sitemap_max_depth bounds it), not a
+  // link distance.
+  auto offer = [&](const std::string& url, uint32_t depth, uint32_t redirects,
+                   Kind kind) {
+    if (kind == Kind::kPage && depth > p_.config.crawl.max_depth) {
       ++too_deep;
     } else if (!p_.scope.Allows(url)) {
       ++out_of_scope;
     } else {
       // Another cluster node's host: to its owner.
+      frontier::UrlEntry entry{url, depth, e.url, redirects};
+      entry.kind = kind;
       (p_.cluster != nullptr && !p_.cluster->Owns(url) ? theirs : next)
-          .push_back(frontier::UrlEntry{url, depth, e.url, redirects});
+          .push_back(std::move(entry));
     }
   };
   if (r.status >= 300 && r.status < 400 && !r.location.empty()) {
     // A redirect target is a URL like any other; the hop keeps the depth.
     if (e.redirects < p_.config.fetch.max_redirects) {
       parsers::UrlResult target = parsers::ResolveHref(e.url, r.location, p_.config.url);
-      if (target.ok()) offer(*target, e.depth, e.redirects + 1);
+      if (target.ok()) offer(*target, e.depth, e.redirects + 1, e.kind);
     } else {
       p_.counters.Add(&CrawlSummary::too_many_redirects);
     }
   }
   if (!p.links.meta_nofollow) {
     for (const parsers::Link& l : p.links.links) {
-      if (!l.nofollow) offer(l.url, e.depth + 1, 0);
+      if (!l.nofollow) offer(l.url, e.depth + 1, 0, Kind::kPage);
+    }
+  }
+  if (p.sitemap) {
+    // An index's sitemaps one level deeper; a urlset's pages at depth 1.
+    for (const std::string& problem : p.sitemap->problems)
+      spdlog::warn("{}: sitemap: {}", e.url, problem);
+    bool deeper = p.sitemap->index && e.depth + 1 > p_.config.crawl.sitemap_max_depth;
+    if (deeper) {
+      spdlog::warn(
+          "{}: a sitemap index nested deeper than crawl.sitemap_max_depth ({}): "
+          "its {} sitemaps are not fetched",
+          e.url, p_.config.crawl.sitemap_max_depth, p.sitemap->urls.size());
+    } else {
+      for (const std::string& url : p.sitemap->urls) {
+        if (p.sitemap->index) {
+          offer(url, e.depth + 1, 0, Kind::kSitemap);
+        } else {
+          offer(url, 1, 0, Kind::kPage);
+        }
+      }
     }
   }
   p_.counters.Add(&CrawlSummary::too_deep, too_deep);

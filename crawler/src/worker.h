@@ -139,8 +139,16 @@ class Worker {
   struct Prepared {
     PreparedExchange warc;
     parsers::ExtractResult links;
+    // A sitemap's entries, resolved against its URL (sitemap.h).
+    struct SitemapUrls {
+      bool index = false;
+      std::vector<std::string> urls;
+      std::vector<std::string> problems;  // warnings, unresolvable <loc>s
+    };
+    std::optional<SitemapUrls> sitemap;
   };
   Prepared Prepare(const Completed& c) const;
+  Prepared::SitemapUrls ReadSitemap(const FetchResult& r, const std::string& url) const;
   Result<std::optional<frontier::Clock::time_point>> StartFetches(const Gate::Pass& pass);
   bool StartPage(const Gate::Pass& pass, frontier::Lease lease);
   [[nodiscard]] Status Skip(const frontier::Lease& lease, const char* why,
@@ -148,6 +156,10 @@ class Worker {
   [[nodiscard]] Status ProcessOne();
   [[nodiscard]] Status FinishRobots(const Gate::Pass& pass, const Completed& c,
                                     const Prepared& p);
+  // The sitemaps robots.txt of `host` named (and /sitemap.xml with
+  // crawl.sitemaps = "robots+default"), admitted like links.
+  [[nodiscard]] Status OfferSitemaps(const Gate::Pass& pass, const std::string& host,
+                                     const std::vector<std::string>& named);
   // Logs that `host` is parked after `r` (no answer park_after times in a row).
   void LogIfParked(const std::string& host, const FetchResult& r);
   [[nodiscard]] Status FinishPage(const Gate::Pass& pass, const Completed& c,

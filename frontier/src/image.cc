@@ -54,13 +54,16 @@ Status WriteFrontierImage(const Frontier& frontier, Clock::time_point cut, std::
         return flush(false);
       },
       [&](const UrlEntry& e, bool leased) {
-        w.U8(e.attempt > 0 ? 'R' : 'U');
+        // 'U' a page, 'R' a page fetched again, 'S' a sitemap (with its
+        // attempt count, always).
+        bool sitemap = e.kind == UrlEntry::Kind::kSitemap;
+        w.U8(sitemap ? 'S' : e.attempt > 0 ? 'R' : 'U');
         w.U8(leased ? 1 : 0);
         w.U32(e.depth);
         w.U32(e.redirects);
         w.Str(e.url);
         w.Str(e.referrer);
-        if (e.attempt > 0) w.U32(e.attempt);
+        if (sitemap || e.attempt > 0) w.U32(e.attempt);
         ++urls;
         return flush(false);
       });
@@ -97,14 +100,15 @@ Result<FrontierImage> DecodeFrontierImage(std::string_view bytes,
       if (r.ok() && (h.key.empty() || HostKey(h.key) != h.key))
         return Damaged(path, "not a host key: " + h.key);
       image.hosts.push_back(std::move(h));
-    } else if (tag == 'U' || tag == 'R') {
+    } else if (tag == 'U' || tag == 'R' || tag == 'S') {
       UrlEntry e;
       bool leased = r.U8() != 0;
       e.depth = r.U32();
       e.redirects = r.U32();
       e.url = r.Str();
       e.referrer = r.Str();
-      if (tag == 'R') e.attempt = r.U32();
+      if (tag == 'R' || tag == 'S') e.attempt = r.U32();
+      if (tag == 'S') e.kind = UrlEntry::Kind::kSitemap;
       if (r.ok() && HostKey(e.url).empty()) return Damaged(path, "not a URL: " + e.url);
       image.urls.emplace_back(std::move(e), leased);
     } else if (tag == 'E') {

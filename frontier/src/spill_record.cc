@@ -7,6 +7,7 @@ void EncodeSpillRecord(const UrlEntry& e, ByteWriter* w) {
   w->U32(e.depth);
   w->U32(e.redirects);
   w->U32(e.attempt);
+  w->U32(static_cast<uint32_t>(e.kind));
   w->U32(static_cast<uint32_t>(e.url.size()));
   w->U32(static_cast<uint32_t>(e.referrer.size()));
   w->Bytes(reinterpret_cast<const uint8_t*>(e.url.data()), e.url.size());
@@ -14,12 +15,13 @@ void EncodeSpillRecord(const UrlEntry& e, ByteWriter* w) {
 }
 
 bool ReadSpillRecord(std::FILE* f, UrlEntry* e, uint64_t* bytes) {
-  uint8_t head[20];
+  uint8_t head[24];
   if (std::fread(head, 1, sizeof(head), f) != sizeof(head)) return false;
   ByteReader r(head, sizeof(head));
   e->depth = r.U32();
   e->redirects = r.U32();
   e->attempt = r.U32();
+  e->kind = r.U32() == 1 ? UrlEntry::Kind::kSitemap : UrlEntry::Kind::kPage;
   uint32_t url_len = r.U32(), ref_len = r.U32();
   e->url.resize(url_len);
   e->referrer.resize(ref_len);

@@ -1,6 +1,6 @@
 // The spill file's record (see frontier/frontier.h), through the shared
-// little-endian codec: depth u32 | redirects u32 | attempt u32 | url_len u32
-// | ref_len u32 | url | referrer.
+// little-endian codec: depth u32 | redirects u32 | attempt u32 | kind u32
+// (0 page, 1 sitemap) | url_len u32 | ref_len u32 | url | referrer.
 #ifndef FRONTIER_SPILL_RECORD_H_
 #define FRONTIER_SPILL_RECORD_H_
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cluster.h"
+#include "cluster_wire.h"
 #include "redis.h"
 
 namespace crawler::engine {
@@ -34,6 +35,28 @@ TEST_CASE("ParseRedisUrl: host, port, password; errors name the URL",
     REQUIRE_FALSE(r.ok());
     CHECK_THAT(r.status().message(), Catch::Contains(bad));
   }
+}
+
+TEST_CASE("ParseLines: the wire's URL lines, a sitemap marked by a fifth field",
+          "[cluster]") {
+  using cluster_wire::ParseLines;
+  std::vector<frontier::UrlEntry> got;
+  REQUIRE(
+      ParseLines("http://a/1\t2\t0\thttp://a/\n"
+                 "http://a/s.xml\t0\t1\thttp://a/robots.txt\ts\n",
+                 &got));
+  REQUIRE(got.size() == 2);
+  CHECK(got[0].url == "http://a/1");
+  CHECK(got[0].depth == 2);
+  CHECK(got[0].referrer == "http://a/");
+  CHECK(got[0].kind == frontier::UrlEntry::Kind::kPage);
+  CHECK(got[1].redirects == 1);
+  CHECK(got[1].referrer == "http://a/robots.txt");
+  CHECK(got[1].kind == frontier::UrlEntry::Kind::kSitemap);
+  // Anything else in a fifth field, or a missing newline, is malformed.
+  CHECK_FALSE(ParseLines("http://a/1\t0\t0\tr\tx\n", &got));
+  CHECK_FALSE(ParseLines("http://a/1\t0\t0\tr", &got));
+  CHECK(got.size() == 2);  // nothing added by a malformed batch
 }
 
 TEST_CASE("ShardOwner: balanced, and a new node takes shards only for itself",

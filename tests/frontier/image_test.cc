@@ -135,6 +135,50 @@ TEST_CASE(
   fs::remove_all(dir);
 }
 
+TEST_CASE(
+    "Frontier image and spill: a sitemap (record 'S') stays a sitemap through disk and "
+    "a round trip",
+    "[frontier][image][sitemap]") {
+  std::string dir =
+      (fs::temp_directory_path() / ("image-s-" + std::to_string(::getpid()))).string();
+  auto filter = std::move(dedup::Filter::Create(dedup::FilterOptions{})).value();
+  auto f = Make(dir + "/a");  // max_memory_urls 2: the rest spills
+  // Enough to pass the spill's write buffer (8,192): records go to disk.
+  std::vector<UrlEntry> entries;
+  for (int i = 0; i < 9000; ++i) {
+    UrlEntry e{"http://a.test/" + std::to_string(i), 0, "http://a.test/robots.txt", 0};
+    if (i % 3 == 0) e.kind = UrlEntry::Kind::kSitemap;
+    entries.push_back(std::move(e));
+  }
+  REQUIRE(f->Admit(entries, *filter).ok());
+  auto now = Clock::now();
+  CHECK(f->Stats(now).queued_disk > 8000);
+  auto image = DecodeFrontierImage(Encode(*f, now), "frontier.bin");
+  REQUIRE(image.ok());
+  REQUIRE(image->urls.size() == entries.size());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    INFO(image->urls[i].first.url);
+    REQUIRE(image->urls[i].first.url == entries[i].url);
+    REQUIRE(image->urls[i].first.kind == entries[i].kind);
+  }
+  // Restored (spilling again) and handed out: each keeps its kind.
+  auto g = Make(dir + "/b");
+  REQUIRE(RestoreFrontier(std::move(image).value(), now, g.get()).ok());
+  g->OpenHost("http://a.test", std::nullopt);
+  size_t sitemaps = 0;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    auto lease = g->Pop(now);
+    REQUIRE(lease.ok());
+    REQUIRE(lease->has_value());
+    REQUIRE((*lease)->entry.url == entries[i].url);
+    REQUIRE((*lease)->entry.kind == entries[i].kind);
+    sitemaps += (*lease)->entry.kind == UrlEntry::Kind::kSitemap ? 1 : 0;
+    g->Done(**lease, now, 0);
+  }
+  CHECK(sitemaps == 3000);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("Frontier image: golden bytes of an empty frontier", "[frontier][image]") {
   std::string dir =
       (fs::temp_directory_path() / ("image-g-" + std::to_string(::getpid()))).string();

@@ -26,6 +26,24 @@
 // robots.txt by host index h % 4: 0 -> Disallow: /private/ (+ Crawl-delay if
 // crawl_delay_s > 0); 1 -> 404 (allow all); 2 -> Disallow: /private/;
 // 3 -> 500 (RFC 9309: disallow all).
+//
+// With orphans = N > 0, every host also has pages /orphan/<i>.html (i < N)
+// that no link reaches, listed only in its sitemaps (a crawler with
+// crawl.sitemaps = "robots", the default, finds those of hosts 0 and 2):
+//   robots.txt (kinds 0, 2)  + "Sitemap: /sitemap-index.xml"
+//   /sitemap-index.xml       an index: /sitemaps/a.xml, /sitemaps/b.xml.gz,
+//                            /sitemaps/evil.xml, /sitemaps/nested.xml and
+//                            itself (a loop)
+//   /sitemaps/a.xml          the even orphans and "/" (already known)
+//   /sitemaps/b.xml.gz       the odd orphans, gzip-compressed
+//   /sitemaps/evil.xml       an XXE and a billion-laughs entity (nothing
+//                            read or expanded, nothing fetched from it)
+//   /sitemaps/nested.xml     an index of /sitemaps/nested2.xml, an index of
+//                            /sitemaps/deep.xml: 3 levels below the first,
+//                            past sitemap_max_depth (2), so deep.xml and its
+//                            /orphan/deep.html are never fetched
+//   /sitemap.xml             (all kinds) the orphans: only for
+//                            crawl.sitemaps = "robots+default"
 #ifndef TESTS_TESTSITE_SITE_H_
 #define TESTS_TESTSITE_SITE_H_
 
@@ -34,10 +52,13 @@
 #include <cstdio>
 #include <deque>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "gzip.h"
 
 namespace crawler::testsite {
 
@@ -55,6 +76,7 @@ struct SiteOptions {
   uint64_t huge_bytes = 12 * 1024 * 1024;
   double crawl_delay_s = 0;  // Crawl-delay of the h % 4 == 0 hosts (0: none)
   std::string vhost_domain;  // "": host h on port + h; else h<h>.<domain>:port
+  uint32_t orphans = 0;      // pages per host reachable only from sitemaps
 };
 
 struct Page {
@@ -109,6 +131,10 @@ class Site {
     char tail = 0;
     if (path == "/robots.txt") return Robots(h);
     if (path == "/") return HtmlPage(h, 0);
+    if (o_.orphans > 0) {
+      std::optional<Page> sitemap = SitemapPage(h, path);
+      if (sitemap) return *sitemap;
+    }
     if (std::sscanf(path.c_str(), "/p/%u.htm%c", &n, &tail) == 2 && tail == 'l' &&
         path == "/p/" + std::to_string(n) + ".html" && n < PagesOn(h)) {
       return HtmlPage(h, n);
@@ -192,6 +218,22 @@ class Site {
       fetched.insert(Origin(h) + "/robots.txt");
       seen.insert(Origin(h) + "/");
       queue.push_back({Origin(h) + "/", 0, 0});
+    }
+    // Sitemaps (crawl.sitemaps = "robots"): what hosts 0 and 2 name, down to
+    // sitemap_max_depth = 2; their orphan pages at depth 1.
+    if (o_.orphans > 0) {
+      for (uint32_t h = 0; h < o_.hosts; ++h) {
+        if (RobotsKind(h) != 0 && RobotsKind(h) != 2) continue;
+        for (const char* path :
+             {"/sitemap-index.xml", "/sitemaps/a.xml", "/sitemaps/b.xml.gz",
+              "/sitemaps/evil.xml", "/sitemaps/nested.xml", "/sitemaps/nested2.xml"}) {
+          fetched.insert(Origin(h) + path);
+        }
+        for (uint32_t i = 0; i < o_.orphans; ++i) {
+          std::string url = Origin(h) + "/orphan/" + std::to_string(i) + ".html";
+          if (seen.insert(url).second && o_.max_depth >= 1) queue.push_back({url, 1, 0});
+        }
+      }
     }
     while (!queue.empty()) {
       Item it = queue.front();
@@ -350,12 +392,84 @@ class Site {
     return p;
   }
 
+  // The sitemap files (see the top of this file); nullopt: not one.
+  std::optional<Page> SitemapPage(uint32_t h, const std::string& path) const {
+    Page p;
+    p.content_type = "application/xml";
+    const std::string o = Origin(h);
+    auto urlset = [&](const std::vector<std::string>& locs) {
+      std::string b =
+          "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+          "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n";
+      for (const std::string& l : locs)
+        b += "  <url><loc>" + l + "</loc><lastmod>2024-01-01</lastmod></url>\n";
+      return b + "</urlset>\n";
+    };
+    auto index = [&](const std::vector<std::string>& locs) {
+      std::string b =
+          "<?xml version=\"1.0\"?>\n"
+          "<sitemapindex xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n";
+      for (const std::string& l : locs)
+        b += "  <sitemap><loc>" + l + "</loc></sitemap>\n";
+      return b + "</sitemapindex>\n";
+    };
+    auto orphans = [&](int parity) {
+      std::vector<std::string> out;
+      for (uint32_t i = 0; i < o_.orphans; ++i)
+        if (parity < 0 || static_cast<int>(i % 2) == parity)
+          out.push_back(o + "/orphan/" + std::to_string(i) + ".html");
+      return out;
+    };
+    uint32_t n = 0;
+    char tail = 0;
+    if (path == "/sitemap-index.xml") {
+      p.body =
+          index({o + "/sitemaps/a.xml", "/sitemaps/b.xml.gz", o + "/sitemaps/evil.xml",
+                 o + "/sitemaps/nested.xml", o + "/sitemap-index.xml"});
+    } else if (path == "/sitemaps/a.xml") {
+      std::vector<std::string> locs = orphans(0);
+      locs.push_back(o + "/");
+      p.body = urlset(locs);
+    } else if (path == "/sitemaps/b.xml.gz") {
+      p.content_type = "application/gzip";
+      p.body = testing::Gzip(urlset(orphans(1)));
+    } else if (path == "/sitemaps/evil.xml") {
+      p.body =
+          "<?xml version=\"1.0\"?>\n<!DOCTYPE urlset [\n"
+          "<!ENTITY xxe SYSTEM \"file:///etc/passwd\">\n<!ENTITY l0 \"lol\">\n"
+          "<!ENTITY l1 \"&l0;&l0;&l0;&l0;&l0;&l0;&l0;&l0;&l0;&l0;\">\n"
+          "<!ENTITY l2 \"&l1;&l1;&l1;&l1;&l1;&l1;&l1;&l1;&l1;&l1;\">\n]>\n"
+          "<urlset><url><loc>" +
+          o + "/evil/&xxe;</loc></url><url><loc>" + o +
+          "/evil/&l2;</loc></url></urlset>\n";
+    } else if (path == "/sitemaps/nested.xml") {
+      p.body = index({o + "/sitemaps/nested2.xml"});
+    } else if (path == "/sitemaps/nested2.xml") {
+      p.body = index({o + "/sitemaps/deep.xml"});
+    } else if (path == "/sitemaps/deep.xml") {
+      p.body = urlset({o + "/orphan/deep.html"});
+    } else if (path == "/sitemap.xml") {
+      p.body = urlset(orphans(-1));
+    } else if (path == "/orphan/deep.html" ||
+               (std::sscanf(path.c_str(), "/orphan/%u.htm%c", &n, &tail) == 2 &&
+                tail == 'l' && path == "/orphan/" + std::to_string(n) + ".html" &&
+                n < o_.orphans)) {
+      p.body =
+          "<html><head><title>orphan</title></head><body>only in a sitemap</body></html>";
+    } else {
+      return std::nullopt;
+    }
+    return p;
+  }
+
   Page Robots(uint32_t h) const {
     Page p;
     p.content_type = "text/plain";
+    std::string sitemap =
+        o_.orphans > 0 ? "Sitemap: " + Origin(h) + "/sitemap-index.xml\n" : "";
     switch (RobotsKind(h)) {
       case 0:
-        p.body = "User-agent: *\nDisallow: /private/\n";
+        p.body = "User-agent: *\nDisallow: /private/\n" + sitemap;
         if (o_.crawl_delay_s > 0)
           p.body += "Crawl-delay: " + std::to_string(o_.crawl_delay_s) + "\n";
         break;
@@ -364,7 +478,7 @@ class Site {
         p.body = "no robots here";
         break;
       case 2:
-        p.body = "# a comment\nUser-agent: *\nDisallow: /private/\n";
+        p.body = "# a comment\nUser-agent: *\nDisallow: /private/\n" + sitemap;
         break;
       default:
         p.status = 500;

@@ -32,6 +32,11 @@ struct CrawlConfig {
   std::vector<std::string> include;        // regexes; empty: everything in scope
   std::vector<std::string> exclude;        // regexes
   bool include_assets = false;             // follow img/script/stylesheet links
+  // Sitemaps: "off", "robots" (robots.txt Sitemap: lines) or
+  // "robots+default" (also /sitemap.xml of every host). Their pages enter at
+  // depth 1; sitemap indexes nest at most sitemap_max_depth levels.
+  std::string sitemaps = "robots";
+  uint32_t sitemap_max_depth = 2;
 };
 
 struct FetchConfig {

@@ -24,11 +24,11 @@
 // host), so RAM grows with hosts, not with queued URLs.
 //
 // Spill file record (little-endian): depth u32 | redirects u32 | attempt u32 |
-// url_len u32 | ref_len u32 | url | referrer. Files are this process's scratch: a host's
-// spill files are numbered, a drained file is never reused, and it is only
-// removed by RemoveDrained, so a forked checkpoint writer that reads the
-// unread part of each file (ForEachEntry) never sees a file vanish or change
-// under it. Checkpoints store the queue itself (see crawler/checkpoint.h).
+// kind u32 | url_len u32 | ref_len u32 | url | referrer. Files are this process's
+// scratch: a host's spill files are numbered, a drained file is never reused, and it is
+// only removed by RemoveDrained, so a forked checkpoint writer that reads the unread part
+// of each file (ForEachEntry) never sees a file vanish or change under it. Checkpoints
+// store the queue itself (see crawler/checkpoint.h).
 //
 // Checkpoints: every handed-out Lease stays recorded until Done/Release, so
 // ForEachEntry can list the URLs in flight next to the queued ones, and
@@ -63,6 +63,10 @@ struct UrlEntry {
   std::string referrer;
   uint32_t redirects = 0;  // redirect hops that led here (0 for links and seeds)
   uint32_t attempt = 0;    // failed fetches of it so far (Frontier::Retry)
+  // What the engine does with the body: a page (links followed) or a
+  // sitemap (its <loc>s admitted). The frontier only keeps it.
+  enum class Kind : uint8_t { kPage = 0, kSitemap = 1 };
+  Kind kind = Kind::kPage;
 };
 
 struct FrontierOptions {

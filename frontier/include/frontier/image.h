@@ -6,6 +6,7 @@
 //   record 'U': leased u8 | depth u32 | redirects u32 | url str | referrer str
 //   record 'R': as 'U', then attempt u32 (a URL whose fetch failed and is
 //               tried again; older builds refuse the tag, naming it)
+//   record 'S': as 'R', for a sitemap (UrlEntry::Kind::kSitemap)
 //   str := len u32 | bytes
 //
 // Hosts come first, then the URLs in flight (leased = 1, in Pop order), then
