@@ -127,8 +127,11 @@ TEST_CASE("Crash torture: kill -9 at random moments and resume, until the crawl 
     int pages = 20000;
     if (const char* p = std::getenv("CRAWLER_TORTURE_PAGES")) pages = std::atoi(p);
     std::string dir = TempDir(std::string("torture-") + variant);
-    TestSite site("--pages " + std::to_string(pages) + " --hosts 3 --slow-ms 50",
-                  dir + "/requests.log");
+    // With sitemaps: 200 pages a host that only sitemaps list (sitemap
+    // entries are killed in flight and resumed like pages).
+    TestSite site(
+        "--pages " + std::to_string(pages) + " --hosts 3 --slow-ms 50 --orphans 200",
+        dir + "/requests.log");
     site.WriteSeeds(dir + "/seeds.txt");
     std::set<std::string> truth = site.Truth();
     REQUIRE(truth.size() > static_cast<size_t>(pages));
