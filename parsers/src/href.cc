@@ -36,6 +36,59 @@ bool IsSpecial(std::string_view scheme) {
   return EqualsIgnoreCase(scheme, "http") || EqualsIgnoreCase(scheme, "https");
 }
 
+namespace {
+
+// A special URL's authority in the text being cleaned (positions in it), as
+// WHATWG reads it: the userinfo ends at the last '@' (an earlier '@' is
+// part of it, "%40"), and a trailing '.' after a numeric last label ends an
+// IPv4 host ("1.2.3.4." is 1.2.3.4).
+struct Authority {
+  size_t begin = 0, at = std::string_view::npos;  // at: the last '@'
+  size_t first_colon = std::string_view::npos;    // in the userinfo
+  size_t dropped_dot = std::string_view::npos;
+
+  // Whether the userinfo's `c` at `i` is percent-encoded (WHATWG's userinfo
+  // percent-encode set, beyond what Clean encodes anywhere; the first ':'
+  // separates user and password).
+  bool Encodes(size_t i, char c) const {
+    if (at == std::string_view::npos || i < begin || i >= at) return false;
+    return c == '@' || c == '[' || c == ']' || c == ';' || c == '=' ||
+           (c == ':' && i != first_colon);
+  }
+};
+
+bool NumericLabel(std::string_view label) {
+  if (label.size() > 2 && label[0] == '0' && Lower(label[1]) == 'x')
+    return std::all_of(label.begin() + 2, label.end(), IsHex);
+  return !label.empty() && std::all_of(label.begin(), label.end(), IsDigit);
+}
+
+Authority SplitAuthority(std::string_view in, size_t begin, size_t end) {
+  Authority a;
+  a.begin = begin;
+  std::string_view text = in.substr(begin, end - begin);
+  size_t at = text.rfind('@');
+  size_t host_begin = begin;
+  if (at != std::string_view::npos) {
+    a.at = begin + at;
+    size_t colon = text.find(':');
+    if (colon < at) a.first_colon = begin + colon;
+    host_begin = a.at + 1;
+  }
+  std::string_view host = in.substr(host_begin, end - host_begin);
+  if (host.starts_with('[')) return a;     // IPv6
+  host = host.substr(0, host.rfind(':'));  // without the port
+  if (host.size() > 1 && host.back() == '.') {
+    std::string_view rest = host.substr(0, host.size() - 1);
+    size_t dot = rest.rfind('.');
+    if (NumericLabel(dot == std::string_view::npos ? rest : rest.substr(dot + 1)))
+      a.dropped_dot = host_begin + host.size() - 1;
+  }
+  return a;
+}
+
+}  // namespace
+
 std::string Clean(std::string_view in, bool special) {
   size_t begin = 0, end = in.size();
   while (begin < end && static_cast<unsigned char>(in[begin]) <= 0x20) ++begin;
@@ -48,6 +101,7 @@ std::string Clean(std::string_view in, bool special) {
   bool in_query = false;
   // Where the authority ends (square brackets are legal only inside it).
   size_t authority_end = std::string_view::npos;
+  Authority auth;
   {
     size_t start = 0;
     std::string_view scheme = SchemeOf(in);
@@ -55,6 +109,7 @@ std::string Clean(std::string_view in, bool special) {
     if (in.substr(start, 2) == "//" || (special && in.substr(start, 2) == "\\\\")) {
       authority_end = in.find_first_of("/\\?#", start + 2);
       if (authority_end == std::string_view::npos) authority_end = in.size();
+      if (special) auth = SplitAuthority(in, start + 2, authority_end);
     }
   }
   for (size_t i = 0; i < in.size(); ++i) {
@@ -64,6 +119,7 @@ std::string Clean(std::string_view in, bool special) {
     if (c == '#') break;  // the fragment never reaches a server or the dedup key
     if (c == '?') in_query = true;
     if (c == '\\' && special && !in_query) c = '/';
+    if (i == auth.dropped_dot) continue;
     // A "%" that starts no escape: a browser keeps it and sends it as is;
     // the server reads it as a "%", which is "%25" in RFC 3986 (as wget).
     bool stray_percent =
@@ -73,7 +129,8 @@ std::string Clean(std::string_view in, bool special) {
         (authority_end == std::string_view::npos || i >= authority_end);
     if (u <= 0x20 || u >= 0x7F || c == '"' || c == '<' || c == '>' || c == '`' ||
         c == '{' || c == '}' || c == '|' || c == '^' || c == '\\' ||
-        bracket_outside_host || stray_percent) {
+        bracket_outside_host || stray_percent || auth.Encodes(i, c) ||
+        (c == '\'' && special && in_query)) {
       out += '%';
       out += kHexDigits[u >> 4];
       out += kHexDigits[u & 15];

@@ -21,7 +21,10 @@ bool IsSpecial(std::string_view scheme);  // http or https
 // newlines, drops the fragment; in a special URL "\" is "/" before the
 // query; percent-encodes spaces, quotes, <, >, `, {, }, |, ^, brackets
 // outside the host, non-ASCII bytes, and a "%" that does not start an
-// escape (as "%25"). Never fails.
+// escape (as "%25"); in a special URL also "'" in the query, and in the
+// userinfo (which ends at the last '@') '@', '[', ']', ';', '=' and a
+// second ':'; the trailing '.' of a numeric host ("1.2.3.4.") is dropped.
+// Never fails.
 std::string Clean(std::string_view in, bool special);
 
 // The WHATWG repairs of a cleaned http(s) href against a base whose scheme

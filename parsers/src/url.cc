@@ -1,6 +1,7 @@
 // URL resolution and normalization; see parsers/url.h for the rules.
 #include "parsers/url.h"
 
+#include <arpa/inet.h>
 #include <idn2.h>
 
 #include <algorithm>
@@ -89,10 +90,64 @@ UrlResult NormalizeHostName(std::string_view encoded) {
   return ipv4 ? std::move(*ipv4) : name;
 }
 
+// Whether a label of `host` starts with "xn--" (any case): punycode.
+bool HasAceLabel(std::string_view host) {
+  for (size_t start = 0; start < host.size();) {
+    if (host.size() - start >= 4 && EqualsIgnoreCase(host.substr(start, 4), "xn--"))
+      return true;
+    size_t dot = host.find('.', start);
+    if (dot == std::string_view::npos) break;
+    start = dot + 1;
+  }
+  return false;
+}
+
+// An IPv6 literal ("[...]", as Boost.URL validated it) as WHATWG serializes
+// it: lowercase hex pieces without leading zeros, the first longest run of
+// two or more zero pieces as "::", no dotted-quad tail ("[::127.0.0.1]" is
+// "[::7f00:1]"): one key per address.
+std::string CanonicalIpv6(std::string_view bracketed) {
+  std::string inner(bracketed.substr(1, bracketed.size() - 2));
+  unsigned char bytes[16];
+  if (::inet_pton(AF_INET6, inner.c_str(), bytes) != 1) return LowerAscii(bracketed);
+  uint16_t piece[8];
+  for (int i = 0; i < 8; ++i)
+    piece[i] = static_cast<uint16_t>(bytes[2 * i] << 8 | bytes[2 * i + 1]);
+  int best = -1, best_len = 1;
+  for (int i = 0; i < 8;) {
+    int j = i;
+    while (j < 8 && piece[j] == 0) ++j;
+    if (j - i > best_len) {
+      best = i;
+      best_len = j - i;
+    }
+    i = j == i ? i + 1 : j;
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "[";
+  for (int i = 0; i < 8; ++i) {
+    if (i == best) {
+      out += i == 0 ? "::" : ":";
+      i += best_len - 1;
+      continue;
+    }
+    bool lead = true;
+    for (int shift = 12; shift >= 0; shift -= 4) {
+      unsigned d = (piece[i] >> shift) & 15;
+      if (lead && d == 0 && shift > 0) continue;
+      lead = false;
+      out += kHex[d];
+    }
+    if (i < 7) out += ':';
+  }
+  out += ']';
+  return out;
+}
+
 UrlResult NormalizeHostNameOnly(std::string_view encoded) {
   // Fast path: already lowercase LDH labels of sane length (most hosts).
   if (!encoded.empty() && encoded.size() <= kMaxHostLength && encoded.front() != '.' &&
-      encoded.find("..") == std::string_view::npos &&
+      encoded.find("..") == std::string_view::npos && !HasAceLabel(encoded) &&
       std::all_of(encoded.begin(), encoded.end(), [](char c) {
         return (c >= 'a' && c <= 'z') || IsDigit(c) || c == '-' || c == '.' || c == '_';
       })) {
@@ -107,7 +162,10 @@ UrlResult NormalizeHostNameOnly(std::string_view encoded) {
   std::string host = PercentDecode(encoded);
   if (host.empty()) return UrlError("no host");
   if (std::any_of(host.begin(), host.end(),
-                  [](char c) { return static_cast<unsigned char>(c) >= 0x80; })) {
+                  [](char c) { return static_cast<unsigned char>(c) >= 0x80; }) ||
+      HasAceLabel(host)) {
+    // An "xn--" label is checked too: it must decode to a valid label
+    // ("xn--pokxncvks" does not: browsers refuse it).
     // IDNA: UTS #46 mapping (non-transitional, as browsers do: "faß" stays
     // "faß") and punycode, by libidn2.
     if (host.find('\0') != std::string::npos)
@@ -115,9 +173,19 @@ UrlResult NormalizeHostNameOnly(std::string_view encoded) {
     char* ascii = nullptr;
     int rc =
         idn2_to_ascii_8z(host.c_str(), &ascii, IDN2_NFC_INPUT | IDN2_NONTRANSITIONAL);
-    if (rc != IDN2_OK) return UrlError("bad host: " + std::string(idn2_strerror(rc)));
-    host = ascii;
-    idn2_free(ascii);
+    bool ascii_input = std::none_of(host.begin(), host.end(), [](char c) {
+      return static_cast<unsigned char>(c) >= 0x80;
+    });
+    if (rc == IDN2_DISALLOWED && ascii_input) {
+      // Punycode of a code point UTS #46 allows and IDNA2008 does not
+      // (libidn2 checks both): "xn--n3h" (a snowman) is a host browsers
+      // and DNS serve, kept as written (lowercased below).
+    } else if (rc != IDN2_OK) {
+      return UrlError("bad host: " + std::string(idn2_strerror(rc)));
+    } else {
+      host = ascii;
+      idn2_free(ascii);
+    }
     // UTS #46 maps some code points to nothing (U+00AD soft hyphen).
     if (host.empty()) return UrlError("no host (its characters map to nothing in IDNA)");
   }
@@ -283,6 +351,8 @@ UrlResult NormalizeOrigin(std::string_view scheme, const urls::url_view& u,
       break;
     }
     case urls::host_type::ipv6:
+      out += CanonicalIpv6(u.encoded_host());
+      break;
     case urls::host_type::ipvfuture:
       out += LowerAscii(u.encoded_host());
       break;

@@ -23,8 +23,14 @@
 //              userinfo is none ("http://@x.org/" is "http://x.org/").
 //              A host whose last label is a number is an IPv4 address in
 //              any of WHATWG's forms ("0x7f.1", "0300.0250.1.1", "127.1",
-//              "3232235777" -> dotted decimal) or an error ("1.2.3.4.5").
-//              (src/href.h; the same for NormalizeUrl's absolute URLs.)
+//              "3232235777" -> dotted decimal, "1.2.3.4." too) or an error
+//              ("1.2.3.4.5"). The userinfo ends at the last '@' (an earlier
+//              '@', '[', ']', ';', '=' and a second ':' are encoded). A "'"
+//              in the query is "%27". IPv6 literals are serialized as
+//              WHATWG does ("[::127.0.0.1]" -> "[::7f00:1]"). An "xn--"
+//              label must decode to a valid label ("xn--pokxncvks" is
+//              refused). (src/href.h; the same for NormalizeUrl's absolute
+//              URLs.) Conformance: tests/parsers/urltestdata_test.cc.
 //
 // NormalizeUrl applies the safe rules (RFC 3986 6.2.2 plus scheme rules):
 //   lowercase scheme and host; drop the default port; empty path -> "/";
