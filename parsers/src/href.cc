@@ -1,6 +1,8 @@
 // See href.h.
 #include "href.h"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -238,6 +240,45 @@ std::optional<Result<std::string>> ParseIpv4(std::string_view host) {
   return Result<std::string>(
       std::to_string(address >> 24) + "." + std::to_string((address >> 16) & 255) + "." +
       std::to_string((address >> 8) & 255) + "." + std::to_string(address & 255));
+}
+
+std::string CanonicalIpv6(std::string_view bracketed) {
+  std::string inner(bracketed.substr(1, bracketed.size() - 2));
+  unsigned char bytes[16];
+  if (::inet_pton(AF_INET6, inner.c_str(), bytes) != 1)
+    return ascii::LowerAscii(bracketed);
+  uint16_t piece[8];
+  for (int i = 0; i < 8; ++i)
+    piece[i] = static_cast<uint16_t>(bytes[2 * i] << 8 | bytes[2 * i + 1]);
+  int best = -1, best_len = 1;
+  for (int i = 0; i < 8;) {
+    int j = i;
+    while (j < 8 && piece[j] == 0) ++j;
+    if (j - i > best_len) {
+      best = i;
+      best_len = j - i;
+    }
+    i = j == i ? i + 1 : j;
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "[";
+  for (int i = 0; i < 8; ++i) {
+    if (i == best) {
+      out += i == 0 ? "::" : ":";
+      i += best_len - 1;
+      continue;
+    }
+    bool lead = true;
+    for (int shift = 12; shift >= 0; shift -= 4) {
+      unsigned d = (piece[i] >> shift) & 15;
+      if (lead && d == 0 && shift > 0) continue;
+      lead = false;
+      out += kHex[d];
+    }
+    if (i < 7) out += ':';
+  }
+  out += ']';
+  return out;
 }
 
 }  // namespace crawler::parsers::href

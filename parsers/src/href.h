@@ -45,6 +45,12 @@ std::string Repair(std::string_view cleaned, std::string_view base_scheme);
 // host (a name). `host` is lowercase ASCII.
 std::optional<Result<std::string>> ParseIpv4(std::string_view host);
 
+// An IPv6 literal ("[...]", as Boost.URL validated it) as WHATWG serializes
+// it: lowercase hex pieces without leading zeros, the first longest run of
+// two or more zero pieces as "::", no dotted-quad tail ("[::127.0.0.1]" is
+// "[::7f00:1]"): one key per address.
+std::string CanonicalIpv6(std::string_view bracketed);
+
 }  // namespace crawler::parsers::href
 
 #endif  // PARSERS_HREF_H_

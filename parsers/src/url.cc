@@ -1,7 +1,6 @@
 // URL resolution and normalization; see parsers/url.h for the rules.
 #include "parsers/url.h"
 
-#include <arpa/inet.h>
 #include <idn2.h>
 
 #include <algorithm>
@@ -100,48 +99,6 @@ bool HasAceLabel(std::string_view host) {
     start = dot + 1;
   }
   return false;
-}
-
-// An IPv6 literal ("[...]", as Boost.URL validated it) as WHATWG serializes
-// it: lowercase hex pieces without leading zeros, the first longest run of
-// two or more zero pieces as "::", no dotted-quad tail ("[::127.0.0.1]" is
-// "[::7f00:1]"): one key per address.
-std::string CanonicalIpv6(std::string_view bracketed) {
-  std::string inner(bracketed.substr(1, bracketed.size() - 2));
-  unsigned char bytes[16];
-  if (::inet_pton(AF_INET6, inner.c_str(), bytes) != 1) return LowerAscii(bracketed);
-  uint16_t piece[8];
-  for (int i = 0; i < 8; ++i)
-    piece[i] = static_cast<uint16_t>(bytes[2 * i] << 8 | bytes[2 * i + 1]);
-  int best = -1, best_len = 1;
-  for (int i = 0; i < 8;) {
-    int j = i;
-    while (j < 8 && piece[j] == 0) ++j;
-    if (j - i > best_len) {
-      best = i;
-      best_len = j - i;
-    }
-    i = j == i ? i + 1 : j;
-  }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out = "[";
-  for (int i = 0; i < 8; ++i) {
-    if (i == best) {
-      out += i == 0 ? "::" : ":";
-      i += best_len - 1;
-      continue;
-    }
-    bool lead = true;
-    for (int shift = 12; shift >= 0; shift -= 4) {
-      unsigned d = (piece[i] >> shift) & 15;
-      if (lead && d == 0 && shift > 0) continue;
-      lead = false;
-      out += kHex[d];
-    }
-    if (i < 7) out += ':';
-  }
-  out += ']';
-  return out;
 }
 
 UrlResult NormalizeHostNameOnly(std::string_view encoded) {
@@ -351,7 +308,7 @@ UrlResult NormalizeOrigin(std::string_view scheme, const urls::url_view& u,
       break;
     }
     case urls::host_type::ipv6:
-      out += CanonicalIpv6(u.encoded_host());
+      out += href::CanonicalIpv6(u.encoded_host());
       break;
     case urls::host_type::ipvfuture:
       out += LowerAscii(u.encoded_host());
