@@ -14,7 +14,7 @@ packages=(
   zlib1g-dev libdeflate-dev libhiredis-dev redis-server
   clang libclang-rt-14-dev clang-format
   python3 python3-prometheus-client chromium
-  nginx tinyproxy openssl
+  nginx tinyproxy microsocks stunnel4 openssl
 )
 if [ "${1:-}" = "--bench" ]; then
   packages+=(wget python3-scrapy time libisal-dev)
@@ -43,9 +43,10 @@ if [ "${#missing[@]}" -eq 0 ]; then
 else
   echo "install-deps: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  # redis-server, nginx and tinyproxy are only run by the tests, on free
-  # ports: keep their packages from starting system services on install
-  # (nginx's would fail the install if port 80 were taken).
+  # redis-server, nginx, tinyproxy, microsocks and stunnel are only run by
+  # the tests, on free ports: keep their packages from starting system
+  # services on install (nginx's would fail the install if port 80 were
+  # taken).
   policy=/usr/sbin/policy-rc.d
   if [ ! -e "$policy" ]; then
     printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null

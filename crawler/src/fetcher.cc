@@ -265,10 +265,17 @@ void Fetcher::Add(const std::string& url, Callback done) {
                    1L);  // needed for the debug callback (request head)
   curl_easy_setopt(e, CURLOPT_PRIVATE, t.get());
   if (impl_->resolve != nullptr) curl_easy_setopt(e, CURLOPT_RESOLVE, impl_->resolve);
-  if (!o.ca_file.empty()) curl_easy_setopt(e, CURLOPT_CAINFO, o.ca_file.c_str());
+  // The same trust for an https:// proxy's own certificate (libcurl keeps
+  // separate settings for it: a proxy with a private CA failed before).
+  if (!o.ca_file.empty()) {
+    curl_easy_setopt(e, CURLOPT_CAINFO, o.ca_file.c_str());
+    curl_easy_setopt(e, CURLOPT_PROXY_CAINFO, o.ca_file.c_str());
+  }
   if (o.insecure) {
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+    curl_easy_setopt(e, CURLOPT_PROXY_SSL_VERIFYPEER, 0L);
+    curl_easy_setopt(e, CURLOPT_PROXY_SSL_VERIFYHOST, 0L);
   }
   // Only the configured proxy: never one from the environment.
   curl_easy_setopt(e, CURLOPT_PROXY, o.proxy.c_str());

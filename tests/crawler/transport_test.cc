@@ -4,7 +4,9 @@
 // fetches over HTTP/2 and the WARC holds what was spoken), a certificate the
 // crawler cannot trust (a clear "tls" fetch error, no crash), fetch.insecure
 // (fetches, and says so loudly), and fetch.proxy for http and https (the
-// proxy's own log shows every request).
+// proxy's own log shows every request), socks5 and socks5h (Debian's
+// microsocks) and an https:// proxy (Debian's stunnel in front of
+// tinyproxy, its certificate trusted through fetch.ca_file).
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -156,6 +158,34 @@ class Proxy {
   pid_t pid_ = -1;
 };
 
+// A server the test runs in the foreground (microsocks, stunnel), up once
+// `port` accepts, stopped at the end.
+class Daemon {
+ public:
+  Daemon(const std::string& command, const std::string& out, unsigned port) : out_(out) {
+    pid_ = Spawn(command, out);
+    WaitListening(port, out);
+  }
+  ~Daemon() {
+    ::kill(pid_, SIGTERM);
+    testing::WaitExitFor(pid_, 10);
+  }
+  std::string Output() const { return ReadText(out_); }
+
+ private:
+  std::string out_;
+  pid_t pid_ = -1;
+};
+
+// Lines of `text` that contain `what`.
+size_t CountLines(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    n += line.find(what) != std::string::npos;
+  return n;
+}
+
 CommandResult Crawl(const std::string& dir, const std::string& seed,
                     const std::string& out, const std::string& sets) {
   std::ofstream(dir + "/seeds.txt") << seed << "\n";
@@ -271,8 +301,10 @@ TEST_CASE(
   fs::remove_all(dir);
 }
 
-TEST_CASE("fetch.proxy: http and https through tinyproxy, every request in its log",
-          "[engine][transport]") {
+TEST_CASE(
+    "fetch.proxy: http, https, socks5(h) and an https:// proxy, each proxy's log "
+    "showing the requests",
+    "[engine][transport]") {
   std::string dir = TempDir("proxy");
   MakeCertificates(dir);
   Proxy proxy(dir, FreePort());
@@ -298,6 +330,82 @@ TEST_CASE("fetch.proxy: http and https through tinyproxy, every request in its l
       INFO(url);
       CHECK(proxied.count(url) == 1);
     }
+  }
+  SECTION("socks5 and socks5h: the testsite through microsocks, its log shows them") {
+    TestSite site("--pages 20 --hosts 1", dir + "/requests.log");
+    site.WriteSeeds(dir + "/seeds-site.txt");
+    std::set<std::string> truth = site.Truth();
+    unsigned port = FreePort();
+    Daemon socks("microsocks -i 127.0.0.1 -p " + std::to_string(port),
+                 dir + "/microsocks.out", port);
+    const std::string target = "connected to 127.0.0.1:" + std::to_string(site.port());
+    size_t before = 0;
+    for (const char* scheme : {"socks5", "socks5h"}) {
+      INFO(scheme);
+      CommandResult r = RunCommand(
+          kCrawler + " crawl --seeds " + dir + "/seeds-site.txt --out " + dir + "/out-" +
+          scheme + " --set frontier.min_delay_s=0 --set fetch.proxy=" + scheme +
+          "://127.0.0.1:" + std::to_string(port));
+      INFO(r.output);
+      REQUIRE(r.exit_code == 0);
+      std::set<std::string> attempted;
+      for (const LogLine& l : ReadFetchLog(dir + "/out-" + scheme + "/fetch-log.jsonl"))
+        if (testing::Attempted(l) && l.final) attempted.insert(l.url);
+      CHECK(attempted == truth);
+      // Each crawl's connections to the site went through the proxy.
+      size_t now = CountLines(socks.Output(), target);
+      INFO(socks.Output());
+      CHECK(now > before);
+      before = now;
+    }
+  }
+  SECTION(
+      "an https:// proxy: TLS to the proxy (stunnel in front of tinyproxy), its "
+      "certificate checked against fetch.ca_file") {
+    TestSite site("--pages 20 --hosts 1", dir + "/requests.log");
+    site.WriteSeeds(dir + "/seeds-site.txt");
+    std::set<std::string> truth = site.Truth();
+    unsigned port = FreePort();
+    std::ofstream(dir + "/stunnel.conf")
+        << "foreground = yes\npid =\n[proxy]\naccept = 127.0.0.1:" << port
+        << "\nconnect = " << proxy.url().substr(7) << "\ncert = " << dir
+        << "/server.pem\nkey = " << dir << "/server.key\n";
+    Daemon stunnel("stunnel " + dir + "/stunnel.conf", dir + "/stunnel.out", port);
+    const std::string https_proxy = "https://127.0.0.1:" + std::to_string(port);
+    CommandResult r =
+        RunCommand(kCrawler + " crawl --seeds " + dir + "/seeds-site.txt --out " + dir +
+                   "/out --set frontier.min_delay_s=0 --set fetch.ca_file=" + dir +
+                   "/ca.pem --set fetch.proxy=" + https_proxy);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    std::set<std::string> fetched;
+    for (const LogLine& l : ReadFetchLog(dir + "/out/fetch-log.jsonl"))
+      if (testing::Attempted(l) && l.final) fetched.insert(l.url);
+    CHECK(fetched == truth);
+    std::set<std::string> proxied;
+    for (const std::string& req : proxy.Requests())
+      if (req.rfind("GET ", 0) == 0) proxied.insert(req.substr(4, req.find(' ', 4) - 4));
+    for (const std::string& url : truth) {
+      INFO(url);
+      CHECK(proxied.count(url) == 1);
+    }
+    // Without the CA the proxy's certificate is not trusted: a clear "tls"
+    // error (robots.txt's fetch; its host's pages then wait and end
+    // "robots"), nothing fetched, no crash.
+    r = RunCommand(kCrawler + " crawl --seeds " + dir + "/seeds-site.txt --out " + dir +
+                   "/out2 --set frontier.min_delay_s=0 --set fetch.max_retries=1 "
+                   "--set fetch.retry_base_s=0.05 --set fetch.proxy=" +
+                   https_proxy);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    std::vector<LogLine> log = ReadFetchLog(dir + "/out2/fetch-log.jsonl");
+    REQUIRE_FALSE(log.empty());
+    bool tls = false;
+    for (const LogLine& l : log) {
+      CHECK(l.status == 0);
+      tls = tls || (l.robots_txt && l.error == "tls");
+    }
+    CHECK(tls);
   }
   SECTION("https: a CONNECT tunnel to nginx, still HTTP/2 inside") {
     Nginx nginx(dir, FreePort());

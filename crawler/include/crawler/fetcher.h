@@ -42,6 +42,7 @@ struct FetchOptions {
   std::vector<std::string> resolve;
   // TLS: a PEM file of CA certificates to trust instead of the system's
   // (empty: the system's); `insecure` skips certificate and host name checks.
+  // Both apply to an https:// proxy's certificate too.
   std::string ca_file;
   bool insecure = false;
   // A proxy URL as libcurl takes it (http://, https://, socks5://,
