@@ -288,6 +288,7 @@ void Cluster::StashOwn(ShardState own) {
   std::sort(resumed_shards_.begin(), resumed_shards_.end());
   resumed_shards_.erase(std::unique(resumed_shards_.begin(), resumed_shards_.end()),
                         resumed_shards_.end());
+  resumed_source_ = cfg_.node + " " + std::to_string(own.sequence);
   own_ = std::move(own);
 }
 

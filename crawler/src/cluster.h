@@ -121,8 +121,9 @@ uint32_t ShardOwner(const std::vector<std::string>& nodes, uint32_t shard);
 // Shards taken over: their part of the source checkpoint (cluster_takeover.cc).
 struct ShardState {
   std::vector<uint32_t> shards;
-  std::string from;  // "node N checkpoint Q", for the log
-  bool own = false;  // this node's own checkpoint (a resume), not a takeover
+  std::string from;       // "node N checkpoint Q", for the log
+  bool own = false;       // this node's own checkpoint (a resume), not a takeover
+  uint64_t sequence = 0;  // own: that checkpoint's sequence
   frontier::FrontierImage frontier;
   std::vector<HostSnapshot> hosts;
   std::vector<SeenRecord> seen;
@@ -406,6 +407,7 @@ class Cluster {
   std::atomic<bool> has_loaded_{false};
   uint64_t committed_ = 0;
   std::vector<uint32_t> resumed_shards_;
+  std::string resumed_source_;         // "NODE SEQ" of the checkpoint resumed from
   std::optional<ShardState> own_;      // StashOwn's, until Start
   std::vector<uint32_t> restore_own_;  // held again at Start: restored from own_
   std::atomic<bool> failed_{false}, leave_{false};

@@ -23,12 +23,12 @@ void Cluster::HandTo(uint32_t shard, const std::string& to) {
   if (to == cfg_.node) {
     // The newcomer went away before taking it: this node keeps it.
     if (it == handoff_.end()) return;
+    spdlog::info("cluster: shard {} stays here (node {} went away before taking it)",
+                 shard, it->second.to);
     handoff_.erase(it);
     handing_[shard] = false;
     ready_[shard] = true;
     handoff_work_ = !handoff_.empty() || !to_drop_.empty();
-    spdlog::info("cluster: shard {} stays here (node {} went away before taking it)",
-                 shard, to);
     return;
   }
   if (it != handoff_.end()) {

@@ -192,6 +192,7 @@ Status Restore(Crawl::Impl& m, LoadedCheckpoint& cp) {
     ShardState own;
     own.own = true;
     own.from = "this node's checkpoint " + std::to_string(info.sequence);
+    own.sequence = info.sequence;
     own.hosts = std::move(hosts).value();
     own.frontier = std::move(cp.frontier);
     m.cluster->StashOwn(std::move(own));

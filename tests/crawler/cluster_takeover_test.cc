@@ -272,6 +272,67 @@ TEST_CASE(
   CHECK_THAT(ReadText(c.dir + "/n4/crawler.log"), Catch::Contains("took over"));
 }
 
+// Waits up to `limit` s until NODE's crawler.log contains `what`.
+bool WaitForLog(const ClusterCrawl& c, const std::string& node, const std::string& what,
+                double limit) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(limit);
+  while (ReadText(c.dir + "/" + node + "/crawler.log").find(what) == std::string::npos) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
+TEST_CASE(
+    "Cluster handoff interrupted: a node hands shards to a joining node that dies at "
+    "once, is killed -9 itself before anyone took them, and resumes: it takes them "
+    "back from its handoff checkpoint; the truth set, once",
+    "[cluster][takeover][join]") {
+  // The chaos run found it: the resumed node took its released shards as
+  // empty ones (their queues were in handoff/SEQ/ only), 553 URLs lost.
+  // A lease (and membership) of 10 s: n2 drains and gives the shards up
+  // well before n4's membership expires.
+  const std::string extra = std::string(kTakeover) + " --set cluster.lease_s=10";
+  ClusterCrawl c("cluster_handback", "handback", extra,
+                 std::max(1000u, EnvOr("CRAWLER_CLUSTER_PAGES", 2000)));
+  WaitForCommit(c, "handback", "n2");
+  pid_t n4 = Spawn(NodeCommand(c.dir, c.redis.Url(), "handback", "n4",
+                               c.resolve + " " + WithDir(extra, c.dir)),
+                   c.dir + "/n4.out");
+  // n2 starts handing shards to n4: n4 dies before it can take them.
+  REQUIRE(WaitForLog(c, "n2", "over to node n4: draining", 60));
+  ::kill(n4, SIGKILL);
+  ::waitpid(n4, nullptr, 0);
+  // n2 gives the first of them up (checkpoint kept in handoff/SEQ/, its
+  // queue dropped here), commits one more checkpoint (which does not hold
+  // them), and dies too, before n4's membership expires and the shards come
+  // back to it.
+  REQUIRE(WaitForLog(c, "n2", "leases given up", 30));
+  auto commit = [&] {
+    std::string seq = RedisCli(c.redis, "HGET crawler:{handback}:commits n2");
+    return seq.empty() || seq == "\n" ? 0ull : std::stoull(seq);
+  };
+  const uint64_t handoff = commit();
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (commit() <= handoff && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  REQUIRE(commit() > handoff);
+  ::kill(c.nodes[1], SIGKILL);
+  ::waitpid(c.nodes[1], nullptr, 0);
+  c.nodes[1] = Spawn(std::string(CRAWLER_BINARY) + " crawl --resume " + c.dir + "/n2",
+                     c.dir + "/n2.resumed.out");
+  int code = WaitExitFor(c.nodes[1], 600);
+  INFO("n2: " << NodeOutput(c.dir, "n2.resumed"));
+  CHECK(code == 0);
+  WaitOthers(c);
+  c.site.Stop();
+  // The union is the truth set: the handed shards' queues were not lost.
+  // n4 committed nothing (killed at its start), or a few pages.
+  std::vector<std::string> nodes = kNodes;
+  if (CommittedLogBytes(c, "handback", "n4") > 0) nodes.push_back("n4");
+  CheckUnionWithDead(c, "handback", "n4", nodes);
+}
+
 // Chaos with shared_dir: nodes killed with -9 at random moments and resumed,
 // redis-server killed twice, a fourth node joins, then one node leaves
 // (SIGTERM) and another is killed for good; the rest finish the crawl,
