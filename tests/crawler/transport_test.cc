@@ -139,6 +139,13 @@ class Proxy {
     testing::WaitExitFor(pid_, 10);
   }
   const std::string& url() const { return url_; }
+  // The URLs of the GET requests the proxy logged.
+  std::set<std::string> Gets() const {
+    std::set<std::string> urls;
+    for (const std::string& req : Requests())
+      if (req.rfind("GET ", 0) == 0) urls.insert(req.substr(4, req.find(' ', 4) - 4));
+    return urls;
+  }
   // The request lines the proxy logged ("GET http://...", "CONNECT host:port").
   std::vector<std::string> Requests() const {
     std::vector<std::string> out;
@@ -192,6 +199,14 @@ CommandResult Crawl(const std::string& dir, const std::string& seed,
   return RunCommand(kCrawler + " crawl --seeds " + dir + "/seeds.txt --out " + out +
                     " --set frontier.min_delay_s=0 --set fetch.retry_base_s=0.05 " +
                     sets);
+}
+
+// The URLs whose final attempt is in OUT's fetch log (fetched or failed).
+std::set<std::string> FinalAttempts(const std::string& out) {
+  std::set<std::string> urls;
+  for (const LogLine& l : ReadFetchLog(out + "/fetch-log.jsonl"))
+    if (testing::Attempted(l) && l.final) urls.insert(l.url);
+  return urls;
 }
 
 std::set<std::string> Fetched(const std::string& out) {
@@ -318,14 +333,8 @@ TEST_CASE(
                    "/out --set frontier.min_delay_s=0 --set fetch.proxy=" + proxy.url());
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
-    std::set<std::string> attempted;
-    for (const LogLine& l : ReadFetchLog(dir + "/out/fetch-log.jsonl"))
-      if (testing::Attempted(l) && l.final) attempted.insert(l.url);
-    CHECK(attempted == truth);
-    std::set<std::string> proxied;
-    for (const std::string& req : proxy.Requests()) {
-      if (req.rfind("GET ", 0) == 0) proxied.insert(req.substr(4, req.find(' ', 4) - 4));
-    }
+    CHECK(FinalAttempts(dir + "/out") == truth);
+    std::set<std::string> proxied = proxy.Gets();
     for (const std::string& url : truth) {
       INFO(url);
       CHECK(proxied.count(url) == 1);
@@ -348,10 +357,7 @@ TEST_CASE(
           "://127.0.0.1:" + std::to_string(port));
       INFO(r.output);
       REQUIRE(r.exit_code == 0);
-      std::set<std::string> attempted;
-      for (const LogLine& l : ReadFetchLog(dir + "/out-" + scheme + "/fetch-log.jsonl"))
-        if (testing::Attempted(l) && l.final) attempted.insert(l.url);
-      CHECK(attempted == truth);
+      CHECK(FinalAttempts(dir + "/out-" + scheme) == truth);
       // Each crawl's connections to the site went through the proxy.
       size_t now = CountLines(socks.Output(), target);
       INFO(socks.Output());
@@ -378,13 +384,8 @@ TEST_CASE(
                    "/ca.pem --set fetch.proxy=" + https_proxy);
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
-    std::set<std::string> fetched;
-    for (const LogLine& l : ReadFetchLog(dir + "/out/fetch-log.jsonl"))
-      if (testing::Attempted(l) && l.final) fetched.insert(l.url);
-    CHECK(fetched == truth);
-    std::set<std::string> proxied;
-    for (const std::string& req : proxy.Requests())
-      if (req.rfind("GET ", 0) == 0) proxied.insert(req.substr(4, req.find(' ', 4) - 4));
+    CHECK(FinalAttempts(dir + "/out") == truth);
+    std::set<std::string> proxied = proxy.Gets();
     for (const std::string& url : truth) {
       INFO(url);
       CHECK(proxied.count(url) == 1);
