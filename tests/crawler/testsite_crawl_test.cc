@@ -7,6 +7,8 @@
 // and per-host concurrency measured at the server, failures (slow, huge, 404,
 // 500, malformed, refused) each ending in the right fetch-log line, and a
 // frontier far smaller than the queue spilling to disk with the same result.
+#include "testsite_crawl.h"
+
 #include <unistd.h>
 
 #include <boost/json.hpp>
@@ -34,18 +36,8 @@ using testing::ServedRequest;
 using testing::TempDir;
 using testing::TestSite;
 using testing::WarcResponses;
-
-CommandResult Crawl(const std::string& seeds, const std::string& out,
-                    const std::string& sets) {
-  return RunCommand(std::string(CRAWLER_BINARY) + " crawl --seeds " + seeds + " --out " +
-                    out + " " + sets);
-}
-
-// The filter is probabilistic: at the default 1% bound a crawl of ~3,000 URLs
-// wrongly drops a few as "seen" (that is the trade; `crawler stats` counts it).
-// "Exactly the truth set" needs a bound where a loss is unlikely: 1e-7 over
-// 3,000 URLs is a 0.03% chance. capacity 500 forces the chain to grow 3 layers.
-const char* const kExactDedup = "--set dedup.capacity=500 --set dedup.error_rate=1e-7";
+using testsite_crawl::Crawl;
+using testsite_crawl::kExactDedup;
 
 TEST_CASE("Testsite crawl: each dedup variant fetches exactly the truth set, once each",
           "[engine][testsite]") {
@@ -483,79 +475,6 @@ TEST_CASE(
 // Run under TSan in CI (ctest label "concurrency"): 4 workers and 2
 // connections per host race on the frontier, the filter, the WARC writer and
 // the fetch log; the result must still be the truth set, each URL once.
-TEST_CASE(
-    "Sitemaps: pages only a sitemap lists are crawled (robots.txt Sitemap:, an index, "
-    ".xml.gz); XXE, entity bombs, a loop and too deep a nesting are handled and logged",
-    "[engine][testsite][sitemap]") {
-  std::string dir = TempDir("sitemaps");
-  TestSite site("--pages 60 --hosts 3 --orphans 9 --slow-ms 100", dir + "/requests.log");
-  site.WriteSeeds(dir + "/seeds.txt");
-
-  SECTION("crawl.sitemaps = robots (the default): exactly the truth set, orphans too") {
-    std::set<std::string> truth = site.Truth();
-    CommandResult r =
-        Crawl(dir + "/seeds.txt", dir + "/out",
-              "--set frontier.min_delay_s=0 --set fetch.retry_base_s=0.05 " +
-                  std::string(kExactDedup));
-    INFO(r.output);
-    REQUIRE(r.exit_code == 0);
-    std::multiset<std::string> attempted;
-    for (const LogLine& l : ReadFetchLog(dir + "/out/fetch-log.jsonl"))
-      if (Attempted(l)) attempted.insert(l.url);
-    CHECK(attempted.size() == truth.size());
-    CHECK(std::set<std::string>(attempted.begin(), attempted.end()) == truth);
-    // Hosts 0 and 2 name their sitemaps: their 9 orphans each were fetched.
-    for (uint32_t h : {0u, 2u}) {
-      for (int i = 0; i < 9; ++i) {
-        std::string orphan = site.Origin(h) + "/orphan/" + std::to_string(i) + ".html";
-        INFO(orphan);
-        CHECK(attempted.count(orphan) == 1);
-      }
-    }
-    // Nothing read through an entity, nothing past the nesting limit, each
-    // sitemap once despite the index listing itself.
-    std::map<std::string, int> requested;
-    for (const ServedRequest& q : site.Requests()) ++requested[q.target];
-    CHECK(requested["/sitemap-index.xml"] == 2);  // hosts 0 and 2, once each
-    CHECK(requested["/sitemaps/deep.xml"] == 0);
-    CHECK(requested["/orphan/deep.html"] == 0);
-    for (const auto& [target, n] : requested) {
-      INFO(target);
-      CHECK(target.rfind("/evil/", 0) == std::string::npos);
-    }
-    std::string log = testing::ReadText(dir + "/out/crawler.log");
-    CHECK(log.find("/sitemaps/evil.xml: sitemap:") != std::string::npos);
-    CHECK(log.find("nested deeper than crawl.sitemap_max_depth") != std::string::npos);
-    CHECK(testing::WarcNotAsLogged(dir + "/out").empty());
-  }
-  SECTION(
-      "robots+default: /sitemap.xml too, so host 1 (no robots.txt) gives its orphans") {
-    CommandResult r =
-        Crawl(dir + "/seeds.txt", dir + "/out",
-              "--set frontier.min_delay_s=0 --set crawl.sitemaps=robots+default");
-    INFO(r.output);
-    REQUIRE(r.exit_code == 0);
-    std::set<std::string> fetched;
-    for (const LogLine& l : ReadFetchLog(dir + "/out/fetch-log.jsonl"))
-      if (l.status == 200) fetched.insert(l.url);
-    for (int i = 0; i < 9; ++i)
-      CHECK(fetched.count(site.Origin(1) + "/orphan/" + std::to_string(i) + ".html") ==
-            1);
-  }
-  SECTION("off: no sitemap is requested, no orphan found") {
-    CommandResult r = Crawl(dir + "/seeds.txt", dir + "/out",
-                            "--set frontier.min_delay_s=0 --set crawl.sitemaps=off");
-    INFO(r.output);
-    REQUIRE(r.exit_code == 0);
-    for (const ServedRequest& q : site.Requests()) {
-      INFO(q.target);
-      CHECK(q.target.find("sitemap") == std::string::npos);
-      CHECK(q.target.rfind("/orphan/", 0) == std::string::npos);
-    }
-  }
-  std::filesystem::remove_all(dir);
-}
-
 TEST_CASE("Testsite crawl: four workers racing still fetch each URL once",
           "[.][concurrency]") {
   std::string dir = TempDir("workers");
