@@ -28,6 +28,12 @@ void Cluster::HandTo(uint32_t shard, const std::string& to) {
     handoff_.erase(it);
     handing_[shard] = false;
     ready_[shard] = true;
+    // Its pending entries are read again (ClaimLoaded): a shard restored or
+    // taken over and handed at once was skipped when they were read (not
+    // ready then), and entries delivered to this node's previous process
+    // would stay pending forever: their URLs lost, and the stream's lag
+    // (backpressure) stuck for every sender (a chaos run hung on it).
+    to_claim_.push_back(shard);
     handoff_work_ = !handoff_.empty() || !to_drop_.empty();
     return;
   }
