@@ -160,7 +160,18 @@ bool Cluster::Receive(bool pending, bool* did, const std::vector<uint32_t>* only
     cmd.push_back("64");
   }
   auto r = redis_->Command(cmd);
-  if (!r.ok()) return false;
+  if (!r.ok()) {
+    // Redis may have delivered entries (now pending for this node) and died
+    // before its reply came: read again from the pending list once it is
+    // back (ClaimLoaded), or they stay pending forever: their URLs lost and
+    // the streams' lag stuck for every sender (a chaos run hung on it, with
+    // redis-server killed just after it delivered).
+    if (!pending) {
+      MutexLock lock(mu_);
+      to_claim_.insert(to_claim_.end(), shards.begin(), shards.end());
+    }
+    return false;
+  }
   if (r->IsError()) {
     spdlog::warn("redis: read: {}", r->Str());
     if (r->Str().rfind("NOGROUP", 0) == 0) {

@@ -198,6 +198,8 @@ bool Cluster::ClaimLoaded(bool* did) {
     shards.swap(to_claim_);
   }
   if (shards.empty()) return true;
+  std::sort(shards.begin(), shards.end());  // queued more than once: read once
+  shards.erase(std::unique(shards.begin(), shards.end()), shards.end());
   // Every entry still pending in their streams (the dead node's included)
   // becomes this node's, then is read like a resumed node's own.
   for (uint32_t s : shards) {
