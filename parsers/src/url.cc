@@ -288,8 +288,25 @@ UrlResult NormalizeOrigin(std::string_view scheme, const urls::url_view& u,
   // As WHATWG serializes it: an empty password drops its ':', and an empty
   // userinfo its '@' ("http://@host/" is "http://host/").
   if (u.has_userinfo()) {
-    std::string user = NormalizePercent(u.encoded_user());
-    std::string password = u.has_password() ? NormalizePercent(u.encoded_password()) : "";
+    // WHATWG's userinfo set, encoded here too: a userinfo Clean did not see
+    // as one (an authority Repair added) serializes as it would have.
+    auto encode = [](std::string in) {
+      std::string encoded;
+      for (char c : in) {
+        if (c == '@' || c == ':' || c == '[' || c == ']' || c == ';' || c == '=') {
+          static constexpr char kHex[] = "0123456789ABCDEF";
+          encoded += '%';
+          encoded += kHex[static_cast<unsigned char>(c) >> 4];
+          encoded += kHex[static_cast<unsigned char>(c) & 15];
+        } else {
+          encoded += c;
+        }
+      }
+      return encoded;
+    };
+    std::string user = encode(NormalizePercent(u.encoded_user()));
+    std::string password =
+        u.has_password() ? encode(NormalizePercent(u.encoded_password())) : "";
     if (!user.empty() || !password.empty()) {
       out += user;
       if (!password.empty()) out += ':' + password;
@@ -412,7 +429,12 @@ UrlResult NormalizeClean(std::string_view clean, const UrlOptions& options) {
 }  // namespace
 
 UrlResult NormalizeUrl(std::string_view url, const UrlOptions& options) {
-  bool special = IsSpecial(SchemeOf(url));
+  // The scheme after the leading C0 controls and spaces Clean strips (the
+  // url fuzzer: "\0http://e/?'" was not special, so its "'" stayed and the
+  // second normalization encoded it).
+  size_t lead = 0;
+  while (lead < url.size() && static_cast<unsigned char>(url[lead]) <= 0x20) ++lead;
+  bool special = IsSpecial(SchemeOf(url.substr(lead)));
   std::string cleaned = href::Clean(url, special);
   return NormalizeClean(special ? href::Repair(cleaned, "") : cleaned, options);
 }
