@@ -172,8 +172,7 @@ void Cluster::PruneHandoffDirs(const redisReply* sources) {
     std::filesystem::remove_all(out_dir_ + "/" + kHandoffDir + "/" + std::to_string(seq),
                                 ec);
     spdlog::info(
-        "cluster: handoff checkpoint {} removed (its shards' new owners committed them)",
-        seq);
+        "cluster: kept checkpoint {} removed (no shard's source names it any more)", seq);
   }
 }
 

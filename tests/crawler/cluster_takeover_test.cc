@@ -429,5 +429,61 @@ TEST_CASE(
   CheckUnionWithDead(c, "chaos2", dead, names);
 }
 
+TEST_CASE(
+    "Cluster resume after a join: a node killed -9 while a fourth joins resumes; its "
+    "shards with no hosts left, now the newcomer's, are taken from its resumed "
+    "checkpoint, kept after it cut on; the truth set, once",
+    "[cluster][takeover][join]") {
+  // The chaos run found it: the resumed node took at once only the shards
+  // its checkpoint had hosts of (and those rendezvous hashing gave it); one
+  // with none, whose lease expired later, was to be loaded from that
+  // checkpoint, which its next cuts had rotated away: "no checkpoint 9",
+  // tried forever. 512 shards for 200 hosts: most shards have none.
+  const std::string extra = std::string(kTakeover) +
+                            " --set cluster.lease_s=15 --set cluster.shards=512"
+                            " --set frontier.min_delay_s=0.3";
+  ClusterCrawl c("cluster_resume_join", "rejoin", extra,
+                 std::max(1000u, EnvOr("CRAWLER_CLUSTER_PAGES", 2000)));
+  WaitForCommit(c, "rejoin", "n2");
+  ::kill(c.nodes[1], SIGKILL);
+  ::waitpid(c.nodes[1], nullptr, 0);
+  auto killed = std::chrono::steady_clock::now();
+  pid_t n4 = Spawn(NodeCommand(c.dir, c.redis.Url(), "rejoin", "n4",
+                               c.resolve + " " + WithDir(extra, c.dir)),
+                   c.dir + "/n4.out");
+  // n2 comes back once n4 is in the job, before its own leases expire.
+  auto until = killed + std::chrono::seconds(10);
+  while (RedisCli(c.redis, "HGET crawler:{rejoin}:commits n4").size() < 2 &&
+         std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  c.nodes[1] = Spawn(std::string(CRAWLER_BINARY) + " crawl --resume " + c.dir + "/n2",
+                     c.dir + "/n2.resumed.out");
+  double away = Seconds(std::chrono::steady_clock::now() - killed).count();
+  REQUIRE(away < 15);  // else n2's leases expired: not the case under test
+  REQUIRE(WaitForLog(c, "n2", "resumed from", 30));
+  std::string log = ReadText(c.dir + "/n2/crawler.log");
+  size_t at = log.find("(checkpoint ", log.find("resumed from"));
+  REQUIRE(at != std::string::npos);
+  const std::string resumed =
+      log.substr(at + 12, log.find_first_not_of("0123456789", at + 12) - at - 12);
+  // n4 takes the shards n2's checkpoint held and n2 did not take back, from
+  // that checkpoint, after n2 has cut on (checkpoint.interval_s=1, lease 15 s).
+  const std::string loaded = "shards from node n2 checkpoint " + resumed + " in ";
+  CHECK(WaitForLog(c, "n4", loaded, 60));
+  int code = WaitExitFor(n4, 600);
+  INFO("n4: " << NodeOutput(c.dir, "n4"));
+  CHECK(code == 0);
+  CHECK_THAT(ReadText(c.dir + "/n4/crawler.log"), !Catch::Contains("cannot take over"));
+  code = WaitExitFor(c.nodes[1], 600);
+  INFO("n2: " << NodeOutput(c.dir, "n2.resumed"));
+  CHECK(code == 0);
+  WaitOthers(c);
+  c.site.Stop();
+  // The kept copy is gone once no shard's source names it.
+  CHECK_THAT(ReadText(c.dir + "/n2/crawler.log"),
+             Catch::Contains("kept checkpoint " + resumed + " removed"));
+  CheckUnionIsTruth(c.dir, c.truth, {"n1", "n2", "n3", "n4"});
+}
+
 }  // namespace
 }  // namespace crawler::engine
