@@ -12,7 +12,8 @@
 # BENCH_CHECKPOINTS=1: only the crawler, without / with periodic checkpoints.
 # BENCH_CRAWLER_ONLY=1: only the crawler run. CRAWLER_SETS="--set k=v ...":
 # extra options for that run (scripts/bench-cluster.sh: one cluster node). CRAWLER_BIN=PATH: another
-# crawler binary (e.g. an older build, for before/after numbers).
+# crawler binary (e.g. an older build, for before/after numbers), CRAWLER_CONFIG=PATH
+# its config (an older build refuses keys added since).
 # Usage: bash scripts/bench-crawl.sh [PAGES] [SCRAPY_PAGES]   (defaults 50000, 10000)
 # Needs a Release build with benchmarks: cmake -S . -B build -DCRAWLER_BUILD_BENCH=ON
 set -euo pipefail
@@ -76,7 +77,7 @@ PY
 : >"$work/rates"
 echo "bench: crawler (workers = cores, 16 connections to the one host, no politeness delay)"
 rm -rf "$work/crawl-out"
-measure crawler "${CRAWLER_BIN:-build/crawler/crawler}" crawl --seeds "$work/seeds.txt" --config configs/default.toml \
+measure crawler "${CRAWLER_BIN:-build/crawler/crawler}" crawl --seeds "$work/seeds.txt" --config "${CRAWLER_CONFIG:-configs/default.toml}" \
   --out "$work/crawl-out" --set frontier.min_delay_s=0 --set frontier.max_connections_per_host=16 \
   --set crawl.max_depth=100000 --set crawl.max_pages_per_host=$((pages * 2)) --set dedup.capacity="$pages" \
   ${CRAWLER_SETS:-}

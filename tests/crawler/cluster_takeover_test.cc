@@ -413,9 +413,18 @@ TEST_CASE(
               c.dir + "/" + name + ".out");
     ++restarts;
   }
+  // One deadline for all (a run takes ~60 s after the events in Release): a
+  // node that hangs fails the test in 10 minutes, with its log's end.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(600);
   for (size_t i = 0; i < names.size(); ++i) {
-    if (exits[i] == kRunning) exits[i] = WaitExitFor(c.nodes[i], 900);
+    if (exits[i] == kRunning)
+      exits[i] = WaitExitFor(
+          c.nodes[i],
+          std::max(1.0, Seconds(deadline - std::chrono::steady_clock::now()).count()));
     INFO(names[i] << ": " << NodeOutput(c.dir, names[i]));
+    std::string log = ReadText(c.dir + "/" + names[i] + "/crawler.log");
+    INFO(names[i] << "'s crawler.log, its end:\n"
+                  << log.substr(log.size() > 8000 ? log.size() - 8000 : 0));
     CHECK(exits[i] == 0);
   }
   c.site.Stop();
