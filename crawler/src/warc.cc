@@ -4,6 +4,7 @@
 #include <libdeflate.h>
 #include <unistd.h>
 
+#include <array>
 #include <boost/uuid/random_generator.hpp>
 #include <boost/uuid/uuid_io.hpp>
 #include <cctype>
@@ -11,6 +12,8 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <initializer_list>
+#include <string_view>
 
 #include "sha1.h"
 
@@ -28,16 +31,30 @@ std::string RecordId() {
   return "<urn:uuid:" + boost::uuids::to_string(generate()) + ">";
 }
 
+// A record whose block is `parts` one after another, built in one buffer
+// (the block is not assembled apart first).
 std::string Record(const std::string& type, const std::string& id,
                    const std::string& headers, const std::string& content_type,
-                   const std::string& block) {
-  std::string r = "WARC/1.1\r\nWARC-Type: " + type + "\r\nWARC-Record-ID: " + id + "\r\n";
-  r += headers;
-  r += "Content-Type: " + content_type + "\r\n";
-  r += "Content-Length: " + std::to_string(block.size()) + "\r\n\r\n";
-  r += block;
+                   std::initializer_list<std::string_view> parts) {
+  size_t block = 0;
+  for (std::string_view part : parts) block += part.size();
+  std::string head = "WARC/1.1\r\nWARC-Type: " + type + "\r\nWARC-Record-ID: " + id +
+                     "\r\n" + headers + "Content-Type: " + content_type +
+                     "\r\nContent-Length: " + std::to_string(block) + "\r\n\r\n";
+  std::string r;
+  r.reserve(head.size() + block + 4);
+  r += head;
+  for (std::string_view part : parts) r += part;
   r += "\r\n\r\n";
   return r;
+}
+
+// "sha1:" + base32 of the SHA-1 of `parts` one after another.
+std::string WarcDigestOf(std::initializer_list<std::string_view> parts) {
+  Sha1 sha;
+  for (std::string_view part : parts) sha.Update(part);
+  std::array<uint8_t, 20> d = sha.Final();
+  return "sha1:" + Base32(d.data(), d.size());
 }
 
 }  // namespace
@@ -96,7 +113,7 @@ Status WarcWriter::OpenNext() {
   std::string headers = "WARC-Date: " + WarcDate(std::chrono::system_clock::now()) +
                         "\r\nWARC-Filename: " + std::string(name) + "\r\n";
   return Append(
-      Record("warcinfo", RecordId(), headers, "application/warc-fields", fields));
+      Record("warcinfo", RecordId(), headers, "application/warc-fields", {fields}));
 }
 
 namespace {
@@ -151,19 +168,21 @@ PreparedExchange WarcWriter::Prepare(const Exchange& ex) const {
   std::string common = "WARC-Date: " + date + "\r\nWARC-Target-URI: " + ex.url + "\r\n";
   if (!ex.ip.empty()) common += "WARC-IP-Address: " + ex.ip + "\r\n";
 
-  std::string block = ex.response_head + ex.body;
-  std::string response_headers = common + "WARC-Payload-Digest: " + WarcDigest(ex.body) +
-                                 "\r\nWARC-Block-Digest: " + WarcDigest(block) + "\r\n";
+  // The block (head + body) is digested and written from its two parts.
+  std::string response_headers =
+      common + "WARC-Payload-Digest: " + WarcDigest(ex.body) +
+      "\r\nWARC-Block-Digest: " + WarcDigestOf({ex.response_head, ex.body}) + "\r\n";
   if (ex.truncated) response_headers += "WARC-Truncated: length\r\n";
   PreparedExchange out;
-  out.response = GzipMember(Record("response", response_id, response_headers,
-                                   "application/http;msgtype=response", block),
-                            options_.gzip_level);
+  out.response =
+      GzipMember(Record("response", response_id, response_headers,
+                        "application/http;msgtype=response", {ex.response_head, ex.body}),
+                 options_.gzip_level);
   std::string request_headers = common + "WARC-Concurrent-To: " + response_id +
                                 "\r\nWARC-Block-Digest: " + WarcDigest(ex.request) +
                                 "\r\n";
   out.request = GzipMember(Record("request", request_id, request_headers,
-                                  "application/http;msgtype=request", ex.request),
+                                  "application/http;msgtype=request", {ex.request}),
                            options_.gzip_level);
   return out;
 }
@@ -211,27 +230,40 @@ std::string WarcWriter::CurrentPath() const {
   return path_;
 }
 
+namespace {
+
+bool StartsWithNoCase(std::string_view s, std::string_view prefix) {
+  if (s.size() < prefix.size()) return false;
+  for (size_t i = 0; i < prefix.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(s[i])) != prefix[i]) return false;
+  return true;
+}
+
+}  // namespace
+
 std::string HeadForStoredBody(const std::string& head, size_t body_size) {
+  // Most heads have nothing to rename: looked at in place, returned as they are.
+  auto renamed = [](std::string_view line) {
+    return StartsWithNoCase(line, "content-encoding:") ||
+           StartsWithNoCase(line, "content-length:") ||
+           StartsWithNoCase(line, "transfer-encoding:");
+  };
   std::string out;
   bool changed = false;
   size_t pos = 0;
-  while (pos < head.size()) {
-    size_t end = head.find("\r\n", pos);
-    if (end == std::string::npos) end = head.size();
-    std::string line = head.substr(pos, end - pos);
+  const std::string_view all(head);
+  while (pos < all.size()) {
+    size_t end = all.find("\r\n", pos);
+    if (end == std::string_view::npos) end = all.size();
+    std::string_view line = all.substr(pos, end - pos);
     pos = end + 2;
     if (line.empty()) break;
-    std::string lower = line;
-    for (char& c : lower)
-      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (lower.rfind("content-encoding:", 0) == 0 ||
-        lower.rfind("content-length:", 0) == 0 ||
-        lower.rfind("transfer-encoding:", 0) == 0) {
-      out += "X-Crawler-Original-" + line + "\r\n";
+    if (renamed(line)) {
+      out += "X-Crawler-Original-";
       changed = true;
-    } else {
-      out += line + "\r\n";
     }
+    out += line;
+    out += "\r\n";
   }
   if (!changed) return head;
   return out + "Content-Length: " + std::to_string(body_size) + "\r\n\r\n";

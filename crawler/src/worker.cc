@@ -317,13 +317,14 @@ Worker::Prepared Worker::Prepare(const Completed& c) const {
   Prepared p;
   const FetchResult& r = c.result;
   if (r.status > 0) {
-    Exchange ex{r.url,
-                r.ip,
-                std::chrono::system_clock::now(),
-                r.request_head,
-                HeadForStoredBody(r.response_head, r.body.size()),
-                r.body,
-                r.truncated};
+    const std::string head = HeadForStoredBody(r.response_head, r.body.size());
+    Exchange ex{.url = r.url,
+                .ip = r.ip,
+                .date = std::chrono::system_clock::now(),
+                .request = r.request_head,
+                .response_head = head,
+                .body = r.body,
+                .truncated = r.truncated};
     p.warc = p_.warc.Prepare(ex);
   }
   bool html = r.content_type == "text/html" || r.content_type == "application/xhtml+xml";

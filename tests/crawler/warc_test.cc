@@ -128,8 +128,17 @@ std::vector<Record> Parse(const std::string& warc) {
   return out;
 }
 
-Exchange MakeExchange(int i) {
-  Exchange ex;
+// An exchange with its own buffers (Exchange only views them).
+struct OwnedExchange {
+  std::string url, ip, request, response_head, body;
+  std::chrono::system_clock::time_point date;
+  Exchange View() const {
+    return Exchange{url, ip, date, request, response_head, body, false};
+  }
+};
+
+OwnedExchange MakeExchange(int i) {
+  OwnedExchange ex;
   ex.url = "http://127.0.0.1:8080/page-" + std::to_string(i) + ".html";
   ex.ip = "127.0.0.1";
   ex.date = std::chrono::system_clock::now();
@@ -164,7 +173,7 @@ TEST_CASE("WARC: warcinfo, then response + request per fetch, digests that verif
   o.dir = dir.path();
   auto w = WarcWriter::Open(o);
   REQUIRE(w.ok());
-  for (int i = 0; i < 20; ++i) REQUIRE((*w)->Write(MakeExchange(i)).ok());
+  for (int i = 0; i < 20; ++i) REQUIRE((*w)->Write(MakeExchange(i).View()).ok());
   REQUIRE((*w)->Sync().ok());
   std::string path = (*w)->CurrentPath();
   CHECK(path == dir.path() + "/crawl-00000.warc.gz");
@@ -176,7 +185,7 @@ TEST_CASE("WARC: warcinfo, then response + request per fetch, digests that verif
   for (int i = 0; i < 20; ++i) {
     const Record& resp = records[1 + 2 * i];
     const Record& req = records[2 + 2 * i];
-    Exchange ex = MakeExchange(i);
+    OwnedExchange ex = MakeExchange(i);
     CHECK(resp.type == "response");
     CHECK(req.type == "request");
     CHECK(resp.uri == ex.url);
@@ -208,14 +217,14 @@ TEST_CASE("WARC: files rotate at rotate_bytes and a reopened writer never overwr
   {
     auto w = WarcWriter::Open(o);
     REQUIRE(w.ok());
-    for (int i = 0; i < 60; ++i) REQUIRE((*w)->Write(MakeExchange(i)).ok());
+    for (int i = 0; i < 60; ++i) REQUIRE((*w)->Write(MakeExchange(i).View()).ok());
     CHECK((*w)->Position().file_index >= 2);
   }
   auto again = WarcWriter::Open(o);  // e.g. after a resume
   REQUIRE(again.ok());
   uint32_t first_new = (*again)->Position().file_index;
   CHECK(first_new >= 3);
-  REQUIRE((*again)->Write(MakeExchange(99)).ok());
+  REQUIRE((*again)->Write(MakeExchange(99).View()).ok());
   REQUIRE((*again)->Sync().ok());
   int responses = 0;
   for (uint32_t f = 0; f <= first_new; ++f) {
@@ -236,6 +245,28 @@ TEST_CASE("WARC: a directory that cannot be created is an error naming it",
   auto w = WarcWriter::Open(o);
   REQUIRE_FALSE(w.ok());
   CHECK_THAT(w.status().message(), Catch::Contains("/proc/no-such/warc"));
+}
+
+TEST_CASE(
+    "WARC: the stored head of a decoded body: Content-Encoding, Content-Length and "
+    "Transfer-Encoding renamed (any case), the body's length added",
+    "[engine][warc]") {
+  const std::string plain =
+      "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nServer: x\r\n\r\n";
+  CHECK(HeadForStoredBody(plain, 10) == plain);  // none of the three: as it is
+  CHECK(HeadForStoredBody(
+            "HTTP/1.1 200 OK\r\nCONTENT-ENCODING: gzip\r\ncontent-length: 31\r\n"
+            "Content-Type: text/html\r\nTransfer-Encoding: chunked\r\n\r\n",
+            1234) ==
+        "HTTP/1.1 200 OK\r\nX-Crawler-Original-CONTENT-ENCODING: gzip\r\n"
+        "X-Crawler-Original-content-length: 31\r\nContent-Type: text/html\r\n"
+        "X-Crawler-Original-Transfer-Encoding: chunked\r\nContent-Length: 1234\r\n\r\n");
+  // A name that only starts like one of them is kept; a head cut short still
+  // ends in one blank line.
+  CHECK(HeadForStoredBody("HTTP/1.1 200 OK\r\nContent-Lengthy: 1\r\nContent-Length: 5",
+                          7) ==
+        "HTTP/1.1 200 OK\r\nContent-Lengthy: 1\r\nX-Crawler-Original-Content-Length: "
+        "5\r\nContent-Length: 7\r\n\r\n");
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "base/mutex.h"
 #include "base/status.h"
@@ -36,14 +37,17 @@ struct WarcOptions {
   std::string operator_info;  // e.g. the contact URL from the config
 };
 
+// One fetch. The request, head and body are views of the caller's buffers
+// (valid until Prepare or Write returns): the body is copied once, into the
+// record libdeflate compresses, and not before.
 struct Exchange {
   std::string url;
   std::string ip;  // "" if unknown
   std::chrono::system_clock::time_point date;
-  std::string request;        // the HTTP request as sent
-  std::string response_head;  // status line + headers, ending in CRLF CRLF
-  std::string body;           // the body as received
-  bool truncated = false;     // body cut at the size limit
+  std::string_view request;        // the HTTP request as sent
+  std::string_view response_head;  // status line + headers, ending in CRLF CRLF
+  std::string_view body;           // the body as received
+  bool truncated = false;          // body cut at the size limit
 };
 
 // The two gzipped records of one fetch, ready to append (Prepare does the
