@@ -4,7 +4,7 @@
 //   crawler-testsite --pages N --hosts H [--port P] [--seed S] [--log FILE]
 //                    [--slow-ms MS] [--delay-ms MS] [--huge-bytes B] [--crawl-delay S]
 //                    [--vhosts DOMAIN] [--fail-first N [--fail-hang-ms MS]]
-//                    [--robots-fail-first N]
+//                    [--robots-fail-first N] [--down-after N --down-ms MS]
 //   crawler-testsite ... --truth [--max-depth D] [--max-redirects R]
 //   crawler-testsite ... --seeds          (prints every host's root URL)
 //   crawler-testsite ... --resolve        (virtual hosts: "NAME:P:127.0.0.1"
@@ -31,6 +31,10 @@
 // --robots-fail-first N: the first N requests of every host's robots.txt
 // answer 503 (the truth set is unchanged for a crawler that fetches it
 // again; one that gives up first treats the host as fully disallowed).
+// --down-after N --down-ms MS: once N pages of host 0 have been served, host
+// 0's port (with --vhosts, the one port) stops listening for MS ms and its
+// open connections are closed: connections are refused (a host that is
+// down), then it listens again. Once per run; the truth set is unchanged.
 // SIGTERM/SIGINT: stop, flush the log, exit 0.
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -115,9 +119,11 @@ class Server {
   uint32_t fail_first = 0;
   uint32_t fail_hang_ms = 3000;
   uint32_t robots_fail_first = 0;
+  // Host 0 down for a while (--down-after, --down-ms).
+  uint32_t down_after = 0, down_ms = 0;
 
-  Server(const Site& site, std::FILE* log, std::vector<int> listen_fds)
-      : site_(site), log_(log), listen_fds_(std::move(listen_fds)) {}
+  Server(const Site& site, std::FILE* log, std::vector<int> listen_fds, uint16_t base)
+      : site_(site), log_(log), listen_fds_(std::move(listen_fds)), base_(base) {}
 
   void Run() {
     std::vector<std::thread> acceptors;
@@ -128,13 +134,16 @@ class Server {
     // Connection threads are detached (a long crawl makes tens of
     // thousands): wake them, then wait for the last to end.
     std::unique_lock<std::mutex> lock(conn_mu_);
-    for (int fd : conn_fds_) ::shutdown(fd, SHUT_RDWR);
+    for (const auto& [fd, listener] : conn_fds_) ::shutdown(fd, SHUT_RDWR);
     conn_cv_.wait(lock, [&] { return conn_fds_.empty(); });
   }
 
  private:
   void Accept(uint32_t h) {
     while (!g_stop) {
+      if (h == 0 && down_after > 0 && !went_down_ && host0_pages_.load() >= down_after &&
+          !GoDown())
+        return;
       pollfd p{listen_fds_[h], POLLIN, 0};
       if (::poll(&p, 1, 100) <= 0) continue;
       int fd = ::accept(listen_fds_[h], nullptr, nullptr);
@@ -142,17 +151,41 @@ class Server {
       int one = 1;
       ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
       std::lock_guard<std::mutex> lock(conn_mu_);
-      conn_fds_.push_back(fd);
+      conn_fds_[fd] = h;
       std::thread([this, fd, h] {
         Serve(fd, h);
         std::lock_guard<std::mutex> done(conn_mu_);
         ::shutdown(fd, SHUT_RDWR);
         ::close(fd);
-        conn_fds_.erase(std::find(conn_fds_.begin(), conn_fds_.end(), fd));
+        conn_fds_.erase(fd);
         conn_cv_.notify_all();
       }).detach();
     }
     ::close(listen_fds_[h]);
+  }
+
+  // Host 0's port: no listener for down_ms, its connections closed, then a
+  // listener again. False: the port could not be listened on again.
+  bool GoDown() {
+    went_down_ = true;
+    ::close(listen_fds_[0]);
+    {
+      std::lock_guard<std::mutex> lock(conn_mu_);
+      for (const auto& [fd, listener] : conn_fds_)
+        if (listener == 0) ::shutdown(fd, SHUT_RDWR);
+    }
+    std::fprintf(stderr, "crawler-testsite: port %u down for %u ms after %u pages\n",
+                 static_cast<unsigned>(base_), down_ms, host0_pages_.load());
+    for (uint32_t waited = 0; waited < down_ms && !g_stop; waited += 10) ::usleep(10000);
+    listen_fds_[0] = Listen(base_);
+    if (listen_fds_[0] < 0) {
+      std::fprintf(stderr, "crawler-testsite: cannot listen on port %u again\n",
+                   static_cast<unsigned>(base_));
+      return false;
+    }
+    std::fprintf(stderr, "crawler-testsite: port %u up again\n",
+                 static_cast<unsigned>(base_));
+    return true;
   }
 
   // `listener`: the listening socket's index, host h in port mode.
@@ -174,6 +207,7 @@ class Server {
       } else if (ours) {
         authority = site_.Authority(h);
         ok = Respond(conn, h, path, req.accept_gzip, &status);
+        if (h == 0 && path != "/robots.txt") ++host0_pages_;
       } else {
         authority =
             req.host.empty() || req.host.find(' ') != std::string::npos ? "-" : req.host;
@@ -287,9 +321,12 @@ class Server {
   std::map<std::string, uint32_t> attempts_;  // requests so far, by URL (--fail-first)
   std::mutex log_mu_;
   std::vector<int> listen_fds_;
+  const uint16_t base_;
+  std::atomic<uint32_t> host0_pages_{0};
+  bool went_down_ = false;  // host 0's acceptor's
   std::mutex conn_mu_;
-  std::vector<int> conn_fds_;
-  std::condition_variable conn_cv_;  // a connection ended
+  std::map<int, uint32_t> conn_fds_;  // open connections: fd -> listener
+  std::condition_variable conn_cv_;   // a connection ended
 };
 
 }  // namespace
@@ -326,6 +363,10 @@ int main(int argc, char** argv) {
   uint32_t robots_fail_first = 0;
   app.add_option("--robots-fail-first", robots_fail_first,
                  "the first N requests of every robots.txt answer 503");
+  uint32_t down_after = 0, down_ms = 0;
+  app.add_option("--down-after", down_after,
+                 "host 0 goes down once this many of its pages are served");
+  app.add_option("--down-ms", down_ms, "... for this long (connections refused)");
   app.add_flag("--seeds", seeds, "print every host's root URL, and exit");
   app.add_flag(
       "--resolve", resolve,
@@ -373,10 +414,12 @@ int main(int argc, char** argv) {
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGPIPE, SIG_IGN);
-  Server server(site, log, std::move(fds));
+  Server server(site, log, std::move(fds), base);
   server.fail_first = fail_first;
   server.fail_hang_ms = fail_hang_ms;
   server.robots_fail_first = robots_fail_first;
+  server.down_after = down_after;
+  server.down_ms = down_ms;
   std::printf("listening %u %u %s\n", static_cast<unsigned>(base), o.hosts,
               o.vhost_domain.empty() ? "ports" : o.vhost_domain.c_str());
   std::fflush(stdout);
