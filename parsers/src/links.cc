@@ -123,9 +123,12 @@ class GumboArena {
     o.allocator = &Allocate;
     o.deallocator = &Free;
     o.userdata = this;
-    // Parse errors are not recorded: nothing reads them, and each one costs
-    // an allocation and a copy of the open-element stack (parsers_bench on
-    // pages with errors: see the README's benchmark section).
+    // Parse errors are not recorded: nothing reads them, and each one is an
+    // allocation plus a copy of the open-element stack. Measured with
+    // parsers_bench --dir: no difference on pages with few errors (the crawl
+    // bench's pages: 0 a page; /usr/share/doc: 9.6), but a 0.9 MB page with
+    // 100,000 errors under 200 open elements parsed in 102 ms instead of 290
+    // (and the default options' run peaked at 210 MB).
     o.max_errors = 0;
     return o;
   }
