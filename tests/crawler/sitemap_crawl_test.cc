@@ -16,7 +16,6 @@
 namespace crawler::engine {
 namespace {
 
-using testing::Attempted;
 using testing::CommandResult;
 using testing::LogLine;
 using testing::ReadFetchLog;
@@ -42,9 +41,8 @@ TEST_CASE(
                   std::string(kExactDedup));
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
-    std::multiset<std::string> attempted;
-    for (const LogLine& l : ReadFetchLog(dir + "/out/fetch-log.jsonl"))
-      if (Attempted(l)) attempted.insert(l.url);
+    std::multiset<std::string> attempted =
+        testing::AttemptedUrls(dir + "/out/fetch-log.jsonl");
     CHECK(attempted.size() == truth.size());
     CHECK(std::set<std::string>(attempted.begin(), attempted.end()) == truth);
     // Hosts 0 and 2 name their sitemaps: their 9 orphans each were fetched.

@@ -299,10 +299,8 @@ TEST_CASE(
   REQUIRE(at != std::string::npos);
   long spilled = std::stol(r.output.substr(at + label.size()));
   CHECK(spilled > 500);
-  std::multiset<std::string> attempted;
-  for (const LogLine& l : ReadFetchLog(dir + "/out/fetch-log.jsonl")) {
-    if (Attempted(l)) attempted.insert(l.url);
-  }
+  std::multiset<std::string> attempted =
+      testing::AttemptedUrls(dir + "/out/fetch-log.jsonl");
   CHECK(attempted.size() == truth.size());
   CHECK(std::set<std::string>(attempted.begin(), attempted.end()) == truth);
   std::filesystem::remove_all(dir);
@@ -326,10 +324,8 @@ TEST_CASE("Testsite crawl: four workers racing still fetch each URL once",
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   site.Stop();
-  std::multiset<std::string> attempted;
-  for (const LogLine& l : ReadFetchLog(dir + "/out/fetch-log.jsonl")) {
-    if (Attempted(l)) attempted.insert(l.url);
-  }
+  std::multiset<std::string> attempted =
+      testing::AttemptedUrls(dir + "/out/fetch-log.jsonl");
   std::set<std::string> distinct(attempted.begin(), attempted.end());
   CHECK(attempted.size() == distinct.size());
   CHECK(distinct == truth);
