@@ -19,10 +19,15 @@ namespace {
 
 using frontier::Clock;
 
-#if defined(__SANITIZE_ADDRESS__)
+// Sanitizer builds write in-process: a child forked while other threads
+// allocate can deadlock in GCC 12's ASan or TSan allocator (a CI rehearsal's
+// TSan join test hung on a forked writer waiting for the allocator's lock in
+// boost::json, its parent in waitpid). glibc's malloc, in other builds, is
+// made safe across fork by glibc itself.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 constexpr bool kForkWriter = false;
 #elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
 constexpr bool kForkWriter = false;
 #else
 constexpr bool kForkWriter = true;

@@ -7,8 +7,8 @@
 // record their lengths, describe the crawl (counters, scope, config), then
 // fork(): the child writes OUT/checkpoint.tmp/ from its copy-on-write image and
 // publishes it, the parent reopens the gate at once and reaps the child later
-// (Poll). Under ASan the writer runs in-process (GCC 12's ASan allocator can
-// deadlock a child forked while other threads allocate).
+// (Poll). Under ASan and TSan the writer runs in-process (GCC 12's sanitizer
+// allocators can deadlock a child forked while other threads allocate).
 //
 // A checkpoint that cannot be written is an output failure: Cut and Poll
 // return it, and the crawl stops (exit 1) with the last good checkpoint intact.
