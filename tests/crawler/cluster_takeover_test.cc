@@ -290,9 +290,12 @@ TEST_CASE(
     "[cluster][takeover][join]") {
   // The chaos run found it: the resumed node took its released shards as
   // empty ones (their queues were in handoff/SEQ/ only), 553 URLs lost.
-  // A lease (and membership) of 10 s: n2 drains and gives the shards up
-  // well before n4's membership expires.
-  const std::string extra = std::string(kTakeover) + " --set cluster.lease_s=10";
+  // n4's membership lasts 3 heartbeats after its kill: with heartbeats of
+  // 2 s (6 s), n2 drains, cuts, commits and gives the shards up well before
+  // it expires. (With the fixture's 0.5 s it was 1.5 s, and a CI rehearsal's
+  // ASan run found n4 gone before n2 had given anything up.) Leases of 10 s.
+  const std::string extra =
+      std::string(kTakeover) + " --set cluster.lease_s=10 --set cluster.heartbeat_s=2";
   ClusterCrawl c("cluster_handback", "handback", extra,
                  std::max(1000u, EnvOr("CRAWLER_CLUSTER_PAGES", 2000)));
   WaitForCommit(c, "handback", "n2");
