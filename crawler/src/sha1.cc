@@ -52,10 +52,12 @@ std::string Base32(const uint8_t* data, size_t n) {
   return out;
 }
 
-std::string WarcDigest(std::string_view data) {
-  std::array<uint8_t, 20> d{};
-  unsigned int n = 0;
-  EVP_Digest(data.data(), data.size(), d.data(), &n, Sha1Md(), nullptr);
+std::string WarcDigest(std::string_view data) { return WarcDigest({data}); }
+
+std::string WarcDigest(std::initializer_list<std::string_view> parts) {
+  Sha1 sha;
+  for (std::string_view part : parts) sha.Update(part);
+  std::array<uint8_t, 20> d = sha.Final();
   return "sha1:" + Base32(d.data(), d.size());
 }
 

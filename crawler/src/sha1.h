@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
@@ -33,6 +34,8 @@ class Sha1 {
 std::string Base32(const uint8_t* data, size_t n);
 // "sha1:" + Base32(SHA-1(data)).
 std::string WarcDigest(std::string_view data);
+// The same over `parts` one after another (a block not joined first).
+std::string WarcDigest(std::initializer_list<std::string_view> parts);
 
 }  // namespace crawler::engine
 

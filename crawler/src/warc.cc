@@ -4,7 +4,6 @@
 #include <libdeflate.h>
 #include <unistd.h>
 
-#include <array>
 #include <boost/uuid/random_generator.hpp>
 #include <boost/uuid/uuid_io.hpp>
 #include <cctype>
@@ -47,14 +46,6 @@ std::string Record(const std::string& type, const std::string& id,
   for (std::string_view part : parts) r += part;
   r += "\r\n\r\n";
   return r;
-}
-
-// "sha1:" + base32 of the SHA-1 of `parts` one after another.
-std::string WarcDigestOf(std::initializer_list<std::string_view> parts) {
-  Sha1 sha;
-  for (std::string_view part : parts) sha.Update(part);
-  std::array<uint8_t, 20> d = sha.Final();
-  return "sha1:" + Base32(d.data(), d.size());
 }
 
 }  // namespace
@@ -171,7 +162,7 @@ PreparedExchange WarcWriter::Prepare(const Exchange& ex) const {
   // The block (head + body) is digested and written from its two parts.
   std::string response_headers =
       common + "WARC-Payload-Digest: " + WarcDigest(ex.body) +
-      "\r\nWARC-Block-Digest: " + WarcDigestOf({ex.response_head, ex.body}) + "\r\n";
+      "\r\nWARC-Block-Digest: " + WarcDigest({ex.response_head, ex.body}) + "\r\n";
   if (ex.truncated) response_headers += "WARC-Truncated: length\r\n";
   PreparedExchange out;
   out.response =
@@ -242,7 +233,8 @@ bool StartsWithNoCase(std::string_view s, std::string_view prefix) {
 }  // namespace
 
 std::string HeadForStoredBody(const std::string& head, size_t body_size) {
-  // Most heads have nothing to rename: looked at in place, returned as they are.
+  // Lines are looked at in place (no copy per line); a head with nothing to
+  // rename is returned as it is.
   auto renamed = [](std::string_view line) {
     return StartsWithNoCase(line, "content-encoding:") ||
            StartsWithNoCase(line, "content-length:") ||
