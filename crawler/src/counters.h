@@ -44,19 +44,14 @@ class Counters {
     MutexLock lock(mu_);
     summary_.*field += n;
   }
-  // `admitted` new URLs were checked at the filter's last estimated FPR:
-  // about admitted x FPR of the URLs it called "seen" were new (expected).
-  void Admitted(uint64_t admitted) EXCLUDES(mu_) {
-    MutexLock lock(mu_);
-    expected_false_seen_ +=
-        static_cast<double>(admitted) * fpr_.load(std::memory_order_relaxed);
-  }
-  void SetFpr(double fpr) { fpr_.store(fpr, std::memory_order_relaxed); }
 
   CrawlSummary Summary() const EXCLUDES(mu_) {
     MutexLock lock(mu_);
     return summary_;
   }
+  // URLs wrongly called "seen" (expected) before this process: restored
+  // from the checkpoint. The filter counts this process's own
+  // (FilterStats::expected_false_positives); the report adds the two.
   double ExpectedFalseSeen() const EXCLUDES(mu_) {
     MutexLock lock(mu_);
     return expected_false_seen_;
@@ -76,7 +71,6 @@ class Counters {
   mutable Mutex mu_;
   CrawlSummary summary_ GUARDED_BY(mu_);
   double expected_false_seen_ GUARDED_BY(mu_) = 0;
-  std::atomic<double> fpr_{0};
 };
 
 }  // namespace crawler::engine

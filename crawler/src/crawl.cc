@@ -75,10 +75,12 @@ void Crawl::Impl::Describe(CheckpointInfo* info, bool running) {
   info->config_toml = ConfigToToml(config);
   info->scope_hosts = scope->hosts();
   info->summary = counters.Summary();
-  info->expected_false_seen = counters.ExpectedFalseSeen();
   info->summary.spilled = spilled_base + frontier->Stats(Clock::now()).spilled;
   info->started = state.started.load();
-  info->stats = ToJson(Report(running));
+  StatsReport report = Report(running);
+  // Before this process and in it (the filter's own count starts at 0).
+  info->expected_false_seen = report.dedup.expected_false_seen;
+  info->stats = ToJson(report);
 }
 
 Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,

@@ -91,14 +91,14 @@ StatsReport StatsWriter::Build(bool running, double elapsed, uint64_t spilled_ba
   auto now = Clock::now();
   CrawlSummary s = src_.counters.Summary();
   dedup::FilterStats fs = src_.filter.Stats();
-  src_.counters.SetFpr(fs.estimated_fpr);
   HostTable::Figures hosts = src_.hosts.Summarize(10);
 
   StatsReport report;
   report.updated_unix = WallNow();
   report.running = running;
   report.out = out_;
-  report.dedup = Dedup(fs, src_.counters.ExpectedFalseSeen());
+  report.dedup =
+      Dedup(fs, src_.counters.ExpectedFalseSeen() + fs.expected_false_positives);
   report.frontier =
       Frontier(src_.frontier.Stats(now), spilled_base, hosts.blocked_by_robots);
   report.crawl = s;

@@ -142,7 +142,6 @@ Status Worker::Admit(const Gate::Pass& pass, std::vector<frontier::UrlEntry> ent
   }
   p_.counters.Add(&CrawlSummary::duplicates, admitted->duplicates);
   p_.counters.Add(&CrawlSummary::filter_full, admitted->refused_full);
-  if (admitted->admitted > 0) p_.counters.Admitted(admitted->admitted);
   for (const std::string& host : admitted->new_hosts)
     StartRobots(pass, host, host + "/robots.txt", 0);
   return Status::Ok();

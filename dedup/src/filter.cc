@@ -185,6 +185,7 @@ class StripedFilter final : public Filter {
       t.erases += st.erases;
       t.relocations += st.relocations;
       t.saturations += st.saturations;
+      t.expected_false_positives += st.expected_false_positives;
       t.saturated_stripes += st.saturated ? 1 : 0;
       t.per_stripe.push_back(st);
     }
@@ -295,7 +296,32 @@ class StripedFilter final : public Filter {
     uint64_t inserts_full GUARDED_BY(mu) = 0;
     uint64_t erases GUARDED_BY(mu) = 0;
     uint64_t saturations GUARDED_BY(mu) = 0;
+    // The expected false positives: each new key adds the stripe's FPR at its
+    // check (FprLocked; not saved with the filter).
+    double expected_false GUARDED_BY(mu) = 0;
+    double fpr GUARDED_BY(mu) = 0;  // cached: at fpr_layers layers, fpr_items in the newest
+    size_t fpr_layers GUARDED_BY(mu) = 0;
+    uint64_t fpr_items GUARDED_BY(mu) = 0;
   };
+
+  // The stripe's estimated FPR now, recomputed when a layer was added or the
+  // newest layer's items moved by 1/64 of its capacity (the estimate's
+  // Poisson sums are too dear for every key; within 1/64 of a fill, a
+  // layer's FPR changes by a few percent of itself at most).
+  static double FprLocked(Stripe& s) REQUIRES(s.mu) {
+    const Layer& newest = s.layers.back();
+    const uint64_t step = std::max<uint64_t>(1, newest.capacity() / 64);
+    const uint64_t items = newest.items();
+    if (s.layers.size() != s.fpr_layers || items >= s.fpr_items + step ||
+        items + step <= s.fpr_items) {
+      double pass = 1;
+      for (const Layer& layer : s.layers) pass *= 1 - layer.EstimatedFpr();
+      s.fpr = 1 - pass;
+      s.fpr_layers = s.layers.size();
+      s.fpr_items = items;
+    }
+    return s.fpr;
+  }
 
   static Status Corrupt(const std::string& msg) {
     return Status::Error(Status::Code::kCorruption, msg);
@@ -401,8 +427,10 @@ class StripedFilter final : public Filter {
       }
       // A fixed bloom past capacity keeps answering; stats flag it saturated.
     }
+    const double fpr = FprLocked(s);  // this check's chance of a false "present"
     if (layers.back().AddIfAbsent(h, &s.saturations)) {
       ++s.inserts_new;
+      s.expected_false += fpr;
       return InsertResult::kInserted;
     }
     ++s.inserts_duplicate;
@@ -429,6 +457,7 @@ class StripedFilter final : public Filter {
     st.inserts_full = s.inserts_full;
     st.erases = s.erases;
     st.saturations = s.saturations;
+    st.expected_false_positives = s.expected_false;
     st.saturated = !options_.scaling && s.layers.back().Full();
     return st;
   }

@@ -105,6 +105,11 @@ struct StripeStats {
   uint64_t relocations = 0;  // cuckoo kicks
   uint64_t saturations = 0;  // counting: counters that reached 15
   bool saturated = false;    // fixed bloom past capacity / fixed filter full
+  // Sum over the keys inserted as new of the stripe's estimated FPR when each
+  // was checked: how many new keys this stripe is expected to have called
+  // "present" wrongly (lost: never inserted, never fetched). Counted since
+  // this Filter object was created or loaded (not saved in its file).
+  double expected_false_positives = 0;
 };
 
 struct FilterStats {
@@ -127,6 +132,7 @@ struct FilterStats {
   uint64_t relocations = 0;
   uint64_t saturations = 0;
   uint32_t saturated_stripes = 0;
+  double expected_false_positives = 0;  // sum over stripes (StripeStats)
   std::vector<StripeStats> per_stripe;
 
   // One JSON object (README "Dedup stats"); per_stripe included iff `with_stripes`.
