@@ -299,7 +299,8 @@ class StripedFilter final : public Filter {
     // The expected false positives: each new key adds the stripe's FPR at its
     // check (FprLocked; not saved with the filter).
     double expected_false GUARDED_BY(mu) = 0;
-    double fpr GUARDED_BY(mu) = 0;  // cached: at fpr_layers layers, fpr_items in the newest
+    double fpr GUARDED_BY(mu) =
+        0;  // cached: at fpr_layers layers, fpr_items in the newest
     size_t fpr_layers GUARDED_BY(mu) = 0;
     uint64_t fpr_items GUARDED_BY(mu) = 0;
   };
