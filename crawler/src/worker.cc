@@ -154,10 +154,11 @@ Status Worker::RestoreShards(const Gate::Pass& pass, ShardState s) {
   Status st = frontier::RestoreFrontier(std::move(s.frontier), now, &p_.frontier);
   if (!st.ok()) return st;
   // The shards' seen set: into the filter, and into this node's own seen
-  // log (a later taker of these shards loads them from here).
+  // log (a later taker of these shards loads them from here). Their loss
+  // was counted where they were first checked: RestoreHash does not count.
   uint64_t added = 0;
   for (const SeenRecord& r : s.seen)
-    added += p_.filter.TryInsertHash(r.hash) == dedup::InsertResult::kInserted;
+    added += p_.filter.RestoreHash(r.hash) == dedup::InsertResult::kInserted;
   if (p_.seen != nullptr) {
     st = p_.seen->Append(s.seen);
     if (!st.ok()) return st;

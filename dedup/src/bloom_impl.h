@@ -27,7 +27,8 @@
 // was never inserted but tests positive decrements other keys' counters and can
 // make them false negatives: erase only what you inserted.
 //
-// Thread-compatibility: none; the owning stripe's lock guards a layer.
+// Thread-compatibility: the owning stripe's lock guards every write; Contains
+// may run concurrently with a writer (cells are relaxed atomic bytes).
 #ifndef DEDUP_BLOOM_IMPL_H_
 #define DEDUP_BLOOM_IMPL_H_
 
@@ -113,8 +114,7 @@ class BlockedLayer {
 
   void Prefetch(const KeyHash& h) const {
     const uint8_t* block = Block(h);
-    for (size_t line = 0; line < BlockBytes(); line += 64)
-      __builtin_prefetch(block + line);
+    for (size_t line = 0; line < BlockBytes(); line += 64) PrefetchLine(block + line);
   }
 
   bool Contains(const KeyHash& h) const {
@@ -156,10 +156,11 @@ class BlockedLayer {
       uint32_t newly_set = 0;
       for (uint32_t i = 0; i < k_; ++i) {
         uint32_t pos = probes.Next();
-        uint8_t& byte = block[pos >> 3];
+        uint8_t* byte = &block[pos >> 3];
         auto bit = static_cast<uint8_t>(1u << (pos & 7));
-        newly_set += (byte & bit) == 0;
-        byte = static_cast<uint8_t>(byte | bit);
+        uint8_t old = Load(byte);
+        newly_set += (old & bit) == 0;
+        Store(byte, static_cast<uint8_t>(old | bit));
       }
       nonzero_ += newly_set;
       items_ += newly_set != 0;
@@ -221,7 +222,7 @@ class BlockedLayer {
   uint64_t nonzero() const { return nonzero_; }
   uint64_t relocations() const { return 0; }
   const AlignedBuffer& data() const { return data_; }
-  uint64_t Bytes() const { return data_.size() + sizeof(*this); }
+  uint64_t Bytes() const { return data_.held() + sizeof(*this); }
 
  private:
   const uint8_t* Block(const KeyHash& h) const {
@@ -230,17 +231,26 @@ class BlockedLayer {
   uint8_t* Block(const KeyHash& h) {
     return data_.data() + FastRange64(h.lo, blocks_) * BlockBytes();
   }
+  // Cells are read and written as relaxed atomic bytes: the stripe lock
+  // orders writers, and lock-free lookups (striped_filter.h) read while a
+  // writer stores. On x86 these are plain byte moves.
+  static uint8_t Load(const uint8_t* byte) {
+    return *byte;  // EXPERIMENT
+  }
+  static void Store(uint8_t* byte, uint8_t value) {
+    __atomic_store_n(byte, value, __ATOMIC_RELAXED);
+  }
   static uint32_t Get(const uint8_t* block, uint32_t pos) {
     if constexpr (kCellBits == 1) {
-      return (block[pos >> 3] >> (pos & 7)) & 1u;
+      return (Load(&block[pos >> 3]) >> (pos & 7)) & 1u;
     } else {
-      return (block[pos >> 1] >> ((pos & 1) * 4)) & 0xFu;
+      return (Load(&block[pos >> 1]) >> ((pos & 1) * 4)) & 0xFu;
     }
   }
   static void Set(uint8_t* block, uint32_t pos, uint32_t value) {  // counters only
-    uint8_t& byte = block[pos >> 1];
+    uint8_t* byte = &block[pos >> 1];
     unsigned shift = (pos & 1) * 4;
-    byte = static_cast<uint8_t>((byte & ~(0xFu << shift)) | (value << shift));
+    Store(byte, static_cast<uint8_t>((Load(byte) & ~(0xFu << shift)) | (value << shift)));
   }
 
   uint64_t capacity_ = 0;

@@ -84,9 +84,8 @@ class CuckooLayer {
   // Both candidate buckets: a lookup of an absent key reads both.
   void Prefetch(const KeyHash& h) const {
     uint64_t i1 = Bucket1(h);
-    __builtin_prefetch(data_.data() + (i1 * kSlots * fp_bits_ >> 3));
-    __builtin_prefetch(data_.data() +
-                       (AltBucket(i1, Fingerprint(h)) * kSlots * fp_bits_ >> 3));
+    PrefetchLine(data_.data() + (i1 * kSlots * fp_bits_ >> 3));
+    PrefetchLine(data_.data() + (AltBucket(i1, Fingerprint(h)) * kSlots * fp_bits_ >> 3));
   }
 
   bool Contains(const KeyHash& h) const {
@@ -164,7 +163,7 @@ class CuckooLayer {
   uint64_t victim_bucket() const { return victim_bucket_; }
   uint64_t relocations() const { return relocations_; }
   const AlignedBuffer& data() const { return data_; }
-  uint64_t Bytes() const { return data_.size() + sizeof(*this); }
+  uint64_t Bytes() const { return data_.held() + sizeof(*this); }
 
  private:
   uint32_t Fingerprint(const KeyHash& h) const {

@@ -176,6 +176,10 @@ class Filter {
   }
   InsertResult TryInsert(std::string_view key) { return TryInsertHash(HashKey(key)); }
   virtual InsertResult TryInsertHash(const KeyHash& h) = 0;
+  // As TryInsertHash, for a key that was checked once already elsewhere (a
+  // crawl restoring another filter's keys): a false "present" here loses
+  // nothing, so it is not counted in expected_false_positives.
+  virtual InsertResult RestoreHash(const KeyHash& h) = 0;
 
   // Inserts many keys; out[i] is as TryInsert(keys[i]) (of equal keys in one
   // batch, the first gets kInserted). Faster than a loop: it hashes a chunk,

@@ -1,0 +1,505 @@
+// StripedFilter<Layer>: the one implementation of Filter, instantiated for
+// the three layer types (filter.cc). See filter.h for the design; format.h
+// for the bytes.
+#ifndef DEDUP_STRIPED_FILTER_H_
+#define DEDUP_STRIPED_FILTER_H_
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "bloom_impl.h"
+#include "cuckoo_impl.h"
+#include "dedup/filter.h"
+#include "format.h"
+#include "spin_lock.h"
+
+namespace crawler::dedup::internal {
+
+// A stripe never holds more layers than this; with expansion >= 1.1 and
+// capacity <= 2^40 a chain can not legitimately get there.
+constexpr uint32_t kMaxLayers = 400;
+// Batches: keys hashed and grouped per round (1024 keys over 64 stripes: 16
+// keys, i.e. 16 overlapped misses, per lock); above this many stripes the
+// groups get too small to pay for the sort and batches go key by key.
+constexpr size_t kChunk = 1024;
+constexpr uint32_t kMaxGroupedStripes = 256;
+// Prefetched layer blocks kept in flight ahead of the key being processed.
+constexpr uint32_t kPrefetchLines = 16;
+
+template <typename Layer>
+constexpr FilterType TypeOf() {
+  if constexpr (std::is_same_v<Layer, BloomLayer>) return FilterType::kBloom;
+  if constexpr (std::is_same_v<Layer, CountingLayer>) return FilterType::kCounting;
+  return FilterType::kCuckoo;
+}
+
+template <typename Layer>
+class StripedFilter final : public Filter {
+ public:
+  // `empty`: leave every stripe without layers (Read fills them in).
+  StripedFilter(const FilterOptions& options, bool empty)
+      : options_(options),
+        stripe_bits_(static_cast<unsigned>(std::countr_zero(options.stripes))),
+        stripes_(new Stripe[options.stripes]) {
+    // Setup: the stripes are not shared yet.
+    if (empty) return;
+    for (uint32_t i = 0; i < options_.stripes; ++i) {
+      Stripe& s = stripes_[i];
+      s.layers.emplace_back(FirstCapacity(), LayerError(0));
+      Publish(s);
+    }
+  }
+
+  InsertResult TryInsertHash(const KeyHash& h) override {
+    Stripe& s = stripes_[StripeOf(h, stripe_bits_)];
+    PrefetchUnlocked(s, h);
+    SpinLockGuard lock(s.mu);
+    return InsertLocked(s, h);
+  }
+  InsertResult RestoreHash(const KeyHash& h) override {
+    Stripe& s = stripes_[StripeOf(h, stripe_bits_)];
+    SpinLockGuard lock(s.mu);
+    return InsertLocked(s, h, /*count_expected=*/false);
+  }
+
+  void InsertBatch(std::span<const std::string_view> keys,
+                   std::span<InsertResult> out) override {
+    // Called with s.mu held (the analysis cannot follow the template call).
+    ForEachGroupedByStripe(
+        keys, [&](Stripe& s, const KeyHash& h, size_t i)
+                  NO_THREAD_SAFETY_ANALYSIS { out[i] = InsertLocked(s, h); });
+  }
+
+  void ContainsBatch(std::span<const std::string_view> keys,
+                     std::span<bool> out) const override {
+    if constexpr (kLockFreeReads) {
+      ContainsBatchLockFree(keys, out);
+    } else {
+      // Called with s.mu held (the analysis cannot follow the template call).
+      ForEachGroupedByStripe(
+          keys, [&](const Stripe& s, const KeyHash& h, size_t i)
+                    NO_THREAD_SAFETY_ANALYSIS { out[i] = ContainsLocked(s, h); });
+    }
+  }
+
+  bool ContainsHash(const KeyHash& h) const override {
+    const Stripe& s = stripes_[StripeOf(h, stripe_bits_)];
+    if constexpr (kLockFreeReads) {
+      const View& v = *s.view.load(std::memory_order_acquire);
+      for (uint32_t i = 0; i < v.n; ++i) {
+        if (v.at[i]->Contains(h)) return true;
+      }
+      return false;
+    } else {
+      SpinLockGuard lock(s.mu);
+      return ContainsLocked(s, h);
+    }
+  }
+
+  bool EraseHash(const KeyHash& h) override {
+    if (!options_.allow_erase) return false;
+    Stripe& s = stripes_[StripeOf(h, stripe_bits_)];
+    SpinLockGuard lock(s.mu);
+    // Oldest first: an inserted key lives in the oldest layer that contains it
+    // (it was absent from all older ones when added, and they only shrink
+    // since), while a newer layer may hold a fingerprint twin of it.
+    for (size_t i = 0; i < s.layers.size(); ++i) {
+      if (s.layers[i].Remove(h)) {
+        ++s.erases;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  FilterStats Stats() const override {
+    FilterStats t;
+    t.type = TypeOf<Layer>();
+    t.options = options_;
+    t.stripes = options_.stripes;
+    t.fpr_bound = options_.error_rate;
+    t.layers_min = UINT32_MAX;
+    double fill_weighted = 0, fpr_sum = 0;
+    uint64_t cells_capacity = 0;
+    for (uint32_t i = 0; i < options_.stripes; ++i) {
+      StripeStats st = StatsOf(stripes_[i]);
+      t.layers_min = std::min(t.layers_min, st.layers);
+      t.layers_max = std::max(t.layers_max, st.layers);
+      t.items += st.items;
+      t.capacity += st.capacity;
+      t.bytes += st.bytes;
+      fill_weighted += st.fill * static_cast<double>(st.capacity);
+      cells_capacity += st.capacity;
+      fpr_sum += st.estimated_fpr;
+      t.inserts_new += st.inserts_new;
+      t.inserts_duplicate += st.inserts_duplicate;
+      t.inserts_full += st.inserts_full;
+      t.erases += st.erases;
+      t.relocations += st.relocations;
+      t.saturations += st.saturations;
+      t.expected_false_positives += st.expected_false_positives;
+      t.saturated_stripes += st.saturated ? 1 : 0;
+      t.per_stripe.push_back(st);
+    }
+    t.fill = cells_capacity ? fill_weighted / static_cast<double>(cells_capacity) : 0;
+    t.estimated_fpr = fpr_sum / options_.stripes;
+    t.bits_per_item =
+        t.items ? 8.0 * static_cast<double>(t.bytes) / static_cast<double>(t.items) : 0;
+    return t;
+  }
+
+  const FilterOptions& options() const override { return options_; }
+
+  Status Write(std::FILE* out, const std::string& name) const override {
+    return WriteImpl(out, name, false);
+  }
+  Status WriteFrozen(std::FILE* out, const std::string& name) const override {
+    return WriteImpl(out, name, true);
+  }
+
+  // frozen: no other thread uses the filter; write each layer straight from
+  // its memory (no copy, no lock held across I/O).
+  Status WriteImpl(std::FILE* out, const std::string& name, bool frozen) const {
+    Status st = WritePreamble(out, name);
+    if (!st.ok()) return st;
+    ByteWriter head;
+    head.U8(static_cast<uint8_t>(options_.type));
+    head.U8(options_.scaling ? 1 : 0);
+    head.U8(options_.allow_erase ? 1 : 0);
+    head.U8(0);
+    head.U32(options_.stripes);
+    head.U64(options_.capacity);
+    head.F64(options_.error_rate);
+    head.F64(options_.expansion);
+    head.F64(options_.tightening);
+    st = WriteSection(out, name, kTagHead, head);
+    uint64_t total_items = 0;
+    for (uint32_t i = 0; i < options_.stripes && st.ok(); ++i) {
+      ByteWriter w(frozen);
+      {
+        // The only pause a writer causes: copying one stripe under its lock.
+        const Stripe& s = stripes_[i];
+        SpinLockGuard lock(s.mu);
+        size_t bytes = 64;
+        for (const Layer& layer : s.layers) bytes += layer.data().size() + 96;
+        w.Reserve(bytes);
+        w.U32(i);
+        w.U32(static_cast<uint32_t>(s.layers.size()));
+        w.U64(s.inserts_new);
+        w.U64(s.inserts_duplicate);
+        w.U64(s.inserts_full);
+        w.U64(s.erases);
+        w.U64(s.saturations);
+        for (const Layer& layer : s.layers) {
+          EncodeLayer(layer, &w);
+          total_items += layer.items();
+        }
+      }
+      st = WriteSection(out, name, kTagStripe, w);
+    }
+    if (!st.ok()) return st;
+    ByteWriter end;
+    end.U32(options_.stripes);
+    end.U32(0);
+    end.U64(total_items);
+    return WriteSection(out, name, kTagEnd, end);
+  }
+
+  // Parses one STRP payload into stripe `index`.
+  // Setup only: the filter is not shared yet.
+  Status DecodeStripe(uint32_t index, const std::vector<uint8_t>& payload,
+                      const std::string& name,
+                      uint64_t* items) NO_THREAD_SAFETY_ANALYSIS {
+    const std::string what = name + ": stripe " + std::to_string(index);
+    ByteReader r(payload.data(), payload.size());
+    Stripe& s = stripes_[index];
+    uint32_t got_index = r.U32();
+    uint32_t layers = r.U32();
+    s.inserts_new = r.U64();
+    s.inserts_duplicate = r.U64();
+    s.inserts_full = r.U64();
+    s.erases = r.U64();
+    s.saturations = r.U64();
+    if (!r.ok()) return Corrupt(what + ": stripe header is cut short");
+    if (got_index != index) {
+      return Corrupt(what + ": section holds stripe " + std::to_string(got_index));
+    }
+    if (layers == 0 || layers > kMaxLayers) {
+      return Corrupt(what + ": layer count " + std::to_string(layers) + " out of range");
+    }
+    for (uint32_t l = 0; l < layers; ++l) {
+      Layer layer;
+      Status st = DecodeLayer(&r, what + " layer " + std::to_string(l), &layer);
+      if (!st.ok()) return st;
+      *items += layer.items();
+      s.layers.push_back(std::move(layer));
+    }
+    Publish(s);
+    if (r.remaining() != 0)
+      return Corrupt(what + ": trailing bytes after the last layer");
+    return Status::Ok();
+  }
+
+ private:
+  // Lock-free reads. Bloom and counting cells are written under the stripe
+  // lock with relaxed atomic stores and read with relaxed atomic loads
+  // (bloom_impl.h; plain moves on x86). A lookup needs no lock: a key
+  // inserted before the lookup began has all its cells set in a layer the
+  // lookup sees (its cells are stored before the insert returns; a new layer
+  // is published with a release store after it is built). Cuckoo lookups
+  // keep the lock: a relocation moves a fingerprint between buckets, and a
+  // reader between the two could miss it.
+  static constexpr bool kLockFreeReads = !std::is_same_v<Layer, CuckooLayer>;
+
+  // What a lock-free reader sees of a stripe's chain: the first n layers.
+  // Immutable once published; replaced (never freed before the filter) when
+  // a layer is added. Layers live in a deque: appending moves none.
+  struct View {
+    uint32_t n = 0;
+    std::unique_ptr<const Layer*[]> at;
+  };
+
+  struct alignas(64) Stripe {  // own cache line: no false sharing between locks
+    mutable SpinLock mu;
+    std::atomic<const View*> view{nullptr};   // the newest in `views`
+    std::deque<Layer> layers GUARDED_BY(mu);  // oldest first, never empty
+    std::vector<std::unique_ptr<View>> views GUARDED_BY(mu);
+    uint64_t inserts_new GUARDED_BY(mu) = 0;
+    uint64_t inserts_duplicate GUARDED_BY(mu) = 0;
+    uint64_t inserts_full GUARDED_BY(mu) = 0;
+    uint64_t erases GUARDED_BY(mu) = 0;
+    uint64_t saturations GUARDED_BY(mu) = 0;
+    // The expected false positives: each new key adds the stripe's FPR at its
+    // check (FprLocked; not saved with the filter).
+    double expected_false GUARDED_BY(mu) = 0;
+    double fpr GUARDED_BY(mu) =
+        0;  // cached: at fpr_layers layers, fpr_items in the newest
+    size_t fpr_layers GUARDED_BY(mu) = 0;
+    uint64_t fpr_items GUARDED_BY(mu) = 0;
+  };
+
+  // The stripe's estimated FPR now, recomputed when a layer was added or the
+  // newest layer's items moved by 1/64 of its capacity (the estimate's
+  // Poisson sums are too dear for every key; within 1/64 of a fill, a
+  // layer's FPR changes by a few percent of itself at most).
+  static double FprLocked(Stripe& s) REQUIRES(s.mu) {
+    const Layer& newest = s.layers.back();
+    const uint64_t step = std::max<uint64_t>(1, newest.capacity() / 64);
+    const uint64_t items = newest.items();
+    if (s.layers.size() != s.fpr_layers || items >= s.fpr_items + step ||
+        items + step <= s.fpr_items) {
+      double pass = 1;
+      for (const Layer& layer : s.layers) pass *= 1 - layer.EstimatedFpr();
+      s.fpr = 1 - pass;
+      s.fpr_layers = s.layers.size();
+      s.fpr_items = items;
+    }
+    return s.fpr;
+  }
+
+  // Publishes the stripe's layers to lock-free readers.
+  static void Publish(Stripe& s) REQUIRES(s.mu) {
+    auto v = std::make_unique<View>();
+    v->n = static_cast<uint32_t>(s.layers.size());
+    v->at = std::make_unique<const Layer*[]>(v->n);
+    for (uint32_t i = 0; i < v->n; ++i) v->at[i] = &s.layers[i];
+    s.view.store(v.get(), std::memory_order_release);
+    s.views.push_back(std::move(v));
+  }
+
+  // Starts loading the key's blocks before the lock is taken. The lock's
+  // atomic exchange waits for every earlier store to reach the cache (x86),
+  // and no later load may start before it, so without this one key's miss
+  // could not overlap the previous key's: single-key inserts ran at half a
+  // plain Bloom filter's rate. Reads only immutable layer geometry.
+  static void PrefetchUnlocked(const Stripe& s, const KeyHash& h) {
+    PrefetchView(*s.view.load(std::memory_order_acquire), h);
+  }
+  static void PrefetchView(const View& v, const KeyHash& h) {
+    for (uint32_t i = 0; i < v.n; ++i) v.at[i]->Prefetch(h);
+  }
+
+  // ContainsBatch without locks: hash a chunk, then probe in input order with
+  // a sliding prefetch window over each key's blocks.
+  void ContainsBatchLockFree(std::span<const std::string_view> keys,
+                             std::span<bool> out) const {
+    std::array<KeyHash, 256> hashes;
+    std::array<const View*, 256> views;
+    const size_t ahead = kPrefetchLines;
+    for (size_t base = 0; base < keys.size(); base += hashes.size()) {
+      const size_t n = std::min(hashes.size(), keys.size() - base);
+      for (size_t i = 0; i < n; ++i) {
+        hashes[i] = HashKey(keys[base + i]);
+        views[i] = stripes_[StripeOf(hashes[i], stripe_bits_)].view.load(
+            std::memory_order_acquire);
+      }
+      for (size_t i = 0; i < std::min(n, ahead); ++i) PrefetchView(*views[i], hashes[i]);
+      for (size_t i = 0; i < n; ++i) {
+        if (i + ahead < n) PrefetchView(*views[i + ahead], hashes[i + ahead]);
+        bool found = false;
+        for (uint32_t l = 0; l < views[i]->n && !found; ++l)
+          found = views[i]->at[l]->Contains(hashes[i]);
+        out[base + i] = found;
+      }
+    }
+  }
+
+  static Status Corrupt(const std::string& msg) {
+    return Status::Error(Status::Code::kCorruption, msg);
+  }
+
+  // capacity/S plus 4 standard deviations of the binomial spread of keys over
+  // stripes, so a filter created for N keys holds N keys without growing
+  // (and a fixed one without refusing): 4/sqrt(N/S) extra, 1% at N = 10^7.
+  uint64_t FirstCapacity() const {
+    uint64_t base = std::max<uint64_t>(
+        1, (options_.capacity + options_.stripes - 1) / options_.stripes);
+    if (options_.stripes == 1) return base;
+    return base +
+           static_cast<uint64_t>(std::ceil(4 * std::sqrt(static_cast<double>(base))));
+  }
+  // e_i = e (1 - r) r^i, so that sum over all i is e.
+  double LayerError(size_t i) const {
+    if (!options_.scaling) return options_.error_rate;
+    return options_.error_rate * (1 - options_.tightening) *
+           std::pow(options_.tightening, static_cast<double>(i));
+  }
+
+  static bool ContainsLocked(const Stripe& s, const KeyHash& h) REQUIRES(s.mu) {
+    for (const Layer& layer : s.layers) {
+      if (layer.Contains(h)) return true;
+    }
+    return false;
+  }
+
+  // Hashes a chunk of keys, groups them by stripe (a stable counting sort),
+  // then per stripe: takes the lock once, prefetches every probed line of the
+  // group, and calls op(stripe, hash, index) for each key in input order.
+  // One lock round trip and one overlapped wave of cache misses per group
+  // instead of one serialised miss per key.
+  template <typename Op>
+  void ForEachGroupedByStripe(std::span<const std::string_view> keys, Op op) const {
+    if (options_.stripes > kMaxGroupedStripes) {
+      for (size_t i = 0; i < keys.size(); ++i) {
+        KeyHash h = HashKey(keys[i]);
+        Stripe& s = stripes_[StripeOf(h, stripe_bits_)];
+        SpinLockGuard lock(s.mu);
+        op(s, h, i);
+      }
+      return;
+    }
+    std::vector<KeyHash> hashes(std::min(keys.size(), kChunk));
+    std::vector<uint32_t> stripe_of(hashes.size());
+    std::vector<uint32_t> order(hashes.size());
+    std::vector<uint32_t> start(options_.stripes + 1);
+    for (size_t base = 0; base < keys.size(); base += kChunk) {
+      const size_t n = std::min(kChunk, keys.size() - base);
+      std::fill(start.begin(), start.end(), 0);
+      for (size_t i = 0; i < n; ++i) {
+        hashes[i] = HashKey(keys[base + i]);
+        stripe_of[i] = StripeOf(hashes[i], stripe_bits_);
+        ++start[stripe_of[i] + 1];
+      }
+      for (uint32_t st = 0; st < options_.stripes; ++st) start[st + 1] += start[st];
+      std::vector<uint32_t> next(start.begin(), start.end() - 1);
+      for (size_t i = 0; i < n; ++i)
+        order[next[stripe_of[i]]++] = static_cast<uint32_t>(i);
+      for (uint32_t st = 0; st < options_.stripes; ++st) {
+        if (start[st] == start[st + 1]) continue;
+        Stripe& s = stripes_[st];
+        SpinLockGuard lock(s.mu);
+        // A sliding prefetch window: a core tracks only a few dozen misses at
+        // once, and prefetches beyond that are dropped, so prefetching a whole
+        // group (64 keys x layers x lines) up front wastes most of them.
+        const uint32_t end = start[st + 1];
+        const uint32_t window = std::max<uint32_t>(
+            2, kPrefetchLines / static_cast<uint32_t>(s.layers.size()));
+        uint32_t ahead = start[st];
+        for (uint32_t o = start[st]; o < end; ++o) {
+          for (; ahead < end && ahead < o + window; ++ahead) {
+            for (const Layer& layer : s.layers) layer.Prefetch(hashes[order[ahead]]);
+          }
+          op(s, hashes[order[o]], base + order[o]);
+        }
+      }
+    }
+  }
+
+  InsertResult InsertLocked(Stripe& s, const KeyHash& h, bool count_expected = true)
+      REQUIRES(s.mu) {
+    std::deque<Layer>& layers = s.layers;
+    for (size_t i = 0; i + 1 < layers.size(); ++i) {
+      if (layers[i].Contains(h)) {
+        ++s.inserts_duplicate;
+        return InsertResult::kPresent;
+      }
+    }
+    if (layers.back().Full()) {
+      if (layers.back().Contains(h)) {
+        ++s.inserts_duplicate;
+        return InsertResult::kPresent;
+      }
+      if (options_.scaling && layers.size() < kMaxLayers) {
+        auto capacity = static_cast<uint64_t>(std::ceil(
+            static_cast<double>(layers.back().capacity()) * options_.expansion));
+        layers.emplace_back(capacity, LayerError(layers.size()));
+        Publish(s);
+      } else if (TypeOf<Layer>() != FilterType::kBloom) {
+        ++s.inserts_full;
+        return InsertResult::kFull;
+      }
+      // A fixed bloom past capacity keeps answering; stats flag it saturated.
+    }
+    // This check's chance of a false "present".
+    const double fpr = count_expected ? FprLocked(s) : 0;
+    if (layers.back().AddIfAbsent(h, &s.saturations)) {
+      ++s.inserts_new;
+      s.expected_false += fpr;
+      return InsertResult::kInserted;
+    }
+    ++s.inserts_duplicate;
+    return InsertResult::kPresent;
+  }
+
+  StripeStats StatsOf(const Stripe& s) const {
+    SpinLockGuard lock(s.mu);
+    StripeStats st;
+    st.layers = static_cast<uint32_t>(s.layers.size());
+    double pass = 1;  // probability a non-member passes every layer
+    for (const Layer& layer : s.layers) {
+      st.items += layer.items();
+      st.capacity += layer.capacity();
+      st.bytes += layer.Bytes();
+      st.fill += layer.Fill() * static_cast<double>(layer.capacity());
+      st.relocations += layer.relocations();
+      pass *= 1 - layer.EstimatedFpr();
+    }
+    st.fill = st.capacity ? st.fill / static_cast<double>(st.capacity) : 0;
+    st.estimated_fpr = 1 - pass;
+    st.inserts_new = s.inserts_new;
+    st.inserts_duplicate = s.inserts_duplicate;
+    st.inserts_full = s.inserts_full;
+    st.erases = s.erases;
+    st.saturations = s.saturations;
+    st.expected_false_positives = s.expected_false;
+    st.saturated = !options_.scaling && s.layers.back().Full();
+    return st;
+  }
+
+  const FilterOptions options_;
+  const unsigned stripe_bits_;
+  std::unique_ptr<Stripe[]> stripes_;
+};
+
+}  // namespace crawler::dedup::internal
+
+#endif  // DEDUP_STRIPED_FILTER_H_
