@@ -235,7 +235,7 @@ class BlockedLayer {
   // orders writers, and lock-free lookups (striped_filter.h) read while a
   // writer stores. On x86 these are plain byte moves.
   static uint8_t Load(const uint8_t* byte) {
-    return *byte;  // EXPERIMENT
+    return __atomic_load_n(byte, __ATOMIC_RELAXED);
   }
   static void Store(uint8_t* byte, uint8_t value) {
     __atomic_store_n(byte, value, __ATOMIC_RELAXED);

@@ -1,24 +1,12 @@
 // dedup_bench: speed, memory and measured false-positive rate of the URL-seen
 // filters, beside a plain C++ Bloom filter, on the same URL-like keys.
 //
-//   build/tests/dedup_bench                      # N = 4*10^6, all variants, 1 and 2
-//   threads build/tests/dedup_bench --n 10000000         # the target size
+//   build/tests/dedup_bench                  # N = 4*10^6, all variants, 1 and 2 threads
+//   build/tests/dedup_bench --n 10000000     # the target size
 //   build/tests/dedup_bench --n 100000000 --threads 1
 //   build/tests/dedup_bench --variants bloom --tightening 0.5
 //
-// Sample (this 2-core machine, Release, default N = 4*10^6, error 1%):
-//
-//   variant   start  thr layers bits/key       FPR   insert batch-ins pos-look neg-look
-//   batch-neg  RSS-MB
-//                                                    Mops/s    Mops/s   Mops/s   Mops/s
-//                                                    Mops/s    peak
-//   plain     right    1      1     9.59   0.01014    32.78         -    34.42    25.41
-//   -     614 bloom     right    1      1    10.05
-//   0.00955    27.09     34.64    33.24    25.17     32.52     619 bloom     right    2
-//   1    10.05   0.00955     5.68     54.75    14.17    15.69     61.74     624 bloom
-//   N/100    1      7    21.97   0.00588     8.36      9.17     9.95     6.70      8.61
-//   635
-//   ...
+// Samples are in the README ("Benchmarks").
 //
 // Keys are https://host<i%5000>.example.org/section/<i/7>/page-<i>.html?id=<i>,
 // generated before any timing; negatives are the next N values of i. Peak RSS
