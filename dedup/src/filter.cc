@@ -89,15 +89,15 @@ template <typename Layer>
 Result<std::unique_ptr<Filter>> ReadStripes(std::FILE* in, const std::string& name,
                                             const FilterOptions& options) {
   auto filter = std::make_unique<StripedFilter<Layer>>(options, /*empty=*/true);
-  std::vector<uint8_t> payload;
   uint64_t items = 0;
+  SectionReader section;
   for (uint32_t i = 0; i < options.stripes; ++i) {
-    Status st =
-        ReadSection(in, name, kTagStripe, "stripe " + std::to_string(i), &payload);
+    Status st = section.Open(in, name, kTagStripe, "stripe " + std::to_string(i));
     if (!st.ok()) return st;
-    st = filter->DecodeStripe(i, payload, name, &items);
+    st = filter->ReadStripe(i, &section, name, &items);
     if (!st.ok()) return st;
   }
+  std::vector<uint8_t> payload;
   Status st = ReadSection(in, name, kTagEnd, "end", &payload);
   if (!st.ok()) return st;
   ByteReader r(payload.data(), payload.size());

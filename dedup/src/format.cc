@@ -165,6 +165,85 @@ Status ReadSection(std::FILE* in, const std::string& name, const char (&tag)[4],
   return Status::Ok();
 }
 
+SectionReader::SectionReader() : state_(XXH64_createState()) {
+  if (state_ == nullptr) throw std::bad_alloc();
+}
+SectionReader::~SectionReader() { XXH64_freeState(state_); }
+
+Status SectionReader::Open(std::FILE* in, const std::string& name, const char (&tag)[4],
+                           const std::string& what) {
+  in_ = in;
+  name_ = name;
+  what_ = what;
+  failed_ = false;
+  char got_tag[4];
+  uint64_t length = 0;
+  size_t n = std::fread(got_tag, 1, 4, in);
+  if (n == 4) n += std::fread(&length, 1, 8, in);
+  if (std::ferror(in)) return IoError(name, "read");
+  if (n < 12) {
+    return Status::Error(Status::Code::kTruncated,
+                         name + ": file ends before the " + what + " section");
+  }
+  if (std::memcmp(got_tag, tag, 4) != 0) {
+    return Status::Error(Status::Code::kCorruption,
+                         name + ": expected section " + TagName(tag) + " (" + what +
+                             "), found tag '" + TagName(got_tag) + "'");
+  }
+  if (length > kMaxSectionBytes) {
+    return Status::Error(Status::Code::kCorruption,
+                         name + ": " + what + " section claims " +
+                             std::to_string(length) +
+                             " bytes, more than any filter section can hold");
+  }
+  const uint64_t max_length = BytesLeft(in);
+  if (length > max_length) {
+    return Status::Error(Status::Code::kTruncated,
+                         name + ": file ends inside the " + what +
+                             " section (it claims " + std::to_string(length) +
+                             " bytes, " + std::to_string(max_length) + " are left)");
+  }
+  remaining_ = length;
+  XXH64_reset(state_, 0);
+  XXH64_update(state_, tag, 4);
+  XXH64_update(state_, &length, sizeof(length));
+  return Status::Ok();
+}
+
+bool SectionReader::Read(void* dst, uint64_t n) {
+  if (failed_ || n > remaining_) return failed_ = true, false;
+  if (n > 0 && std::fread(dst, 1, n, in_) != n) return failed_ = true, false;
+  XXH64_update(state_, dst, n);
+  remaining_ -= n;
+  return true;
+}
+
+Status SectionReader::FinishSkipping() {
+  std::vector<uint8_t> buf(size_t{1} << 16);
+  while (remaining_ > 0 && !std::feof(in_) && !std::ferror(in_)) {
+    const uint64_t want = std::min<uint64_t>(buf.size(), remaining_);
+    const size_t got = std::fread(buf.data(), 1, want, in_);
+    XXH64_update(state_, buf.data(), got);
+    remaining_ -= got;
+  }
+  failed_ = false;
+  return Finish();
+}
+
+Status SectionReader::Finish() {
+  if (std::ferror(in_)) return IoError(name_, "read");
+  uint64_t sum = 0;
+  if (failed_ || remaining_ != 0 || std::fread(&sum, 1, 8, in_) != 8) {
+    return Status::Error(Status::Code::kTruncated,
+                         name_ + ": file ends inside the " + what_ + " section");
+  }
+  if (sum != XXH64_digest(state_)) {
+    return Status::Error(Status::Code::kCorruption,
+                         name_ + ": checksum mismatch in the " + what_ + " section");
+  }
+  return Status::Ok();
+}
+
 }  // namespace crawler::dedup
 
 namespace crawler::dedup {
@@ -176,10 +255,28 @@ Status BadField(const std::string& where, const std::string& what) {
 
 bool ErrorInRange(double e) { return e > 0 && e < 1; }
 
-AlignedBuffer CopyData(const uint8_t* p, uint64_t n) {
-  AlignedBuffer buf(n, /*zero=*/false);
-  if (n > 0) std::memcpy(buf.data(), p, n);
-  return buf;
+// A layer's data into a fresh table: from the stream `data`, or from `r`.
+// The length was checked against the geometry and what the section has
+// left, but a damaged record in a stream of unknown size can still claim
+// terabytes: a table that cannot be had is an error, not a crash (and the
+// pages of one that can are only touched as the bytes arrive).
+Status ReadData(ByteReader* r, SectionReader* data, uint64_t n, const std::string& where,
+                AlignedBuffer* out) {
+  if (data != nullptr ? n > data->remaining() : n > r->remaining())
+    return BadField(where, "layer data is cut short");
+  try {
+    *out = AlignedBuffer(n, /*zero=*/false);
+  } catch (const std::bad_alloc&) {
+    return BadField(where,
+                    "layer data of " + std::to_string(n) + " bytes: out of memory");
+  }
+  if (n == 0) return Status::Ok();
+  if (data != nullptr) {
+    if (!data->Read(out->data(), n)) return BadField(where, "layer data is cut short");
+  } else {
+    std::memcpy(out->data(), r->Bytes(n), n);
+  }
+  return Status::Ok();
 }
 
 template <unsigned kCellBits>
@@ -196,7 +293,7 @@ void EncodeBlocked(const BlockedLayer<kCellBits>& layer, ByteWriter* w) {
 }
 
 template <unsigned kCellBits>
-Status DecodeBlocked(ByteReader* r, const std::string& where,
+Status DecodeBlocked(ByteReader* r, SectionReader* stream, const std::string& where,
                      BlockedLayer<kCellBits>* out) {
   uint64_t capacity = r->U64();
   double error = r->F64();
@@ -222,10 +319,11 @@ Status DecodeBlocked(ByteReader* r, const std::string& where,
                                " does not match the geometry");
   }
   if (nonzero > blocks * block_bits) return BadField(where, "more set cells than cells");
-  const uint8_t* data = r->Bytes(data_len);
-  if (data == nullptr) return BadField(where, "layer data is cut short");
+  AlignedBuffer data;
+  Status st = ReadData(r, stream, data_len, where, &data);
+  if (!st.ok()) return st;
   *out = BlockedLayer<kCellBits>(capacity, error, block_bits, k, blocks, items, nonzero,
-                                 CopyData(data, data_len));
+                                 std::move(data));
   return Status::Ok();
 }
 
@@ -233,11 +331,13 @@ Status DecodeBlocked(ByteReader* r, const std::string& where,
 
 void EncodeLayer(const BloomLayer& layer, ByteWriter* w) { EncodeBlocked(layer, w); }
 void EncodeLayer(const CountingLayer& layer, ByteWriter* w) { EncodeBlocked(layer, w); }
-Status DecodeLayer(ByteReader* r, const std::string& where, BloomLayer* out) {
-  return DecodeBlocked(r, where, out);
+Status DecodeLayer(ByteReader* r, SectionReader* data, const std::string& where,
+                   BloomLayer* out) {
+  return DecodeBlocked(r, data, where, out);
 }
-Status DecodeLayer(ByteReader* r, const std::string& where, CountingLayer* out) {
-  return DecodeBlocked(r, where, out);
+Status DecodeLayer(ByteReader* r, SectionReader* data, const std::string& where,
+                   CountingLayer* out) {
+  return DecodeBlocked(r, data, where, out);
 }
 
 void EncodeLayer(const CuckooLayer& layer, ByteWriter* w) {
@@ -258,7 +358,8 @@ void EncodeLayer(const CuckooLayer& layer, ByteWriter* w) {
   w->Bytes(layer.data().data(), layer.data().size());
 }
 
-Status DecodeLayer(ByteReader* r, const std::string& where, CuckooLayer* out) {
+Status DecodeLayer(ByteReader* r, SectionReader* stream, const std::string& where,
+                   CuckooLayer* out) {
   uint64_t capacity = r->U64();
   double error = r->F64();
   uint32_t fp_bits = r->U32();
@@ -292,10 +393,11 @@ Status DecodeLayer(ByteReader* r, const std::string& where, CuckooLayer* out) {
     return BadField(where, "data length " + std::to_string(data_len) +
                                " does not match the geometry");
   }
-  const uint8_t* data = r->Bytes(data_len);
-  if (data == nullptr) return BadField(where, "layer data is cut short");
+  AlignedBuffer data;
+  Status st = ReadData(r, stream, data_len, where, &data);
+  if (!st.ok()) return st;
   *out = CuckooLayer(capacity, error, fp_bits, buckets, items, full == 1, victim_fp,
-                     victim_bucket, relocations, CopyData(data, data_len));
+                     victim_bucket, relocations, std::move(data));
   return Status::Ok();
 }
 

@@ -49,6 +49,8 @@
 #include "bloom_impl.h"
 #include "cuckoo_impl.h"
 
+struct XXH64_state_s;  // xxhash.h
+
 namespace crawler::dedup {
 
 inline constexpr char kMagic[8] = {'C', 'R', 'W', 'L', 'D', 'D', 'U', 'P'};
@@ -81,14 +83,55 @@ Status ReadPreamble(std::FILE* in, const std::string& name);
 Status ReadSection(std::FILE* in, const std::string& name, const char (&tag)[4],
                    const std::string& what, std::vector<uint8_t>* payload);
 
+// One section read as a stream, so that a layer's data goes from the file
+// straight into its table (no payload buffer, no second copy: resume reads
+// each byte once), checksummed on the way. Nothing read from it counts until
+// Finish() has checked the checksum: a caller builds into an object it
+// throws away on any error.
+class SectionReader {
+ public:
+  SectionReader();
+  ~SectionReader();
+  SectionReader(const SectionReader&) = delete;
+  SectionReader& operator=(const SectionReader&) = delete;
+
+  // Reads and checks the tag and the length, as ReadSection does.
+  Status Open(std::FILE* in, const std::string& name, const char (&tag)[4],
+              const std::string& what);
+  // Reads exactly n more payload bytes into dst. False when the payload (or
+  // the file) has fewer: the caller reports the record as cut short.
+  bool Read(void* dst, uint64_t n);
+  uint64_t remaining() const { return remaining_; }
+  // Reads the checksum; requires the whole payload read.
+  Status Finish();
+  // After a record failed to parse: reads (and sums) what is left of the
+  // payload, then the checksum. Damage shows as the checksum mismatch or
+  // truncation it is; Ok means the record is bad under a good checksum.
+  Status FinishSkipping();
+
+ private:
+  std::FILE* in_ = nullptr;
+  std::string name_, what_;
+  uint64_t remaining_ = 0;
+  ::XXH64_state_s* state_;  // xxhash.h's streaming state
+  bool failed_ = false;
+};
+
 // Layer records (the "layer" productions above). Decode validates every field
 // and the data length against the geometry; `where` names the layer in errors.
+// The head is the record before data[data_len]; the data comes from `data`
+// (a stream) or, when it is null, from `r` after the head.
+inline constexpr size_t kBlockedHeadBytes = 56;
+inline constexpr size_t kCuckooHeadBytes = 72;
 void EncodeLayer(const BloomLayer& layer, ByteWriter* w);
 void EncodeLayer(const CountingLayer& layer, ByteWriter* w);
 void EncodeLayer(const CuckooLayer& layer, ByteWriter* w);
-Status DecodeLayer(ByteReader* r, const std::string& where, BloomLayer* out);
-Status DecodeLayer(ByteReader* r, const std::string& where, CountingLayer* out);
-Status DecodeLayer(ByteReader* r, const std::string& where, CuckooLayer* out);
+Status DecodeLayer(ByteReader* r, SectionReader* data, const std::string& where,
+                   BloomLayer* out);
+Status DecodeLayer(ByteReader* r, SectionReader* data, const std::string& where,
+                   CountingLayer* out);
+Status DecodeLayer(ByteReader* r, SectionReader* data, const std::string& where,
+                   CuckooLayer* out);
 
 }  // namespace crawler::dedup
 

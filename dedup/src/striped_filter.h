@@ -214,13 +214,27 @@ class StripedFilter final : public Filter {
     return WriteSection(out, name, kTagEnd, end);
   }
 
-  // Parses one STRP payload into stripe `index`.
-  // Setup only: the filter is not shared yet.
-  Status DecodeStripe(uint32_t index, const std::vector<uint8_t>& payload,
-                      const std::string& name,
+  // Reads stripe `index` from its STRP section, each layer's data straight
+  // into its table; then the section's checksum. On any error the caller
+  // drops the whole filter. Setup only: the filter is not shared yet.
+  Status ReadStripe(uint32_t index, SectionReader* in, const std::string& name,
+                    uint64_t* items) {
+    Status st = DecodeStripe(index, in, name, items);
+    if (!st.ok()) {
+      Status whole = in->FinishSkipping();
+      return whole.ok() ? st : whole;
+    }
+    return in->Finish();
+  }
+
+ private:
+  Status DecodeStripe(uint32_t index, SectionReader* in, const std::string& name,
                       uint64_t* items) NO_THREAD_SAFETY_ANALYSIS {
     const std::string what = name + ": stripe " + std::to_string(index);
-    ByteReader r(payload.data(), payload.size());
+    uint8_t head[48];
+    if (!in->Read(head, sizeof(head)))
+      return Corrupt(what + ": stripe header is cut short");
+    ByteReader r(head, sizeof(head));
     Stripe& s = stripes_[index];
     uint32_t got_index = r.U32();
     uint32_t layers = r.U32();
@@ -229,27 +243,32 @@ class StripedFilter final : public Filter {
     s.inserts_full = r.U64();
     s.erases = r.U64();
     s.saturations = r.U64();
-    if (!r.ok()) return Corrupt(what + ": stripe header is cut short");
     if (got_index != index) {
       return Corrupt(what + ": section holds stripe " + std::to_string(got_index));
     }
     if (layers == 0 || layers > kMaxLayers) {
       return Corrupt(what + ": layer count " + std::to_string(layers) + " out of range");
     }
+    constexpr size_t kHead =
+        std::is_same_v<Layer, CuckooLayer> ? kCuckooHeadBytes : kBlockedHeadBytes;
     for (uint32_t l = 0; l < layers; ++l) {
+      const std::string where = what + " layer " + std::to_string(l);
+      uint8_t layer_head[kHead];
+      if (!in->Read(layer_head, kHead))
+        return Corrupt(where + ": layer record is cut short");
+      ByteReader lr(layer_head, kHead);
       Layer layer;
-      Status st = DecodeLayer(&r, what + " layer " + std::to_string(l), &layer);
+      Status st = DecodeLayer(&lr, in, where, &layer);
       if (!st.ok()) return st;
       *items += layer.items();
       s.layers.push_back(std::move(layer));
     }
-    Publish(s);
-    if (r.remaining() != 0)
+    if (in->remaining() != 0)
       return Corrupt(what + ": trailing bytes after the last layer");
+    Publish(s);
     return Status::Ok();
   }
 
- private:
   // Lock-free reads. Bloom and counting cells are written under the stripe
   // lock with relaxed atomic stores and read with relaxed atomic loads
   // (bloom_impl.h; plain moves on x86). A lookup needs no lock: a key

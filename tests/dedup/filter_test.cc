@@ -337,6 +337,7 @@ TEMPLATE_TEST_CASE("Stats: JSON carries every documented field", "[dedup][stats]
                             "relocations",
                             "saturations",
                             "saturated_stripes",
+                            "expected_false_positives",
                             "scaling",
                             "expansion",
                             "tightening",

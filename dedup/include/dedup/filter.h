@@ -143,12 +143,12 @@ struct FilterStats {
 BOOST_DESCRIBE_STRUCT(StripeStats, (),
                       (layers, items, capacity, bytes, fill, estimated_fpr, inserts_new,
                        inserts_duplicate, inserts_full, erases, relocations, saturations,
-                       saturated))
+                       saturated, expected_false_positives))
 BOOST_DESCRIBE_STRUCT(FilterStats, (),
                       (stripes, layers_min, layers_max, items, capacity, bytes,
                        bits_per_item, fill, estimated_fpr, fpr_bound, inserts_new,
                        inserts_duplicate, inserts_full, erases, relocations, saturations,
-                       saturated_stripes, per_stripe))
+                       saturated_stripes, expected_false_positives, per_stripe))
 
 class Filter {
  public:
