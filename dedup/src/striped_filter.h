@@ -456,21 +456,25 @@ class StripedFilter final : public Filter {
   InsertResult InsertLocked(Stripe& s, const KeyHash& h, bool count_expected = true)
       REQUIRES(s.mu) {
     std::deque<Layer>& layers = s.layers;
-    for (size_t i = 0; i + 1 < layers.size(); ++i) {
-      if (layers[i].Contains(h)) {
+    // The older layers through the published view (an array: indexing the
+    // deque costs a division per layer; batch inserts measured 7% slower).
+    const View& v = *s.view.load(std::memory_order_relaxed);
+    for (uint32_t i = 0; i + 1 < v.n; ++i) {
+      if (v.at[i]->Contains(h)) {
         ++s.inserts_duplicate;
         return InsertResult::kPresent;
       }
     }
-    if (layers.back().Full()) {
-      if (layers.back().Contains(h)) {
+    Layer* newest = &layers.back();
+    if (newest->Full()) {
+      if (newest->Contains(h)) {
         ++s.inserts_duplicate;
         return InsertResult::kPresent;
       }
       if (options_.scaling && layers.size() < kMaxLayers) {
-        auto capacity = static_cast<uint64_t>(std::ceil(
-            static_cast<double>(layers.back().capacity()) * options_.expansion));
-        layers.emplace_back(capacity, LayerError(layers.size()));
+        auto capacity = static_cast<uint64_t>(
+            std::ceil(static_cast<double>(newest->capacity()) * options_.expansion));
+        newest = &layers.emplace_back(capacity, LayerError(layers.size()));
         Publish(s);
       } else if (TypeOf<Layer>() != FilterType::kBloom) {
         ++s.inserts_full;
@@ -480,7 +484,7 @@ class StripedFilter final : public Filter {
     }
     // This check's chance of a false "present".
     const double fpr = count_expected ? FprLocked(s) : 0;
-    if (layers.back().AddIfAbsent(h, &s.saturations)) {
+    if (newest->AddIfAbsent(h, &s.saturations)) {
       ++s.inserts_new;
       s.expected_false += fpr;
       return InsertResult::kInserted;
