@@ -16,15 +16,6 @@ Status IoError(const std::string& name, const char* what) {
                        name + ": " + what + ": " + std::strerror(errno));
 }
 
-uint64_t SectionChecksum(const char (&tag)[4], uint64_t length, const uint8_t* payload) {
-  XXH64_state_t state;
-  XXH64_reset(&state, 0);
-  XXH64_update(&state, tag, 4);
-  XXH64_update(&state, &length, sizeof(length));
-  XXH64_update(&state, payload, length);
-  return XXH64_digest(&state);
-}
-
 std::string TagName(const char* tag) { return std::string(tag, 4); }
 
 // Bytes left in `in` if it is a regular file, else no limit.
@@ -106,63 +97,23 @@ Status ReadPreamble(std::FILE* in, const std::string& name) {
 
 Status ReadSection(std::FILE* in, const std::string& name, const char (&tag)[4],
                    const std::string& what, std::vector<uint8_t>* payload) {
-  char got_tag[4];
-  uint64_t length = 0;
-  size_t n = std::fread(got_tag, 1, 4, in);
-  if (n == 4) n += std::fread(&length, 1, 8, in);
-  if (std::ferror(in)) return IoError(name, "read");
-  if (n < 12) {
-    return Status::Error(Status::Code::kTruncated,
-                         name + ": file ends before the " + what + " section");
-  }
-  if (std::memcmp(got_tag, tag, 4) != 0) {
-    return Status::Error(Status::Code::kCorruption,
-                         name + ": expected section " + TagName(tag) + " (" + what +
-                             "), found tag '" + TagName(got_tag) + "'");
-  }
-  if (length > kMaxSectionBytes) {
-    return Status::Error(Status::Code::kCorruption,
-                         name + ": " + what + " section claims " +
-                             std::to_string(length) +
-                             " bytes, more than any filter section can hold");
-  }
-  const uint64_t max_length = BytesLeft(in);
-  if (length > max_length) {
-    return Status::Error(Status::Code::kTruncated,
-                         name + ": file ends inside the " + what +
-                             " section (it claims " + std::to_string(length) +
-                             " bytes, " + std::to_string(max_length) + " are left)");
-  }
+  SectionReader section;
+  Status st = section.Open(in, name, tag, what);
+  if (!st.ok()) return st;
   // The payload grows as its bytes arrive: when the stream's size is unknown
   // (a checkpoint is read through a hashing FILE*, BytesLeft cannot tell), a
   // damaged length must end in "truncated", not in a terabyte allocation.
   // (Found by tests/fuzz/dedup_load_fuzz.)
   constexpr uint64_t kChunk = uint64_t{1} << 20;
   payload->clear();
-  payload->reserve(std::min<uint64_t>(length, uint64_t{256} << 20));
-  uint64_t body = 0;
-  while (body < length) {
-    uint64_t want = std::min(kChunk, length - body);
-    payload->resize(body + want);
-    size_t got = std::fread(payload->data() + body, 1, want, in);
-    body += got;
-    if (got < want) {
-      payload->resize(body);
-      break;
-    }
+  payload->reserve(std::min<uint64_t>(section.remaining(), uint64_t{256} << 20));
+  while (section.remaining() > 0) {
+    const uint64_t want = std::min(kChunk, section.remaining());
+    const size_t at = payload->size();
+    payload->resize(at + want);
+    if (!section.Read(payload->data() + at, want)) break;  // Finish: truncated
   }
-  uint64_t sum = 0;
-  size_t tail = body == length ? std::fread(&sum, 1, 8, in) : 0;
-  if (std::ferror(in)) return IoError(name, "read");
-  if (body != length || tail != 8) {
-    return Status::Error(Status::Code::kTruncated,
-                         name + ": file ends inside the " + what + " section");
-  }
-  if (sum != SectionChecksum(tag, length, payload->data())) {
-    return Status::Error(Status::Code::kCorruption,
-                         name + ": checksum mismatch in the " + what + " section");
-  }
-  return Status::Ok();
+  return section.Finish();
 }
 
 SectionReader::SectionReader() : state_(XXH64_createState()) {
