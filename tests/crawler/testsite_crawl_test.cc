@@ -306,15 +306,14 @@ TEST_CASE(
   std::filesystem::remove_all(dir);
 }
 
-// Run under TSan in CI (ctest label "concurrency"): 4 workers and 2
-// connections per host race on the frontier, the filter, the WARC writer and
-// the fetch log; the result must still be the truth set, each URL once.
 TEST_CASE(
     "Testsite crawl: a grown filter's lost pages agree with the stats' 'wrongly seen "
     "(expected)' within 1.5x",
     "[engine][testsite][fpr]") {
-  // 20,000 pages on 3 hosts from capacity 200 at 5%: ~54 pages are expected
-  // lost (a Poisson count: 1.5x either way is ~3 sigma); measured 48-50.
+  // 20,000 pages on 3 hosts from capacity 200 at 10%: ~180 pages are
+  // expected lost, 157 were (scripts/bench-fpr.sh). At 5% (~54 expected,
+  // 44-50 lost) the lower bound was only ~1.7 sigma below the measured mean;
+  // here it is ~3 sigma (a Poisson count of ~157).
   // Three hosts, not four: host 3's robots.txt is a 500 (disallow all), so
   // its 5,000 pages would pass the filter unfetched, their losses unseen.
   // Before the filter counted each new key's FPR, the engine summed
@@ -325,7 +324,7 @@ TEST_CASE(
   std::set<std::string> truth = site.Truth();
   CommandResult r = Crawl(dir + "/seeds.txt", dir + "/out",
                           "--set frontier.min_delay_s=0 --set dedup.capacity=200 "
-                          "--set dedup.error_rate=0.05 --set crawl.max_connections=16");
+                          "--set dedup.error_rate=0.1 --set crawl.max_connections=16");
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   site.Stop();
@@ -344,6 +343,9 @@ TEST_CASE(
   std::filesystem::remove_all(dir);
 }
 
+// Run under TSan in CI (ctest label "concurrency"): 4 workers and 2
+// connections per host race on the frontier, the filter, the WARC writer and
+// the fetch log; the result must still be the truth set, each URL once.
 TEST_CASE("Testsite crawl: four workers racing still fetch each URL once",
           "[.][concurrency]") {
   std::string dir = TempDir("workers");
