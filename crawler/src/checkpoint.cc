@@ -240,7 +240,9 @@ Result<CheckpointWritten> WriteCheckpoint(const std::string& out,
   Status st = file("config.toml", text(info.config_toml));
   if (st.ok())
     st = file("dedup.bin", [&](std::FILE* f, const std::string& path) {
-      return src.filter->WriteFrozen(f, path);
+      Status saved = src.filter->WriteFrozen(f, path);
+      // The hash log the filter's stripes count (flushed at the cut).
+      return saved.ok() ? src.filter->SyncLog() : saved;
     });
   if (st.ok()) {
     st = file("frontier.bin", [&](std::FILE* f, const std::string& path) {

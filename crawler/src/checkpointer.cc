@@ -36,6 +36,17 @@ constexpr bool kForkWriter = true;
 constexpr bool kForkWriter = true;
 #endif
 
+class CompactionPause {
+ public:
+  explicit CompactionPause(dedup::Filter& f) : f_(f) { f_.PauseCompaction(); }
+  ~CompactionPause() { f_.ResumeCompaction(); }
+  CompactionPause(const CompactionPause&) = delete;
+  CompactionPause& operator=(const CompactionPause&) = delete;
+
+ private:
+  dedup::Filter& f_;
+};
+
 double MsSince(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
@@ -68,6 +79,9 @@ bool Checkpointer::Due(uint64_t pages_done, bool requested) const {
 // With the gate closed: flush the outputs, record their lengths, describe.
 Status Checkpointer::Prepare(CheckpointInfo* info, CheckpointSources* src, bool running) {
   p_.frontier.RemoveDrained();  // no writer is reading them now
+  // The filter's hash log holds every entry the snapshot counts (the writer
+  // fsyncs it before the manifest).
+  p_.filter.FlushLog();
   info->fetch_log_bytes = p_.log.Bytes();
   src->fsync_fd_log = p_.log.fd();
   if (p_.seen != nullptr) {
@@ -111,6 +125,9 @@ void Checkpointer::Written(uint64_t bytes, double seconds, const char* how) {
 Status Checkpointer::Cut(bool fork_writer, uint64_t pages_done) {
   auto t0 = Clock::now();
   if (fork_writer) p_.gate.Close();
+  // The compactor keeps off the stripes until the snapshot is taken (a
+  // forked child must not inherit a stripe lock it holds).
+  CompactionPause hold(p_.filter);
   CheckpointInfo info;
   CheckpointSources src;
   Status st = Prepare(&info, &src, fork_writer);

@@ -39,7 +39,7 @@ class Checkpointer {
  public:
   struct Parts {
     Gate& gate;
-    const dedup::Filter& filter;
+    dedup::Filter& filter;  // its hash log is flushed at each cut
     frontier::Frontier& frontier;
     const HostTable& hosts;
     FetchLog& log;

@@ -304,6 +304,9 @@ std::vector<Key> DedupKeys() {
       BoolKey(
           "dedup", "allow_erase",
           [](Config & c) -> auto& { return c.dedup.allow_erase; }),
+      DoubleKey(
+          "dedup", "compact_growth",
+          [](Config & c) -> auto& { return c.dedup_compact_growth; }, 0, 16),
   };
 }
 
@@ -460,6 +463,11 @@ Status Finish(Config& c) {
   c.dedup.type = dedup::ParseFilterType(c.dedup_type_name).value();
   Status st = dedup::ValidateOptions(c.dedup);
   if (!st.ok()) return ConfigError("config", "dedup", st.message());
+  if (c.dedup_compact_growth != 0 && c.dedup_compact_growth < 1.1) {
+    return ConfigError("config", "dedup.compact_growth",
+                       "must be 0 (never compact) or in [1.1, 16], got " +
+                           std::to_string(c.dedup_compact_growth));
+  }
   if (!c.cluster.redis.empty() && c.cluster.node.empty()) {
     return ConfigError("config", "cluster.node",
                        "required when cluster.redis is set (a stable name per machine)");

@@ -167,17 +167,19 @@ class BlockedLayer {
       return newly_set != 0;
     } else {
       if (Contains(h)) return false;
-      ProbeSequence probes(h, block_bits_);
-      for (uint32_t i = 0; i < k_; ++i) {
-        uint32_t pos = probes.Next();
-        uint32_t c = Get(block, pos);
-        if (c == kMaxCounter) continue;  // saturated: stays forever
-        if (c == 0) ++nonzero_;
-        Set(block, pos, c + 1);
-        if (c + 1 == kMaxCounter) ++*saturations;
-      }
-      ++items_;
+      AddCounters(block, h, saturations);
       return true;
+    }
+  }
+
+  // Adds one copy of the key even if it tests present: a rebuild from a hash
+  // log, where a later erase must find the key's own copy, not a twin's.
+  // Bloom: as AddIfAbsent.
+  void Add(const KeyHash& h, uint64_t* saturations) {
+    if constexpr (kCellBits == 1) {
+      AddIfAbsent(h, saturations);
+    } else {
+      AddCounters(Block(h), h, saturations);
     }
   }
 
@@ -251,6 +253,19 @@ class BlockedLayer {
     uint8_t* byte = &block[pos >> 1];
     unsigned shift = (pos & 1) * 4;
     Store(byte, static_cast<uint8_t>((Load(byte) & ~(0xFu << shift)) | (value << shift)));
+  }
+
+  void AddCounters(uint8_t* block, const KeyHash& h, uint64_t* saturations) {
+    ProbeSequence probes(h, block_bits_);
+    for (uint32_t i = 0; i < k_; ++i) {
+      uint32_t pos = probes.Next();
+      uint32_t c = Get(block, pos);
+      if (c == kMaxCounter) continue;  // saturated: stays forever
+      if (c == 0) ++nonzero_;
+      Set(block, pos, c + 1);
+      if (c + 1 == kMaxCounter) ++*saturations;
+    }
+    ++items_;
   }
 
   uint64_t capacity_ = 0;

@@ -99,14 +99,22 @@ class CuckooLayer {
 
   // REQUIRES: !Full(). Adds the key's fingerprint unless present. Returns true
   // iff added (always, unless present: a failed relocation parks a victim).
-  bool AddIfAbsent(const KeyHash& h, uint64_t* /*saturations*/) {
+  bool AddIfAbsent(const KeyHash& h, uint64_t* saturations) {
     if (Contains(h)) return false;
+    Add(h, saturations);
+    return true;
+  }
+
+  // REQUIRES: !Full(). Adds one copy of the key's fingerprint even if it is
+  // present: a rebuild from a hash log, where a later erase must find the
+  // key's own copy, not a twin's.
+  void Add(const KeyHash& h, uint64_t* /*saturations*/) {
     uint32_t fp = Fingerprint(h);
     uint64_t i = Bucket1(h);
     ++items_;
-    if (PutInFreeSlot(i, fp)) return true;
+    if (PutInFreeSlot(i, fp)) return;
     i = AltBucket(i, fp);
-    if (PutInFreeSlot(i, fp)) return true;
+    if (PutInFreeSlot(i, fp)) return;
     for (uint32_t kick = 0; kick < kMaxKicks; ++kick) {
       uint32_t slot = static_cast<uint32_t>(NextRandom() % kSlots);
       uint32_t evicted = GetSlot(i, slot);
@@ -114,12 +122,11 @@ class CuckooLayer {
       fp = evicted;
       i = AltBucket(i, fp);
       ++relocations_;
-      if (PutInFreeSlot(i, fp)) return true;
+      if (PutInFreeSlot(i, fp)) return;
     }
     victim_fp_ = fp;
     victim_bucket_ = i;
     full_ = true;
-    return true;
   }
 
   bool Remove(const KeyHash& h) {

@@ -9,10 +9,14 @@
 #include <atomic>
 #include <bit>
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -20,6 +24,8 @@
 #include "cuckoo_impl.h"
 #include "dedup/filter.h"
 #include "format.h"
+#include "hash_log.h"
+#include "read_epochs.h"
 #include "spin_lock.h"
 
 namespace crawler::dedup::internal {
@@ -34,6 +40,10 @@ constexpr size_t kChunk = 1024;
 constexpr uint32_t kMaxGroupedStripes = 256;
 // Prefetched layer blocks kept in flight ahead of the key being processed.
 constexpr uint32_t kPrefetchLines = 16;
+// Compaction (filter.h): a rebuilt layer's share of the error budget, and
+// the fill of it at which the stripe is rebuilt again.
+constexpr double kRebuiltErrorShare = 0.8;
+constexpr double kCompactAtFill = 0.95;
 
 template <typename Layer>
 constexpr FilterType TypeOf() {
@@ -58,10 +68,14 @@ class StripedFilter final : public Filter {
       Publish(s);
     }
   }
+  ~StripedFilter() override { StopCompactor(); }
 
   InsertResult TryInsertHash(const KeyHash& h) override {
     Stripe& s = stripes_[StripeOf(h, stripe_bits_)];
-    PrefetchUnlocked(s, h);
+    {
+      ReadEpochs::Guard reading(epochs_);
+      PrefetchUnlocked(s, h);
+    }
     SpinLockGuard lock(s.mu);
     return InsertLocked(s, h);
   }
@@ -94,6 +108,7 @@ class StripedFilter final : public Filter {
   bool ContainsHash(const KeyHash& h) const override {
     const Stripe& s = stripes_[StripeOf(h, stripe_bits_)];
     if constexpr (kLockFreeReads) {
+      ReadEpochs::Guard reading(epochs_);
       const View& v = *s.view.load(std::memory_order_acquire);
       for (uint32_t i = 0; i < v.n; ++i) {
         if (v.at[i]->Contains(h)) return true;
@@ -115,6 +130,7 @@ class StripedFilter final : public Filter {
     for (size_t i = 0; i < s.layers.size(); ++i) {
       if (s.layers[i].Remove(h)) {
         ++s.erases;
+        if (s.log) s.log->Append(h, /*erase=*/true);
         return true;
       }
     }
@@ -148,8 +164,14 @@ class StripedFilter final : public Filter {
       t.saturations += st.saturations;
       t.expected_false_positives += st.expected_false_positives;
       t.saturated_stripes += st.saturated ? 1 : 0;
+      t.compactions += st.compactions;
+      t.compaction_seconds += st.compaction_seconds;
+      t.logged_stripes += st.logged ? 1 : 0;
+      t.log_buffer_bytes += st.log_buffer_bytes;
       t.per_stripe.push_back(st);
     }
+    t.bytes += building_bytes_.load(std::memory_order_relaxed);
+    t.compaction_failures = compaction_failures_.load(std::memory_order_relaxed);
     t.fill = cells_capacity ? fill_weighted / static_cast<double>(cells_capacity) : 0;
     t.estimated_fpr = fpr_sum / options_.stripes;
     t.bits_per_item =
@@ -265,6 +287,9 @@ class StripedFilter final : public Filter {
     }
     if (in->remaining() != 0)
       return Corrupt(what + ": trailing bytes after the last layer");
+    // A rebuilt first layer has its own error (kRebuiltErrorShare).
+    s.rebuilt = options_.scaling &&
+                std::abs(s.layers[0].error() - LayerError(0)) > 1e-9 * LayerError(0);
     Publish(s);
     return Status::Ok();
   }
@@ -304,6 +329,14 @@ class StripedFilter final : public Filter {
         0;  // cached: at fpr_layers layers, fpr_items in the newest
     size_t fpr_layers GUARDED_BY(mu) = 0;
     uint64_t fpr_items GUARDED_BY(mu) = 0;
+    // Compaction. The log, once StartLog set it, stays for the filter's life
+    // (Disable stops it).
+    std::unique_ptr<HashLog> log GUARDED_BY(mu);
+    uint64_t compact_at GUARDED_BY(mu) = UINT64_MAX;  // newest layer's items
+    bool rebuilt GUARDED_BY(mu) = false;  // layers[0] is a rebuilt layer
+    std::atomic<bool> due{false};
+    uint64_t compactions GUARDED_BY(mu) = 0;
+    double compaction_seconds GUARDED_BY(mu) = 0;
   };
 
   // The stripe's estimated FPR now, recomputed when a layer was added or the
@@ -354,6 +387,7 @@ class StripedFilter final : public Filter {
     std::array<KeyHash, 256> hashes;
     std::array<const View*, 256> views;
     const size_t ahead = kPrefetchLines;
+    ReadEpochs::Guard reading(epochs_);
     for (size_t base = 0; base < keys.size(); base += hashes.size()) {
       const size_t n = std::min(hashes.size(), keys.size() - base);
       for (size_t i = 0; i < n; ++i) {
@@ -386,6 +420,27 @@ class StripedFilter final : public Filter {
     return base +
            static_cast<uint64_t>(std::ceil(4 * std::sqrt(static_cast<double>(base))));
   }
+  // The next layer of a stripe's chain. A chain that starts with a rebuilt
+  // layer grows by (compact_growth - 1) x that layer (at least 1/8 of it)
+  // while it waits for the compactor, then as any chain; its layers share
+  // what the rebuilt layer left of the error budget as a chain shares all
+  // of it (for a chain that was never rebuilt the two formulas agree).
+  uint64_t NextCapacity(const Stripe& s) const REQUIRES(s.mu) {
+    double base = static_cast<double>(s.layers.back().capacity()) * options_.expansion;
+    if (s.rebuilt && s.layers.size() == 1) {
+      base = static_cast<double>(s.layers[0].capacity()) *
+             std::max(growth_ - 1, 0.125);
+    }
+    return std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(base)));
+  }
+  double NextError(const Stripe& s) const REQUIRES(s.mu) {
+    if (!s.rebuilt) return LayerError(s.layers.size());
+    double used = 0;
+    for (const Layer& layer : s.layers) used += layer.error();
+    return std::max(options_.error_rate - used, options_.error_rate * 1e-4) *
+           (1 - options_.tightening);
+  }
+
   // e_i = e (1 - r) r^i, so that sum over all i is e.
   double LayerError(size_t i) const {
     if (!options_.scaling) return options_.error_rate;
@@ -472,9 +527,7 @@ class StripedFilter final : public Filter {
         return InsertResult::kPresent;
       }
       if (options_.scaling && layers.size() < kMaxLayers) {
-        auto capacity = static_cast<uint64_t>(
-            std::ceil(static_cast<double>(newest->capacity()) * options_.expansion));
-        newest = &layers.emplace_back(capacity, LayerError(layers.size()));
+        newest = &layers.emplace_back(NextCapacity(s), NextError(s));
         Publish(s);
       } else if (TypeOf<Layer>() != FilterType::kBloom) {
         ++s.inserts_full;
@@ -487,6 +540,13 @@ class StripedFilter final : public Filter {
     if (newest->AddIfAbsent(h, &s.saturations)) {
       ++s.inserts_new;
       s.expected_false += fpr;
+      if (s.log) {
+        s.log->Append(h, /*erase=*/false);
+        if (newest->items() >= s.compact_at && !s.due.load(std::memory_order_relaxed)) {
+          s.due.store(true, std::memory_order_relaxed);
+          wake_.notify_one();
+        }
+      }
       return InsertResult::kInserted;
     }
     ++s.inserts_duplicate;
@@ -515,14 +575,57 @@ class StripedFilter final : public Filter {
     st.saturations = s.saturations;
     st.expected_false_positives = s.expected_false;
     st.saturated = !options_.scaling && s.layers.back().Full();
+    st.compactions = s.compactions;
+    st.compaction_seconds = s.compaction_seconds;
+    st.logged = s.log != nullptr && s.log->ok();
+    st.log_buffer_bytes = s.log ? s.log->buffer_bytes() : 0;
     return st;
   }
+
+  // Compaction (striped_compaction.h).
+ public:
+  Status StartLog(const std::string& dir, double compact_growth,
+                  std::function<void(const std::string&)> warn) override;
+  void FlushLog() override;
+  Status SyncLog() const override;
+  void PauseCompaction() override { pause_mu_.lock(); }
+  void ResumeCompaction() override { pause_mu_.unlock(); }
+  Status CompactAll() override;
+  Status Compact(const std::function<void(const std::function<void(std::string_view)>&)>&
+                     for_each_key) override;
+
+ private:
+  struct Retired {
+    std::deque<Layer> layers;
+    std::vector<std::unique_ptr<View>> views;
+  };
+  Status CompactFromLog(uint32_t index);
+  void SwapIn(Stripe& s, Layer fresh, Retired* old) REQUIRES(s.mu);
+  void Fail(Stripe& s, const std::string& why) REQUIRES(s.mu);
+  void CompactorLoop();
+  void StopCompactor();
+  uint64_t RebuiltCapacity(uint64_t items) const;
 
   const FilterOptions options_;
   const unsigned stripe_bits_;
   std::unique_ptr<Stripe[]> stripes_;
+
+  ReadEpochs epochs_;                   // grace periods for lock-free lookups
+  std::mutex compact_mu_;               // one compaction at a time
+  std::mutex pause_mu_;                 // the compactor's locked steps; Pause
+  std::mutex wake_mu_;                  // with wake_: the compactor's sleep
+  std::condition_variable wake_;        // notified when a stripe is due
+  std::atomic<bool> stop_{false};       // the compactor ends
+  std::thread compactor_;               // runs iff compaction is on
+  bool log_started_ = false;            // StartLog was called
+  double growth_ = 0;                   // compact_growth; set by StartLog
+  std::function<void(const std::string&)> warn_;
+  std::atomic<uint64_t> building_bytes_{0};
+  std::atomic<uint64_t> compaction_failures_{0};
 };
 
 }  // namespace crawler::dedup::internal
+
+#include "striped_compaction.h"  // the compaction members' definitions
 
 #endif  // DEDUP_STRIPED_FILTER_H_

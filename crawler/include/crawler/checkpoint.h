@@ -18,6 +18,10 @@
 // is fsynced. A crash at any moment leaves checkpoint/ or checkpoint.prev/
 // complete. A written checkpoint is never modified again.
 //
+// OUT/dedup/stripe-NNNNN.hlog, beside the checkpoints: the filter's hash log
+// (dedup/src/hash_log.h), fsynced before the manifest. The stripes saved in
+// dedup.bin count its entries, and a resumed crawl cuts it back to them.
+//
 // Loading (LoadCheckpoint) verifies the manifest's own checksum, then every
 // file's size and checksum while reading it; any problem rejects the whole
 // checkpoint with one message naming the file and what is wrong.
@@ -49,6 +53,7 @@ inline constexpr const char* kCheckpointTmpDir = "checkpoint.tmp";
 // effective config): a crawl stopped before checkpoint 1 starts again from them.
 inline constexpr const char* kStartSeeds = "start-seeds.txt";
 inline constexpr const char* kStartConfig = "start-config.toml";
+inline constexpr const char* kDedupLogDir = "dedup";
 
 // What the manifest records besides the files.
 struct CheckpointInfo {

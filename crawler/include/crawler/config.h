@@ -107,6 +107,9 @@ struct Config {
   frontier::FrontierOptions frontier;  // spill_dir is set by the engine
   dedup::FilterOptions dedup;
   std::string dedup_type_name = "bloom";  // as written; dedup.type is derived from it
+  // dedup.compact_growth: the filter's hash log is OUT/dedup/; a stripe is
+  // rebuilt as one layer of this x its keys when it fills (0: never).
+  double dedup_compact_growth = 1.5;
   parsers::UrlOptions url;
   OutputConfig output;
   CheckpointConfig checkpoint;

@@ -56,6 +56,7 @@
 #include <boost/describe/class.hpp>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -113,6 +114,10 @@ struct StripeStats {
   // "present" wrongly (lost: never inserted, never fetched). Counted since
   // this Filter object was created or loaded (not saved in its file).
   double expected_false_positives = 0;
+  uint64_t compactions = 0;  // since this object was created or loaded
+  double compaction_seconds = 0;
+  bool logged = false;  // has a working hash log (compaction possible)
+  uint64_t log_buffer_bytes = 0;  // the log's block buffer (not in `bytes`)
 };
 
 struct FilterStats {
@@ -136,6 +141,11 @@ struct FilterStats {
   uint64_t saturations = 0;
   uint32_t saturated_stripes = 0;
   double expected_false_positives = 0;  // sum over stripes (StripeStats)
+  uint64_t compactions = 0;             // sums over stripes
+  double compaction_seconds = 0;        // background work, not a pause
+  uint64_t compaction_failures = 0;     // a damaged log: that stripe stops compacting
+  uint32_t logged_stripes = 0;          // stripes with a working hash log
+  uint64_t log_buffer_bytes = 0;        // up to 64 KiB a logged stripe
   std::vector<StripeStats> per_stripe;
 
   // One JSON object (README "Dedup stats"); per_stripe included iff `with_stripes`.
@@ -146,12 +156,15 @@ struct FilterStats {
 BOOST_DESCRIBE_STRUCT(StripeStats, (),
                       (layers, items, capacity, bytes, fill, estimated_fpr, inserts_new,
                        inserts_duplicate, inserts_full, erases, relocations, saturations,
-                       saturated, expected_false_positives))
+                       saturated, expected_false_positives, compactions,
+                       compaction_seconds, logged, log_buffer_bytes))
 BOOST_DESCRIBE_STRUCT(FilterStats, (),
                       (stripes, layers_min, layers_max, items, capacity, bytes,
                        bits_per_item, fill, estimated_fpr, fpr_bound, inserts_new,
                        inserts_duplicate, inserts_full, erases, relocations, saturations,
-                       saturated_stripes, expected_false_positives, per_stripe))
+                       saturated_stripes, expected_false_positives, compactions,
+                       compaction_seconds, compaction_failures, logged_stripes,
+                       log_buffer_bytes, per_stripe))
 
 class Filter {
  public:
@@ -222,6 +235,60 @@ class Filter {
   // fresh buffers). REQUIRES: no other thread touches the filter meanwhile
   // (e.g. a checkpoint writer in a forked child).
   virtual Status WriteFrozen(std::FILE* out, const std::string& name) const = 0;
+
+  // ---- The hash log and compaction ------------------------------------
+  // A chain grown from a small first guess costs ~2.2x the bits of a filter
+  // sized right, and a lookup probes every layer. Compaction rebuilds a
+  // stripe's chain as ONE layer from the exact record of its keys: each
+  // stripe's hash log (hash_log.h; 16 bytes per admitted key and per erase,
+  // written in 64 KiB blocks to LOG_DIR/stripe-NNNNN.hlog).
+  //
+  // Policy, per stripe: when its keys reach 95% of the room of its newest
+  // rebuilt (or first) layer, a background thread rebuilds the chain as one
+  // layer of g = compact_growth x the keys it then holds, at 0.8 x error_rate;
+  // layers added after it share the remaining 0.2 x error_rate as a chain
+  // does, so the compound bound stays error_rate. Memory then stays between
+  // ~1 and ~compact_growth x a right-sized filter's, and each key is
+  // re-inserted about 1 / (1 - 1/(0.95 g)) - 1 times over a crawl (g = 1.25:
+  // ~5; g = 2: ~1.1). One stripe is rebuilt at a time (the extra memory is
+  // one stripe's new layer); the build reads the log without the stripe's
+  // lock, and only the final step (apply what was logged meanwhile, swap)
+  // holds it. Lookups never wait; retired layers are freed once no lookup
+  // can still be reading them.
+  //
+  // Starts logging to `dir` (created if missing) and, with compact_growth
+  // g > 0 (1.1 .. 16; 0 = log only, never compact by itself), the
+  // background compactor. Compaction needs a scaling filter. For a filter
+  // with keys (loaded from a checkpoint) each stripe adopts its existing
+  // log, cut back to the entries its saved state covers; a stripe whose log
+  // is missing, damaged or short keeps working but never compacts, and
+  // `warn` is told which and why (it is also told of later failures).
+  // Errors: `dir` cannot be created, or this was called before.
+  virtual Status StartLog(const std::string& dir, double compact_growth,
+                          std::function<void(const std::string&)> warn) = 0;
+  // Writes every stripe's buffered log entries (no fsync). Call before a
+  // checkpoint's snapshot so that the log holds what the snapshot counts.
+  virtual void FlushLog() = 0;
+  // fdatasync of every log. Takes no lock: safe in a forked child.
+  virtual Status SyncLog() const = 0;
+  // Holds off the compactor's locked steps while a caller must see the
+  // filter still (e.g. across fork()); the build phase may continue.
+  virtual void PauseCompaction() = 0;
+  virtual void ResumeCompaction() = 0;
+  // Rebuilds every logged stripe now, in the calling thread (tests and
+  // tools; the background compactor does this as needed). Costs one
+  // re-insert per key logged.
+  virtual Status CompactAll() = 0;
+  // For a library user without a log: rebuilds every stripe from the
+  // caller's own key source. `for_each_key(add)` must call add(key) for
+  // every key the filter holds (a key left out becomes a false negative);
+  // it is called once per stripe (keys of other stripes are skipped), and
+  // each stripe's lock is held while its layer is built, so inserts into
+  // that stripe wait (lookups do not). Cost: stripes x one pass over the
+  // source, and one insert per key.
+  virtual Status Compact(
+      const std::function<void(const std::function<void(std::string_view)>&)>&
+          for_each_key) = 0;
 
  protected:
   Filter() = default;

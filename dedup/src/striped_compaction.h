@@ -1,0 +1,283 @@
+// Part of striped_filter.h: StripedFilter's hash log and compaction members
+// (the design is in filter.h, "The hash log and compaction").
+//
+// Locks, outermost first: compact_mu_ (one compaction at a time), pause_mu_
+// (held across each step that takes a stripe lock, so PauseCompaction can
+// keep the compactor away from the stripes across a fork), a stripe's mu.
+// A compaction never holds a stripe lock while it reads the bulk of the log
+// or waits for readers.
+#ifndef DEDUP_STRIPED_COMPACTION_H_
+#define DEDUP_STRIPED_COMPACTION_H_
+
+#include <chrono>
+#include <filesystem>
+
+#include "striped_filter.h"
+
+namespace crawler::dedup::internal {
+
+template <typename Layer>
+Status StripedFilter<Layer>::StartLog(const std::string& dir, double compact_growth,
+                                      std::function<void(const std::string&)> warn) {
+  if (log_started_)
+    return Status::Error(Status::Code::kInvalidArgument,
+                         dir + ": the filter's hash log was started already");
+  if (!(compact_growth == 0 || (compact_growth >= 1.1 && compact_growth <= 16)))
+    return Status::Error(Status::Code::kInvalidArgument,
+                         "compact_growth " + std::to_string(compact_growth) +
+                             " is not 0 (never) or in [1.1, 16]");
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec)
+    return Status::Error(Status::Code::kIoError,
+                         dir + ": cannot create the hash log directory: " + ec.message());
+  log_started_ = true;
+  growth_ = compact_growth;
+  warn_ = std::move(warn);
+  const bool compacting = growth_ > 0 && options_.scaling;
+  const auto type = static_cast<uint32_t>(TypeOf<Layer>());
+  std::string problems;
+  uint32_t unlogged = 0;
+  for (uint32_t i = 0; i < options_.stripes; ++i) {
+    Stripe& s = stripes_[i];
+    SpinLockGuard lock(s.mu);
+    const uint64_t entries = s.inserts_new + s.erases;
+    auto log = entries == 0
+                   ? HashLog::Create(dir, i, options_.stripes, type)
+                   : HashLog::Adopt(dir, i, options_.stripes, type, entries);
+    if (!log.ok()) {
+      if (unlogged++ < 3) problems += (problems.empty() ? "" : "; ") + log.status().message();
+      continue;
+    }
+    s.log = std::move(*log);
+    if (!compacting) continue;
+    s.compact_at = static_cast<uint64_t>(
+        kCompactAtFill * static_cast<double>(s.layers[0].capacity()));
+    if (s.layers.size() > 1 || s.layers.back().items() >= s.compact_at)
+      s.due.store(true, std::memory_order_relaxed);
+  }
+  if (unlogged > 0 && warn_) {
+    warn_(std::to_string(unlogged) + " of " + std::to_string(options_.stripes) +
+          " dedup stripes have no usable hash log and will not be compacted (they "
+          "lose nothing; their chains just stay as grown): " +
+          problems + (unlogged > 3 ? "; ..." : ""));
+  }
+  if (compacting) compactor_ = std::thread([this] { CompactorLoop(); });
+  return Status::Ok();
+}
+
+template <typename Layer>
+void StripedFilter<Layer>::FlushLog() {
+  for (uint32_t i = 0; i < options_.stripes; ++i) {
+    Stripe& s = stripes_[i];
+    SpinLockGuard lock(s.mu);
+    if (s.log) s.log->Flush();
+  }
+}
+
+// No lock: a forked child has no other threads, and s.log is set once, by
+// StartLog, before any checkpoint.
+template <typename Layer>
+Status StripedFilter<Layer>::SyncLog() const NO_THREAD_SAFETY_ANALYSIS {
+  for (uint32_t i = 0; i < options_.stripes; ++i) {
+    const HashLog* log = stripes_[i].log.get();
+    if (log == nullptr) continue;
+    Status st = log->Sync();
+    if (!st.ok()) return st;
+  }
+  return Status::Ok();
+}
+
+template <typename Layer>
+uint64_t StripedFilter<Layer>::RebuiltCapacity(uint64_t items) const {
+  const double growth = growth_ > 0 ? growth_ : 1.25;
+  return std::max<uint64_t>(
+      64, static_cast<uint64_t>(std::ceil(static_cast<double>(items) * growth)));
+}
+
+template <typename Layer>
+void StripedFilter<Layer>::Fail(Stripe& s, const std::string& why) {
+  s.log->Disable(why);
+  s.compact_at = UINT64_MAX;
+  compaction_failures_.fetch_add(1, std::memory_order_relaxed);
+  if (warn_) warn_("dedup compaction stopped for one stripe: " + why);
+}
+
+// The chain becomes [fresh]; the old layers and views go to `old`, to be
+// freed after a grace period.
+template <typename Layer>
+void StripedFilter<Layer>::SwapIn(Stripe& s, Layer fresh, Retired* old) {
+  const uint64_t capacity = fresh.capacity();
+  old->layers = std::move(s.layers);
+  old->views = std::move(s.views);
+  s.layers = std::deque<Layer>();
+  s.views.clear();
+  s.layers.push_back(std::move(fresh));
+  Publish(s);
+  s.rebuilt = true;
+  s.fpr_layers = 0;  // recompute the cached FPR
+  if (s.log && s.log->ok() && growth_ > 0) {
+    s.compact_at =
+        static_cast<uint64_t>(kCompactAtFill * static_cast<double>(capacity));
+  }
+  s.due.store(false, std::memory_order_relaxed);
+  ++s.compactions;
+}
+
+template <typename Layer>
+Status StripedFilter<Layer>::CompactFromLog(uint32_t index) {
+  std::lock_guard<std::mutex> one(compact_mu_);
+  const auto t0 = std::chrono::steady_clock::now();
+  Stripe& s = stripes_[index];
+  HashLog* log = nullptr;
+  uint64_t upto = 0, capacity = 0;
+  {
+    std::lock_guard<std::mutex> pause(pause_mu_);
+    SpinLockGuard lock(s.mu);
+    if (!s.log || !s.log->ok()) return Status::Ok();  // not logged: nothing to do
+    log = s.log.get();
+    log->Flush();
+    upto = log->flushed_bytes();
+    uint64_t items = 0;
+    for (const Layer& layer : s.layers) items += layer.items();
+    capacity = RebuiltCapacity(items);
+    // A cuckoo layer refuses keys past its room, and the log replays every
+    // add before the erases that follow it: room for all of them.
+    if (TypeOf<Layer>() == FilterType::kCuckoo)
+      capacity = std::max(capacity, s.inserts_new + s.inserts_new / 16);
+  }
+  // The build: the log as it was, without the stripe's lock. The new layer
+  // gets each key once per log entry (Add, not AddIfAbsent: a later erase
+  // must find the key's own copy).
+  Layer fresh(capacity, kRebuiltErrorShare * options_.error_rate);
+  const uint64_t bytes = fresh.Bytes();
+  building_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  uint64_t saturations = 0;
+  bool overflow = false;
+  auto apply = [&](const LogEntry* e, size_t n) {
+    constexpr size_t kAhead = 8;
+    for (size_t i = 0; i < std::min(n, kAhead); ++i) fresh.Prefetch(e[i].hash);
+    for (size_t i = 0; i < n; ++i) {
+      if (i + kAhead < n) fresh.Prefetch(e[i + kAhead].hash);
+      if (e[i].erase) {
+        fresh.Remove(e[i].hash);
+      } else if (TypeOf<Layer>() == FilterType::kCuckoo && fresh.Full()) {
+        overflow = true;
+      } else {
+        fresh.Add(e[i].hash, &saturations);
+      }
+    }
+  };
+  Status st = log->ReadRange(HashLog::kHeaderBytes, upto, apply);
+  Retired old;
+  {
+    std::lock_guard<std::mutex> pause(pause_mu_);
+    SpinLockGuard lock(s.mu);
+    // What was logged meanwhile, under the lock: after this the new layer
+    // holds every key the chain does.
+    log->Flush();
+    if (st.ok()) st = log->ReadRange(upto, log->flushed_bytes(), apply);
+    if (st.ok() && overflow) {
+      st = Status::Error(Status::Code::kOutOfRange,
+                         log->path() + ": the rebuilt cuckoo layer overflowed");
+    }
+    if (st.ok()) {
+      SwapIn(s, std::move(fresh), &old);
+    } else {
+      Fail(s, st.message());
+    }
+  }
+  building_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+  epochs_.WaitForReaders();
+  old = Retired();  // free the old chain: no lookup can see it now
+  SpinLockGuard lock(s.mu);
+  s.compaction_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return st;
+}
+
+template <typename Layer>
+Status StripedFilter<Layer>::CompactAll() {
+  Status first;
+  for (uint32_t i = 0; i < options_.stripes; ++i) {
+    Status st = CompactFromLog(i);
+    if (first.ok() && !st.ok()) first = st;
+  }
+  return first;
+}
+
+template <typename Layer>
+Status StripedFilter<Layer>::Compact(
+    const std::function<void(const std::function<void(std::string_view)>&)>&
+        for_each_key) {
+  for (uint32_t i = 0; i < options_.stripes; ++i) {
+    std::lock_guard<std::mutex> one(compact_mu_);
+    const auto t0 = std::chrono::steady_clock::now();
+    Stripe& s = stripes_[i];
+    Retired old;
+    {
+      std::lock_guard<std::mutex> pause(pause_mu_);
+      SpinLockGuard lock(s.mu);
+      uint64_t items = 0;
+      for (const Layer& layer : s.layers) items += layer.items();
+      Layer fresh(RebuiltCapacity(items), kRebuiltErrorShare * options_.error_rate);
+      uint64_t saturations = 0;
+      bool overflow = false;
+      for_each_key([&](std::string_view key) {
+        const KeyHash h = HashKey(key);
+        if (StripeOf(h, stripe_bits_) != i) return;
+        if (TypeOf<Layer>() == FilterType::kCuckoo && fresh.Full()) {
+          overflow = true;
+        } else {
+          fresh.Add(h, &saturations);
+        }
+      });
+      if (overflow)
+        return Status::Error(Status::Code::kOutOfRange,
+                             "compact: the rebuilt cuckoo layer of stripe " +
+                                 std::to_string(i) + " overflowed (more keys than " +
+                                 "the filter holds?); this stripe and later ones "
+                                 "are unchanged");
+      SwapIn(s, std::move(fresh), &old);
+    }
+    epochs_.WaitForReaders();
+    old = Retired();
+    SpinLockGuard lock(s.mu);
+    s.compaction_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  return Status::Ok();
+}
+
+template <typename Layer>
+void StripedFilter<Layer>::CompactorLoop() {
+  std::unique_lock<std::mutex> lock(wake_mu_);
+  while (!stop_) {
+    // A missed notify (InsertLocked does not take wake_mu_) costs at most
+    // this long.
+    wake_.wait_for(lock, std::chrono::milliseconds(50));
+    if (stop_) break;
+    lock.unlock();
+    for (uint32_t i = 0; i < options_.stripes && !stop_; ++i) {
+      if (stripes_[i].due.load(std::memory_order_relaxed)) {
+        Status st = CompactFromLog(i);  // a failure is reported by Fail
+        (void)st;
+      }
+    }
+    lock.lock();
+  }
+}
+
+template <typename Layer>
+void StripedFilter<Layer>::StopCompactor() {
+  {
+    std::lock_guard<std::mutex> lock(wake_mu_);  // not between its check and wait
+    stop_.store(true);
+  }
+  wake_.notify_all();
+  if (compactor_.joinable()) compactor_.join();
+}
+
+}  // namespace crawler::dedup::internal
+
+#endif  // DEDUP_STRIPED_COMPACTION_H_
