@@ -177,15 +177,14 @@ Status StripedFilter<Layer>::CompactFromLog(uint32_t index) {
     // holds every key the chain does.
     log->Flush();
     if (st.ok()) st = log->ReadRange(upto, log->flushed_bytes(), apply);
-    if (st.ok() && overflow) {
-      st = Status::Error(Status::Code::kOutOfRange,
-                         log->path() + ": the rebuilt cuckoo layer overflowed");
-    }
-    if (st.ok()) {
-      SwapIn(s, std::move(fresh), &old);
-    } else {
+    if (!st.ok()) {
       Fail(s, st.message());
+    } else if (!overflow) {
+      SwapIn(s, std::move(fresh), &old);
     }
+    // else: a cuckoo layer too small for the keys that arrived during the
+    // build. Nothing is wrong with the log; the stripe stays due and the
+    // next try sizes for the keys it then holds.
   }
   building_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
   epochs_.WaitForReaders();
