@@ -7,8 +7,11 @@
 # of the site's truth set never fetched, the stats' expected figure, and their
 # ratio. Prints numbers; asserts nothing (testsite_crawl_test "*wrongly seen*"
 # is the test).
-# Usage: bash scripts/bench-fpr.sh [PAGES] ["CAPACITY:ERROR ..."]
+# Usage: bash scripts/bench-fpr.sh [PAGES] ["CAPACITY:ERROR[:GROWTH] ..."]
 #   defaults: 20000 "100:0.01 200:0.01 400:0.01 1000:0.01 200:0.1"
+#   GROWTH: dedup.compact_growth (default: the config's, 1.25; 0 = never
+#   compact), e.g. "200:0.1:0 200:0.1:1.25" compares a grown chain with a
+#   compacted filter.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pages=${1:-20000}
@@ -28,20 +31,22 @@ read -r _ port _ _ <"$work/ready"
 "$testsite" "${site_args[@]}" --port "$port" --seeds >"$work/seeds.txt"
 "$testsite" "${site_args[@]}" --port "$port" --truth | sort >"$work/truth.txt"
 echo "bench-fpr: $pages pages on 3 hosts, truth set $(wc -l <"$work/truth.txt") URLs"
-printf "%-9s %-6s %7s %7s %9s %7s %6s\n" capacity error layers lost expected ratio items
+printf "%-9s %-6s %-6s %7s %7s %9s %7s %6s\n" capacity error growth layers lost expected ratio items
 for run in $runs; do
-  capacity=${run%%:*} error=${run#*:}
+  IFS=: read -r capacity error growth <<<"$run"
+  growth=${growth:-1.25}
   rm -rf "$work/out"
   "$crawler" crawl --seeds "$work/seeds.txt" --config configs/default.toml --out "$work/out" \
     --set frontier.min_delay_s=0 --set crawl.max_connections=16 \
-    --set dedup.capacity="$capacity" --set dedup.error_rate="$error" >"$work/crawl.log" 2>&1
+    --set dedup.capacity="$capacity" --set dedup.error_rate="$error" \
+    --set dedup.compact_growth="$growth" >"$work/crawl.log" 2>&1
   sed 's/^{"url":"\([^"]*\)".*/\1/' "$work/out/fetch-log.jsonl" | sort -u >"$work/attempted.txt"
   lost=$(comm -23 "$work/truth.txt" "$work/attempted.txt" | wc -l)
-  python3 - "$work/out/stats.json" "$capacity" "$error" "$lost" <<'PY'
+  python3 - "$work/out/stats.json" "$capacity" "$error" "$lost" "$growth" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))["dedup"]
 lost, expected = int(sys.argv[4]), d["expected_false_seen"]
 ratio = f"{lost / expected:.2f}" if expected > 0 else "-"
-print(f"{sys.argv[2]:9s} {sys.argv[3]:6s} {d['layers_max']:7d} {lost:7d} {expected:9.2f} {ratio:>7s} {d['items']:6d}")
+print(f"{sys.argv[2]:9s} {sys.argv[3]:6s} {sys.argv[5]:6s} {d['layers_max']:7d} {lost:7d} {expected:9.2f} {ratio:>7s} {d['items']:6d}")
 PY
 done

@@ -63,7 +63,17 @@ Section DedupSection(const DedupReport& d) {
                                     " layers per stripe"});
   dd.rows.push_back({"items / capacity", Count(d.items) + " / " + Count(d.capacity)});
   dd.rows.push_back(
-      {"memory", Bytes(d.bytes) + ", " + Fmt("%.2f", d.bits_per_item) + " bits/item"});
+      {"memory", Bytes(d.bytes) + ", " + Fmt("%.2f", d.bits_per_item) + " bits/item" +
+                     (d.log_buffer_bytes ? " (+ " + Bytes(d.log_buffer_bytes) +
+                                               " of hash-log buffers)"
+                                         : "")});
+  if (d.logged_stripes > 0 || d.compactions > 0) {  // a running crawl's report
+    dd.rows.push_back({"compaction", Count(d.compactions) + " rebuilds in " +
+                                         Fmt("%.2f", d.compaction_s) +
+                                         " s by this process; hash log on " +
+                                         Count(d.logged_stripes) + " of " +
+                                         Count(d.stripes) + " stripes"});
+  }
   dd.rows.push_back({d.variant == "cuckoo" ? "load factor" : "fill ratio", Pct(d.fill)});
   dd.rows.push_back(
       {"estimated FPR", Pct(d.estimated_fpr) + " now, bound " + Pct(d.fpr_bound)});

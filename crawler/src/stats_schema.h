@@ -51,13 +51,19 @@ struct DedupReport {
   double duplicate_rate = 0;       // inserts_duplicate / all inserts
   double expected_false_seen = 0;  // sum of the FPR at each new URL
   uint64_t relocations = 0, saturations = 0, inserts_full = 0;
+  // Compaction (dedup/include/dedup/filter.h): rebuilds by this process,
+  // their time, stripes with a hash log, and its buffers (not in `bytes`).
+  uint64_t compactions = 0;
+  double compaction_s = 0;
+  uint64_t logged_stripes = 0, log_buffer_bytes = 0;
   std::vector<StripeFill> fullest_stripes;  // the five fullest
 };
 // clang-format off
 BOOST_DESCRIBE_STRUCT(DedupReport, (), (variant, stripes, layers_min, layers_max, items,
     capacity, bytes, bits_per_item, fill, estimated_fpr, fpr_bound, inserts_new,
     inserts_duplicate, duplicate_rate, expected_false_seen, relocations, saturations,
-    inserts_full, fullest_stripes))
+    inserts_full, compactions, compaction_s, logged_stripes, log_buffer_bytes,
+    fullest_stripes))
 // clang-format on
 
 struct DepthCount {

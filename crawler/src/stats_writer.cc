@@ -36,6 +36,10 @@ DedupReport Dedup(const dedup::FilterStats& fs, double expected_false_seen) {
   d.relocations = fs.relocations;
   d.saturations = fs.saturations;
   d.inserts_full = fs.inserts_full;
+  d.compactions = fs.compactions;
+  d.compaction_s = fs.compaction_seconds;
+  d.logged_stripes = fs.logged_stripes;
+  d.log_buffer_bytes = fs.log_buffer_bytes;
   std::vector<std::pair<double, size_t>> fullest;
   for (size_t i = 0; i < fs.per_stripe.size(); ++i)
     fullest.emplace_back(fs.per_stripe[i].fill, i);

@@ -51,6 +51,18 @@ Status StripedFilter<Layer>::StartLog(const std::string& dir, double compact_gro
     }
     s.log = std::move(*log);
     if (!compacting) continue;
+    if (entries == 0 && s.layers.size() == 1 && s.layers[0].items() == 0 && !s.rebuilt) {
+      // An empty stripe starts as if rebuilt: its first layer at the rebuilt
+      // share of the error (0.8 e: ~10.4 bits/key at 1%), not a chain's
+      // first share (e (1 - r): ~14.4), since the compactor, not the chain,
+      // will carry its growth. Not shared yet (StartLog comes first).
+      const uint64_t capacity = s.layers[0].capacity();
+      s.layers.clear();
+      s.views.clear();
+      s.layers.emplace_back(capacity, kRebuiltErrorShare * options_.error_rate);
+      Publish(s);
+      s.rebuilt = true;
+    }
     s.compact_at = static_cast<uint64_t>(
         kCompactAtFill * static_cast<double>(s.layers[0].capacity()));
     if (s.layers.size() > 1 || s.layers.back().items() >= s.compact_at)

@@ -5,6 +5,18 @@
 //   build/tests/dedup_bench --n 10000000     # the issue's target size
 //   build/tests/dedup_bench --n 100000000 --threads 1
 //   build/tests/dedup_bench --variants bloom --tightening 0.5
+//   build/tests/dedup_bench --n 100000000 --compact 0,1.25,1.5,2,4
+//   build/tests/dedup_bench --n 1000000000 --compact 1.5 --start 1000000
+//
+// --compact G,...: the compaction table instead (filter.h, "The hash log and
+// compaction"): bloom, batch inserts of N keys generated on the fly (no key
+// arrays: RSS is the filter's, plus a bit per key of the bench's own), into
+// a right-sized filter, then one started at --start (default N/100) with a
+// hash log in --log-dir and compact_growth G (0: the chain just grows).
+// Prints bits/key (highest after the first compaction, and at the end),
+// insert Mops/s over the whole run (compactions run beside it, on their own
+// thread), the compactions' total time, FPR on min(N, 10^7) fresh keys and
+// negative lookups at the end.
 //
 // Samples are in the README ("Benchmarks").
 //
@@ -25,6 +37,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <span>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -114,6 +128,10 @@ struct Args {
   double error = 0.01;
   double tightening = 0.85;
   uint32_t stripes = 16;
+  std::vector<double> compact;  // --compact: the compaction table
+  uint64_t start = 0;           // its first capacity (0: N/100)
+  std::string log_dir = "/tmp/dedup_bench_log";
+  bool trace = false;  // --trace: the compaction table's runs, step by step
 };
 
 std::vector<std::string> Split(const std::string& s) {
@@ -149,6 +167,13 @@ Args ParseArgs(int argc, char** argv) {
   app.add_option("--tightening", a.tightening, "tightening ratio r")
       ->capture_default_str();
   app.add_option("--stripes", a.stripes, "lock stripes")->capture_default_str();
+  std::string compact;
+  app.add_option("--compact", compact, "compaction table: compact_growth values, e.g. 0,1.5,2");
+  app.add_option("--start", a.start, "compaction table: first capacity (default N/100)");
+  app.add_option("--log-dir", a.log_dir, "compaction table: hash log directory")
+      ->capture_default_str();
+  app.add_flag("--trace", a.trace,
+               "compaction table: print keys, bits/key, layers, compactions at each 1% of N");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -160,6 +185,7 @@ Args ParseArgs(int argc, char** argv) {
   }
   if (!variants.empty()) a.variants = Split(variants);
   if (!starts.empty()) a.starts = Split(starts);
+  for (auto& g : Split(compact)) a.compact.push_back(std::atof(g.c_str()));
   if (a.n < 1000) Usage("--n must be at least 1000");
   return a;
 }
@@ -294,10 +320,184 @@ Row RunFilter(const Args& a, FilterType type, bool right, int threads, const Key
   return r;
 }
 
+// ---- The compaction table (--compact) ------------------------------------
+
+// Keys [first, first + n) as KeySet makes them, into one reused arena.
+class KeyChunk {
+ public:
+  void Fill(uint64_t first, uint64_t n) {
+    arena_.clear();
+    ends_.clear();
+    char buf[160];
+    for (uint64_t i = first; i < first + n; ++i) {
+      int len = std::snprintf(
+          buf, sizeof(buf),
+          "https://host%llu.example.org/section/%llu/page-%llu.html?id=%llu",
+          static_cast<unsigned long long>(i % 5000),
+          static_cast<unsigned long long>(i / 7), static_cast<unsigned long long>(i),
+          static_cast<unsigned long long>(i));
+      arena_.append(buf, static_cast<size_t>(len));
+      ends_.push_back(arena_.size());
+    }
+    views_.clear();
+    for (size_t i = 0, begin = 0; i < ends_.size(); begin = ends_[i++])
+      views_.emplace_back(arena_.data() + begin, ends_[i] - begin);
+  }
+  const std::vector<std::string_view>& views() const { return views_; }
+
+ private:
+  std::string arena_;
+  std::vector<size_t> ends_;
+  std::vector<std::string_view> views_;
+};
+
+struct CompactRow {
+  uint32_t layers = 0;
+  double max_bits = -1, end_bits = 0, insert = 0, compact_s = 0, fpr = 0, neg = 0,
+         batch_neg = 0, rss = 0;
+  uint64_t compactions = 0, lost = 0, checked = 0;
+};
+
+// growth < 0: the right-sized filter; else started small, compact_growth G.
+CompactRow RunCompact(const Args& a, double growth) {
+  constexpr uint64_t kChunk = 1024;
+  FilterOptions o;
+  o.type = FilterType::kBloom;
+  o.capacity = growth < 0 ? a.n : (a.start ? a.start : a.n / 100);
+  o.scaling = growth >= 0;
+  o.error_rate = a.error;
+  o.tightening = a.tightening;
+  o.stripes = a.stripes;
+  auto created = Filter::Create(o);
+  if (!created.ok()) {
+    std::fprintf(stderr, "dedup_bench: %s\n", created.status().ToString().c_str());
+    std::exit(1);
+  }
+  std::unique_ptr<Filter> f = std::move(created).value();
+  if (growth >= 0) {
+    std::error_code ec;
+    std::filesystem::remove_all(a.log_dir, ec);
+    crawler::Status st = f->StartLog(a.log_dir, growth, [](const std::string& m) {
+      std::fprintf(stderr, "dedup_bench: %s\n", m.c_str());
+    });
+    if (!st.ok()) {
+      std::fprintf(stderr, "dedup_bench: %s\n", st.ToString().c_str());
+      std::exit(1);
+    }
+  }
+  CompactRow r;
+  std::vector<uint64_t> admitted((a.n + 63) / 64);
+  KeyChunk chunk;
+  std::vector<InsertResult> out(kChunk);
+  double insert_s = 0;
+  uint64_t traced_pct = 0;
+  for (uint64_t base = 0; base < a.n; base += kChunk) {
+    const uint64_t n = std::min(kChunk, a.n - base);
+    chunk.Fill(base, n);
+    auto t0 = Clock::now();
+    f->InsertBatch(chunk.views(), std::span<InsertResult>(out.data(), n));
+    insert_s += std::chrono::duration<double>(Clock::now() - t0).count();
+    for (uint64_t i = 0; i < n; ++i) {
+      if (out[i] == InsertResult::kInserted)
+        admitted[(base + i) / 64] |= uint64_t{1} << ((base + i) % 64);
+    }
+    if ((base / kChunk) % 64 == 63 || base + n == a.n) {
+      auto st = f->Stats();
+      const double bits = 8.0 * static_cast<double>(st.bytes) /
+                          static_cast<double>(std::max<uint64_t>(1, st.inserts_new));
+      const bool new_max = st.compactions > 0 && bits > r.max_bits;
+      if (st.compactions > 0) r.max_bits = std::max(r.max_bits, bits);
+      r.end_bits = bits;
+      const uint64_t pct = (base + n) * 100 / a.n;
+      if (a.trace && (pct != traced_pct || new_max)) {
+        traced_pct = pct;
+        std::printf("  trace g=%g keys %llu bits/key %.2f layers %u..%u compactions %llu\n",
+                    growth, static_cast<unsigned long long>(base + n), bits,
+                    st.layers_min, st.layers_max,
+                    static_cast<unsigned long long>(st.compactions));
+      }
+    }
+  }
+  r.rss = PeakRssMb();
+  r.insert = static_cast<double>(a.n) / insert_s / 1e6;
+  // No key admitted is missing: all of them up to 10^8, else every k-th.
+  const uint64_t step = std::max<uint64_t>(1, a.n / 100'000'000);
+  for (uint64_t base = 0; base < a.n; base += kChunk * step) {
+    const uint64_t n = std::min(kChunk, a.n - base);
+    chunk.Fill(base, n);
+    for (uint64_t i = 0; i < n; ++i) {
+      const uint64_t k = base + i;
+      if ((admitted[k / 64] >> (k % 64) & 1) == 0) continue;
+      ++r.checked;
+      r.lost += f->Contains(chunk.views()[i]) ? 0 : 1;
+    }
+  }
+  const uint64_t m = std::min<uint64_t>(a.n, 10'000'000);
+  KeySet negatives(a.n, m);
+  uint64_t fp = 0;
+  r.neg = Parallel(m, 1, [&](uint64_t b, uint64_t e) {
+    for (uint64_t i = b; i < e; ++i) fp += f->Contains(negatives[i]);
+  });
+  r.fpr = static_cast<double>(fp) / static_cast<double>(m);
+  r.batch_neg = Parallel(m, 1, [&](uint64_t b, uint64_t e) {
+    std::vector<std::string_view> views;
+    std::unique_ptr<bool[]> found(new bool[kChunk]);
+    for (uint64_t i = b; i < e; i += kChunk) {
+      views.clear();
+      for (uint64_t j = i; j < std::min(e, i + kChunk); ++j) views.push_back(negatives[j]);
+      f->ContainsBatch(views, std::span<bool>(found.get(), views.size()));
+    }
+  });
+  auto st = f->Stats();
+  r.layers = st.layers_max;
+  r.compactions = st.compactions;
+  r.compact_s = st.compaction_seconds;
+  return r;
+}
+
+int RunCompactTable(const Args& a) {
+  std::printf("dedup_bench --compact: bloom, N=%llu, start %llu, error %g, stripes %u, "
+              "cores %u, log %s\n",
+              static_cast<unsigned long long>(a.n),
+              static_cast<unsigned long long>(a.start ? a.start : a.n / 100), a.error,
+              a.stripes, std::thread::hardware_concurrency(), a.log_dir.c_str());
+  std::printf("%-8s %6s %9s %8s %9s %7s %9s %9s %8s %9s %8s\n", "growth", "layers",
+              "max-bits", "end-bits", "batch-ins", "compact", "compact-s", "FPR",
+              "neg-look", "batch-neg", "RSS-MB");
+  std::printf("%-8s %6s %9s %8s %9s %7s %9s %9s %8s %9s %8s\n", "", "(end)",
+              "(after 1st)", "", "Mops/s", "(count)", "(total)", "", "Mops/s", "Mops/s",
+              "peak");
+  std::fflush(stdout);
+  std::vector<double> runs = {-1};
+  runs.insert(runs.end(), a.compact.begin(), a.compact.end());
+  for (double g : runs) {
+    ResetPeakRss();
+    CompactRow r = RunCompact(a, g);
+    char name[16];
+    if (g < 0) {
+      std::snprintf(name, sizeof(name), "right");
+    } else {
+      std::snprintf(name, sizeof(name), "%g", g);
+    }
+    char max_bits[16] = "-";
+    if (r.max_bits >= 0) std::snprintf(max_bits, sizeof(max_bits), "%.2f", r.max_bits);
+    std::printf("%-8s %6u %9s %8.2f %9.2f %7llu %9.2f %9.5f %8.2f %9.2f %8.0f%s\n", name,
+                r.layers, max_bits, r.end_bits, r.insert,
+                static_cast<unsigned long long>(r.compactions), r.compact_s, r.fpr, r.neg,
+                r.batch_neg, r.rss, r.lost ? "  LOST KEYS!" : "");
+    std::fflush(stdout);
+    if (r.lost) return 1;
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(a.log_dir, ec);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   Args a = ParseArgs(argc, argv);
+  if (!a.compact.empty()) return RunCompactTable(a);
   auto gen_start = Clock::now();
   KeySet keys(0, a.n);
   KeySet negatives(a.n, a.n);

@@ -109,7 +109,7 @@ struct Config {
   std::string dedup_type_name = "bloom";  // as written; dedup.type is derived from it
   // dedup.compact_growth: the filter's hash log is OUT/dedup/; a stripe is
   // rebuilt as one layer of this x its keys when it fills (0: never).
-  double dedup_compact_growth = 1.5;
+  double dedup_compact_growth = 1.25;
   parsers::UrlOptions url;
   OutputConfig output;
   CheckpointConfig checkpoint;
