@@ -90,8 +90,9 @@ Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
   auto m = std::make_unique<Crawl::Impl>(config, out, lock_fd);
   m->filter = std::move(filter);
   // Before any insert: the log must record every key the filter admits.
-  Status logged = m->filter->StartLog(out + "/" + kDedupLogDir, config.dedup_compact_growth,
-                                      [](const std::string& msg) { spdlog::warn("{}", msg); });
+  Status logged =
+      m->filter->StartLog(out + "/" + kDedupLogDir, config.dedup_compact_growth,
+                          [](const std::string& msg) { spdlog::warn("{}", msg); });
   if (!logged.ok()) return logged.WithContext("dedup");
   m->scope = std::make_unique<Scope>(std::move(scope));
   frontier::FrontierOptions fo = config.frontier;

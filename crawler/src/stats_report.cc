@@ -64,9 +64,9 @@ Section DedupSection(const DedupReport& d) {
   dd.rows.push_back({"items / capacity", Count(d.items) + " / " + Count(d.capacity)});
   dd.rows.push_back(
       {"memory", Bytes(d.bytes) + ", " + Fmt("%.2f", d.bits_per_item) + " bits/item" +
-                     (d.log_buffer_bytes ? " (+ " + Bytes(d.log_buffer_bytes) +
-                                               " of hash-log buffers)"
-                                         : "")});
+                     (d.log_buffer_bytes
+                          ? " (+ " + Bytes(d.log_buffer_bytes) + " of hash-log buffers)"
+                          : "")});
   if (d.logged_stripes > 0 || d.compactions > 0) {  // a running crawl's report
     dd.rows.push_back({"compaction", Count(d.compactions) + " rebuilds in " +
                                          Fmt("%.2f", d.compaction_s) +

@@ -120,8 +120,7 @@ Result<std::unique_ptr<HashLog>> HashLog::Adopt(const std::string& dir, uint32_t
   };
   const std::string want = Header(stripe, stripes, type);
   std::string head(kHeaderBytes, '\0');
-  if (!PreadAll(fd, head.data(), head.size(), 0))
-    return fail("header is cut short");
+  if (!PreadAll(fd, head.data(), head.size(), 0)) return fail("header is cut short");
   if (head != want) return fail("not the log of this filter's stripe (header differs)");
   uint64_t off = kHeaderBytes, have = 0;
   std::vector<Raw> block;
@@ -176,7 +175,8 @@ void HashLog::Fail(const std::string& what) { Disable(IoError(path_, what).messa
 
 void HashLog::Flush() {
   if (!ok() || buffer_.empty()) return;
-  const std::string block = BlockBytes(buffer_.data(), static_cast<uint32_t>(buffer_.size()));
+  const std::string block =
+      BlockBytes(buffer_.data(), static_cast<uint32_t>(buffer_.size()));
   if (!WriteAll(fd_, block.data(), block.size())) return Fail("write");
   bytes_ += block.size();
   buffer_.clear();

@@ -42,11 +42,11 @@ Status StripedFilter<Layer>::StartLog(const std::string& dir, double compact_gro
     Stripe& s = stripes_[i];
     SpinLockGuard lock(s.mu);
     const uint64_t entries = s.inserts_new + s.erases;
-    auto log = entries == 0
-                   ? HashLog::Create(dir, i, options_.stripes, type)
-                   : HashLog::Adopt(dir, i, options_.stripes, type, entries);
+    auto log = entries == 0 ? HashLog::Create(dir, i, options_.stripes, type)
+                            : HashLog::Adopt(dir, i, options_.stripes, type, entries);
     if (!log.ok()) {
-      if (unlogged++ < 3) problems += (problems.empty() ? "" : "; ") + log.status().message();
+      if (unlogged++ < 3)
+        problems += (problems.empty() ? "" : "; ") + log.status().message();
       continue;
     }
     s.log = std::move(*log);
@@ -63,8 +63,8 @@ Status StripedFilter<Layer>::StartLog(const std::string& dir, double compact_gro
       Publish(s);
       s.rebuilt = true;
     }
-    s.compact_at = static_cast<uint64_t>(
-        kCompactAtFill * static_cast<double>(s.layers[0].capacity()));
+    s.compact_at = static_cast<uint64_t>(kCompactAtFill *
+                                         static_cast<double>(s.layers[0].capacity()));
     if (s.layers.size() > 1 || s.layers.back().items() >= s.compact_at)
       s.due.store(true, std::memory_order_relaxed);
   }
@@ -129,8 +129,7 @@ void StripedFilter<Layer>::SwapIn(Stripe& s, Layer fresh, Retired* old) {
   s.rebuilt = true;
   s.fpr_layers = 0;  // recompute the cached FPR
   if (s.log && s.log->ok() && growth_ > 0) {
-    s.compact_at =
-        static_cast<uint64_t>(kCompactAtFill * static_cast<double>(capacity));
+    s.compact_at = static_cast<uint64_t>(kCompactAtFill * static_cast<double>(capacity));
   }
   s.due.store(false, std::memory_order_relaxed);
   ++s.compactions;

@@ -333,7 +333,7 @@ class StripedFilter final : public Filter {
     // (Disable stops it).
     std::unique_ptr<HashLog> log GUARDED_BY(mu);
     uint64_t compact_at GUARDED_BY(mu) = UINT64_MAX;  // newest layer's items
-    bool rebuilt GUARDED_BY(mu) = false;  // layers[0] is a rebuilt layer
+    bool rebuilt GUARDED_BY(mu) = false;              // layers[0] is a rebuilt layer
     std::atomic<bool> due{false};
     uint64_t compactions GUARDED_BY(mu) = 0;
     double compaction_seconds GUARDED_BY(mu) = 0;
@@ -432,8 +432,7 @@ class StripedFilter final : public Filter {
     double base = static_cast<double>(s.layers.back().capacity()) * options_.expansion;
     const bool compacting = growth_ > 0 && s.compact_at != UINT64_MAX;
     if ((s.rebuilt || compacting) && s.layers.size() == 1) {
-      base = static_cast<double>(s.layers[0].capacity()) *
-             std::max(growth_ - 1, 0.125);
+      base = static_cast<double>(s.layers[0].capacity()) * std::max(growth_ - 1, 0.125);
     }
     return std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(base)));
   }
@@ -614,15 +613,15 @@ class StripedFilter final : public Filter {
   const unsigned stripe_bits_;
   std::unique_ptr<Stripe[]> stripes_;
 
-  ReadEpochs epochs_;                   // grace periods for lock-free lookups
-  std::mutex compact_mu_;               // one compaction at a time
-  std::mutex pause_mu_;                 // the compactor's locked steps; Pause
-  std::mutex wake_mu_;                  // with wake_: the compactor's sleep
-  std::condition_variable wake_;        // notified when a stripe is due
-  std::atomic<bool> stop_{false};       // the compactor ends
-  std::thread compactor_;               // runs iff compaction is on
-  bool log_started_ = false;            // StartLog was called
-  double growth_ = 0;                   // compact_growth; set by StartLog
+  ReadEpochs epochs_;              // grace periods for lock-free lookups
+  std::mutex compact_mu_;          // one compaction at a time
+  std::mutex pause_mu_;            // the compactor's locked steps; Pause
+  std::mutex wake_mu_;             // with wake_: the compactor's sleep
+  std::condition_variable wake_;   // notified when a stripe is due
+  std::atomic<bool> stop_{false};  // the compactor ends
+  std::thread compactor_;          // runs iff compaction is on
+  bool log_started_ = false;       // StartLog was called
+  double growth_ = 0;              // compact_growth; set by StartLog
   std::function<void(const std::string&)> warn_;
   std::atomic<uint64_t> building_bytes_{0};
   std::atomic<uint64_t> compaction_failures_{0};

@@ -168,12 +168,14 @@ Args ParseArgs(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--stripes", a.stripes, "lock stripes")->capture_default_str();
   std::string compact;
-  app.add_option("--compact", compact, "compaction table: compact_growth values, e.g. 0,1.5,2");
+  app.add_option("--compact", compact,
+                 "compaction table: compact_growth values, e.g. 0,1.5,2");
   app.add_option("--start", a.start, "compaction table: first capacity (default N/100)");
   app.add_option("--log-dir", a.log_dir, "compaction table: hash log directory")
       ->capture_default_str();
-  app.add_flag("--trace", a.trace,
-               "compaction table: print keys, bits/key, layers, compactions at each 1% of N");
+  app.add_flag(
+      "--trace", a.trace,
+      "compaction table: print keys, bits/key, layers, compactions at each 1% of N");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -411,10 +413,10 @@ CompactRow RunCompact(const Args& a, double growth) {
       const uint64_t pct = (base + n) * 100 / a.n;
       if (a.trace && (pct != traced_pct || new_max)) {
         traced_pct = pct;
-        std::printf("  trace g=%g keys %llu bits/key %.2f layers %u..%u compactions %llu\n",
-                    growth, static_cast<unsigned long long>(base + n), bits,
-                    st.layers_min, st.layers_max,
-                    static_cast<unsigned long long>(st.compactions));
+        std::printf(
+            "  trace g=%g keys %llu bits/key %.2f layers %u..%u compactions %llu\n",
+            growth, static_cast<unsigned long long>(base + n), bits, st.layers_min,
+            st.layers_max, static_cast<unsigned long long>(st.compactions));
       }
     }
   }
@@ -444,7 +446,8 @@ CompactRow RunCompact(const Args& a, double growth) {
     std::unique_ptr<bool[]> found(new bool[kChunk]);
     for (uint64_t i = b; i < e; i += kChunk) {
       views.clear();
-      for (uint64_t j = i; j < std::min(e, i + kChunk); ++j) views.push_back(negatives[j]);
+      for (uint64_t j = i; j < std::min(e, i + kChunk); ++j)
+        views.push_back(negatives[j]);
       f->ContainsBatch(views, std::span<bool>(found.get(), views.size()));
     }
   });
@@ -456,11 +459,12 @@ CompactRow RunCompact(const Args& a, double growth) {
 }
 
 int RunCompactTable(const Args& a) {
-  std::printf("dedup_bench --compact: bloom, N=%llu, start %llu, error %g, stripes %u, "
-              "cores %u, log %s\n",
-              static_cast<unsigned long long>(a.n),
-              static_cast<unsigned long long>(a.start ? a.start : a.n / 100), a.error,
-              a.stripes, std::thread::hardware_concurrency(), a.log_dir.c_str());
+  std::printf(
+      "dedup_bench --compact: bloom, N=%llu, start %llu, error %g, stripes %u, "
+      "cores %u, log %s\n",
+      static_cast<unsigned long long>(a.n),
+      static_cast<unsigned long long>(a.start ? a.start : a.n / 100), a.error, a.stripes,
+      std::thread::hardware_concurrency(), a.log_dir.c_str());
   std::printf("%-8s %6s %9s %8s %9s %7s %9s %9s %8s %9s %8s\n", "growth", "layers",
               "max-bits", "end-bits", "batch-ins", "compact", "compact-s", "FPR",
               "neg-look", "batch-neg", "RSS-MB");

@@ -330,9 +330,8 @@ TEST_CASE(
   CHECK(r.output.find("already holds a crawl") != std::string::npos);
 }
 
-TEST_CASE(
-    "A damaged or short dedup hash log: resume warns, names it, loses nothing",
-    "[checkpoint][compaction]") {
+TEST_CASE("A damaged or short dedup hash log: resume warns, names it, loses nothing",
+          "[checkpoint][compaction]") {
   StoppedCrawl c("hlog");
   for (bool flip : {true, false}) {
     INFO((flip ? "flipped" : "truncated"));
@@ -340,8 +339,9 @@ TEST_CASE(
     const std::string target = c.out + "/dedup/stripe-00003.hlog";
     REQUIRE(fs::file_size(target) > 64);
     flip ? FlipByte(target) : Truncate(target);
-    CommandResult r = RunCommand(kCrawler + " crawl --resume " + c.out +
-                                 " --set crawl.max_pages=360 --set dedup.compact_growth=1.1");
+    CommandResult r =
+        RunCommand(kCrawler + " crawl --resume " + c.out +
+                   " --set crawl.max_pages=360 --set dedup.compact_growth=1.1");
     INFO(r.output);
     CHECK(r.exit_code == 0);
     CHECK(r.output.find("1 of 16 dedup stripes have no usable hash log") !=
@@ -479,10 +479,27 @@ TEST_CASE(
   json::object s = json::parse(r.output).as_object();
   const std::map<std::string, std::vector<std::string>> fields = {
       {"dedup",
-       {"variant", "stripes", "layers_min", "layers_max", "items", "capacity", "bytes",
-        "bits_per_item", "fill", "estimated_fpr", "fpr_bound", "inserts_new",
-        "inserts_duplicate", "duplicate_rate", "expected_false_seen", "relocations",
-        "saturations", "compactions", "compaction_s", "logged_stripes", "fullest_stripes"}},
+       {"variant",
+        "stripes",
+        "layers_min",
+        "layers_max",
+        "items",
+        "capacity",
+        "bytes",
+        "bits_per_item",
+        "fill",
+        "estimated_fpr",
+        "fpr_bound",
+        "inserts_new",
+        "inserts_duplicate",
+        "duplicate_rate",
+        "expected_false_seen",
+        "relocations",
+        "saturations",
+        "compactions",
+        "compaction_s",
+        "logged_stripes",
+        "fullest_stripes"}},
       {"frontier",
        {"queued_memory", "queued_disk", "in_flight", "hosts", "hosts_ready",
         "hosts_waiting_politeness", "hosts_waiting_robots", "hosts_blocked_robots",

@@ -54,7 +54,8 @@ uint64_t Missing(const Filter& f, uint64_t from, const std::vector<bool>& admitt
 // Fresh keys that test present, over n probes.
 uint64_t FalsePositives(const Filter& f, uint64_t n) {
   uint64_t fp = 0;
-  for (uint64_t i = 0; i < n; ++i) fp += f.Contains("absent/" + std::to_string(i)) ? 1 : 0;
+  for (uint64_t i = 0; i < n; ++i)
+    fp += f.Contains("absent/" + std::to_string(i)) ? 1 : 0;
   return fp;
 }
 
@@ -182,7 +183,8 @@ TEST_CASE("A loaded filter adopts its log cut back to the saved state",
   CHECK(Missing(**loaded, 0, admitted) == 0);
   // Had the log not been cut back, the rebuild would hold the later keys.
   uint64_t later_present = 0;
-  for (uint64_t i = 30'000; i < 40'000; ++i) later_present += (*loaded)->Contains(UrlKey(i));
+  for (uint64_t i = 30'000; i < 40'000; ++i)
+    later_present += (*loaded)->Contains(UrlKey(i));
   CHECK(static_cast<double>(later_present) <= UpperTolerance(0.01, 10'000, 4));
 }
 
@@ -233,15 +235,15 @@ TEMPLATE_TEST_CASE("A library user compacts from their own key source",
   REQUIRE(f->Stats().layers_max >= 5);
   const uint64_t bytes = f->Stats().bytes;
   REQUIRE(f->Compact([&](const std::function<void(std::string_view)>& add) {
-               for (uint64_t i = 0; i < kKeys; ++i) add(UrlKey(i));
-             })
-              .ok());
+             for (uint64_t i = 0; i < kKeys; ++i) add(UrlKey(i));
+           }).ok());
   CHECK(f->Stats().layers_max == 1);
   CHECK(f->Stats().bytes < bytes);
   CHECK(Missing(*f, 0, admitted) == 0);
 }
 
-TEST_CASE("StartLog checks its growth and refuses a second start", "[dedup][compaction]") {
+TEST_CASE("StartLog checks its growth and refuses a second start",
+          "[dedup][compaction]") {
   ScratchDir dir;
   auto f = MakeFilter(Grown(FilterType::kBloom, 1000));
   Status bad = f->StartLog(dir.File("log"), 1.05, nullptr);
