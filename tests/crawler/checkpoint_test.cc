@@ -1,9 +1,6 @@
 // Checkpoints, resume and the stats report, with the real `crawler` binary
 // against the real crawler-testsite (separate processes, 127.0.0.1 only):
-//   - crash torture: kill -9 at random moments (some during a checkpoint
-//     write), resume, repeat, until the crawl completes; then the fetch log
-//     is the truth set with each URL once, the WARC holds each response
-//     once, and the server saw no more repeats than the pages lost;
+//   - crash torture: checkpoint_torture_test.cc;
 //   - damage: each checkpoint file flipped or truncated -> resume falls back
 //     to checkpoint.prev/ with a warning naming the file; both damaged ->
 //     exit 2, nothing changed;
@@ -29,6 +26,7 @@
 #include <string>
 #include <thread>
 
+#include "checkpoint_helpers.h"
 #include "crawl_output.h"
 #include "run_command.h"
 #include "testsite_process.h"
@@ -52,197 +50,15 @@ using testing::TestSite;
 using testing::WaitExit;
 using testing::WarcResponses;
 
-const std::string kCrawler = CRAWLER_BINARY;
-// See testsite_crawl_test.cc: exact truth-set equality needs a tiny FPR bound.
-const std::string kExactDedup = " --set dedup.capacity=500 --set dedup.error_rate=1e-7";
-
-json::object Manifest(const std::string& dir) {
-  return json::parse(ReadText(dir + "/MANIFEST.json")).as_object();
-}
-
-// Fetch-log lines after `bytes` that were page fetches (what a resume from a
-// checkpoint with that log length fetches again).
-uint64_t PageLinesAfter(const std::string& log_path, uint64_t bytes) {
-  std::string text = ReadText(log_path);
-  if (bytes >= text.size()) return 0;
-  std::istringstream in(text.substr(bytes));
-  uint64_t n = 0;
-  for (std::string line; std::getline(in, line);) {
-    if (line.find("\"robots_txt\":true") == std::string::npos &&
-        line.find("\"error\":\"robots\"") == std::string::npos &&
-        line.find("\"error\":\"max_pages_per_host\"") == std::string::npos) {
-      ++n;
-    }
-  }
-  return n;
-}
-
-// The fetch-log length recorded by the checkpoint a resume will use.
-uint64_t CheckpointLogBytes(const std::string& out) {
-  for (const char* dir : {"/checkpoint", "/checkpoint.prev"}) {
-    if (fs::exists(out + dir + "/MANIFEST.json")) {
-      return Manifest(out + dir)
-          .at("fetch_log")
-          .as_object()
-          .at("bytes")
-          .to_number<uint64_t>();
-    }
-  }
-  return 0;
-}
-
-std::set<std::string> Distinct(const std::vector<LogLine>& log, bool* twice) {
-  std::multiset<std::string> attempted;
-  for (const LogLine& l : log) {
-    if (Attempted(l)) attempted.insert(l.url);
-  }
-  std::set<std::string> distinct(attempted.begin(), attempted.end());
-  *twice = attempted.size() != distinct.size();
-  return distinct;
-}
-
-void FlipByte(const std::string& path) {
-  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-  f.seekg(0, std::ios::end);
-  auto size = static_cast<std::streamoff>(f.tellg());
-  std::streamoff at = size / 2;
-  f.seekg(at);
-  char c = 0;
-  f.get(c);
-  f.seekp(at);
-  f.put(static_cast<char>(c ^ 0x20));
-}
-
-void Truncate(const std::string& path) { fs::resize_file(path, fs::file_size(path) / 2); }
-
-void Restore(const std::string& from, const std::string& to) {
-  fs::remove_all(to);
-  fs::copy(from, to, fs::copy_options::recursive);
-}
-
-TEST_CASE("Crash torture: kill -9 at random moments and resume, until the crawl is done",
-          "[.][checkpoint][torture]") {
-  const char* variant = GENERATE("bloom", "cuckoo", "counting");
-  SECTION(variant) {
-    int pages = 20000;
-    if (const char* p = std::getenv("CRAWLER_TORTURE_PAGES")) pages = std::atoi(p);
-    std::string dir = TempDir(std::string("torture-") + variant);
-    // With sitemaps: 200 pages a host that only sitemaps list (sitemap
-    // entries are killed in flight and resumed like pages).
-    TestSite site(
-        "--pages " + std::to_string(pages) + " --hosts 3 --slow-ms 50 --orphans 200",
-        dir + "/requests.log");
-    site.WriteSeeds(dir + "/seeds.txt");
-    std::set<std::string> truth = site.Truth();
-    REQUIRE(truth.size() > static_cast<size_t>(pages));
-    const std::string out = dir + "/out";
-    // The checkpoint writer sleeps 30 ms after each file, so kills often
-    // land during a write; checkpoints every 0.4 s.
-    const std::string env = "env CRAWLER_CHECKPOINT_SLOW_MS=30 ";
-    const std::string first =
-        env + kCrawler + " crawl --seeds " + dir + "/seeds.txt --out " + out +
-        " --config " + CRAWLER_SOURCE_DIR + "/configs/" + variant +
-        ".toml --set frontier.min_delay_s=0 --set checkpoint.interval_s=0.4" +
-        kExactDedup;
-    const std::string resume = env + kCrawler + " crawl --resume " + out;
-    std::mt19937 rng(std::random_device{}());
-    std::uniform_int_distribution<int> wait_ms(300, 1200);
-
-    int kills = 0, during_write = 0, runs = 0, exit_code = -1;
-    uint64_t lost = 0;
-    while (true) {
-      REQUIRE(runs < 60);
-      pid_t pid = Spawn(runs == 0 ? first : resume, dir + "/crawler.out");
-      ++runs;
-      if (kills >= 12) {
-        exit_code = WaitExit(pid);
-        break;
-      }
-      bool want_write =
-          kills % 3 == 2;  // every third kill: while a checkpoint is being written
-      auto start = std::chrono::steady_clock::now();
-      auto deadline = start + std::chrono::milliseconds(want_write ? 5000 : wait_ms(rng));
-      bool exited = false;
-      int status = 0;
-      while (std::chrono::steady_clock::now() < deadline) {
-        if (::waitpid(pid, &status, WNOHANG) == pid) {
-          exited = true;
-          break;
-        }
-        if (want_write &&
-            std::chrono::steady_clock::now() > start + std::chrono::milliseconds(300) &&
-            fs::exists(out + "/checkpoint.tmp")) {
-          break;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
-      }
-      if (exited) {
-        exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-        break;
-      }
-      bool writing = fs::exists(out + "/checkpoint.tmp");
-      ::kill(pid, SIGKILL);
-      WaitExit(pid);
-      ++kills;
-      during_write += writing ? 1 : 0;
-      lost += PageLinesAfter(out + "/fetch-log.jsonl", CheckpointLogBytes(out));
-    }
-    const std::string output = ReadText(dir + "/crawler.out");
-    INFO(output);
-    REQUIRE(exit_code == 0);
-    CHECK(kills >= 10);
-    CHECK(during_write >= 1);
-    site.Stop();
-    // Kills landed during compactions too (the chain grows 40x from 500;
-    // the compactor rebuilds at every 1.19x): every resume adopted its hash
-    // log cut back to the checkpoint, and the compactor never gave up.
-    CHECK(output.find("no usable hash log") == std::string::npos);
-    CHECK(output.find("compaction stopped") == std::string::npos);
-    CommandResult stats = RunCommand(kCrawler + " stats " + out + " --json");
-    REQUIRE(stats.exit_code == 0);
-    const json::object dedup = json::parse(stats.output).at("dedup").as_object();
-    // Without compaction: 6-7 layers (500 x 2^6 > 20,000 / 16 stripes...).
-    CHECK(dedup.at("layers_max").to_number<uint64_t>() <= 3);
-
-    // The fetch log is the truth set, each URL once.
-    bool twice = false;
-    std::set<std::string> fetched =
-        Distinct(ReadFetchLog(out + "/fetch-log.jsonl"), &twice);
-    CHECK_FALSE(twice);
-    std::vector<std::string> missing, extra;
-    std::set_difference(truth.begin(), truth.end(), fetched.begin(), fetched.end(),
-                        std::back_inserter(missing));
-    std::set_difference(fetched.begin(), fetched.end(), truth.begin(), truth.end(),
-                        std::back_inserter(extra));
-    INFO("missing " << missing.size() << (missing.empty() ? "" : ": " + missing[0]));
-    INFO("extra " << extra.size() << (extra.empty() ? "" : ": " + extra[0]));
-    CHECK(missing.empty());
-    CHECK(extra.empty());
-
-    // The WARC, read back by warcio, holds each logged response exactly once
-    // (every attempt of a URL fetched again is a response of its own).
-    std::vector<std::string> wrong = testing::WarcNotAsLogged(out);
-    INFO((wrong.empty() ? "" : "WARC differs from the log at " + wrong[0]));
-    CHECK(wrong.empty());
-
-    // The server's count: repeats only for pages fetched after the
-    // checkpoint a resume went back to (plus those in flight at the kill:
-    // one per host).
-    uint64_t page_requests = 0;
-    std::set<std::string> served;
-    for (const ServedRequest& q : site.FinalRequests()) {  // retried failures aside
-      if (q.target == "/robots.txt") continue;
-      ++page_requests;
-      served.insert(q.Url());
-    }
-    uint64_t repeats = page_requests - served.size();
-    INFO("kills " << kills << " (" << during_write << " during a checkpoint write), runs "
-                  << runs << ", repeats " << repeats << ", pages after lost checkpoints "
-                  << lost);
-    CHECK(repeats <= lost + static_cast<uint64_t>(kills) * 3);
-    fs::remove_all(dir);
-  }
-}
+using checkpoint_testing::CheckpointLogBytes;
+using checkpoint_testing::Distinct;
+using checkpoint_testing::FlipByte;
+using checkpoint_testing::kCrawler;
+using checkpoint_testing::kExactDedup;
+using checkpoint_testing::Manifest;
+using checkpoint_testing::PageLinesAfter;
+using checkpoint_testing::Restore;
+using checkpoint_testing::Truncate;
 
 // A crawl stopped by max_pages with checkpoint/ and checkpoint.prev/.
 struct StoppedCrawl {
