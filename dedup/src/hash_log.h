@@ -50,9 +50,11 @@ class HashLog {
   // Creates LOG_DIR/stripe-NNNNN.hlog empty (replacing any old one).
   static Result<std::unique_ptr<HashLog>> Create(const std::string& dir, uint32_t stripe,
                                                  uint32_t stripes, uint32_t type);
-  // Opens an existing log and cuts it back to its first `entries` entries
-  // (checking every block's checksum on the way). Errors, naming the file:
-  // missing, foreign header, a damaged block, or fewer than `entries`.
+  // Opens an existing log and cuts it back to its first `entries` entries.
+  // Reads only the block headers (and the block it cuts): the checksums of
+  // the others are checked when a compaction reads them. Errors, naming the
+  // file: missing, foreign header, a broken block frame, or fewer than
+  // `entries`.
   static Result<std::unique_ptr<HashLog>> Adopt(const std::string& dir, uint32_t stripe,
                                                 uint32_t stripes, uint32_t type,
                                                 uint64_t entries);

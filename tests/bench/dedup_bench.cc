@@ -9,14 +9,13 @@
 //   build/tests/dedup_bench --n 1000000000 --compact 1.5 --start 1000000
 //
 // --compact G,...: the compaction table instead (filter.h, "The hash log and
-// compaction"): bloom, batch inserts of N keys generated on the fly (no key
-// arrays: RSS is the filter's, plus a bit per key of the bench's own), into
-// a right-sized filter, then one started at --start (default N/100) with a
-// hash log in --log-dir and compact_growth G (0: the chain just grows).
-// Prints bits/key (highest after the first compaction, and at the end),
-// insert Mops/s over the whole run (compactions run beside it, on their own
-// thread), the compactions' total time, FPR on min(N, 10^7) fresh keys and
-// negative lookups at the end.
+// compaction"): bloom (or --variants), batch inserts of N keys generated on the fly (no
+// key arrays: RSS is the filter's, plus a bit per key of the bench's own), into a
+// right-sized filter, then one started at --start (default N/100) with a hash log in
+// --log-dir and compact_growth G (0: the chain just grows). Prints bits/key (highest
+// after the first compaction, and at the end), insert Mops/s over the whole run
+// (compactions run beside it, on their own thread), the compactions' total time, FPR on
+// min(N, 10^7) fresh keys and negative lookups at the end.
 //
 // Samples are in the README ("Benchmarks").
 //
@@ -185,7 +184,11 @@ Args ParseArgs(int argc, char** argv) {
     a.threads.clear();
     for (auto& t : Split(threads)) a.threads.push_back(std::atoi(t.c_str()));
   }
-  if (!variants.empty()) a.variants = Split(variants);
+  if (!variants.empty()) {
+    a.variants = Split(variants);
+  } else if (!compact.empty()) {
+    a.variants = {"bloom"};  // the compaction table's default
+  }
   if (!starts.empty()) a.starts = Split(starts);
   for (auto& g : Split(compact)) a.compact.push_back(std::atof(g.c_str()));
   if (a.n < 1000) Usage("--n must be at least 1000");
@@ -361,10 +364,10 @@ struct CompactRow {
 };
 
 // growth < 0: the right-sized filter; else started small, compact_growth G.
-CompactRow RunCompact(const Args& a, double growth) {
+CompactRow RunCompact(const Args& a, FilterType type, double growth) {
   constexpr uint64_t kChunk = 1024;
   FilterOptions o;
-  o.type = FilterType::kBloom;
+  o.type = type;
   o.capacity = growth < 0 ? a.n : (a.start ? a.start : a.n / 100);
   o.scaling = growth >= 0;
   o.error_rate = a.error;
@@ -458,9 +461,11 @@ CompactRow RunCompact(const Args& a, double growth) {
   return r;
 }
 
+int RunCompactRows(const Args& a, FilterType type, const std::vector<double>& runs);
+
 int RunCompactTable(const Args& a) {
   std::printf(
-      "dedup_bench --compact: bloom, N=%llu, start %llu, error %g, stripes %u, "
+      "dedup_bench --compact: N=%llu, start %llu, error %g, stripes %u, "
       "cores %u, log %s\n",
       static_cast<unsigned long long>(a.n),
       static_cast<unsigned long long>(a.start ? a.start : a.n / 100), a.error, a.stripes,
@@ -474,9 +479,24 @@ int RunCompactTable(const Args& a) {
   std::fflush(stdout);
   std::vector<double> runs = {-1};
   runs.insert(runs.end(), a.compact.begin(), a.compact.end());
+  for (const std::string& variant : a.variants) {
+    auto type = crawler::dedup::ParseFilterType(variant);
+    if (!type.ok()) {
+      std::fprintf(stderr, "dedup_bench: %s\n", type.status().ToString().c_str());
+      return 2;
+    }
+    std::printf("%s:\n", variant.c_str());
+    if (RunCompactRows(a, *type, runs) != 0) return 1;
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(a.log_dir, ec);
+  return 0;
+}
+
+int RunCompactRows(const Args& a, FilterType type, const std::vector<double>& runs) {
   for (double g : runs) {
     ResetPeakRss();
-    CompactRow r = RunCompact(a, g);
+    CompactRow r = RunCompact(a, type, g);
     char name[16];
     if (g < 0) {
       std::snprintf(name, sizeof(name), "right");
@@ -492,8 +512,6 @@ int RunCompactTable(const Args& a) {
     std::fflush(stdout);
     if (r.lost) return 1;
   }
-  std::error_code ec;
-  std::filesystem::remove_all(a.log_dir, ec);
   return 0;
 }
 

@@ -160,8 +160,13 @@ TEST_CASE("A damaged or short dedup hash log: resume warns, names it, loses noth
                    " --set crawl.max_pages=360 --set dedup.compact_growth=1.1");
     INFO(r.output);
     CHECK(r.exit_code == 0);
-    CHECK(r.output.find("1 of 16 dedup stripes have no usable hash log") !=
-          std::string::npos);
+    // Cut short: refused on resume. Flipped: refused then if the byte broke
+    // a block's frame, else by the compaction that reads it (the stripe's
+    // grown chain makes it due at once).
+    CHECK(
+        (r.output.find("1 of 16 dedup stripes have no usable hash log") !=
+             std::string::npos ||
+         r.output.find("dedup compaction stopped for one stripe") != std::string::npos));
     CHECK(r.output.find("stripe-00003.hlog") != std::string::npos);
     bool twice = true;
     std::set<std::string> fetched =
