@@ -261,20 +261,17 @@ Status StripedFilter<Layer>::Compact(
 
 template <typename Layer>
 void StripedFilter<Layer>::CompactorLoop() {
-  std::unique_lock<std::mutex> lock(wake_mu_);
   while (!stop_) {
-    // A missed notify (InsertLocked does not take wake_mu_) costs at most
-    // this long.
-    wake_.wait_for(lock, std::chrono::milliseconds(50));
-    if (stop_) break;
-    lock.unlock();
     for (uint32_t i = 0; i < options_.stripes && !stop_; ++i) {
       if (stripes_[i].due.load(std::memory_order_relaxed)) {
         Status st = CompactFromLog(i);  // a failure is reported by Fail
         (void)st;
       }
     }
-    lock.lock();
+    std::unique_lock<std::mutex> lock(wake_mu_);
+    // A missed notify (InsertLocked does not take wake_mu_) costs at most
+    // this long.
+    if (!stop_) wake_.wait_for(lock, std::chrono::milliseconds(50));
   }
 }
 

@@ -258,6 +258,20 @@ Row RunPlain(const Args& a, const KeySet& keys, const KeySet& negatives) {
   return r;
 }
 
+// ContainsBatch over keys [0, n) in chunks of 1024; Mops/s.
+double BatchLookups(const Filter& f, const KeySet& keys, uint64_t n, int threads) {
+  return Parallel(n, threads, [&](uint64_t b, uint64_t e) {
+    constexpr uint64_t kChunk = 1024;
+    std::vector<std::string_view> chunk;
+    std::unique_ptr<bool[]> out(new bool[kChunk]);
+    for (uint64_t i = b; i < e; i += kChunk) {
+      chunk.clear();
+      for (uint64_t j = i; j < std::min(e, i + kChunk); ++j) chunk.push_back(keys[j]);
+      f.ContainsBatch(chunk, std::span<bool>(out.get(), chunk.size()));
+    }
+  });
+}
+
 std::unique_ptr<Filter> Make(const Args& a, FilterType type, bool right) {
   FilterOptions o;
   o.type = type;
@@ -306,17 +320,7 @@ Row RunFilter(const Args& a, FilterType type, bool right, int threads, const Key
     for (uint64_t i = b; i < e; ++i) n += f->Contains(negatives[i]);
     fp += n;
   });
-  r.batch_neg = Parallel(a.n, threads, [&](uint64_t b, uint64_t e) {
-    constexpr uint64_t kChunk = 1024;
-    std::vector<std::string_view> chunk;
-    std::unique_ptr<bool[]> out(new bool[kChunk]);
-    for (uint64_t i = b; i < e; i += kChunk) {
-      chunk.clear();
-      for (uint64_t j = i; j < std::min(e, i + kChunk); ++j)
-        chunk.push_back(negatives[j]);
-      f->ContainsBatch(chunk, std::span<bool>(out.get(), chunk.size()));
-    }
-  });
+  r.batch_neg = BatchLookups(*f, negatives, a.n, threads);
   auto st = f->Stats();
   r.lost = a.n - found;
   r.fpr = static_cast<double>(fp) / static_cast<double>(a.n);
@@ -444,16 +448,7 @@ CompactRow RunCompact(const Args& a, FilterType type, double growth) {
     for (uint64_t i = b; i < e; ++i) fp += f->Contains(negatives[i]);
   });
   r.fpr = static_cast<double>(fp) / static_cast<double>(m);
-  r.batch_neg = Parallel(m, 1, [&](uint64_t b, uint64_t e) {
-    std::vector<std::string_view> views;
-    std::unique_ptr<bool[]> found(new bool[kChunk]);
-    for (uint64_t i = b; i < e; i += kChunk) {
-      views.clear();
-      for (uint64_t j = i; j < std::min(e, i + kChunk); ++j)
-        views.push_back(negatives[j]);
-      f->ContainsBatch(views, std::span<bool>(found.get(), views.size()));
-    }
-  });
+  r.batch_neg = BatchLookups(*f, negatives, m, 1);
   auto st = f->Stats();
   r.layers = st.layers_max;
   r.compactions = st.compactions;

@@ -154,20 +154,24 @@ TEST_CASE("A damaged or short dedup hash log: resume warns, names it, loses noth
     Restore(c.pristine, c.out);
     const std::string target = c.out + "/dedup/stripe-00003.hlog";
     REQUIRE(fs::file_size(target) > 64);
-    flip ? FlipByte(target) : Truncate(target);
+    if (flip) {
+      // A byte of the first block's frame (a flipped entry is caught by the
+      // compaction that reads it: dedup_test "A damaged or short log*").
+      std::fstream io(target, std::ios::in | std::ios::out | std::ios::binary);
+      io.seekp(33);
+      io.put('#');
+    } else {
+      Truncate(target);
+    }
     CommandResult r =
-        RunCommand(kCrawler + " crawl --resume " + c.out +
-                   " --set crawl.max_pages=360 --set dedup.compact_growth=1.1");
+        RunCommand(kCrawler + " crawl --resume " + c.out + " --set crawl.max_pages=360");
     INFO(r.output);
     CHECK(r.exit_code == 0);
-    // Cut short: refused on resume. Flipped: refused then if the byte broke
-    // a block's frame, else by the compaction that reads it (the stripe's
-    // grown chain makes it due at once).
-    CHECK(
-        (r.output.find("1 of 16 dedup stripes have no usable hash log") !=
-             std::string::npos ||
-         r.output.find("dedup compaction stopped for one stripe") != std::string::npos));
-    CHECK(r.output.find("stripe-00003.hlog") != std::string::npos);
+    // The warning is in the crawl's log (main prints only what stops a crawl).
+    const std::string log = ReadText(c.out + "/crawler.log");
+    INFO(log);
+    CHECK(log.find("1 of 16 dedup stripes have no usable hash log") != std::string::npos);
+    CHECK(log.find("stripe-00003.hlog") != std::string::npos);
     bool twice = true;
     std::set<std::string> fetched =
         Distinct(ReadFetchLog(c.out + "/fetch-log.jsonl"), &twice);

@@ -308,7 +308,7 @@ TEST_CASE(
 
 TEST_CASE(
     "Testsite crawl: a grown filter's lost pages agree with the stats' 'wrongly seen "
-    "(expected)' within 1.5x",
+    "(expected)' within 1.5x (a chain), stay below it (compacted)",
     "[engine][testsite][fpr]") {
   // 20,000 pages on 3 hosts from capacity 200 at 10%: ~180 pages are
   // expected lost, 157 were (scripts/bench-fpr.sh). At 5% (~54 expected,
@@ -318,13 +318,20 @@ TEST_CASE(
   // its 5,000 pages would pass the filter unfetched, their losses unseen.
   // Before the filter counted each new key's FPR, the engine summed
   // admitted x an FPR refreshed every 2 s: ~1 expected where ~140 were lost.
+  // Compaction off (a chain): then the figure estimates the pages lost.
+  // With compaction on, a URL wrongly taken for seen was never logged, so
+  // the next rebuild forgets it and its next in-link admits it: the figure
+  // counts wrong answers, an upper estimate of the pages lost.
+  const bool compacting = GENERATE(false, true);
   std::string dir = TempDir("fpr_honesty");
   TestSite site("--pages 20000 --hosts 3", dir + "/requests.log");
   site.WriteSeeds(dir + "/seeds.txt");
   std::set<std::string> truth = site.Truth();
   CommandResult r = Crawl(dir + "/seeds.txt", dir + "/out",
                           "--set frontier.min_delay_s=0 --set dedup.capacity=200 "
-                          "--set dedup.error_rate=0.1 --set crawl.max_connections=16");
+                          "--set dedup.error_rate=0.1 --set crawl.max_connections=16 "
+                          "--set dedup.compact_growth=" +
+                              std::string(compacting ? "1.25" : "0"));
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   site.Stop();
@@ -334,12 +341,13 @@ TEST_CASE(
   for (const std::string& u : truth) lost += attempted.count(u) == 0 ? 1 : 0;
   auto stats = boost::json::parse(testing::ReadText(dir + "/out/stats.json")).as_object();
   double expected = stats.at("dedup").at("expected_false_seen").to_number<double>();
-  WARN("lost " << lost << " of " << truth.size() << " pages; expected " << expected
-               << "; filter items " << stats.at("dedup").at("items").as_int64()
-               << ", attempted " << attempted.size());
+  WARN((compacting ? "compacting: " : "chain: ")
+       << "lost " << lost << " of " << truth.size() << " pages; expected " << expected
+       << "; filter items " << stats.at("dedup").at("items").as_int64() << ", attempted "
+       << attempted.size());
   CHECK(expected >= 20);
   CHECK(static_cast<double>(lost) <= 1.5 * expected);
-  CHECK(static_cast<double>(lost) >= expected / 1.5);
+  if (!compacting) CHECK(static_cast<double>(lost) >= expected / 1.5);
   std::filesystem::remove_all(dir);
 }
 

@@ -158,15 +158,24 @@ TEST_CASE("The background compactor keeps a grown bloom filter small",
         UpperTolerance(0.01, 100'000, 4));
 }
 
+// A grown bloom filter with a log in DIR/log, keys [0, 30000) inserted,
+// flushed and saved to DIR/f.bin as a checkpoint does. Returns it (still
+// running) and which keys it admitted.
+std::unique_ptr<Filter> SavedWithLog(const ScratchDir& dir, std::vector<bool>* admitted) {
+  auto f = MakeFilter(Grown(FilterType::kBloom, 500));
+  REQUIRE(f->StartLog(dir.File("log"), 0, nullptr).ok());
+  *admitted = InsertRange(*f, 0, 30'000);
+  f->FlushLog();
+  REQUIRE(f->Save(dir.File("f.bin")).ok());
+  return f;
+}
+
 TEST_CASE("A loaded filter adopts its log cut back to the saved state",
           "[dedup][compaction]") {
   ScratchDir dir;
   const std::string log = dir.File("log");
-  auto f = MakeFilter(Grown(FilterType::kBloom, 500));
-  REQUIRE(f->StartLog(log, 0, nullptr).ok());
-  const std::vector<bool> admitted = InsertRange(*f, 0, 30'000);
-  f->FlushLog();
-  REQUIRE(f->Save(dir.File("f.bin")).ok());
+  std::vector<bool> admitted;
+  auto f = SavedWithLog(dir, &admitted);
   // Keys after the save reach the log but not the saved filter: a crash now
   // resumes from the save, and the log must be cut back to it.
   for (uint64_t i = 30'000; i < 40'000; ++i) f->Insert(UrlKey(i));
@@ -192,12 +201,8 @@ TEST_CASE("A damaged or short log is refused with a message, never rebuilt from"
           "[dedup][compaction]") {
   ScratchDir dir;
   const std::string log = dir.File("log");
-  auto f = MakeFilter(Grown(FilterType::kBloom, 500));
-  REQUIRE(f->StartLog(log, 0, nullptr).ok());
-  const std::vector<bool> admitted = InsertRange(*f, 0, 30'000);
-  f->FlushLog();
-  REQUIRE(f->Save(dir.File("f.bin")).ok());
-  f.reset();
+  std::vector<bool> admitted;
+  SavedWithLog(dir, &admitted).reset();
 
   const std::string stripe0 = internal::HashLog::PathFor(log, 0);
   const std::string stripe1 = internal::HashLog::PathFor(log, 1);
