@@ -26,7 +26,8 @@ using testing::ReadText;
 
 inline const std::string kCrawler = CRAWLER_BINARY;
 // See testsite_crawl_test.cc: exact truth-set equality needs a tiny FPR bound.
-inline const std::string kExactDedup = " --set dedup.capacity=500 --set dedup.error_rate=1e-7";
+inline const std::string kExactDedup =
+    " --set dedup.capacity=500 --set dedup.error_rate=1e-7";
 
 inline json::object Manifest(const std::string& dir) {
   return json::parse(ReadText(dir + "/MANIFEST.json")).as_object();
@@ -85,7 +86,9 @@ inline void FlipByte(const std::string& path) {
   f.put(static_cast<char>(c ^ 0x20));
 }
 
-inline void Truncate(const std::string& path) { fs::resize_file(path, fs::file_size(path) / 2); }
+inline void Truncate(const std::string& path) {
+  fs::resize_file(path, fs::file_size(path) / 2);
+}
 
 inline void Restore(const std::string& from, const std::string& to) {
   fs::remove_all(to);

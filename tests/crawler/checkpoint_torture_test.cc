@@ -167,6 +167,5 @@ TEST_CASE("Crash torture: kill -9 at random moments and resume, until the crawl 
   }
 }
 
-
 }  // namespace
 }  // namespace crawler::engine
