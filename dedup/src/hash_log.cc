@@ -105,7 +105,7 @@ Result<std::unique_ptr<HashLog>> HashLog::Create(const std::string& dir, uint32_
     ::close(fd);
     return st;
   }
-  return std::unique_ptr<HashLog>(new HashLog(path, fd, kHeaderBytes, 0));
+  return std::unique_ptr<HashLog>(new HashLog(path, fd, kHeaderBytes));
 }
 
 Result<std::unique_ptr<HashLog>> HashLog::Adopt(const std::string& dir, uint32_t stripe,
@@ -168,7 +168,7 @@ Result<std::unique_ptr<HashLog>> HashLog::Adopt(const std::string& dir, uint32_t
     ::close(fd);
     return st;
   }
-  return std::unique_ptr<HashLog>(new HashLog(path, fd, off, entries));
+  return std::unique_ptr<HashLog>(new HashLog(path, fd, off));
 }
 
 HashLog::~HashLog() {

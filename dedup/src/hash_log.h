@@ -70,7 +70,6 @@ class HashLog {
   void Append(const KeyHash& h, bool erase) {
     if (!ok()) return;
     buffer_.push_back(Encode(h, erase));
-    ++entries_;
     if (buffer_.size() >= kBlockEntries) Flush();
   }
   // Writes the buffered entries as one block (no fsync).
@@ -79,9 +78,8 @@ class HashLog {
   Status Sync() const;
 
   bool ok() const { return ok_.load(std::memory_order_acquire); }
+  // Why the log stopped (a failed write, or a compaction's Disable).
   const std::string& error() const { return error_; }
-  uint64_t entries() const { return entries_; }  // flushed + buffered
-  uint64_t flushed_entries() const { return entries_ - buffer_.size(); }
   uint64_t flushed_bytes() const { return bytes_; }
   uint64_t buffer_bytes() const { return buffer_.capacity() * sizeof(Raw); }
   const std::string& path() const { return path_; }
@@ -110,14 +108,13 @@ class HashLog {
   static constexpr uint64_t kHashBits = 0x0000FFFF'FFFFFFFFULL;
   static constexpr uint64_t kEraseBit = 1ULL << 63;
 
-  HashLog(std::string path, int fd, uint64_t bytes, uint64_t entries)
-      : path_(std::move(path)), fd_(fd), bytes_(bytes), entries_(entries) {}
+  HashLog(std::string path, int fd, uint64_t bytes)
+      : path_(std::move(path)), fd_(fd), bytes_(bytes) {}
   void Fail(const std::string& what);
 
   const std::string path_;
   const int fd_;
-  uint64_t bytes_;    // file length: header + whole blocks
-  uint64_t entries_;  // in the file and the buffer
+  uint64_t bytes_;  // file length: header + whole blocks
   std::vector<Raw> buffer_;
   std::atomic<bool> ok_{true};
   std::string error_;

@@ -145,7 +145,17 @@ Status StripedFilter<Layer>::CompactFromLog(uint32_t index) {
   {
     std::lock_guard<std::mutex> pause(pause_mu_);
     SpinLockGuard lock(s.mu);
-    if (!s.log || !s.log->ok()) return Status::Ok();  // not logged: nothing to do
+    if (!s.log) return Status::Ok();  // not logged: nothing to do
+    if (!s.log->ok()) {
+      // A write failed (a full disk): the log stopped itself, unreported.
+      if (s.compact_at != UINT64_MAX) {
+        s.compact_at = UINT64_MAX;
+        s.due.store(false, std::memory_order_relaxed);
+        compaction_failures_.fetch_add(1, std::memory_order_relaxed);
+        if (warn_) warn_("dedup compaction stopped for one stripe: " + s.log->error());
+      }
+      return Status::Ok();
+    }
     log = s.log.get();
     log->Flush();
     upto = log->flushed_bytes();

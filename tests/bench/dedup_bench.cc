@@ -53,22 +53,26 @@ using crawler::dedup::FilterType;
 using crawler::dedup::InsertResult;
 using Clock = std::chrono::steady_clock;
 
+// Appends key i: https://host<i%5000>.example.org/section/<i/7>/page-<i>.html?id=<i>.
+void AppendKey(uint64_t i, std::string* arena) {
+  char buf[160];
+  int len = std::snprintf(
+      buf, sizeof(buf),
+      "https://host%llu.example.org/section/%llu/page-%llu.html?id=%llu",
+      static_cast<unsigned long long>(i % 5000), static_cast<unsigned long long>(i / 7),
+      static_cast<unsigned long long>(i), static_cast<unsigned long long>(i));
+  arena->append(buf, static_cast<size_t>(len));
+}
+
 // N keys in one arena; key i is [offsets[i], offsets[i+1]).
 class KeySet {
  public:
   KeySet(uint64_t first, uint64_t n) {
     offsets_.reserve(n + 1);
     arena_.reserve(n * 80);
-    char buf[160];
     for (uint64_t i = first; i < first + n; ++i) {
       offsets_.push_back(arena_.size());
-      int len = std::snprintf(
-          buf, sizeof(buf),
-          "https://host%llu.example.org/section/%llu/page-%llu.html?id=%llu",
-          static_cast<unsigned long long>(i % 5000),
-          static_cast<unsigned long long>(i / 7), static_cast<unsigned long long>(i),
-          static_cast<unsigned long long>(i));
-      arena_.append(buf, static_cast<size_t>(len));
+      AppendKey(i, &arena_);
     }
     offsets_.push_back(arena_.size());
   }
@@ -337,15 +341,8 @@ class KeyChunk {
   void Fill(uint64_t first, uint64_t n) {
     arena_.clear();
     ends_.clear();
-    char buf[160];
     for (uint64_t i = first; i < first + n; ++i) {
-      int len = std::snprintf(
-          buf, sizeof(buf),
-          "https://host%llu.example.org/section/%llu/page-%llu.html?id=%llu",
-          static_cast<unsigned long long>(i % 5000),
-          static_cast<unsigned long long>(i / 7), static_cast<unsigned long long>(i),
-          static_cast<unsigned long long>(i));
-      arena_.append(buf, static_cast<size_t>(len));
+      AppendKey(i, &arena_);
       ends_.push_back(arena_.size());
     }
     views_.clear();
