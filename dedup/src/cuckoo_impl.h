@@ -66,12 +66,12 @@ class CuckooLayer {
         error_(error),
         fp_bits_(fp_bits),
         buckets_(buckets),
+        data_(std::move(data)),
         items_(items),
         full_(full),
         victim_fp_(victim_fp),
         victim_bucket_(victim_bucket),
-        relocations_(relocations),
-        data_(std::move(data)) {}
+        relocations_(relocations) {}
   CuckooLayer(CuckooLayer&&) noexcept = default;
   CuckooLayer& operator=(CuckooLayer&&) noexcept = default;
 
@@ -232,13 +232,14 @@ class CuckooLayer {
   double error_ = 0;
   uint32_t fp_bits_ = 8;
   uint64_t buckets_ = 1;
-  uint64_t items_ = 0;  // fingerprints stored, victim included
+  AlignedBuffer data_;
+  // Written by inserts: a line of their own (as in bloom_impl.h).
+  alignas(64) uint64_t items_ = 0;  // fingerprints stored, victim included
   bool full_ = false;   // a relocation failed; victim_fp_ holds the leftover
   uint32_t victim_fp_ = 0;
   uint64_t victim_bucket_ = 0;
   uint64_t relocations_ = 0;  // kicks over the layer's life
   uint64_t rng_ = 0x2545F4914F6CDD1DULL;
-  AlignedBuffer data_;
 };
 
 }  // namespace crawler::dedup

@@ -219,11 +219,11 @@ class StripedFilter final : public Filter {
     std::unique_ptr<const Layer*[]> at;
   };
 
-  struct alignas(64) Stripe {  // own cache line: no false sharing between locks
+  struct alignas(64) Stripe {
+    // Written by every insert: one cache line, so an insert on the other core
+    // moves one line of the stripe, not three (2-thread single-key inserts
+    // measured 9.6 Mops/s with the view pointer beside the lock).
     mutable SpinLock mu;
-    std::atomic<const View*> view{nullptr};   // the newest in `views`
-    std::deque<Layer> layers GUARDED_BY(mu);  // oldest first, never empty
-    std::vector<std::unique_ptr<View>> views GUARDED_BY(mu);
     uint64_t inserts_new GUARDED_BY(mu) = 0;
     uint64_t inserts_duplicate GUARDED_BY(mu) = 0;
     uint64_t inserts_full GUARDED_BY(mu) = 0;
@@ -232,6 +232,10 @@ class StripedFilter final : public Filter {
     // The expected false positives: each new key adds the stripe's FPR at its
     // check (FprLocked; not saved with the filter).
     double expected_false GUARDED_BY(mu) = 0;
+    // Read by every insert and lookup, written when layers change.
+    alignas(64) std::atomic<const View*> view{nullptr};  // the newest in `views`
+    std::deque<Layer> layers GUARDED_BY(mu);             // oldest first, never empty
+    std::vector<std::unique_ptr<View>> views GUARDED_BY(mu);
     double fpr GUARDED_BY(mu) =
         0;  // cached: at fpr_layers layers, fpr_items in the newest
     size_t fpr_layers GUARDED_BY(mu) = 0;
