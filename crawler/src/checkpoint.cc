@@ -283,8 +283,10 @@ std::string EncodeManifest(const CheckpointInfo& info,
           .count();
   m.elapsed_s = info.elapsed_s;
   m.scope_hosts = info.scope_hosts;
-  m.counters = json_fields::Flat(static_cast<const CrawlCounts&>(info.summary),
-                                 ManifestCounts{info.started, info.expected_false_seen});
+  m.counters =
+      json_fields::Flat(static_cast<const CrawlCounts&>(info.summary),
+                        ManifestCounts{info.started, info.dedup.expected_false_seen,
+                                       info.dedup.compactions, info.dedup.compaction_s});
   m.warc = ManifestWarc{info.warc_index, info.warc_file, info.warc_bytes};
   m.fetch_log.bytes = info.fetch_log_bytes;
   m.stats_series.bytes = info.series_bytes;
@@ -359,7 +361,8 @@ Result<Manifest> DecodeManifest(std::string_view text, const std::string& path) 
   json_fields::ReadLenient(m.counters, static_cast<CrawlCounts&>(info.summary));
   auto counts = json_fields::ReadLenient<ManifestCounts>(m.counters);
   info.started = counts.started;
-  info.expected_false_seen = counts.expected_false_seen;
+  info.dedup =
+      DedupCarried{counts.expected_false_seen, counts.compactions, counts.compaction_s};
   info.warc_index = static_cast<uint32_t>(m.warc.file_index);
   info.warc_file = m.warc.file;
   if (info.warc_file.empty() || info.warc_file.find('/') != std::string::npos) {

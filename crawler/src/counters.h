@@ -49,28 +49,28 @@ class Counters {
     MutexLock lock(mu_);
     return summary_;
   }
-  // URLs wrongly called "seen" (expected) before this process: restored
-  // from the checkpoint. The filter counts this process's own
-  // (FilterStats::expected_false_positives); the report adds the two.
-  double ExpectedFalseSeen() const EXCLUDES(mu_) {
+  // The dedup figures of the processes before this one, restored from the
+  // checkpoint. The filter counts this process's own (FilterStats); the
+  // report adds the two.
+  DedupCarried Carried() const EXCLUDES(mu_) {
     MutexLock lock(mu_);
-    return expected_false_seen_;
+    return carried_;
   }
   uint64_t PagesDone() const EXCLUDES(mu_) {
     MutexLock lock(mu_);
     return summary_.fetched + summary_.failed;
   }
   // Sets the whole summary (resume, and the end of a run).
-  void Restore(const CrawlSummary& s, double expected_false_seen) EXCLUDES(mu_) {
+  void Restore(const CrawlSummary& s, const DedupCarried& carried) EXCLUDES(mu_) {
     MutexLock lock(mu_);
     summary_ = s;
-    expected_false_seen_ = expected_false_seen;
+    carried_ = carried;
   }
 
  private:
   mutable Mutex mu_;
   CrawlSummary summary_ GUARDED_BY(mu_);
-  double expected_false_seen_ GUARDED_BY(mu_) = 0;
+  DedupCarried carried_ GUARDED_BY(mu_);
 };
 
 }  // namespace crawler::engine

@@ -78,8 +78,9 @@ void Crawl::Impl::Describe(CheckpointInfo* info, bool running) {
   info->summary.spilled = spilled_base + frontier->Stats(Clock::now()).spilled;
   info->started = state.started.load();
   StatsReport report = Report(running);
-  // Before this process and in it (the filter's own count starts at 0).
-  info->expected_false_seen = report.dedup.expected_false_seen;
+  // Before this process and in it (the filter's own counts start at 0).
+  info->dedup = DedupCarried{report.dedup.expected_false_seen, report.dedup.compactions,
+                             report.dedup.compaction_s};
   info->stats = ToJson(report);
 }
 
@@ -291,7 +292,7 @@ Result<CrawlSummary> Finish(Crawl::Impl& m, bool stopped, Clock::time_point star
   s.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   s.warc_dir = m.out + "/warc";
   s.fetch_log = m.log->path();
-  m.counters.Restore(s, m.counters.ExpectedFalseSeen());
+  m.counters.Restore(s, m.counters.Carried());
   st = m.stats->Write(m.Report(false));
   // A cluster node with shared_dir cuts its last checkpoint only once the one
   // before is committed (Cluster::CommitPending; Redis may be down).

@@ -177,7 +177,7 @@ Status Restore(Crawl::Impl& m, LoadedCheckpoint& cp) {
   const CheckpointInfo& info = cp.info;
   CrawlSummary summary = info.summary;
   summary.stopped = false;
-  m.counters.Restore(summary, info.expected_false_seen);
+  m.counters.Restore(summary, info.dedup);
   m.elapsed_base = info.elapsed_s;
   m.spilled_base = info.summary.spilled;
   auto hosts = HostTable::Decode(cp.hosts_bin, cp.dir + "/hosts.bin");

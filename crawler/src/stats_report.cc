@@ -70,7 +70,7 @@ Section DedupSection(const DedupReport& d) {
   if (d.logged_stripes > 0 || d.compactions > 0) {  // a running crawl's report
     dd.rows.push_back({"compaction", Count(d.compactions) + " rebuilds in " +
                                          Fmt("%.2f", d.compaction_s) +
-                                         " s by this process; hash log on " +
+                                         " s over the crawl; hash log on " +
                                          Count(d.logged_stripes) + " of " +
                                          Count(d.stripes) + " stripes"});
   }

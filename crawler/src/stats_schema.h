@@ -51,7 +51,7 @@ struct DedupReport {
   double duplicate_rate = 0;       // inserts_duplicate / all inserts
   double expected_false_seen = 0;  // sum of the FPR at each new URL
   uint64_t relocations = 0, saturations = 0, inserts_full = 0;
-  // Compaction (dedup/include/dedup/filter.h): rebuilds by this process,
+  // Compaction (dedup/include/dedup/filter.h): rebuilds over the crawl,
   // their time, stripes with a hash log, and its buffers (not in `bytes`).
   uint64_t compactions = 0;
   double compaction_s = 0;
@@ -177,8 +177,11 @@ BOOST_DESCRIBE_STRUCT(ManifestFile, (), (bytes, xxh3))
 struct ManifestCounts {
   uint64_t started = 0;
   double expected_false_seen = 0;
+  uint64_t compactions = 0;  // absent before session 16: 0
+  double compaction_s = 0;
 };
-BOOST_DESCRIBE_STRUCT(ManifestCounts, (), (started, expected_false_seen))
+BOOST_DESCRIBE_STRUCT(ManifestCounts, (),
+                      (started, expected_false_seen, compactions, compaction_s))
 
 struct ManifestWarc {
   uint64_t file_index = 0;

@@ -13,7 +13,7 @@ namespace {
 namespace json = boost::json;
 using frontier::Clock;
 
-DedupReport Dedup(const dedup::FilterStats& fs, double expected_false_seen) {
+DedupReport Dedup(const dedup::FilterStats& fs, const DedupCarried& before) {
   DedupReport d;
   d.variant = dedup::FilterTypeName(fs.type);
   d.stripes = fs.stripes;
@@ -32,12 +32,12 @@ DedupReport Dedup(const dedup::FilterStats& fs, double expected_false_seen) {
   d.duplicate_rate =
       checks ? static_cast<double>(fs.inserts_duplicate) / static_cast<double>(checks)
              : 0.0;
-  d.expected_false_seen = expected_false_seen;
+  d.expected_false_seen = before.expected_false_seen + fs.expected_false_positives;
   d.relocations = fs.relocations;
   d.saturations = fs.saturations;
   d.inserts_full = fs.inserts_full;
-  d.compactions = fs.compactions;
-  d.compaction_s = fs.compaction_seconds;
+  d.compactions = before.compactions + fs.compactions;
+  d.compaction_s = before.compaction_s + fs.compaction_seconds;
   d.logged_stripes = fs.logged_stripes;
   d.log_buffer_bytes = fs.log_buffer_bytes;
   std::vector<std::pair<double, size_t>> fullest;
@@ -101,8 +101,7 @@ StatsReport StatsWriter::Build(bool running, double elapsed, uint64_t spilled_ba
   report.updated_unix = WallNow();
   report.running = running;
   report.out = out_;
-  report.dedup =
-      Dedup(fs, src_.counters.ExpectedFalseSeen() + fs.expected_false_positives);
+  report.dedup = Dedup(fs, src_.counters.Carried());
   report.frontier =
       Frontier(src_.frontier.Stats(now), spilled_base, hosts.blocked_by_robots);
   report.crawl = s;

@@ -235,7 +235,7 @@ class CuckooLayer {
   AlignedBuffer data_;
   // Written by inserts: a line of their own (as in bloom_impl.h).
   alignas(64) uint64_t items_ = 0;  // fingerprints stored, victim included
-  bool full_ = false;   // a relocation failed; victim_fp_ holds the leftover
+  bool full_ = false;               // a relocation failed; victim_fp_ holds the leftover
   uint32_t victim_fp_ = 0;
   uint64_t victim_bucket_ = 0;
   uint64_t relocations_ = 0;  // kicks over the layer's life

@@ -50,18 +50,25 @@ inline uint64_t PageLinesAfter(const std::string& log_path, uint64_t bytes) {
   return n;
 }
 
+// The manifest of the checkpoint a resume will use (empty: none yet).
+inline json::object ResumeManifest(const std::string& out) {
+  for (const char* dir : {"/checkpoint", "/checkpoint.prev"}) {
+    if (fs::exists(out + dir + "/MANIFEST.json")) return Manifest(out + dir);
+  }
+  return {};
+}
+
 // The fetch-log length recorded by the checkpoint a resume will use.
 inline uint64_t CheckpointLogBytes(const std::string& out) {
-  for (const char* dir : {"/checkpoint", "/checkpoint.prev"}) {
-    if (fs::exists(out + dir + "/MANIFEST.json")) {
-      return Manifest(out + dir)
-          .at("fetch_log")
-          .as_object()
-          .at("bytes")
-          .to_number<uint64_t>();
-    }
-  }
-  return 0;
+  json::object m = ResumeManifest(out);
+  return m.empty() ? 0 : m.at("fetch_log").as_object().at("bytes").to_number<uint64_t>();
+}
+
+// Dedup compactions over the crawl, as that checkpoint recorded them.
+inline uint64_t CheckpointCompactions(const std::string& out) {
+  json::object m = ResumeManifest(out);
+  return m.empty() ? 0
+                   : m.at("counters").as_object().at("compactions").to_number<uint64_t>();
 }
 
 inline std::set<std::string> Distinct(const std::vector<LogLine>& log, bool* twice) {

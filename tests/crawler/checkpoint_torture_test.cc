@@ -28,6 +28,7 @@ namespace {
 
 namespace fs = std::filesystem;
 namespace json = boost::json;
+using checkpoint_testing::CheckpointCompactions;
 using checkpoint_testing::CheckpointLogBytes;
 using checkpoint_testing::Distinct;
 using checkpoint_testing::kCrawler;
@@ -72,7 +73,7 @@ TEST_CASE("Crash torture: kill -9 at random moments and resume, until the crawl 
     std::uniform_int_distribution<int> wait_ms(300, 1200);
 
     int kills = 0, during_write = 0, runs = 0, exit_code = -1;
-    uint64_t lost = 0;
+    uint64_t lost = 0, compactions = 0, compactions_fell = 0;
     while (true) {
       REQUIRE(runs < 60);
       pid_t pid = Spawn(runs == 0 ? first : resume, dir + "/crawler.out");
@@ -109,6 +110,11 @@ TEST_CASE("Crash torture: kill -9 at random moments and resume, until the crawl 
       ++kills;
       during_write += writing ? 1 : 0;
       lost += PageLinesAfter(out + "/fetch-log.jsonl", CheckpointLogBytes(out));
+      // Carried across resumes: a checkpoint never counts fewer than the one
+      // before it.
+      uint64_t c = CheckpointCompactions(out);
+      compactions_fell += c < compactions ? 1 : 0;
+      compactions = std::max(compactions, c);
     }
     const std::string output = ReadText(dir + "/crawler.out");
     INFO(output);
@@ -126,6 +132,9 @@ TEST_CASE("Crash torture: kill -9 at random moments and resume, until the crawl 
     const json::object dedup = json::parse(stats.output).at("dedup").as_object();
     // Without compaction: 6-7 layers (500 x 2^6 > 20,000 / 16 stripes...).
     CHECK(dedup.at("layers_max").to_number<uint64_t>() <= 3);
+    CHECK(compactions_fell == 0);
+    CHECK(compactions > 0);
+    CHECK(dedup.at("compactions").to_number<uint64_t>() >= compactions);
 
     // The fetch log is the truth set, each URL once.
     bool twice = false;

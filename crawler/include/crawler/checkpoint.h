@@ -63,7 +63,7 @@ struct CheckpointInfo {
   std::vector<std::string> scope_hosts;
   CrawlSummary summary;
   uint64_t started = 0;  // page fetches started (max_pages), in-flight ones included
-  double expected_false_seen = 0;
+  DedupCarried dedup;    // over all runs up to this cut
   uint32_t warc_index = 0;
   std::string warc_file;  // name inside OUT/warc/
   uint64_t warc_bytes = 0;

@@ -61,6 +61,14 @@ struct CrawlSummary : CrawlCounts {
   std::string warc_dir, fetch_log;
 };
 
+// Dedup figures a filter counts per process, carried across resumes in the
+// checkpoint's manifest so the report covers the whole crawl.
+struct DedupCarried {
+  double expected_false_seen = 0;  // URLs wrongly called "seen" (expected)
+  uint64_t compactions = 0;        // stripe rebuilds
+  double compaction_s = 0;         // their time
+};
+
 // A live view for the status line and the log (cheap: O(stripes + hosts)).
 struct CrawlProgress {
   CrawlSummary summary;
