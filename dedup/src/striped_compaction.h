@@ -197,6 +197,11 @@ Status StripedFilter<Layer>::CompactFromLog(uint32_t index) {
     // What was logged meanwhile, under the lock: after this the new layer
     // holds every key the chain does.
     log->Flush();
+    // A write that failed (a full disk) during the build dropped the entries
+    // it held: the log no longer has every key the chain does, and a swap
+    // would forget them (found by output_failure_test: 79 pages fetched
+    // twice).
+    if (st.ok() && !log->ok()) st = Status::Error(Status::Code::kIoError, log->error());
     if (st.ok()) st = log->ReadRange(upto, log->flushed_bytes(), apply);
     if (!st.ok()) {
       Fail(s, st.message());

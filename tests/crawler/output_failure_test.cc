@@ -137,5 +137,42 @@ TEST_CASE(
   site.Stop();
 }
 
+TEST_CASE(
+    "Full disk under the dedup hash log alone: the crawl goes on, warns naming the log, "
+    "loses nothing",
+    "[output][fulldisk][compaction]") {
+  std::string dir = TempDir("fullhlog");
+  TestSite site("--pages 1500 --hosts 2", dir + "/requests.log");
+  site.WriteSeeds(dir + "/seeds.txt");
+  std::set<std::string> truth = site.Truth();
+  SmallDisk disk(dir + "/disk", "8k");
+  INFO("mounting a tmpfs needs root (CI runs as root)");
+  REQUIRE(disk.mounted());
+  // OUT has room; its hash-log directory is a link to the small disk. One
+  // stripe, so its log outgrows 8 KB (~500 URLs) long before the crawl ends;
+  // capacity 300, so compactions fall due and read the failed log.
+  std::string out = dir + "/out";
+  fs::create_directories(out);
+  fs::create_directory_symlink(dir + "/disk", out + "/dedup");
+  CommandResult r =
+      RunCommand(kCrawler + " crawl --seeds " + dir + "/seeds.txt --out " + out +
+                 " --set frontier.min_delay_s=0 --set checkpoint.interval_pages=100"
+                 " --set dedup.stripes=1 --set dedup.capacity=300"
+                 " --set dedup.error_rate=1e-7");
+  INFO(r.output);
+  // The log is the filter's helper, not the crawl's output: losing it costs
+  // compaction (the chain stays as grown), not the crawl.
+  CHECK(r.exit_code == 0);
+  const std::string log = testing::ReadText(out + "/crawler.log");
+  INFO(log);
+  CHECK(log.find("dedup compaction stopped for one stripe: " + out +
+                 "/dedup/stripe-00000.hlog: write: No space left on device") !=
+        std::string::npos);
+  std::multiset<std::string> attempted = testing::AttemptedUrls(out + "/fetch-log.jsonl");
+  CHECK(std::set<std::string>(attempted.begin(), attempted.end()) == truth);
+  CHECK(attempted.size() == truth.size());
+  site.Stop();
+}
+
 }  // namespace
 }  // namespace crawler::engine
