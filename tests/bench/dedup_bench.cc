@@ -134,7 +134,8 @@ struct Args {
   std::vector<double> compact;  // --compact: the compaction table
   uint64_t start = 0;           // its first capacity (0: N/100)
   std::string log_dir = "/tmp/dedup_bench_log";
-  bool trace = false;  // --trace: the compaction table's runs, step by step
+  bool trace = false;   // --trace: the compaction table's runs, step by step
+  bool memory = false;  // --memory: RSS growth against Stats().bytes
 };
 
 std::vector<std::string> Split(const std::string& s) {
@@ -176,6 +177,8 @@ Args ParseArgs(int argc, char** argv) {
   app.add_option("--start", a.start, "compaction table: first capacity (default N/100)");
   app.add_option("--log-dir", a.log_dir, "compaction table: hash log directory")
       ->capture_default_str();
+  app.add_flag("--memory", a.memory,
+               "memory check: RSS growth of right-sized filters against Stats().bytes");
   app.add_flag(
       "--trace", a.trace,
       "compaction table: print keys, bits/key, layers, compactions at each 1% of N");
@@ -509,9 +512,55 @@ int RunCompactRows(const Args& a, FilterType type, const std::vector<double>& ru
 
 }  // namespace
 
+// Resident set size now (VmRSS), bytes.
+double RssBytes() {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (f == nullptr) return -1;
+  char line[256];
+  double kb = -1;
+  while (std::fgets(line, sizeof(line), f)) {
+    if (std::strncmp(line, "VmRSS:", 6) == 0) kb = std::strtod(line + 6, nullptr);
+  }
+  std::fclose(f);
+  return kb * 1024;
+}
+
+// Is the memory line true? For each variant, a right-sized filter of N keys
+// (synthetic hashes: no key arrays to blur the figure), the growth of VmRSS
+// over its life against what Stats().bytes reports.
+int RunMemoryTable(const Args& a) {
+  std::printf("dedup_bench --memory: N=%llu error=%g stripes=%u\n",
+              static_cast<unsigned long long>(a.n), a.error, a.stripes);
+  std::printf("%-9s %12s %12s %8s\n", "variant", "Stats MB", "RSS grew MB", "ratio");
+  for (const std::string& variant : a.variants) {
+    if (variant == "plain") continue;  // no Stats()
+    auto type = crawler::dedup::ParseFilterType(variant);
+    if (!type.ok()) Usage(type.status().message().c_str());
+    const double before = RssBytes();
+    auto f = Make(a, *type, /*right=*/true);
+    uint64_t state = 0;
+    auto next = [&state] {  // SplitMix64
+      uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
+      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+      z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+      return z ^ (z >> 31);
+    };
+    for (uint64_t i = 0; i < a.n; ++i) {
+      const uint64_t lo = next();
+      f->TryInsertHash(crawler::dedup::KeyHash{lo, next()});
+    }
+    const double grew = RssBytes() - before;
+    const double bytes = static_cast<double>(f->Stats().bytes);
+    std::printf("%-9s %12.1f %12.1f %8.3f\n", variant.c_str(), bytes / 1e6, grew / 1e6,
+                grew / bytes);
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   Args a = ParseArgs(argc, argv);
   if (!a.compact.empty()) return RunCompactTable(a);
+  if (a.memory) return RunMemoryTable(a);
   auto gen_start = Clock::now();
   KeySet keys(0, a.n);
   KeySet negatives(a.n, a.n);
