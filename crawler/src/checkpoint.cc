@@ -292,6 +292,7 @@ std::string EncodeManifest(const CheckpointInfo& info,
   m.stats_series.bytes = info.series_bytes;
   m.seen_log.bytes = info.seen_log_bytes;
   m.pause_ms = info.pause_ms;
+  m.dedup_log.bytes = info.dedup_log_bytes;
   m.stats = info.stats;
   m.files = files;
   std::string text = json::serialize(json::value_from(m));
@@ -363,6 +364,7 @@ Result<Manifest> DecodeManifest(std::string_view text, const std::string& path) 
   info.started = counts.started;
   info.dedup =
       DedupCarried{counts.expected_false_seen, counts.compactions, counts.compaction_s};
+  info.dedup_log_bytes = std::move(m.dedup_log.bytes);
   info.warc_index = static_cast<uint32_t>(m.warc.file_index);
   info.warc_file = m.warc.file;
   if (info.warc_file.empty() || info.warc_file.find('/') != std::string::npos) {

@@ -81,7 +81,7 @@ Status Checkpointer::Prepare(CheckpointInfo* info, CheckpointSources* src, bool 
   p_.frontier.RemoveDrained();  // no writer is reading them now
   // The filter's hash log holds every entry the snapshot counts (the writer
   // fsyncs it before the manifest).
-  p_.filter.FlushLog();
+  info->dedup_log_bytes = p_.filter.FlushLog();
   info->fetch_log_bytes = p_.log.Bytes();
   src->fsync_fd_log = p_.log.fd();
   if (p_.seen != nullptr) {

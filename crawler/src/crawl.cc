@@ -87,13 +87,14 @@ void Crawl::Impl::Describe(CheckpointInfo* info, bool running) {
 Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
                                                 const std::string& out, int lock_fd,
                                                 std::unique_ptr<dedup::Filter> filter,
-                                                Scope scope, uint64_t sequence) {
+                                                Scope scope, uint64_t sequence,
+                                                std::span<const uint64_t> log_bytes) {
   auto m = std::make_unique<Crawl::Impl>(config, out, lock_fd);
   m->filter = std::move(filter);
   // Before any insert: the log must record every key the filter admits.
-  Status logged =
-      m->filter->StartLog(out + "/" + kDedupLogDir, config.dedup_compact_growth,
-                          [](const std::string& msg) { spdlog::warn("{}", msg); });
+  Status logged = m->filter->StartLog(
+      out + "/" + kDedupLogDir, config.dedup_compact_growth,
+      [](const std::string& msg) { spdlog::warn("{}", msg); }, log_bytes);
   if (!logged.ok()) return logged.WithContext("dedup");
   m->scope = std::make_unique<Scope>(std::move(scope));
   frontier::FrontierOptions fo = config.frontier;
@@ -211,7 +212,7 @@ Result<std::unique_ptr<Crawl>> Crawl::Create(const Config& config,
     return filter.status().WithContext("dedup");
   }
   auto impl = BuildCrawl(config, out_dir, *lock, std::move(filter).value(),
-                         std::move(scope).value(), 0);
+                         std::move(scope).value(), 0, {});
   if (!impl.ok()) return impl.status();
   (*impl)->seeds = std::move(admitted);
   return std::unique_ptr<Crawl>(new Crawl(std::move(impl).value()));

@@ -5,6 +5,7 @@
 #define CRAWLER_CRAWL_IMPL_H_
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -64,11 +65,13 @@ struct Crawl::Impl {
 };
 
 // Opens OUT's outputs and builds every part around `filter` and `scope`.
-// `sequence`: of the last checkpoint (0 for a new crawl).
+// `sequence`: of the last checkpoint (0 for a new crawl); `log_bytes`: its
+// dedup hash log lengths (CheckpointInfo::dedup_log_bytes; empty: none).
 Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
                                                 const std::string& out, int lock_fd,
                                                 std::unique_ptr<dedup::Filter> filter,
-                                                Scope scope, uint64_t sequence);
+                                                Scope scope, uint64_t sequence,
+                                                std::span<const uint64_t> log_bytes);
 
 // flock on OUT/.lock, retried for up to `wait_s` (a dying checkpoint child
 // may still hold it for a moment). Returns the descriptor (kept open).

@@ -283,8 +283,9 @@ Result<std::unique_ptr<Crawl>> Crawl::Resume(const std::string& out_dir,
     fs::remove_all(out_dir + "/checkpoint.damaged", ec);
     fs::rename(out_dir + "/" + kCheckpointDir, out_dir + "/checkpoint.damaged", ec);
   }
-  auto impl = BuildCrawl(*config, out_dir, *lock, std::move(cp.filter),
-                         std::move(scope).value(), cp.info.sequence);
+  auto impl =
+      BuildCrawl(*config, out_dir, *lock, std::move(cp.filter), std::move(scope).value(),
+                 cp.info.sequence, cp.info.dedup_log_bytes);
   if (!impl.ok()) return impl.status();
   st = Restore(**impl, cp);
   if (!st.ok()) return st;

@@ -195,6 +195,11 @@ struct ByteCount {
 };
 BOOST_DESCRIBE_STRUCT(ByteCount, (), (bytes))
 
+struct ByteCounts {
+  std::vector<uint64_t> bytes;
+};
+BOOST_DESCRIBE_STRUCT(ByteCounts, (), (bytes))
+
 struct ManifestDoc {
   std::string format;
   uint64_t version = 0;
@@ -208,10 +213,12 @@ struct ManifestDoc {
   double pause_ms = 0;
   boost::json::object stats;  // a StatsReport
   std::map<std::string, ManifestFile> files;
+  ByteCounts dedup_log;  // per stripe (absent before session 16: logs are scanned)
 };
 // clang-format off
 BOOST_DESCRIBE_STRUCT(ManifestDoc, (), (format, version, sequence, created_unix, elapsed_s,
-    scope_hosts, counters, warc, fetch_log, stats_series, seen_log, pause_ms, stats, files))
+    scope_hosts, counters, warc, fetch_log, stats_series, seen_log, pause_ms, stats, files,
+    dedup_log))
 // clang-format on
 
 }  // namespace crawler::engine

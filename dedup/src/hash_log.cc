@@ -110,7 +110,7 @@ Result<std::unique_ptr<HashLog>> HashLog::Create(const std::string& dir, uint32_
 
 Result<std::unique_ptr<HashLog>> HashLog::Adopt(const std::string& dir, uint32_t stripe,
                                                 uint32_t stripes, uint32_t type,
-                                                uint64_t entries) {
+                                                uint64_t entries, uint64_t bytes) {
   const std::string path = PathFor(dir, stripe);
   int fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_CLOEXEC);
   if (fd < 0) return IoError(path, "open");
@@ -122,12 +122,34 @@ Result<std::unique_ptr<HashLog>> HashLog::Adopt(const std::string& dir, uint32_t
   std::string head(kHeaderBytes, '\0');
   if (!PreadAll(fd, head.data(), head.size(), 0)) return fail("header is cut short");
   if (head != want) return fail("not the log of this filter's stripe (header differs)");
+  const uint64_t file_bytes = static_cast<uint64_t>(::lseek(fd, 0, SEEK_END));
+  if (bytes > 0) {
+    // The recorded length: entries plus one 16-byte frame per block.
+    const uint64_t min_blocks = (entries + kBlockEntries - 1) / kBlockEntries;
+    if (bytes < kHeaderBytes + entries * 16 + min_blocks * kBlockHeaderBytes ||
+        (bytes - kHeaderBytes) % 16 != 0) {
+      return fail("the recorded length " + std::to_string(bytes) + " cannot hold " +
+                  std::to_string(entries) + " entries");
+    }
+    if (file_bytes < bytes) {
+      return fail("is " + std::to_string(file_bytes) +
+                  " bytes, the checkpoint recorded " + std::to_string(bytes));
+    }
+    BlockHead bh;
+    if (entries > 0 && !ReadBlockHead(fd, kHeaderBytes, &bh))
+      return fail("no whole block at byte " + std::to_string(kHeaderBytes));
+    if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+      Status st = IoError(path, "truncate");
+      ::close(fd);
+      return st;
+    }
+    return std::unique_ptr<HashLog>(new HashLog(path, fd, bytes));
+  }
   // Block headers only: a resume must not read the whole log (16 bytes a
   // key: 1.6 GB at 10^8). Every block's checksum is checked when a
   // compaction reads it (ReadRange), which refuses a damaged log then.
   uint64_t off = kHeaderBytes, have = 0;
   std::vector<Raw> block;
-  const uint64_t file_bytes = static_cast<uint64_t>(::lseek(fd, 0, SEEK_END));
   while (have < entries) {
     BlockHead bh;
     if (!ReadBlockHead(fd, off, &bh) ||
@@ -197,7 +219,8 @@ Status HashLog::ReadRange(uint64_t from, uint64_t to, const BlockFn& apply) cons
   std::vector<LogEntry> entries;
   for (uint64_t off = from; off < to;) {
     BlockHead bh;
-    if (!ReadBlockHead(fd_, off, &bh))
+    if (!ReadBlockHead(fd_, off, &bh) ||
+        off + kBlockHeaderBytes + uint64_t{bh.count} * 16 > to)
       return Status::Error(Status::Code::kCorruption,
                            path_ + ": no whole block at byte " + std::to_string(off));
     block.resize(bh.count);

@@ -51,13 +51,15 @@ class HashLog {
   static Result<std::unique_ptr<HashLog>> Create(const std::string& dir, uint32_t stripe,
                                                  uint32_t stripes, uint32_t type);
   // Opens an existing log and cuts it back to its first `entries` entries.
-  // Reads only the block headers (and the block it cuts): the checksums of
-  // the others are checked when a compaction reads them. Errors, naming the
-  // file: missing, foreign header, a broken block frame, or fewer than
-  // `entries`.
+  // With `bytes` (the length FlushLog saw when those entries were all
+  // flushed) it cuts there and reads only the header and the first block's
+  // frame; with 0 it reads every block header to find the cut (and the
+  // block it cuts). Either way the checksums are checked when a compaction
+  // reads the blocks. Errors, naming the file: missing, foreign header, a
+  // broken block frame, shorter than `bytes`, or fewer than `entries`.
   static Result<std::unique_ptr<HashLog>> Adopt(const std::string& dir, uint32_t stripe,
                                                 uint32_t stripes, uint32_t type,
-                                                uint64_t entries);
+                                                uint64_t entries, uint64_t bytes = 0);
   ~HashLog();
   HashLog(const HashLog&) = delete;
   HashLog& operator=(const HashLog&) = delete;

@@ -18,7 +18,8 @@ namespace crawler::dedup::internal {
 
 template <typename Layer>
 Status StripedFilter<Layer>::StartLog(const std::string& dir, double compact_growth,
-                                      std::function<void(const std::string&)> warn) {
+                                      std::function<void(const std::string&)> warn,
+                                      std::span<const uint64_t> log_bytes) {
   if (log_started_)
     return Status::Error(Status::Code::kInvalidArgument,
                          dir + ": the filter's hash log was started already");
@@ -26,6 +27,10 @@ Status StripedFilter<Layer>::StartLog(const std::string& dir, double compact_gro
     return Status::Error(Status::Code::kInvalidArgument,
                          "compact_growth " + std::to_string(compact_growth) +
                              " is not 0 (never) or in [1.1, 16]");
+  if (!log_bytes.empty() && log_bytes.size() != options_.stripes)
+    return Status::Error(Status::Code::kInvalidArgument,
+                         std::to_string(log_bytes.size()) + " hash log lengths for " +
+                             std::to_string(options_.stripes) + " stripes");
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec)
@@ -43,7 +48,8 @@ Status StripedFilter<Layer>::StartLog(const std::string& dir, double compact_gro
     SpinLockGuard lock(s.mu);
     const uint64_t entries = s.inserts_new + s.erases;
     auto log = entries == 0 ? HashLog::Create(dir, i, options_.stripes, type)
-                            : HashLog::Adopt(dir, i, options_.stripes, type, entries);
+                            : HashLog::Adopt(dir, i, options_.stripes, type, entries,
+                                             log_bytes.empty() ? 0 : log_bytes[i]);
     if (!log.ok()) {
       if (unlogged++ < 3)
         problems += (problems.empty() ? "" : "; ") + log.status().message();
@@ -79,12 +85,16 @@ Status StripedFilter<Layer>::StartLog(const std::string& dir, double compact_gro
 }
 
 template <typename Layer>
-void StripedFilter<Layer>::FlushLog() {
+std::vector<uint64_t> StripedFilter<Layer>::FlushLog() {
+  std::vector<uint64_t> bytes(options_.stripes, 0);
   for (uint32_t i = 0; i < options_.stripes; ++i) {
     Stripe& s = stripes_[i];
     SpinLockGuard lock(s.mu);
-    if (s.log) s.log->Flush();
+    if (!s.log) continue;
+    s.log->Flush();
+    if (s.log->ok()) bytes[i] = s.log->flushed_bytes();
   }
+  return bytes;
 }
 
 // No lock: a forked child has no other threads, and s.log is set once, by
@@ -173,9 +183,10 @@ Status StripedFilter<Layer>::CompactFromLog(uint32_t index) {
   Layer fresh(capacity, kRebuiltErrorShare * options_.error_rate);
   const uint64_t bytes = fresh.Bytes();
   building_bytes_.fetch_add(bytes, std::memory_order_relaxed);
-  uint64_t saturations = 0;
+  uint64_t saturations = 0, applied = 0;
   bool overflow = false;
   auto apply = [&](const LogEntry* e, size_t n) {
+    applied += n;
     constexpr size_t kAhead = 8;
     for (size_t i = 0; i < std::min(n, kAhead); ++i) fresh.Prefetch(e[i].hash);
     for (size_t i = 0; i < n; ++i) {
@@ -203,6 +214,14 @@ Status StripedFilter<Layer>::CompactFromLog(uint32_t index) {
     // twice).
     if (st.ok() && !log->ok()) st = Status::Error(Status::Code::kIoError, log->error());
     if (st.ok()) st = log->ReadRange(upto, log->flushed_bytes(), apply);
+    // The log must hold exactly the stripe's entries (a resume adopts a log
+    // by its recorded length, unread: this is where a wrong one shows).
+    if (st.ok() && applied != s.inserts_new + s.erases) {
+      st = Status::Error(Status::Code::kCorruption,
+                         log->path() + ": holds " + std::to_string(applied) +
+                             " entries, the stripe " +
+                             std::to_string(s.inserts_new + s.erases));
+    }
     if (!st.ok()) {
       Fail(s, st.message());
     } else if (!overflow) {

@@ -498,9 +498,11 @@ class StripedFilter final : public Filter {
 
   // Compaction (striped_compaction.h).
  public:
+  using Filter::StartLog;
   Status StartLog(const std::string& dir, double compact_growth,
-                  std::function<void(const std::string&)> warn) override;
-  void FlushLog() override;
+                  std::function<void(const std::string&)> warn,
+                  std::span<const uint64_t> log_bytes) override;
+  std::vector<uint64_t> FlushLog() override;
   Status SyncLog() const override;
   void PauseCompaction() override { pause_mu_.lock(); }
   void ResumeCompaction() override { pause_mu_.unlock(); }

@@ -64,6 +64,9 @@ struct CheckpointInfo {
   CrawlSummary summary;
   uint64_t started = 0;  // page fetches started (max_pages), in-flight ones included
   DedupCarried dedup;    // over all runs up to this cut
+  // Each dedup stripe's hash log length at the cut (0: none), so a resume
+  // cuts the logs without reading them (Filter::StartLog).
+  std::vector<uint64_t> dedup_log_bytes;
   uint32_t warc_index = 0;
   std::string warc_file;  // name inside OUT/warc/
   uint64_t warc_bytes = 0;
