@@ -333,17 +333,23 @@ class StripedFilter final : public Filter {
   }
   // The next layer of a stripe's chain. While a stripe waits for the
   // compactor (or for good, if it has no log) its one layer is followed by
-  // one of (compact_growth - 1) x it (at least 1/8), not expansion x it: the
-  // big follower would be thrown away by the rebuild soon after (measured:
-  // 23.6 bits/key at the first round of rebuilds, dedup_bench --compact
-  // 1.25 --trace). Then it grows as any chain. A chain that starts with a
+  // one of (compact_growth - 1) / 2 x it (at least 1/16), not expansion x
+  // it: the big follower would be thrown away by the rebuild soon after
+  // (measured: 23.6 bits/key at the first round of rebuilds, dedup_bench
+  // --compact 1.25 --trace). Half of g - 1, not all of it: a follower gets
+  // what is left of the error budget after the rebuilt layer's 0.8 share
+  // (0.03 e, ~18 bits a key of room), and when all stripes wait at the first
+  // round the full-size ones peaked at 14.2 bits/key (10^8 from 10^6, g =
+  // 1.25; 12.9 with half). A stripe that fills its follower gets another
+  // (expansion x it). Then it grows as any chain. A chain that starts with a
   // rebuilt layer shares what that layer left of the error budget as a
   // chain shares all of it (for a chain never rebuilt the formulas agree).
   uint64_t NextCapacity(const Stripe& s) const REQUIRES(s.mu) {
     double base = static_cast<double>(s.layers.back().capacity()) * options_.expansion;
     const bool compacting = growth_ > 0 && s.compact_at != UINT64_MAX;
     if ((s.rebuilt || compacting) && s.layers.size() == 1) {
-      base = static_cast<double>(s.layers[0].capacity()) * std::max(growth_ - 1, 0.125);
+      base = static_cast<double>(s.layers[0].capacity()) *
+             std::max((growth_ - 1) / 2, 0.0625);
     }
     return std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(base)));
   }

@@ -248,7 +248,7 @@ class Filter {
   // layer of g = compact_growth x the keys it then holds, at 0.8 x error_rate
   // (an empty filter's first layers start at that share too); layers added
   // after it (only while the stripe waits for the compactor: the first is
-  // (g - 1) x the rebuilt layer) share the remaining 0.2 x error_rate as a
+  // (g - 1) / 2 x the rebuilt layer) share the remaining 0.2 x error_rate as a
   // chain does, so the compound bound stays error_rate. Memory then stays
   // between ~1 and ~g x a right-sized filter's, and each key is re-inserted
   // about 1 / (1 - 1/(0.95 g)) - 1 times over a crawl (g = 1.25: ~5; g = 2:
