@@ -232,17 +232,21 @@ void ResetPeakRss() {
   }
 }
 
-double PeakRssMb() {
+// A "Name:   N kB" line of /proc/self/status, in kB (-1 if absent).
+double ProcStatusKb(const char* name) {
   std::FILE* f = std::fopen("/proc/self/status", "r");
   if (f == nullptr) return -1;
   char line[256];
   double kb = -1;
+  const size_t len = std::strlen(name);
   while (std::fgets(line, sizeof(line), f)) {
-    if (std::strncmp(line, "VmHWM:", 6) == 0) kb = std::strtod(line + 6, nullptr);
+    if (std::strncmp(line, name, len) == 0) kb = std::strtod(line + len, nullptr);
   }
   std::fclose(f);
-  return kb / 1024;
+  return kb;
 }
+
+double PeakRssMb() { return ProcStatusKb("VmHWM:") / 1024; }
 
 struct Row {
   uint32_t layers = 1;
@@ -577,17 +581,7 @@ int RunCompactRows(const Args& a, FilterType type, const std::vector<double>& ru
 }  // namespace
 
 // Resident set size now (VmRSS), bytes.
-double RssBytes() {
-  std::FILE* f = std::fopen("/proc/self/status", "r");
-  if (f == nullptr) return -1;
-  char line[256];
-  double kb = -1;
-  while (std::fgets(line, sizeof(line), f)) {
-    if (std::strncmp(line, "VmRSS:", 6) == 0) kb = std::strtod(line + 6, nullptr);
-  }
-  std::fclose(f);
-  return kb * 1024;
-}
+double RssBytes() { return ProcStatusKb("VmRSS:") * 1024; }
 
 // Is the memory line true? For each variant, a right-sized filter of N keys
 // (synthetic hashes: no key arrays to blur the figure), the growth of VmRSS
