@@ -13,7 +13,9 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <thread>
+#include <vector>
 
 #include "base/file_util.h"
 #include "json_fields.h"
@@ -147,6 +149,41 @@ class HashedReader {
   uint64_t bytes_ = 0;
 };
 
+// XXH3 of [from, from + bytes) of `path` (after an fsync of the file with
+// `sync`); a file that ends before the range is named as damaged.
+Result<uint64_t> HashRange(const std::string& path, uint64_t from, uint64_t bytes,
+                           bool sync) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT)
+      return Status::Error(Status::Code::kCorruption, path + ": missing");
+    return IoError(path, "open");
+  }
+  std::unique_ptr<XXH3_state_t, XXH_errorcode (*)(XXH3_state_t*)> state(
+      XXH3_createState(), &XXH3_freeState);
+  XXH3_64bits_reset(state.get());
+  std::vector<char> buf(std::min<uint64_t>(bytes, 1 << 20));
+  Status st;
+  if (sync && ::fsync(fd) != 0) st = IoError(path, "fsync");
+  for (uint64_t at = from, end = from + bytes; st.ok() && at < end;) {
+    ssize_t n = ::pread(fd, buf.data(), std::min<uint64_t>(buf.size(), end - at),
+                        static_cast<off_t>(at));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) st = IoError(path, "read");
+    if (n == 0) {
+      st = Damaged(path, "ends at byte " + std::to_string(at) +
+                             ", the checkpoint's range of it at " + std::to_string(end) +
+                             " (truncated)");
+    }
+    if (n <= 0) break;
+    XXH3_64bits_update(state.get(), buf.data(), static_cast<size_t>(n));
+    at += static_cast<uint64_t>(n);
+  }
+  ::close(fd);
+  if (!st.ok()) return st;
+  return XXH3_64bits_digest(state.get());
+}
+
 Result<std::string> ReadWhole(const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) {
@@ -244,10 +281,18 @@ Result<CheckpointWritten> WriteCheckpoint(const std::string& out,
       // The hash log the filter's stripes count (flushed at the cut).
       return saved.ok() ? src.filter->SyncLog() : saved;
     });
+  std::vector<frontier::SpillRange> linked;  // spill files linked into TMP
   if (st.ok()) {
     st = file("frontier.bin", [&](std::FILE* f, const std::string& path) {
-      return frontier::WriteFrontierImage(*src.frontier, src.cut, f, path);
+      return frontier::WriteFrontierImage(*src.frontier, src.cut, f, path, tmp, &linked);
     });
+  }
+  for (size_t i = 0; st.ok() && i < linked.size(); ++i) {
+    const frontier::SpillRange& r = linked[i];
+    auto hash = HashRange(r.path, r.offset, r.end - r.offset, /*sync=*/true);
+    if (!hash.ok()) return hash.status();
+    files[fs::path(r.path).filename().string()] =
+        ManifestFile{r.end - r.offset, Hex(*hash), r.offset};
   }
   if (st.ok()) st = file("hosts.bin", src.write_hosts);
   if (st.ok() && src.has_outbox) st = file("outbox.txt", text(src.outbox));
@@ -429,6 +474,23 @@ Result<std::unique_ptr<dedup::Filter>> LoadFilter(const Manifest& m,
   return filter;
 }
 
+// A spill file's range ('F' in frontier.bin) against its manifest entry.
+Status CheckSpill(const Manifest& m, const std::string& dir,
+                  const frontier::SpillRange& r) {
+  const std::string path = dir + "/" + r.path;
+  auto f = m.files.find(r.path);
+  if (f == m.files.end())
+    return Damaged(dir + "/MANIFEST.json", "no entry for " + r.path);
+  if (f->second.from != r.offset || f->second.bytes != r.end - r.offset) {
+    return Damaged(path, "frontier.bin's range of it does not match the manifest's");
+  }
+  auto hash = HashRange(path, r.offset, r.end - r.offset, /*sync=*/false);
+  if (!hash.ok()) return hash.status();
+  if (Hex(*hash) != f->second.xxh3)
+    return Damaged(path, "checksum mismatch (the file was changed or damaged)");
+  return Status::Ok();
+}
+
 // DIR/NAME whole, its size and checksum verified.
 Result<std::string> ReadVerified(const Manifest& m, const std::string& dir,
                                  const std::string& name) {
@@ -460,6 +522,11 @@ Result<LoadedCheckpoint> LoadCheckpoint(const std::string& dir, bool with_filter
   if (!frontier_bin.ok()) return frontier_bin.status();
   auto image = frontier::DecodeFrontierImage(*frontier_bin, dir + "/frontier.bin");
   if (!image.ok()) return image.status();
+  image->dir = dir;
+  for (const frontier::FrontierImage::Spilled& s : image->spills) {
+    Status checked = CheckSpill(*manifest, dir, s.range);
+    if (!checked.ok()) return checked;
+  }
   auto hosts_bin = ReadVerified(*manifest, dir, "hosts.bin");
   if (!hosts_bin.ok()) return hosts_bin.status();
   out.info = std::move(manifest->info);

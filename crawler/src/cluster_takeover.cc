@@ -105,6 +105,9 @@ Result<ShardState> Cluster::LoadFrom(const std::string& node, uint64_t sequence,
                              std::to_string(sequence) + "/");
   auto cp = LoadCheckpoint(found, /*with_filter=*/false);
   if (!cp.ok()) return cp.status();
+  // Selected by host below, and the node's directory is not ours to keep.
+  Status read = cp->frontier.ReadSpills();
+  if (!read.ok()) return read;
   std::set<uint32_t> want(shards.begin(), shards.end());
   auto mine = [&](std::string_view host) { return want.count(ShardOf(host)) > 0; };
   ShardState st;

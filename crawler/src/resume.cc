@@ -122,6 +122,7 @@ Status SelectCommitted(const Config& config, const std::string& out,
   if (!ec) fs::rename(prev, cur, ec);
   if (ec) return Status::Error(Status::Code::kIoError, out + ": " + ec.message());
   cp->dir = cur;
+  cp->frontier.dir = cur;  // its spill files moved with it
   return SyncDir(out);
 }
 
@@ -186,7 +187,7 @@ Status Restore(Crawl::Impl& m, LoadedCheckpoint& cp) {
   auto leased = cp.frontier.LeasedPerHost();
   uint64_t in_flight = 0;
   for (const auto& [host, n] : leased) in_flight += n;
-  size_t urls = cp.frontier.urls.size(), host_count = cp.frontier.hosts.size();
+  uint64_t urls = cp.frontier.Urls(), host_count = cp.frontier.hosts.size();
   if (m.cluster && !m.config.cluster.shared_dir.empty()) {
     // Restored at Start, only the shards this node still holds (cluster.h).
     ShardState own;
@@ -194,6 +195,10 @@ Status Restore(Crawl::Impl& m, LoadedCheckpoint& cp) {
     own.from = "this node's checkpoint " + std::to_string(info.sequence);
     own.sequence = info.sequence;
     own.hosts = std::move(hosts).value();
+    // Split by shard later, after a later checkpoint may have replaced this
+    // one: its spilled URLs are read now.
+    Status read = cp.frontier.ReadSpills();
+    if (!read.ok()) return read;
     own.frontier = std::move(cp.frontier);
     m.cluster->StashOwn(std::move(own));
   } else {

@@ -171,7 +171,7 @@ BOOST_DESCRIBE_STRUCT(SeriesPoint, (),
 
 // ---- MANIFEST.json ----
 
-BOOST_DESCRIBE_STRUCT(ManifestFile, (), (bytes, xxh3))
+BOOST_DESCRIBE_STRUCT(ManifestFile, (), (bytes, xxh3, from))
 
 // "counters": CrawlCounts and these, flat.
 struct ManifestCounts {

@@ -64,9 +64,10 @@ using checkpoint_testing::Truncate;
 struct StoppedCrawl {
   std::string dir, out, pristine;
   std::unique_ptr<TestSite> site;
-  explicit StoppedCrawl(const std::string& name, const std::string& extra = "") {
+  explicit StoppedCrawl(const std::string& name, const std::string& extra = "",
+                        const std::string& site_args = "--pages 1500 --hosts 2") {
     dir = TempDir(name);
-    site = std::make_unique<TestSite>("--pages 1500 --hosts 2", dir + "/requests.log");
+    site = std::make_unique<TestSite>(site_args, dir + "/requests.log");
     site->WriteSeeds(dir + "/seeds.txt");
     out = dir + "/out";
     CommandResult r =
@@ -144,6 +145,66 @@ TEST_CASE(
   r = RunCommand(kCrawler + " crawl --seeds " + c.dir + "/seeds.txt --out " + c.out);
   CHECK(r.exit_code == 2);
   CHECK(r.output.find("already holds a crawl") != std::string::npos);
+}
+
+TEST_CASE(
+    "Spilled frontier URLs: the checkpoint keeps the spill files and their ranges, "
+    "resume adopts them; a damaged one falls back to checkpoint.prev, named",
+    "[checkpoint][spill]") {
+  // 50 URLs in RAM: most of the ~9,000 URLs 300 pages discover are spilled.
+  StoppedCrawl c("spill", " --set frontier.max_memory_urls=50",
+                 "--pages 20000 --hosts 2");
+  const std::string cp = c.out + "/checkpoint";
+  json::object files = Manifest(cp).at("files").as_object();
+  std::vector<std::string> spills;
+  for (const auto& [name, entry] : files) {
+    if (std::string(name).rfind("spill-", 0) != 0) continue;
+    spills.push_back(std::string(name));
+    CHECK(fs::exists(cp + "/" + spills.back()));
+    CHECK(entry.as_object().at("bytes").to_number<uint64_t>() > 0);
+  }
+  REQUIRE_FALSE(spills.empty());
+  json::object frontier = Manifest(cp).at("stats").at("frontier").as_object();
+  uint64_t queued = frontier.at("queued_memory").to_number<uint64_t>() +
+                    frontier.at("queued_disk").to_number<uint64_t>() +
+                    frontier.at("in_flight").to_number<uint64_t>();
+  CHECK(frontier.at("queued_disk").to_number<uint64_t>() > 0);
+
+  // Resumed: every queued URL is still there (adopted, not listed URL by URL).
+  CommandResult r =
+      RunCommand(kCrawler + " crawl --resume " + c.out + " --set crawl.max_pages=360");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(ReadText(c.out + "/crawler.log")
+            .find(" " + std::to_string(queued) + " URLs queued") != std::string::npos);
+  bool twice = true;
+  const size_t before =
+      Distinct(ReadFetchLog(c.pristine + "/fetch-log.jsonl"), &twice).size();
+  std::set<std::string> fetched =
+      Distinct(ReadFetchLog(c.out + "/fetch-log.jsonl"), &twice);
+  CHECK_FALSE(twice);
+  CHECK(fetched.size() > before);
+
+  // One spill file of the newest checkpoint damaged (a copy with a byte
+  // flipped: its own inode, so checkpoint.prev keeps a good one).
+  Restore(c.pristine, c.out);
+  const std::string victim = cp + "/" + spills[0];
+  std::string bytes = ReadText(victim);
+  json::object entry = Manifest(cp).at("files").at(spills[0]).as_object();
+  uint64_t from = entry.at("from").to_number<uint64_t>(),
+           n = entry.at("bytes").to_number<uint64_t>();
+  bytes[from + n / 2] ^= 0x20;
+  fs::remove(victim);
+  std::ofstream(victim, std::ios::binary) << bytes;
+  r = RunCommand(kCrawler + " crawl --resume " + c.out + " --set crawl.max_pages=360");
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("checkpoint/" + spills[0] + ": checksum mismatch") !=
+        std::string::npos);
+  CHECK(r.output.find("checkpoint.prev") != std::string::npos);
+  fetched = Distinct(ReadFetchLog(c.out + "/fetch-log.jsonl"), &twice);
+  CHECK_FALSE(twice);
+  CHECK(fetched.size() > before);
 }
 
 TEST_CASE("A damaged or short dedup hash log: resume warns, names it, loses nothing",

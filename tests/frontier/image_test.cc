@@ -184,9 +184,16 @@ TEST_CASE("Frontier image: golden bytes of an empty frontier", "[frontier][image
       (fs::temp_directory_path() / ("image-g-" + std::to_string(::getpid()))).string();
   auto f = Make(dir);
   std::string golden = std::string("CRWLFRNT") +
-                       std::string("\x02\x00\x00\x00\x00\x00\x00\x00", 8) + "E" +
-                       std::string(16, '\0');
+                       std::string("\x03\x00\x00\x00\x00\x00\x00\x00", 8) + "E" +
+                       std::string(24, '\0');
   CHECK(Encode(*f, Clock::now()) == golden);
+  // Version 2 (before 'F' records: two counts at the end) still loads.
+  std::string v2 = std::string("CRWLFRNT") +
+                   std::string("\x02\x00\x00\x00\x00\x00\x00\x00", 8) + "E" +
+                   std::string(16, '\0');
+  auto old = DecodeFrontierImage(v2, "frontier.bin");
+  REQUIRE(old.ok());
+  CHECK(old->Urls() == 0);
   fs::remove_all(dir);
 }
 

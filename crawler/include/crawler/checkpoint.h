@@ -11,12 +11,19 @@
 //   hosts.bin      the engine's per-host state (crawler/src/host_table.h owns it)
 //   outbox.txt     a cluster node's links for other nodes not yet confirmed by
 //                  Redis at the cut (crawler/src/cluster.h owns it; optional)
+//   spill-N.q      a host's spilled frontier URLs: a hard link to the crawl's
+//                  own spill file, of which the range frontier.bin's 'F'
+//                  record names is the checkpoint's (the manifest's entry
+//                  has "from" and hashes the range only). The crawl may
+//                  append past the range after the cut; nothing ever changes
+//                  the range (a resume copies it out, frontier/image.h).
 //
 // Writing (WriteCheckpoint): everything goes to OUT/checkpoint.tmp/, each
 // file is fsynced as it is closed, then the directory; then checkpoint/
 // becomes checkpoint.prev/ and checkpoint.tmp/ becomes checkpoint/, and OUT
 // is fsynced. A crash at any moment leaves checkpoint/ or checkpoint.prev/
-// complete. A written checkpoint is never modified again.
+// complete. A written checkpoint is never modified again (a spill link's
+// range included).
 //
 // OUT/dedup/stripe-NNNNN.hlog, beside the checkpoints: the filter's hash log
 // (dedup/src/hash_log.h), fsynced before the manifest. The stripes saved in
@@ -138,6 +145,9 @@ Result<LoadedCheckpoint> LoadCheckpoint(const std::string& dir, bool with_filter
 struct ManifestFile {
   uint64_t bytes = 0;
   std::string xxh3;  // 16 hex digits
+  // A spill file's range starts here (the file may have grown past it: the
+  // crawl appends to it after the cut); bytes and xxh3 are the range's.
+  uint64_t from = 0;
 };
 struct Manifest {
   CheckpointInfo info;

@@ -20,15 +20,17 @@
 // Memory bound: at most max_memory_urls queued URLs live in RAM. Beyond it, a
 // host's newer URLs go to an append-only spill file under spill_dir (one per
 // host that spills) and are read back in order, a chunk at a time, when its
-// RAM part runs dry. Per-host bookkeeping stays in RAM (a few hundred bytes a
-// host), so RAM grows with hosts, not with queued URLs.
+// RAM part runs dry. Spilled URLs on their way to disk wait in a write buffer of
+// at most min(8,192, max_memory_urls / 4) URLs. Per-host bookkeeping stays in RAM
+// (a few hundred bytes a host), so RAM grows with hosts, not with queued URLs.
 //
 // Spill file record (little-endian): depth u32 | redirects u32 | attempt u32 |
 // kind u32 | url_len u32 | ref_len u32 | url | referrer. Files are this process's
 // scratch: a host's spill files are numbered, a drained file is never reused, and it is
-// only removed by RemoveDrained, so a forked checkpoint writer that reads the unread part
-// of each file (ForEachEntry) never sees a file vanish or change under it. Checkpoints
-// store the queue itself (see crawler/checkpoint.h).
+// only removed by RemoveDrained, so a forked checkpoint writer that reads or links the
+// unread part of each file (ForEachEntry) never sees a file vanish or change under it.
+// Checkpoints store the queue itself, and each spill file's unread range as a hard link
+// to the file (frontier/image.h, crawler/checkpoint.h).
 //
 // Checkpoints: every handed-out Lease stays recorded until Done/Release, so
 // ForEachEntry can list the URLs in flight next to the queued ones, and
@@ -111,6 +113,22 @@ struct HostImage {
   bool open = false;
   double crawl_delay_s = 0;
   double due_in_s = 0;  // seconds until it may be fetched again (<= 0: due)
+};
+
+// A host's spilled URLs at a checkpoint cut: the unread records [offset,
+// end) of its spill file. A checkpoint keeps the file itself (a hard link)
+// and this range (frontier/image.h), and a resumed frontier adopts it
+// (Frontier::AdoptSpill) instead of decoding and spilling every URL again.
+struct SpillRange {
+  std::string host;     // host key
+  std::string path;     // the file
+  uint64_t offset = 0;  // the first unread record
+  uint64_t end = 0;     // the end of the last record at the cut
+  uint64_t count = 0;   // records in [offset, end)
+  // The smallest depth the host spilled since its file was last drained
+  // (Pop reads the file first when it is below the RAM part's).
+  uint32_t min_depth = UINT32_MAX;
+  std::vector<std::pair<uint32_t, uint64_t>> depths;  // records by depth, ascending
 };
 
 struct FrontierStats {
@@ -199,15 +217,31 @@ class Frontier {
   // in flight (leased = true, in Pop order) and every queued one, host by
   // host, in the order Pop would hand them out (RAM by depth, then spilled,
   // then not yet flushed). Reads spill files; an error names the file.
+  // With `spill`, a host's spilled part is offered to it as a SpillRange
+  // first (in its place in that order): it returns true when it took the
+  // range (a checkpoint links the file), false to have it listed through
+  // `url` instead, or an error. The file's bytes up to range.end never
+  // change after this call (records are only appended, a drained file is
+  // never reused, and only RemoveDrained deletes one).
   // REQUIRES: no other thread changes the frontier meanwhile (the engine
   // calls it in a forked child or after its workers have stopped).
   Status ForEachEntry(
       Clock::time_point now, const std::function<Status(const HostImage&)>& host,
-      const std::function<Status(const UrlEntry&, bool leased)>& url) const;
+      const std::function<Status(const UrlEntry&, bool leased)>& url,
+      const std::function<Result<bool>(const SpillRange&)>& spill = nullptr) const;
   // Rebuilding from an image: a host's state, then its URLs (no dedup check:
   // they passed it before the checkpoint). Requeue may spill.
   void RestoreHost(const HostImage& image, Clock::time_point now);
   [[nodiscard]] Status Requeue(UrlEntry entry);
+  // Rebuilding: the host's next queued URLs are the records of `range`
+  // (range.path: a checkpoint's link, verified by the caller). They are
+  // copied into a spill file of this frontier in one kernel-side copy
+  // (copy_file_range; read/write across file systems), not decoded and
+  // spilled again; range.depths counts them. If the host already spills
+  // (its RAM part did not fit), they are read and queued one by one
+  // instead, after what it holds. range.path is never changed (an older
+  // checkpoint may share it). Errors name the file.
+  [[nodiscard]] Status AdoptSpill(const SpillRange& range);
   // A cluster node that handed hosts over to another node (their state is
   // in a checkpoint the other node loads): forgets every queued URL of each
   // host `handed(key)` selects, RAM and disk (a spill file is removed with

@@ -1,0 +1,302 @@
+// Frontier::Impl: the frontier's state and its locked helpers, shared by
+// frontier.cc (the queue) and spill_files.cc (the spill files at a
+// checkpoint: listing them, adopting them on resume). Private to frontier/.
+#ifndef FRONTIER_FRONTIER_IMPL_H_
+#define FRONTIER_FRONTIER_IMPL_H_
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <deque>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "base/bytes.h"
+#include "base/file_util.h"
+#include "base/mutex.h"
+#include "frontier/frontier.h"
+#include "host_backoff.h"
+#include "spill_record.h"
+
+namespace crawler::frontier {
+
+// Pending spill records held in RAM across all hosts before they are
+// appended to their files (amortises open/append/close); at most a quarter
+// of max_memory_urls, so a small bound is not exceeded by the buffer (with
+// max_memory_urls = 50 a crawl's spilled URLs never reached a file: a host
+// that ran dry took its whole buffer into RAM, 9,600 URLs).
+constexpr uint64_t kMaxBufferedSpill = 8192;
+
+struct Frontier::Impl {
+  struct Host {
+    std::string key;
+    std::map<uint32_t, std::deque<UrlEntry>> ram;  // by depth; FIFO within one
+    uint64_t ram_size = 0;
+    uint32_t disk_min_depth =
+        UINT32_MAX;            // smallest depth spilled since the file was drained
+    std::string spill_path;    // "" until the host spills (again)
+    uint32_t spill_gen = 0;    // files are numbered; a drained one is not reused
+    uint64_t on_disk = 0;      // records in the file not yet read back
+    uint64_t read_offset = 0;  // byte offset of the next unread record
+    uint64_t file_bytes = 0;   // the file's size: the end of its last record
+    // The file's unread records by depth (a checkpoint records them with the
+    // file, so a resumed frontier counts depths without reading it).
+    std::map<uint32_t, uint64_t> file_depths;
+    std::vector<UrlEntry> write_buf;  // FIFO tail, after the file's records
+    bool open = false;
+    double crawl_delay_s = 0;
+    Clock::time_point due{};
+    uint32_t in_flight = 0;
+    bool scheduled = false;
+    HostBackoff backoff;
+    uint64_t Queued() const { return ram_size + on_disk + write_buf.size(); }
+    void PushRam(UrlEntry e) {
+      ram[e.depth].push_back(std::move(e));
+      ++ram_size;
+    }
+    UrlEntry PopRam() {
+      auto it = ram.begin();
+      UrlEntry e = std::move(it->second.front());
+      it->second.pop_front();
+      if (it->second.empty()) ram.erase(it);
+      --ram_size;
+      return e;
+    }
+    // The spilled part holds a URL shallower than everything in RAM.
+    bool DiskFirst() const {
+      return Spilling() && (ram.empty() || disk_min_depth < ram.begin()->first);
+    }
+    bool Spilling() const { return on_disk + write_buf.size() > 0; }
+  };
+
+  explicit Impl(const FrontierOptions& o) : options(o) {}
+
+  ~Impl() {
+    for (const Host& h : hosts) {
+      if (!h.spill_path.empty()) std::remove(h.spill_path.c_str());
+    }
+    for (const std::string& path : drained) std::remove(path.c_str());
+  }
+
+  const FrontierOptions options;
+  // The one lock. A forked checkpoint writer takes it (ForEachEntry), so the
+  // engine calls the frontier from worker threads only inside its checkpoint
+  // gate (crawler/src/gate.h).
+  mutable Mutex mu;
+  std::vector<Host> hosts GUARDED_BY(mu);
+  std::unordered_map<std::string, size_t> host_index GUARDED_BY(mu);
+  // open, non-empty, below the limit
+  std::set<std::pair<Clock::time_point, size_t>> schedule GUARDED_BY(mu);
+  uint64_t in_memory GUARDED_BY(mu) = 0;  // ram + write_buf entries over all hosts
+  uint64_t buffered GUARDED_BY(mu) = 0;   // write_buf entries over all hosts
+  uint64_t on_disk GUARDED_BY(mu) = 0;
+  uint64_t in_flight GUARDED_BY(mu) = 0;
+  uint64_t admitted GUARDED_BY(mu) = 0, duplicates GUARDED_BY(mu) = 0;
+  uint64_t refused_full GUARDED_BY(mu) = 0, spilled GUARDED_BY(mu) = 0;
+  uint64_t next_lease GUARDED_BY(mu) = 1;
+  // by lease id (= Pop order)
+  std::map<uint64_t, std::pair<size_t, UrlEntry>> leased GUARDED_BY(mu);
+  std::map<uint32_t, uint64_t> depth_counts GUARDED_BY(mu);  // queued URLs by depth
+  std::vector<std::string> drained GUARDED_BY(mu);           // read-back spill files
+
+  void CountDepth(uint32_t depth, int64_t delta) REQUIRES(mu) {
+    auto it = depth_counts.try_emplace(depth, 0).first;
+    it->second += static_cast<uint64_t>(delta);
+    if (it->second == 0) depth_counts.erase(it);
+  }
+
+  size_t HostFor(std::string_view key, std::vector<std::string>* new_hosts) REQUIRES(mu) {
+    auto it = host_index.find(std::string(key));
+    if (it != host_index.end()) return it->second;
+    size_t id = hosts.size();
+    hosts.emplace_back();
+    hosts.back().key = std::string(key);
+    host_index.emplace(std::string(key), id);
+    if (new_hosts != nullptr) new_hosts->emplace_back(key);
+    return id;
+  }
+
+  void MaybeSchedule(size_t id) REQUIRES(mu) {
+    Host& h = hosts[id];
+    if (h.open && !h.scheduled && h.Queued() > 0 &&
+        h.in_flight < options.max_connections_per_host) {
+      schedule.emplace(h.due, id);
+      h.scheduled = true;
+    }
+  }
+
+  void Unschedule(size_t id) REQUIRES(mu) {
+    Host& h = hosts[id];
+    if (h.scheduled) {
+      schedule.erase({h.due, id});
+      h.scheduled = false;
+    }
+  }
+
+  Status Push(UrlEntry e, std::vector<std::string>* new_hosts) REQUIRES(mu) {
+    size_t id = HostFor(HostKey(e.url), new_hosts);
+    Host& h = hosts[id];
+    CountDepth(e.depth, 1);
+    if (!h.Spilling() && in_memory < options.max_memory_urls) {
+      h.PushRam(std::move(e));
+    } else {
+      h.disk_min_depth = std::min(h.disk_min_depth, e.depth);
+      h.write_buf.push_back(std::move(e));
+      ++buffered;
+      ++spilled;
+    }
+    ++in_memory;
+    MaybeSchedule(id);
+    if (buffered > std::min(kMaxBufferedSpill, options.max_memory_urls / 4))
+      return FlushAll();
+    return Status::Ok();
+  }
+
+  Status FlushAll() REQUIRES(mu) {
+    for (Host& h : hosts) {
+      Status st = Flush(h);
+      if (!st.ok()) return st;
+    }
+    return Status::Ok();
+  }
+
+  // Names the host's next spill file if it has none (a drained file is never
+  // reused: the number goes up).
+  Status StartFile(Host& h) REQUIRES(mu) {
+    if (!h.spill_path.empty()) return Status::Ok();
+    std::error_code ec;
+    std::filesystem::create_directories(options.spill_dir, ec);
+    if (options.spill_dir.empty() || ec) {
+      return Status::Error(Status::Code::kIoError,
+                           "frontier spill directory '" + options.spill_dir +
+                               "' cannot be created" + (ec ? ": " + ec.message() : ""));
+    }
+    char name[48];
+    std::snprintf(
+        name, sizeof(name), "host-%016llx-%u.q",
+        static_cast<unsigned long long>(XXH3_64bits(h.key.data(), h.key.size())),
+        ++h.spill_gen);
+    h.spill_path = options.spill_dir + "/" + name;
+    return Status::Ok();
+  }
+
+  Status Flush(Host& h) REQUIRES(mu) {
+    if (h.write_buf.empty()) return Status::Ok();
+    Status st = StartFile(h);
+    if (!st.ok()) return st;
+    ByteWriter w;
+    for (const UrlEntry& e : h.write_buf) EncodeSpillRecord(e, &w);
+    std::string_view bytes = w.view();
+    std::FILE* f = std::fopen(h.spill_path.c_str(), "ab");
+    if (f == nullptr) return IoError(h.spill_path, "open");
+    bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+    ok = (std::fclose(f) == 0) && ok;
+    if (!ok) return IoError(h.spill_path, "write");
+    for (const UrlEntry& e : h.write_buf) ++h.file_depths[e.depth];
+    h.file_bytes += bytes.size();
+    h.on_disk += h.write_buf.size();
+    on_disk += h.write_buf.size();
+    in_memory -= h.write_buf.size();
+    buffered -= h.write_buf.size();
+    h.write_buf.clear();
+    return Status::Ok();
+  }
+
+  // Moves up to one chunk from the host's file into its RAM queue.
+  Status Refill(Host& h) REQUIRES(mu) {
+    if (h.on_disk == 0) {
+      // Everything spilled is still buffered: it is the FIFO order's next part.
+      for (UrlEntry& e : h.write_buf) h.PushRam(std::move(e));
+      buffered -= h.write_buf.size();
+      h.write_buf.clear();
+      h.disk_min_depth = UINT32_MAX;
+      return Status::Ok();
+    }
+    uint64_t room =
+        options.max_memory_urls > in_memory ? options.max_memory_urls - in_memory : 0;
+    uint64_t want = std::clamp<uint64_t>(room, 1, options.spill_chunk);
+    std::FILE* f = std::fopen(h.spill_path.c_str(), "rb");
+    if (f == nullptr) return IoError(h.spill_path, "open");
+    if (std::fseek(f, static_cast<long>(h.read_offset), SEEK_SET) != 0) {
+      std::fclose(f);
+      return IoError(h.spill_path, "seek");
+    }
+    uint64_t got = 0;
+    while (got < want && got < h.on_disk) {
+      UrlEntry e;
+      uint64_t bytes = 0;
+      if (!ReadSpillRecord(f, &e, &bytes)) break;
+      h.read_offset += bytes;
+      if (auto d = h.file_depths.find(e.depth);
+          d != h.file_depths.end() && --d->second == 0)
+        h.file_depths.erase(d);
+      h.PushRam(std::move(e));
+      ++got;
+    }
+    std::fclose(f);
+    if (got == 0) {
+      return Status::Error(
+          Status::Code::kCorruption,
+          h.spill_path + ": spill file ends early (" + std::to_string(h.on_disk) +
+              " records expected at offset " + std::to_string(h.read_offset) + ")");
+    }
+    h.on_disk -= got;
+    on_disk -= got;
+    in_memory += got;
+    if (h.on_disk == 0) {
+      DrainedFile(h);
+      if (h.write_buf.empty()) h.disk_min_depth = UINT32_MAX;
+    }
+    return Status::Ok();
+  }
+
+  // The host's file is done with (read back or dropped): the next spill
+  // starts a new one. This one is removed later (RemoveDrained), never while
+  // a checkpoint writer may read it.
+  void DrainedFile(Host& h) REQUIRES(mu) {
+    drained.push_back(h.spill_path);
+    h.spill_path.clear();
+    h.read_offset = 0;
+    h.file_bytes = 0;
+    h.file_depths.clear();
+  }
+
+  // Frees the lease's connection slot; returns its host, or nullopt for a
+  // lease this frontier did not hand out (ignored). REQUIRES: mu held.
+  std::optional<size_t> EndLease(const Lease& lease) REQUIRES(mu) {
+    auto it = leased.find(lease.id);
+    if (it == leased.end()) return std::nullopt;
+    size_t id = it->second.first;
+    leased.erase(it);
+    --hosts[id].in_flight;
+    --in_flight;
+    return id;
+  }
+
+  double UsualDelay(const Host& h, double response_s) const {
+    return std::max({options.min_delay_s,
+                     std::min(h.crawl_delay_s, options.max_crawl_delay_s),
+                     options.response_factor * response_s});
+  }
+  double DelayAfterFetch(const Host& h, double response_s) const {
+    return h.backoff.Wait(UsualDelay(h, response_s), options);
+  }
+
+  // The host's back-off takes `signal`; then the host waits its delay after
+  // the fetch that ended at `now`.
+  void AfterFetch(Host& h, Clock::time_point now, double response_s, HostSignal signal) {
+    h.backoff.On(signal, UsualDelay(h, response_s), options);
+    h.due = std::max(
+        h.due, now + std::chrono::duration_cast<Clock::duration>(
+                         std::chrono::duration<double>(DelayAfterFetch(h, response_s))));
+  }
+};
+
+}  // namespace crawler::frontier
+
+#endif  // FRONTIER_FRONTIER_IMPL_H_
