@@ -111,23 +111,9 @@ Status Frontier::ForEachEntry(
       taken = *took;
     }
     if (h.on_disk > 0 && !taken) {
-      std::FILE* f = std::fopen(h.spill_path.c_str(), "rb");
-      if (f == nullptr) return IoError(h.spill_path, "open");
-      std::unique_ptr<std::FILE, int (*)(std::FILE*)> closer(f, &std::fclose);
-      if (std::fseek(f, static_cast<long>(h.read_offset), SEEK_SET) != 0)
-        return IoError(h.spill_path, "seek");
-      for (uint64_t i = 0; i < h.on_disk; ++i) {
-        UrlEntry e;
-        uint64_t bytes = 0;
-        if (!ReadSpillRecord(f, &e, &bytes)) {
-          return Status::Error(
-              Status::Code::kCorruption,
-              h.spill_path + ": spill file ends early (" + std::to_string(h.on_disk) +
-                  " records expected from offset " + std::to_string(h.read_offset) + ")");
-        }
-        Status st = url(e, false);
-        if (!st.ok()) return st;
-      }
+      Status st = ForEachSpillRecord(h.spill_path, h.read_offset, h.on_disk,
+                                     [&](UrlEntry e) { return url(e, false); });
+      if (!st.ok()) return st;
     }
     for (const UrlEntry& e : h.write_buf) {
       Status st = url(e, false);
@@ -161,24 +147,12 @@ Status Frontier::AdoptSpill(const SpillRange& range) {
   Impl::Host& h = m.hosts[id];
   if (range.count == 0) return Status::Ok();
   if (h.Spilling()) {
-    // Behind what the host already spilled: record by record.
-    std::FILE* f = std::fopen(range.path.c_str(), "rb");
-    if (f == nullptr) return IoError(range.path, "open");
-    std::unique_ptr<std::FILE, int (*)(std::FILE*)> closer(f, &std::fclose);
-    if (std::fseek(f, static_cast<long>(range.offset), SEEK_SET) != 0)
-      return IoError(range.path, "seek");
-    for (uint64_t i = 0; i < range.count; ++i) {
-      UrlEntry e;
-      uint64_t bytes = 0;
-      if (!ReadSpillRecord(f, &e, &bytes)) {
-        return Status::Error(Status::Code::kCorruption,
-                             range.path + ": ends before its " +
-                                 std::to_string(range.count) + " spilled URLs");
-      }
-      Status st = m.Push(std::move(e), nullptr);
-      if (!st.ok()) return st;
-    }
-    return Status::Ok();
+    // Behind what the host already spilled: record by record (m.mu is held;
+    // the analysis cannot follow the call into the lambda).
+    return ForEachSpillRecord(range.path, range.offset, range.count,
+                              [&](UrlEntry e) NO_THREAD_SAFETY_ANALYSIS {
+                                return m.Push(std::move(e), nullptr);
+                              });
   }
   Status st = m.StartFile(h);
   if (st.ok())

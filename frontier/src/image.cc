@@ -100,18 +100,13 @@ Status FrontierImage::ReadSpills() {
     for (; next < spills.size() && spills[next].at <= i; ++next) {
       const SpillRange& r = spills[next].range;
       const std::string path = dir + "/" + r.path;
-      std::FILE* f = std::fopen(path.c_str(), "rb");
-      if (f == nullptr) return IoError(path, "open");
-      std::unique_ptr<std::FILE, int (*)(std::FILE*)> closer(f, &std::fclose);
-      if (std::fseek(f, static_cast<long>(r.offset), SEEK_SET) != 0)
-        return IoError(path, "seek");
-      for (uint64_t n = 0; n < r.count; ++n) {
-        UrlEntry e;
-        uint64_t bytes = 0;
-        if (!ReadSpillRecord(f, &e, &bytes) || HostKey(e.url) != r.host)
-          return Damaged(path, "not " + std::to_string(r.count) + " URLs of " + r.host);
+      Status st = ForEachSpillRecord(path, r.offset, r.count, [&](UrlEntry e) {
+        if (HostKey(e.url) != r.host)
+          return Damaged(path, "holds a URL not of " + r.host);
         all.emplace_back(std::move(e), false);
-      }
+        return Status::Ok();
+      });
+      if (!st.ok()) return st;
     }
     return Status::Ok();
   };

@@ -1,6 +1,10 @@
 // See spill_record.h.
 #include "spill_record.h"
 
+#include <memory>
+
+#include "base/file_util.h"
+
 namespace crawler::frontier {
 
 void EncodeSpillRecord(const UrlEntry& e, ByteWriter* w) {
@@ -31,6 +35,28 @@ bool ReadSpillRecord(std::FILE* f, UrlEntry* e, uint64_t* bytes) {
   }
   *bytes = sizeof(head) + url_len + ref_len;
   return true;
+}
+
+Status ForEachSpillRecord(const std::string& path, uint64_t offset, uint64_t count,
+                          const std::function<Status(UrlEntry)>& f) {
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) return IoError(path, "open");
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> closer(file, &std::fclose);
+  if (std::fseek(file, static_cast<long>(offset), SEEK_SET) != 0)
+    return IoError(path, "seek");
+  for (uint64_t i = 0; i < count; ++i) {
+    UrlEntry e;
+    uint64_t bytes = 0;
+    if (!ReadSpillRecord(file, &e, &bytes)) {
+      return Status::Error(Status::Code::kCorruption,
+                           path + ": spill file ends early (" + std::to_string(count) +
+                               " records expected from offset " + std::to_string(offset) +
+                               ")");
+    }
+    Status st = f(std::move(e));
+    if (!st.ok()) return st;
+  }
+  return Status::Ok();
 }
 
 }  // namespace crawler::frontier

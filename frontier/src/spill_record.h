@@ -6,8 +6,11 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
+#include <string>
 
 #include "base/bytes.h"
+#include "base/status.h"
 #include "frontier/frontier.h"
 
 namespace crawler::frontier {
@@ -17,6 +20,11 @@ void EncodeSpillRecord(const UrlEntry& e, ByteWriter* w);
 // Reads the next record; false at the end of the file or on a short record.
 // *bytes: the record's size on disk.
 bool ReadSpillRecord(std::FILE* f, UrlEntry* e, uint64_t* bytes);
+
+// Calls f(entry) for `count` records of `path` from byte `offset`; an error
+// names the file (one that cannot be opened, or ends early), or is f's.
+Status ForEachSpillRecord(const std::string& path, uint64_t offset, uint64_t count,
+                          const std::function<Status(UrlEntry)>& f);
 
 }  // namespace crawler::frontier
 

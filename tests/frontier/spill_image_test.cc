@@ -69,6 +69,12 @@ struct Fixture {
   ~Fixture() { fs::remove_all(dir); }
   // 3 hosts, 12,000 URLs, depths 0-3; 50 in RAM: the rest spills (past the
   // 8,192-record write buffer, so most of it is in files).
+  // A frontier under DIR/a (50 URLs in RAM) holding Fill's URLs.
+  std::unique_ptr<Frontier> Filled() {
+    auto f = Make(dir + "/a", 50);
+    Fill(*f);
+    return f;
+  }
   std::vector<UrlEntry> Fill(Frontier& f) {
     std::vector<UrlEntry> all;
     for (int i = 0; i < 12000; ++i) {
@@ -90,8 +96,7 @@ TEST_CASE(
     "same order, the same depth counts, and the source files untouched",
     "[frontier][image][spill]") {
   Fixture fx;
-  auto f = Make(fx.dir + "/a", 50);
-  fx.Fill(*f);
+  auto f = fx.Filled();
   // Part of one host's file read back first, so a range starts mid-file.
   f->OpenHost("http://h1.test", std::nullopt);
   auto now = Clock::now();
@@ -178,8 +183,7 @@ TEST_CASE(
     "its own, one by one; without a link directory the image lists every URL",
     "[frontier][image][spill]") {
   Fixture fx;
-  auto f = Make(fx.dir + "/a", 50);
-  fx.Fill(*f);
+  auto f = fx.Filled();
   auto now = Clock::now();
   std::vector<SpillRange> linked;
   auto image = DecodeFrontierImage(Encode(*f, now, fx.dir + "/cp", &linked), "f");
@@ -206,8 +210,7 @@ TEST_CASE(
 TEST_CASE("An 'F' record that cannot be right is refused, naming what is wrong",
           "[frontier][image][spill]") {
   Fixture fx;
-  auto f = Make(fx.dir + "/a", 50);
-  fx.Fill(*f);
+  auto f = fx.Filled();
   std::vector<SpillRange> linked;
   std::string bytes = Encode(*f, Clock::now(), fx.dir + "/cp", &linked);
   REQUIRE(DecodeFrontierImage(bytes, "f").ok());
