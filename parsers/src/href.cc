@@ -91,7 +91,17 @@ Authority SplitAuthority(std::string_view in, size_t begin, size_t end) {
 
 }  // namespace
 
-std::string Clean(std::string_view in, bool special) {
+std::string WithoutTabsOrNewlines(std::string_view in) {
+  std::string out;
+  out.reserve(in.size());
+  for (char c : in)
+    if (c != '\t' && c != '\n' && c != '\r') out += c;
+  return out;
+}
+
+std::string Clean(std::string_view raw, bool special) {
+  const std::string no_tabs = WithoutTabsOrNewlines(raw);
+  std::string_view in = no_tabs;
   size_t begin = 0, end = in.size();
   while (begin < end && static_cast<unsigned char>(in[begin]) <= 0x20) ++begin;
   while (end > begin && static_cast<unsigned char>(in[end - 1]) <= 0x20) --end;
@@ -117,7 +127,6 @@ std::string Clean(std::string_view in, bool special) {
   for (size_t i = 0; i < in.size(); ++i) {
     char c = in[i];
     auto u = static_cast<unsigned char>(c);
-    if (c == '\t' || c == '\n' || c == '\r') continue;
     if (c == '#') break;  // the fragment never reaches a server or the dedup key
     if (c == '?') in_query = true;
     if (c == '\\' && special && !in_query) c = '/';

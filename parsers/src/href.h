@@ -17,9 +17,13 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b);
 std::string_view SchemeOf(std::string_view s);
 bool IsSpecial(std::string_view scheme);  // http or https
 
+// The input without ASCII tabs and newlines (WHATWG removes them anywhere
+// before it parses, so a scheme is read after this: "http\r:" is "http:").
+std::string WithoutTabsOrNewlines(std::string_view in);
+
 // Strips leading and trailing C0 controls and spaces, removes tabs and
-// newlines, drops the fragment; in a special URL "\" is "/" before the
-// query; percent-encodes spaces, quotes, <, >, `, {, }, |, ^, brackets
+// newlines (first: WithoutTabsOrNewlines), drops the fragment; in a special URL "\" is
+// "/" before the query; percent-encodes spaces, quotes, <, >, `, {, }, |, ^, brackets
 // outside the host, non-ASCII bytes, and a "%" that does not start an
 // escape (as "%25"); in a special URL also "'" in the query, and in the
 // userinfo (which ends at the last '@') '@', '[', ']', ';', '=' and a

@@ -429,17 +429,10 @@ UrlResult NormalizeClean(std::string_view clean, const UrlOptions& options) {
 }  // namespace
 
 UrlResult NormalizeUrl(std::string_view url, const UrlOptions& options) {
-  // WHATWG removes ASCII tabs and newlines anywhere before it parses, so they
-  // go first: the scheme is then read as the parser reads it (the url fuzzer:
-  // "http\r://a?'" was not special, so its "'" stayed and the second
-  // normalization encoded it).
-  std::string no_tabs;
-  if (url.find_first_of("\t\n\r") != std::string_view::npos) {
-    no_tabs.reserve(url.size());
-    for (char c : url)
-      if (c != '\t' && c != '\n' && c != '\r') no_tabs += c;
-    url = no_tabs;
-  }
+  // Tabs and newlines go before the scheme is read, as in Clean (the url
+  // fuzzer: "http\r://a?'" was not special, so its "'" stayed).
+  const std::string no_tabs = href::WithoutTabsOrNewlines(url);
+  url = no_tabs;
   // The scheme after the leading C0 controls and spaces Clean strips (the
   // url fuzzer: "\0http://e/?'" was not special, so its "'" stayed and the
   // second normalization encoded it).
