@@ -24,14 +24,24 @@
 // a one-entry victim slot (nothing is lost) and the layer reports Full, so the
 // chain adds a new layer instead of failing. Remove deletes one copy.
 //
-// Thread-compatibility: none; the owning stripe's lock guards a layer.
+// Thread-compatibility: the owning stripe's lock orders writers; Contains
+// may run concurrently with a writer, without the lock. Slots are read and
+// written as relaxed atomic 64-bit words (plain moves on x86), so a reader
+// never sees a torn word. A relocation takes a fingerprint out of the table
+// for a while (it is "in hand" between two buckets, or parked as the
+// victim), so writers bracket every relocation with a sequence count, odd
+// while one runs (a seqlock: Boehm, "Can seqlocks get along with programming
+// language memory models?", 2012), and a lookup that saw the count change or
+// odd reads again. A plain insert into a free slot or an erase needs no
+// bracket: a lookup racing it may answer either way for that key, and no
+// other fingerprint moves.
 #ifndef DEDUP_CUCKOO_IMPL_H_
 #define DEDUP_CUCKOO_IMPL_H_
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
+#include <thread>
 
 #include "aligned_buffer.h"
 #include "dedup/hash.h"
@@ -88,13 +98,24 @@ class CuckooLayer {
     PrefetchLine(data_.data() + (AltBucket(i1, Fingerprint(h)) * kSlots * fp_bits_ >> 3));
   }
 
+  // Safe without the lock (see the top): retried while a relocation runs.
   bool Contains(const KeyHash& h) const {
-    uint32_t fp = Fingerprint(h);
-    uint64_t i1 = Bucket1(h);
-    if (FindSlot(i1, fp) >= 0) return true;
-    uint64_t i2 = AltBucket(i1, fp);
-    if (FindSlot(i2, fp) >= 0) return true;
-    return victim_fp_ == fp && (victim_bucket_ == i1 || victim_bucket_ == i2);
+    const uint32_t fp = Fingerprint(h);
+    const uint64_t i1 = Bucket1(h);
+    const uint64_t i2 = AltBucket(i1, fp);
+    for (uint32_t spins = 0;; ++spins) {
+      const uint64_t before = __atomic_load_n(&seq_, __ATOMIC_ACQUIRE);
+      if ((before & 1) == 0) {
+        const bool found = FindSlot(i1, fp) >= 0 || FindSlot(i2, fp) >= 0 ||
+                           (Load(&victim_fp_) == fp &&
+                            (Load(&victim_bucket_) == i1 || Load(&victim_bucket_) == i2));
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&seq_, __ATOMIC_RELAXED) == before) return found;
+      }
+      // A relocation is at most kMaxKicks steps; past a few hundred spins
+      // its writer was probably preempted (2 cores), so let it run.
+      if (spins > 256) std::this_thread::yield();
+    }
   }
 
   // REQUIRES: !Full(). Adds the key's fingerprint unless present. Returns true
@@ -115,6 +136,7 @@ class CuckooLayer {
     if (PutInFreeSlot(i, fp)) return;
     i = AltBucket(i, fp);
     if (PutInFreeSlot(i, fp)) return;
+    Relocating relocating(this);
     for (uint32_t kick = 0; kick < kMaxKicks; ++kick) {
       uint32_t slot = static_cast<uint32_t>(NextRandom() % kSlots);
       uint32_t evicted = GetSlot(i, slot);
@@ -124,8 +146,8 @@ class CuckooLayer {
       ++relocations_;
       if (PutInFreeSlot(i, fp)) return;
     }
-    victim_fp_ = fp;
-    victim_bucket_ = i;
+    Store(&victim_bucket_, i);
+    Store(&victim_fp_, fp);
     full_ = true;
   }
 
@@ -143,7 +165,7 @@ class CuckooLayer {
       }
     }
     if (victim_fp_ == fp && (victim_bucket_ == i1 || victim_bucket_ == i2)) {
-      victim_fp_ = 0;
+      Store(&victim_fp_, 0u);
       --items_;
       full_ = false;
       return true;
@@ -185,22 +207,52 @@ class CuckooLayer {
     return hf >= i ? hf - i : hf + buckets_ - i;
   }
 
+  // Slot bits are little-endian from the start of the table (the file
+  // format's layout); a slot may straddle two aligned words.
+  const uint64_t* Words() const {
+    return reinterpret_cast<const uint64_t*>(data_.data());
+  }
+  uint64_t* Words() { return reinterpret_cast<uint64_t*>(data_.data()); }
   uint32_t GetSlot(uint64_t bucket, uint32_t slot) const {
-    uint64_t bit = (bucket * kSlots + slot) * fp_bits_;
-    uint64_t word;
-    std::memcpy(&word, data_.data() + (bit >> 3), sizeof(word));
-    uint64_t mask = (uint64_t{1} << fp_bits_) - 1;
-    return static_cast<uint32_t>((word >> (bit & 7)) & mask);
+    const uint64_t bit = (bucket * kSlots + slot) * fp_bits_;
+    const uint64_t* w = Words() + (bit >> 6);
+    const uint32_t shift = bit & 63;
+    uint64_t v = Load(w) >> shift;
+    if (shift + fp_bits_ > 64) v |= Load(w + 1) << (64 - shift);
+    return static_cast<uint32_t>(v & ((uint64_t{1} << fp_bits_) - 1));
   }
   void SetSlot(uint64_t bucket, uint32_t slot, uint32_t fp) {
-    uint64_t bit = (bucket * kSlots + slot) * fp_bits_;
-    uint64_t word;
-    uint8_t* p = data_.data() + (bit >> 3);
-    std::memcpy(&word, p, sizeof(word));
-    uint64_t mask = ((uint64_t{1} << fp_bits_) - 1) << (bit & 7);
-    word = (word & ~mask) | (uint64_t{fp} << (bit & 7));
-    std::memcpy(p, &word, sizeof(word));
+    const uint64_t bit = (bucket * kSlots + slot) * fp_bits_;
+    uint64_t* w = Words() + (bit >> 6);
+    const uint32_t shift = bit & 63;
+    const uint64_t mask = (uint64_t{1} << fp_bits_) - 1;
+    Store(w, (*w & ~(mask << shift)) | (uint64_t{fp} << shift));
+    if (shift + fp_bits_ > 64) {
+      Store(w + 1, (w[1] & ~(mask >> (64 - shift))) | (uint64_t{fp} >> (64 - shift)));
+    }
   }
+  template <typename T>
+  static T Load(const T* p) {
+    return __atomic_load_n(p, __ATOMIC_RELAXED);
+  }
+  template <typename T>
+  static void Store(T* p, T value) {
+    __atomic_store_n(p, value, __ATOMIC_RELAXED);
+  }
+  // Makes the sequence count odd for its life (one writer: the lock holder).
+  class Relocating {
+   public:
+    explicit Relocating(CuckooLayer* layer) : seq_(&layer->seq_) {
+      __atomic_store_n(seq_, *seq_ + 1, __ATOMIC_RELAXED);
+      __atomic_thread_fence(__ATOMIC_RELEASE);  // odd before any slot moves
+    }
+    ~Relocating() { __atomic_store_n(seq_, *seq_ + 1, __ATOMIC_RELEASE); }
+    Relocating(const Relocating&) = delete;
+    Relocating& operator=(const Relocating&) = delete;
+
+   private:
+    uint64_t* seq_;
+  };
   int FindSlot(uint64_t bucket, uint32_t fp) const {
     for (uint32_t s = 0; s < kSlots; ++s) {
       if (GetSlot(bucket, s) == fp) return static_cast<int>(s);
@@ -215,9 +267,12 @@ class CuckooLayer {
   }
   void ReinsertVictim() {
     if (victim_fp_ == 0) return;
+    // Bracketed: a lookup could read the buckets before the victim lands
+    // and the victim slot after it was cleared.
+    Relocating relocating(this);
     if (PutInFreeSlot(victim_bucket_, victim_fp_) ||
         PutInFreeSlot(AltBucket(victim_bucket_, victim_fp_), victim_fp_)) {
-      victim_fp_ = 0;
+      Store(&victim_fp_, 0u);
       full_ = false;
     }
   }
@@ -240,6 +295,9 @@ class CuckooLayer {
   uint64_t victim_bucket_ = 0;
   uint64_t relocations_ = 0;  // kicks over the layer's life
   uint64_t rng_ = 0x2545F4914F6CDD1DULL;
+  // The seqlock's count (see the top): read by lookups, written only by
+  // relocations, so a line of its own.
+  alignas(64) uint64_t seq_ = 0;
 };
 
 }  // namespace crawler::dedup

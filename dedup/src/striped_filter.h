@@ -95,29 +95,17 @@ class StripedFilter final : public Filter {
 
   void ContainsBatch(std::span<const std::string_view> keys,
                      std::span<bool> out) const override {
-    if constexpr (kLockFreeReads) {
-      ContainsBatchLockFree(keys, out);
-    } else {
-      // Called with s.mu held (the analysis cannot follow the template call).
-      ForEachGroupedByStripe(
-          keys, [&](const Stripe& s, const KeyHash& h, size_t i)
-                    NO_THREAD_SAFETY_ANALYSIS { out[i] = ContainsLocked(s, h); });
-    }
+    ContainsBatchLockFree(keys, out);
   }
 
   bool ContainsHash(const KeyHash& h) const override {
     const Stripe& s = stripes_[StripeOf(h, stripe_bits_)];
-    if constexpr (kLockFreeReads) {
-      ReadEpochs::Guard reading(epochs_);
-      const View& v = *s.view.load(std::memory_order_acquire);
-      for (uint32_t i = 0; i < v.n; ++i) {
-        if (v.at[i]->Contains(h)) return true;
-      }
-      return false;
-    } else {
-      SpinLockGuard lock(s.mu);
-      return ContainsLocked(s, h);
+    ReadEpochs::Guard reading(epochs_);
+    const View& v = *s.view.load(std::memory_order_acquire);
+    for (uint32_t i = 0; i < v.n; ++i) {
+      if (v.at[i]->Contains(h)) return true;
     }
+    return false;
   }
 
   bool EraseHash(const KeyHash& h) override {
@@ -201,15 +189,14 @@ class StripedFilter final : public Filter {
   Status DecodeStripe(uint32_t index, SectionReader* in, const std::string& name,
                       uint64_t* items) NO_THREAD_SAFETY_ANALYSIS;
 
-  // Lock-free reads. Bloom and counting cells are written under the stripe
-  // lock with relaxed atomic stores and read with relaxed atomic loads
-  // (bloom_impl.h; plain moves on x86). A lookup needs no lock: a key
-  // inserted before the lookup began has all its cells set in a layer the
-  // lookup sees (its cells are stored before the insert returns; a new layer
-  // is published with a release store after it is built). Cuckoo lookups
-  // keep the lock: a relocation moves a fingerprint between buckets, and a
-  // reader between the two could miss it.
-  static constexpr bool kLockFreeReads = !std::is_same_v<Layer, CuckooLayer>;
+  // Lock-free reads. Cells and slots are written under the stripe lock with
+  // relaxed atomic stores and read with relaxed atomic loads (bloom_impl.h,
+  // cuckoo_impl.h; plain moves on x86). A lookup needs no lock: a key
+  // inserted before the lookup began has its cells set (its fingerprint
+  // stored) in a layer the lookup sees (stored before the insert returns; a
+  // new layer is published with a release store after it is built). A cuckoo
+  // relocation moves a fingerprint between buckets; its seqlock makes a
+  // lookup that overlapped one read again (cuckoo_impl.h).
 
   // What a lock-free reader sees of a stripe's chain: the first n layers.
   // Immutable once published; replaced (never freed before the filter) when
@@ -366,13 +353,6 @@ class StripedFilter final : public Filter {
     if (!options_.scaling) return options_.error_rate;
     return options_.error_rate * (1 - options_.tightening) *
            std::pow(options_.tightening, static_cast<double>(i));
-  }
-
-  static bool ContainsLocked(const Stripe& s, const KeyHash& h) REQUIRES(s.mu) {
-    for (const Layer& layer : s.layers) {
-      if (layer.Contains(h)) return true;
-    }
-    return false;
   }
 
   // Hashes a chunk of keys, groups them by stripe (a stable counting sort),
