@@ -117,6 +117,8 @@ class BlockedLayer {
     for (size_t line = 0; line < BlockBytes(); line += 64) PrefetchLine(block + line);
   }
 
+  // The lock holder's lookup (cuckoo_impl.h reads differently under the lock).
+  bool ContainsLocked(const KeyHash& h) const { return Contains(h); }
   bool Contains(const KeyHash& h) const {
     const uint8_t* block = Block(h);
     ProbeSequence probes(h, block_bits_);

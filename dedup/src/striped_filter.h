@@ -95,7 +95,17 @@ class StripedFilter final : public Filter {
 
   void ContainsBatch(std::span<const std::string_view> keys,
                      std::span<bool> out) const override {
-    ContainsBatchLockFree(keys, out);
+    if constexpr (std::is_same_v<Layer, CuckooLayer>) {
+      // Locked per stripe group: a cuckoo lookup without the lock costs more
+      // instructions per layer (atomic word pairs, the seqlock's checks), and
+      // batched lookups on a 7-layer chain ran at 65% of this path's rate.
+      // Called with s.mu held (the analysis cannot follow the template call).
+      ForEachGroupedByStripe(
+          keys, [&](const Stripe& s, const KeyHash& h, size_t i)
+                    NO_THREAD_SAFETY_ANALYSIS { out[i] = ContainsLocked(s, h); });
+    } else {
+      ContainsBatchLockFree(keys, out);
+    }
   }
 
   bool ContainsHash(const KeyHash& h) const override {
@@ -408,6 +418,13 @@ class StripedFilter final : public Filter {
     }
   }
 
+  static bool ContainsLocked(const Stripe& s, const KeyHash& h) REQUIRES(s.mu) {
+    for (const Layer& layer : s.layers) {
+      if (layer.ContainsLocked(h)) return true;
+    }
+    return false;
+  }
+
   InsertResult InsertLocked(Stripe& s, const KeyHash& h, bool count_expected = true)
       REQUIRES(s.mu) {
     std::deque<Layer>& layers = s.layers;
@@ -415,14 +432,14 @@ class StripedFilter final : public Filter {
     // deque costs a division per layer; batch inserts measured 7% slower).
     const View& v = *s.view.load(std::memory_order_relaxed);
     for (uint32_t i = 0; i + 1 < v.n; ++i) {
-      if (v.at[i]->Contains(h)) {
+      if (v.at[i]->ContainsLocked(h)) {
         ++s.inserts_duplicate;
         return InsertResult::kPresent;
       }
     }
     Layer* newest = &layers.back();
     if (newest->Full()) {
-      if (newest->Contains(h)) {
+      if (newest->ContainsLocked(h)) {
         ++s.inserts_duplicate;
         return InsertResult::kPresent;
       }
