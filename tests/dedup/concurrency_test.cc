@@ -22,6 +22,24 @@ using testing::MakeFilter;
 using testing::UpperTolerance;
 using testing::UrlKey;
 
+// Starts two reader threads. Each calls round(x, batch, out) with a xorshift
+// state of its own, a batch to fill and room for 16 results, until it
+// returns false.
+template <typename Round>
+std::vector<std::thread> StartReaders(Round round) {
+  std::vector<std::thread> readers;
+  for (int r = 0; r < 2; ++r) {
+    readers.emplace_back([round, r] {
+      uint64_t x = 88172645463325252ULL + static_cast<uint64_t>(r);
+      std::vector<std::string_view> batch;
+      std::unique_ptr<bool[]> out(new bool[16]);
+      while (round(x, batch, out.get())) {
+      }
+    });
+  }
+  return readers;
+}
+
 TEMPLATE_TEST_CASE(
     "Racing threads inserting overlapping keys: each key admitted exactly once",
     "[dedup][concurrency]", Bloom, Cuckoo, Counting) {
@@ -169,15 +187,10 @@ TEMPLATE_TEST_CASE(
       done.store(i + 1, std::memory_order_release);
     }
   });
-  std::vector<std::thread> readers;
-  for (int r = 0; r < 2; ++r) {
-    readers.emplace_back([&, r] {
-      uint64_t x = 88172645463325252ULL + static_cast<uint64_t>(r);
-      std::vector<std::string_view> batch;
-      std::unique_ptr<bool[]> out(new bool[16]);
-      while (true) {
-        uint64_t n = done.load(std::memory_order_acquire);
-        if (n == 0) continue;
+  auto readers =
+      StartReaders([&](uint64_t& x, std::vector<std::string_view>& batch, bool* out) {
+        const uint64_t n = done.load(std::memory_order_acquire);
+        if (n == 0) return true;
         batch.clear();
         for (int j = 0; j < 16; ++j) {
           x ^= x << 13, x ^= x >> 7, x ^= x << 17;
@@ -186,13 +199,11 @@ TEMPLATE_TEST_CASE(
           batch.push_back(keys[i]);
           if (!f->Contains(keys[i])) missed.fetch_add(1);
         }
-        f->ContainsBatch(batch, std::span<bool>(out.get(), batch.size()));
+        f->ContainsBatch(batch, std::span<bool>(out, batch.size()));
         for (size_t j = 0; j < batch.size(); ++j) missed.fetch_add(out[j] ? 0 : 1);
         checked.fetch_add(2 * batch.size());
-        if (n == kKeys) break;
-      }
-    });
-  }
+        return n != kKeys;
+      });
   writer.join();
   for (auto& th : readers) th.join();
   INFO("lookups " << checked.load());
@@ -256,15 +267,10 @@ TEST_CASE("Cuckoo lookups racing relocations never miss an inserted key",
     }
     finished = true;
   });
-  std::vector<std::thread> readers;
-  for (int r = 0; r < 2; ++r) {
-    readers.emplace_back([&, r] {
-      uint64_t x = 88172645463325252ULL + static_cast<uint64_t>(r);
-      std::vector<std::string_view> batch;
-      std::unique_ptr<bool[]> out(new bool[16]);
-      while (!finished.load()) {
+  auto readers =
+      StartReaders([&](uint64_t& x, std::vector<std::string_view>& batch, bool* out) {
         const uint64_t n = done.load(std::memory_order_acquire);
-        if (n < 2) continue;
+        if (n < 2) return !finished.load();
         batch.clear();
         for (int j = 0; j < 32; ++j) {
           x ^= x << 13, x ^= x >> 7, x ^= x << 17;
@@ -273,12 +279,11 @@ TEST_CASE("Cuckoo lookups racing relocations never miss an inserted key",
           if (batch.size() < 16) batch.push_back(keys[i]);
           if (!f->Contains(keys[i])) missed.fetch_add(1);
         }
-        f->ContainsBatch(batch, std::span<bool>(out.get(), batch.size()));
+        f->ContainsBatch(batch, std::span<bool>(out, batch.size()));
         for (size_t j = 0; j < batch.size(); ++j) missed.fetch_add(out[j] ? 0 : 1);
         checked.fetch_add(32 + batch.size());
-      }
-    });
-  }
+        return !finished.load();
+      });
   writer.join();
   for (auto& th : readers) th.join();
   const FilterStats st = f->Stats();
