@@ -39,7 +39,9 @@
 // of 1024 keys takes each lock once for ~64 keys, and the headroom stays small
 // (4/sqrt(N/16): 1.3% at N = 10^6). Raise it for many-core machines.
 // Lookups (Contains, ContainsBatch) of the bloom and counting variants take
-// no lock at all (striped_filter.h says why that is safe); cuckoo lookups do.
+// no lock at all (striped_filter.h says why that is safe); nor does a cuckoo
+// Contains (a seqlock, cuckoo_impl.h), while a cuckoo ContainsBatch locks
+// each stripe once for its keys (faster on long chains).
 //
 // Batches (InsertBatch, ContainsBatch) are the fast path: a single-key call
 // waits for its one cache miss (and an insert also moves the stripe lock's
