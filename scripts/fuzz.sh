@@ -7,6 +7,7 @@
 # Runs are reproducible: libFuzzer's seed is FUZZ_SEED (default 1); set
 # another to explore elsewhere, e.g. FUZZ_SEED=$RANDOM bash scripts/fuzz.sh 600.
 # Usage: bash scripts/fuzz.sh [SECONDS]
+#        bash scripts/fuzz.sh --build-only   (what .ci/run builds ahead)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
@@ -16,6 +17,7 @@ CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo 
   -DCRAWLER_SANITIZE=address,undefined -DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link -DCRAWLER_WERROR=ON
 targets=(url html robots sitemap dedup_load frontier_image checkpoint)
 cmake --build build-fuzz -j2 --target "${targets[@]/%/_fuzz}"
+[ "$seconds" = "--build-only" ] && exit 0
 for target in "${targets[@]}"; do
   scratch=$(mktemp -d)
   echo "fuzz: ${target}_fuzz for ${seconds}s"
