@@ -655,11 +655,13 @@ int RunSingleTable(const Args& a, const KeySet& keys, const KeySet& negatives) {
   auto one = Make(a, *type, /*right=*/true);
   auto two = Make(a, *type, /*right=*/true);
   constexpr uint64_t kSlice = uint64_t{1} << 18;
-  // Seconds per contender (plain, 1 thr, 2 thr) for one phase. `op(c, i)`
-  // does key i for contender c and returns 1 for a hit.
-  uint64_t hits[3] = {0, 0, 0};
+  // Seconds per contender (plain, 1 thr, 2 thr) for one phase; `hits`, the
+  // phase's hits per contender. `op(c, i)` does key i for contender c and
+  // returns 1 for a hit.
+  std::array<uint64_t, 3> hits;
   auto phase = [&](auto op) {
     std::array<double, 3> secs = {0, 0, 0};
+    hits = {0, 0, 0};
     for (uint64_t b = 0, slice = 0; b < a.n; b += kSlice, ++slice) {
       const uint64_t e = std::min(a.n, b + kSlice);
       for (uint64_t turn = 0; turn < 3; ++turn) {
@@ -681,14 +683,12 @@ int RunSingleTable(const Args& a, const KeySet& keys, const KeySet& negatives) {
     if (c == 0) return plain.Insert(keys[i]);
     return (c == 1 ? one : two)->Insert(keys[i]);
   });
-  for (auto& h : hits) h = 0;
   auto pos = phase([&](int c, uint64_t i) -> uint64_t {
     if (c == 0) return plain.Contains(keys[i]);
     return (c == 1 ? one : two)->Contains(keys[i]);
   });
   uint64_t lost = 0;
   for (uint64_t h : hits) lost += a.n - h;
-  for (auto& h : hits) h = 0;
   auto neg = phase([&](int c, uint64_t i) -> uint64_t {
     if (c == 0) return plain.Contains(negatives[i]);
     return (c == 1 ? one : two)->Contains(negatives[i]);
