@@ -55,7 +55,7 @@ inline void CheckPoliteness(const std::vector<ServedRequest>& all, double delay)
     for (size_t i = 1; i < reqs.size(); ++i) {
       shortest = std::min(
           shortest, static_cast<double>(reqs[i].start_us - reqs[i - 1].start_us) / 1e6);
-      if (reqs[i].start_us < reqs[i - 1].end_us) ++overlaps;
+      if (reqs[i].start_us < reqs[i - 1].reply_us) ++overlaps;  // before its answer
     }
   }
   INFO(by_port.size() << " hosts; shortest interval " << shortest << " s");

@@ -24,7 +24,9 @@ namespace crawler::testing {
 
 // One line of the testsite's request log.
 struct ServedRequest {
-  uint64_t start_us = 0, end_us = 0;
+  // CLOCK_MONOTONIC: the request read, its answer's first byte about to be
+  // written (a client cannot have seen it before), the answer written.
+  uint64_t start_us = 0, reply_us = 0, end_us = 0;
   std::string authority;  // "HOST:PORT": one per site host
   int status = 0;
   std::string target;
@@ -121,7 +123,7 @@ class TestSite {
     std::vector<ServedRequest> out;
     std::ifstream in(log_);
     ServedRequest r;
-    while (in >> r.start_us >> r.end_us >> r.authority >> r.status >> r.target)
+    while (in >> r.start_us >> r.reply_us >> r.end_us >> r.authority >> r.status >> r.target)
       out.push_back(r);
     return out;
   }

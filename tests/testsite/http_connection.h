@@ -11,6 +11,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -55,11 +56,24 @@ class HttpConnection {
     out->accept_gzip = std::string_view(req[http::field::accept_encoding]).find("gzip") !=
                        std::string_view::npos;
     out->keep_alive = req.keep_alive();
+    reply_us_ = 0;
     return true;
   }
 
+  // CLOCK_MONOTONIC in microseconds (std::chrono::steady_clock on Linux).
+  static uint64_t NowUs() {
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                     std::chrono::steady_clock::now().time_since_epoch())
+                                     .count());
+  }
+  // When the answer to the last request read began to be written (0: not
+  // yet). A client cannot have seen any of it before then, whereas the time
+  // after the write returns can lag its arrival by a scheduling delay.
+  uint64_t reply_us() const { return reply_us_; }
+
   bool Write(http::response<http::string_body>& res) {
     res.prepare_payload();
+    MarkReply();
     boost::system::error_code ec;
     http::write(socket_, res, ec);
     return !ec;
@@ -69,22 +83,29 @@ class HttpConnection {
   bool WriteHead(http::response<http::empty_body>& res, uint64_t length) {
     res.content_length(length);
     http::response_serializer<http::empty_body> sr{res};
+    MarkReply();
     boost::system::error_code ec;
     http::write_header(socket_, sr, ec);
     return !ec;
   }
 
   bool WriteRaw(std::string_view bytes) {
+    MarkReply();
     boost::system::error_code ec;
     boost::asio::write(socket_, boost::asio::buffer(bytes.data(), bytes.size()), ec);
     return !ec;
   }
 
  private:
+  void MarkReply() {
+    if (reply_us_ == 0) reply_us_ = NowUs();
+  }
+
   boost::asio::io_context io_;
   boost::asio::ip::tcp::socket socket_;
   boost::beast::flat_buffer buffer_;
   bool ok_ = false;
+  uint64_t reply_us_ = 0;
 };
 
 }  // namespace crawler::testing

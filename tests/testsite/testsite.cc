@@ -18,9 +18,9 @@
 // HTTP/1.1 with keep-alive (requests parsed and responses written by
 // Boost.Beast: http_connection.h), one thread per connection, pages generated
 // from memory on demand. --log FILE gets one line per request:
-//   <start_us> <end_us> <host:port> <status> <path>
-// (CLOCK_MONOTONIC microseconds at the request's arrival and when the response
-// was written), which the tests use to count fetches per URL, measure the
+//   <start_us> <reply_us> <end_us> <host:port> <status> <path>
+// (CLOCK_MONOTONIC microseconds at the request's arrival, when the response
+// began to be written (no response: = end_us) and when it was written), which the tests use to count fetches per URL, measure the
 // intervals between requests to one host and the transfers open at once.
 // --fail-first N: the first N requests of every URL but robots.txt fail,
 // each URL in one way (by a hash of its host and path): 503; 429 with
@@ -68,12 +68,7 @@ using crawler::testsite::SiteOptions;
 std::atomic<bool> g_stop{false};
 extern "C" void OnSignal(int) { g_stop = true; }
 
-uint64_t NowUs() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000 +
-         static_cast<uint64_t>(ts.tv_nsec) / 1000;
-}
+using crawler::testing::HttpConnection;
 
 using crawler::testing::Gzip;
 
@@ -193,7 +188,7 @@ class Server {
     crawler::testing::HttpConnection conn(fd);
     crawler::testing::HttpRequest req;
     while (!g_stop && conn.Read(&req)) {
-      uint64_t start = NowUs();
+      uint64_t start = HttpConnection::NowUs();
       std::string path = req.target.substr(0, req.target.find_first_of("?#"));
       int status = 0;
       bool ok = false;
@@ -213,7 +208,9 @@ class Server {
             req.host.empty() || req.host.find(' ') != std::string::npos ? "-" : req.host;
         ok = NoSuchHost(conn, &status);
       }
-      Log(start, NowUs(), authority, status, req.target);
+      uint64_t end = HttpConnection::NowUs();
+      Log(start, conn.reply_us() != 0 ? conn.reply_us() : end, end, authority, status,
+          req.target);
       if (!ok || !req.keep_alive) return;
     }
   }
@@ -305,13 +302,13 @@ class Server {
     return conn.Write(res);
   }
 
-  void Log(uint64_t start, uint64_t end, const std::string& authority, int status,
-           const std::string& target) {
+  void Log(uint64_t start, uint64_t reply, uint64_t end, const std::string& authority,
+           int status, const std::string& target) {
     if (log_ == nullptr) return;
     std::lock_guard<std::mutex> lock(log_mu_);
-    std::fprintf(log_, "%llu %llu %s %d %s\n", static_cast<unsigned long long>(start),
-                 static_cast<unsigned long long>(end), authority.c_str(), status,
-                 target.c_str());
+    std::fprintf(log_, "%llu %llu %llu %s %d %s\n", static_cast<unsigned long long>(start),
+                 static_cast<unsigned long long>(reply), static_cast<unsigned long long>(end),
+                 authority.c_str(), status, target.c_str());
     std::fflush(log_);
   }
 
