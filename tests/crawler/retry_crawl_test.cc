@@ -102,9 +102,9 @@ TEST_CASE(
     std::sort(reqs.begin(), reqs.end(),
               [](auto& a, auto& b) { return a.start_us < b.start_us; });
     for (size_t i = 0; i + 1 < reqs.size(); ++i) {
-      double gap =
-          (static_cast<double>(reqs[i + 1].start_us) - static_cast<double>(reqs[i].reply_us)) /
-          1e6;
+      double gap = (static_cast<double>(reqs[i + 1].start_us) -
+                    static_cast<double>(reqs[i].reply_us)) /
+                   1e6;
       INFO(host << " after " << reqs[i].target << " (" << reqs[i].status << "): " << gap
                 << " s");
       if (reqs[i].status == 429) {

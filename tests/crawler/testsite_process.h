@@ -123,7 +123,8 @@ class TestSite {
     std::vector<ServedRequest> out;
     std::ifstream in(log_);
     ServedRequest r;
-    while (in >> r.start_us >> r.reply_us >> r.end_us >> r.authority >> r.status >> r.target)
+    while (in >> r.start_us >> r.reply_us >> r.end_us >> r.authority >> r.status >>
+           r.target)
       out.push_back(r);
     return out;
   }

@@ -20,8 +20,9 @@
 // from memory on demand. --log FILE gets one line per request:
 //   <start_us> <reply_us> <end_us> <host:port> <status> <path>
 // (CLOCK_MONOTONIC microseconds at the request's arrival, when the response
-// began to be written (no response: = end_us) and when it was written), which the tests use to count fetches per URL, measure the
-// intervals between requests to one host and the transfers open at once.
+// began to be written (no response: = end_us) and when it was written),
+// which the tests use to count fetches per URL, measure the intervals between
+// requests to one host and the transfers open at once.
 // --fail-first N: the first N requests of every URL but robots.txt fail,
 // each URL in one way (by a hash of its host and path): 503; 429 with
 // Retry-After: 1; a reset (the connection closed with RST, no response); a
@@ -306,9 +307,10 @@ class Server {
            int status, const std::string& target) {
     if (log_ == nullptr) return;
     std::lock_guard<std::mutex> lock(log_mu_);
-    std::fprintf(log_, "%llu %llu %llu %s %d %s\n", static_cast<unsigned long long>(start),
-                 static_cast<unsigned long long>(reply), static_cast<unsigned long long>(end),
-                 authority.c_str(), status, target.c_str());
+    std::fprintf(
+        log_, "%llu %llu %llu %s %d %s\n", static_cast<unsigned long long>(start),
+        static_cast<unsigned long long>(reply), static_cast<unsigned long long>(end),
+        authority.c_str(), status, target.c_str());
     std::fflush(log_);
   }
 
