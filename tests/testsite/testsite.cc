@@ -51,7 +51,6 @@
 #include <condition_variable>
 #include <csignal>
 #include <cstring>
-#include <ctime>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -69,9 +68,9 @@ using crawler::testsite::SiteOptions;
 std::atomic<bool> g_stop{false};
 extern "C" void OnSignal(int) { g_stop = true; }
 
-using crawler::testing::HttpConnection;
-
 using crawler::testing::Gzip;
+using crawler::testing::HttpConnection;
+using crawler::testing::HttpRequest;
 
 int Listen(uint16_t port) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -186,8 +185,8 @@ class Server {
 
   // `listener`: the listening socket's index, host h in port mode.
   void Serve(int fd, uint32_t listener) {
-    crawler::testing::HttpConnection conn(fd);
-    crawler::testing::HttpRequest req;
+    HttpConnection conn(fd);
+    HttpRequest req;
     while (!g_stop && conn.Read(&req)) {
       uint64_t start = HttpConnection::NowUs();
       std::string path = req.target.substr(0, req.target.find_first_of("?#"));
@@ -232,7 +231,7 @@ class Server {
   }
 
   // Writes the failure; false: the connection is to be closed.
-  bool Fail(crawler::testing::HttpConnection& conn, int fd, int kind, int* status) {
+  bool Fail(HttpConnection& conn, int fd, int kind, int* status) {
     namespace http = boost::beast::http;
     if (kind == 0 || kind == 1) {
       http::response<http::string_body> res{
@@ -254,7 +253,7 @@ class Server {
     return false;
   }
 
-  static bool NoSuchHost(crawler::testing::HttpConnection& conn, int* status) {
+  static bool NoSuchHost(HttpConnection& conn, int* status) {
     namespace http = boost::beast::http;
     http::response<http::string_body> res{http::status::not_found, 11};
     res.set(http::field::content_type, "text/plain");
@@ -263,8 +262,8 @@ class Server {
     return conn.Write(res);
   }
 
-  bool Respond(crawler::testing::HttpConnection& conn, uint32_t h,
-               const std::string& path, bool accept_gzip, int* status) {
+  bool Respond(HttpConnection& conn, uint32_t h, const std::string& path,
+               bool accept_gzip, int* status) {
     namespace http = boost::beast::http;
     Page p = site_.Serve(h, path);
     *status = p.status;
