@@ -19,8 +19,8 @@
 #include <thread>
 #include <vector>
 
-#include "cluster.h"
-#include "redis.h"
+#include "cluster/cluster.h"
+#include "cluster/redis.h"
 
 using crawler::engine::Cluster;
 using crawler::engine::Config;

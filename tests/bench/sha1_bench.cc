@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <string>
 
-#include "sha1.h"
+#include "output/sha1.h"
 
 int main() {
   using crawler::engine::Sha1;

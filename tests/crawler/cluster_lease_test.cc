@@ -8,8 +8,8 @@
 #include <thread>
 #include <vector>
 
-#include "cluster_wire.h"
-#include "redis.h"
+#include "cluster/cluster_wire.h"
+#include "cluster/redis.h"
 #include "redis_server.h"
 
 namespace crawler::engine {

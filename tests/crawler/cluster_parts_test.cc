@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "cluster.h"
-#include "cluster_wire.h"
-#include "redis.h"
+#include "cluster/cluster.h"
+#include "cluster/cluster_wire.h"
+#include "cluster/redis.h"
 
 namespace crawler::engine {
 namespace {

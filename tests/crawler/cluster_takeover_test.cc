@@ -15,7 +15,7 @@
 #include <string>
 #include <thread>
 
-#include "cluster.h"
+#include "cluster/cluster.h"
 #include "cluster_fixture.h"
 #include "crawler/checkpoint.h"
 

@@ -1,5 +1,5 @@
 // crawler/src/fetch_log.h: the lines, their length bookkeeping, write errors.
-#include "fetch_log.h"
+#include "output/fetch_log.h"
 
 #include <unistd.h>
 
@@ -15,12 +15,10 @@ namespace fs = std::filesystem;
 
 TEST_CASE("FetchLog: one JSON line per entry, escaped, with the response's fields",
           "[engine][fetch_log]") {
-  FetchResult r;
-  r.status = 301;
-  r.content_type = "text/html";
-  r.body = "abc";
-  r.seconds = 0.25;
-  r.location = "/next\"quoted\"";
+  FetchLogResponse r{.content_type = "text/html",
+                     .bytes = 3,
+                     .seconds = 0.25,
+                     .location = "/next\"quoted\""};
   std::string line =
       FetchLog::Line({"http://a.test/\x01", 301, &r, 2, "http://a.test/", "", false});
   boost::json::object o = boost::json::parse(line).as_object();

@@ -1,5 +1,5 @@
 // crawler/src/host_table.h: robots state, the page cap, hosts.bin.
-#include "host_table.h"
+#include "engine/host_table.h"
 
 #include <catch2/catch.hpp>
 #include <cstdio>

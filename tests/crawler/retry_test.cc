@@ -1,5 +1,5 @@
 // crawler/src/retry.h: which failures are retried, Retry-After, the back-off.
-#include "retry.h"
+#include "engine/retry.h"
 
 #include <catch2/catch.hpp>
 

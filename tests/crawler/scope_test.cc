@@ -1,5 +1,5 @@
 // crawler/src/scope.h: which URLs a crawl may fetch.
-#include "scope.h"
+#include "engine/scope.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,6 +1,6 @@
 // crawler/src/seen_log.h: records appended by shard, read back up to a
 // checkpoint's length and filtered by shard; lengths that do not fit refused.
-#include "seen_log.h"
+#include "output/seen_log.h"
 
 #include <unistd.h>
 

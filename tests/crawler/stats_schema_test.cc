@@ -1,11 +1,11 @@
 // The typed JSON schemas (crawler/src/stats_schema.h) and the lenient reader
 // (crawler/src/json_fields.h).
-#include "stats_schema.h"
+#include "report/stats_schema.h"
 
 #include <boost/json.hpp>
 #include <catch2/catch.hpp>
 
-#include "json_fields.h"
+#include "output/json_fields.h"
 
 namespace crawler::engine {
 namespace {

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "../../crawler/src/sha1.h"
+#include "output/sha1.h"
 #include "run_command.h"
 
 namespace crawler::engine {

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "crawler/checkpoint.h"
-#include "host_table.h"
+#include "engine/host_table.h"
 
 namespace {
 

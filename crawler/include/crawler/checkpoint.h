@@ -46,7 +46,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "crawler/crawl.h"
+#include "crawler/crawl_counts.h"
 #include "dedup/filter.h"
 #include "frontier/frontier.h"
 #include "frontier/image.h"

@@ -1,0 +1,65 @@
+// The crawl's figures as plain data: what the engine counts, what a
+// checkpoint's manifest and stats.json carry, and the live progress view.
+// Owned here, below the rooms that write them (report/, checkpoint/) and the
+// crawl that assembles them (crawler/crawl.h), so that every arrow between
+// those rooms points down to this header.
+#ifndef CRAWLER_CRAWL_COUNTS_H_
+#define CRAWLER_CRAWL_COUNTS_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "frontier/frontier.h"
+
+namespace crawler::engine {
+
+// The crawl's counts, as checkpointed (MANIFEST.json "counters") and
+// reported (stats.json "crawl"); their JSON schema is crawler/src/stats_schema.h.
+struct CrawlCounts {
+  uint64_t fetched = 0;  // responses received (any status)
+  uint64_t failed = 0;   // no response: timeouts, refused, broken
+  uint64_t truncated = 0;
+  uint64_t status_2xx = 0, status_3xx = 0, status_4xx = 0, status_5xx = 0;
+  uint64_t robots_blocked = 0;
+  uint64_t out_of_scope = 0;  // links and redirect targets left out
+  uint64_t too_deep = 0;
+  uint64_t trap_guard = 0;          // max_pages_per_host reached
+  uint64_t duplicates = 0;          // links the dedup filter had seen
+  uint64_t filter_full = 0;         // links refused: a fixed-size filter was full
+  uint64_t too_many_redirects = 0;  // redirect targets past fetch.max_redirects
+  uint64_t bytes = 0;               // body bytes received
+  uint64_t bytes_2xx = 0, bytes_3xx = 0, bytes_4xx = 0, bytes_5xx = 0;  // of those
+  uint64_t spilled = 0;  // URLs the frontier wrote to disk (memory bound)
+  uint64_t retries = 0;  // failed attempts fetched again (fetch.max_retries)
+  uint64_t gave_up = 0;  // URLs whose last allowed attempt failed transiently too
+  std::map<std::string, uint64_t> errors;  // by FetchErrorName: failures and truncations
+};
+
+struct CrawlSummary : CrawlCounts {
+  double seconds = 0;
+  bool stopped = false;  // ended by the stop flag or max_pages
+  std::string warc_dir, fetch_log;
+};
+
+// Dedup figures a filter counts per process, carried across resumes in the
+// checkpoint's manifest so the report covers the whole crawl.
+struct DedupCarried {
+  double expected_false_seen = 0;  // URLs wrongly called "seen" (expected)
+  uint64_t compactions = 0;        // stripe rebuilds
+  double compaction_s = 0;         // their time
+};
+
+// A live view for the status line and the log (cheap: O(stripes + hosts)).
+struct CrawlProgress {
+  CrawlSummary summary;
+  frontier::FrontierStats frontier;
+  uint64_t dedup_items = 0;
+  double dedup_fpr = 0;
+  uint64_t dedup_bytes = 0;
+  std::string cluster;  // a cluster node's exchange, one phrase (else empty)
+};
+
+}  // namespace crawler::engine
+
+#endif  // CRAWLER_CRAWL_COUNTS_H_

@@ -1,0 +1,506 @@
+// See cluster.h.
+#include "cluster/cluster.h"
+
+#include <spdlog/spdlog.h>
+#include <xxhash.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <boost/json.hpp>
+#include <boost/uuid/random_generator.hpp>
+#include <boost/uuid/uuid_io.hpp>
+#include <charconv>
+#include <cstring>
+#include <filesystem>
+#include <random>
+
+#include "cluster/cluster_wire.h"
+
+namespace crawler::engine {
+
+using namespace cluster_wire;  // NOLINT: this file's own formats
+
+uint32_t ShardOwner(const std::vector<std::string>& nodes, uint32_t shard) {
+  uint32_t owner = 0;
+  uint64_t best = 0;
+  for (uint32_t n = 0; n < nodes.size(); ++n) {
+    uint64_t h = XXH3_64bits_withSeed(nodes[n].data(), nodes[n].size(), shard);
+    if (n == 0 || h > best) {
+      best = h;
+      owner = n;
+    }
+  }
+  return owner;
+}
+
+Cluster::Cluster(const Config& config, RedisAddress address, std::unique_ptr<Redis> redis,
+                 std::string token, uint64_t seed, std::string out_dir)
+    : cfg_(config.cluster),
+      min_nodes_(config.cluster.min_nodes),
+      address_(std::move(address)),
+      token_(std::move(token)),
+      seed_(seed),
+      redis_(std::move(redis)),
+      lag_(config.cluster.shards, 0),
+      epoch_(config.cluster.shards, 0),
+      lease_state_(config.cluster.shards, LeaseState::kNone),
+      valid_until_(new std::atomic<int64_t>[config.cluster.shards]),
+      lease_ttl_(static_cast<int64_t>(config.cluster.lease_s * 1000)),
+      takeover_(!config.cluster.shared_dir.empty()),
+      ready_(new std::atomic<bool>[config.cluster.shards]),
+      handing_(new std::atomic<bool>[config.cluster.shards]),
+      out_dir_(out_dir),
+      spill_dir_(std::move(out_dir) + "/cluster-outbox") {
+  figures_.node = cfg_.node;
+  figures_.job = cfg_.job;
+  for (uint32_t s = 0; s < cfg_.shards; ++s) {
+    valid_until_[s] = 0;
+    ready_[s] = false;
+    handing_[s] = false;
+  }
+  // Handoff checkpoints kept by an earlier process of this node: removed
+  // once no shard's source names them (PruneHandoffDirs).
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(
+           out_dir_ + "/" + cluster_wire::kHandoffDir, ec)) {
+    const std::string name = e.path().filename().string();
+    uint64_t seq = 0;
+    auto [end, err] = std::from_chars(name.data(), name.data() + name.size(), seq);
+    if (err == std::errc() && end == name.data() + name.size())
+      handoff_dirs_.insert(seq);
+    else
+      std::filesystem::remove_all(e.path(), ec);  // a copy cut short (SEQ.tmp)
+  }
+}
+
+Cluster::Health Cluster::health() const {
+  MutexLock lock(mu_);
+  return health_;
+}
+
+void Cluster::SetCrawlFigures(uint64_t pages, double pages_per_s) {
+  MutexLock lock(mu_);
+  figures_.pages = pages;
+  figures_.pages_per_s = pages_per_s;
+}
+
+Cluster::~Cluster() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+std::string Cluster::Key(const std::string& suffix) const {
+  return "crawler:{" + cfg_.job + "}:" + suffix;
+}
+std::string Cluster::StreamKey(uint32_t shard) const {
+  return Key("s:" + std::to_string(shard));
+}
+
+Result<std::unique_ptr<Cluster>> Cluster::Join(const Config& config,
+                                               const std::string& out_dir, bool resumed) {
+  const ClusterConfig& c = config.cluster;
+  auto address = ParseRedisUrl(c.redis);
+  if (!address.ok()) return address.status();
+  std::string out_rel;
+  if (!c.shared_dir.empty()) {
+    // The others find this node's checkpoints at shared_dir/out_rel.
+    std::error_code ec;
+    auto shared = std::filesystem::weakly_canonical(c.shared_dir, ec);
+    auto out = std::filesystem::weakly_canonical(out_dir, ec);
+    out_rel = out.lexically_relative(shared).string();
+    if (ec || !std::filesystem::is_directory(shared) || out_rel.empty() ||
+        out_rel.rfind("..", 0) == 0 || out_rel == ".") {
+      return Status::Error(Status::Code::kInvalidArgument,
+                           "cluster.shared_dir: --out " + out_dir +
+                               " must be a directory inside " + c.shared_dir +
+                               " (an existing directory every node can read)");
+    }
+  }
+  // A new crawl fails at once on a wrong address; a resumed node waits.
+  auto redis = Redis::ConnectWaiting(*address, 5, resumed ? 60 : 0);
+  if (!redis.ok())  // at start: a setup error (exit 2), not an output failure
+    return Status::Error(Status::Code::kInvalidArgument,
+                         "cluster.redis: " + redis.status().message());
+  std::string token = boost::uuids::to_string(boost::uuids::random_generator()());
+  std::random_device rd;
+  uint64_t seed_candidate = (uint64_t{rd()} << 32) | rd();
+  std::string config_json = JobConfigJson(config);
+  std::string config_hash = Hex64(XXH3_64bits(config_json.data(), config_json.size()));
+  auto prefix = "crawler:{" + c.job + "}:";
+  auto ttl_ms = std::to_string(static_cast<int64_t>(c.heartbeat_s * 3000));
+  // A node resumed after a crash finds its old liveness key: wait for it to
+  // expire (3 heartbeats); a node that is really alive keeps it fresh.
+  auto deadline = SteadyClock::now() +
+                  std::chrono::milliseconds(static_cast<int64_t>(c.heartbeat_s * 4000));
+  for (;;) {
+    auto r = (*redis)->Command(
+        {"EVAL", kJoinScript, "4", prefix + "meta", prefix + "nodes", prefix + "started",
+         prefix + "alive:" + c.node, c.node, token, std::to_string(c.shards),
+         std::to_string(seed_candidate), config_hash, config_json, ttl_ms,
+         c.shared_dir.empty() ? "0" : "1"});
+    if (!r.ok()) {
+      // Reachable a moment ago: Redis restarting. Reconnect for up to a minute.
+      if (SteadyClock::now() > deadline + std::chrono::seconds(60)) return r.status();
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      auto again = Redis::Connect(*address, 2);
+      if (again.ok()) redis.value() = std::move(again).value();
+      continue;
+    }
+    if (r->IsError() && r->Str().rfind("LOADING", 0) == 0 &&
+        SteadyClock::now() < deadline + std::chrono::seconds(60)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));  // reading its AOF
+      continue;
+    }
+    if (r->IsError())
+      return Status::Error(Status::Code::kIoError,
+                           "redis " + address->Text() + ": join: " + r->Str());
+    std::string verdict = RedisReply::StrOf(Element(r->raw(), 0));
+    std::string detail = RedisReply::StrOf(Element(r->raw(), 1));
+    if (verdict == "ok") {
+      uint64_t seed = 0;
+      std::from_chars(detail.data(), detail.data() + detail.size(), seed);
+      spdlog::info("cluster: node {} joined job {} at {}", c.node, c.job,
+                   address->Text());
+      auto cluster = std::unique_ptr<Cluster>(
+          new Cluster(config, *address, std::move(redis).value(), token, seed, out_dir));
+      cluster->out_rel_ = out_rel;
+      return cluster;
+    }
+    if (verdict == "shards")
+      return Refused(c.job, "it has " + detail +
+                                " shards, this node is configured with " +
+                                std::to_string(c.shards) + " (cluster.shards)");
+    if (verdict == "config")
+      return Refused(c.job, "this node's config differs from the job's: " +
+                                DifferingKeys(config_json, detail));
+    if (verdict == "closed")
+      return Refused(c.job, "it has started with the nodes " + detail + " and node '" +
+                                c.node +
+                                "' is not one of them (a node joins a running job only "
+                                "with cluster.shared_dir, where the shards it takes "
+                                "over are read from)");
+    if (verdict != "duplicate") return Refused(c.job, "unexpected answer " + verdict);
+    if (SteadyClock::now() > deadline)
+      return Refused(c.job, "a live node named '" + c.node +
+                                "' is already in the job (cluster.node must be unique)");
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+Status Cluster::Retry(const std::atomic<bool>& stop, const char* what,
+                      const std::function<bool()>& step) {
+  auto backoff = std::chrono::milliseconds(100);
+  for (;;) {
+    if (redis_ && step()) return Status::Ok();
+    if (stop.load())
+      return Status::Error(Status::Code::kIoError,
+                           std::string("cluster: stopped while ") + what);
+    if (redis_) {
+      spdlog::warn("redis: {} failed; reconnecting", what);
+      redis_.reset();
+      down_since_ = SteadyClock::now();
+    }
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(2000));
+    Status st = Reconnect();
+    if (!st.ok())
+      spdlog::warn(
+          "redis: down {:.0f} s ({}); retrying",
+          std::chrono::duration<double>(SteadyClock::now() - down_since_).count(),
+          st.message());
+  }
+}
+
+Status Cluster::Start(const std::atomic<bool>& stop, std::function<bool()> local_idle) {
+  local_idle_ = std::move(local_idle);
+  auto last_log = SteadyClock::now() - std::chrono::seconds(10);
+  for (;;) {
+    Result<RedisReply> r = RedisReply();
+    Status st = Retry(stop, "waiting for the job to start", [&] {
+      r = redis_->Command({"EVAL", kStartScript, "2", Key("nodes"), Key("started"),
+                           std::to_string(min_nodes_)});
+      return r.ok() && !r->IsError() && Heartbeat();
+    });
+    if (!st.ok()) return st;
+    if (r->raw() != nullptr && r->raw()->type == REDIS_REPLY_ARRAY) {
+      for (size_t i = 0; i < r->raw()->elements; ++i)
+        nodes_.push_back(RedisReply::StrOf(r->raw()->element[i]));
+      break;
+    }
+    if (stop.load())
+      return Status::Error(Status::Code::kInvalidArgument,
+                           "cluster: stopped while waiting for the job to start");
+    if (SteadyClock::now() - last_log > std::chrono::seconds(5)) {
+      last_log = SteadyClock::now();
+      spdlog::info("cluster: waiting for {} nodes to join job {}", min_nodes_, cfg_.job);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::sort(nodes_.begin(), nodes_.end());
+  self_ = static_cast<uint32_t>(std::find(nodes_.begin(), nodes_.end(), cfg_.node) -
+                                nodes_.begin());
+  owner_.resize(cfg_.shards);
+  std::set<uint32_t> want(resumed_shards_.begin(), resumed_shards_.end());
+  for (uint32_t s = 0; s < cfg_.shards; ++s) {
+    owner_[s] = ShardOwner(nodes_, s);
+    if (owner_[s] == self_) want.insert(s);
+  }
+  my_shards_.assign(want.begin(), want.end());
+  {
+    MutexLock lock(mu_);
+    figures_.nodes = nodes_.size();
+  }
+  // Every stream's group (a shard may come to this node later); where it
+  // exists, Redis answers BUSYGROUP, which is fine.
+  std::vector<std::vector<std::string>> create;
+  for (uint32_t s = 0; s < cfg_.shards; ++s)
+    create.push_back({"XGROUP", "CREATE", StreamKey(s), "owners", "0", "MKSTREAM"});
+  if (takeover_) create.push_back({"HSET", Key("outdirs"), cfg_.node, out_rel_});
+  Status st = Retry(stop, "creating the consumer groups",
+                    [&] { return redis_->Pipeline(create).ok(); });
+  if (!st.ok()) return st;
+  if (takeover_ && own_) {
+    // The checkpoint resumed from is the source of every shard it held. The
+    // shards this process does not take at once (a node that joined
+    // meanwhile has them now, or the lease of one with no hosts left, which
+    // is not asked for, is taken later by whoever rendezvous hashing gives
+    // it) are loaded from it after this node's next cuts have rotated
+    // checkpoint/ away: it is kept in handoff/SEQ/ until no shard's source
+    // names it. (A chaos run hung on that: shard 6, with no hosts, held in
+    // checkpoint 9, was taken 3 s after the resume, and every try to load it
+    // failed with "no checkpoint 9".)
+    Status kept = KeepHandoffCheckpoint(own_->sequence);
+    if (!kept.ok()) return kept;
+  }
+  st = Retry(stop, "taking the shards' leases", [&] { return Heartbeat(); });
+  if (!st.ok()) return st;
+  RestoreOwn();
+  std::string names;
+  for (const std::string& n : nodes_) names += (names.empty() ? "" : ",") + n;
+  uint64_t held = 0, max_epoch = 0;
+  for (uint32_t s : my_shards_) {
+    held += lease_state_[s] == LeaseState::kHeld;
+    max_epoch = std::max(max_epoch, epoch_[s]);
+  }
+  spdlog::info(
+      "cluster: job {} started with nodes {}; {} owns {} of {} shards, holds {} leases "
+      "(epochs up to {})",
+      cfg_.job, names, cfg_.node, my_shards_.size(), cfg_.shards, held, max_epoch);
+  // A resumed node first re-reads what it was given and has not acknowledged.
+  bool ignored = false;
+  st = Retry(stop, "reading pending entries",
+             [&] { return Receive(/*pending=*/true, &ignored); });
+  if (!st.ok()) return st;
+  thread_ = std::thread([this] { Loop(); });
+  return Status::Ok();
+}
+
+void Cluster::StashOwn(ShardState own) {
+  for (const frontier::HostImage& h : own.frontier.hosts)
+    resumed_shards_.push_back(ShardOf(h.key));
+  std::sort(resumed_shards_.begin(), resumed_shards_.end());
+  resumed_shards_.erase(std::unique(resumed_shards_.begin(), resumed_shards_.end()),
+                        resumed_shards_.end());
+  resumed_source_ = cfg_.node + " " + std::to_string(own.sequence);
+  own_ = std::move(own);
+}
+
+void Cluster::RestoreOwn() {
+  if (!own_) return;
+  std::set<uint32_t> keep(restore_own_.begin(), restore_own_.end());
+  ShardState st;
+  st.own = true;
+  st.from = own_->from;
+  st.shards = restore_own_;
+  auto mine = [&](std::string_view host) { return keep.count(ShardOf(host)) > 0; };
+  for (frontier::HostImage& h : own_->frontier.hosts)
+    if (mine(h.key)) st.frontier.hosts.push_back(std::move(h));
+  size_t dropped = 0;
+  for (auto& u : own_->frontier.urls) {
+    if (mine(frontier::HostKey(u.first.url))) {
+      st.frontier.urls.push_back(std::move(u));
+    } else {
+      ++dropped;
+    }
+  }
+  for (HostSnapshot& h : own_->hosts)
+    if (mine(h.key)) st.hosts.push_back(std::move(h));
+  own_.reset();
+  restore_own_.clear();
+  if (dropped > 0)
+    spdlog::warn(
+        "cluster: {} queued URLs of this node's checkpoint belong to shards other nodes "
+        "took over while it was away: left to them",
+        dropped);
+  MutexLock lock(mu_);
+  loaded_ = std::move(st);
+  has_loaded_ = true;
+}
+
+uint32_t Cluster::ShardOf(std::string_view host_key) const {
+  return static_cast<uint32_t>(
+      XXH3_64bits_withSeed(host_key.data(), host_key.size(), seed_) % cfg_.shards);
+}
+
+bool Cluster::Owns(std::string_view url) const {
+  uint32_t shard = ShardOf(frontier::HostKey(url));
+  return ready_[shard].load() && LeaseValid(shard);
+}
+
+bool Cluster::LeaseValid(uint32_t shard) const {
+  return SteadyClock::now().time_since_epoch().count() < valid_until_[shard].load();
+}
+
+bool Cluster::Fetchable(std::string_view host_key) const {
+  uint32_t shard = ShardOf(host_key);
+  if (ready_[shard].load() && LeaseValid(shard)) return true;
+  deferred_.fetch_add(1);
+  return false;
+}
+
+void Cluster::Ship(std::vector<frontier::UrlEntry> entries) {
+  MutexLock lock(mu_);
+  for (const frontier::UrlEntry& e : entries) {
+    uint32_t shard = ShardOf(frontier::HostKey(e.url));
+    Batch& b = outgoing_[shard];
+    if (b.urls == 0) {
+      b.shard = shard;
+      b.first = SteadyClock::now();
+    }
+    ++b.urls;
+    b.lines += e.url;
+    b.lines += '\t';
+    b.lines += std::to_string(e.depth);
+    b.lines += '\t';
+    b.lines += std::to_string(e.redirects);
+    b.lines += '\t';
+    b.lines += e.referrer;
+    if (e.kind == frontier::UrlEntry::Kind::kSitemap) b.lines += "\ts";
+    b.lines += '\n';
+    ++queued_urls_;
+    if (b.urls >= cfg_.batch_urls) {  // one stream entry holds batch_urls at most
+      full_.push_back(std::move(b));
+      outgoing_.erase(shard);
+    }
+  }
+}
+
+std::vector<frontier::UrlEntry> Cluster::TakeInbox() {
+  MutexLock lock(mu_);
+  std::vector<frontier::UrlEntry> out;
+  out.swap(inbox_);
+  ++admitting_;
+  figures_.urls_received += out.size();
+  for (Applied& a : inbox_ids_) applied_.push_back(std::move(a));
+  inbox_ids_.clear();
+  return out;
+}
+
+void Cluster::Admitted() {
+  MutexLock lock(mu_);
+  --admitting_;
+}
+
+bool Cluster::InboxEmpty() const {
+  MutexLock lock(mu_);
+  return inbox_.empty() && inbox_ids_.empty();
+}
+
+bool Cluster::Quiet() const {
+  MutexLock lock(mu_);
+  return inbox_.empty() && inbox_ids_.empty() && queued_urls_ == 0 && admitting_ == 0;
+}
+
+OutboxCut Cluster::OnCut(uint64_t sequence) {
+  MutexLock spill(spill_mu_);  // no batch is between RAM and a spill file now
+  MutexLock lock(mu_);
+  // The shards this checkpoint holds (their state is restored here), and
+  // the epochs the commit must still find.
+  std::vector<std::pair<uint32_t, uint64_t>>& shards = cut_shards_[sequence];
+  for (const auto& [shard, epoch] : holding_)
+    if (ready_[shard].load() || handoff_.count(shard) > 0)
+      shards.emplace_back(shard, epoch);
+  // Handoffs drained before this cut: this checkpoint is their source.
+  for (auto& [shard, h] : handoff_) {
+    if (h.phase != Hand::kDrained) continue;
+    h.phase = Hand::kCut;
+    h.sequence = sequence;
+  }
+  std::vector<Applied>& v = cut_[sequence];
+  for (Applied& a : applied_) v.push_back(std::move(a));
+  applied_.clear();
+  OutboxCut out;
+  out.text = kOutboxHeader;
+  for (const Batch& b : sending_) out.text += b.lines;
+  for (const Batch& b : full_) out.text += b.lines;
+  for (const auto& [shard, b] : outgoing_) out.text += b.lines;
+  for (const auto& [shard, q] : held_)
+    for (const Batch& b : q) out.text += b.lines;
+  for (const auto& [shard, files] : spill_)
+    for (const SpillFile& f : files) out.spill_files.push_back(f.path);
+  if (!out.spill_files.empty()) out.spill_files.push_back(spill_dir_);  // their names
+  // Files read back before this cut: their URLs are in RAM above, or in Redis.
+  if (!drained_.empty()) drained_cut_[sequence] = std::move(drained_);
+  drained_.clear();
+  return out;
+}
+
+Status Cluster::RestoreOutbox(const std::string& text, const std::string& path) {
+  if (text.empty()) return Status::Ok();
+  std::vector<frontier::UrlEntry> entries;
+  if (text.rfind(kOutboxHeader, 0) != 0 ||
+      !ParseLines(std::string_view(text).substr(std::strlen(kOutboxHeader)), &entries)) {
+    return Status::Error(Status::Code::kCorruption,
+                         path + ": not a cluster outbox (bad header or line)");
+  }
+  if (!entries.empty())
+    spdlog::info("cluster: {} URLs from the checkpoint's outbox queued again",
+                 entries.size());
+  Ship(std::move(entries));
+  return Status::Ok();
+}
+
+void Cluster::OnPublished(uint64_t sequence) {
+  // Acknowledged once committed (Commit, on the exchange thread).
+  MutexLock lock(mu_);
+  published_ = std::max(published_, sequence);
+}
+
+bool Cluster::CommitPending() const {
+  MutexLock lock(mu_);
+  return takeover_ && published_ > committed_seq_;
+}
+
+void Cluster::AfterCommit(uint64_t sequence) {
+  {
+    MutexLock spill(spill_mu_);
+    for (auto it = drained_cut_.begin();
+         it != drained_cut_.end() && it->first <= sequence; it = drained_cut_.erase(it)) {
+      for (const std::string& path : it->second) std::remove(path.c_str());
+    }
+  }
+  MutexLock lock(mu_);
+  committed_seq_ = std::max(committed_seq_, sequence);
+  for (auto it = cut_.begin(); it != cut_.end() && it->first <= sequence;) {
+    for (Applied& a : it->second) to_ack_.push_back(std::move(a));
+    it = cut_.erase(it);
+  }
+  cut_shards_.erase(cut_shards_.begin(), cut_shards_.upper_bound(sequence));
+}
+
+Cluster::Figures Cluster::figures() const {
+  uint64_t on_disk = 0;
+  {
+    MutexLock spill(spill_mu_);
+    on_disk = spilled_urls_;
+  }
+  MutexLock lock(mu_);
+  Figures f = figures_;
+  f.urls_queued = queued_urls_;
+  f.urls_held = held_urls_;
+  f.urls_on_disk = on_disk;
+  f.fetches_deferred = deferred_.load();
+  return f;
+}
+
+}  // namespace crawler::engine

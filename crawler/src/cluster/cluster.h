@@ -1,0 +1,447 @@
+// One node of a crawl shared by several machines through Redis ([cluster]).
+//
+// Ownership. host -> shard = XXH3-64(host key, job seed) mod shards; shard ->
+// node by rendezvous hashing over the job's nodes (the owner has the highest
+// XXH3-64(node name, seed = shard)). The job seed and the shard count are
+// fixed in Redis when the job is created. A host's URLs, robots.txt,
+// politeness and page cap live on its owner only, so per-host politeness
+// holds across the cluster with no shared lock, and each node keeps its own
+// dedup filter (no seen set in Redis).
+//
+// Membership. A node joins with a Lua script that also refuses a config
+// whose [crawl], [url] or [dedup] differs from the job's (naming the keys),
+// a different shard count, and a second live node of the same name
+// (liveness: a key with a TTL of 3 heartbeats). The crawl starts when
+// cluster.min_nodes nodes have joined. Without cluster.shared_dir the node
+// set is then frozen, and a new name is refused ("closed"); with it a new
+// node joins the running job and the shards it is given are handed over to
+// it (HandoffWork, cluster_handoff.cc).
+//
+// Death and leave (cluster_takeover.cc). Without cluster.shared_dir a node
+// that dies keeps its shards until it comes back with --resume. With it,
+// every checkpoint a node publishes is committed in Redis, fenced (each of
+// its shards must still be this node's with the same epoch), and becomes
+// each shard's source: the checkpoint a taker loads the shard from. Ownership
+// is by lease: each node wants the shards rendezvous hashing gives it among
+// the live nodes, and takes a free lease of one whose last holder died or
+// left (takeover); it loads that shard's hosts, queued URLs and seen set
+// (seen_log.h) from the source checkpoint under shared_dir, sends the source
+// node's outbox again, claims the shard's pending stream entries (XAUTOCLAIM)
+// and only then admits, reads and fetches for it. A node that finds a shard
+// it held taken by another (it was paused or cut off past its lease) stops
+// with an error: its work since its last committed checkpoint is void (the
+// taker redoes it). SIGTERM is a graceful leave: the last checkpoint is
+// committed and the leases given up, so the others take over at once.
+//
+// Exchange. A link whose host another node owns goes into that shard's
+// batch (Ship); the exchange thread sends a batch when it has
+// cluster.batch_urls URLs or is cluster.batch_ms old: one XADD per batch
+// (zlib-compressed lines "url \t depth \t redirects \t referrer"), pipelined.
+// It reads its own shards' streams through the consumer group "owners"
+// (XREADGROUP) into the inbox, which the workers admit like any link: the
+// filter drops what the node has seen, so a batch delivered twice is
+// harmless. Entries are acknowledged (XACK) and trimmed (XTRIM MINID, never
+// MAXLEN) only after a checkpoint that contains their effect is published;
+// after a crash, a resumed node re-reads its pending entries first.
+//
+// The end. Each node publishes (idle, batches sent, batches applied) in one
+// HSET; a node that reads, in two consecutive rounds, the same snapshot with
+// every node idle and sent == applied marks the job done (Mattern's
+// four-counter method: sums of monotone counters, double-checked).
+//
+// Backpressure (cluster_spill.cc). Every send returns the stream's lag (its
+// entries the owner has not read yet). A shard whose lag reached
+// cluster.max_lag_batches gets no more batches from this node: they wait in
+// RAM (held), and past cluster.outbox_ram_urls held URLs, on disk in
+// OUT/cluster-outbox/SHARD-N.txt (immutable files of outbox lines), until the
+// lag falls (re-read every 100 ms). Redis memory stays bounded by shards x
+// max_lag_batches entries however slow an owner is.
+//
+// Leases (fencing). Each owned shard has a lease in Redis, lease:S =
+// "NODE EPOCH" with a TTL of cluster.lease_s, renewed at every heartbeat;
+// its epoch only grows (a new one at every taking). Every acknowledge and
+// trim of a shard's stream is one Lua script that first checks the caller's
+// "NODE EPOCH" against the lease: a node that lost it (paused, partitioned, a
+// zombie) is refused, logs it and counts it (acks_fenced). A node fetches a
+// host only while it holds its shard's lease by its own clock (renewal sent
+// less than lease_s ago); past that it logs "lease expired", stops fetching
+// those hosts (their URLs wait in the frontier) and stops reading their
+// streams, until a renewal succeeds. An expired lease nobody else took is
+// taken again with a new epoch; one another node holds is lost.
+//
+// Redis lost mid-crawl: the node keeps crawling its own shards (for up to
+// cluster.lease_s, then it waits for Redis), holds its
+// outbound batches the same way (RAM, then disk), retries with back-off and
+// reports "redis: down N s".
+//
+// Crash safety of the outbox: a checkpoint's outbox.txt holds every URL not
+// yet confirmed by Redis that is in RAM; the spill files hold the rest and
+// are fsynced by the checkpoint writer. A resumed node re-sends both (the
+// owners' filters drop what was sent twice). A spill file read back is
+// deleted only after a later checkpoint is published.
+//
+// Thread-safe. Ship/TakeInbox are called by workers inside a gate pass (they
+// take only this object's mutex, which the forked checkpoint writer never
+// touches).
+#ifndef CRAWLER_CLUSTER_H_
+#define CRAWLER_CLUSTER_H_
+
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "base/mutex.h"
+#include "base/status.h"
+#include "crawler/checkpoint.h"
+#include "crawler/config.h"
+#include "frontier/frontier.h"
+#include "frontier/image.h"
+#include "engine/host_table.h"
+#include "cluster/redis.h"
+#include "output/seen_log.h"
+#include "report/stats_schema.h"
+
+namespace crawler::engine {
+
+// Rendezvous hashing: the index in `nodes` (sorted) of `shard`'s owner, the
+// node with the highest XXH3-64(name, seed = shard).
+uint32_t ShardOwner(const std::vector<std::string>& nodes, uint32_t shard);
+
+// Shards taken over: their part of the source checkpoint (cluster_takeover.cc).
+struct ShardState {
+  std::vector<uint32_t> shards;
+  std::string from;       // "node N checkpoint Q", for the log
+  bool own = false;       // this node's own checkpoint (a resume), not a takeover
+  uint64_t sequence = 0;  // own: that checkpoint's sequence
+  frontier::FrontierImage frontier;
+  std::vector<HostSnapshot> hosts;
+  std::vector<SeenRecord> seen;
+  std::vector<frontier::UrlEntry> outbox;  // the source node's, to send again
+};
+
+class Cluster {
+ public:
+  using Figures = ClusterReport;
+  // For the metrics (metrics.h): the upper bounds of the Redis round-trip
+  // histogram's buckets, in seconds.
+  static constexpr std::array<double, 10> kRttBounds = {
+      0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1};
+  struct Health {
+    std::vector<std::pair<uint32_t, uint64_t>> owned_lag;   // shard, unread entries
+    std::array<uint64_t, kRttBounds.size()> rtt_buckets{};  // by bucket, not cumulative
+    uint64_t rtt_count = 0;
+    double rtt_sum_s = 0;
+  };
+
+  // Connects and joins the job. Errors: Redis unreachable (kIoError, naming
+  // the address), a refusal (kInvalidArgument, naming the reason).
+  // `out_dir`: the crawl's output (the spill files go in OUT/cluster-outbox).
+  // `resumed`: Redis may be restarting too; it is waited for (a minute).
+  static Result<std::unique_ptr<Cluster>> Join(const Config& config,
+                                               const std::string& out_dir, bool resumed);
+  ~Cluster();
+  Cluster(const Cluster&) = delete;
+  Cluster& operator=(const Cluster&) = delete;
+
+  // Waits until the job has started (cluster.min_nodes nodes joined), then
+  // fixes the ownership and starts the exchange thread. `local_idle` tells
+  // whether this node has nothing to do (called from the exchange thread).
+  [[nodiscard]] Status Start(const std::atomic<bool>& stop,
+                             std::function<bool()> local_idle);
+
+  // After Start: does this node own `url`'s host? (It holds the lease of its
+  // shard, by its own clock, and has its state loaded.)
+  bool Owns(std::string_view url) const;
+  // After Start: may this node fetch `host_key`'s URLs now? False while it
+  // does not own the host's shard.
+  bool Fetchable(std::string_view host_key) const;
+  uint32_t ShardOf(std::string_view host_key) const;
+
+  // Takeover (cluster_takeover.cc): the state of shards taken over from a
+  // dead or leaving node, for a worker to restore (inside a gate pass), then
+  // ShardsLoaded. The error that stops this node (a shard it held was taken
+  // by another node), if any.
+  std::optional<ShardState> TakeShardState() EXCLUDES(mu_);
+  void ShardsLoaded(const std::vector<uint32_t>& shards) EXCLUDES(mu_);
+  bool Failed() const { return failed_.load(); }
+  // With shared_dir: a published checkpoint is not committed yet. No new one
+  // is cut meanwhile: the committed one (a taker's source) must stay on disk
+  // as checkpoint.prev/, which the next publish would replace.
+  bool CommitPending() const EXCLUDES(mu_);
+  Status failure() const EXCLUDES(mu_);
+  // On the way out (SIGTERM): after the last checkpoint is committed, give
+  // the leases up so the other nodes take the shards over at once.
+  void LeaveOnStop() { leave_ = true; }
+  // A resumed node with shared_dir: its checkpoint's frontier and hosts,
+  // restored at Start only for the shards it still holds (the others were
+  // taken over meanwhile: their new owners have them).
+  void StashOwn(ShardState own);
+
+  // Handoff (a node joined the job, or came back): a shard held here that
+  // rendezvous hashing over the live nodes now gives another node is handed
+  // over. 1. It is no longer owned (links for its hosts go to its stream,
+  // its hosts are not fetched, its stream is not read); 2. a worker reports
+  // it drained (no page or robots.txt fetch of its hosts in flight), inside
+  // a gate pass; 3. a checkpoint is cut (CheckpointWanted) and committed:
+  // the shard's source; 4. its lease is given up, the other node takes it
+  // over from that checkpoint, and a worker drops its queued URLs here.
+  // That checkpoint is kept (hard links) in OUT/handoff/SEQ/ until no
+  // shard's source names it any more (its new owners committed), so this
+  // node cuts on meanwhile; it cuts none between the handoff's cut and that
+  // copy (HoldCuts: one exchange round after the commit).
+  bool HandoffWork() const { return handoff_work_.load(); }
+  // Shards waiting to be drained (at most every 100 ms; else none).
+  std::vector<uint32_t> Draining() EXCLUDES(mu_);
+  void Drained(const std::vector<uint32_t>& shards) EXCLUDES(mu_);
+  // Shards given up: their queued URLs to drop now, then Dropped.
+  std::vector<uint32_t> TakeReleased() EXCLUDES(mu_);
+  void Dropped(const std::vector<uint32_t>& shards, uint64_t urls) EXCLUDES(mu_);
+  // Is `url`'s shard being handed over (its URLs go to its stream)?
+  bool Handing(std::string_view url) const;
+  bool CheckpointWanted() const EXCLUDES(mu_);
+  bool HoldCuts() const EXCLUDES(mu_);
+
+  // Queues URLs for their owners (none of them may be this node's).
+  void Ship(std::vector<frontier::UrlEntry> entries) EXCLUDES(mu_);
+  // Received URLs, to admit now (the inbox is emptied); call Admitted when
+  // they are in the frontier (until then the node is not idle).
+  std::vector<frontier::UrlEntry> TakeInbox() EXCLUDES(mu_);
+  void Admitted() EXCLUDES(mu_);
+  bool InboxEmpty() const EXCLUDES(mu_);
+  // Nothing queued to send, nothing received unapplied.
+  bool Quiet() const EXCLUDES(mu_);
+
+  // The job is over (every node idle, every batch applied).
+  bool Done() const { return done_.load(); }
+
+  // Checkpoint hooks: `sequence` cut (gate closed) / published. OnCut
+  // returns the outbox (outbox.txt): every URL queued or in flight to
+  // another node, not yet confirmed by Redis. The rule it keeps: a page
+  // counts as done in a checkpoint only once its links are durable, in
+  // Redis or in that checkpoint.
+  // Also names the spill files the checkpoint writer must fsync.
+  OutboxCut OnCut(uint64_t sequence) EXCLUDES(mu_, spill_mu_);
+  // A resumed node's outbox, queued to be sent again (duplicates are
+  // dropped by the owners' filters). Errors: a malformed file.
+  [[nodiscard]] Status RestoreOutbox(const std::string& text, const std::string& path);
+  // A resumed node's spill files, taken back as they are (a torn last line,
+  // written after the last checkpoint, is cut off). Errors: a malformed file.
+  [[nodiscard]] Status RestoreSpill() EXCLUDES(mu_, spill_mu_);
+  void OnPublished(uint64_t sequence) EXCLUDES(mu_);
+
+  Figures figures() const EXCLUDES(mu_);
+  // Read at every heartbeat: owned shards' lag, the heartbeat's round trip.
+  Health health() const EXCLUDES(mu_);
+  // The crawl's own figures, published with the node's (cluster-stats).
+  void SetCrawlFigures(uint64_t pages, double pages_per_s) EXCLUDES(mu_);
+
+ private:
+  struct Batch {
+    uint32_t shard = 0;
+    uint32_t urls = 0;
+    std::string lines;  // uncompressed
+    std::chrono::steady_clock::time_point first{};
+  };
+  struct Applied {
+    uint32_t shard;
+    std::string id;
+  };
+  struct SpillFile {
+    std::string path;
+    uint64_t urls = 0;    // lines in the file
+    uint64_t offset = 0;  // bytes read back (and sent) so far
+  };
+
+  Cluster(const Config& config, RedisAddress address, std::unique_ptr<Redis> redis,
+          std::string token, uint64_t seed, std::string out_dir);
+  std::string Key(const std::string& suffix) const;
+  std::string StreamKey(uint32_t shard) const;
+  void Loop();
+  // One round of the exchange thread; false: the connection broke.
+  bool Round(bool* did_something);
+  bool SendDue(bool flush_all, bool* did_something);
+  // Backpressure (cluster_spill.cc). Picks the batches to send now (due,
+  // then in sending_): held ones first, then new ones, up to each shard's
+  // room under max_lag_batches; the rest is held. Then spill files of shards
+  // with room left are read back.
+  void Select(bool flush_all, std::vector<Batch>* due) EXCLUDES(mu_, spill_mu_);
+  void TakeNew(bool flush_all, std::vector<Batch>* fresh) REQUIRES(mu_);
+  void Hold(Batch b) REQUIRES(mu_);
+  uint64_t Room(uint32_t shard) const;
+  // Redis down: every due batch is held.
+  void HoldAll() EXCLUDES(mu_);
+  // Held URLs over outbox_ram_urls: all held batches go to new spill files.
+  void SpillIfOver() EXCLUDES(mu_, spill_mu_);
+  // Up to `max` batches of `shard` from its spill files.
+  std::vector<Batch> ReadSpill(uint32_t shard, uint64_t max) REQUIRES(spill_mu_);
+  // Re-reads the lag of shards with batches waiting (every 100 ms).
+  bool RefreshLag();
+  // Reads `shards`' streams (all owned ones if null): new entries, or with
+  // `pending` this node's own unacknowledged ones.
+  bool Receive(bool pending, bool* did_something,
+               const std::vector<uint32_t>* shards = nullptr);
+  bool AckPublished();
+  // Renews the owned shards' leases (takes them at Start) in the same
+  // pipeline as the liveness key, the node's figures and the lag.
+  bool Heartbeat();
+  std::vector<std::string> LeaseCommand() const;
+  void ApplyLeases(const redisReply* r, std::chrono::steady_clock::time_point sent)
+      EXCLUDES(mu_);
+  // Logs owned leases whose renewal is older than lease_s (once each).
+  void CheckLeaseExpiry() EXCLUDES(mu_);
+  bool LeaseValid(uint32_t shard) const;
+  // cluster_takeover.cc. The shards to renew or take at the next heartbeat:
+  // those held, and those rendezvous hashing gives this node among `live`.
+  void Want(const std::vector<std::string>& live);
+  // Handoff: starts handing `shard` over to `to`, or (to == this node)
+  // takes it back if its lease was not given up yet.
+  void HandTo(uint32_t shard, const std::string& to) EXCLUDES(mu_);
+  // Gives up the shards whose handoff checkpoint is committed: keeps it in
+  // OUT/handoff/SEQ/, gives them up here, then their leases (SendReleases).
+  bool HandOver() EXCLUDES(mu_);
+  bool SendReleases();
+  Status KeepHandoffCheckpoint(uint64_t sequence) EXCLUDES(mu_);
+  // Removes the kept handoff checkpoints no shard's source names (`sources`:
+  // HGETALL of the source hash).
+  void PruneHandoffDirs(const redisReply* sources) EXCLUDES(mu_);
+  bool Released(uint32_t shard) const EXCLUDES(mu_);
+  // Loads the shards waiting in to_load_ from their sources.
+  void LoadTaken();
+  // Start: the stashed own state of the shards held again, for a worker.
+  void RestoreOwn() EXCLUDES(mu_);
+  Result<ShardState> LoadFrom(const std::string& node, uint64_t sequence,
+                              const std::vector<uint32_t>& shards);
+  // Claims the pending entries of shards just loaded and reads them.
+  bool ClaimLoaded(bool* did_something);
+  // Commits the newest published checkpoint (fenced); then acknowledges.
+  bool Commit();
+  void AfterCommit(uint64_t sequence) EXCLUDES(mu_, spill_mu_);
+  bool Release();
+  void Fail(const std::string& why) EXCLUDES(mu_);
+  bool Ready(uint32_t shard) const { return ready_[shard].load(); }
+  bool Publish();
+  bool CheckDone();
+  Status Reconnect();
+  // Runs `step` until it succeeds, reconnecting with back-off (Start's).
+  Status Retry(const std::atomic<bool>& stop, const char* what,
+               const std::function<bool()>& step);
+
+  const ClusterConfig cfg_;
+  const uint32_t min_nodes_;
+  const RedisAddress address_;
+  const std::string token_;
+  const uint64_t seed_;
+  std::unique_ptr<Redis> redis_;  // the exchange thread's (Join's, before it)
+
+  // Fixed by Start.
+  std::vector<std::string> nodes_;
+  std::vector<uint32_t> owner_;  // by shard: index into nodes_
+  uint32_t self_ = 0;
+  std::vector<uint32_t> my_shards_;  // in the lease command (Want)
+  std::function<bool()> local_idle_;
+
+  // Lock order: spill_mu_, then mu_ (workers take mu_ only).
+  mutable Mutex spill_mu_ ACQUIRED_BEFORE(mu_);
+  mutable Mutex mu_;
+  std::map<uint32_t, Batch> outgoing_ GUARDED_BY(mu_);  // filling, by shard
+  std::vector<Batch> full_ GUARDED_BY(mu_);             // batch_urls reached: to send
+  std::vector<Batch> sending_
+      GUARDED_BY(mu_);  // taken by the exchange thread, unconfirmed
+  std::map<uint32_t, std::deque<Batch>> held_ GUARDED_BY(mu_);  // over the lag limit
+  uint64_t held_urls_ GUARDED_BY(mu_) = 0;
+  std::map<uint32_t, std::deque<SpillFile>> spill_ GUARDED_BY(spill_mu_);
+  uint64_t spilled_urls_ GUARDED_BY(spill_mu_) = 0;  // not yet read back
+  uint64_t spill_files_made_ GUARDED_BY(spill_mu_) = 0;
+  std::vector<std::string> drained_ GUARDED_BY(spill_mu_);  // read back, not cut
+  std::map<uint64_t, std::vector<std::string>> drained_cut_ GUARDED_BY(spill_mu_);
+  uint64_t queued_urls_ GUARDED_BY(mu_) = 0;
+  uint32_t admitting_ GUARDED_BY(mu_) = 0;
+  std::vector<frontier::UrlEntry> inbox_ GUARDED_BY(mu_);
+  std::vector<Applied> inbox_ids_ GUARDED_BY(mu_);                // entries in the inbox
+  std::vector<Applied> applied_ GUARDED_BY(mu_);                  // admitted, not yet cut
+  std::map<uint64_t, std::vector<Applied>> cut_ GUARDED_BY(mu_);  // by sequence
+  std::vector<Applied> to_ack_ GUARDED_BY(mu_);  // published: to acknowledge
+  Figures figures_ GUARDED_BY(mu_);
+  Health health_ GUARDED_BY(mu_);
+
+  std::atomic<bool> done_{false}, stop_{false};
+  std::atomic<uint64_t> sent_batches_{0}, applied_batches_{0};
+  // The exchange thread's.
+  std::chrono::steady_clock::time_point down_since_{}, last_beat_{}, last_state_{},
+      last_lag_{};
+  std::vector<uint64_t> lag_;  // by shard: the last lag seen, plus batches sent since
+  // Leases, by shard. The exchange thread's (Start's before it):
+  enum class LeaseState : uint8_t { kNone, kHeld, kExpired, kLost };
+  std::vector<uint64_t> epoch_;  // the epoch this node holds; 0: none
+  std::vector<LeaseState> lease_state_;
+  // Read by workers (Fetchable): until when the lease is ours (steady ns).
+  std::unique_ptr<std::atomic<int64_t>[]> valid_until_;
+  const std::chrono::milliseconds lease_ttl_;
+  mutable std::atomic<uint64_t> deferred_{0};  // Fetchable said no
+  // Takeover. takeover_: cluster.shared_dir is set. ready_: the shard's state
+  // is here (set at its taking, or when a worker restored what was loaded).
+  const bool takeover_;
+  std::string out_rel_;  // OUT relative to shared_dir (published for takers)
+  std::unique_ptr<std::atomic<bool>[]> ready_;
+  std::map<uint32_t, std::string> to_load_;  // shard -> source "NODE SEQ"
+  std::chrono::steady_clock::time_point retry_load_at_{};
+  std::optional<ShardState> loaded_ GUARDED_BY(mu_);  // for a worker
+  std::vector<uint32_t> to_claim_ GUARDED_BY(mu_);    // restored: claim their entries
+  // Commits: the shards (and epochs) each cut holds; published sequences.
+  std::map<uint64_t, std::vector<std::pair<uint32_t, uint64_t>>> cut_shards_
+      GUARDED_BY(mu_);
+  uint64_t published_ GUARDED_BY(mu_) = 0;
+  uint64_t committed_seq_ GUARDED_BY(mu_) = 0;            // committed_, for other threads
+  std::map<uint32_t, uint64_t> holding_ GUARDED_BY(mu_);  // held shard -> epoch
+  std::atomic<bool> has_loaded_{false};
+  uint64_t committed_ = 0;
+  std::vector<uint32_t> resumed_shards_;
+  std::string resumed_source_;         // "NODE SEQ" of the checkpoint resumed from
+  std::optional<ShardState> own_;      // StashOwn's, until Start
+  std::vector<uint32_t> restore_own_;  // held again at Start: restored from own_
+  std::atomic<bool> failed_{false}, leave_{false};
+  // Handoff (see HandoffWork). handing_: by shard, being handed over or
+  // given up and not yet dropped here.
+  enum class Hand : uint8_t { kDraining, kDrained, kCut };
+  struct Handoff {
+    Hand phase = Hand::kDraining;
+    uint64_t sequence = 0;  // kCut: the checkpoint that holds the shard
+    std::string to;
+  };
+  std::map<uint32_t, Handoff> handoff_ GUARDED_BY(mu_);
+  // Given up: shard -> the checkpoint it was handed over in, until its
+  // source names another checkpoint (or this node loaded it back).
+  std::map<uint32_t, uint64_t> released_ GUARDED_BY(mu_);
+  std::vector<uint32_t> to_drop_ GUARDED_BY(mu_);  // given up, for a worker
+  std::set<uint32_t> dropping_ GUARDED_BY(mu_);    // taken by a worker
+  std::chrono::steady_clock::time_point last_drain_ GUARDED_BY(mu_){};
+  std::unique_ptr<std::atomic<bool>[]> handing_;
+  std::atomic<bool> handoff_work_{false};
+  // Given up here, lease not yet given up in Redis: shard, "NODE EPOCH".
+  std::vector<std::pair<uint32_t, std::string>> releasing_;
+  std::set<uint64_t> handoff_dirs_ GUARDED_BY(mu_);  // OUT/handoff/SEQ/ on disk
+  std::chrono::steady_clock::time_point last_keep_warn_{};
+  const std::string out_dir_;
+  Status failure_ GUARDED_BY(mu_);
+  const std::string spill_dir_;
+  std::thread thread_;
+};
+
+// The directory under a node's OUT that holds checkpoint `sequence`:
+// handoff/SEQ/, checkpoint/ or checkpoint.prev/ ("" if none does).
+std::string CheckpointOfSequence(const std::string& out, uint64_t sequence);
+
+}  // namespace crawler::engine
+
+#endif  // CRAWLER_CLUSTER_H_

@@ -1,0 +1,356 @@
+// The exchange thread of a cluster node (see cluster.h): send due batches,
+// read this node's shards, acknowledge and trim what checkpoints hold,
+// heartbeat, publish the node's state, test the end; reconnect when Redis
+// goes away.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <map>
+#include <thread>
+
+#include "cluster/cluster.h"
+#include "cluster/cluster_wire.h"
+
+namespace crawler::engine {
+
+using namespace cluster_wire;  // NOLINT: the formats this thread speaks
+
+void Cluster::Loop() {
+  auto backoff = std::chrono::milliseconds(100);
+  while (true) {
+    bool stopping = stop_.load();
+    if (!redis_) {
+      Status st = Reconnect();
+      if (!st.ok()) {
+        if (stopping) return;
+        double down =
+            std::chrono::duration<double>(SteadyClock::now() - down_since_).count();
+        {
+          MutexLock lock(mu_);
+          figures_.redis_down_s = down;
+        }
+        spdlog::warn("redis: down {:.0f} s ({}); retrying", down, st.message());
+        CheckLeaseExpiry();  // past lease_s the workers stop: say so
+        // Meanwhile outbound batches are held (RAM, then spill files).
+        for (auto slept = std::chrono::milliseconds(0); slept < backoff && !stop_.load();
+             slept += std::chrono::milliseconds(100)) {
+          HoldAll();
+          SpillIfOver();
+          std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+        backoff = std::min(backoff * 2, std::chrono::milliseconds(2000));
+        continue;
+      }
+      backoff = std::chrono::milliseconds(100);
+      MutexLock lock(mu_);
+      figures_.redis_down_s = 0;
+      spdlog::info("redis: reconnected to {}", address_.Text());
+    }
+    bool did = false;
+    if (!Round(&did)) {
+      spdlog::warn("redis: connection to {} lost", address_.Text());
+      redis_.reset();
+      down_since_ = SteadyClock::now();
+      if (stopping) return;
+      std::this_thread::sleep_for(backoff);  // no hot loop on a failing command
+      backoff = std::min(backoff * 2, std::chrono::milliseconds(2000));
+      continue;
+    }
+    if (stopping) {
+      // A last round sent everything, committed and acknowledged what was
+      // published; a leaving node then gives its leases up.
+      if (leave_.load() && !Release())
+        spdlog::warn(
+            "redis: the leases could not be given up: the other nodes take "
+            "this node's shards over when they expire");
+      return;
+    }
+    // Idle: poll again after half a batch period (each poll reads every owned
+    // stream; measured: polling every 5 ms cost a one-node crawl 16% of its
+    // pages/s, scripts/bench-cluster.sh cpu).
+    if (!did)
+      std::this_thread::sleep_for(
+          std::chrono::milliseconds(std::max(1u, cfg_.batch_ms / 2)));
+  }
+}
+
+Status Cluster::Reconnect() {
+  auto r = Redis::Connect(address_, 2);
+  if (!r.ok()) return r.status();
+  redis_ = std::move(r).value();
+  return Status::Ok();
+}
+
+bool Cluster::Round(bool* did) {
+  auto now = SteadyClock::now();
+  CheckLeaseExpiry();
+  if (!SendDue(stop_.load(), did)) return false;
+  if (!Receive(false, did)) return false;
+  if (!ClaimLoaded(did)) return false;
+  if (!Commit()) return false;
+  if (!AckPublished()) return false;
+  if (now - last_beat_ >
+      std::chrono::milliseconds(static_cast<int64_t>(cfg_.heartbeat_s * 1000))) {
+    last_beat_ = now;
+    if (!Heartbeat()) return false;
+  }
+  if (!HandOver()) return false;
+  LoadTaken();
+  if (now - last_state_ >
+      std::chrono::milliseconds(std::max<uint32_t>(cfg_.batch_ms, 50))) {
+    last_state_ = now;
+    if (!Publish() || !CheckDone()) return false;
+  }
+  return true;
+}
+
+bool Cluster::SendDue(bool flush_all, bool* did) {
+  if (!RefreshLag()) return false;
+  std::vector<Batch> due;
+  Select(flush_all, &due);  // also in sending_: in the outbox of a cut meanwhile
+  SpillIfOver();
+  if (due.empty()) return true;
+  *did = true;
+  std::vector<std::vector<std::string>> cmds;
+  for (const Batch& b : due) {
+    cmds.push_back({"EVAL", kSendScript, "2", StreamKey(b.shard), Key("sent"),
+                    Compress(b.lines), std::to_string(b.urls),
+                    std::to_string(b.lines.size()), cfg_.node});
+  }
+  auto replies = redis_->Pipeline(cmds);
+  bool ok = replies.ok() && std::none_of(replies->begin(), replies->end(),
+                                         [](const RedisReply& r) { return r.IsError(); });
+  MutexLock lock(mu_);
+  sending_.clear();
+  if (!ok) {
+    // Unconfirmed: held for the next connection (a batch Redis did take is
+    // then sent twice; its owner's filter drops the copies).
+    for (Batch& b : due) Hold(std::move(b));
+    return false;
+  }
+  for (size_t i = 0; i < due.size(); ++i) {
+    const Batch& b = due[i];
+    queued_urls_ -= b.urls;
+    figures_.urls_sent += b.urls;
+    ++figures_.batches_sent;
+    const redisReply* lag = Element((*replies)[i].raw(), 1);
+    if (lag != nullptr && lag->type == REDIS_REPLY_INTEGER)
+      lag_[b.shard] = static_cast<uint64_t>(std::max<long long>(0, lag->integer));
+  }
+  return true;
+}
+
+bool Cluster::Receive(bool pending, bool* did, const std::vector<uint32_t>* only) {
+  // Only the streams of shards this node owns (lease held, state here).
+  std::vector<uint32_t> shards;
+  for (uint32_t s : only != nullptr ? *only : my_shards_)
+    if (ready_[s].load() && LeaseValid(s)) shards.push_back(s);
+  if (shards.empty()) return true;
+  std::vector<std::string> cmd;
+  if (pending) {
+    // This node's own unacknowledged entries (ID 0): not counted again.
+    cmd = {"XREADGROUP", "GROUP", "owners", cfg_.node, "COUNT", "1000000", "STREAMS"};
+    for (uint32_t s : shards) cmd.push_back(StreamKey(s));
+    for (size_t i = 0; i < shards.size(); ++i) cmd.push_back("0");
+  } else {
+    cmd = {"EVAL", kReceiveScript, std::to_string(2 + shards.size()), Key("state"),
+           Key("delivered")};
+    for (uint32_t s : shards) cmd.push_back(StreamKey(s));
+    cmd.push_back(cfg_.node);
+    cmd.push_back("64");
+  }
+  auto r = redis_->Command(cmd);
+  if (!r.ok()) {
+    // Redis may have delivered entries (now pending for this node) and died
+    // before its reply came: read again from the pending list once it is
+    // back (ClaimLoaded), or they stay pending forever: their URLs lost and
+    // the streams' lag stuck for every sender (a chaos run hung on it, with
+    // redis-server killed just after it delivered).
+    if (!pending) {
+      MutexLock lock(mu_);
+      to_claim_.insert(to_claim_.end(), shards.begin(), shards.end());
+    }
+    return false;
+  }
+  if (r->IsError()) {
+    spdlog::warn("redis: read: {}", r->Str());
+    if (r->Str().rfind("NOGROUP", 0) == 0) {
+      // A stream or its group was deleted (by hand?): made again from the
+      // start of what is left (a batch read twice is harmless).
+      std::vector<std::vector<std::string>> create;
+      for (uint32_t s : my_shards_)
+        create.push_back({"XGROUP", "CREATE", StreamKey(s), "owners", "0", "MKSTREAM"});
+      return redis_->Pipeline(create).ok();
+    }
+    return false;
+  }
+  const redisReply* streams = r->raw();
+  size_t got = 0;
+  std::vector<frontier::UrlEntry> entries;
+  std::vector<Applied> ids;
+  uint64_t malformed = 0;
+  for (size_t i = 0;
+       streams != nullptr && streams->type == REDIS_REPLY_ARRAY && i < streams->elements;
+       ++i) {
+    const redisReply* s = streams->element[i];
+    std::string key = RedisReply::StrOf(Element(s, 0));
+    uint32_t shard = 0;
+    std::string_view num = std::string_view(key).substr(key.rfind(':') + 1);
+    std::from_chars(num.data(), num.data() + num.size(), shard);
+    const redisReply* list = Element(s, 1);
+    for (size_t j = 0; list != nullptr && j < list->elements; ++j) {
+      const redisReply* entry = list->element[j];
+      std::string id = RedisReply::StrOf(Element(entry, 0));
+      const redisReply* fields = Element(entry, 1);
+      std::string z, b;
+      for (size_t k = 0; fields != nullptr && k + 1 < fields->elements; k += 2) {
+        std::string f = RedisReply::StrOf(fields->element[k]);
+        if (f == "z") z = RedisReply::StrOf(fields->element[k + 1]);
+        if (f == "b") b = RedisReply::StrOf(fields->element[k + 1]);
+      }
+      ++got;
+      std::string raw;
+      size_t raw_len = 0;
+      std::from_chars(b.data(), b.data() + b.size(), raw_len);
+      if (!Uncompress(z, raw_len, &raw) || !ParseLines(raw, &entries)) {
+        ++malformed;
+        spdlog::warn("cluster: malformed stream entry {} in {}: skipped", id, key);
+      }
+      ids.push_back(Applied{shard, id});
+    }
+  }
+  if (got == 0) return true;
+  *did = true;
+  MutexLock lock(mu_);
+  figures_.malformed += malformed;
+  figures_.batches_applied += got;
+  for (auto& e : entries) inbox_.push_back(std::move(e));
+  for (auto& a : ids) inbox_ids_.push_back(std::move(a));
+  return true;
+}
+
+bool Cluster::Heartbeat() {
+  Figures f = figures();
+  f.updated_unix =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
+  std::vector<std::vector<std::string>> cmds = {
+      {"SET", Key("alive:" + cfg_.node), token_, "PX",
+       std::to_string(static_cast<int64_t>(cfg_.heartbeat_s * 3000))},
+      {"HSET", Key("stats"), cfg_.node, json::serialize(json::value_from(f))}};
+  // With takeover: which nodes are alive (the shards this node wants next).
+  bool members = takeover_ && !nodes_.empty();
+  if (members) cmds.push_back({"EVAL", kMembersScript, "1", Key("nodes"), Key("alive:")});
+  // Shards given up: has their source moved on (their new owner committed)?
+  std::vector<uint32_t> released;
+  {
+    MutexLock lock(mu_);
+    for (const auto& [s, seq] : released_) released.push_back(s);
+  }
+  size_t sources_at = cmds.size();
+  if (!released.empty()) {
+    cmds.push_back({"HMGET", Key("source")});
+    for (uint32_t s : released) cmds.back().push_back(std::to_string(s));
+  }
+  // Kept handoff checkpoints: does some shard's source still name one?
+  bool kept = false;
+  {
+    MutexLock lock(mu_);
+    kept = !handoff_dirs_.empty();
+  }
+  size_t all_sources_at = cmds.size();
+  if (kept) cmds.push_back({"HGETALL", Key("source")});
+  size_t lease_at = cmds.size();
+  std::vector<uint32_t> asked = my_shards_;
+  if (!asked.empty()) {  // the leases; the owned shards' lag, for the metrics
+    cmds.push_back(LeaseCommand());
+    cmds.push_back({"EVAL", kLagScript, std::to_string(asked.size())});
+    for (uint32_t s : asked) cmds.back().push_back(StreamKey(s));
+  }
+  auto start = SteadyClock::now();
+  auto r = redis_->Pipeline(cmds);
+  double rtt = std::chrono::duration<double>(SteadyClock::now() - start).count();
+  if (!r.ok() || (*r)[0].IsError()) return false;
+  if (!asked.empty()) {
+    if ((*r)[lease_at].IsError()) {
+      spdlog::warn("redis: lease renewal: {}", (*r)[lease_at].Str());
+      return false;
+    }
+    ApplyLeases((*r)[lease_at].raw(), start);
+  }
+  if (members && !(*r)[2].IsError()) {
+    // The node set grows when a node joins a running job.
+    const redisReply* all = Element((*r)[2].raw(), 0);
+    const redisReply* alive = Element((*r)[2].raw(), 1);
+    std::vector<std::string> nodes, live;
+    for (size_t i = 0; all != nullptr && i < all->elements; ++i)
+      nodes.push_back(RedisReply::StrOf(all->element[i]));
+    for (size_t i = 0; alive != nullptr && i < alive->elements; ++i)
+      live.push_back(RedisReply::StrOf(alive->element[i]));
+    if (!nodes.empty()) nodes_ = std::move(nodes);
+    {
+      MutexLock lock(mu_);
+      figures_.nodes = nodes_.size();
+    }
+    Want(live);
+  }
+  if (kept && !(*r)[all_sources_at].IsError())
+    PruneHandoffDirs((*r)[all_sources_at].raw());
+  if (!released.empty()) {
+    const redisReply* src = (*r)[sources_at].raw();
+    std::string mine = cfg_.node + " ";
+    MutexLock lock(mu_);
+    for (size_t i = 0; src != nullptr && src->type == REDIS_REPLY_ARRAY &&
+                       i < src->elements && i < released.size();
+         ++i) {
+      auto it = released_.find(released[i]);
+      if (it == released_.end()) continue;
+      if (RedisReply::StrOf(src->element[i]) != mine + std::to_string(it->second))
+        released_.erase(it);  // the new owner's checkpoint holds it now
+    }
+  }
+  MutexLock lock(mu_);
+  size_t bucket = 0;
+  while (bucket < kRttBounds.size() && rtt > kRttBounds[bucket]) ++bucket;
+  if (bucket < kRttBounds.size()) ++health_.rtt_buckets[bucket];
+  ++health_.rtt_count;
+  health_.rtt_sum_s += rtt;
+  const redisReply* lags = r->size() > lease_at + 1 ? (*r)[lease_at + 1].raw() : nullptr;
+  if (lags != nullptr && lags->type == REDIS_REPLY_ARRAY &&
+      lags->elements == asked.size()) {
+    health_.owned_lag.clear();
+    for (size_t i = 0; i < asked.size(); ++i) {
+      if (lease_state_[asked[i]] != LeaseState::kHeld) continue;
+      const redisReply* e = lags->element[i];
+      uint64_t lag = e->type == REDIS_REPLY_INTEGER && e->integer > 0
+                         ? static_cast<uint64_t>(e->integer)
+                         : 0;
+      health_.owned_lag.emplace_back(asked[i], lag);
+    }
+  }
+  return true;
+}
+
+bool Cluster::Publish() {
+  bool idle = local_idle_ && local_idle_() && Quiet();
+  auto r = redis_->Command({"HSET", Key("state"), cfg_.node, idle ? "idle" : "busy"});
+  return r.ok() && !r->IsError();
+}
+
+bool Cluster::CheckDone() {
+  std::vector<std::string> cmd = {
+      "EVAL",       kDoneScript,  std::to_string(5 + nodes_.size()),
+      Key("state"), Key("sent"),  Key("delivered"),
+      Key("done"),  Key("holder")};
+  for (const std::string& n : nodes_) cmd.push_back(Key("alive:" + n));
+  cmd.push_back(takeover_ ? "1" : "0");
+  cmd.insert(cmd.end(), nodes_.begin(), nodes_.end());
+  auto r = redis_->Command(cmd);
+  if (!r.ok() || r->IsError()) return false;
+  if (r->Int() == 1 && !done_.exchange(true))
+    spdlog::info("cluster: job {} is done (every node idle, every batch applied)",
+                 cfg_.job);
+  return true;
+}
+
+}  // namespace crawler::engine

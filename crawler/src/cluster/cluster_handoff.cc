@@ -1,0 +1,270 @@
+// Handoff of shards between live cluster nodes (see cluster.h, HandoffWork):
+// when a node joins a running job, or comes back, the shards rendezvous
+// hashing now gives it are handed over by their holders: drained, cut into a
+// committed checkpoint, given up, taken over from that checkpoint.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+
+#include "base/file_util.h"
+#include "cluster/cluster.h"
+#include "cluster/cluster_wire.h"
+#include "crawler/checkpoint.h"
+
+namespace crawler::engine {
+
+using namespace cluster_wire;  // NOLINT: the formats this file speaks
+
+void Cluster::HandTo(uint32_t shard, const std::string& to) {
+  MutexLock lock(mu_);
+  auto it = handoff_.find(shard);
+  if (to == cfg_.node) {
+    // The newcomer went away before taking it: this node keeps it.
+    if (it == handoff_.end()) return;
+    spdlog::info("cluster: shard {} stays here (node {} went away before taking it)",
+                 shard, it->second.to);
+    handoff_.erase(it);
+    handing_[shard] = false;
+    ready_[shard] = true;
+    // Its pending entries are read again (ClaimLoaded): a shard restored or
+    // taken over and handed at once was skipped when they were read (not
+    // ready then), and entries delivered to this node's previous process
+    // would stay pending forever: their URLs lost, and the stream's lag
+    // (backpressure) stuck for every sender (a chaos run hung on it).
+    to_claim_.push_back(shard);
+    handoff_work_ = !handoff_.empty() || !to_drop_.empty();
+    return;
+  }
+  if (it != handoff_.end()) {
+    it->second.to = to;
+    return;
+  }
+  // From now on its links go to its stream and its hosts wait.
+  handing_[shard] = true;
+  ready_[shard] = false;
+  handoff_[shard] = Handoff{Hand::kDraining, 0, to};
+  handoff_work_ = true;
+  spdlog::info(
+      "cluster: handing shard {} over to node {}: draining its fetches, then a "
+      "checkpoint",
+      shard, to);
+}
+
+std::vector<uint32_t> Cluster::Draining() {
+  MutexLock lock(mu_);
+  std::vector<uint32_t> out;
+  auto now = SteadyClock::now();
+  // A worker scans the hosts for each answer: not at every loop.
+  if (now - last_drain_ < std::chrono::milliseconds(100)) return out;
+  last_drain_ = now;
+  for (const auto& [shard, h] : handoff_)
+    if (h.phase == Hand::kDraining) out.push_back(shard);
+  return out;
+}
+
+void Cluster::Drained(const std::vector<uint32_t>& shards) {
+  MutexLock lock(mu_);
+  for (uint32_t s : shards) {
+    auto it = handoff_.find(s);
+    if (it != handoff_.end() && it->second.phase == Hand::kDraining)
+      it->second.phase = Hand::kDrained;
+  }
+}
+
+bool Cluster::CheckpointWanted() const {
+  MutexLock lock(mu_);
+  return std::any_of(handoff_.begin(), handoff_.end(),
+                     [](const auto& h) { return h.second.phase == Hand::kDrained; });
+}
+
+bool Cluster::HoldCuts() const {
+  MutexLock lock(mu_);
+  // A handoff's checkpoint is cut: no other until HandOver has kept it in
+  // OUT/handoff/SEQ/ (right after its commit; it waits on nothing else).
+  return std::any_of(handoff_.begin(), handoff_.end(),
+                     [](const auto& h) { return h.second.phase == Hand::kCut; });
+}
+
+bool Cluster::Released(uint32_t shard) const {
+  MutexLock lock(mu_);
+  return released_.count(shard) > 0;
+}
+
+bool Cluster::Handing(std::string_view url) const {
+  return handing_[ShardOf(frontier::HostKey(url))].load();
+}
+
+std::vector<uint32_t> Cluster::TakeReleased() {
+  MutexLock lock(mu_);
+  std::vector<uint32_t> out;
+  out.swap(to_drop_);
+  dropping_.insert(out.begin(), out.end());
+  return out;
+}
+
+void Cluster::Dropped(const std::vector<uint32_t>& shards, uint64_t urls) {
+  MutexLock lock(mu_);
+  // Nothing of theirs is read here any more (a shard taken back is read
+  // again once loaded, when it is ready).
+  for (uint32_t s : shards) {
+    dropping_.erase(s);
+    handing_[s] = false;
+  }
+  handoff_work_ = !handoff_.empty() || !to_drop_.empty();
+  spdlog::info("cluster: {} queued URLs of {} shards handed over dropped here", urls,
+               shards.size());
+}
+
+Status Cluster::KeepHandoffCheckpoint(uint64_t sequence) {
+  namespace fs = std::filesystem;
+  const std::string dest = out_dir_ + "/" + kHandoffDir + "/" + std::to_string(sequence);
+  const std::string found = CheckpointOfSequence(out_dir_, sequence);
+  if (found.empty())
+    return Status::Error(Status::Code::kIoError,
+                         out_dir_ + ": checkpoint " + std::to_string(sequence) +
+                             " is neither checkpoint/ nor checkpoint.prev/");
+  if (found != dest) {
+    // Built aside, then renamed: a taker never sees half of it.
+    const std::string tmp = dest + ".tmp";
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
+    fs::create_directories(tmp, ec);
+    if (ec) return IoError(tmp, "create: " + ec.message());
+    for (const auto& e : fs::directory_iterator(found, ec)) {
+      if (!e.is_regular_file()) continue;
+      const fs::path to = fs::path(tmp) / e.path().filename();
+      fs::create_hard_link(e.path(), to, ec);
+      if (ec) {
+        ec.clear();
+        fs::copy_file(e.path(), to, ec);
+        if (ec) return IoError(to.string(), "copy from " + found + ": " + ec.message());
+      }
+    }
+    if (ec) return IoError(found, "list: " + ec.message());
+    if (std::rename(tmp.c_str(), dest.c_str()) != 0) return IoError(tmp, "rename");
+  }  // else kept already (by an earlier process of this node)
+  MutexLock lock(mu_);
+  handoff_dirs_.insert(sequence);
+  return Status::Ok();
+}
+
+void Cluster::PruneHandoffDirs(const redisReply* sources) {
+  std::set<uint64_t> named;  // sequences of this node that are some shard's source
+  const std::string mine = cfg_.node + " ";
+  for (size_t i = 1;
+       sources != nullptr && sources->type == REDIS_REPLY_ARRAY && i < sources->elements;
+       i += 2) {
+    std::string v = RedisReply::StrOf(sources->element[i]);
+    if (v.rfind(mine, 0) == 0)
+      named.insert(std::strtoull(v.c_str() + mine.size(), nullptr, 10));
+  }
+  std::vector<uint64_t> gone;
+  {
+    MutexLock lock(mu_);
+    for (uint64_t seq : handoff_dirs_)
+      if (named.count(seq) == 0) gone.push_back(seq);
+    for (uint64_t seq : gone) handoff_dirs_.erase(seq);
+  }
+  for (uint64_t seq : gone) {
+    std::error_code ec;
+    std::filesystem::remove_all(out_dir_ + "/" + kHandoffDir + "/" + std::to_string(seq),
+                                ec);
+    spdlog::info(
+        "cluster: kept checkpoint {} removed (no shard's source names it any more)", seq);
+  }
+}
+
+bool Cluster::SendReleases() {
+  // Redis may apply a release and die before it replies: sent again until
+  // one is confirmed. Each deletes a lease only while it is still this
+  // node's with that epoch, so a second one is harmless.
+  if (releasing_.empty()) return true;
+  std::vector<std::string> cmd = {"EVAL", kReleaseScript,
+                                  std::to_string(releasing_.size())};
+  for (const auto& [s, lease] : releasing_)
+    cmd.push_back(Key("lease:" + std::to_string(s)));
+  for (const auto& [s, lease] : releasing_) cmd.push_back(lease);
+  auto r = redis_->Command(cmd);
+  if (!r.ok()) return false;
+  if (r->IsError()) {
+    spdlog::warn("redis: handoff: {}", r->Str());
+    return false;
+  }
+  spdlog::info("cluster: {} leases given up ({} shards handed over)", r->Int(),
+               releasing_.size());
+  releasing_.clear();
+  return true;
+}
+
+bool Cluster::HandOver() {
+  if (failed_.load()) return true;
+  if (!SendReleases()) return false;
+  std::map<uint64_t, std::vector<uint32_t>> by_sequence;
+  std::string to;
+  {
+    MutexLock lock(mu_);
+    for (const auto& [s, h] : handoff_) {
+      if (h.phase != Hand::kCut || h.sequence > committed_seq_) continue;
+      by_sequence[h.sequence].push_back(s);
+      to = h.to;
+    }
+  }
+  for (auto& entry : by_sequence) {
+    // Named, not bound: clang 14 does not capture structured bindings.
+    const uint64_t sequence = entry.first;
+    const std::vector<uint32_t>& shards = entry.second;
+    // The committed checkpoint that holds them stays readable for their new
+    // owner (and any later taker) in OUT/handoff/SEQ/, while this node goes
+    // on cutting.
+    Status kept = KeepHandoffCheckpoint(sequence);
+    if (!kept.ok()) {
+      // Held (no cuts meanwhile: HoldCuts) and tried again next round.
+      if (SteadyClock::now() - last_keep_warn_ > std::chrono::seconds(10)) {
+        last_keep_warn_ = SteadyClock::now();
+        spdlog::warn("cluster: cannot keep handoff checkpoint {}: {}; trying again",
+                     sequence, kept.message());
+      }
+      return true;
+    }
+    // Given up here first: not renewed, not asked for, in no later cut; its
+    // queued URLs dropped by a worker. Then the lease (above, next round).
+    for (uint32_t s : shards) {
+      releasing_.emplace_back(s, cfg_.node + " " + std::to_string(epoch_[s]));
+      lease_state_[s] = LeaseState::kNone;
+      epoch_[s] = 0;
+      valid_until_[s] = 0;
+    }
+    my_shards_.erase(std::remove_if(my_shards_.begin(), my_shards_.end(),
+                                    [&](uint32_t s) {
+                                      return std::find(shards.begin(), shards.end(), s) !=
+                                             shards.end();
+                                    }),
+                     my_shards_.end());
+    {
+      MutexLock lock(mu_);
+      for (uint32_t s : shards) {
+        released_[s] = sequence;
+        handoff_.erase(s);
+        holding_.erase(s);
+        to_drop_.push_back(s);
+        for (auto& [seq, held] : cut_shards_)
+          held.erase(std::remove_if(held.begin(), held.end(),
+                                    [s](const auto& p) { return p.first == s; }),
+                     held.end());
+      }
+      handoff_work_ = true;
+      figures_.leases_held -= std::min<uint64_t>(figures_.leases_held, shards.size());
+      figures_.shards_owned = figures_.leases_held;
+    }
+    spdlog::info(
+        "cluster: handed {} shards over (the last to node {}) in checkpoint {} (kept in "
+        "{}/{})",
+        shards.size(), to, sequence, kHandoffDir, sequence);
+  }
+  // The leases: now, else at the next rounds.
+  return SendReleases();
+}
+
+}  // namespace crawler::engine

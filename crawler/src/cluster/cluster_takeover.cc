@@ -1,0 +1,311 @@
+// Death and leave of cluster nodes (see cluster.h): the shards a node wants,
+// the fenced commit of its checkpoints, loading a dead or leaving node's
+// shards from its last committed checkpoint, and giving leases up.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "base/file_util.h"
+#include "cluster/cluster.h"
+#include "cluster/cluster_wire.h"
+#include "crawler/checkpoint.h"
+
+namespace crawler::engine {
+
+using namespace cluster_wire;  // NOLINT: the formats this file speaks
+
+void Cluster::Want(const std::vector<std::string>& live) {
+  std::set<uint32_t> want;
+  for (uint32_t s : my_shards_) {
+    if (lease_state_[s] == LeaseState::kHeld || lease_state_[s] == LeaseState::kExpired)
+      want.insert(s);
+  }
+  if (std::find(live.begin(), live.end(), cfg_.node) != live.end()) {
+    for (uint32_t s = 0; s < cfg_.shards; ++s) {
+      const std::string& owner = live[ShardOwner(live, s)];
+      if (owner == cfg_.node) want.insert(s);
+      // Held here, loaded, another live node's now (it joined, or came
+      // back): handed over (or, if that node went away meanwhile, kept).
+      if (want.count(s) > 0 && to_load_.count(s) == 0 &&
+          (ready_[s].load() || handing_[s].load()))
+        HandTo(s, owner);
+    }
+  }
+  // Shards being loaded stay asked for (their lease is renewed meanwhile).
+  for (const auto& [s, source] : to_load_) want.insert(s);
+  my_shards_.assign(want.begin(), want.end());
+}
+
+void Cluster::Fail(const std::string& why) {
+  spdlog::error("cluster: {}", why);
+  MutexLock lock(mu_);
+  if (failed_.exchange(true)) return;
+  failure_ = Status::Error(Status::Code::kIoError, "cluster: " + why);
+}
+
+Status Cluster::failure() const {
+  MutexLock lock(mu_);
+  return failure_;
+}
+
+std::optional<ShardState> Cluster::TakeShardState() {
+  if (!has_loaded_.load()) return std::nullopt;
+  MutexLock lock(mu_);
+  std::optional<ShardState> out;
+  out.swap(loaded_);
+  has_loaded_ = false;
+  return out;
+}
+
+void Cluster::ShardsLoaded(const std::vector<uint32_t>& shards) {
+  MutexLock lock(mu_);
+  for (uint32_t s : shards) {
+    ready_[s] = true;
+    to_claim_.push_back(s);
+    released_.erase(s);  // given up once, taken back: this node's again
+  }
+}
+
+std::string CheckpointOfSequence(const std::string& out, uint64_t sequence) {
+  const std::string handoff = std::string(kHandoffDir) + "/" + std::to_string(sequence);
+  // handoff/SEQ/ first: it never changes, while a live node's checkpoint/
+  // and checkpoint.prev/ rotate at its next cut (a taker reading one then
+  // saw a checksum mismatch, and tried again).
+  for (const std::string& name :
+       {handoff, std::string(kCheckpointDir), std::string(kCheckpointPrevDir)}) {
+    auto m = ReadManifest(out + "/" + name);
+    if (m.ok() && m->contains("sequence") &&
+        m->at("sequence").to_number<uint64_t>() == sequence)
+      return out + "/" + name;
+  }
+  return "";
+}
+
+Result<ShardState> Cluster::LoadFrom(const std::string& node, uint64_t sequence,
+                                     const std::vector<uint32_t>& shards) {
+  auto rel = redis_->Command({"HGET", Key("outdirs"), node});
+  if (!rel.ok()) return rel.status();
+  std::string dir = cfg_.shared_dir + "/" + rel->Str();
+  if (rel->raw() == nullptr || rel->raw()->type != REDIS_REPLY_STRING)
+    return Status::Error(Status::Code::kIoError,
+                         "node '" + node + "' published no output directory");
+  // The checkpoint of that sequence: checkpoint/, or checkpoint.prev/ when a
+  // newer one was published but not committed, or handoff/SEQ/ (a live node
+  // handed the shards over in it, and cut on).
+  std::string found = CheckpointOfSequence(dir, sequence);
+  if (found.empty())
+    return Status::Error(Status::Code::kIoError,
+                         dir + ": no checkpoint " + std::to_string(sequence) +
+                             " in checkpoint/, checkpoint.prev/ or " + kHandoffDir + "/" +
+                             std::to_string(sequence) + "/");
+  auto cp = LoadCheckpoint(found, /*with_filter=*/false);
+  if (!cp.ok()) return cp.status();
+  // Selected by host below, and the node's directory is not ours to keep.
+  Status read = cp->frontier.ReadSpills();
+  if (!read.ok()) return read;
+  std::set<uint32_t> want(shards.begin(), shards.end());
+  auto mine = [&](std::string_view host) { return want.count(ShardOf(host)) > 0; };
+  ShardState st;
+  st.shards = shards;
+  st.from = "node " + node + " checkpoint " + std::to_string(sequence);
+  for (frontier::HostImage& h : cp->frontier.hosts)
+    if (mine(h.key)) st.frontier.hosts.push_back(std::move(h));
+  for (auto& u : cp->frontier.urls)
+    if (mine(frontier::HostKey(u.first.url))) st.frontier.urls.push_back(std::move(u));
+  auto hosts = HostTable::Decode(cp->hosts_bin, found + "/hosts.bin");
+  if (!hosts.ok()) return hosts.status();
+  for (HostSnapshot& h : *hosts)
+    if (mine(h.key)) st.hosts.push_back(std::move(h));
+  auto seen = SeenLog::Read(dir + "/seen.log", cp->info.seen_log_bytes,
+                            [&](uint32_t s) { return want.count(s) > 0; });
+  if (!seen.ok()) return seen.status();
+  st.seen = std::move(seen).value();
+  // Its links for other shards not yet in Redis at the cut: outbox.txt and
+  // the spill files (a torn last line was written after the cut).
+  if (!cp->outbox.empty() &&
+      (cp->outbox.rfind(kOutboxHeader, 0) != 0 ||
+       !ParseLines(std::string_view(cp->outbox).substr(std::strlen(kOutboxHeader)),
+                   &st.outbox)))
+    return Status::Error(Status::Code::kCorruption, found + "/outbox.txt: malformed");
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir + "/cluster-outbox", ec)) {
+    if (e.path().extension() != ".txt") continue;
+    std::ifstream in(e.path(), std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(in)),
+                     std::istreambuf_iterator<char>());
+    if (in.bad()) return IoError(e.path().string(), "read");
+    std::string_view whole(text);
+    whole = whole.substr(0, whole.rfind('\n') + 1);
+    if (!ParseLines(whole, &st.outbox))
+      return Status::Error(Status::Code::kCorruption, e.path().string() + ": malformed");
+  }
+  return st;
+}
+
+void Cluster::LoadTaken() {
+  if (to_load_.empty() || has_loaded_.load()) return;
+  auto now = SteadyClock::now();
+  // After a failed load, the next try waits 2 s (the source may appear).
+  if (now < retry_load_at_) return;
+  // One source at a time; the rest at the next rounds. A shard this node
+  // gave up and took back waits until a worker has dropped what it had.
+  std::string source;
+  std::vector<uint32_t> shards;
+  {
+    MutexLock lock(mu_);
+    for (const auto& [s, src] : to_load_) {
+      bool waits = dropping_.count(s) > 0 ||
+                   std::find(to_drop_.begin(), to_drop_.end(), s) != to_drop_.end();
+      if (waits) continue;
+      if (source.empty()) source = src;
+      if (src == source) shards.push_back(s);
+    }
+  }
+  if (shards.empty()) return;
+  std::string node = source.substr(0, source.find(' '));
+  uint64_t sequence = 0;
+  std::string seq_text = source.substr(source.find(' ') + 1);
+  std::from_chars(seq_text.data(), seq_text.data() + seq_text.size(), sequence);
+  auto start = SteadyClock::now();
+  auto st = LoadFrom(node, sequence, shards);
+  if (!st.ok()) {
+    spdlog::error(
+        "cluster: cannot take over {} shards from node {} checkpoint {}: {}; trying "
+        "again",
+        shards.size(), node, sequence, st.status().message());
+    retry_load_at_ = SteadyClock::now() + std::chrono::seconds(2);
+    return;
+  }
+  for (uint32_t s : shards) to_load_.erase(s);
+  spdlog::info(
+      "cluster: loaded {} shards from {} in {:.3f} s: {} hosts, {} URLs queued, {} "
+      "seen, {} outbox URLs to send again",
+      shards.size(), st->from,
+      std::chrono::duration<double>(SteadyClock::now() - start).count(),
+      st->frontier.hosts.size(), st->frontier.urls.size(), st->seen.size(),
+      st->outbox.size());
+  MutexLock lock(mu_);
+  loaded_ = std::move(st).value();
+  has_loaded_ = true;
+}
+
+bool Cluster::ClaimLoaded(bool* did) {
+  std::vector<uint32_t> shards;
+  {
+    MutexLock lock(mu_);
+    shards.swap(to_claim_);
+  }
+  if (shards.empty()) return true;
+  std::sort(shards.begin(), shards.end());  // queued more than once: read once
+  shards.erase(std::unique(shards.begin(), shards.end()), shards.end());
+  // Every entry still pending in their streams (the dead node's included)
+  // becomes this node's, then is read like a resumed node's own.
+  for (uint32_t s : shards) {
+    std::string cursor = "0-0";
+    do {
+      auto r = redis_->Command({"XAUTOCLAIM", StreamKey(s), "owners", cfg_.node, "0",
+                                cursor, "COUNT", "10000", "JUSTID"});
+      if (!r.ok()) {
+        MutexLock lock(mu_);
+        to_claim_.insert(to_claim_.end(), shards.begin(), shards.end());
+        return false;
+      }
+      if (r->IsError()) {
+        spdlog::warn("redis: claim of shard {}: {}", s, r->Str());
+        break;
+      }
+      cursor = RedisReply::StrOf(Element(r->raw(), 0));
+    } while (cursor != "0-0" && !cursor.empty());
+  }
+  if (!Receive(/*pending=*/true, did, &shards)) {
+    MutexLock lock(mu_);
+    to_claim_.insert(to_claim_.end(), shards.begin(), shards.end());
+    return false;
+  }
+  return true;
+}
+
+bool Cluster::Commit() {
+  // A node that lost shards to another (Fail) commits nothing more: a
+  // checkpoint cut after ApplyLeases dropped the lost shards from holding_
+  // would name none of them, pass the fence, and become what --resume
+  // starts from, with pages the new owners fetch again (an ASan run of the
+  // zombie test found 4 URLs twice that way).
+  if (failed_.load()) return true;
+  // Leases of shards handed over are given up before any later checkpoint
+  // (which no longer holds them) is committed: Redis never shows this node
+  // holding a shard its committed checkpoint lacks.
+  if (!SendReleases()) return false;
+  uint64_t sequence = 0;
+  std::vector<std::pair<uint32_t, uint64_t>> shards;
+  {
+    MutexLock lock(mu_);
+    if (published_ <= committed_) return true;
+    sequence = published_;
+    auto it = cut_shards_.find(sequence);
+    if (it != cut_shards_.end()) shards = it->second;
+  }
+  std::vector<std::string> cmd = {"EVAL",        kCommitScript,           "3",
+                                  Key("holder"), Key("source"),           Key("commits"),
+                                  cfg_.node,     std::to_string(sequence)};
+  for (const auto& [shard, epoch] : shards)
+    cmd.push_back(std::to_string(shard) + " " + std::to_string(epoch));
+  auto r = redis_->Command(cmd);
+  if (!r.ok()) return false;
+  if (r->IsError()) {
+    spdlog::warn("redis: commit of checkpoint {}: {}", sequence, r->Str());
+    return false;
+  }
+  if (RedisReply::StrOf(Element(r->raw(), 0)) == "fenced") {
+    {
+      MutexLock lock(mu_);
+      ++figures_.acks_fenced;
+    }
+    Fail("the commit of checkpoint " + std::to_string(sequence) +
+         " was refused by Redis (fenced): shard " +
+         RedisReply::StrOf(Element(r->raw(), 1)) + " is now '" +
+         RedisReply::StrOf(Element(r->raw(), 2)) +
+         "'; this node's work since its last committed checkpoint (" +
+         std::to_string(committed_) + ") is void");
+    committed_ = sequence;  // not again
+    return true;
+  }
+  committed_ = sequence;
+  AfterCommit(sequence);
+  return true;
+}
+
+bool Cluster::Release() {
+  if (failed_.load()) return true;
+  {
+    MutexLock lock(mu_);
+    if (published_ > committed_) {
+      spdlog::warn(
+          "cluster: checkpoint {} is not committed; the leases are kept (they expire)",
+          published_);
+      return true;
+    }
+  }
+  std::vector<std::string> cmd = {"EVAL", kReleaseScript, "0"};
+  std::vector<std::string> values;
+  for (uint32_t s : my_shards_) {
+    if (lease_state_[s] != LeaseState::kHeld && lease_state_[s] != LeaseState::kExpired)
+      continue;
+    cmd.push_back(Key("lease:" + std::to_string(s)));
+    values.push_back(cfg_.node + " " + std::to_string(epoch_[s]));
+  }
+  cmd[2] = std::to_string(values.size());
+  cmd.insert(cmd.end(), values.begin(), values.end());
+  auto r = redis_->Pipeline({cmd, {"DEL", Key("alive:" + cfg_.node)}});
+  if (!r.ok() || (*r)[0].IsError()) return false;
+  spdlog::info("cluster: left job {}: {} leases given up (last commit: checkpoint {})",
+               cfg_.job, (*r)[0].Int(), committed_);
+  return true;
+}
+
+}  // namespace crawler::engine

@@ -1,0 +1,385 @@
+// One crawl: Create, Run and Progress (see crawler/crawl.h). The parts it
+// wires together are in worker.h (fetch + pipeline), host_table.h, scope.h,
+// fetch_log.h, checkpointer.h, stats_writer.h; resume.cc rebuilds a crawl
+// from a checkpoint.
+#include "crawler/crawl.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <filesystem>
+#include <thread>
+
+#include "base/file_util.h"
+#include "crawl/crawl_impl.h"
+#include "crawler/version.h"
+
+namespace crawler::engine {
+
+using frontier::Clock;
+
+Result<int> LockOut(const std::string& out, double wait_s) {
+  std::string path = out + "/.lock";
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return IoError(path, "open");
+  auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                  std::chrono::duration<double>(wait_s));
+  while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (Clock::now() >= until) {
+      ::close(fd);
+      return Status::Error(
+          Status::Code::kInvalidArgument,
+          out + ": in use by another crawler process (" + path + " is locked)");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return fd;
+}
+
+Crawl::Impl::~Impl() {
+  checkpointer.reset();  // reaps a writer still running
+  cluster.reset();       // sends what is queued, acknowledges what is published
+  if (lock_fd >= 0) ::close(lock_fd);
+}
+
+double Crawl::Impl::Elapsed() const {
+  return elapsed_base + std::chrono::duration<double>(Clock::now() - run_start).count();
+}
+
+StatsReport Crawl::Impl::Report(bool running) {
+  StatsReport r = stats->Build(running, Elapsed(), spilled_base, checkpointer->figures());
+  if (cluster) {
+    cluster->SetCrawlFigures(r.rates.pages, r.rates.pages_per_s_last_minute);
+    r.cluster = cluster->figures();
+  }
+  return r;
+}
+
+void Crawl::Impl::PublishMetrics(bool running) {
+  if (!metrics) return;
+  auto start = Clock::now();
+  StatsReport r = Report(running);
+  Cluster::Health health;
+  if (cluster) health = cluster->health();
+  std::string text = RenderMetrics(
+      {r, cluster ? &health : nullptr, metrics->render_s_total(), metrics->renders()});
+  metrics->Publish(std::move(text),
+                   std::chrono::duration<double>(Clock::now() - start).count());
+}
+
+void Crawl::Impl::Describe(CheckpointInfo* info, bool running) {
+  info->elapsed_s = Elapsed();
+  info->config_toml = ConfigToToml(config);
+  info->scope_hosts = scope->hosts();
+  info->summary = counters.Summary();
+  info->summary.spilled = spilled_base + frontier->Stats(Clock::now()).spilled;
+  info->started = state.started.load();
+  StatsReport report = Report(running);
+  // Before this process and in it (the filter's own counts start at 0).
+  info->dedup = DedupCarried{report.dedup.expected_false_seen, report.dedup.compactions,
+                             report.dedup.compaction_s};
+  info->stats = ToJson(report);
+}
+
+Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
+                                                const std::string& out, int lock_fd,
+                                                std::unique_ptr<dedup::Filter> filter,
+                                                Scope scope, uint64_t sequence,
+                                                std::span<const uint64_t> log_bytes) {
+  auto m = std::make_unique<Crawl::Impl>(config, out, lock_fd);
+  m->filter = std::move(filter);
+  // Before any insert: the log must record every key the filter admits.
+  Status logged = m->filter->StartLog(
+      out + "/" + kDedupLogDir, config.dedup_compact_growth,
+      [](const std::string& msg) { spdlog::warn("{}", msg); }, log_bytes);
+  if (!logged.ok()) return logged.WithContext("dedup");
+  m->scope = std::make_unique<Scope>(std::move(scope));
+  frontier::FrontierOptions fo = config.frontier;
+  fo.spill_dir = out + "/frontier";
+  auto fr = frontier::Frontier::Create(fo);
+  if (!fr.ok()) return fr.status();
+  m->frontier = std::move(fr).value();
+  WarcOptions wo;
+  wo.dir = out + "/warc";
+  wo.prefix = config.output.warc_prefix;
+  wo.rotate_bytes = config.output.warc_rotate_bytes;
+  wo.gzip_level = config.output.warc_gzip_level;
+  wo.operator_info = config.crawl.user_agent;
+  wo.software = Software();
+  auto warc = WarcWriter::Open(wo);
+  if (!warc.ok()) return warc.status();
+  m->warc = std::move(warc).value();
+  auto log = FetchLog::Open(out + "/fetch-log.jsonl");
+  if (!log.ok()) return log.status();
+  m->log = std::move(log).value();
+  auto stats = StatsWriter::Open(out, {*m->filter, *m->frontier, m->hosts, m->counters});
+  if (!stats.ok()) return stats.status();
+  m->stats = std::move(stats).value();
+  if (!config.cluster.redis.empty()) {
+    auto cluster = Cluster::Join(config, out, /*resumed=*/sequence > 0);
+    if (!cluster.ok()) return cluster.status();
+    m->cluster = std::move(cluster).value();
+  }
+  if (m->cluster && !config.cluster.shared_dir.empty()) {
+    auto seen = SeenLog::Open(out + "/seen.log");
+    if (!seen.ok()) return seen.status();
+    m->seen = std::move(seen).value();
+  }
+  if (!config.metrics.listen.empty()) {
+    auto metrics = MetricsServer::Start(config.metrics.listen);
+    if (!metrics.ok()) return metrics.status();
+    m->metrics = std::move(metrics).value();
+  }
+  Crawl::Impl* raw = m.get();
+  m->checkpointer = std::make_unique<Checkpointer>(
+      out, config.checkpoint,
+      Checkpointer::Parts{
+          m->gate, *m->filter, *m->frontier, m->hosts, *m->log, *m->warc, *m->stats,
+          [raw](CheckpointInfo* info, bool running) { raw->Describe(info, running); },
+          [raw](uint64_t seq) -> std::optional<OutboxCut> {
+            if (!raw->cluster) return std::nullopt;
+            return raw->cluster->OnCut(seq);
+          },
+          [raw](uint64_t seq) {
+            if (raw->cluster) raw->cluster->OnPublished(seq);
+          },
+          m->seen.get()},
+      sequence);
+  Status st;
+  m->workers = Worker::MakeAll(
+      config,
+      {m->config, *m->scope, *m->filter, *m->frontier, m->hosts, *m->log, *m->warc,
+       m->counters, m->gate, m->results, m->state, m->cluster.get(), m->seen.get()},
+      &st);
+  if (!st.ok()) return st;
+  return m;
+}
+
+Crawl::Crawl(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Crawl::~Crawl() = default;
+
+Result<std::unique_ptr<Crawl>> Crawl::Create(const Config& config,
+                                             const std::vector<std::string>& seeds,
+                                             const std::string& out_dir,
+                                             std::vector<std::string>* skipped) {
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir, ec);
+  if (ec)
+    return Status::Error(Status::Code::kIoError,
+                         out_dir + ": cannot create: " + ec.message());
+  auto scope = Scope::From(config.crawl, seeds);
+  if (!scope.ok()) return scope.status();
+  auto lock = LockOut(out_dir, 0);
+  if (!lock.ok()) return lock.status();
+  for (const char* dir : {kCheckpointDir, kCheckpointPrevDir}) {
+    if (std::filesystem::exists(out_dir + "/" + dir)) {
+      ::close(*lock);
+      return Status::Error(Status::Code::kInvalidArgument,
+                           out_dir + " already holds a crawl (" + dir +
+                               "/): resume it with `crawler crawl --resume " + out_dir +
+                               "` or choose another --out");
+    }
+  }
+  // Seeds pass the same scope check as links.
+  std::vector<std::string> admitted;
+  for (const std::string& s : seeds) {
+    if (scope->Allows(s)) {
+      admitted.push_back(s);
+    } else if (skipped != nullptr) {
+      skipped->push_back(
+          s + ": out of scope (crawl.scope_hosts, scope_domains, include, exclude)");
+    }
+  }
+  // How the crawl started, before anything else: a crawl stopped before its
+  // first checkpoint (Ctrl-C, kill -9 or a power cut in its first second) is
+  // resumed by starting it again from these (Resume). All the seeds given:
+  // the scope is built from them. The config is written last: it marks the
+  // pair complete.
+  std::string seed_text;
+  for (const std::string& s : seeds) seed_text += s + "\n";
+  Status st = WriteFileAtomic(out_dir + "/" + kStartSeeds, seed_text);
+  if (st.ok()) st = WriteFileAtomic(out_dir + "/" + kStartConfig, ConfigToToml(config));
+  if (!st.ok()) {
+    ::close(*lock);
+    return st;
+  }
+  auto filter = dedup::Filter::Create(config.dedup);
+  if (!filter.ok()) {
+    ::close(*lock);
+    return filter.status().WithContext("dedup");
+  }
+  auto impl = BuildCrawl(config, out_dir, *lock, std::move(filter).value(),
+                         std::move(scope).value(), 0, {});
+  if (!impl.ok()) return impl.status();
+  (*impl)->seeds = std::move(admitted);
+  return std::unique_ptr<Crawl>(new Crawl(std::move(impl).value()));
+}
+
+namespace {
+
+// The seeds of a new crawl (then checkpoint 1: a crash at any later moment
+// resumes), or the robots.txt fetches a resumed crawl must start again.
+Status Seed(Crawl::Impl& m) {
+  GateUnit unit(m.gate);  // open: no worker runs yet
+  Worker& first = *m.workers[0];
+  if (!m.seeds.empty()) {
+    // A cluster node sends the seeds it does not own to their owners.
+    std::vector<frontier::UrlEntry> seeds, theirs;
+    for (const std::string& s : m.seeds) {
+      (m.cluster && !m.cluster->Owns(s) ? theirs : seeds)
+          .push_back(frontier::UrlEntry{s, 0, "", 0});
+    }
+    if (!theirs.empty()) m.cluster->Ship(std::move(theirs));
+    Status st = first.Admit(unit.pass(), std::move(seeds));
+    if (!st.ok()) return st;
+    m.seeds.clear();
+    return Status::Ok();
+  }
+  for (const RobotsFetchToStart& r : m.resume_robots)
+    first.StartRobots(unit.pass(), r.host, r.url, r.hops);
+  m.resume_robots.clear();
+  return Status::Ok();
+}
+
+// The Run thread while the workers crawl: checkpoints, stats, progress.
+// Returns the first output failure (the caller stops the workers).
+Status Supervise(Crawl::Impl& m, const std::atomic<bool>& stop,
+                 const Crawl::ProgressFn& progress, std::atomic<bool>* checkpoint_request,
+                 const std::function<CrawlProgress()>& progress_now,
+                 const std::vector<std::atomic<bool>>& done) {
+  auto last_progress = Clock::now(), last_stats = Clock::now();
+  while (!std::all_of(done.begin(), done.end(),
+                      [](const std::atomic<bool>& d) { return d.load(); })) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    Status st = m.checkpointer->Poll(false);
+    if (!st.ok()) return st;
+    if (m.cluster && m.cluster->Failed()) return m.cluster->failure();
+    auto now = Clock::now();
+    bool requested = checkpoint_request != nullptr && checkpoint_request->exchange(false);
+    // A cluster node handing shards over cuts their source checkpoint now.
+    if (m.cluster && m.cluster->CheckpointWanted()) requested = true;
+    if (!stop.load() && !m.state.failed() &&
+        m.checkpointer->Due(m.counters.PagesDone(), requested) &&
+        !(m.cluster && (m.cluster->CommitPending() || m.cluster->HoldCuts()))) {
+      st = m.checkpointer->Cut(true, m.counters.PagesDone());
+      if (!st.ok()) return st;
+    }
+    if (m.metrics && m.metrics->Wanted()) m.PublishMetrics(true);
+    if (now - last_stats >= std::chrono::seconds(2)) {
+      last_stats = now;
+      st = m.stats->Write(m.Report(true));
+      if (!st.ok()) return st;
+    }
+    if (progress && now - last_progress >= std::chrono::seconds(1)) {
+      last_progress = now;
+      progress(progress_now());
+    }
+  }
+  return Status::Ok();
+}
+
+// After the workers ended normally: outputs synced, the summary, the last
+// checkpoint (resumable after a stop) and the final stats.
+Result<CrawlSummary> Finish(Crawl::Impl& m, bool stopped, Clock::time_point start) {
+  Status st = m.log->Sync();
+  if (st.ok()) st = m.warc->Sync();
+  if (!st.ok()) return st;
+  CrawlSummary s = m.counters.Summary();
+  s.stopped = stopped;
+  s.spilled = m.spilled_base + m.frontier->Stats(Clock::now()).spilled;
+  s.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  s.warc_dir = m.out + "/warc";
+  s.fetch_log = m.log->path();
+  m.counters.Restore(s, m.counters.Carried());
+  st = m.stats->Write(m.Report(false));
+  // A cluster node with shared_dir cuts its last checkpoint only once the one
+  // before is committed (Cluster::CommitPending; Redis may be down).
+  for (int i = 0; i < 100 && m.cluster && m.cluster->CommitPending(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  if (m.cluster && m.cluster->CommitPending()) {
+    spdlog::warn(
+        "cluster: the last checkpoint is not committed yet (Redis down?): no final "
+        "checkpoint; --resume redoes the work since the last committed one");
+  } else if (st.ok()) {
+    st = m.checkpointer->Cut(false, s.fetched + s.failed);
+  }
+  if (st.ok()) st = m.stats->Write(m.Report(false));
+  if (!st.ok()) return st;
+  m.PublishMetrics(false);
+  return s;
+}
+
+}  // namespace
+
+Result<CrawlSummary> Crawl::Run(const std::atomic<bool>& stop, const ProgressFn& progress,
+                                std::atomic<bool>* checkpoint_request) {
+  Impl& m = *impl_;
+  auto start = Clock::now();
+  m.run_start = start;
+  (void)m.Report(true);  // primes the FPR estimate the workers use
+  m.PublishMetrics(true);
+  bool fresh = !m.seeds.empty() && m.resume_robots.empty();
+  Status st;
+  if (m.cluster) {
+    st = m.cluster->Start(stop, [&m] {
+      GateUnit unit(m.gate);
+      return m.state.busy.load() == 0 && m.results.Empty() &&
+             (m.state.max_pages_hit.load() || m.frontier->Empty());
+    });
+    if (!st.ok()) return st;
+  }
+  st = Seed(m);
+  if (st.ok() && fresh) st = m.checkpointer->Cut(false, 0);
+  if (!st.ok()) return st;
+  std::vector<std::atomic<bool>> done(m.workers.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < m.workers.size(); ++i) {
+    threads.emplace_back([&, i] {
+      m.workers[i]->Loop(stop);
+      done[i] = true;
+    });
+  }
+  st = Supervise(
+      m, stop, progress, checkpoint_request, [this] { return Progress(); }, done);
+  if (!st.ok()) m.state.Fail(st);
+  for (std::thread& t : threads) t.join();
+  st = m.checkpointer->Poll(true);
+  if (!st.ok()) m.state.Fail(st);
+  if (m.state.failed()) return m.state.error();
+  return Finish(m, stop.load() || m.state.max_pages_hit.load(), start);
+}
+
+void Crawl::LeaveOnStop() {
+  if (impl_->cluster) impl_->cluster->LeaveOnStop();
+}
+
+std::string Crawl::MetricsUrl() const {
+  const Impl& m = *impl_;
+  return m.metrics ? m.metrics->url() : std::string();
+}
+
+CrawlProgress Crawl::Progress() const {
+  const Impl& m = *impl_;
+  CrawlProgress p;
+  p.summary = m.counters.Summary();
+  p.frontier = m.frontier->Stats(Clock::now());
+  dedup::FilterStats fs = m.filter->Stats();
+  p.dedup_items = fs.items;
+  p.dedup_fpr = fs.estimated_fpr;
+  p.dedup_bytes = fs.bytes;
+  if (m.cluster) {
+    Cluster::Figures c = m.cluster->figures();
+    p.cluster = c.node + " " + std::to_string(c.shards_owned) + " shards, sent " +
+                std::to_string(c.urls_sent) + " + " + std::to_string(c.urls_queued) +
+                " queued, received " + std::to_string(c.urls_received);
+    if (c.redis_down_s > 0)
+      p.cluster +=
+          ", redis: down " + std::to_string(static_cast<int>(c.redis_down_s)) + " s";
+  }
+  return p;
+}
+
+}  // namespace crawler::engine

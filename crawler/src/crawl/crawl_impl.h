@@ -1,0 +1,82 @@
+// The parts of one crawl (shared by crawl.cc, which runs it, and resume.cc,
+// which rebuilds it from a checkpoint). Each part takes only the others it
+// uses (see their headers); nothing below is passed around whole.
+#ifndef CRAWLER_CRAWL_IMPL_H_
+#define CRAWLER_CRAWL_IMPL_H_
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "checkpoint/checkpointer.h"
+#include "cluster/cluster.h"
+#include "engine/counters.h"
+#include "crawler/crawl.h"
+#include "output/fetch_log.h"
+#include "engine/gate.h"
+#include "engine/host_table.h"
+#include "report/metrics.h"
+#include "engine/scope.h"
+#include "report/stats_writer.h"
+#include "engine/worker.h"
+
+namespace crawler::engine {
+
+struct Crawl::Impl {
+  Impl(const Config& c, std::string out_dir, int lock)
+      : config(c),
+        out(std::move(out_dir)),
+        lock_fd(lock),
+        hosts(c.crawl.user_agent, c.crawl.max_pages_per_host, c.fetch.robots_cache_s) {}
+  ~Impl();
+
+  const Config config;
+  const std::string out;
+  const int lock_fd;  // flock on OUT/.lock, held for the crawl's life
+  std::unique_ptr<dedup::Filter> filter;
+  std::unique_ptr<frontier::Frontier> frontier;
+  std::unique_ptr<Scope> scope;
+  HostTable hosts;
+  std::unique_ptr<FetchLog> log;
+  std::unique_ptr<SeenLog> seen;  // a cluster node's with shared_dir (seen_log.h)
+  std::unique_ptr<WarcWriter> warc;
+  Counters counters;
+  Gate gate;
+  ResultQueue results;
+  RunState state;
+  std::unique_ptr<StatsWriter> stats;
+  std::unique_ptr<Checkpointer> checkpointer;
+  std::vector<std::unique_ptr<Worker>> workers;
+  std::unique_ptr<Cluster> cluster;        // [cluster] set: this node of the job
+  std::unique_ptr<MetricsServer> metrics;  // [metrics] listen set (stopped first)
+
+  std::vector<std::string> seeds;                 // a new crawl's, until admitted
+  std::vector<RobotsFetchToStart> resume_robots;  // a resumed crawl's
+  double elapsed_base = 0;                        // crawl time before this run
+  uint64_t spilled_base = 0;                      // URLs spilled before this run
+  frontier::Clock::time_point run_start = frontier::Clock::now();
+
+  double Elapsed() const;
+  StatsReport Report(bool running);
+  // Run thread: renders the metrics text for the scrapes waiting (metrics.h).
+  void PublishMetrics(bool running);
+  void Describe(CheckpointInfo* info, bool running);
+};
+
+// Opens OUT's outputs and builds every part around `filter` and `scope`.
+// `sequence`: of the last checkpoint (0 for a new crawl); `log_bytes`: its
+// dedup hash log lengths (CheckpointInfo::dedup_log_bytes; empty: none).
+Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
+                                                const std::string& out, int lock_fd,
+                                                std::unique_ptr<dedup::Filter> filter,
+                                                Scope scope, uint64_t sequence,
+                                                std::span<const uint64_t> log_bytes);
+
+// flock on OUT/.lock, retried for up to `wait_s` (a dying checkpoint child
+// may still hold it for a moment). Returns the descriptor (kept open).
+Result<int> LockOut(const std::string& out, double wait_s);
+
+}  // namespace crawler::engine
+
+#endif  // CRAWLER_CRAWL_IMPL_H_

@@ -1,0 +1,301 @@
+// Crawl::Resume: select a checkpoint -> cut the outputs back to it -> rebuild
+// the crawl's state from it (see crawler/crawl.h).
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include "base/file_util.h"
+#include "crawl/crawl_impl.h"
+#include "crawler/checkpoint.h"
+#include "crawler/seeds.h"
+#include "cluster/redis.h"
+
+namespace crawler::engine {
+namespace {
+
+namespace fs = std::filesystem;
+using frontier::Clock;
+
+Status Bad(const std::string& m) {
+  return Status::Error(Status::Code::kInvalidArgument, m);
+}
+
+Status CheckOverrides(const std::vector<std::string>& overrides) {
+  const auto& allowed = Crawl::ResumableKeys();
+  for (const std::string& o : overrides) {
+    std::string key = o.substr(0, o.find('='));
+    if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
+    std::string list;
+    for (const std::string& k : allowed) list += (list.empty() ? "" : ", ") + k;
+    return Bad(
+        "--set " + o + ": " + key +
+        " cannot be changed on --resume: the crawl keeps the config it was started with; "
+        "only limits may be overridden (" +
+        list + ")");
+  }
+  return Status::Ok();
+}
+
+// OUT/checkpoint/, or OUT/checkpoint.prev/ when that is damaged (*warning
+// says why). A damaged checkpoint is kCorruption & co; unreadable, kIoError.
+Result<LoadedCheckpoint> Select(const std::string& out, std::string* warning,
+                                bool* fell_back) {
+  const std::string cur = out + "/" + kCheckpointDir,
+                    prev = out + "/" + kCheckpointPrevDir;
+  std::string first_problem = cur + ": missing (a crash between publishing steps)";
+  if (fs::exists(cur)) {
+    auto loaded = LoadCheckpoint(cur);
+    if (loaded.ok()) return loaded;
+    first_problem = loaded.status().message();
+  }
+  if (!fs::exists(prev)) {
+    return Status::Error(
+        Status::Code::kCorruption,
+        "cannot resume " + out + ": " + first_problem + "; and there is no " + prev);
+  }
+  auto loaded = LoadCheckpoint(prev);
+  if (!loaded.ok()) {
+    return loaded.status().WithContext("cannot resume " + out + ": " + first_problem +
+                                       "; and");
+  }
+  *fell_back = true;
+  *warning = first_problem + "; resuming from the previous checkpoint, " + prev;
+  return loaded;
+}
+
+// A cluster node with shared_dir resumes from its last *committed*
+// checkpoint (cluster.h): other nodes may have taken its shards over from
+// it, so a newer one published but not committed is not the crawl's. It is
+// checkpoint/ or, when checkpoint/ was published after it, checkpoint.prev/.
+Status SelectCommitted(const Config& config, const std::string& out,
+                       LoadedCheckpoint* cp) {
+  const ClusterConfig& c = config.cluster;
+  if (c.redis.empty() || c.shared_dir.empty()) return Status::Ok();
+  auto address = ParseRedisUrl(c.redis);
+  if (!address.ok()) return address.status();
+  auto redis = Redis::ConnectWaiting(*address, 5, 60);  // it may be restarting too
+  if (!redis.ok()) return Bad("cluster.redis: " + redis.status().message());
+  // A Redis just restarted answers LOADING while it reads its AOF.
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  auto r = (*redis)->Command({"HGET", "crawler:{" + c.job + "}:commits", c.node});
+  while (r.ok() && r->IsError() && r->Str().rfind("LOADING", 0) == 0 &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    r = (*redis)->Command({"HGET", "crawler:{" + c.job + "}:commits", c.node});
+  }
+  if (!r.ok() || r->IsError())
+    return Bad("cluster.redis: cannot read this node's last commit: " +
+               (r.ok() ? r->Str() : r.status().message()));
+  if (r->IsNil()) return Status::Ok();  // nothing committed: nobody took anything from it
+  uint64_t committed = std::strtoull(r->Str().c_str(), nullptr, 10);
+  if (cp->info.sequence == committed) return Status::Ok();
+  const std::string prev = out + "/" + kCheckpointPrevDir;
+  auto older =
+      cp->info.sequence > committed
+          ? LoadCheckpoint(prev)
+          : Result<LoadedCheckpoint>(Status::Error(Status::Code::kCorruption, "newer"));
+  if (!older.ok() || older->info.sequence != committed) {
+    return Status::Error(
+        Status::Code::kCorruption,
+        "cannot resume " + out + ": Redis says its last committed " + "checkpoint is " +
+            std::to_string(committed) + ", and neither checkpoint/ (" +
+            std::to_string(cp->info.sequence) + ") nor " + prev + " holds it");
+  }
+  spdlog::info(
+      "resuming from the last committed checkpoint {} ({}), not {} (kept as "
+      "checkpoint.uncommitted/)",
+      committed, prev, cp->info.sequence);
+  *cp = std::move(older).value();
+  // The committed one becomes checkpoint/ again, so the next publish keeps it
+  // as checkpoint.prev/ (a taker may still load from it).
+  const std::string cur = out + "/" + kCheckpointDir,
+                    aside = out + "/checkpoint.uncommitted";
+  std::error_code ec;
+  fs::remove_all(aside, ec);
+  fs::rename(cur, aside, ec);
+  if (!ec) fs::rename(prev, cur, ec);
+  if (ec) return Status::Error(Status::Code::kIoError, out + ": " + ec.message());
+  cp->dir = cur;
+  cp->frontier.dir = cur;  // its spill files moved with it
+  return SyncDir(out);
+}
+
+// Cuts `path` back to `bytes` (what the checkpoint recorded).
+Status Cut(const std::string& path, uint64_t bytes, bool must_exist) {
+  std::error_code ec;
+  uint64_t size = fs::exists(path, ec) ? fs::file_size(path, ec) : 0;
+  if (ec) return Status::Error(Status::Code::kIoError, path + ": " + ec.message());
+  if (size < bytes && (must_exist || size > 0)) {
+    return Bad(path + " is " + std::to_string(size) +
+               " bytes but the checkpoint recorded " + std::to_string(bytes) +
+               ": it lost data after the checkpoint was taken; cannot resume safely");
+  }
+  if (size > bytes && ::truncate(path.c_str(), static_cast<off_t>(bytes)) != 0)
+    return IoError(path, "truncate");
+  return Status::Ok();
+}
+
+// Removes what was written after the checkpoint. Only with the checkpoint
+// fully loaded.
+Status Repair(const std::string& out, const CheckpointInfo& info,
+              const std::string& warc_prefix) {
+  Status st =
+      Cut(out + "/fetch-log.jsonl", info.fetch_log_bytes, info.fetch_log_bytes > 0);
+  if (st.ok()) st = Cut(out + "/warc/" + info.warc_file, info.warc_bytes, true);
+  if (st.ok()) st = Cut(out + "/stats-series.jsonl", info.series_bytes, false);
+  if (st.ok()) st = Cut(out + "/seen.log", info.seen_log_bytes, false);
+  if (!st.ok()) return st;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(out + "/warc", ec)) {
+    std::string name = entry.path().filename().string();
+    std::string prefix = warc_prefix + "-";
+    unsigned index = 0;
+    if (name.rfind(prefix, 0) == 0 &&
+        std::sscanf(name.c_str() + prefix.size(), "%u.warc.gz", &index) == 1 &&
+        index > info.warc_index) {
+      fs::remove(entry.path(), ec);
+      if (ec)
+        return Status::Error(Status::Code::kIoError,
+                             entry.path().string() + ": remove: " + ec.message());
+    }
+  }
+  fs::remove_all(out + "/frontier", ec);
+  if (!ec) fs::remove_all(out + "/" + kCheckpointTmpDir, ec);
+  if (ec)
+    return Status::Error(Status::Code::kIoError,
+                         out + ": cannot clear scratch files: " + ec.message());
+  return Status::Ok();
+}
+
+// The loaded state into a freshly built crawl.
+Status Restore(Crawl::Impl& m, LoadedCheckpoint& cp) {
+  const CheckpointInfo& info = cp.info;
+  CrawlSummary summary = info.summary;
+  summary.stopped = false;
+  m.counters.Restore(summary, info.dedup);
+  m.elapsed_base = info.elapsed_s;
+  m.spilled_base = info.summary.spilled;
+  auto hosts = HostTable::Decode(cp.hosts_bin, cp.dir + "/hosts.bin");
+  if (!hosts.ok()) return hosts.status();
+  auto now = Clock::now();
+  auto leased = cp.frontier.LeasedPerHost();
+  uint64_t in_flight = 0;
+  for (const auto& [host, n] : leased) in_flight += n;
+  uint64_t urls = cp.frontier.Urls(), host_count = cp.frontier.hosts.size();
+  if (m.cluster && !m.config.cluster.shared_dir.empty()) {
+    // Restored at Start, only the shards this node still holds (cluster.h).
+    ShardState own;
+    own.own = true;
+    own.from = "this node's checkpoint " + std::to_string(info.sequence);
+    own.sequence = info.sequence;
+    own.hosts = std::move(hosts).value();
+    // Split by shard later, after a later checkpoint may have replaced this
+    // one: its spilled URLs are read now.
+    Status read = cp.frontier.ReadSpills();
+    if (!read.ok()) return read;
+    own.frontier = std::move(cp.frontier);
+    m.cluster->StashOwn(std::move(own));
+  } else {
+    m.resume_robots = m.hosts.Restore(std::move(hosts).value(), leased, now);
+    Status st = frontier::RestoreFrontier(std::move(cp.frontier), now, m.frontier.get());
+    if (!st.ok()) return st;
+  }
+  m.state.started = info.started > in_flight ? info.started - in_flight : 0;
+  Status st;
+  if (m.cluster) {
+    st = m.cluster->RestoreOutbox(cp.outbox, cp.dir + "/outbox.txt");
+    if (!st.ok()) return st;
+    st = m.cluster->RestoreSpill();
+    if (!st.ok()) return st;
+  }
+  spdlog::info(
+      "resumed from {} (checkpoint {}): {} URLs queued ({} were in flight), {} hosts",
+      cp.dir, info.sequence, urls, in_flight, host_count);
+  return Status::Ok();
+}
+
+// A crawl stopped before its first checkpoint fetched nothing yet (workers
+// start after it): it starts again from the seeds and config Create wrote.
+Result<std::unique_ptr<Crawl>> StartAgain(const std::string& out_dir,
+                                          const std::vector<std::string>& overrides,
+                                          std::string* warning) {
+  // Waits, like a resume, for the stopped process's lock to go.
+  auto lock = LockOut(out_dir, 10);
+  if (!lock.ok()) return lock.status();
+  ::close(*lock);
+  auto config = LoadConfig(out_dir + "/" + kStartConfig, overrides);
+  if (!config.ok()) return config.status();
+  auto seeds = ReadSeeds(out_dir + "/" + kStartSeeds, config->url);
+  if (!seeds.ok()) return seeds.status();
+  *warning = out_dir +
+             " holds no checkpoint yet (the crawl was stopped before its first one): " +
+             "starting it again from its " + std::to_string(seeds->urls.size()) +
+             " seeds (" + kStartSeeds + ")";
+  return Crawl::Create(*config, seeds->urls, out_dir);
+}
+
+}  // namespace
+
+const std::vector<std::string>& Crawl::ResumableKeys() {
+  static const std::vector<std::string> keys = {
+      "crawl.max_pages",         "crawl.workers",         "crawl.max_connections",
+      "fetch.connect_timeout_s", "fetch.timeout_s",       "fetch.low_speed_bytes",
+      "fetch.low_speed_time_s",  "checkpoint.interval_s", "checkpoint.interval_pages",
+      "dedup.compact_growth"};
+  return keys;
+}
+
+Result<std::unique_ptr<Crawl>> Crawl::Resume(const std::string& out_dir,
+                                             const std::vector<std::string>& overrides,
+                                             std::string* warning) {
+  Status st = CheckOverrides(overrides);
+  if (!st.ok()) return st;
+  if (!fs::is_directory(out_dir)) return Bad(out_dir + ": no such directory");
+  if (!fs::exists(out_dir + "/" + kCheckpointDir) &&
+      !fs::exists(out_dir + "/" + kCheckpointPrevDir)) {
+    if (!fs::exists(out_dir + "/" + kStartConfig)) {
+      return Bad(out_dir + ": no checkpoint/ or checkpoint.prev/ here, and no " +
+                 kStartConfig + ": not a crawl output directory");
+    }
+    return StartAgain(out_dir, overrides, warning);
+  }
+  auto lock = LockOut(out_dir, 10);
+  if (!lock.ok()) return lock.status();
+  auto fail = [&](Status s) {
+    ::close(*lock);
+    return s;
+  };
+  bool fell_back = false;
+  auto loaded = Select(out_dir, warning, &fell_back);
+  if (!loaded.ok()) return fail(loaded.status());
+  LoadedCheckpoint& cp = *loaded;
+  auto config = LoadConfig(cp.config_path, overrides);
+  if (!config.ok()) return fail(config.status());
+  st = SelectCommitted(*config, out_dir, &cp);
+  if (!st.ok()) return fail(st);
+  auto scope = Scope::FromHosts(config->crawl, cp.info.scope_hosts);
+  if (!scope.ok()) return fail(scope.status());
+  st = Repair(out_dir, cp.info, config->output.warc_prefix);
+  if (!st.ok()) return fail(st);
+  if (fell_back) {
+    std::error_code ec;
+    fs::remove_all(out_dir + "/checkpoint.damaged", ec);
+    fs::rename(out_dir + "/" + kCheckpointDir, out_dir + "/checkpoint.damaged", ec);
+  }
+  auto impl =
+      BuildCrawl(*config, out_dir, *lock, std::move(cp.filter), std::move(scope).value(),
+                 cp.info.sequence, cp.info.dedup_log_bytes);
+  if (!impl.ok()) return impl.status();
+  st = Restore(**impl, cp);
+  if (!st.ok()) return st;
+  if (fell_back) spdlog::warn("{}", *warning);
+  return std::unique_ptr<Crawl>(new Crawl(std::move(impl).value()));
+}
+
+}  // namespace crawler::engine

@@ -1,0 +1,78 @@
+// The crawl's figures (CrawlSummary) and the expected count of URLs wrongly
+// taken as seen, shared by every worker. Thread-safe: one mutex, held for a
+// few additions at a time.
+#ifndef CRAWLER_COUNTERS_H_
+#define CRAWLER_COUNTERS_H_
+
+#include <atomic>
+#include <cstdint>
+
+#include "base/mutex.h"
+#include "crawler/crawl_counts.h"
+#include "crawler/fetcher.h"
+
+namespace crawler::engine {
+
+class Counters {
+ public:
+  // A response (any status) or a failed fetch.
+  void Fetched(const FetchResult& r) EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    if (r.status == 0) {
+      ++summary_.failed;
+      ++summary_.errors[FetchErrorName(r.error)];
+      return;
+    }
+    ++summary_.fetched;
+    summary_.bytes += r.body.size();
+    if (r.truncated) {
+      ++summary_.truncated;
+      ++summary_.errors[FetchErrorName(FetchError::kTooLarge)];
+    }
+    long c = r.status / 100;
+    (c == 2   ? summary_.status_2xx
+     : c == 3 ? summary_.status_3xx
+     : c == 4 ? summary_.status_4xx
+              : summary_.status_5xx)++;
+    (c == 2   ? summary_.bytes_2xx
+     : c == 3 ? summary_.bytes_3xx
+     : c == 4 ? summary_.bytes_4xx
+              : summary_.bytes_5xx) += r.body.size();
+  }
+  void Add(uint64_t CrawlSummary::*field, uint64_t n = 1) EXCLUDES(mu_) {
+    if (n == 0) return;
+    MutexLock lock(mu_);
+    summary_.*field += n;
+  }
+
+  CrawlSummary Summary() const EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    return summary_;
+  }
+  // The dedup figures of the processes before this one, restored from the
+  // checkpoint. The filter counts this process's own (FilterStats); the
+  // report adds the two.
+  DedupCarried Carried() const EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    return carried_;
+  }
+  uint64_t PagesDone() const EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    return summary_.fetched + summary_.failed;
+  }
+  // Sets the whole summary (resume, and the end of a run).
+  void Restore(const CrawlSummary& s, const DedupCarried& carried) EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    summary_ = s;
+    carried_ = carried;
+  }
+
+ private:
+  mutable Mutex mu_;
+  CrawlSummary summary_ GUARDED_BY(mu_);
+  DedupCarried carried_ GUARDED_BY(mu_);
+};
+
+}  // namespace crawler::engine
+
+#endif  // CRAWLER_COUNTERS_H_

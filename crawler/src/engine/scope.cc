@@ -1,0 +1,71 @@
+// See scope.h.
+#include "engine/scope.h"
+
+#include <algorithm>
+
+#include "frontier/frontier.h"
+
+namespace crawler::engine {
+namespace {
+
+// "h" of "scheme://h:p" ("[v6]" kept whole).
+std::string_view HostName(std::string_view host_key) {
+  size_t sep = host_key.find("://");
+  std::string_view rest =
+      sep == std::string_view::npos ? host_key : host_key.substr(sep + 3);
+  if (!rest.empty() && rest[0] == '[') return rest.substr(0, rest.find(']') + 1);
+  return rest.substr(0, rest.find(':'));
+}
+
+bool UnderDomain(std::string_view name, std::string_view domain) {
+  return name == domain || (name.size() > domain.size() && name.ends_with(domain) &&
+                            name[name.size() - domain.size() - 1] == '.');
+}
+
+}  // namespace
+
+Result<Scope> Scope::From(const CrawlConfig& config,
+                          const std::vector<std::string>& seeds) {
+  std::vector<std::string> hosts = config.scope_hosts;
+  if (config.scope_hosts.empty() && config.scope_domains.empty()) {
+    for (const std::string& s : seeds) {
+      std::string key(frontier::HostKey(s));
+      if (std::find(hosts.begin(), hosts.end(), key) == hosts.end()) hosts.push_back(key);
+    }
+  }
+  return FromHosts(config, std::move(hosts));
+}
+
+Result<Scope> Scope::FromHosts(const CrawlConfig& config,
+                               std::vector<std::string> hosts) {
+  Scope s;
+  s.hosts_ = std::move(hosts);
+  s.host_set_.insert(s.hosts_.begin(), s.hosts_.end());
+  s.domains_ = config.scope_domains;
+  try {
+    for (const std::string& re : config.include) s.include_.emplace_back(re);
+    for (const std::string& re : config.exclude) s.exclude_.emplace_back(re);
+  } catch (const std::regex_error& e) {
+    return Status::Error(Status::Code::kInvalidArgument,
+                         std::string("crawl.include/exclude: bad regex: ") + e.what());
+  }
+  return s;
+}
+
+bool Scope::Allows(std::string_view url) const {
+  std::string_view key = frontier::HostKey(url);
+  std::string_view name = HostName(key);
+  bool host_ok = host_set_.count(std::string(key)) > 0 ||
+                 host_set_.count(std::string(name)) > 0 ||
+                 std::any_of(domains_.begin(), domains_.end(),
+                             [&](const std::string& d) { return UnderDomain(name, d); });
+  if (!host_ok) return false;
+  auto matches = [&](const std::regex& r) {
+    return std::regex_search(url.begin(), url.end(), r);
+  };
+  if (!include_.empty() && std::none_of(include_.begin(), include_.end(), matches))
+    return false;
+  return std::none_of(exclude_.begin(), exclude_.end(), matches);
+}
+
+}  // namespace crawler::engine

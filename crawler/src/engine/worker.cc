@@ -1,0 +1,573 @@
+// See worker.h.
+#include "engine/worker.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <iterator>
+#include <random>
+#include <thread>
+
+#include "engine/retry.h"
+
+namespace crawler::engine {
+
+using frontier::Clock;
+
+namespace {
+
+// The back-off's random factor (retry.h: BackoffSeconds).
+double Jitter() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  return std::uniform_real_distribution<double>(0, 1)(rng);
+}
+
+}  // namespace
+
+void RunState::Fail(const Status& st) {
+  MutexLock lock(mu_);
+  if (!failed_.exchange(true)) {
+    first_error_ = st;
+    spdlog::error("crawl stopped: {}", st.message());
+  }
+}
+
+void ResultQueue::Push(std::vector<Completed>* batch) {
+  {
+    MutexLock lock(mu_);
+    for (Completed& c : *batch) queue_.push_back(std::move(c));
+  }
+  batch->clear();
+  cv_.notify_all();
+}
+
+std::optional<Completed> ResultQueue::TryPop() {
+  MutexLock lock(mu_);
+  if (queue_.empty()) return std::nullopt;
+  std::optional<Completed> c(std::move(queue_.front()));
+  queue_.pop_front();
+  return c;
+}
+
+bool ResultQueue::Empty() const {
+  MutexLock lock(mu_);
+  return queue_.empty();
+}
+
+void ResultQueue::WaitUntil(Clock::time_point deadline) {
+  MutexLock lock(mu_);
+  cv_.wait_until(mu_, deadline, [&]() REQUIRES(mu_) { return !queue_.empty(); });
+}
+
+void Worker::Loop(const std::atomic<bool>& stop) {
+  while (!stop.load() && !p_.state.failed()) {
+    auto due = [&]() -> Result<std::optional<Clock::time_point>> {
+      GateUnit unit(p_.gate);
+      if (p_.cluster != nullptr) {
+        if (p_.cluster->HandoffWork()) HandOff(unit.pass());
+        // Shards taken over from a dead or leaving node.
+        if (std::optional<ShardState> taken = p_.cluster->TakeShardState()) {
+          Status st = RestoreShards(unit.pass(), std::move(*taken));
+          if (!st.ok()) return st;
+        }
+      }
+      if (p_.cluster != nullptr && !p_.cluster->InboxEmpty()) {
+        // URLs other nodes found for this node's hosts (those of a shard
+        // being handed over meanwhile: to its stream, for its new owner).
+        std::vector<frontier::UrlEntry> mine, theirs;
+        for (frontier::UrlEntry& e : p_.cluster->TakeInbox())
+          (p_.cluster->Handing(e.url) ? theirs : mine).push_back(std::move(e));
+        if (!theirs.empty()) p_.cluster->Ship(std::move(theirs));
+        Status st = Admit(unit.pass(), std::move(mine));
+        p_.cluster->Admitted();
+        if (!st.ok()) return st;
+      }
+      StartDueRobots(unit.pass());
+      return StartFetches(unit.pass());
+    }();
+    if (!due.ok()) return p_.state.Fail(due.status());
+    bool have_work = !p_.results.Empty();
+    if (fetcher_->Running() > 0) {
+      fetcher_->Run(std::chrono::milliseconds(have_work ? 0 : 20));
+      if (!completed_.empty()) {
+        p_.results.Push(&completed_);
+        have_work = true;
+      }
+    }
+    if (have_work) {
+      Status st = ProcessOne();
+      if (!st.ok()) return p_.state.Fail(st);
+      continue;
+    }
+    if (fetcher_->Running() == 0) {
+      bool finished = [&] {
+        GateUnit unit(p_.gate);
+        return Finished(unit.pass());
+      }();
+      if (finished) break;
+      // Nothing here: wait for a result, a host to become due or another
+      // worker to queue URLs (at most 20 ms).
+      auto cap = Clock::now() + std::chrono::milliseconds(20);
+      p_.results.WaitUntil(std::min(due.value().value_or(cap), cap));
+    }
+  }
+}
+
+bool Worker::Finished(const Gate::Pass&) const {
+  // A cluster node ends with the job (another node may still send it URLs).
+  return p_.state.busy.load() == 0 &&
+         (p_.state.max_pages_hit.load() || p_.frontier.Empty()) &&
+         (p_.cluster == nullptr || p_.cluster->Done());
+}
+
+Status Worker::Admit(const Gate::Pass& pass, std::vector<frontier::UrlEntry> entries) {
+  if (entries.empty()) return Status::Ok();
+  // A cluster node with shared_dir records what it admits, by shard (seen_log.h).
+  std::vector<SeenRecord> seen;
+  std::vector<size_t> inserted;
+  if (p_.seen != nullptr) {
+    for (const frontier::UrlEntry& e : entries)
+      seen.push_back(
+          {p_.cluster->ShardOf(frontier::HostKey(e.url)), dedup::HashKey(e.url)});
+  }
+  auto admitted =
+      p_.frontier.Admit(std::move(entries), p_.filter, p_.seen ? &inserted : nullptr);
+  if (!admitted.ok()) return admitted.status();
+  if (p_.seen != nullptr && !inserted.empty()) {
+    std::vector<SeenRecord> keep;
+    keep.reserve(inserted.size());
+    for (size_t i : inserted) keep.push_back(seen[i]);
+    Status st = p_.seen->Append(keep);
+    if (!st.ok()) return st;
+  }
+  p_.counters.Add(&CrawlSummary::duplicates, admitted->duplicates);
+  p_.counters.Add(&CrawlSummary::filter_full, admitted->refused_full);
+  for (const std::string& host : admitted->new_hosts)
+    StartRobots(pass, host, host + "/robots.txt", 0);
+  return Status::Ok();
+}
+
+Status Worker::RestoreShards(const Gate::Pass& pass, ShardState s) {
+  auto now = Clock::now();
+  size_t hosts = s.frontier.hosts.size(), urls = s.frontier.urls.size();
+  auto robots = p_.hosts.Restore(std::move(s.hosts), s.frontier.LeasedPerHost(), now);
+  Status st = frontier::RestoreFrontier(std::move(s.frontier), now, &p_.frontier);
+  if (!st.ok()) return st;
+  // The shards' seen set: into the filter, and into this node's own seen
+  // log (a later taker of these shards loads them from here). Their loss
+  // was counted where they were first checked: RestoreHash does not count.
+  uint64_t added = 0;
+  for (const SeenRecord& r : s.seen)
+    added += p_.filter.RestoreHash(r.hash) == dedup::InsertResult::kInserted;
+  if (p_.seen != nullptr) {
+    st = p_.seen->Append(s.seen);
+    if (!st.ok()) return st;
+  }
+  for (const RobotsFetchToStart& r : robots) StartRobots(pass, r.host, r.url, r.hops);
+  // The source node's outbox, to its owners again (the shards taken here are
+  // not owned until ShardsLoaded: theirs go through their streams).
+  std::vector<frontier::UrlEntry> mine, theirs;
+  for (frontier::UrlEntry& e : s.outbox)
+    (p_.cluster->Owns(e.url) ? mine : theirs).push_back(std::move(e));
+  if (!theirs.empty()) p_.cluster->Ship(std::move(theirs));
+  st = Admit(pass, std::move(mine));
+  if (!st.ok()) return st;
+  p_.cluster->ShardsLoaded(s.shards);
+  spdlog::info(
+      "cluster: {} {} shards from {}: {} hosts, {} URLs queued, {} of {} seen URLs new "
+      "to "
+      "this node's filter",
+      s.own ? "restored" : "took over", s.shards.size(), s.from, hosts, urls, added,
+      s.seen.size());
+  return Status::Ok();
+}
+
+void Worker::HandOff(const Gate::Pass& pass) {
+  std::vector<uint32_t> drop = p_.cluster->TakeReleased();
+  if (!drop.empty()) {
+    std::sort(drop.begin(), drop.end());
+    uint64_t urls = p_.frontier.DropHosts([&](std::string_view host) {
+      return std::binary_search(drop.begin(), drop.end(), p_.cluster->ShardOf(host));
+    });
+    p_.cluster->Dropped(drop, urls);
+  }
+  std::vector<uint32_t> draining = p_.cluster->Draining();
+  if (draining.empty()) return;
+  // The shards with a page or robots.txt fetch in flight (the predicates
+  // only note them) are not drained yet.
+  std::sort(draining.begin(), draining.end());
+  std::vector<uint32_t> busy;
+  auto note = [&](std::string_view host) {
+    uint32_t s = p_.cluster->ShardOf(host);
+    if (std::binary_search(draining.begin(), draining.end(), s)) busy.push_back(s);
+    return false;
+  };
+  (void)p_.frontier.InFlight(note);
+  (void)p_.hosts.RobotsFetching(pass, note);
+  std::sort(busy.begin(), busy.end());
+  std::vector<uint32_t> drained;
+  std::set_difference(draining.begin(), draining.end(), busy.begin(), busy.end(),
+                      std::back_inserter(drained));
+  if (!drained.empty()) p_.cluster->Drained(drained);
+}
+
+void Worker::StartDueRobots(const Gate::Pass& pass) {
+  if (robots_retry_.empty()) return;
+  auto now = Clock::now();
+  auto due = std::stable_partition(robots_retry_.begin(), robots_retry_.end(),
+                                   [&](const RobotsRetry& r) { return r.at > now; });
+  std::vector<RobotsRetry> start(std::make_move_iterator(due),
+                                 std::make_move_iterator(robots_retry_.end()));
+  robots_retry_.erase(due, robots_retry_.end());
+  for (RobotsRetry& r : start) {
+    p_.state.busy.fetch_sub(1);  // StartRobots counts it again
+    StartRobots(pass, r.host, r.url, r.hops);
+  }
+}
+
+void Worker::StartRobots(const Gate::Pass& pass, const std::string& host,
+                         const std::string& url, int hops) {
+  p_.state.busy.fetch_add(1);
+  p_.hosts.RobotsStarted(pass, host, url, hops);
+  fetcher_->Add(url, [this, host, hops](FetchResult&& r) {
+    completed_.push_back(Completed{true, host, hops, {}, std::move(r)});
+  });
+}
+
+// Hands due URLs to the fetcher. Returns when the next URL becomes due, if
+// nothing could be started now.
+Result<std::optional<Clock::time_point>> Worker::StartFetches(const Gate::Pass& pass) {
+  while (fetcher_->Running() < max_running_ && !p_.state.failed() &&
+         !p_.state.max_pages_hit.load()) {
+    Clock::time_point next_due{};
+    auto popped = p_.frontier.Pop(Clock::now(), &next_due);
+    if (!popped.ok()) return popped.status();
+    if (!popped.value()) {
+      if (next_due != Clock::time_point{})
+        return std::optional<Clock::time_point>(next_due);
+      break;
+    }
+    frontier::Lease lease = std::move(*popped.value());
+    if (p_.cluster != nullptr && !p_.cluster->Fetchable(lease.host)) {
+      // Its shard's lease is not held (expired, or lost): not fetched; the
+      // host is asked again a little later.
+      p_.frontier.Defer(lease, Clock::now() + std::chrono::milliseconds(200));
+      continue;
+    }
+    p_.state.busy.fetch_add(1);
+    std::string_view path = std::string_view(lease.entry.url).substr(lease.host.size());
+    HostTable::PageDecision d = p_.hosts.DecidePage(pass, lease.host, path, Clock::now());
+    if (d.refresh_robots) StartRobots(pass, lease.host, lease.host + "/robots.txt", 0);
+    Status st = !d.allowed ? Skip(lease, "robots", &CrawlSummary::robots_blocked)
+                : d.over_limit
+                    ? Skip(lease, "max_pages_per_host", &CrawlSummary::trap_guard)
+                    : Status::Ok();
+    if (!st.ok()) return st;
+    if (d.allowed && !d.over_limit && !StartPage(pass, std::move(lease))) break;
+  }
+  return std::optional<Clock::time_point>();
+}
+
+// Starts the fetch of `lease`; false (and the URL stays queued) once
+// crawl.max_pages fetches have started.
+bool Worker::StartPage(const Gate::Pass&, frontier::Lease lease) {
+  uint64_t started_before =
+      p_.state.started.fetch_add(1);  // counted always: checkpoints keep it
+  if (p_.config.crawl.max_pages > 0 && started_before >= p_.config.crawl.max_pages) {
+    p_.state.max_pages_hit = true;
+    p_.frontier.Release(lease);
+    p_.state.busy.fetch_sub(1);
+    return false;
+  }
+  std::string url = lease.entry.url;
+  auto shared = std::make_shared<frontier::Lease>(std::move(lease));
+  fetcher_->Add(url, [this, shared](FetchResult&& r) {
+    completed_.push_back(
+        Completed{false, shared->host, 0, std::move(*shared), std::move(r)});
+  });
+  return true;
+}
+
+// A popped URL that is not fetched (robots or the trap guard): a fetch-log
+// line, no fetch. Runs inside the gate (StartFetches).
+Status Worker::Skip(const frontier::Lease& lease, const char* why,
+                    uint64_t CrawlSummary::*counter) {
+  p_.counters.Add(counter);
+  p_.frontier.Release(lease);
+  p_.state.busy.fetch_sub(1);
+  return p_.log.Append(
+      {lease.entry.url, 0, nullptr, lease.entry.depth, lease.entry.referrer, why, false});
+}
+
+Status Worker::ProcessOne() {
+  std::optional<Completed> c = p_.results.TryPop();
+  if (!c) return Status::Ok();
+  Prepared prepared = Prepare(*c);  // outside the gate: a checkpoint need not wait for it
+  Status st;
+  {
+    GateUnit unit(p_.gate);
+    st = c->robots ? FinishRobots(unit.pass(), *c, prepared)
+                   : FinishPage(unit.pass(), *c, prepared);
+  }
+  p_.state.busy.fetch_sub(1);
+  return st;
+}
+
+Worker::Prepared Worker::Prepare(const Completed& c) const {
+  Prepared p;
+  const FetchResult& r = c.result;
+  if (r.status > 0) {
+    const std::string head = HeadForStoredBody(r.response_head, r.body.size());
+    Exchange ex{.url = r.url,
+                .ip = r.ip,
+                .date = std::chrono::system_clock::now(),
+                .request = r.request_head,
+                .response_head = head,
+                .body = r.body,
+                .truncated = r.truncated};
+    p.warc = p_.warc.Prepare(ex);
+  }
+  bool html = r.content_type == "text/html" || r.content_type == "application/xhtml+xml";
+  bool sitemap = !c.robots && c.lease.entry.kind == frontier::UrlEntry::Kind::kSitemap;
+  if (sitemap && r.status >= 200 && r.status < 300) {
+    p.sitemap = ReadSitemap(r, c.lease.entry.url);
+  } else if (!c.robots && !sitemap && r.status >= 200 && r.status < 300 && html) {
+    parsers::ExtractOptions eo;
+    eo.include_assets = p_.config.crawl.include_assets;
+    eo.url = p_.config.url;
+    p.links = parsers::ExtractLinks(r.body, c.lease.entry.url, r.charset, eo);
+  }
+  return p;
+}
+
+// Counts, stores and logs a fetch; `page` is null for robots.txt.
+Status Worker::Record(const FetchResult& r, const Prepared& p,
+                      const frontier::UrlEntry* page, bool final,
+                      uint32_t robots_attempt) {
+  // A failed attempt that is tried again counts as a retry, not a page.
+  if (final) p_.counters.Fetched(r);
+  if (r.status > 0) {
+    Status st = p_.warc.Write(p.warc);
+    if (!st.ok()) return st;
+  }
+  std::string_view error = r.error == FetchError::kNone ? "" : FetchErrorName(r.error);
+  const FetchLogResponse response{.content_type = r.content_type,
+                                  .bytes = r.body.size(),
+                                  .seconds = r.seconds,
+                                  .truncated = r.truncated,
+                                  .location = r.location};
+  if (page == nullptr) {
+    return p_.log.Append(
+        {r.url, r.status, &response, 0, "", error, true, robots_attempt, final});
+  }
+  if (r.error != FetchError::kNone)
+    spdlog::warn("{}: {} ({})", page->url, error, r.error_message);
+  return p_.log.Append({page->url, r.status, &response, page->depth, page->referrer, error,
+                        false, page->attempt + 1, final});
+}
+
+Status Worker::FinishRobots(const Gate::Pass& pass, const Completed& c,
+                            const Prepared& p) {
+  const FetchResult& r = c.result;
+  parsers::RobotsFetch outcome = parsers::RobotsFetchForStatus(r.status);
+  if (outcome == parsers::RobotsFetch::kServerError ||
+      outcome == parsers::RobotsFetch::kUnreachable)
+    return RobotsFailed(pass, c, p);
+  Status st = Record(r, p, nullptr, true, p_.hosts.RobotsFailures(pass, c.host) + 1);
+  if (!st.ok()) return st;
+  if (r.status >= 300 && r.status < 400 && !r.location.empty() &&
+      c.hops < parsers::kMaxRobotsRedirects) {
+    parsers::UrlResult next = parsers::ResolveHref(r.url, r.location, p_.config.url);
+    if (next.ok()) {
+      StartRobots(pass, c.host, *next, c.hops + 1);
+      return Status::Ok();
+    }
+  }
+  std::vector<std::string> sitemaps;
+  std::optional<double> delay =
+      p_.hosts.RobotsDone(pass, c.host, outcome, r.body, Clock::now(), &sitemaps);
+  p_.frontier.OpenHost(c.host, delay, Clock::now());
+  return OfferSitemaps(pass, c.host, sitemaps);
+}
+
+// robots.txt answered 5xx or not at all. RFC 9309 2.3.1.3/4: the host is
+// fully disallowed while it is unreachable; a server gets over a 5xx or an
+// outage, so it is fetched again first (as a page would be), the host's
+// pages waiting meanwhile, and only then given up on.
+Status Worker::RobotsFailed(const Gate::Pass& pass, const Completed& c,
+                            const Prepared& p) {
+  const FetchResult& r = c.result;
+  uint32_t failures = p_.hosts.RobotsFailed(pass, c.host);
+  bool again = failures <= p_.config.fetch.max_retries;
+  Status st = Record(r, p, nullptr, /*final=*/!again, failures);
+  if (!st.ok()) return st;
+  std::string why = r.error == FetchError::kNone
+                        ? std::string("unavailable")
+                        : std::string(FetchErrorName(r.error)) + ": " + r.error_message;
+  if (again) {
+    double wait = BackoffSeconds(failures - 1, p_.config.fetch.retry_base_s,
+                                 p_.config.fetch.retry_max_s, Jitter(),
+                                 RetryAfterSeconds(r.response_head, std::time(nullptr)));
+    spdlog::warn(
+        "{}: robots.txt {} (status {}): fetched again in {:.1f} s (retry {} of {})",
+        c.host, why, r.status, wait, failures, p_.config.fetch.max_retries);
+    p_.state.busy.fetch_add(1);  // the crawl is not over while it waits
+    robots_retry_.push_back({Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                std::chrono::duration<double>(wait)),
+                             c.host, r.url.empty() ? c.host + "/robots.txt" : r.url,
+                             r.url.empty() ? 0 : c.hops});
+    return Status::Ok();
+  }
+  spdlog::warn(
+      "{}: robots.txt {} (status {}) after {} retries: the host is treated as fully "
+      "disallowed",
+      c.host, why, r.status, failures - 1);
+  std::optional<double> delay = p_.hosts.RobotsDone(
+      pass, c.host, parsers::RobotsFetchForStatus(r.status), r.body, Clock::now());
+  p_.frontier.OpenHost(c.host, delay, Clock::now());
+  return Status::Ok();
+}
+
+void Worker::LogIfParked(const std::string& host, const FetchResult& r) {
+  if (SignalOf(r) != frontier::HostSignal::kUnreachable || !p_.frontier.Parked(host))
+    return;
+  spdlog::warn(
+      "{}: no connection ({}) {} or more fetches in a row: parked, its next fetch in "
+      "{:.0f} "
+      "s "
+      "(its queued URLs are kept)",
+      host, FetchErrorName(r.error), p_.config.frontier.park_after,
+      p_.config.frontier.park_s);
+}
+
+Status Worker::FinishPage(const Gate::Pass& pass, const Completed& c, const Prepared& p) {
+  const FetchResult& r = c.result;
+  const frontier::UrlEntry& e = c.lease.entry;
+  if (Transient(r)) {
+    if (e.attempt < p_.config.fetch.max_retries) {
+      // Fetched again later (the frontier holds it; it passed dedup once).
+      // Every attempt's response is archived and logged, with final: false.
+      double wait = BackoffSeconds(
+          e.attempt, p_.config.fetch.retry_base_s, p_.config.fetch.retry_max_s, Jitter(),
+          RetryAfterSeconds(r.response_head, std::time(nullptr)));
+      Status st = Record(r, p, &e, /*final=*/false);
+      if (!st.ok()) return st;
+      p_.counters.Add(&CrawlSummary::retries);
+      auto now = Clock::now();
+      st = p_.frontier.Retry(c.lease, now, r.seconds,
+                             now + std::chrono::duration_cast<Clock::duration>(
+                                       std::chrono::duration<double>(wait)),
+                             SignalOf(r));
+      LogIfParked(c.lease.host, r);
+      return st;
+    }
+    p_.counters.Add(&CrawlSummary::gave_up);
+  }
+  p_.frontier.Done(c.lease, Clock::now(), r.seconds, SignalOf(r));
+  LogIfParked(c.lease.host, r);
+  Status st = Record(r, p, &e);
+  if (!st.ok()) return st;
+
+  std::vector<frontier::UrlEntry> next, theirs;
+  uint64_t too_deep = 0, out_of_scope = 0;
+  using Kind = frontier::UrlEntry::Kind;
+  // A sitemap's depth is its nesting (sitemap_max_depth bounds it), not a
+  // link distance.
+  auto offer = [&](const std::string& url, uint32_t depth, uint32_t redirects,
+                   Kind kind) {
+    if (kind == Kind::kPage && depth > p_.config.crawl.max_depth) {
+      ++too_deep;
+    } else if (!p_.scope.Allows(url)) {
+      ++out_of_scope;
+    } else {
+      // Another cluster node's host: to its owner.
+      frontier::UrlEntry entry{url, depth, e.url, redirects};
+      entry.kind = kind;
+      (p_.cluster != nullptr && !p_.cluster->Owns(url) ? theirs : next)
+          .push_back(std::move(entry));
+    }
+  };
+  if (r.status >= 300 && r.status < 400 && !r.location.empty()) {
+    // A redirect target is a URL like any other; the hop keeps the depth.
+    if (e.redirects < p_.config.fetch.max_redirects) {
+      parsers::UrlResult target = parsers::ResolveHref(e.url, r.location, p_.config.url);
+      if (target.ok()) offer(*target, e.depth, e.redirects + 1, e.kind);
+    } else {
+      p_.counters.Add(&CrawlSummary::too_many_redirects);
+    }
+  }
+  if (!p.links.meta_nofollow) {
+    for (const parsers::Link& l : p.links.links) {
+      if (!l.nofollow) offer(l.url, e.depth + 1, 0, Kind::kPage);
+    }
+  }
+  if (p.sitemap) {
+    // An index's sitemaps one level deeper; a urlset's pages at depth 1.
+    for (const std::string& problem : p.sitemap->problems)
+      spdlog::warn("{}: sitemap: {}", e.url, problem);
+    bool deeper = p.sitemap->index && e.depth + 1 > p_.config.crawl.sitemap_max_depth;
+    if (deeper) {
+      spdlog::warn(
+          "{}: a sitemap index nested deeper than crawl.sitemap_max_depth ({}): "
+          "its {} sitemaps are not fetched",
+          e.url, p_.config.crawl.sitemap_max_depth, p.sitemap->urls.size());
+    } else {
+      for (const std::string& url : p.sitemap->urls) {
+        if (p.sitemap->index) {
+          offer(url, e.depth + 1, 0, Kind::kSitemap);
+        } else {
+          offer(url, 1, 0, Kind::kPage);
+        }
+      }
+    }
+  }
+  p_.counters.Add(&CrawlSummary::too_deep, too_deep);
+  p_.counters.Add(&CrawlSummary::out_of_scope, out_of_scope);
+  if (!theirs.empty()) p_.cluster->Ship(std::move(theirs));
+  return Admit(pass, std::move(next));
+}
+
+std::vector<std::unique_ptr<Worker>> Worker::MakeAll(const Config& config,
+                                                     const WorkerParts& parts,
+                                                     Status* error) {
+  std::vector<std::unique_ptr<Worker>> workers;
+  uint32_t n = config.crawl.workers != 0
+                   ? config.crawl.workers
+                   : std::max(1u, std::thread::hardware_concurrency());
+  n = std::min(n, config.crawl.max_connections);
+  if (config.fetch.insecure) {
+    spdlog::warn(
+        "fetch.insecure = true: TLS certificates and host names are NOT checked; any "
+        "server (or anyone between) can pose as the sites crawled");
+  }
+  if (!config.fetch.proxy.empty())
+    spdlog::info("fetching through {}", config.fetch.proxy);
+  for (uint32_t i = 0; i < n; ++i) {
+    FetchOptions fetch;
+    fetch.user_agent = config.crawl.user_agent;
+    fetch.connect_timeout_s = config.fetch.connect_timeout_s;
+    fetch.timeout_s = config.fetch.timeout_s;
+    fetch.low_speed_bytes = config.fetch.low_speed_bytes;
+    fetch.low_speed_time_s = config.fetch.low_speed_time_s;
+    fetch.max_body_bytes = config.fetch.max_body_bytes;
+    fetch.resolve = config.fetch.resolve;
+    fetch.ca_file = config.fetch.ca_file;
+    fetch.insecure = config.fetch.insecure;
+    fetch.proxy = config.fetch.proxy;
+    // max_connections is the total: split it over the workers.
+    size_t share =
+        config.crawl.max_connections / n + (i < config.crawl.max_connections % n ? 1 : 0);
+    fetch.max_connections = static_cast<uint32_t>(share);
+    // Robots fetches come on top of the frontier's per-host transfers.
+    fetch.max_connections_per_host = config.frontier.max_connections_per_host + 1;
+    auto fetcher = Fetcher::Create(fetch);
+    if (!fetcher.ok()) {
+      *error = fetcher.status();
+      return {};
+    }
+    workers.push_back(std::make_unique<Worker>(parts, std::move(fetcher).value(), share));
+  }
+  return workers;
+}
+
+}  // namespace crawler::engine

@@ -1,0 +1,191 @@
+// A crawl worker: one thread with its own libcurl multi Fetcher, and the
+// pipeline every fetched result goes through:
+//
+//   frontier.Pop ─► host table (robots, page cap) ─► fetch
+//   result ─► WARC + fetch log ─► links (gumbo) ─► depth, scope ─► dedup + frontier
+//
+// Results wait in one ResultQueue that any worker drains, so parsing spreads
+// over the cores even when one worker holds most transfers (one big host).
+// The costly part of a result (WARC digests + gzip, link extraction) runs
+// outside the checkpoint gate; everything that touches the filter, the
+// frontier or the host table runs inside it (gate.h's rule: each such step
+// takes a Gate::Pass).
+//
+// Every admitted URL ends in exactly one fetch-log line: fetched (with its
+// status or error) or skipped with the reason (robots, max_pages_per_host).
+// Redirects are not followed inside libcurl: a Location goes through scope
+// and dedup like a link, at most fetch.max_redirects hops per chain.
+#ifndef CRAWLER_WORKER_H_
+#define CRAWLER_WORKER_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/mutex.h"
+#include "cluster/cluster.h"
+#include "engine/counters.h"
+#include "crawler/config.h"
+#include "crawler/fetcher.h"
+#include "crawler/warc.h"
+#include "dedup/filter.h"
+#include "output/fetch_log.h"
+#include "frontier/frontier.h"
+#include "engine/gate.h"
+#include "engine/host_table.h"
+#include "parsers/links.h"
+#include "engine/scope.h"
+#include "output/seen_log.h"
+
+namespace crawler::engine {
+
+// When the crawl is over, and why. Thread-safe.
+class RunState {
+ public:
+  // Work begun and not finished: leases popped and robots.txt fetches
+  // started, until their results (and the links they yield) are admitted.
+  // The crawl is over when this is 0 and the frontier is empty.
+  std::atomic<uint64_t> busy{0};
+  std::atomic<uint64_t> started{0};  // page fetches started (crawl.max_pages)
+  std::atomic<bool> max_pages_hit{false};
+
+  // The first error stops the crawl; later ones are dropped.
+  void Fail(const Status& st) EXCLUDES(mu_);
+  bool failed() const { return failed_.load(); }
+  Status error() const EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    return first_error_;
+  }
+
+ private:
+  std::atomic<bool> failed_{false};
+  mutable Mutex mu_;
+  Status first_error_ GUARDED_BY(mu_);
+};
+
+// A finished fetch waiting to be processed.
+struct Completed {
+  bool robots = false;
+  std::string host;       // robots: the host the robots.txt is for
+  int hops = 0;           // robots: redirects followed so far
+  frontier::Lease lease;  // pages
+  FetchResult result;
+};
+
+class ResultQueue {
+ public:
+  void Push(std::vector<Completed>* batch) EXCLUDES(mu_);
+  std::optional<Completed> TryPop() EXCLUDES(mu_);
+  bool Empty() const EXCLUDES(mu_);
+  // Waits until a result is queued or `deadline`.
+  void WaitUntil(frontier::Clock::time_point deadline) EXCLUDES(mu_);
+
+ private:
+  mutable Mutex mu_;
+  std::condition_variable_any cv_;
+  std::deque<Completed> queue_ GUARDED_BY(mu_);
+};
+
+// What a worker uses; all owned by the crawl and outliving the workers.
+struct WorkerParts {
+  const Config& config;
+  const Scope& scope;
+  dedup::Filter& filter;
+  frontier::Frontier& frontier;
+  HostTable& hosts;
+  FetchLog& log;
+  WarcWriter& warc;
+  Counters& counters;
+  Gate& gate;
+  ResultQueue& results;
+  RunState& state;
+  Cluster* cluster;  // null: a single-machine crawl
+  SeenLog* seen;     // a cluster node's with shared_dir; else null
+};
+
+class Worker {
+ public:
+  Worker(const WorkerParts& parts, std::unique_ptr<Fetcher> fetcher, size_t max_running)
+      : p_(parts), fetcher_(std::move(fetcher)), max_running_(max_running) {}
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  // crawl.workers workers (0: one per core, at most crawl.max_connections),
+  // each with its share of crawl.max_connections. Errors: *error.
+  static std::vector<std::unique_ptr<Worker>> MakeAll(const Config& config,
+                                                      const WorkerParts& parts,
+                                                      Status* error);
+
+  // Runs until the crawl is over, *stop is set or the crawl failed.
+  void Loop(const std::atomic<bool>& stop);
+  // Seeds (and every URL found): depth, scope, dedup, frontier; robots.txt
+  // fetches for new hosts.
+  [[nodiscard]] Status Admit(const Gate::Pass& pass,
+                             std::vector<frontier::UrlEntry> entries);
+  void StartRobots(const Gate::Pass& pass, const std::string& host,
+                   const std::string& url, int hops);
+  // Shards taken over (cluster.h): their hosts, queued URLs and seen set
+  // into this node's frontier, host table and filter.
+  [[nodiscard]] Status RestoreShards(const Gate::Pass& pass, ShardState s);
+  // Shards handed over to another node (cluster.h, HandoffWork): drops what
+  // was given up, reports the drained.
+  void HandOff(const Gate::Pass& pass);
+
+ private:
+  struct Prepared {
+    PreparedExchange warc;
+    parsers::ExtractResult links;
+    // A sitemap's entries, resolved against its URL (sitemap.h).
+    struct SitemapUrls {
+      bool index = false;
+      std::vector<std::string> urls;
+      std::vector<std::string> problems;  // warnings, unresolvable <loc>s
+    };
+    std::optional<SitemapUrls> sitemap;
+  };
+  Prepared Prepare(const Completed& c) const;
+  Prepared::SitemapUrls ReadSitemap(const FetchResult& r, const std::string& url) const;
+  Result<std::optional<frontier::Clock::time_point>> StartFetches(const Gate::Pass& pass);
+  bool StartPage(const Gate::Pass& pass, frontier::Lease lease);
+  [[nodiscard]] Status Skip(const frontier::Lease& lease, const char* why,
+                            uint64_t CrawlSummary::*counter);
+  [[nodiscard]] Status ProcessOne();
+  [[nodiscard]] Status FinishRobots(const Gate::Pass& pass, const Completed& c,
+                                    const Prepared& p);
+  // The sitemaps robots.txt of `host` named (and /sitemap.xml with
+  // crawl.sitemaps = "robots+default"), admitted like links.
+  [[nodiscard]] Status OfferSitemaps(const Gate::Pass& pass, const std::string& host,
+                                     const std::vector<std::string>& named);
+  // Logs that `host` is parked after `r` (no answer park_after times in a row).
+  void LogIfParked(const std::string& host, const FetchResult& r);
+  [[nodiscard]] Status FinishPage(const Gate::Pass& pass, const Completed& c,
+                                  const Prepared& p);
+  [[nodiscard]] Status RobotsFailed(const Gate::Pass& pass, const Completed& c,
+                                    const Prepared& p);
+  // `robots_attempt`: robots.txt's (page == null) attempt number.
+  [[nodiscard]] Status Record(const FetchResult& r, const Prepared& p,
+                              const frontier::UrlEntry* page, bool final = true,
+                              uint32_t robots_attempt = 1);
+  bool Finished(const Gate::Pass& pass) const;
+  // robots.txt fetches that failed transiently, started again when due.
+  void StartDueRobots(const Gate::Pass& pass);
+
+  WorkerParts p_;
+  std::unique_ptr<Fetcher> fetcher_;
+  const size_t max_running_;
+  std::vector<Completed> completed_;  // filled by fetcher callbacks, this thread only
+  struct RobotsRetry {
+    frontier::Clock::time_point at;
+    std::string host, url;
+    int hops = 0;
+  };
+  std::vector<RobotsRetry> robots_retry_;  // this thread only
+};
+
+}  // namespace crawler::engine
+
+#endif  // CRAWLER_WORKER_H_

@@ -1,0 +1,386 @@
+// See metrics.h.
+#include "report/metrics.h"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <string_view>
+
+#include "crawler/version.h"
+
+namespace crawler::engine {
+namespace {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+// The text format: # HELP and # TYPE once per family, then its samples.
+class Text {
+ public:
+  void Family(std::string_view name, std::string_view type, std::string_view help) {
+    out_ += "# HELP ";
+    out_ += name;
+    out_ += ' ';
+    out_ += help;
+    out_ += "\n# TYPE ";
+    out_ += name;
+    out_ += ' ';
+    out_ += type;
+    out_ += '\n';
+  }
+  // `labels`: name="value" pairs, values escaped by Label.
+  template <typename T>
+  void Sample(std::string_view name, const std::string& labels, T value) {
+    out_ += name;
+    if (!labels.empty()) out_ += "{" + labels + "}";
+    out_ += ' ';
+    out_ += fmt::format("{}", value);
+    out_ += '\n';
+  }
+  template <typename T>
+  void One(std::string_view name, std::string_view type, std::string_view help, T value) {
+    Family(name, type, help);
+    Sample(name, "", value);
+  }
+  std::string Take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+std::string Label(std::string_view name, std::string_view value) {
+  std::string out(name);
+  out += "=\"";
+  for (char c : value) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  out += '"';
+  return out;
+}
+
+void CrawlFamilies(const StatsReport& r, Text& t) {
+  const CrawlCounts& c = r.crawl;
+  t.One("crawler_running", "gauge", "1 while the crawl runs, 0 once it has ended.",
+        r.running ? 1 : 0);
+  t.Family("crawler_pages_total", "counter", "Responses received, by status class.");
+  t.Sample("crawler_pages_total", Label("class", "2xx"), c.status_2xx);
+  t.Sample("crawler_pages_total", Label("class", "3xx"), c.status_3xx);
+  t.Sample("crawler_pages_total", Label("class", "4xx"), c.status_4xx);
+  t.Sample("crawler_pages_total", Label("class", "5xx"), c.status_5xx);
+  t.Family("crawler_fetched_bytes_total", "counter",
+           "Body bytes received (decoded), by status class.");
+  t.Sample("crawler_fetched_bytes_total", Label("class", "2xx"), c.bytes_2xx);
+  t.Sample("crawler_fetched_bytes_total", Label("class", "3xx"), c.bytes_3xx);
+  t.Sample("crawler_fetched_bytes_total", Label("class", "4xx"), c.bytes_4xx);
+  t.Sample("crawler_fetched_bytes_total", Label("class", "5xx"), c.bytes_5xx);
+  t.One("crawler_fetch_failures_total", "counter",
+        "Fetches that got no response (timeouts, refused, broken).", c.failed);
+  t.Family("crawler_fetch_errors_total", "counter",
+           "Failed or truncated fetches, by kind (as in the fetch log).");
+  for (const auto& [kind, n] : c.errors)
+    t.Sample("crawler_fetch_errors_total", Label("kind", kind), n);
+  t.One("crawler_fetch_retries_total", "counter",
+        "Failed attempts (transient) fetched again.", c.retries);
+  t.One("crawler_urls_given_up_total", "counter",
+        "URLs whose last allowed attempt failed transiently too.", c.gave_up);
+  t.Family("crawler_urls_dropped_total", "counter",
+           "Links and redirect targets not admitted, by reason.");
+  const std::pair<const char*, uint64_t> dropped[] = {
+      {"duplicate", c.duplicates},
+      {"out_of_scope", c.out_of_scope},
+      {"too_deep", c.too_deep},
+      {"trap_guard", c.trap_guard},
+      {"filter_full", c.filter_full},
+      {"too_many_redirects", c.too_many_redirects},
+      {"robots_blocked", c.robots_blocked}};
+  for (const auto& [reason, n] : dropped)
+    t.Sample("crawler_urls_dropped_total", Label("reason", reason), n);
+  t.One("crawler_crawl_elapsed_seconds", "gauge", "Crawl time over all runs.",
+        r.rates.elapsed_s);
+  t.One("crawler_pages_per_second", "gauge", "Pages per second over the last minute.",
+        r.rates.pages_per_s_last_minute);
+}
+
+void FrontierFamilies(const FrontierReport& f, Text& t) {
+  t.Family("crawler_frontier_urls", "gauge", "URLs queued, in RAM and on disk.");
+  t.Sample("crawler_frontier_urls", Label("where", "memory"), f.queued_memory);
+  t.Sample("crawler_frontier_urls", Label("where", "disk"), f.queued_disk);
+  t.One("crawler_frontier_in_flight", "gauge", "URLs being fetched.", f.in_flight);
+  t.One("crawler_frontier_spilled_urls_total", "counter",
+        "URLs the frontier wrote to disk (its RAM bound).", f.spilled);
+  t.One("crawler_frontier_hosts", "gauge", "Hosts the frontier knows.", f.hosts);
+  t.Family("crawler_hosts", "gauge", "Hosts with queued URLs, by state.");
+  t.Sample("crawler_hosts", Label("state", "ready"), f.hosts_ready);
+  t.Sample("crawler_hosts", Label("state", "waiting_politeness"),
+           f.hosts_waiting_politeness);
+  t.Sample("crawler_hosts", Label("state", "waiting_robots"), f.hosts_waiting_robots);
+  t.Sample("crawler_hosts", Label("state", "blocked_robots"), f.hosts_blocked_robots);
+  t.Family("crawler_hosts_backoff", "gauge",
+           "Hosts slowed down after 429/503 (slowed) or parked after connect failures "
+           "(parked).");
+  t.Sample("crawler_hosts_backoff", Label("kind", "slowed"), f.hosts_backing_off);
+  t.Sample("crawler_hosts_backoff", Label("kind", "parked"), f.hosts_parked);
+}
+
+void DedupFamilies(const DedupReport& d, Text& t) {
+  t.One("crawler_dedup_items", "gauge", "URLs in the dedup filter.", d.items);
+  t.One("crawler_dedup_capacity", "gauge", "URLs the filter holds at its FPR bound.",
+        d.capacity);
+  t.One("crawler_dedup_bytes", "gauge", "The filter's memory.", d.bytes);
+  t.One("crawler_dedup_fill_ratio", "gauge", "The filter's fill.", d.fill);
+  t.One("crawler_dedup_estimated_fpr", "gauge",
+        "The filter's estimated false-positive rate now.", d.estimated_fpr);
+  t.One("crawler_dedup_fpr_bound", "gauge", "The configured false-positive bound.",
+        d.fpr_bound);
+  t.One("crawler_dedup_expected_false_seen", "gauge",
+        "Expected count of new URLs wrongly taken as seen (sum of the FPR at each).",
+        d.expected_false_seen);
+  t.Family("crawler_dedup_inserts_total", "counter", "Filter checks, by outcome.");
+  t.Sample("crawler_dedup_inserts_total", Label("result", "new"), d.inserts_new);
+  t.Sample("crawler_dedup_inserts_total", Label("result", "duplicate"),
+           d.inserts_duplicate);
+}
+
+void CheckpointFamilies(const CheckpointFigures& c, Text& t) {
+  t.Family("crawler_checkpoints_total", "counter", "Checkpoints, by outcome.");
+  t.Sample("crawler_checkpoints_total", Label("result", "written"), c.written);
+  t.Sample("crawler_checkpoints_total", Label("result", "failed"), c.failed);
+  t.One("crawler_checkpoint_sequence", "gauge", "The last checkpoint's number.",
+        c.sequence);
+  t.One("crawler_checkpoint_last_duration_seconds", "gauge",
+        "The last checkpoint's write (in the forked writer).", c.last_write_s);
+  t.One("crawler_checkpoint_last_pause_seconds", "gauge",
+        "The crawl's pause for the last checkpoint.", c.last_pause_ms / 1000);
+  t.One("crawler_checkpoint_max_pause_seconds", "gauge",
+        "The longest checkpoint pause of this run.", c.max_pause_ms / 1000);
+  t.One("crawler_checkpoint_last_bytes", "gauge", "The last checkpoint's size.",
+        c.last_bytes);
+}
+
+void ClusterFamilies(const ClusterReport& c, const Cluster::Health& h, Text& t) {
+  t.Family("crawler_cluster_info", "gauge", "This node's job and name (value 1).");
+  t.Sample("crawler_cluster_info", Label("job", c.job) + "," + Label("node", c.node), 1);
+  t.One("crawler_cluster_nodes", "gauge", "Nodes in the job.", c.nodes);
+  t.One("crawler_cluster_shards_owned", "gauge", "Shards this node owns.",
+        c.shards_owned);
+  t.Family("crawler_cluster_stream_lag_entries", "gauge",
+           "Entries of an owned shard's stream this node has not read yet.");
+  for (const auto& [shard, lag] : h.owned_lag)
+    t.Sample("crawler_cluster_stream_lag_entries", Label("shard", std::to_string(shard)),
+             lag);
+  t.One("crawler_cluster_leases_held", "gauge",
+        "Owned shards whose lease this node holds now (it fetches only their hosts).",
+        c.leases_held);
+  t.One("crawler_cluster_lease_losses_total", "counter",
+        "Leases that expired unrenewed or went to another holder.", c.lease_losses);
+  t.One("crawler_cluster_acks_fenced_total", "counter",
+        "Acknowledges Redis refused because this node's lease epoch was stale.",
+        c.acks_fenced);
+  t.One("crawler_cluster_fetches_deferred_total", "counter",
+        "URLs put back because their shard's lease was not held.", c.fetches_deferred);
+  t.One("crawler_cluster_urls_sent_total", "counter",
+        "URLs sent to other nodes (confirmed by Redis).", c.urls_sent);
+  t.One("crawler_cluster_urls_received_total", "counter",
+        "URLs received from other nodes and admitted.", c.urls_received);
+  t.Family("crawler_cluster_outbox_urls", "gauge",
+           "URLs waiting to be sent: in RAM (held ones included) and in spill files.");
+  t.Sample("crawler_cluster_outbox_urls", Label("where", "memory"),
+           c.urls_queued - std::min(c.urls_queued, c.urls_on_disk));
+  t.Sample("crawler_cluster_outbox_urls", Label("where", "disk"), c.urls_on_disk);
+  t.One("crawler_cluster_outbox_held_urls", "gauge",
+        "URLs in RAM for shards over their lag limit.", c.urls_held);
+  t.One("crawler_cluster_malformed_entries_total", "counter",
+        "Stream entries skipped as malformed.", c.malformed);
+  t.One("crawler_cluster_redis_down_seconds", "gauge",
+        "How long Redis has been unreachable (0: connected).", c.redis_down_s);
+  t.Family("crawler_redis_rtt_seconds", "histogram",
+           "Round-trip time of the heartbeat's Redis pipeline.");
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < Cluster::kRttBounds.size(); ++i) {
+    cumulative += h.rtt_buckets[i];
+    t.Sample("crawler_redis_rtt_seconds_bucket",
+             Label("le", fmt::format("{}", Cluster::kRttBounds[i])), cumulative);
+  }
+  t.Sample("crawler_redis_rtt_seconds_bucket", Label("le", "+Inf"), h.rtt_count);
+  t.Sample("crawler_redis_rtt_seconds_sum", "", h.rtt_sum_s);
+  t.Sample("crawler_redis_rtt_seconds_count", "", h.rtt_count);
+}
+
+}  // namespace
+
+std::string RenderMetrics(const MetricsInput& in) {
+  Text t;
+  t.Family("crawler_build_info", "gauge", "The crawler's version (value 1).");
+  t.Sample("crawler_build_info", Label("version", Version()), 1);
+  CrawlFamilies(in.report, t);
+  FrontierFamilies(in.report.frontier, t);
+  DedupFamilies(in.report.dedup, t);
+  CheckpointFamilies(in.report.checkpoint, t);
+  if (in.cluster != nullptr) ClusterFamilies(in.report.cluster, *in.cluster, t);
+  t.One("crawler_metrics_render_seconds_total", "counter",
+        "Crawl (Run thread) time spent rendering this text, over all scrapes.",
+        in.render_s_total);
+  t.One("crawler_metrics_renders_total", "counter", "Renders of this text.", in.renders);
+  return t.Take();
+}
+
+// ---- the server ----
+
+struct MetricsServer::Io {
+  net::io_context ioc{1};
+  tcp::acceptor acceptor{ioc};
+};
+
+namespace {
+
+// One connection: requests in turn (keep-alive), each answered whole.
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, MetricsServer* server)
+      : stream_(std::move(socket)), server_(server) {}
+  void Read() {
+    req_ = {};
+    stream_.expires_after(std::chrono::seconds(30));
+    http::async_read(stream_, buf_, req_,
+                     beast::bind_front_handler(&Session::OnRead, shared_from_this()));
+  }
+
+ private:
+  void OnRead(beast::error_code ec, size_t) {
+    if (ec) return Close();
+    res_ = {};
+    res_.version(req_.version());
+    res_.set(http::field::server, Software());
+    res_.keep_alive(req_.keep_alive());
+    std::string_view target = req_.target();
+    target = target.substr(0, target.find('?'));
+    if (req_.method() != http::verb::get && req_.method() != http::verb::head) {
+      res_.result(http::status::method_not_allowed);
+      res_.set(http::field::allow, "GET, HEAD");
+    } else if (target != "/metrics") {
+      res_.result(http::status::not_found);
+      res_.set(http::field::content_type, "text/plain; charset=utf-8");
+      res_.body() = "not found: the metrics are at /metrics\n";
+    } else {
+      res_.result(http::status::ok);
+      res_.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
+      res_.body() = server_->Scrape();
+    }
+    res_.prepare_payload();
+    if (req_.method() == http::verb::head) res_.body().clear();
+    stream_.expires_after(std::chrono::seconds(30));
+    http::async_write(stream_, res_,
+                      beast::bind_front_handler(&Session::OnWrite, shared_from_this()));
+  }
+  void OnWrite(beast::error_code ec, size_t) {
+    if (ec) return Close();
+    if (res_.keep_alive()) return Read();
+    Close();
+  }
+  void Close() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+  }
+
+  beast::tcp_stream stream_;
+  beast::flat_buffer buf_;
+  http::request<http::string_body> req_;
+  http::response<http::string_body> res_;
+  MetricsServer* server_;
+};
+
+void Accept(tcp::acceptor& acceptor, MetricsServer* server) {
+  acceptor.async_accept([&acceptor, server](beast::error_code ec, tcp::socket socket) {
+    if (ec == net::error::operation_aborted) return;
+    if (!ec) std::make_shared<Session>(std::move(socket), server)->Read();
+    Accept(acceptor, server);
+  });
+}
+
+}  // namespace
+
+Result<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::string& listen) {
+  auto bad = [&](const std::string& why) {
+    return Status::Error(Status::Code::kInvalidArgument,
+                         "metrics.listen = \"" + listen + "\": " + why);
+  };
+  size_t colon = listen.rfind(':');
+  if (colon == std::string::npos) return bad("not HOST:PORT");
+  std::string host = listen.substr(0, colon), port = listen.substr(colon + 1);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  auto io = std::make_unique<Io>();
+  beast::error_code ec;
+  tcp::resolver resolver(io->ioc);
+  auto found = resolver.resolve(host, port, tcp::resolver::numeric_service, ec);
+  if (ec || found.empty()) return bad("cannot resolve: " + ec.message());
+  tcp::endpoint at = found.begin()->endpoint();
+  io->acceptor.open(at.protocol(), ec);
+  if (!ec) io->acceptor.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) io->acceptor.bind(at, ec);
+  if (!ec) io->acceptor.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) return bad(ec.message());
+  tcp::endpoint bound = io->acceptor.local_endpoint();
+  std::string address = bound.address().to_string();
+  if (bound.address().is_v6()) address = "[" + address + "]";
+  std::string url = "http://" + address + ":" + std::to_string(bound.port()) + "/metrics";
+  spdlog::info("metrics: serving {}", url);
+  return std::unique_ptr<MetricsServer>(new MetricsServer(std::move(io), std::move(url)));
+}
+
+MetricsServer::MetricsServer(std::unique_ptr<Io> io, std::string url)
+    : io_(std::move(io)), url_(std::move(url)) {
+  Accept(io_->acceptor, this);
+  thread_ = std::thread([this] { io_->ioc.run(); });
+}
+
+MetricsServer::~MetricsServer() {
+  io_->ioc.stop();
+  {
+    MutexLock lock(mu_);  // a scrape waiting for text ends now
+    published_ = wanted_.load();
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void MetricsServer::Publish(std::string text, double render_s) {
+  {
+    MutexLock lock(mu_);
+    text_ = std::move(text);
+    render_s_total_ += render_s;
+    ++renders_;
+    published_ = wanted_.load();
+  }
+  cv_.notify_all();
+}
+
+double MetricsServer::render_s_total() const {
+  MutexLock lock(mu_);
+  return render_s_total_;
+}
+
+uint64_t MetricsServer::renders() const {
+  MutexLock lock(mu_);
+  return renders_;
+}
+
+std::string MetricsServer::Scrape() {
+  MutexLock lock(mu_);
+  uint64_t mine = ++wanted_;
+  cv_.wait_for(mu_, std::chrono::milliseconds(250),
+               [&]() REQUIRES(mu_) { return published_.load() >= mine; });
+  return text_;
+}
+
+}  // namespace crawler::engine

@@ -1,0 +1,408 @@
+// The stats report; see crawler/stats_report.h.
+#include "crawler/stats_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "crawler/checkpoint.h"
+#include "output/json_fields.h"
+#include "report/stats_schema.h"
+
+namespace crawler::engine {
+namespace {
+
+namespace json = boost::json;
+
+// 1234567 -> "1,234,567"
+std::string Count(uint64_t v) {
+  std::string digits = std::to_string(v);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+std::string Count(double v) {
+  return Count(static_cast<uint64_t>(std::llround(std::max(0.0, v))));
+}
+std::string Fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), f, v);
+  return buf;
+}
+std::string Bytes(uint64_t n) {
+  const double b = static_cast<double>(n);
+  if (b >= 1e9) return Fmt("%.2f GB", b / 1e9);
+  if (b >= 1e6) return Fmt("%.1f MB", b / 1e6);
+  if (b >= 1e3) return Fmt("%.1f kB", b / 1e3);
+  return Fmt("%.0f B", b);
+}
+std::string Pct(double v) {
+  if (v > 0 && v < 1e-7) return Fmt("%.2e %%", v * 100);
+  return Fmt(v < 0.001 ? "%.5f %%" : "%.3f %%", v * 100);
+}
+
+struct Row {
+  std::string label, value;
+};
+struct Section {
+  std::string title;
+  std::vector<Row> rows;
+};
+
+Section DedupSection(const DedupReport& d) {
+  Section dd{"Dedup", {}};
+  dd.rows.push_back({"variant", d.variant + ", " + Count(d.stripes) + " stripes, " +
+                                    Count(d.layers_min) + ".." + Count(d.layers_max) +
+                                    " layers per stripe"});
+  dd.rows.push_back({"items / capacity", Count(d.items) + " / " + Count(d.capacity)});
+  dd.rows.push_back(
+      {"memory", Bytes(d.bytes) + ", " + Fmt("%.2f", d.bits_per_item) + " bits/item" +
+                     (d.log_buffer_bytes
+                          ? " (+ " + Bytes(d.log_buffer_bytes) + " of hash-log buffers)"
+                          : "")});
+  if (d.logged_stripes > 0 || d.compactions > 0) {  // a running crawl's report
+    dd.rows.push_back({"compaction", Count(d.compactions) + " rebuilds in " +
+                                         Fmt("%.2f", d.compaction_s) +
+                                         " s over the crawl; hash log on " +
+                                         Count(d.logged_stripes) + " of " +
+                                         Count(d.stripes) + " stripes"});
+  }
+  dd.rows.push_back({d.variant == "cuckoo" ? "load factor" : "fill ratio", Pct(d.fill)});
+  dd.rows.push_back(
+      {"estimated FPR", Pct(d.estimated_fpr) + " now, bound " + Pct(d.fpr_bound)});
+  dd.rows.push_back({"inserts", Count(d.inserts_new) + " new, " +
+                                    Count(d.inserts_duplicate) + " duplicate (" +
+                                    Pct(d.duplicate_rate) + " duplicates)"});
+  dd.rows.push_back({"wrongly seen (expected)",
+                     Fmt("%.2f", d.expected_false_seen) +
+                         " new URLs taken for seen so far (sum of FPR at each new URL)"});
+  dd.rows.push_back(
+      {"relocations / saturations", Count(d.relocations) + " cuckoo kicks, " +
+                                        Count(d.saturations) + " saturated counters"});
+  std::string fullest;
+  for (const StripeFill& st : d.fullest_stripes) {
+    fullest += (fullest.empty() ? "" : ", ") + std::string("#") + Count(st.stripe) + " " +
+               Fmt("%.1f%%", st.fill * 100);
+  }
+  dd.rows.push_back({"fullest stripes", fullest});
+  return dd;
+}
+
+Section FrontierSection(const FrontierReport& f) {
+  Section fr{"Frontier", {}};
+  fr.rows.push_back({"queued", Count(f.queued_memory) + " in RAM + " +
+                                   Count(f.queued_disk) + " on disk, " +
+                                   Count(f.in_flight) + " in flight"});
+  fr.rows.push_back(
+      {"hosts", Count(f.hosts) + " total: " + Count(f.hosts_ready) + " ready, " +
+                    Count(f.hosts_waiting_politeness) + " waiting (politeness), " +
+                    Count(f.hosts_waiting_robots) + " waiting for robots.txt, " +
+                    Count(f.hosts_blocked_robots) + " blocked by robots.txt"});
+  fr.rows.push_back(
+      {"hosts backing off", Count(f.hosts_backing_off) + " slowed down (429/503), " +
+                                Count(f.hosts_parked) + " parked (unreachable)"});
+  std::string depths;
+  for (const DepthCount& d : f.depths)
+    depths += (depths.empty() ? "" : "  ") + Count(d.depth) + ":" + Count(d.urls);
+  fr.rows.push_back({"queued by depth", depths.empty() ? "(empty)" : depths});
+  return fr;
+}
+
+Section CrawlSection(const CrawlCounts& c, const CrawlRates& r) {
+  Section cr{"Crawl", {}};
+  cr.rows.push_back({"fetched", Count(c.fetched) + " responses, " + Count(c.failed) +
+                                    " failed, " + Bytes(c.bytes)});
+  cr.rows.push_back({"status", "2xx " + Count(c.status_2xx) + ", 3xx " +
+                                   Count(c.status_3xx) + ", 4xx " + Count(c.status_4xx) +
+                                   ", 5xx " + Count(c.status_5xx)});
+  std::string errors;
+  for (const auto& [name, n] : c.errors)
+    errors += (errors.empty() ? "" : ", ") + name + " " + Count(n);
+  cr.rows.push_back({"errors", errors.empty() ? "none" : errors});
+  cr.rows.push_back({"retries", Count(c.retries) + " attempts fetched again, " +
+                                    Count(c.gave_up) + " URLs given up after " +
+                                    "their last attempt"});
+  cr.rows.push_back(
+      {"skipped", Count(c.robots_blocked) + " robots.txt, " + Count(c.out_of_scope) +
+                      " out of scope, " + Count(c.too_deep) + " too deep, " +
+                      Count(c.trap_guard) + " trap guard, " +
+                      Count(c.too_many_redirects) + " redirect limit, " +
+                      Count(c.filter_full) + " refused by a full fixed-size filter"});
+  cr.rows.push_back({"pages/s", Fmt("%.1f", r.pages_per_s) + " overall, " +
+                                    Fmt("%.1f", r.pages_per_s_last_minute) +
+                                    " over the last minute"});
+  cr.rows.push_back({"elapsed", Fmt("%.1f s", r.elapsed_s)});
+  std::string top;
+  for (const HostCount& h : r.top_hosts)
+    top += (top.empty() ? "" : ", ") + h.host + " " + Count(h.fetched);
+  cr.rows.push_back({"top hosts", top});
+  return cr;
+}
+
+Section CheckpointSection(const CheckpointFigures& k) {
+  Section ck{"Checkpoints", {}};
+  ck.rows.push_back({"written", Count(k.written) + " this run (" + Count(k.failed) +
+                                    " failed), last sequence " + Count(k.sequence)});
+  ck.rows.push_back({"last", Bytes(k.last_bytes) + " in " +
+                                 Fmt("%.3f s", k.last_write_s) + ", workers paused " +
+                                 Fmt("%.1f ms", k.last_pause_ms) + " (max " +
+                                 Fmt("%.1f ms", k.max_pause_ms) + ")"});
+  return ck;
+}
+
+Section ClusterSection(const ClusterReport& c) {
+  Section cl{"Cluster", {}};
+  cl.rows.push_back({"node", c.node + " of job " + c.job + ": " + Count(c.shards_owned) +
+                                 " shards of " + Count(c.nodes) + " nodes"});
+  cl.rows.push_back({"exchange", Count(c.urls_sent) + " URLs sent (" +
+                                     Count(c.batches_sent) + " batches), " +
+                                     Count(c.urls_received) + " received, " +
+                                     Count(c.urls_queued) + " queued, " +
+                                     Count(c.malformed) + " malformed entries skipped"});
+  cl.rows.push_back({"leases", Count(c.leases_held) + " held, " + Count(c.lease_losses) +
+                                   " lost or expired, " + Count(c.acks_fenced) +
+                                   " acknowledges refused (fenced), " +
+                                   Count(c.fetches_deferred) + " fetches deferred"});
+  cl.rows.push_back({"redis", c.redis_down_s > 0 ? Fmt("down %.0f s", c.redis_down_s)
+                                                 : std::string("connected")});
+  return cl;
+}
+
+std::vector<Section> Sections(const StatsReport& s) {
+  std::vector<Section> out = {DedupSection(s.dedup), FrontierSection(s.frontier),
+                              CrawlSection(s.crawl, s.rates),
+                              CheckpointSection(s.checkpoint)};
+  if (!s.cluster.node.empty()) out.push_back(ClusterSection(s.cluster));
+  return out;
+}
+
+std::string HtmlEscape(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    switch (ch) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += ch;
+    }
+  }
+  return out;
+}
+
+// One inline SVG line chart of series[key] (and optionally a second line).
+using SeriesField = double (*)(const SeriesPoint&);
+
+std::string Chart(const std::string& title, const std::vector<SeriesPoint>& series,
+                  SeriesField key, SeriesField key2 = nullptr, bool percent = false) {
+  const double w = 560, h = 200, left = 70, bottom = 30, top = 24, right = 12;
+  double tmax = 0, vmax = 0;
+  for (const SeriesPoint& p : series) {
+    tmax = std::max(tmax, p.t);
+    vmax = std::max(vmax, key(p));
+    if (key2 != nullptr) vmax = std::max(vmax, key2(p));
+  }
+  if (tmax <= 0) tmax = 1;
+  if (vmax <= 0) vmax = 1;
+  auto x = [&](double t) { return left + (w - left - right) * t / tmax; };
+  auto y = [&](double v) { return h - bottom - (h - bottom - top) * v / vmax; };
+  auto line = [&](SeriesField k, const char* color, const char* dash) {
+    std::string pts;
+    for (const SeriesPoint& p : series)
+      pts += Fmt("%.1f,", x(p.t)) + Fmt("%.1f ", y(k(p)));
+    return "<polyline fill=\"none\" stroke=\"" + std::string(color) +
+           "\" stroke-width=\"2\"" +
+           (dash ? std::string(" stroke-dasharray=\"") + dash + "\"" : "") +
+           " points=\"" + pts + "\"/>";
+  };
+  auto label = [&](double v) { return percent ? Fmt("%.4f%%", v * 100) : Count(v); };
+  std::string svg = "<figure><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
+                    Fmt("%.0f", w) + "\" height=\"" + Fmt("%.0f", h) + "\" role=\"img\">";
+  svg +=
+      "<rect x=\"0\" y=\"0\" width=\"100%\" height=\"100%\" fill=\"#fbfbfd\" "
+      "stroke=\"#ccd\"/>";
+  svg += "<text x=\"" + Fmt("%.0f", left) +
+         "\" y=\"16\" font-size=\"13\" font-weight=\"bold\">" + HtmlEscape(title) +
+         "</text>";
+  svg += "<line x1=\"" + Fmt("%.0f", left) + "\" y1=\"" + Fmt("%.0f", h - bottom) +
+         "\" x2=\"" + Fmt("%.0f", w - right) + "\" y2=\"" + Fmt("%.0f", h - bottom) +
+         "\" stroke=\"#888\"/>";
+  svg += "<line x1=\"" + Fmt("%.0f", left) + "\" y1=\"" + Fmt("%.0f", top) + "\" x2=\"" +
+         Fmt("%.0f", left) + "\" y2=\"" + Fmt("%.0f", h - bottom) +
+         "\" stroke=\"#888\"/>";
+  svg += "<text x=\"4\" y=\"" + Fmt("%.0f", top + 10) + "\" font-size=\"11\">" +
+         label(vmax) + "</text>";
+  svg += "<text x=\"4\" y=\"" + Fmt("%.0f", h - bottom) + "\" font-size=\"11\">0</text>";
+  svg += "<text x=\"" + Fmt("%.0f", w - right - 60) + "\" y=\"" + Fmt("%.0f", h - 8) +
+         "\" font-size=\"11\">" + Fmt("%.0f s", tmax) + "</text>";
+  if (series.empty()) {
+    svg += "<text x=\"200\" y=\"100\" font-size=\"12\">no data yet</text>";
+  } else {
+    svg += line(key, "#1f5fbf", nullptr);
+    if (key2 != nullptr) svg += line(key2, "#c0392b", "6 4");
+  }
+  svg += "</svg></figure>\n";
+  return svg;
+}
+
+std::string Source(const std::string& source, const StatsReport& s) {
+  std::time_t t = static_cast<std::time_t>(s.updated_unix);
+  char when[64] = "?";
+  std::tm tm{};
+  if (::gmtime_r(&t, &tm) != nullptr)
+    std::strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return source + ", updated " + when + (s.running ? " (crawl running)" : "");
+}
+
+}  // namespace
+
+Result<json::object> LoadStats(const std::string& out, std::string* source) {
+  std::optional<json::object> best;
+  std::string problems;
+  {
+    std::ifstream in(out + "/stats.json");
+    std::stringstream text;
+    text << in.rdbuf();
+    if (in) {
+      try {
+        json::value v = json::parse(text.str());
+        if (v.is_object()) {
+          best = v.as_object();
+          *source = out + "/stats.json";
+        }
+      } catch (const std::exception& e) {
+        problems += out + "/stats.json: " + e.what() + "; ";
+      }
+    }
+  }
+  for (const char* dir : {kCheckpointDir, kCheckpointPrevDir}) {
+    std::string path = out + "/" + dir;
+    if (!std::filesystem::exists(path)) continue;
+    auto m = ReadManifest(path);
+    if (!m.ok()) {
+      problems += m.status().message() + "; ";
+      continue;
+    }
+    const json::object& stats = m->at("stats").as_object();
+    if (!best || StatsReportFromJson(stats).updated_unix >
+                     StatsReportFromJson(*best).updated_unix) {
+      best = stats;
+      *source = path + "/MANIFEST.json";
+    }
+    break;  // the newest valid checkpoint only
+  }
+  if (!best) {
+    return Status::Error(
+        Status::Code::kInvalidArgument,
+        out + ": no stats.json and no readable checkpoint" +
+            (problems.empty() ? std::string(" (not a crawl output directory?)")
+                              : ": " + problems));
+  }
+  return *best;
+}
+
+namespace {
+
+std::vector<SeriesPoint> LoadSeries(const std::string& out) {
+  std::vector<SeriesPoint> series;
+  std::ifstream in(out + "/stats-series.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    boost::system::error_code ec;
+    json::value v = json::parse(line, ec);
+    if (!ec && v.is_object()) series.push_back(json_fields::ReadLenient<SeriesPoint>(v));
+  }
+  return series;
+}
+
+std::string StatsText(const StatsReport& stats, const std::string& source) {
+  std::string out = "crawler stats: " + Source(source, stats) + "\n";
+  for (const Section& s : Sections(stats)) {
+    out += "\n" + s.title + "\n";
+    for (const Row& r : s.rows) {
+      char label[64];
+      std::snprintf(label, sizeof(label), "  %-26s ", r.label.c_str());
+      out += label + r.value + "\n";
+    }
+  }
+  return out;
+}
+
+std::string StatsHtml(const StatsReport& stats, const std::vector<SeriesPoint>& series,
+                      const std::string& source) {
+  std::string html =
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>crawler "
+      "stats</title>\n"
+      "<style>body{font:14px/1.4 sans-serif;margin:24px;color:#222}h1{font-size:20px}"
+      "h2{font-size:16px;margin-top:24px}table{border-collapse:collapse}"
+      "td{border-bottom:1px solid #e3e3ea;padding:4px 12px 4px 0;vertical-align:top}"
+      "td:first-child{color:#555;white-space:nowrap}figure{display:inline-block;margin:"
+      "8px}</style>\n"
+      "</head><body>\n<h1>crawler stats</h1>\n<p>" +
+      HtmlEscape(Source(source, stats)) + "</p>\n";
+  for (const Section& s : Sections(stats)) {
+    html += "<h2>" + HtmlEscape(s.title) + "</h2>\n<table>\n";
+    for (const Row& r : s.rows)
+      html += "<tr><td>" + HtmlEscape(r.label) + "</td><td>" + HtmlEscape(r.value) +
+              "</td></tr>\n";
+    html += "</table>\n";
+  }
+  html += "<h2>Over the crawl</h2>\n";
+  html += Chart("pages/s (last minute)", series,
+                [](const SeriesPoint& p) { return p.pages_per_s; });
+  html += Chart("dedup items", series,
+                [](const SeriesPoint& p) { return static_cast<double>(p.dedup_items); });
+  html += Chart(
+      "estimated FPR (blue) vs bound (red, dashed)", series,
+      [](const SeriesPoint& p) { return p.fpr; },
+      [](const SeriesPoint& p) { return p.fpr_bound; }, true);
+  html += Chart("frontier size (queued URLs)", series,
+                [](const SeriesPoint& p) { return static_cast<double>(p.queued); });
+  html += "</body></html>\n";
+  return html;
+}
+
+}  // namespace
+
+int RunStats(const std::string& out, bool as_json, const std::string& html_path) {
+  std::string source;
+  auto stats = LoadStats(out, &source);
+  if (!stats.ok()) {
+    std::fprintf(stderr, "crawler stats: %s\n", stats.status().message().c_str());
+    return 2;
+  }
+  if (as_json) {
+    std::printf("%s\n", json::serialize(*stats).c_str());
+  } else {
+    std::fputs(StatsText(StatsReportFromJson(*stats), source).c_str(), stdout);
+  }
+  if (!html_path.empty()) {
+    std::string html = StatsHtml(StatsReportFromJson(*stats), LoadSeries(out), source);
+    std::FILE* f = std::fopen(html_path.c_str(), "wb");
+    bool ok = f != nullptr && std::fwrite(html.data(), 1, html.size(), f) == html.size();
+    if (f != nullptr) ok = std::fclose(f) == 0 && ok;
+    if (!ok) {
+      std::fprintf(stderr, "crawler stats: %s: cannot write\n", html_path.c_str());
+      return 1;
+    }
+    if (!as_json) std::printf("\nHTML report: %s\n", html_path.c_str());
+  }
+  return 0;
+}
+
+}  // namespace crawler::engine

@@ -1,0 +1,26 @@
+// See stats_schema.h.
+#include "report/stats_schema.h"
+
+#include "output/json_fields.h"
+
+namespace crawler::engine {
+
+namespace json = boost::json;
+
+json::object ToJson(const StatsReport& r) {
+  json::object o = json::value_from(r).as_object();
+  o["crawl"] = json_fields::Flat(r.crawl, r.rates);
+  return o;
+}
+
+StatsReport StatsReportFromJson(const json::value& v) {
+  StatsReport r = json_fields::ReadLenient<StatsReport>(v);
+  if (const json::value* c =
+          v.is_object() ? v.as_object().if_contains("crawl") : nullptr) {
+    json_fields::ReadLenient(*c, r.crawl);
+    json_fields::ReadLenient(*c, r.rates);
+  }
+  return r;
+}
+
+}  // namespace crawler::engine

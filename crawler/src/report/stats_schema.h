@@ -1,0 +1,226 @@
+// The JSON schemas of the crawler's own files, each written once: a struct
+// per object, described with BOOST_DESCRIBE_STRUCT, so boost::json::value_from
+// writes it and json_fields::ReadLenient reads it (key = member name).
+//
+//   stats.json, and "stats" in MANIFEST.json   StatsReport
+//   stats-series.jsonl (one line per refresh)  SeriesPoint
+//   MANIFEST.json                              ManifestDoc (+ its seal, checkpoint.cc)
+//
+// The fields are documented in README.md ("The stats report", "Formats").
+#ifndef CRAWLER_STATS_SCHEMA_H_
+#define CRAWLER_STATS_SCHEMA_H_
+
+#include <boost/describe.hpp>
+#include <boost/json.hpp>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "crawler/checkpoint.h"
+#include "crawler/crawl_counts.h"
+#include "dedup/filter.h"
+
+namespace crawler::engine {
+
+// clang-format off
+BOOST_DESCRIBE_STRUCT(CrawlCounts, (), (fetched, failed, truncated, status_2xx, status_3xx,
+    status_4xx, status_5xx, robots_blocked, out_of_scope, too_deep, trap_guard,
+    duplicates, filter_full, too_many_redirects, bytes, bytes_2xx, bytes_3xx, bytes_4xx,
+    bytes_5xx, spilled, retries, gave_up, errors))
+// clang-format on
+
+// ---- stats.json ----
+
+struct StripeFill {
+  uint64_t stripe = 0;
+  double fill = 0;
+  uint64_t items = 0;
+  uint64_t layers = 0;
+  double estimated_fpr = 0;
+};
+BOOST_DESCRIBE_STRUCT(StripeFill, (), (stripe, fill, items, layers, estimated_fpr))
+
+// "dedup": the filter's figures and what the crawl derives from them.
+struct DedupReport {
+  std::string variant;
+  uint64_t stripes = 0, layers_min = 0, layers_max = 0;
+  uint64_t items = 0, capacity = 0, bytes = 0;
+  double bits_per_item = 0, fill = 0, estimated_fpr = 0, fpr_bound = 0;
+  uint64_t inserts_new = 0, inserts_duplicate = 0;
+  double duplicate_rate = 0;       // inserts_duplicate / all inserts
+  double expected_false_seen = 0;  // sum of the FPR at each new URL
+  uint64_t relocations = 0, saturations = 0, inserts_full = 0;
+  // Compaction (dedup/include/dedup/filter.h): rebuilds over the crawl,
+  // their time, stripes with a hash log, and its buffers (not in `bytes`).
+  uint64_t compactions = 0;
+  double compaction_s = 0;
+  uint64_t logged_stripes = 0, log_buffer_bytes = 0;
+  std::vector<StripeFill> fullest_stripes;  // the five fullest
+};
+// clang-format off
+BOOST_DESCRIBE_STRUCT(DedupReport, (), (variant, stripes, layers_min, layers_max, items,
+    capacity, bytes, bits_per_item, fill, estimated_fpr, fpr_bound, inserts_new,
+    inserts_duplicate, duplicate_rate, expected_false_seen, relocations, saturations,
+    inserts_full, compactions, compaction_s, logged_stripes, log_buffer_bytes,
+    fullest_stripes))
+// clang-format on
+
+struct DepthCount {
+  uint64_t depth = 0, urls = 0;
+};
+BOOST_DESCRIBE_STRUCT(DepthCount, (), (depth, urls))
+
+struct FrontierReport {
+  uint64_t queued_memory = 0, queued_disk = 0, in_flight = 0;
+  uint64_t hosts = 0, hosts_ready = 0, hosts_waiting_politeness = 0;
+  uint64_t hosts_waiting_robots = 0, hosts_blocked_robots = 0;
+  uint64_t hosts_backing_off = 0, hosts_parked = 0;  // any state besides
+  uint64_t spilled = 0;  // URLs ever written to disk, over all runs
+  std::vector<DepthCount> depths;
+};
+// clang-format off
+BOOST_DESCRIBE_STRUCT(FrontierReport, (), (queued_memory, queued_disk, in_flight, hosts,
+    hosts_ready, hosts_waiting_politeness, hosts_waiting_robots, hosts_blocked_robots,
+    hosts_backing_off, hosts_parked, spilled, depths))
+// clang-format on
+
+struct HostCount {
+  std::string host;
+  uint64_t fetched = 0;
+};
+BOOST_DESCRIBE_STRUCT(HostCount, (), (host, fetched))
+
+// "crawl": CrawlCounts and these, in one flat object.
+struct CrawlRates {
+  uint64_t pages = 0;  // fetched + failed
+  double elapsed_s = 0, pages_per_s = 0, pages_per_s_last_minute = 0;
+  std::vector<HostCount> top_hosts;
+};
+BOOST_DESCRIBE_STRUCT(CrawlRates, (),
+                      (pages, elapsed_s, pages_per_s, pages_per_s_last_minute, top_hosts))
+
+struct CheckpointFigures {
+  uint64_t written = 0, failed = 0, sequence = 0;
+  double last_pause_ms = 0, max_pause_ms = 0, last_write_s = 0;
+  uint64_t last_bytes = 0;
+};
+BOOST_DESCRIBE_STRUCT(CheckpointFigures, (),
+                      (written, failed, sequence, last_pause_ms, max_pause_ms,
+                       last_write_s, last_bytes))
+
+// "cluster": this node of a multi-machine crawl (empty node: single machine);
+// also what each node publishes to Redis for `crawler cluster-stats`.
+struct ClusterReport {
+  std::string node, job;
+  uint64_t nodes = 0, shards_owned = 0;
+  uint64_t urls_sent = 0, batches_sent = 0;         // confirmed by Redis
+  uint64_t urls_received = 0, batches_applied = 0;  // from other nodes, admitted here
+  uint64_t urls_queued = 0;                         // waiting to be sent (all)
+  uint64_t urls_held = 0;         // of those: for shards over their lag limit, in RAM
+  uint64_t urls_on_disk = 0;      // of those: in spill files (OUT/cluster-outbox)
+  uint64_t malformed = 0;         // stream entries skipped
+  double redis_down_s = 0;        // 0: connected
+  uint64_t leases_held = 0;       // owned shards whose lease this node holds now
+  uint64_t lease_losses = 0;      // leases that expired or went to another holder
+  uint64_t acks_fenced = 0;       // acknowledges Redis refused (a lease lost)
+  uint64_t fetches_deferred = 0;  // URLs put back: their shard's lease not held
+  uint64_t pages = 0;
+  double pages_per_s = 0;  // over the last minute
+  double updated_unix = 0;
+};
+// clang-format off
+BOOST_DESCRIBE_STRUCT(ClusterReport, (), (node, job, nodes, shards_owned, urls_sent,
+    batches_sent, urls_received, batches_applied, urls_queued, urls_held, urls_on_disk,
+    malformed, redis_down_s, leases_held, lease_losses, acks_fenced, fetches_deferred,
+    pages, pages_per_s, updated_unix))
+// clang-format on
+
+struct StatsReport {
+  uint64_t version = 1;
+  double updated_unix = 0;
+  bool running = false;
+  std::string out;
+  DedupReport dedup;
+  FrontierReport frontier;
+  CrawlCounts crawl;  // "crawl": these two, flat
+  CrawlRates rates;
+  CheckpointFigures checkpoint;
+  ClusterReport cluster;
+};
+// "crawl" is written and read by hand (two structs in one object).
+BOOST_DESCRIBE_STRUCT(StatsReport, (),
+                      (version, updated_unix, running, out, dedup, frontier, checkpoint,
+                       cluster))
+
+boost::json::object ToJson(const StatsReport& r);
+StatsReport StatsReportFromJson(const boost::json::value& v);
+
+// ---- stats-series.jsonl ----
+
+struct SeriesPoint {
+  double t = 0;  // crawl seconds
+  uint64_t pages = 0;
+  double pages_per_s = 0;  // over the last minute
+  uint64_t dedup_items = 0;
+  double fpr = 0, fpr_bound = 0;
+  uint64_t queued = 0;  // RAM + disk
+};
+BOOST_DESCRIBE_STRUCT(SeriesPoint, (),
+                      (t, pages, pages_per_s, dedup_items, fpr, fpr_bound, queued))
+
+// ---- MANIFEST.json ----
+
+BOOST_DESCRIBE_STRUCT(ManifestFile, (), (bytes, xxh3, from))
+
+// "counters": CrawlCounts and these, flat.
+struct ManifestCounts {
+  uint64_t started = 0;
+  double expected_false_seen = 0;
+  uint64_t compactions = 0;  // absent before session 16: 0
+  double compaction_s = 0;
+};
+BOOST_DESCRIBE_STRUCT(ManifestCounts, (),
+                      (started, expected_false_seen, compactions, compaction_s))
+
+struct ManifestWarc {
+  uint64_t file_index = 0;
+  std::string file;
+  uint64_t bytes = 0;
+};
+BOOST_DESCRIBE_STRUCT(ManifestWarc, (), (file_index, file, bytes))
+
+struct ByteCount {
+  uint64_t bytes = 0;
+};
+BOOST_DESCRIBE_STRUCT(ByteCount, (), (bytes))
+
+struct ByteCounts {
+  std::vector<uint64_t> bytes;
+};
+BOOST_DESCRIBE_STRUCT(ByteCounts, (), (bytes))
+
+struct ManifestDoc {
+  std::string format;
+  uint64_t version = 0;
+  uint64_t sequence = 0;
+  double created_unix = 0, elapsed_s = 0;
+  std::vector<std::string> scope_hosts;
+  boost::json::object counters;  // CrawlCounts + ManifestCounts
+  ManifestWarc warc;
+  ByteCount fetch_log, stats_series;
+  ByteCount seen_log;  // OUT/seen.log (cluster.shared_dir): absent before it
+  double pause_ms = 0;
+  boost::json::object stats;  // a StatsReport
+  std::map<std::string, ManifestFile> files;
+  ByteCounts dedup_log;  // per stripe (absent before session 16: logs are scanned)
+};
+// clang-format off
+BOOST_DESCRIBE_STRUCT(ManifestDoc, (), (format, version, sequence, created_unix, elapsed_s,
+    scope_hosts, counters, warc, fetch_log, stats_series, seen_log, pause_ms, stats, files,
+    dedup_log))
+// clang-format on
+
+}  // namespace crawler::engine
+
+#endif  // CRAWLER_STATS_SCHEMA_H_

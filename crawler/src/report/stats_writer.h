@@ -1,0 +1,61 @@
+// OUT/stats.json (the live stats report, rewritten atomically every 2 s and
+// at the end; `crawler stats` reads it) and OUT/stats-series.jsonl (one line
+// per refresh, for the report's charts). The JSON fields are documented in
+// README.md ("The stats report").
+//
+// Used by the crawl's Run thread only (it reads the filter, the frontier and
+// the host table without a gate pass: that thread is the one that forks).
+#ifndef CRAWLER_STATS_WRITER_H_
+#define CRAWLER_STATS_WRITER_H_
+
+#include <cstdint>
+#include <cstdio>
+#include <deque>
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+#include "engine/counters.h"
+#include "dedup/filter.h"
+#include "frontier/frontier.h"
+#include "engine/host_table.h"
+#include "report/stats_schema.h"
+
+namespace crawler::engine {
+
+class StatsWriter {
+ public:
+  struct Sources {
+    const dedup::Filter& filter;
+    const frontier::Frontier& frontier;
+    const HostTable& hosts;
+    Counters& counters;  // its FPR estimate is refreshed by every Build
+  };
+  static Result<std::unique_ptr<StatsWriter>> Open(const std::string& out,
+                                                   const Sources& sources);
+  ~StatsWriter();
+  StatsWriter(const StatsWriter&) = delete;
+  StatsWriter& operator=(const StatsWriter&) = delete;
+
+  // The report now. `elapsed_s`: crawl time over all runs; `spilled_base`:
+  // URLs spilled before this run.
+  StatsReport Build(bool running, double elapsed_s, uint64_t spilled_base,
+                    const CheckpointFigures& checkpoints);
+  // Writes stats.json and appends a series line.
+  [[nodiscard]] Status Write(const StatsReport& report);
+  // The series file's length, flushed (a checkpoint records it).
+  [[nodiscard]] Result<uint64_t> SeriesBytes();
+
+ private:
+  StatsWriter(std::string out, const Sources& sources, std::FILE* series)
+      : out_(std::move(out)), src_(sources), series_(series) {}
+  const std::string out_;
+  Sources src_;
+  std::FILE* series_;
+  std::deque<std::pair<frontier::Clock::time_point, uint64_t>>
+      rate_samples_;  // pages, last minute
+};
+
+}  // namespace crawler::engine
+
+#endif  // CRAWLER_STATS_WRITER_H_

@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""Checks the arrows between the rooms of crawler/src/ (docs/architecture.md).
+
+The rooms, bottom up:
+
+  output -> engine -> checkpoint -> report -> cluster -> crawl -> cli
+
+A file may include headers of its own room and of rooms below it, never of a
+room above. A public header (crawler/include/crawler/X.h) belongs to the room
+named in PUBLIC. On top of that, no file outside cluster/ may include a
+cluster header: the engine is to reach the cluster through one interface
+(issue 31). The places where either rule is broken today are listed in KNOWN,
+each with its reason; the check fails on any other, and on a KNOWN entry that
+no longer occurs (so that the list stays true as the rooms are cleaned up).
+
+Usage: python3 scripts/check_rooms.py   (from anywhere; exit 1 on a failure)
+"""
+import pathlib
+import re
+import sys
+
+ROOMS = ["output", "engine", "checkpoint", "report", "cluster", "crawl", "cli"]
+PUBLIC = {
+    "warc.h": "output",
+    "config.h": "engine",
+    "seeds.h": "engine",
+    "fetcher.h": "engine",
+    "crawl_counts.h": "engine",
+    "stats_report.h": "report",
+    "version.h": "report",
+    "checkpoint.h": "checkpoint",
+    "crawl.h": "crawl",
+}
+# (file, included header) -> why it is allowed for now.
+KNOWN = {
+    ("crawler/src/engine/worker.h", "cluster/cluster.h"):
+        "workers route links to other nodes and drain shards (issue 31: one interface)",
+    ("crawler/src/report/metrics.h", "cluster/cluster.h"):
+        "/metrics renders the cluster's exchange figures (issue 31)",
+    ("crawler/src/checkpoint/checkpointer.h", "report/stats_writer.h"):
+        "a cut writes stats.json beside the checkpoint, from the same figures",
+    ("crawler/src/checkpoint/checkpoint.cc", "report/stats_schema.h"):
+        "MANIFEST.json's schema is described with the other files' in one place",
+    ("crawler/src/crawl/crawl_impl.h", "cluster/cluster.h"):
+        "the crawl owns its cluster node (issue 31: behind one interface)",
+    ("crawler/src/crawl/resume.cc", "cluster/redis.h"):
+        "a cluster resume checks the job in Redis (issue 31)",
+}
+
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def room_of_header(inc):
+    """The room a quoted include names, or None for another library."""
+    first, _, rest = inc.partition("/")
+    if first in ROOMS:
+        return first
+    if first == "crawler" and rest in PUBLIC:
+        return PUBLIC[rest]
+    return None
+
+
+def main():
+    root = pathlib.Path(__file__).resolve().parent.parent
+    files = sorted((root / "crawler/src").rglob("*.[ch]*")) + sorted(
+        (root / "crawler/include/crawler").glob("*.h"))
+    found, errors = set(), []
+    for path in files:
+        rel = path.relative_to(root).as_posix()
+        parts = rel.split("/")
+        if parts[1] == "include":
+            if parts[-1] not in PUBLIC:
+                errors.append(f"{rel}: public header with no room (add it to PUBLIC)")
+                continue
+            room = PUBLIC[parts[-1]]
+        elif parts[2] in ROOMS:
+            room = parts[2]
+        else:
+            errors.append(f"{rel}: not in a room ({', '.join(ROOMS)})")
+            continue
+        for inc in INCLUDE.findall(path.read_text()):
+            target = room_of_header(inc)
+            if target is None:
+                continue
+            bad = []
+            if ROOMS.index(target) > ROOMS.index(room):
+                bad.append(f"{room}/ reaches up to {target}/")
+            if target == "cluster" and room != "cluster":
+                bad.append("a cluster header outside cluster/")
+            if not bad:
+                continue
+            if (rel, inc) in KNOWN:
+                found.add((rel, inc))
+            else:
+                errors.append(f"{rel}: includes \"{inc}\": {'; '.join(bad)}")
+    for key in sorted(set(KNOWN) - found):
+        errors.append(f"{key[0]}: KNOWN lists \"{key[1]}\", which it no longer "
+                      "breaks a rule with: remove the entry")
+    for rel, inc in sorted(found):
+        print(f"known: {rel} -> {inc}: {KNOWN[(rel, inc)]}")
+    for e in errors:
+        print(f"error: {e}")
+    print(f"check_rooms: {len(files)} files, {len(found)} known exceptions, "
+          f"{len(errors)} errors")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
