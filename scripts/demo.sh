@@ -5,14 +5,15 @@
 # configs/default.toml and prints the crawl summary, where the WARC files are
 # and how the fetch log compares with the site's ground truth.
 # With a seeds file: crawls those seeds instead (into crawl-out/).
-# Usage: bash scripts/demo.sh [SEEDS_FILE]   (after building into build/)
+# Builds what it runs first (the crawler and the testsite only: the release
+# preset's build/, configured if new).
+# Usage: bash scripts/demo.sh [SEEDS_FILE]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 crawler=build/crawler/crawler
 testsite=build/tests/testsite/crawler-testsite
-for bin in "$crawler" "$testsite"; do
-  [ -x "$bin" ] || { echo "demo: build first: cmake -S . -B build && cmake --build build -j2" >&2; exit 2; }
-done
+[ -f build/CMakeCache.txt ] || cmake --preset release >/dev/null
+cmake --build build -j2 --target crawler crawler-testsite
 
 if [ $# -ge 1 ]; then
   exec "$crawler" crawl --seeds "$1" --config configs/default.toml --out crawl-out

@@ -12,17 +12,25 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 seed="${FUZZ_SEED:-1}"
-CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCRAWLER_BUILD_FUZZ=ON -DCRAWLER_BUILD_TESTS=OFF -DCRAWLER_BUILD_BENCH=OFF \
-  -DCRAWLER_SANITIZE=address,undefined -DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link -DCRAWLER_WERROR=ON
+cmake --preset fuzz >/dev/null   # clang, ASan+UBSan, -Werror (CMakePresets.json)
 targets=(url html robots sitemap dedup_load frontier_image checkpoint)
 cmake --build build-fuzz -j2 --target "${targets[@]/%/_fuzz}"
 [ "$seconds" = "--build-only" ] && exit 0
-for target in "${targets[@]}"; do
+# Two targets at a time (each fuzzes on one core); each one's last lines are
+# printed when it ends, and any failure (a crash: crash-* in build-fuzz/)
+# fails the script.
+run_one() {
+  local target=$1 scratch
   scratch=$(mktemp -d)
-  echo "fuzz: ${target}_fuzz for ${seconds}s"
   (cd build-fuzz && UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-    "./tests/${target}_fuzz" -seed="$seed" -max_total_time="$seconds" -max_len=65536 -print_final_stats=1 \
-      "$scratch" "../tests/fuzz/corpus/${target}" 2>&1 | tail -n 12)
-  rm -rf "$scratch"
-done
+    "./tests/${target}_fuzz" -seed="$seed" -max_total_time="$seconds" -max_len=65536 \
+      -print_final_stats=1 "$scratch" "../tests/fuzz/corpus/${target}" >"$scratch.log" 2>&1)
+  local rc=$?
+  echo "fuzz: ${target}_fuzz for ${seconds}s: exit $rc"
+  tail -n 12 "$scratch.log"
+  rm -rf "$scratch" "$scratch.log"
+  return $rc
+}
+export -f run_one
+export seconds seed
+printf '%s\n' "${targets[@]}" | xargs -P 2 -I{} bash -c 'run_one {}'

@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
-# Builds everything (Release) and runs every test with ctest.
-# Usage: bash scripts/test.sh [BUILD_DIR]   (default: build)
+# Builds everything (Release: the crawler, every test and benchmark) and runs
+# every test with ctest, two at a time (the crawl tests mostly wait on their
+# servers; each test case is its own ctest entry: tests/CMakeLists.txt).
+# Usage: bash scripts/test.sh [BUILD_DIR]   (default: build, the release preset)
+#   CTEST_PARALLEL_LEVEL=N overrides the 2.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${1:-build}"
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCRAWLER_WERROR=ON
-cmake --build "$build" -j2
-ctest --test-dir "$build" --output-on-failure --no-tests=error
+if [ "$build" = build ]; then
+  [ -f build/CMakeCache.txt ] || cmake --preset release
+  cmake --build build -j2
+else
+  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCRAWLER_WERROR=ON
+  cmake --build "$build" -j2
+fi
+ctest --test-dir "$build" -j "${CTEST_PARALLEL_LEVEL:-2}" --output-on-failure --no-tests=error
