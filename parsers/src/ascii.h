@@ -1,4 +1,5 @@
-// Small ASCII and percent-encoding helpers shared by the parsers (private).
+// Percent-encoding helpers shared by the parsers (private); the ASCII
+// basics are base/ascii.h's, named here for the parsers' code.
 // Locale-independent on purpose: URLs, robots.txt and HTML attribute names
 // are ASCII protocols. Pure functions; any thread.
 #ifndef PARSERS_ASCII_H_
@@ -7,27 +8,21 @@
 #include <string>
 #include <string_view>
 
+#include "base/ascii.h"
+
 namespace crawler::parsers::ascii {
 
-inline bool IsAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-inline bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-inline bool IsHex(char c) {
-  return IsDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
-inline char Lower(char c) {
-  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-}
-inline int HexValue(char c) { return IsDigit(c) ? c - '0' : Lower(c) - 'a' + 10; }
+using crawler::ascii::HexValue;
+using crawler::ascii::IsAlpha;
+using crawler::ascii::IsDigit;
+using crawler::ascii::IsHex;
+using crawler::ascii::Lower;
+using crawler::ascii::LowerAscii;
+
 // RFC 3986 2.3.
 inline bool IsUnreserved(unsigned char c) {
   return IsAlpha(static_cast<char>(c)) || IsDigit(static_cast<char>(c)) || c == '-' ||
          c == '.' || c == '_' || c == '~';
-}
-
-inline std::string LowerAscii(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = Lower(c);
-  return out;
 }
 
 // Percent-encoding normalization (RFC 3986 6.2.2.2): escapes of unreserved

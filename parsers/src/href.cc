@@ -16,13 +16,7 @@ using ascii::IsDigit;
 using ascii::IsHex;
 using ascii::Lower;
 
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (Lower(a[i]) != Lower(b[i])) return false;
-  }
-  return true;
-}
+using crawler::ascii::EqualsIgnoreCase;
 
 std::string_view SchemeOf(std::string_view s) {
   if (s.empty() || !IsAlpha(s[0])) return {};

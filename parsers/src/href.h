@@ -12,7 +12,6 @@
 
 namespace crawler::parsers::href {
 
-bool EqualsIgnoreCase(std::string_view a, std::string_view b);
 // The scheme of `s` if it starts with one (ALPHA *(ALPHA / DIGIT / + - .) ":").
 std::string_view SchemeOf(std::string_view s);
 bool IsSpecial(std::string_view scheme);  // http or https

@@ -29,12 +29,7 @@ using ascii::Lower;
 using ascii::LowerAscii;
 
 std::string_view TrimSpace(std::string_view s) {
-  auto space = [](char c) {
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f';
-  };
-  while (!s.empty() && space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && space(s.back())) s.remove_suffix(1);
-  return s;
+  return crawler::ascii::Trim(s, crawler::ascii::kWhitespace);
 }
 
 // True iff the whitespace-separated token list `list` contains `token`

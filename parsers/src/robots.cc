@@ -13,12 +13,7 @@ constexpr size_t kMaxPatternBytes = 4096;  // bounds the O(path x pattern) match
 
 using ascii::Lower;
 using ascii::LowerAscii;
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
+using crawler::ascii::Trim;
 
 // The product token of a user-agent value: up to the first '/' or space.
 std::string ProductToken(std::string_view value) {

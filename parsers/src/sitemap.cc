@@ -8,6 +8,8 @@
 #include <cstring>
 #include <memory>
 
+#include "base/ascii.h"
+
 namespace crawler::parsers {
 namespace {
 
@@ -27,10 +29,8 @@ void InitOnce() {
   (void)done;
 }
 
-std::string Trim(std::string s) {
-  size_t b = s.find_first_not_of(" \t\r\n");
-  size_t e = s.find_last_not_of(" \t\r\n");
-  return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
+std::string Trim(std::string_view s) {
+  return std::string(crawler::ascii::Trim(s, " \t\r\n"));
 }
 
 std::string Name(xmlTextReaderPtr r) {

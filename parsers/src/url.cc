@@ -32,7 +32,7 @@ using ascii::Lower;
 using ascii::LowerAscii;
 using ascii::NormalizePercent;
 
-using href::EqualsIgnoreCase;
+using crawler::ascii::EqualsIgnoreCase;
 using href::IsSpecial;
 using href::SchemeOf;
 

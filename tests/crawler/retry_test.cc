@@ -1,4 +1,5 @@
-// crawler/src/retry.h: which failures are retried, Retry-After, the back-off.
+// crawler/src/engine/retry.h: which failures are retried, Retry-After, the
+// back-off, and the one verdict a finished fetch gets.
 #include "engine/retry.h"
 
 #include <catch2/catch.hpp>
@@ -39,19 +40,14 @@ TEST_CASE("Transient failures: connect, timeout, reset, 5xx, 429, 408; not DNS o
 TEST_CASE("RFC 9110 10.2.3: Retry-After as delay-seconds or an HTTP-date",
           "[engine][retry]") {
   const std::time_t now = 784111777;  // Sun, 06 Nov 1994 08:49:37 GMT
-  CHECK(RetryAfterSeconds("HTTP/1.1 429 Too Many\r\nRetry-After: 120\r\n\r\n", now) ==
-        120.0);
-  CHECK(RetryAfterSeconds("HTTP/1.1 503 x\r\nretry-after:   7 \r\n\r\n", now) == 7.0);
-  CHECK(RetryAfterSeconds(
-            "HTTP/1.1 503 x\r\nRetry-After: Sun, 06 Nov 1994 08:50:07 GMT\r\n\r\n",
-            now) == 30.0);
+  CHECK(RetryAfterSeconds("120", now) == 120.0);
+  CHECK(RetryAfterSeconds("  7 ", now) == 7.0);
+  CHECK(RetryAfterSeconds("Sun, 06 Nov 1994 08:50:07 GMT", now) == 30.0);
   // A date in the past: at once.
-  CHECK(RetryAfterSeconds(
-            "HTTP/1.1 503 x\r\nRetry-After: Sun, 06 Nov 1994 08:00:00 GMT\r\n\r\n",
-            now) == 0.0);
-  CHECK_FALSE(RetryAfterSeconds("HTTP/1.1 503 x\r\nRetry-After: soon\r\n\r\n", now));
-  CHECK_FALSE(RetryAfterSeconds("HTTP/1.1 503 x\r\nX-Retry-After: 5\r\n\r\n", now));
-  CHECK_FALSE(RetryAfterSeconds("HTTP/1.1 503 x\r\n\r\n", now));
+  CHECK(RetryAfterSeconds("Sun, 06 Nov 1994 08:00:00 GMT", now) == 0.0);
+  CHECK_FALSE(RetryAfterSeconds("soon", now));
+  CHECK_FALSE(RetryAfterSeconds("", now));
+  CHECK_FALSE(RetryAfterSeconds("-5", now));
 }
 
 TEST_CASE(
@@ -65,6 +61,33 @@ TEST_CASE(
   CHECK(BackoffSeconds(1000, 1, 60, 0.5, std::nullopt) == 60.0);  // no overflow
   CHECK(BackoffSeconds(0, 1, 60, 0.5, 30.0) == 30.0);
   CHECK(BackoffSeconds(0, 1, 60, 0.5, 3600.0) == 60.0);  // Retry-After capped
+}
+
+TEST_CASE(
+    "Classify: final, retried after its back-off, or given up; with the host's signal",
+    "[engine][retry]") {
+  const RetryPolicy policy{.max_retries = 2, .base_s = 1, .max_s = 60};
+  using frontier::HostSignal;
+  Verdict ok = Classify(With(200), 0, policy, 0.5, 0);
+  CHECK(ok.final);
+  CHECK_FALSE(ok.gave_up);
+  CHECK(ok.signal == HostSignal::kAnswered);
+  CHECK(Classify(With(404), 0, policy, 0.5, 0).final);
+  CHECK(Classify(With(0, FetchError::kDns), 0, policy, 0.5, 0).final);
+  FetchResult busy = With(429);
+  busy.retry_after = "30";
+  Verdict first = Classify(busy, 0, policy, 0.5, 0);
+  CHECK_FALSE(first.final);
+  CHECK(first.wait_s == 30.0);  // Retry-After over the 1 s back-off
+  CHECK(first.signal == HostSignal::kOverloaded);
+  Verdict second = Classify(With(0, FetchError::kConnect), 1, policy, 0.5, 0);
+  CHECK_FALSE(second.final);
+  CHECK(second.wait_s == 2.0);
+  CHECK(second.signal == HostSignal::kUnreachable);
+  Verdict last = Classify(busy, 2, policy, 0.5, 0);  // attempts 0, 1 and 2 failed
+  CHECK(last.final);
+  CHECK(last.gave_up);
+  CHECK(last.wait_s == 0.0);
 }
 
 }  // namespace

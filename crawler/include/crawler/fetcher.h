@@ -72,6 +72,7 @@ struct FetchResult {
   std::string content_type;   // lowercased media type without parameters
   std::string charset;        // Content-Type charset parameter, if any
   std::string location;       // Location header of a 3xx, as sent
+  std::string retry_after;    // Retry-After header (its last value), as sent
   std::string ip;
   bool truncated = false;
   FetchError error = FetchError::kNone;

@@ -8,6 +8,8 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "base/ascii.h"
+
 namespace crawler::engine {
 namespace {
 
@@ -42,16 +44,8 @@ class CurlGlobal {
   CURLSH* share_ = nullptr;
 };
 
-std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-std::string Trim(std::string s) {
-  size_t b = s.find_first_not_of(" \t\r\n");
-  size_t e = s.find_last_not_of(" \t\r\n");
-  return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
-}
+using ascii::LowerAscii;
+std::string Trim(std::string_view s) { return std::string(ascii::Trim(s, " \t\r\n")); }
 
 FetchError Classify(CURLcode code) {
   switch (code) {
@@ -175,7 +169,7 @@ struct Fetcher::Impl {
     char* ctype = nullptr;
     if (curl_easy_getinfo(easy, CURLINFO_CONTENT_TYPE, &ctype) == CURLE_OK &&
         ctype != nullptr) {
-      std::string ct = Lower(ctype);
+      std::string ct = LowerAscii(ctype);
       size_t semi = ct.find(';');
       r.content_type = Trim(ct.substr(0, semi));
       size_t cs = ct.find("charset=", semi == std::string::npos ? ct.size() : semi);
@@ -191,6 +185,12 @@ struct Fetcher::Impl {
     if (curl_easy_header(easy, "Location", 0, CURLH_HEADER, -1, &location) == CURLHE_OK &&
         location != nullptr) {
       r.location = Trim(location->value);
+    }
+    curl_header* retry_after = nullptr;
+    if (curl_easy_header(easy, "Retry-After", 0, CURLH_HEADER, -1, &retry_after) ==
+            CURLHE_OK &&
+        retry_after != nullptr) {
+      r.retry_after = Trim(retry_after->value);
     }
     curl_easy_getinfo(easy, CURLINFO_TOTAL_TIME, &r.seconds);
     if (t->too_large) {

@@ -4,9 +4,10 @@
 #include <curl/curl.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <string>
+
+#include "base/ascii.h"
 
 namespace crawler::engine {
 
@@ -26,36 +27,15 @@ frontier::HostSignal SignalOf(const FetchResult& r) {
   return HostSignal::kNone;
 }
 
-std::optional<double> RetryAfterSeconds(std::string_view head, std::time_t now) {
-  std::optional<double> out;
-  constexpr std::string_view kName = "retry-after:";
-  size_t at = 0;
-  while (at < head.size()) {
-    size_t end = head.find('\n', at);
-    if (end == std::string_view::npos) end = head.size();
-    std::string_view line = head.substr(at, end - at);
-    at = end + 1;
-    if (line.size() < kName.size()) continue;
-    bool match = true;
-    for (size_t i = 0; i < kName.size() && match; ++i)
-      match = std::tolower(static_cast<unsigned char>(line[i])) == kName[i];
-    if (!match) continue;
-    std::string value(line.substr(kName.size()));
-    while (!value.empty() && std::isspace(static_cast<unsigned char>(value.back())))
-      value.pop_back();
-    size_t first = value.find_first_not_of(" \t");
-    value = first == std::string::npos ? "" : value.substr(first);
-    if (value.empty()) continue;
-    if (std::all_of(value.begin(), value.end(),
-                    [](unsigned char c) { return std::isdigit(c) != 0; })) {
-      out = value.size() > 9 ? 1e9 : std::stod(value);
-      continue;
-    }
-    // An HTTP-date: libcurl's parser (RFC 1123, 850 and asctime forms).
-    std::time_t t = curl_getdate(value.c_str(), nullptr);
-    if (t != -1) out = std::max(0.0, std::difftime(t, now));
-  }
-  return out;
+std::optional<double> RetryAfterSeconds(std::string_view value, std::time_t now) {
+  value = ascii::Trim(value);
+  if (value.empty()) return std::nullopt;
+  if (std::all_of(value.begin(), value.end(), [](char c) { return ascii::IsDigit(c); }))
+    return value.size() > 9 ? 1e9 : std::stod(std::string(value));
+  // An HTTP-date: libcurl's parser (RFC 1123, 850 and asctime forms).
+  std::time_t t = curl_getdate(std::string(value).c_str(), nullptr);
+  if (t == -1) return std::nullopt;
+  return std::max(0.0, std::difftime(t, now));
 }
 
 double BackoffSeconds(uint32_t attempt, double base, double cap, double jitter,
@@ -64,6 +44,21 @@ double BackoffSeconds(uint32_t attempt, double base, double cap, double jitter,
              (0.5 + jitter);
   if (retry_after) s = std::max(s, *retry_after);
   return std::min(s, cap);
+}
+
+Verdict Classify(const FetchResult& r, uint32_t attempt, const RetryPolicy& policy,
+                 double jitter, std::time_t now) {
+  Verdict v;
+  v.signal = SignalOf(r);
+  if (!Transient(r)) return v;
+  if (attempt >= policy.max_retries) {
+    v.gave_up = true;
+    return v;
+  }
+  v.final = false;
+  v.wait_s = BackoffSeconds(attempt, policy.base_s, policy.max_s, jitter,
+                            RetryAfterSeconds(r.retry_after, now));
+  return v;
 }
 
 }  // namespace crawler::engine

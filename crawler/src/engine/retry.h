@@ -1,6 +1,7 @@
 // Which failed fetches are tried again, and when (fetch.max_retries,
-// retry_base_s, retry_max_s). Pure functions; the worker applies them and
-// the frontier schedules the retry (frontier::Frontier::Retry).
+// retry_base_s, retry_max_s): a finished page fetch is classified once
+// (Classify), then the worker records it and schedules what the verdict
+// says (frontier::Frontier::Done or Retry). Pure functions.
 #ifndef CRAWLER_RETRY_H_
 #define CRAWLER_RETRY_H_
 
@@ -27,16 +28,34 @@ bool Transient(const FetchResult& r);
 // host for a retry's back-off, not only the URL.
 frontier::HostSignal SignalOf(const FetchResult& r);
 
-// Retry-After of a response head (its last value, if several): delay
-// seconds, or an HTTP-date (RFC 9110 10.2.3) as seconds after `now`
-// (0 if past). nullopt: absent or unreadable.
-std::optional<double> RetryAfterSeconds(std::string_view response_head, std::time_t now);
+// A Retry-After value (FetchResult::retry_after): delay seconds, or an
+// HTTP-date (RFC 9110 10.2.3) as seconds after `now` (0 if past).
+// nullopt: absent or unreadable.
+std::optional<double> RetryAfterSeconds(std::string_view value, std::time_t now);
 
 // Seconds before attempt `attempt` + 1 (attempt 0 failed first): base x
 // 2^attempt x (0.5 + jitter) with jitter in [0, 1), at least Retry-After if
 // given, at most `cap`.
 double BackoffSeconds(uint32_t attempt, double base, double cap, double jitter,
                       std::optional<double> retry_after);
+
+struct RetryPolicy {
+  uint32_t max_retries = 3;  // fetch.max_retries
+  double base_s = 1;         // fetch.retry_base_s
+  double max_s = 60;         // fetch.retry_max_s
+};
+
+// What becomes of one finished page fetch, with the reason.
+struct Verdict {
+  bool final = true;     // false: fetched again after wait_s
+  bool gave_up = false;  // final although transient: its last allowed attempt
+  double wait_s = 0;     // a retry's back-off (at least Retry-After, at most max_s)
+  frontier::HostSignal signal = frontier::HostSignal::kNone;  // SignalOf(r)
+};
+
+// `attempt`: attempts before this one (UrlEntry::attempt); `jitter` in [0, 1).
+Verdict Classify(const FetchResult& r, uint32_t attempt, const RetryPolicy& policy,
+                 double jitter, std::time_t now);
 
 }  // namespace crawler::engine
 

@@ -362,8 +362,8 @@ Status Worker::Record(const FetchResult& r, const Prepared& p,
   }
   if (r.error != FetchError::kNone)
     spdlog::warn("{}: {} ({})", page->url, error, r.error_message);
-  return p_.log.Append({page->url, r.status, &response, page->depth, page->referrer, error,
-                        false, page->attempt + 1, final});
+  return p_.log.Append({page->url, r.status, &response, page->depth, page->referrer,
+                        error, false, page->attempt + 1, final});
 }
 
 Status Worker::FinishRobots(const Gate::Pass& pass, const Completed& c,
@@ -407,7 +407,7 @@ Status Worker::RobotsFailed(const Gate::Pass& pass, const Completed& c,
   if (again) {
     double wait = BackoffSeconds(failures - 1, p_.config.fetch.retry_base_s,
                                  p_.config.fetch.retry_max_s, Jitter(),
-                                 RetryAfterSeconds(r.response_head, std::time(nullptr)));
+                                 RetryAfterSeconds(r.retry_after, std::time(nullptr)));
     spdlog::warn(
         "{}: robots.txt {} (status {}): fetched again in {:.1f} s (retry {} of {})",
         c.host, why, r.status, wait, failures, p_.config.fetch.max_retries);
@@ -440,34 +440,41 @@ void Worker::LogIfParked(const std::string& host, const FetchResult& r) {
       p_.config.frontier.park_s);
 }
 
+// A finished page fetch goes down the pipeline once: classified (final, or
+// fetched again after a back-off; the host's signal), recorded (WARC, fetch
+// log: every attempt), scheduled (the frontier's Done or Retry), and, if
+// final, its links offered.
 Status Worker::FinishPage(const Gate::Pass& pass, const Completed& c, const Prepared& p) {
   const FetchResult& r = c.result;
   const frontier::UrlEntry& e = c.lease.entry;
-  if (Transient(r)) {
-    if (e.attempt < p_.config.fetch.max_retries) {
-      // Fetched again later (the frontier holds it; it passed dedup once).
-      // Every attempt's response is archived and logged, with final: false.
-      double wait = BackoffSeconds(
-          e.attempt, p_.config.fetch.retry_base_s, p_.config.fetch.retry_max_s, Jitter(),
-          RetryAfterSeconds(r.response_head, std::time(nullptr)));
-      Status st = Record(r, p, &e, /*final=*/false);
-      if (!st.ok()) return st;
-      p_.counters.Add(&CrawlSummary::retries);
-      auto now = Clock::now();
-      st = p_.frontier.Retry(c.lease, now, r.seconds,
-                             now + std::chrono::duration_cast<Clock::duration>(
-                                       std::chrono::duration<double>(wait)),
-                             SignalOf(r));
-      LogIfParked(c.lease.host, r);
-      return st;
-    }
-    p_.counters.Add(&CrawlSummary::gave_up);
-  }
-  p_.frontier.Done(c.lease, Clock::now(), r.seconds, SignalOf(r));
-  LogIfParked(c.lease.host, r);
-  Status st = Record(r, p, &e);
+  const RetryPolicy policy{.max_retries = p_.config.fetch.max_retries,
+                           .base_s = p_.config.fetch.retry_base_s,
+                           .max_s = p_.config.fetch.retry_max_s};
+  const Verdict v = Classify(r, e.attempt, policy, Jitter(), std::time(nullptr));
+  Status st = Record(r, p, &e, v.final);
   if (!st.ok()) return st;
+  // Measured after the record: a retry's wait runs from when its answer was in.
+  auto now = Clock::now();
+  if (!v.final) {
+    // The frontier holds it (it passed dedup once) and hands it out again.
+    p_.counters.Add(&CrawlSummary::retries);
+    st = p_.frontier.Retry(c.lease, now, r.seconds,
+                           now + std::chrono::duration_cast<Clock::duration>(
+                                     std::chrono::duration<double>(v.wait_s)),
+                           v.signal);
+  } else {
+    if (v.gave_up) p_.counters.Add(&CrawlSummary::gave_up);
+    p_.frontier.Done(c.lease, now, r.seconds, v.signal);
+  }
+  LogIfParked(c.lease.host, r);
+  if (!st.ok() || !v.final) return st;
+  return OfferLinks(pass, e, r, p);
+}
 
+// A final page's redirect target, links and sitemap entries: depth, scope,
+// then to the filter and the frontier (or to the node that owns the host).
+Status Worker::OfferLinks(const Gate::Pass& pass, const frontier::UrlEntry& e,
+                          const FetchResult& r, const Prepared& p) {
   std::vector<frontier::UrlEntry> next, theirs;
   uint64_t too_deep = 0, out_of_scope = 0;
   using Kind = frontier::UrlEntry::Kind;

@@ -28,18 +28,18 @@
 
 #include "base/mutex.h"
 #include "cluster/cluster.h"
-#include "engine/counters.h"
 #include "crawler/config.h"
 #include "crawler/fetcher.h"
 #include "crawler/warc.h"
 #include "dedup/filter.h"
-#include "output/fetch_log.h"
-#include "frontier/frontier.h"
+#include "engine/counters.h"
 #include "engine/gate.h"
 #include "engine/host_table.h"
-#include "parsers/links.h"
 #include "engine/scope.h"
+#include "frontier/frontier.h"
+#include "output/fetch_log.h"
 #include "output/seen_log.h"
+#include "parsers/links.h"
 
 namespace crawler::engine {
 
@@ -164,6 +164,8 @@ class Worker {
   void LogIfParked(const std::string& host, const FetchResult& r);
   [[nodiscard]] Status FinishPage(const Gate::Pass& pass, const Completed& c,
                                   const Prepared& p);
+  [[nodiscard]] Status OfferLinks(const Gate::Pass& pass, const frontier::UrlEntry& e,
+                                  const FetchResult& r, const Prepared& p);
   [[nodiscard]] Status RobotsFailed(const Gate::Pass& pass, const Completed& c,
                                     const Prepared& p);
   // `robots_attempt`: robots.txt's (page == null) attempt number.

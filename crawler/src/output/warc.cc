@@ -14,6 +14,7 @@
 #include <initializer_list>
 #include <string_view>
 
+#include "base/ascii.h"
 #include "output/sha1.h"
 
 namespace crawler::engine {
@@ -223,12 +224,7 @@ std::string WarcWriter::CurrentPath() const {
 
 namespace {
 
-bool StartsWithNoCase(std::string_view s, std::string_view prefix) {
-  if (s.size() < prefix.size()) return false;
-  for (size_t i = 0; i < prefix.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(s[i])) != prefix[i]) return false;
-  return true;
-}
+using ascii::StartsWithIgnoreCase;
 
 }  // namespace
 
@@ -236,9 +232,9 @@ std::string HeadForStoredBody(const std::string& head, size_t body_size) {
   // Lines are looked at in place (no copy per line); a head with nothing to
   // rename is returned as it is.
   auto renamed = [](std::string_view line) {
-    return StartsWithNoCase(line, "content-encoding:") ||
-           StartsWithNoCase(line, "content-length:") ||
-           StartsWithNoCase(line, "transfer-encoding:");
+    return StartsWithIgnoreCase(line, "content-encoding:") ||
+           StartsWithIgnoreCase(line, "content-length:") ||
+           StartsWithIgnoreCase(line, "transfer-encoding:");
   };
   std::string out;
   bool changed = false;
