@@ -279,7 +279,7 @@ class BlockedLayer {
   // Written by every insert: a line of their own, so a lock-free lookup on
   // another core reading the fields above does not pull the line away from
   // the inserting core (2-thread single-key inserts measured 9.6 Mops/s with
-  // them on one line; see the README's dedup_bench section).
+  // them on one line; see docs/benchmarks.md, dedup_bench).
   alignas(64) uint64_t items_ = 0;  // keys added (each counted once)
   uint64_t nonzero_ = 0;            // set bits / nonzero counters
 };

@@ -22,7 +22,7 @@
 // the plain filter, the variant on one thread and the variant on two threads
 // take turns slice by slice, so a noisy neighbour slows all three alike.
 //
-// Samples are in the README ("Benchmarks").
+// Samples are in docs/benchmarks.md.
 //
 // Keys are https://host<i%5000>.example.org/section/<i/7>/page-<i>.html?id=<i>,
 // generated before any timing; negatives are the next N values of i. Peak RSS

@@ -104,7 +104,8 @@ TEST_CASE("Config mistakes name the file, the line and the key", "[engine][confi
   CHECK_FALSE(LoadConfig("", {"cluster.redis=http://x"}).ok());
 }
 
-TEST_CASE("Config: --set overrides any key, as TOML or a bare string", "[engine][config]") {
+TEST_CASE("Config: --set overrides any key, as TOML or a bare string",
+          "[engine][config]") {
   auto c =
       LoadConfig(kConfigs + "default.toml",
                  {"dedup.type=cuckoo", "dedup.allow_erase=true", "crawl.max_pages=50",

@@ -2,7 +2,7 @@
 // report. Reads the newest of OUT/stats.json (rewritten by a running crawl
 // every 2 s, and at its end) and the stats saved in OUT/checkpoint/ (or
 // checkpoint.prev/) MANIFEST.json; reads only, never disturbs a running crawl.
-// The JSON fields are documented in README.md ("The stats report").
+// The JSON fields are documented in docs/stats.md.
 #ifndef CRAWLER_STATS_REPORT_H_
 #define CRAWLER_STATS_REPORT_H_
 

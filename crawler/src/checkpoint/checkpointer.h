@@ -27,9 +27,9 @@
 #include "crawler/checkpoint.h"
 #include "crawler/config.h"
 #include "crawler/warc.h"
-#include "output/fetch_log.h"
 #include "engine/gate.h"
 #include "engine/host_table.h"
+#include "output/fetch_log.h"
 #include "output/seen_log.h"
 #include "report/stats_writer.h"
 

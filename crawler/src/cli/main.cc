@@ -251,7 +251,7 @@ int main(int argc, char** argv) {
   // 128 KB sit free at the top of its arena (madvise), and every page parsed
   // next faults it in again; each madvise also flushes the TLB of every core.
   // That churn cost a third of the crawl's CPU on the 50,000-page benchmark
-  // (README, "Benchmarks"). Keep up to 64 MB per arena, and stop glibc from
+  // (docs/benchmarks.md). Keep up to 64 MB per arena, and stop glibc from
   // moving the mmap threshold (large bodies still get their own mapping).
   mallopt(M_TRIM_THRESHOLD, 64 << 20);
   mallopt(M_MMAP_THRESHOLD, 32 << 20);

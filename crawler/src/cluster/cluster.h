@@ -103,12 +103,12 @@
 
 #include "base/mutex.h"
 #include "base/status.h"
+#include "cluster/redis.h"
 #include "crawler/checkpoint.h"
 #include "crawler/config.h"
+#include "engine/host_table.h"
 #include "frontier/frontier.h"
 #include "frontier/image.h"
-#include "engine/host_table.h"
-#include "cluster/redis.h"
 #include "output/seen_log.h"
 #include "report/stats_schema.h"
 

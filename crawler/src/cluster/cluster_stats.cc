@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "cluster/cluster.h"
+#include "cluster/redis.h"
 #include "crawler/stats_report.h"
 #include "output/json_fields.h"
-#include "cluster/redis.h"
 #include "report/stats_schema.h"
 
 namespace crawler::engine {

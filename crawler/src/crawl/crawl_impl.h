@@ -11,15 +11,15 @@
 
 #include "checkpoint/checkpointer.h"
 #include "cluster/cluster.h"
-#include "engine/counters.h"
 #include "crawler/crawl.h"
-#include "output/fetch_log.h"
+#include "engine/counters.h"
 #include "engine/gate.h"
 #include "engine/host_table.h"
-#include "report/metrics.h"
 #include "engine/scope.h"
-#include "report/stats_writer.h"
 #include "engine/worker.h"
+#include "output/fetch_log.h"
+#include "report/metrics.h"
+#include "report/stats_writer.h"
 
 namespace crawler::engine {
 

@@ -11,10 +11,10 @@
 #include <thread>
 
 #include "base/file_util.h"
+#include "cluster/redis.h"
 #include "crawl/crawl_impl.h"
 #include "crawler/checkpoint.h"
 #include "crawler/seeds.h"
-#include "cluster/redis.h"
 
 namespace crawler::engine {
 namespace {

@@ -26,8 +26,8 @@
 
 #include "base/mutex.h"
 #include "base/status.h"
-#include "frontier/frontier.h"
 #include "engine/gate.h"
+#include "frontier/frontier.h"
 #include "parsers/robots.h"
 
 namespace crawler::engine {

@@ -2,8 +2,8 @@
 // once its robots.txt is read, and reading a fetched one.
 #include <spdlog/spdlog.h>
 
-#include "parsers/sitemap.h"
 #include "engine/worker.h"
+#include "parsers/sitemap.h"
 
 namespace crawler::engine {
 

@@ -15,8 +15,8 @@
 #include <string>
 #include <string_view>
 
-#include "output/append_log.h"
 #include "base/status.h"
+#include "output/append_log.h"
 
 namespace crawler::engine {
 
@@ -32,7 +32,7 @@ struct FetchLogResponse {
 
 struct FetchLogEntry {
   std::string_view url;
-  long status = 0;                      // 0: no response (or skipped)
+  long status = 0;                             // 0: no response (or skipped)
   const FetchLogResponse* response = nullptr;  // if fetched
   uint32_t depth = 0;
   std::string_view referrer;

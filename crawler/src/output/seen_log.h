@@ -23,9 +23,9 @@
 #include <utility>
 #include <vector>
 
-#include "output/append_log.h"
 #include "base/status.h"
 #include "dedup/hash.h"
+#include "output/append_log.h"
 
 namespace crawler::engine {
 

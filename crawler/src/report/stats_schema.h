@@ -6,7 +6,7 @@
 //   stats-series.jsonl (one line per refresh)  SeriesPoint
 //   MANIFEST.json                              ManifestDoc (+ its seal, checkpoint.cc)
 //
-// The fields are documented in README.md ("The stats report", "Formats").
+// The fields are documented in docs/stats.md and docs/formats.md.
 #ifndef CRAWLER_STATS_SCHEMA_H_
 #define CRAWLER_STATS_SCHEMA_H_
 

@@ -1,7 +1,7 @@
 // OUT/stats.json (the live stats report, rewritten atomically every 2 s and
 // at the end; `crawler stats` reads it) and OUT/stats-series.jsonl (one line
 // per refresh, for the report's charts). The JSON fields are documented in
-// README.md ("The stats report").
+// docs/stats.md.
 //
 // Used by the crawl's Run thread only (it reads the filter, the frontier and
 // the host table without a gate pass: that thread is the one that forks).
@@ -15,10 +15,10 @@
 #include <string>
 
 #include "base/status.h"
-#include "engine/counters.h"
 #include "dedup/filter.h"
-#include "frontier/frontier.h"
+#include "engine/counters.h"
 #include "engine/host_table.h"
+#include "frontier/frontier.h"
 #include "report/stats_schema.h"
 
 namespace crawler::engine {

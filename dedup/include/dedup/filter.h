@@ -46,7 +46,7 @@
 // Batches (InsertBatch, ContainsBatch) are the fast path: a single-key call
 // waits for its one cache miss (and an insert also moves the stripe lock's
 // line between cores), while a batch hashes a chunk first and overlaps the
-// chunk's misses: 3-5x the single-key rate at 10^7 keys (README,
+// chunk's misses: 3-5x the single-key rate at 10^7 keys (docs/benchmarks.md,
 // dedup_bench). The crawl engine inserts a page's links as one batch.
 //
 // Threads: every method may be called from any thread at any time, including
@@ -150,7 +150,8 @@ struct FilterStats {
   uint64_t log_buffer_bytes = 0;        // up to 64 KiB a logged stripe
   std::vector<StripeStats> per_stripe;
 
-  // One JSON object (README "Dedup stats"); per_stripe included iff `with_stripes`.
+  // One JSON object (docs/dedup.md, "Dedup stats"); per_stripe included iff
+  // `with_stripes`.
   std::string ToJson(bool with_stripes = false) const;
 };
 // The JSON schema (Boost.JSON's value_from follows these; "variant" and the
@@ -254,7 +255,7 @@ class Filter {
   // chain does, so the compound bound stays error_rate. Memory then stays
   // between ~1 and ~g x a right-sized filter's, and each key is re-inserted
   // about 1 / (1 - 1/(0.95 g)) - 1 times over a crawl (g = 1.25: ~5; g = 2:
-  // ~1.1). Measured at 10^8 keys started at 10^6 (README, dedup_bench
+  // ~1.1). Measured at 10^8 keys started at 10^6 (docs/benchmarks.md, dedup_bench
   // --compact): g = 1.25 peaks at 13.2 bits/key after the first rebuild and
   // ends at 12.5 (a chain: 20.8; right-sized: 10.0). One stripe is rebuilt
   // at a time (the extra memory is one stripe's new layer); the build reads
