@@ -10,7 +10,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libcurl4-openssl-dev libgumbo-dev libidn2-dev libxml2-dev
   libboost1.81-dev libboost-url1.81-dev libboost-json1.81-dev
-  libxxhash-dev libspdlog-dev catch2 libtomlplusplus-dev libcli11-dev libssl-dev
+  libxxhash-dev libspdlog-dev libfmt-dev catch2 libtomlplusplus-dev libcli11-dev libssl-dev
   zlib1g-dev libdeflate-dev libhiredis-dev redis-server
   clang libclang-rt-14-dev clang-format clang-tidy
   python3 python3-prometheus-client chromium

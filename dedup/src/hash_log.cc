@@ -118,6 +118,11 @@ Result<std::unique_ptr<HashLog>> HashLog::Adopt(const std::string& dir, uint32_t
     ::close(fd);
     return Status::Error(Status::Code::kCorruption, path + ": " + what);
   };
+  auto io_fail = [&](const char* what) {
+    Status st = IoError(path, what);
+    ::close(fd);
+    return st;
+  };
   const std::string want = Header(stripe, stripes, type);
   std::string head(kHeaderBytes, '\0');
   if (!PreadAll(fd, head.data(), head.size(), 0)) return fail("header is cut short");
@@ -138,11 +143,7 @@ Result<std::unique_ptr<HashLog>> HashLog::Adopt(const std::string& dir, uint32_t
     BlockHead bh;
     if (entries > 0 && !ReadBlockHead(fd, kHeaderBytes, &bh))
       return fail("no whole block at byte " + std::to_string(kHeaderBytes));
-    if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
-      Status st = IoError(path, "truncate");
-      ::close(fd);
-      return st;
-    }
+    if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0) return io_fail("truncate");
     return std::unique_ptr<HashLog>(new HashLog(path, fd, bytes));
   }
   // Block headers only: a resume must not read the whole log (16 bytes a
@@ -168,16 +169,8 @@ Result<std::unique_ptr<HashLog>> HashLog::Adopt(const std::string& dir, uint32_t
       // The block runs past the checkpoint: keep its first entries.
       const auto keep = static_cast<uint32_t>(entries - have);
       const std::string cut = BlockBytes(block.data(), keep);
-      if (::ftruncate(fd, static_cast<off_t>(off)) != 0) {
-        Status st = IoError(path, "truncate");
-        ::close(fd);
-        return st;
-      }
-      if (!WriteAll(fd, cut.data(), cut.size())) {
-        Status st = IoError(path, "rewrite the last block");
-        ::close(fd);
-        return st;
-      }
+      if (::ftruncate(fd, static_cast<off_t>(off)) != 0) return io_fail("truncate");
+      if (!WriteAll(fd, cut.data(), cut.size())) return io_fail("rewrite the last block");
       off += cut.size();
       have = entries;
       break;
@@ -185,11 +178,7 @@ Result<std::unique_ptr<HashLog>> HashLog::Adopt(const std::string& dir, uint32_t
     have += bh.count;
     off += kBlockHeaderBytes + uint64_t{bh.count} * 16;
   }
-  if (::ftruncate(fd, static_cast<off_t>(off)) != 0) {
-    Status st = IoError(path, "truncate");
-    ::close(fd);
-    return st;
-  }
+  if (::ftruncate(fd, static_cast<off_t>(off)) != 0) return io_fail("truncate");
   return std::unique_ptr<HashLog>(new HashLog(path, fd, off));
 }
 

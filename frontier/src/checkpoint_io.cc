@@ -112,7 +112,7 @@ Status Frontier::ForEachEntry(
     }
     if (h.on_disk > 0 && !taken) {
       Status st = ForEachSpillRecord(h.spill_path, h.read_offset, h.on_disk,
-                                     [&](UrlEntry e) { return url(e, false); });
+                                     [&](const UrlEntry& e) { return url(e, false); });
       if (!st.ok()) return st;
     }
     for (const UrlEntry& e : h.write_buf) {

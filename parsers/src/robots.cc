@@ -80,6 +80,8 @@ Robots Robots::ForFetch(RobotsFetch outcome, std::string_view body,
   return DisallowAll();
 }
 
+// Long: one pass of RFC 9309's grammar, its group state local to the loop.
+// NOLINTNEXTLINE(readability-function-size)
 Robots Robots::Parse(std::string_view body, std::string_view product_token) {
   Robots r;
   if (body.size() > kMaxRobotsBytes) {

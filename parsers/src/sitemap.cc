@@ -57,6 +57,8 @@ void OnError(void* arg, const char* msg, xmlParserSeverities severity,
 
 }  // namespace
 
+// Long: one xmlReader loop whose element state is local to it.
+// NOLINTNEXTLINE(readability-function-size)
 Sitemap ParseSitemap(std::string_view body) {
   InitOnce();
   Sitemap out;
@@ -157,6 +159,7 @@ Sitemap ParseSitemap(std::string_view body) {
         return out;
       }
       out.entries.push_back(std::move(entry));
+      entry = SitemapEntry{};
     }
   }
   if (status < 0) {

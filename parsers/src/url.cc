@@ -290,7 +290,7 @@ UrlResult NormalizeOrigin(std::string_view scheme, const urls::url_view& u,
   if (u.has_userinfo()) {
     // WHATWG's userinfo set, encoded here too: a userinfo Clean did not see
     // as one (an authority Repair added) serializes as it would have.
-    auto encode = [](std::string in) {
+    auto encode = [](std::string_view in) {
       std::string encoded;
       for (char c : in) {
         if (c == '@' || c == ':' || c == '[' || c == ']' || c == ';' || c == '=') {

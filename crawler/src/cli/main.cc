@@ -16,6 +16,7 @@
 // or missing checkpoint). SIGUSR1 asks for a checkpoint now. The wording of
 // every message and the exit codes live here, not in the library; each error
 // is printed once (stderr), and also goes to OUT/crawler.log.
+#include <fmt/core.h>
 #include <malloc.h>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/spdlog.h>
@@ -128,6 +129,27 @@ class Progress {
   int ticks_ = 0;
 };
 
+// The crawl's last words on stdout (and in crawler.log).
+void PrintSummary(const crawler::engine::CrawlSummary& s, const std::string& dir) {
+  const char* how = s.stopped ? "stopped" : "done";
+  spdlog::info("crawl {} in {:.1f} s: {} fetched, {} failed", how, s.seconds, s.fetched,
+               s.failed);
+  fmt::print(
+      "crawl {} in {:.1f} s: {} fetched (2xx {}, 3xx {}, 4xx {}, 5xx {}), {} failed, "
+      "{} truncated, {:.1f} MB\n"
+      "  skipped: {} robots, {} out of scope, {} too deep, {} trap guard; "
+      "{} duplicate links, {} refused by a full fixed-size filter\n"
+      "  frontier: spilled to disk: {} URLs\n"
+      "  WARC: {}/\n  fetch log: {}\n  log: {}/crawler.log\n"
+      "  checkpoint: {}/checkpoint/ (resume: crawler crawl --resume {}; report: crawler "
+      "stats {})\n",
+      how, s.seconds, s.fetched, s.status_2xx, s.status_3xx, s.status_4xx, s.status_5xx,
+      s.failed, s.truncated, static_cast<double>(s.bytes) / 1e6, s.robots_blocked,
+      s.out_of_scope, s.too_deep, s.trap_guard, s.duplicates, s.filter_full, s.spilled,
+      s.warc_dir, s.fetch_log, dir, dir, dir, dir);
+  std::fflush(stdout);
+}
+
 int RunCrawl(const std::string& seeds_path, const std::string& config_path,
              const std::string& out, const std::vector<std::string>& sets,
              const std::string& resume) {
@@ -184,36 +206,7 @@ int RunCrawl(const std::string& seeds_path, const std::string& config_path,
     std::fprintf(stderr, "crawler: %s\n", summary.status().message().c_str());
     return kExitCrawlError;
   }
-  const auto& s = *summary;
-  const std::string dir = resume.empty() ? out : resume;
-  spdlog::info("crawl {} in {:.1f} s: {} fetched, {} failed",
-               s.stopped ? "stopped" : "done", s.seconds, s.fetched, s.failed);
-  std::printf(
-      "crawl %s in %.1f s: %llu fetched (2xx %llu, 3xx %llu, 4xx %llu, 5xx %llu), %llu "
-      "failed, "
-      "%llu truncated, %.1f MB\n"
-      "  skipped: %llu robots, %llu out of scope, %llu too deep, %llu trap guard; "
-      "%llu duplicate links, %llu refused by a full fixed-size filter\n"
-      "  frontier: spilled to disk: %llu URLs\n"
-      "  WARC: %s/\n  fetch log: %s\n  log: %s/crawler.log\n"
-      "  checkpoint: %s/checkpoint/ (resume: crawler crawl --resume %s; report: crawler "
-      "stats %s)\n",
-      s.stopped ? "stopped" : "done", s.seconds,
-      static_cast<unsigned long long>(s.fetched),
-      static_cast<unsigned long long>(s.status_2xx),
-      static_cast<unsigned long long>(s.status_3xx),
-      static_cast<unsigned long long>(s.status_4xx),
-      static_cast<unsigned long long>(s.status_5xx),
-      static_cast<unsigned long long>(s.failed),
-      static_cast<unsigned long long>(s.truncated), static_cast<double>(s.bytes) / 1e6,
-      static_cast<unsigned long long>(s.robots_blocked),
-      static_cast<unsigned long long>(s.out_of_scope),
-      static_cast<unsigned long long>(s.too_deep),
-      static_cast<unsigned long long>(s.trap_guard),
-      static_cast<unsigned long long>(s.duplicates),
-      static_cast<unsigned long long>(s.filter_full),
-      static_cast<unsigned long long>(s.spilled), s.warc_dir.c_str(), s.fetch_log.c_str(),
-      dir.c_str(), dir.c_str(), dir.c_str(), dir.c_str());
+  PrintSummary(*summary, resume.empty() ? out : resume);
   return kExitOk;
 }
 

@@ -213,7 +213,7 @@ class Cluster {
   bool HoldCuts() const EXCLUDES(mu_);
 
   // Queues URLs for their owners (none of them may be this node's).
-  void Ship(std::vector<frontier::UrlEntry> entries) EXCLUDES(mu_);
+  void Ship(const std::vector<frontier::UrlEntry>& entries) EXCLUDES(mu_);
   // Received URLs, to admit now (the inbox is emptied); call Admitted when
   // they are in the frontier (until then the node is not idle).
   std::vector<frontier::UrlEntry> TakeInbox() EXCLUDES(mu_);
@@ -318,6 +318,8 @@ class Cluster {
   bool Released(uint32_t shard) const EXCLUDES(mu_);
   // Loads the shards waiting in to_load_ from their sources.
   void LoadTaken();
+  // Start: waits until the job has started and fills nodes_.
+  Status WaitForStart(const std::atomic<bool>& stop);
   // Start: the stashed own state of the shards held again, for a worker.
   void RestoreOwn() EXCLUDES(mu_);
   Result<ShardState> LoadFrom(const std::string& node, uint64_t sequence,

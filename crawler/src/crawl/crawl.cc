@@ -232,7 +232,7 @@ Status Seed(Crawl::Impl& m) {
       (m.cluster && !m.cluster->Owns(s) ? theirs : seeds)
           .push_back(frontier::UrlEntry{s, 0, "", 0});
     }
-    if (!theirs.empty()) m.cluster->Ship(std::move(theirs));
+    if (!theirs.empty()) m.cluster->Ship(theirs);
     Status st = first.Admit(unit.pass(), std::move(seeds));
     if (!st.ok()) return st;
     m.seeds.clear();

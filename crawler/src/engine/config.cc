@@ -86,7 +86,7 @@ std::string Quote(const std::string& s) {
 
 template <typename Ref>
 Key StringKey(const char* section, const char* name, Ref ref,
-              std::function<std::string(const std::string&)> check = nullptr) {
+              const std::function<std::string(const std::string&)>& check = nullptr) {
   return Key{section, name,
              [=](Config& c, const toml::node& n) -> std::string {
                if (!n.is_string()) return "expected a string";

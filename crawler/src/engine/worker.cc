@@ -77,7 +77,7 @@ void Worker::Loop(const std::atomic<bool>& stop) {
         std::vector<frontier::UrlEntry> mine, theirs;
         for (frontier::UrlEntry& e : p_.cluster->TakeInbox())
           (p_.cluster->Handing(e.url) ? theirs : mine).push_back(std::move(e));
-        if (!theirs.empty()) p_.cluster->Ship(std::move(theirs));
+        if (!theirs.empty()) p_.cluster->Ship(theirs);
         Status st = Admit(unit.pass(), std::move(mine));
         p_.cluster->Admitted();
         if (!st.ok()) return st;
@@ -169,7 +169,7 @@ Status Worker::RestoreShards(const Gate::Pass& pass, ShardState s) {
   std::vector<frontier::UrlEntry> mine, theirs;
   for (frontier::UrlEntry& e : s.outbox)
     (p_.cluster->Owns(e.url) ? mine : theirs).push_back(std::move(e));
-  if (!theirs.empty()) p_.cluster->Ship(std::move(theirs));
+  if (!theirs.empty()) p_.cluster->Ship(theirs);
   st = Admit(pass, std::move(mine));
   if (!st.ok()) return st;
   p_.cluster->ShardsLoaded(s.shards);
@@ -530,7 +530,7 @@ Status Worker::OfferLinks(const Gate::Pass& pass, const frontier::UrlEntry& e,
   }
   p_.counters.Add(&CrawlSummary::too_deep, too_deep);
   p_.counters.Add(&CrawlSummary::out_of_scope, out_of_scope);
-  if (!theirs.empty()) p_.cluster->Ship(std::move(theirs));
+  if (!theirs.empty()) p_.cluster->Ship(theirs);
   return Admit(pass, std::move(next));
 }
 

@@ -32,7 +32,7 @@ Status Worker::OfferSitemaps(const Gate::Pass& pass, const std::string& host,
         .push_back(std::move(e));
   }
   p_.counters.Add(&CrawlSummary::out_of_scope, out_of_scope);
-  if (!theirs.empty()) p_.cluster->Ship(std::move(theirs));
+  if (!theirs.empty()) p_.cluster->Ship(theirs);
   return Admit(pass, std::move(mine));
 }
 
