@@ -26,7 +26,7 @@ using testing::ReadText;
 using testing::TempDir;
 using testing::TestSite;
 
-const std::string kCrawler = CRAWLER_BINARY;
+using testing::kCrawler;
 
 TEST_CASE(
     "Checkpoint stress: a cut every few ms on a politeness-bound crawl, and the crawl "

@@ -29,7 +29,7 @@ using testing::RunCommand;
 using testing::TempDir;
 using testing::TestSite;
 
-const std::string kCrawler = CRAWLER_BINARY;
+using testing::kCrawler;
 
 // A tmpfs of `size` at `dir`, unmounted on destruction.
 class SmallDisk {
@@ -53,25 +53,51 @@ class SmallDisk {
   bool mounted_ = false;
 };
 
+// What every case here shares: a testsite and its truth set, a small tmpfs
+// under DIR/disk (mounting needs root: the case says so and fails elsewhere),
+// the crawl command and the end check.
+struct FullDisk {
+  FullDisk(const std::string& name, const std::string& site_args,
+           const std::string& disk_size)
+      : dir(TempDir(name)),
+        site(site_args, dir + "/requests.log"),
+        disk(dir + "/disk", disk_size) {
+    site.WriteSeeds(dir + "/seeds.txt");
+    truth = site.Truth();
+    INFO("mounting a tmpfs needs root (CI runs as root)");
+    REQUIRE(disk.mounted());
+  }
+  // A crawl of the seeds into `out`, no politeness, a checkpoint every 100
+  // pages, plus `extra` flags.
+  std::string Crawl(const std::string& out, const std::string& extra) const {
+    return kCrawler + " crawl --seeds " + dir + "/seeds.txt --out " + out +
+           " --set frontier.min_delay_s=0 --set checkpoint.interval_pages=100" + extra;
+  }
+  // After the last run: every truth-set URL attempted, each once.
+  void CheckEachOnce(const std::string& out) const {
+    std::multiset<std::string> attempted =
+        testing::AttemptedUrls(out + "/fetch-log.jsonl");
+    CHECK(std::set<std::string>(attempted.begin(), attempted.end()) == truth);
+    CHECK(attempted.size() == truth.size());
+  }
+
+  std::string dir;
+  TestSite site;
+  SmallDisk disk;
+  std::set<std::string> truth;
+};
+
 TEST_CASE(
     "Full disk: the crawl stops with exit 1 naming the file; the last checkpoint resumes",
     "[output][fulldisk]") {
-  std::string dir = TempDir("fulldisk");
-  TestSite site("--pages 3000 --hosts 2", dir + "/requests.log");
-  site.WriteSeeds(dir + "/seeds.txt");
-  std::set<std::string> truth = site.Truth();
-  std::string out = dir + "/disk/out";
-  SmallDisk disk(dir + "/disk", "2m");
-  INFO("mounting a tmpfs needs root (CI runs as root)");
-  REQUIRE(disk.mounted());
-
+  FullDisk f("fulldisk", "--pages 3000 --hosts 2", "2m");
+  SmallDisk& disk = f.disk;
+  std::string out = f.dir + "/disk/out";
   // ~3,000 pages of WARC (~4 MB) cannot fit in 2 MB.
-  const std::string crawl =
-      kCrawler + " crawl --seeds " + dir + "/seeds.txt --out " + out +
-      " --set frontier.min_delay_s=0 --set checkpoint.interval_pages=100"
-      " --set dedup.capacity=500 --set dedup.error_rate=1e-7 --set "
-      "output.warc_gzip_level=1";
-  CommandResult r = RunCommand(crawl);
+  CommandResult r =
+      RunCommand(f.Crawl(out,
+                         " --set dedup.capacity=500 --set dedup.error_rate=1e-7 --set "
+                         "output.warc_gzip_level=1"));
   INFO(r.output);
   CHECK(r.exit_code == 1);
   CHECK(r.output.find("No space left on device") != std::string::npos);
@@ -93,72 +119,54 @@ TEST_CASE(
   r = RunCommand(kCrawler + " crawl --resume " + out);
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
-  std::multiset<std::string> attempted = testing::AttemptedUrls(out + "/fetch-log.jsonl");
-  CHECK(std::set<std::string>(attempted.begin(), attempted.end()) == truth);
-  CHECK(attempted.size() == truth.size());
+  f.CheckEachOnce(out);
   std::vector<std::string> wrong = testing::WarcNotAsLogged(out);
   INFO((wrong.empty() ? "" : "WARC differs from the log at " + wrong[0]));
   CHECK(wrong.empty());
-  site.Stop();
+  f.site.Stop();
 }
 
 TEST_CASE(
     "Full disk under the fetch log alone: no line is lost silently (exit 1 naming the "
     "log)",
     "[output][fulldisk]") {
-  std::string dir = TempDir("fulllog");
-  TestSite site("--pages 2000 --hosts 2", dir + "/requests.log");
-  site.WriteSeeds(dir + "/seeds.txt");
-  std::set<std::string> truth = site.Truth();
-  SmallDisk disk(dir + "/disk", "64k");
-  INFO("mounting a tmpfs needs root (CI runs as root)");
-  REQUIRE(disk.mounted());
+  FullDisk f("fulllog", "--pages 2000 --hosts 2", "64k");
+  const std::string& dir = f.dir;
   // OUT has room; its fetch log is a link to a file on the small disk, so
   // the log is the one output that fails (WARC writes go on succeeding).
   std::string out = dir + "/out";
   fs::create_directories(out);
   fs::create_symlink(dir + "/disk/fetch-log.jsonl", out + "/fetch-log.jsonl");
   CommandResult r =
-      RunCommand(kCrawler + " crawl --seeds " + dir + "/seeds.txt --out " + out +
-                 " --set frontier.min_delay_s=0 --set checkpoint.interval_pages=100"
-                 " --set dedup.capacity=500 --set dedup.error_rate=1e-7");
+      RunCommand(f.Crawl(out, " --set dedup.capacity=500 --set dedup.error_rate=1e-7"));
   INFO(r.output);
   CHECK(r.exit_code == 1);
   CHECK(r.output.find(out + "/fetch-log.jsonl: write: No space left on device") !=
         std::string::npos);
 
-  REQUIRE(disk.Remount("size=64m"));
+  REQUIRE(f.disk.Remount("size=64m"));
   r = RunCommand(kCrawler + " crawl --resume " + out);
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
-  std::multiset<std::string> attempted = testing::AttemptedUrls(out + "/fetch-log.jsonl");
-  CHECK(std::set<std::string>(attempted.begin(), attempted.end()) == truth);
-  CHECK(attempted.size() == truth.size());
-  site.Stop();
+  f.CheckEachOnce(out);
+  f.site.Stop();
 }
 
 TEST_CASE(
     "Full disk under the dedup hash log alone: the crawl goes on, warns naming the log, "
     "loses nothing",
     "[output][fulldisk][compaction]") {
-  std::string dir = TempDir("fullhlog");
-  TestSite site("--pages 1500 --hosts 2", dir + "/requests.log");
-  site.WriteSeeds(dir + "/seeds.txt");
-  std::set<std::string> truth = site.Truth();
-  SmallDisk disk(dir + "/disk", "8k");
-  INFO("mounting a tmpfs needs root (CI runs as root)");
-  REQUIRE(disk.mounted());
+  FullDisk f("fullhlog", "--pages 1500 --hosts 2", "8k");
+  const std::string& dir = f.dir;
   // OUT has room; its hash-log directory is a link to the small disk. One
   // stripe, so its log outgrows 8 KB (~500 URLs) long before the crawl ends;
   // capacity 300, so compactions fall due and read the failed log.
   std::string out = dir + "/out";
   fs::create_directories(out);
   fs::create_directory_symlink(dir + "/disk", out + "/dedup");
-  CommandResult r =
-      RunCommand(kCrawler + " crawl --seeds " + dir + "/seeds.txt --out " + out +
-                 " --set frontier.min_delay_s=0 --set checkpoint.interval_pages=100"
-                 " --set dedup.stripes=1 --set dedup.capacity=300"
-                 " --set dedup.error_rate=1e-7");
+  CommandResult r = RunCommand(f.Crawl(out,
+                                       " --set dedup.stripes=1 --set dedup.capacity=300"
+                                       " --set dedup.error_rate=1e-7"));
   INFO(r.output);
   // The log is the filter's helper, not the crawl's output: losing it costs
   // compaction (the chain stays as grown), not the crawl.
@@ -168,10 +176,8 @@ TEST_CASE(
   CHECK(log.find("dedup compaction stopped for one stripe: " + out +
                  "/dedup/stripe-00000.hlog: write: No space left on device") !=
         std::string::npos);
-  std::multiset<std::string> attempted = testing::AttemptedUrls(out + "/fetch-log.jsonl");
-  CHECK(std::set<std::string>(attempted.begin(), attempted.end()) == truth);
-  CHECK(attempted.size() == truth.size());
-  site.Stop();
+  f.CheckEachOnce(out);
+  f.site.Stop();
 }
 
 }  // namespace

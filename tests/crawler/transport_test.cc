@@ -41,7 +41,7 @@ using testing::Spawn;
 using testing::TempDir;
 using testing::TestSite;
 
-const std::string kCrawler = CRAWLER_BINARY;
+using testing::kCrawler;
 
 bool Listening(unsigned port) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);

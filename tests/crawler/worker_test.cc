@@ -21,7 +21,7 @@ using testing::RunCommand;
 using testing::TempDir;
 using testing::TestSite;
 
-const std::string kCrawler = CRAWLER_BINARY;
+using testing::kCrawler;
 
 TEST_CASE(
     "A full fixed-size filter: refused links are counted as filter_full, not duplicates",

@@ -8,13 +8,12 @@
 #include <utility>
 #include <vector>
 
+#include "url_result.h"
+
 namespace crawler::parsers {
 namespace {
 
-// The URL, or the error where a URL was expected (so a CHECK shows it).
-std::string UrlOf(const UrlResult& r) {
-  return r.ok() ? r.value() : "<error: " + r.status().message() + ">";
-}
+using testing::UrlOf;
 
 using Cases = std::vector<std::pair<std::string, std::string>>;
 constexpr const char* kBase = "http://a/b/c/d;p?q";

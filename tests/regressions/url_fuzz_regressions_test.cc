@@ -3,14 +3,12 @@
 #include <string>
 
 #include "parsers/url.h"
+#include "url_result.h"
 
 namespace crawler::parsers {
 namespace {
 
-// The URL, or the error where a URL was expected (so a CHECK shows it).
-std::string UrlOf(const UrlResult& r) {
-  return r.ok() ? r.value() : "<error: " + r.status().message() + ">";
-}
+using testing::UrlOf;
 
 UrlOptions AllLossy() {
   UrlOptions o;

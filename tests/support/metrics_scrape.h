@@ -1,10 +1,10 @@
 // Scrapes a running crawler's /metrics for a test: the URL from the log line
 // "metrics: serving http://HOST:PORT/metrics" (the tests listen on port 0),
-// then tests/crawler/scrape_metrics.py parses the text with an independent
+// then tests/support/scrape_metrics.py parses the text with an independent
 // reader (Debian's python3-prometheus-client, run with /usr/bin/python3,
 // which has it whatever python3 comes first on PATH).
-#ifndef TESTS_CRAWLER_METRICS_SCRAPE_H_
-#define TESTS_CRAWLER_METRICS_SCRAPE_H_
+#ifndef TESTS_SUPPORT_METRICS_SCRAPE_H_
+#define TESTS_SUPPORT_METRICS_SCRAPE_H_
 
 #include <boost/json.hpp>
 #include <chrono>
@@ -64,7 +64,7 @@ inline std::string MetricsUrl(const std::string& log_path, double wait_s = 30) {
 inline Scraped Scrape(const std::string& url) {
   Scraped s;
   CommandResult r = RunCommand(
-      "/usr/bin/python3 " CRAWLER_SOURCE_DIR "/tests/crawler/scrape_metrics.py " + url);
+      "/usr/bin/python3 " CRAWLER_SOURCE_DIR "/tests/support/scrape_metrics.py " + url);
   if (r.exit_code != 0) {
     s.error = r.output;
     return s;
@@ -98,4 +98,4 @@ inline std::string StatusLineOf(const std::string& url, const std::string& path)
 
 }  // namespace crawler::testing
 
-#endif  // TESTS_CRAWLER_METRICS_SCRAPE_H_
+#endif  // TESTS_SUPPORT_METRICS_SCRAPE_H_

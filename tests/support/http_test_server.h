@@ -2,8 +2,8 @@
 // one thread per connection, requests parsed by Boost.Beast, responses from a handler
 // (status, headers, body, a delay, or raw bytes / a silent close to test broken servers).
 // Counts the connections and requests it served. Stops and joins in its destructor.
-#ifndef TESTS_CRAWLER_HTTP_TEST_SERVER_H_
-#define TESTS_CRAWLER_HTTP_TEST_SERVER_H_
+#ifndef TESTS_SUPPORT_HTTP_TEST_SERVER_H_
+#define TESTS_SUPPORT_HTTP_TEST_SERVER_H_
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -128,4 +128,4 @@ class HttpTestServer {
 
 }  // namespace crawler::testing
 
-#endif  // TESTS_CRAWLER_HTTP_TEST_SERVER_H_
+#endif  // TESTS_SUPPORT_HTTP_TEST_SERVER_H_

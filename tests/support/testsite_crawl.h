@@ -1,7 +1,7 @@
 // What the testsite crawl tests share: running the crawler binary, and the
 // dedup settings under which "exactly the truth set" is expected.
-#ifndef TESTS_CRAWLER_TESTSITE_CRAWL_H_
-#define TESTS_CRAWLER_TESTSITE_CRAWL_H_
+#ifndef TESTS_SUPPORT_TESTSITE_CRAWL_H_
+#define TESTS_SUPPORT_TESTSITE_CRAWL_H_
 
 #include <string>
 
@@ -24,4 +24,4 @@ inline constexpr const char* kExactDedup =
 
 }  // namespace crawler::engine::testsite_crawl
 
-#endif  // TESTS_CRAWLER_TESTSITE_CRAWL_H_
+#endif  // TESTS_SUPPORT_TESTSITE_CRAWL_H_

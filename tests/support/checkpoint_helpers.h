@@ -1,8 +1,8 @@
 // Helpers shared by the checkpoint tests (checkpoint_test.cc and
 // checkpoint_torture_test.cc): the binary, the exact-dedup settings, and
 // readers of checkpoints and fetch logs.
-#ifndef TESTS_CRAWLER_CHECKPOINT_HELPERS_H_
-#define TESTS_CRAWLER_CHECKPOINT_HELPERS_H_
+#ifndef TESTS_SUPPORT_CHECKPOINT_HELPERS_H_
+#define TESTS_SUPPORT_CHECKPOINT_HELPERS_H_
 
 #include <boost/json.hpp>
 #include <cstdint>
@@ -24,7 +24,7 @@ using testing::Attempted;
 using testing::LogLine;
 using testing::ReadText;
 
-inline const std::string kCrawler = CRAWLER_BINARY;
+using testing::kCrawler;
 // See testsite_crawl_test.cc: exact truth-set equality needs a tiny FPR bound.
 inline const std::string kExactDedup =
     " --set dedup.capacity=500 --set dedup.error_rate=1e-7";
@@ -104,4 +104,4 @@ inline void Restore(const std::string& from, const std::string& to) {
 
 }  // namespace crawler::engine::checkpoint_testing
 
-#endif  // TESTS_CRAWLER_CHECKPOINT_HELPERS_H_
+#endif  // TESTS_SUPPORT_CHECKPOINT_HELPERS_H_

@@ -1,7 +1,7 @@
 // Reading a crawl's output in tests: a temp directory per test, the fetch log,
 // and the response records an independent reader (warcio) finds in the WARC.
-#ifndef TESTS_CRAWLER_CRAWL_OUTPUT_H_
-#define TESTS_CRAWLER_CRAWL_OUTPUT_H_
+#ifndef TESTS_SUPPORT_CRAWL_OUTPUT_H_
+#define TESTS_SUPPORT_CRAWL_OUTPUT_H_
 
 #include <unistd.h>
 
@@ -26,6 +26,11 @@ inline std::string ReadText(const std::string& path) {
   s << in.rdbuf();
   return s.str();
 }
+
+#ifdef CRAWLER_BINARY
+// The crawler binary under test (the build defines its path).
+inline const std::string kCrawler = CRAWLER_BINARY;
+#endif
 
 inline std::string TempDir(const std::string& name) {
   std::string dir = (std::filesystem::temp_directory_path() /
@@ -118,4 +123,4 @@ inline std::multiset<std::string> WarcResponses(const std::string& out) {
 
 }  // namespace crawler::testing
 
-#endif  // TESTS_CRAWLER_CRAWL_OUTPUT_H_
+#endif  // TESTS_SUPPORT_CRAWL_OUTPUT_H_

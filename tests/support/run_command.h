@@ -1,7 +1,7 @@
 // Runs a shell command for a test and captures its exit code and output
 // (stdout and stderr together).
-#ifndef TESTS_CRAWLER_RUN_COMMAND_H_
-#define TESTS_CRAWLER_RUN_COMMAND_H_
+#ifndef TESTS_SUPPORT_RUN_COMMAND_H_
+#define TESTS_SUPPORT_RUN_COMMAND_H_
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -67,4 +67,4 @@ inline int WaitExitFor(pid_t pid, double timeout_s) {
 
 }  // namespace crawler::testing
 
-#endif  // TESTS_CRAWLER_RUN_COMMAND_H_
+#endif  // TESTS_SUPPORT_RUN_COMMAND_H_

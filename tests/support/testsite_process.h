@@ -2,8 +2,8 @@
 // itself (--port 0) and reports them on stdout; the destructor stops it with
 // SIGTERM and waits, so its request log is complete once the object is gone
 // or Stop() has returned.
-#ifndef TESTS_CRAWLER_TESTSITE_PROCESS_H_
-#define TESTS_CRAWLER_TESTSITE_PROCESS_H_
+#ifndef TESTS_SUPPORT_TESTSITE_PROCESS_H_
+#define TESTS_SUPPORT_TESTSITE_PROCESS_H_
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -138,4 +138,4 @@ class TestSite {
 
 }  // namespace crawler::testing
 
-#endif  // TESTS_CRAWLER_TESTSITE_PROCESS_H_
+#endif  // TESTS_SUPPORT_TESTSITE_PROCESS_H_
