@@ -8,13 +8,10 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/file_util.h"
+
 namespace crawler::dedup {
 namespace {
-
-Status IoError(const std::string& name, const char* what) {
-  return Status::Error(Status::Code::kIoError,
-                       name + ": " + what + ": " + std::strerror(errno));
-}
 
 std::string TagName(const char* tag) { return std::string(tag, 4); }
 

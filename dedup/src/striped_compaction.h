@@ -145,40 +145,47 @@ void StripedFilter<Layer>::SwapIn(Stripe& s, Layer fresh, Retired* old) {
   ++s.compactions;
 }
 
+// A rebuild's first phase, under the stripe's lock: the log flushed, its
+// length (`*upto`) and the new layer's capacity. Null: nothing to do (the
+// stripe is not logged, or a failed write stopped its log: reported here,
+// once).
 template <typename Layer>
-// Long: the lock phases of one rebuild (snapshot, build, swap) read as one.
-// NOLINTNEXTLINE(readability-function-size)
+HashLog* StripedFilter<Layer>::CompactionStart(Stripe& s, uint64_t* upto,
+                                               uint64_t* capacity) {
+  std::lock_guard<std::mutex> pause(pause_mu_);
+  SpinLockGuard lock(s.mu);
+  if (!s.log) return nullptr;
+  if (!s.log->ok()) {
+    // A write failed (a full disk): the log stopped itself, unreported.
+    if (s.compact_at != UINT64_MAX) {
+      s.compact_at = UINT64_MAX;
+      s.due.store(false, std::memory_order_relaxed);
+      compaction_failures_.fetch_add(1, std::memory_order_relaxed);
+      if (warn_) warn_("dedup compaction stopped for one stripe: " + s.log->error());
+    }
+    return nullptr;
+  }
+  HashLog* log = s.log.get();
+  log->Flush();
+  *upto = log->flushed_bytes();
+  uint64_t items = 0;
+  for (const Layer& layer : s.layers) items += layer.items();
+  *capacity = RebuiltCapacity(items);
+  // A cuckoo layer refuses keys past its room, and the log replays every
+  // add before the erases that follow it: room for all of them.
+  if (TypeOf<Layer>() == FilterType::kCuckoo)
+    *capacity = std::max(*capacity, s.inserts_new + s.inserts_new / 16);
+  return log;
+}
+
+template <typename Layer>
 Status StripedFilter<Layer>::CompactFromLog(uint32_t index) {
   std::lock_guard<std::mutex> one(compact_mu_);
   const auto t0 = std::chrono::steady_clock::now();
   Stripe& s = stripes_[index];
-  HashLog* log = nullptr;
   uint64_t upto = 0, capacity = 0;
-  {
-    std::lock_guard<std::mutex> pause(pause_mu_);
-    SpinLockGuard lock(s.mu);
-    if (!s.log) return Status::Ok();  // not logged: nothing to do
-    if (!s.log->ok()) {
-      // A write failed (a full disk): the log stopped itself, unreported.
-      if (s.compact_at != UINT64_MAX) {
-        s.compact_at = UINT64_MAX;
-        s.due.store(false, std::memory_order_relaxed);
-        compaction_failures_.fetch_add(1, std::memory_order_relaxed);
-        if (warn_) warn_("dedup compaction stopped for one stripe: " + s.log->error());
-      }
-      return Status::Ok();
-    }
-    log = s.log.get();
-    log->Flush();
-    upto = log->flushed_bytes();
-    uint64_t items = 0;
-    for (const Layer& layer : s.layers) items += layer.items();
-    capacity = RebuiltCapacity(items);
-    // A cuckoo layer refuses keys past its room, and the log replays every
-    // add before the erases that follow it: room for all of them.
-    if (TypeOf<Layer>() == FilterType::kCuckoo)
-      capacity = std::max(capacity, s.inserts_new + s.inserts_new / 16);
-  }
+  HashLog* log = CompactionStart(s, &upto, &capacity);
+  if (log == nullptr) return Status::Ok();
   // The build: the log as it was, without the stripe's lock. The new layer
   // gets each key once per log entry (Add, not AddIfAbsent: a later erase
   // must find the key's own copy).

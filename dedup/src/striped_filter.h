@@ -519,6 +519,7 @@ class StripedFilter final : public Filter {
     std::vector<std::unique_ptr<View>> views;
   };
   Status CompactFromLog(uint32_t index);
+  HashLog* CompactionStart(Stripe& s, uint64_t* upto, uint64_t* capacity);
   void SwapIn(Stripe& s, Layer fresh, Retired* old) REQUIRES(s.mu);
   void Fail(Stripe& s, const std::string& why) REQUIRES(s.mu);
   void CompactorLoop();

@@ -7,6 +7,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <cinttypes>
 #include <cstdio>
 #include <deque>
 #include <filesystem>
@@ -177,10 +178,8 @@ struct Frontier::Impl {
                                "' cannot be created" + (ec ? ": " + ec.message() : ""));
     }
     char name[48];
-    std::snprintf(
-        name, sizeof(name), "host-%016llx-%u.q",
-        static_cast<unsigned long long>(XXH3_64bits(h.key.data(), h.key.size())),
-        ++h.spill_gen);
+    std::snprintf(name, sizeof(name), "host-%016" PRIx64 "-%u.q",
+                  XXH3_64bits(h.key.data(), h.key.size()), ++h.spill_gen);
     h.spill_path = options.spill_dir + "/" + name;
     return Status::Ok();
   }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 
 #include "ascii.h"
 
@@ -80,8 +81,95 @@ Robots Robots::ForFetch(RobotsFetch outcome, std::string_view body,
   return DisallowAll();
 }
 
-// Long: one pass of RFC 9309's grammar, its group state local to the loop.
-// NOLINTNEXTLINE(readability-function-size)
+namespace {
+
+// `body` without a UTF-8 byte-order mark, or the start of one (a cut or
+// mangled BOM must not take the first line with it).
+std::string_view WithoutBom(std::string_view body) {
+  for (std::string_view bom : {"\xEF\xBB\xBF", "\xEF\xBB", "\xEF"}) {
+    if (body.substr(0, bom.size()) == bom) return body.substr(bom.size());
+  }
+  return body;
+}
+
+// The next line of `body` from `*start` (CR, LF or CRLF ends it); false at
+// the end.
+bool NextLine(std::string_view body, size_t* start, std::string_view* line) {
+  if (*start >= body.size()) return false;
+  size_t end = body.find_first_of("\r\n", *start);
+  if (end == std::string_view::npos) end = body.size();
+  *line = body.substr(*start, end - *start);
+  *start = end + 1;
+  if (end < body.size() && body[end] == '\r' && *start < body.size() &&
+      body[*start] == '\n')
+    ++*start;
+  return true;
+}
+
+// Splits a trimmed, non-empty line into its lowercased key and its value.
+// "Disallow /", a missing colon, is read as "Disallow: /" when the line is
+// exactly two words (as Google's parser does); anything else is ignored.
+// Either way `*warning` says so. False: ignore the line.
+bool KeyValue(std::string_view line, std::string* key, std::string_view* value,
+              std::string* warning) {
+  size_t colon = line.find(':');
+  size_t value_at = colon + 1;
+  if (colon == std::string_view::npos) {
+    colon = line.find_first_of(" \t");
+    value_at = line.find_first_not_of(" \t", colon);
+    bool two_words = colon != std::string_view::npos &&
+                     line.find_first_of(" \t", value_at) == std::string_view::npos;
+    *warning = "no ':' in '" + std::string(line.substr(0, 80)) + "'" +
+               (two_words ? ", read as 'key: value'" : "");
+    if (!two_words) return false;
+  }
+  *key = LowerAscii(Trim(line.substr(0, colon)));
+  *value = Trim(line.substr(value_at));
+  return true;
+}
+
+// A Crawl-delay value: seconds, 0 to a day. nullopt: unreadable.
+std::optional<double> CrawlDelay(std::string_view value) {
+  char* parse_end = nullptr;
+  std::string v(value);
+  double delay = std::strtod(v.c_str(), &parse_end);
+  if (v.empty() || parse_end != v.c_str() + v.size() || !(delay >= 0) || delay > 86400)
+    return std::nullopt;
+  return delay;
+}
+
+// An Allow/Disallow value as a pattern. One longer than 4096 bytes is kept,
+// cut to its first 4096 bytes (never inside a %XX escape): a Disallow then
+// matches more paths, never fewer; `*warning` says so.
+std::string RulePattern(std::string_view value, std::string* warning) {
+  std::string pattern = NormalizeRobotsPath(value);
+  if (pattern.size() <= kMaxPatternBytes) return pattern;
+  size_t cut = kMaxPatternBytes;
+  if (size_t pct = pattern.rfind('%', cut - 1); pct != std::string::npos && pct + 3 > cut)
+    cut = pct;
+  pattern.resize(cut);
+  *warning = "pattern longer than 4096 bytes cut to its first " + std::to_string(cut);
+  return pattern;
+}
+
+// Our groups: every group naming our token (merged), else every "*" group;
+// their rules, and the largest of their Crawl-delays.
+void SelectGroups(const std::vector<Group>& groups, const std::string& token,
+                  std::vector<Robots::Rule>* rules, std::optional<double>* delay) {
+  for (const std::string& want : {token, std::string("*")}) {
+    bool found = false;
+    for (const Group& g : groups) {
+      if (std::find(g.agents.begin(), g.agents.end(), want) == g.agents.end()) continue;
+      found = true;
+      rules->insert(rules->end(), g.rules.begin(), g.rules.end());
+      if (g.crawl_delay && (!*delay || *g.crawl_delay > **delay)) *delay = g.crawl_delay;
+    }
+    if (found) return;
+  }
+}
+
+}  // namespace
+
 Robots Robots::Parse(std::string_view body, std::string_view product_token) {
   Robots r;
   if (body.size() > kMaxRobotsBytes) {
@@ -89,28 +177,15 @@ Robots Robots::Parse(std::string_view body, std::string_view product_token) {
     r.truncated_ = true;
     r.warnings_.push_back("robots.txt is larger than 500 KiB; the rest is ignored");
   }
-  // A UTF-8 byte-order mark, or the start of one (a cut or mangled BOM must
-  // not take the first line with it).
-  for (std::string_view bom : {"\xEF\xBB\xBF", "\xEF\xBB", "\xEF"}) {
-    if (body.substr(0, bom.size()) == bom) {
-      body.remove_prefix(bom.size());
-      break;
-    }
-  }
+  body = WithoutBom(body);
   const std::string token = ProductToken(product_token);
 
   std::vector<Group> groups;
   bool last_was_agent = false;
   size_t line_no = 0;
   size_t start = 0;
-  while (start < body.size()) {
-    size_t end = body.find_first_of("\r\n", start);
-    if (end == std::string_view::npos) end = body.size();
-    std::string_view line = body.substr(start, end - start);
-    start = end + 1;
-    if (end < body.size() && body[end] == '\r' && start < body.size() &&
-        body[start] == '\n')
-      ++start;
+  std::string_view line;
+  while (NextLine(body, &start, &line)) {
     ++line_no;
     const std::string where = "line " + std::to_string(line_no) + ": ";
 
@@ -118,22 +193,11 @@ Robots Robots::Parse(std::string_view body, std::string_view product_token) {
       line = line.substr(0, hash);
     line = Trim(line);
     if (line.empty()) continue;
-    size_t colon = line.find(':');
-    size_t value_at = colon + 1;
-    if (colon == std::string_view::npos) {
-      // "Disallow /": a missing colon, read as "Disallow: /" when the line is
-      // exactly two words (as Google's parser does); anything else is
-      // ignored. Either way a warning.
-      colon = line.find_first_of(" \t");
-      value_at = line.find_first_not_of(" \t", colon);
-      bool two_words = colon != std::string_view::npos &&
-                       line.find_first_of(" \t", value_at) == std::string_view::npos;
-      r.warnings_.push_back(where + "no ':' in '" + std::string(line.substr(0, 80)) +
-                            "'" + (two_words ? ", read as 'key: value'" : ""));
-      if (!two_words) continue;
-    }
-    std::string key = LowerAscii(Trim(line.substr(0, colon)));
-    std::string_view value = Trim(line.substr(value_at));
+    std::string key, warning;
+    std::string_view value;
+    bool use = KeyValue(line, &key, &value, &warning);
+    if (!warning.empty()) r.warnings_.push_back(where + warning);
+    if (!use) continue;
 
     if (key == "user-agent") {
       if (!last_was_agent) groups.emplace_back();
@@ -152,12 +216,9 @@ Robots Robots::Parse(std::string_view body, std::string_view product_token) {
         continue;
       }
       if (key == "crawl-delay") {
-        char* parse_end = nullptr;
-        std::string v(value);
-        double delay = std::strtod(v.c_str(), &parse_end);
-        if (v.empty() || parse_end != v.c_str() + v.size() || !(delay >= 0) ||
-            delay > 86400) {
-          r.warnings_.push_back(where + "bad crawl-delay '" + v + "'");
+        std::optional<double> delay = CrawlDelay(value);
+        if (!delay) {
+          r.warnings_.push_back(where + "bad crawl-delay '" + std::string(value) + "'");
         } else {
           groups.back().crawl_delay = delay;
         }
@@ -165,18 +226,9 @@ Robots Robots::Parse(std::string_view body, std::string_view product_token) {
       }
       if (value.empty())
         continue;  // "Disallow:" allows everything; "Allow:" says nothing
-      std::string pattern = NormalizeRobotsPath(value);
-      if (pattern.size() > kMaxPatternBytes) {
-        // Kept, cut to its first 4096 bytes (never inside a %XX escape): a
-        // Disallow then matches more paths, never fewer.
-        size_t cut = kMaxPatternBytes;
-        if (size_t pct = pattern.rfind('%', cut - 1);
-            pct != std::string::npos && pct + 3 > cut)
-          cut = pct;
-        pattern.resize(cut);
-        r.warnings_.push_back(where + "pattern longer than 4096 bytes cut to its first " +
-                              std::to_string(cut));
-      }
+      std::string cut;
+      std::string pattern = RulePattern(value, &cut);
+      if (!cut.empty()) r.warnings_.push_back(where + cut);
       groups.back().rules.push_back(Rule{key == "allow", std::move(pattern)});
       continue;
     }
@@ -185,19 +237,7 @@ Robots Robots::Parse(std::string_view body, std::string_view product_token) {
     r.warnings_.push_back(where + "unknown key '" + key + "'");
   }
 
-  // Our groups: every group naming our token (merged), else every "*" group.
-  for (const std::string& want : {token, std::string("*")}) {
-    bool found = false;
-    for (const Group& g : groups) {
-      if (std::find(g.agents.begin(), g.agents.end(), want) == g.agents.end()) continue;
-      found = true;
-      r.rules_.insert(r.rules_.end(), g.rules.begin(), g.rules.end());
-      if (g.crawl_delay && (!r.crawl_delay_ || *g.crawl_delay > *r.crawl_delay_)) {
-        r.crawl_delay_ = g.crawl_delay;
-      }
-    }
-    if (found) break;
-  }
+  SelectGroups(groups, token, &r.rules_, &r.crawl_delay_);
   return r;
 }
 

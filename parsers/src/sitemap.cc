@@ -29,10 +29,6 @@ void InitOnce() {
   (void)done;
 }
 
-std::string Trim(std::string_view s) {
-  return std::string(crawler::ascii::Trim(s, " \t\r\n"));
-}
-
 std::string Name(xmlTextReaderPtr r) {
   const xmlChar* n = xmlTextReaderConstLocalName(r);
   return n == nullptr ? std::string() : reinterpret_cast<const char*>(n);
@@ -55,10 +51,104 @@ void OnError(void* arg, const char* msg, xmlParserSeverities severity,
   e->first = (line > 0 ? "line " + std::to_string(line) + ": " : std::string()) + m;
 }
 
+// One pass over a sitemap's nodes (ParseSitemap): the <url> or <sitemap>
+// entry being read, its <loc> and <lastmod>.
+class SitemapReader {
+ public:
+  explicit SitemapReader(Sitemap* out) : out_(*out) {}
+
+  // One node; false: stop reading (a wrong root, or 50,000 entries).
+  bool Node(xmlTextReaderPtr r) {
+    const int type = xmlTextReaderNodeType(r);
+    const int depth = xmlTextReaderDepth(r);
+    if (type == kElement && depth == 0) return Root(Name(r));
+    if (type == kElement && depth == 1) {
+      EntryStart(r);
+      return true;
+    }
+    if (!in_entry_) return true;
+    if (type == kEndElement && depth == 1) return EntryEnd(r);
+    InEntry(r, type, depth);
+    return true;
+  }
+
+ private:
+  std::string Line(xmlTextReaderPtr r) const {
+    return "line " + std::to_string(xmlTextReaderGetParserLineNumber(r)) + ": ";
+  }
+
+  bool Root(const std::string& root) {
+    if (root != "urlset" && root != "sitemapindex") {
+      out_.warnings.push_back("root element <" + root +
+                              "> is neither <urlset> nor <sitemapindex>");
+      return false;
+    }
+    out_.ok = true;
+    out_.index = root == "sitemapindex";
+    return true;
+  }
+
+  void EntryStart(xmlTextReaderPtr r) {
+    std::string name = Name(r);
+    if (name == (out_.index ? "sitemap" : "url")) {
+      in_entry_ = !xmlTextReaderIsEmptyElement(r);
+      entry_bad_ = false;
+      entry_ = SitemapEntry{};
+    } else if (name == "url" || name == "sitemap") {
+      out_.warnings.push_back(Line(r) + "<" + name + "> in a <" +
+                              (out_.index ? "sitemapindex" : "urlset") + ">: ignored");
+    }
+  }
+
+  // A node inside an entry: its fields' starts, text and ends.
+  void InEntry(xmlTextReaderPtr r, int type, int depth) {
+    if (type == kElement && depth == 2) {
+      std::string name = Name(r);
+      field_ = (name == "loc" || name == "lastmod") ? name : "";
+      text_.clear();
+      if (xmlTextReaderIsEmptyElement(r)) field_.clear();
+    } else if (!field_.empty() && (type == kText || type == kCdata)) {
+      const xmlChar* v = xmlTextReaderConstValue(r);
+      if (v != nullptr) text_ += reinterpret_cast<const char*>(v);
+    } else if (!field_.empty() && type == kEntityRef) {
+      // A user-defined entity: never substituted (XXE, billion laughs).
+      out_.warnings.push_back(Line(r) + "an entity (&" + Name(r) + ";) in <" + field_ +
+                              ">: not expanded, the entry is skipped");
+      entry_bad_ = true;
+    } else if (type == kEndElement && depth == 2 && !field_.empty()) {
+      (field_ == "loc" ? entry_.loc : entry_.lastmod) =
+          std::string(crawler::ascii::Trim(text_, " \t\r\n"));
+      field_.clear();
+    }
+  }
+
+  // The entry's end: kept unless bad or without <loc>; false past 50,000.
+  bool EntryEnd(xmlTextReaderPtr r) {
+    in_entry_ = false;
+    if (entry_bad_) return true;
+    if (entry_.loc.empty()) {
+      out_.warnings.push_back(Line(r) + "an entry without <loc>: ignored");
+      return true;
+    }
+    if (out_.entries.size() == kMaxSitemapUrls) {
+      out_.truncated = true;
+      out_.warnings.push_back("over 50,000 entries: the rest is ignored");
+      return false;
+    }
+    out_.entries.push_back(std::move(entry_));
+    entry_ = SitemapEntry{};
+    return true;
+  }
+
+  Sitemap& out_;
+  bool in_entry_ = false, entry_bad_ = false;
+  std::string field_;  // "loc" or "lastmod" while inside one
+  std::string text_;
+  SitemapEntry entry_;
+};
+
 }  // namespace
 
-// Long: one xmlReader loop whose element state is local to it.
-// NOLINTNEXTLINE(readability-function-size)
 Sitemap ParseSitemap(std::string_view body) {
   InitOnce();
   Sitemap out;
@@ -84,83 +174,10 @@ Sitemap ParseSitemap(std::string_view body) {
   Errors errors;
   xmlTextReaderSetErrorHandler(r, &OnError, &errors);
 
-  bool in_entry = false, entry_bad = false;
-  std::string field;  // "loc" or "lastmod" while inside one
-  std::string text;
-  SitemapEntry entry;
+  SitemapReader reading(&out);
   int status = 0;
   while ((status = xmlTextReaderRead(r)) == 1) {
-    int type = xmlTextReaderNodeType(r);
-    int depth = xmlTextReaderDepth(r);
-    if (type == kElement && depth == 0) {
-      std::string root = Name(r);
-      if (root == "urlset" || root == "sitemapindex") {
-        out.ok = true;
-        out.index = root == "sitemapindex";
-      } else {
-        out.warnings.push_back("root element <" + root +
-                               "> is neither <urlset> nor <sitemapindex>");
-        return out;
-      }
-      continue;
-    }
-    if (type == kElement && depth == 1) {
-      std::string name = Name(r);
-      if (name == (out.index ? "sitemap" : "url")) {
-        in_entry = !xmlTextReaderIsEmptyElement(r);
-        entry_bad = false;
-        entry = SitemapEntry{};
-      } else if (name == "url" || name == "sitemap") {
-        out.warnings.push_back(
-            "line " + std::to_string(xmlTextReaderGetParserLineNumber(r)) + ": <" + name +
-            "> in a <" + (out.index ? "sitemapindex" : "urlset") + ">: ignored");
-      }
-      continue;
-    }
-    if (!in_entry) continue;
-    if (type == kElement && depth == 2) {
-      std::string name = Name(r);
-      field = (name == "loc" || name == "lastmod") ? name : "";
-      text.clear();
-      if (xmlTextReaderIsEmptyElement(r)) field.clear();
-      continue;
-    }
-    if (!field.empty() && (type == kText || type == kCdata)) {
-      const xmlChar* v = xmlTextReaderConstValue(r);
-      if (v != nullptr) text += reinterpret_cast<const char*>(v);
-      continue;
-    }
-    if (!field.empty() && type == kEntityRef) {
-      // A user-defined entity: never substituted (XXE, billion laughs).
-      out.warnings.push_back("line " +
-                             std::to_string(xmlTextReaderGetParserLineNumber(r)) +
-                             ": an entity (&" + Name(r) + ";) in <" + field +
-                             ">: not expanded, the entry is skipped");
-      entry_bad = true;
-      continue;
-    }
-    if (type == kEndElement && depth == 2 && !field.empty()) {
-      (field == "loc" ? entry.loc : entry.lastmod) = Trim(text);
-      field.clear();
-      continue;
-    }
-    if (type == kEndElement && depth == 1) {
-      in_entry = false;
-      if (entry_bad) continue;
-      if (entry.loc.empty()) {
-        out.warnings.push_back("line " +
-                               std::to_string(xmlTextReaderGetParserLineNumber(r)) +
-                               ": an entry without <loc>: ignored");
-        continue;
-      }
-      if (out.entries.size() == kMaxSitemapUrls) {
-        out.truncated = true;
-        out.warnings.push_back("over 50,000 entries: the rest is ignored");
-        return out;
-      }
-      out.entries.push_back(std::move(entry));
-      entry = SitemapEntry{};
-    }
+    if (!reading.Node(r)) return out;
   }
   if (status < 0) {
     out.warnings.push_back(

@@ -2,6 +2,7 @@
 #include "crawler/checkpoint.h"
 
 #include <fcntl.h>
+#include <fmt/core.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -37,11 +38,7 @@ Status Damaged(const std::string& path, const std::string& what) {
   return Status::Error(Status::Code::kCorruption, path + ": " + what);
 }
 
-std::string Hex(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
+std::string Hex(uint64_t v) { return fmt::format("{:016x}", v); }
 
 // A FILE* that writes to a descriptor and hashes every byte (fopencookie).
 class HashedFile {

@@ -1,3 +1,9 @@
+// Room checkpoint/ (docs/architecture.md): the checkpoint files, their
+// manifest and loaders (crawler/checkpoint.h, checkpoint.cc) and this
+// file's Checkpointer, which decides when to cut and forks the writer.
+// Includes output/ and engine/ (and report/'s stats writer: a cut writes
+// stats.json from the same figures).
+//
 // When and how a running crawl takes its checkpoints (the files themselves:
 // crawler/checkpoint.h).
 //

@@ -1,4 +1,5 @@
-// crawler: the command line.
+// crawler: the command line (room cli/, the top of crawler/src: its wording
+// and exit codes; docs/architecture.md).
 //
 //   crawler crawl --seeds FILE [--config FILE] [--out DIR] [--set section.key=value ...]
 //   crawler crawl --resume DIR [--set limit=value ...]
@@ -100,18 +101,11 @@ class Progress {
     last_pages_ = pages;
     last_ = now;
     uint64_t errors = p.summary.failed + p.summary.status_5xx;
-    char line[256];
-    std::snprintf(line, sizeof(line),
-                  "%6.0fs %7.1f pages/s | fetched %llu | queued %llu RAM + %llu disk | "
-                  "hosts %llu | "
-                  "dedup %llu, FPR %.4f%% | errors %llu",
-                  elapsed, rate, static_cast<unsigned long long>(pages),
-                  static_cast<unsigned long long>(p.frontier.queued_memory),
-                  static_cast<unsigned long long>(p.frontier.queued_disk),
-                  static_cast<unsigned long long>(p.frontier.hosts),
-                  static_cast<unsigned long long>(p.dedup_items), p.dedup_fpr * 100,
-                  static_cast<unsigned long long>(errors));
-    std::string text = line;
+    std::string text = fmt::format(
+        "{:6.0f}s {:7.1f} pages/s | fetched {} | queued {} RAM + {} disk | hosts {} | "
+        "dedup {}, FPR {:.4f}% | errors {}",
+        elapsed, rate, pages, p.frontier.queued_memory, p.frontier.queued_disk,
+        p.frontier.hosts, p.dedup_items, p.dedup_fpr * 100, errors);
     if (!p.cluster.empty()) text += " | " + p.cluster;
     if (tty_) std::fprintf(stderr, "\r%s\x1b[K", text.c_str());
     // Every 10 s in the log; every second while Redis is down.

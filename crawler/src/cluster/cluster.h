@@ -1,3 +1,9 @@
+// Room cluster/ (docs/architecture.md): everything that speaks to Redis:
+// this node (join, ownership, the URL exchange, leases, takeover, handoff,
+// spill), `crawler cluster-stats` and the hiredis client (redis.h). No file
+// outside this room should include its headers; the four that still do are
+// listed in scripts/check_rooms.py for issue 31.
+//
 // One node of a crawl shared by several machines through Redis ([cluster]).
 //
 // Ownership. host -> shard = XXH3-64(host key, job seed) mod shards; shard ->

@@ -1,8 +1,9 @@
 // `crawler cluster-stats redis://HOST:PORT --job J [--json]`: the whole job
 // as Redis sees it. Reads only. See crawler/stats_report.h.
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <boost/json.hpp>
-#include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
@@ -46,94 +47,62 @@ void ReadGroup(const redisReply* r, ShardFigures* f) {
   }
 }
 
-// Long: the report's lines in print order (to fmt with issue 31's rewrite).
-// NOLINTNEXTLINE(readability-function-size)
-std::string Text(const json::object& o) {
-  std::string out;
-  char line[512];
-  std::snprintf(line, sizeof(line), "cluster job %s at %s: %s\n",
-                json::value_to<std::string>(o.at("job")).c_str(),
-                json::value_to<std::string>(o.at("redis")).c_str(),
-                o.at("done").as_bool() ? "done" : "running");
-  out += line;
+uint64_t U(const json::object& o, const char* key) {
+  return o.at(key).to_number<uint64_t>();
+}
+double D(const json::object& o, const char* key) { return o.at(key).to_number<double>(); }
+std::string S(const json::object& o, const char* key) {
+  return json::value_to<std::string>(o.at(key));
+}
+
+std::string ReportText(const json::object& o) {
+  std::string out = fmt::format("cluster job {} at {}: {}\n", S(o, "job"), S(o, "redis"),
+                                o.at("done").as_bool() ? "done" : "running");
   out += "\nNodes\n";
   for (const json::value& v : o.at("nodes").as_array()) {
     const json::object& n = v.as_object();
-    std::snprintf(
-        line, sizeof(line),
-        "  %-12s %-5s %4llu shards %4llu leases  %10llu pages  %8.1f pages/s  sent %llu  "
-        "received %llu  queued %llu  commit %llu%s\n",
-        json::value_to<std::string>(n.at("node")).c_str(),
-        n.at("alive").as_bool() ? "alive" : "DEAD",
-        static_cast<unsigned long long>(n.at("shards").to_number<uint64_t>()),
-        static_cast<unsigned long long>(n.at("leases").to_number<uint64_t>()),
-        static_cast<unsigned long long>(n.at("pages").to_number<uint64_t>()),
-        n.at("pages_per_s").to_number<double>(),
-        static_cast<unsigned long long>(n.at("urls_sent").to_number<uint64_t>()),
-        static_cast<unsigned long long>(n.at("urls_received").to_number<uint64_t>()),
-        static_cast<unsigned long long>(n.at("urls_queued").to_number<uint64_t>()),
-        static_cast<unsigned long long>(n.at("committed").to_number<uint64_t>()),
-        n.at("redis_down_s").to_number<double>() > 0 ? "  (redis down)" : "");
-    out += line;
+    out += fmt::format(
+        "  {:<12} {:<5} {:4} shards {:4} leases  {:10} pages  {:8.1f} pages/s  sent {}  "
+        "received {}  queued {}  commit {}{}\n",
+        S(n, "node"), n.at("alive").as_bool() ? "alive" : "DEAD", U(n, "shards"),
+        U(n, "leases"), U(n, "pages"), D(n, "pages_per_s"), U(n, "urls_sent"),
+        U(n, "urls_received"), U(n, "urls_queued"), U(n, "committed"),
+        D(n, "redis_down_s") > 0 ? "  (redis down)" : "");
   }
   const json::object& t = o.at("totals").as_object();
-  std::snprintf(line, sizeof(line), "\nTotals\n  %llu pages, %.1f pages/s\n",
-                static_cast<unsigned long long>(t.at("pages").to_number<uint64_t>()),
-                t.at("pages_per_s").to_number<double>());
-  out += line;
+  out += fmt::format("\nTotals\n  {} pages, {:.1f} pages/s\n", U(t, "pages"),
+                     D(t, "pages_per_s"));
   const json::object& l = o.at("leases").as_object();
   const json::array& waiting = l.at("waiting").as_array();
-  std::snprintf(
-      line, sizeof(line),
-      "\nLeases\n  %llu held, epochs up to %llu; %zu shards with no live lease\n",
-      static_cast<unsigned long long>(l.at("held").to_number<uint64_t>()),
-      static_cast<unsigned long long>(l.at("max_epoch").to_number<uint64_t>()),
-      waiting.size());
-  out += line;
+  out +=
+      fmt::format("\nLeases\n  {} held, epochs up to {}; {} shards with no live lease\n",
+                  U(l, "held"), U(l, "max_epoch"), waiting.size());
   for (size_t i = 0; i < waiting.size() && i < 10; ++i) {
     const json::object& w = waiting[i].as_object();
-    std::string last = json::value_to<std::string>(w.at("last_holder"));
-    std::string source = json::value_to<std::string>(w.at("source"));
+    std::string last = S(w, "last_holder");
+    std::string source = S(w, "source");
     if (size_t sp = source.find(' '); sp != std::string::npos)
       source = source.substr(0, sp) + " checkpoint" + source.substr(sp);
-    std::snprintf(line, sizeof(line), "  shard %llu waits: %s%s (epoch %llu)%s%s\n",
-                  static_cast<unsigned long long>(w.at("shard").to_number<uint64_t>()),
-                  last.empty() ? "never held" : "last held by ", last.c_str(),
-                  static_cast<unsigned long long>(w.at("epoch").to_number<uint64_t>()),
-                  source.empty() ? "" : "; its state: ", source.c_str());
-    out += line;
+    out += fmt::format("  shard {} waits: {}{} (epoch {}){}{}\n", U(w, "shard"),
+                       last.empty() ? "never held" : "last held by ", last, U(w, "epoch"),
+                       source.empty() ? "" : "; its state: ", source);
   }
   if (waiting.size() > 10)
     out += "  ... and " + std::to_string(waiting.size() - 10) + " more\n";
   const json::object& s = o.at("streams").as_object();
-  std::snprintf(
-      line, sizeof(line),
-      "\nStreams (%llu shards)\n  %llu entries held, %llu delivered and not yet "
-      "acknowledged, lag %llu (max %llu, shard %llu)\n  batches sent %llu, delivered "
-      "%llu\n",
-      static_cast<unsigned long long>(s.at("shards").to_number<uint64_t>()),
-      static_cast<unsigned long long>(s.at("entries").to_number<uint64_t>()),
-      static_cast<unsigned long long>(s.at("pending").to_number<uint64_t>()),
-      static_cast<unsigned long long>(s.at("lag").to_number<uint64_t>()),
-      static_cast<unsigned long long>(s.at("max_lag").to_number<uint64_t>()),
-      static_cast<unsigned long long>(s.at("max_lag_shard").to_number<uint64_t>()),
-      static_cast<unsigned long long>(s.at("batches_sent").to_number<uint64_t>()),
-      static_cast<unsigned long long>(s.at("batches_delivered").to_number<uint64_t>()));
-  out += line;
+  out += fmt::format(
+      "\nStreams ({} shards)\n  {} entries held, {} delivered and not yet "
+      "acknowledged, lag {} (max {}, shard {})\n  batches sent {}, delivered {}\n",
+      U(s, "shards"), U(s, "entries"), U(s, "pending"), U(s, "lag"), U(s, "max_lag"),
+      U(s, "max_lag_shard"), U(s, "batches_sent"), U(s, "batches_delivered"));
   const json::object& m = o.at("memory").as_object();
-  uint64_t in_flight = m.at("urls_in_flight").to_number<uint64_t>();
-  std::snprintf(
-      line, sizeof(line),
-      "\nRedis memory\n  used %.1f MB; streams %.1f kB for ~%llu URLs in flight ",
-      m.at("used_bytes").to_number<double>() / 1e6,
-      m.at("stream_bytes").to_number<double>() / 1e3,
-      static_cast<unsigned long long>(in_flight));
-  out += line;
+  const uint64_t in_flight = U(m, "urls_in_flight");
+  out += fmt::format(
+      "\nRedis memory\n  used {:.1f} MB; streams {:.1f} kB for ~{} URLs in flight ",
+      D(m, "used_bytes") / 1e6, D(m, "stream_bytes") / 1e3, in_flight);
   // Below a few thousand URLs the streams' fixed overhead is all one sees.
   if (in_flight >= kMinUrlsForRatio) {
-    std::snprintf(line, sizeof(line), "(%.1f bytes per URL)\n",
-                  m.at("bytes_per_url").to_number<double>());
-    out += line;
+    out += fmt::format("({:.1f} bytes per URL)\n", D(m, "bytes_per_url"));
   } else {
     out += "(too few for a bytes-per-URL figure)\n";
   }
@@ -312,7 +281,7 @@ int RunClusterStats(const std::string& redis_url, const std::string& job, bool a
   if (as_json) {
     std::printf("%s\n", json::serialize(*o).c_str());
   } else {
-    std::fputs(Text(*o).c_str(), stdout);
+    std::fputs(ReportText(*o).c_str(), stdout);
   }
   return 0;
 }

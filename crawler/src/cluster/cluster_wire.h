@@ -5,6 +5,7 @@
 #ifndef CRAWLER_CLUSTER_WIRE_H_
 #define CRAWLER_CLUSTER_WIRE_H_
 
+#include <fmt/core.h>
 #include <hiredis/hiredis.h>
 #include <xxhash.h>
 #include <zlib.h>
@@ -269,11 +270,7 @@ inline constexpr const char* kHandoffDir = "handoff";
 
 inline constexpr const char* kOutboxHeader = "crawler-outbox 1\n";
 
-inline std::string Hex64(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
+inline std::string Hex64(uint64_t v) { return fmt::format("{:016x}", v); }
 
 // "a.b = 1" lines of the job's config as one JSON object, and its hash.
 inline std::string JobConfigJson(const Config& config) {

@@ -1,3 +1,7 @@
+// Room crawl/ (docs/architecture.md): the assembly at the top. Crawl::Impl
+// holds one crawl's parts; crawl.cc builds and runs them (Create, Run) and
+// resume.cc rebuilds them from a checkpoint. Only cli/ sits above it.
+//
 // The parts of one crawl (shared by crawl.cc, which runs it, and resume.cc,
 // which rebuilds it from a checkpoint). Each part takes only the others it
 // uses (see their headers); nothing below is passed around whole.

@@ -1,3 +1,10 @@
+// Room engine/ (docs/architecture.md): the parts a page passes through on
+// one machine. Config and seeds, the fetcher (crawler/fetcher.h, libcurl
+// multi), scope, the retry rules (retry.h: one verdict per result), the
+// checkpoint gate, the host table (robots.txt state, page cap), the
+// counters, and this file's workers, which run the pipeline. Includes
+// output/ only (and, until issue 31, the cluster: check_rooms.py lists it).
+//
 // A crawl worker: one thread with its own libcurl multi Fetcher, and the
 // pipeline every fetched result goes through:
 //

@@ -1,3 +1,10 @@
+// Room output/ (the bottom of crawler/src, docs/architecture.md): what a
+// crawl writes as it goes. The WARC writer (crawler/warc.h, warc.cc), this
+// fetch log, a cluster node's seen log, the append-only file both sit on,
+// SHA-1 for WARC digests and the lenient JSON field reader. It owns its
+// record types (FetchLogResponse, not the fetcher's result) and includes no
+// other room.
+//
 // OUT/fetch-log.jsonl: one JSON line per URL the crawl admitted and then
 // fetched or skipped, and per robots.txt fetch:
 //   {"url":…,"status":…,["content_type","bytes","fetch_ms",["truncated"],

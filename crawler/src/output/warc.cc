@@ -1,6 +1,7 @@
 // WARC/1.1 writer; see crawler/warc.h.
 #include "crawler/warc.h"
 
+#include <fmt/core.h>
 #include <libdeflate.h>
 #include <unistd.h>
 
@@ -15,15 +16,11 @@
 #include <string_view>
 
 #include "base/ascii.h"
+#include "base/file_util.h"
 #include "output/sha1.h"
 
 namespace crawler::engine {
 namespace {
-
-Status IoError(const std::string& path, const char* what) {
-  return Status::Error(Status::Code::kIoError,
-                       path + ": " + what + ": " + std::strerror(errno));
-}
 
 // A version-4 (random) UUID per record, as WARC 1.1 recommends.
 std::string RecordId() {
@@ -92,8 +89,7 @@ Status WarcWriter::OpenNext() {
     file_ = nullptr;
     ++index_;
   }
-  char name[64];
-  std::snprintf(name, sizeof(name), "%s-%05u.warc.gz", options_.prefix.c_str(), index_);
+  const std::string name = fmt::format("{}-{:05}.warc.gz", options_.prefix, index_);
   path_ = options_.dir + "/" + name;
   file_ = std::fopen(path_.c_str(), "wbx");  // never overwrite an existing file
   if (file_ == nullptr) return IoError(path_, "create");
@@ -103,7 +99,7 @@ Status WarcWriter::OpenNext() {
   if (!options_.operator_info.empty())
     fields += "operator: " + options_.operator_info + "\r\n";
   std::string headers = "WARC-Date: " + WarcDate(std::chrono::system_clock::now()) +
-                        "\r\nWARC-Filename: " + std::string(name) + "\r\n";
+                        "\r\nWARC-Filename: " + name + "\r\n";
   return Append(
       Record("warcinfo", RecordId(), headers, "application/warc-fields", {fields}));
 }

@@ -1,6 +1,8 @@
 // The stats report; see crawler/stats_report.h.
 #include "crawler/stats_report.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -31,21 +33,16 @@ std::string Count(uint64_t v) {
 std::string Count(double v) {
   return Count(static_cast<uint64_t>(std::llround(std::max(0.0, v))));
 }
-std::string Fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), f, v);
-  return buf;
-}
 std::string Bytes(uint64_t n) {
   const double b = static_cast<double>(n);
-  if (b >= 1e9) return Fmt("%.2f GB", b / 1e9);
-  if (b >= 1e6) return Fmt("%.1f MB", b / 1e6);
-  if (b >= 1e3) return Fmt("%.1f kB", b / 1e3);
-  return Fmt("%.0f B", b);
+  if (b >= 1e9) return fmt::format("{:.2f} GB", b / 1e9);
+  if (b >= 1e6) return fmt::format("{:.1f} MB", b / 1e6);
+  if (b >= 1e3) return fmt::format("{:.1f} kB", b / 1e3);
+  return fmt::format("{:.0f} B", b);
 }
 std::string Pct(double v) {
-  if (v > 0 && v < 1e-7) return Fmt("%.2e %%", v * 100);
-  return Fmt(v < 0.001 ? "%.5f %%" : "%.3f %%", v * 100);
+  if (v > 0 && v < 1e-7) return fmt::format("{:.2e} %", v * 100);
+  return v < 0.001 ? fmt::format("{:.5f} %", v * 100) : fmt::format("{:.3f} %", v * 100);
 }
 
 struct Row {
@@ -63,13 +60,14 @@ Section DedupSection(const DedupReport& d) {
                                     " layers per stripe"});
   dd.rows.push_back({"items / capacity", Count(d.items) + " / " + Count(d.capacity)});
   dd.rows.push_back(
-      {"memory", Bytes(d.bytes) + ", " + Fmt("%.2f", d.bits_per_item) + " bits/item" +
+      {"memory", Bytes(d.bytes) + ", " + fmt::format("{:.2f}", d.bits_per_item) +
+                     " bits/item" +
                      (d.log_buffer_bytes
                           ? " (+ " + Bytes(d.log_buffer_bytes) + " of hash-log buffers)"
                           : "")});
   if (d.logged_stripes > 0 || d.compactions > 0) {  // a running crawl's report
     dd.rows.push_back({"compaction", Count(d.compactions) + " rebuilds in " +
-                                         Fmt("%.2f", d.compaction_s) +
+                                         fmt::format("{:.2f}", d.compaction_s) +
                                          " s over the crawl; hash log on " +
                                          Count(d.logged_stripes) + " of " +
                                          Count(d.stripes) + " stripes"});
@@ -81,7 +79,7 @@ Section DedupSection(const DedupReport& d) {
                                     Count(d.inserts_duplicate) + " duplicate (" +
                                     Pct(d.duplicate_rate) + " duplicates)"});
   dd.rows.push_back({"wrongly seen (expected)",
-                     Fmt("%.2f", d.expected_false_seen) +
+                     fmt::format("{:.2f}", d.expected_false_seen) +
                          " new URLs taken for seen so far (sum of FPR at each new URL)"});
   dd.rows.push_back(
       {"relocations / saturations", Count(d.relocations) + " cuckoo kicks, " +
@@ -89,7 +87,7 @@ Section DedupSection(const DedupReport& d) {
   std::string fullest;
   for (const StripeFill& st : d.fullest_stripes) {
     fullest += (fullest.empty() ? "" : ", ") + std::string("#") + Count(st.stripe) + " " +
-               Fmt("%.1f%%", st.fill * 100);
+               fmt::format("{:.1f}%", st.fill * 100);
   }
   dd.rows.push_back({"fullest stripes", fullest});
   return dd;
@@ -135,10 +133,10 @@ Section CrawlSection(const CrawlCounts& c, const CrawlRates& r) {
                       Count(c.trap_guard) + " trap guard, " +
                       Count(c.too_many_redirects) + " redirect limit, " +
                       Count(c.filter_full) + " refused by a full fixed-size filter"});
-  cr.rows.push_back({"pages/s", Fmt("%.1f", r.pages_per_s) + " overall, " +
-                                    Fmt("%.1f", r.pages_per_s_last_minute) +
+  cr.rows.push_back({"pages/s", fmt::format("{:.1f}", r.pages_per_s) + " overall, " +
+                                    fmt::format("{:.1f}", r.pages_per_s_last_minute) +
                                     " over the last minute"});
-  cr.rows.push_back({"elapsed", Fmt("%.1f s", r.elapsed_s)});
+  cr.rows.push_back({"elapsed", fmt::format("{:.1f} s", r.elapsed_s)});
   std::string top;
   for (const HostCount& h : r.top_hosts)
     top += (top.empty() ? "" : ", ") + h.host + " " + Count(h.fetched);
@@ -150,10 +148,10 @@ Section CheckpointSection(const CheckpointFigures& k) {
   Section ck{"Checkpoints", {}};
   ck.rows.push_back({"written", Count(k.written) + " this run (" + Count(k.failed) +
                                     " failed), last sequence " + Count(k.sequence)});
-  ck.rows.push_back({"last", Bytes(k.last_bytes) + " in " +
-                                 Fmt("%.3f s", k.last_write_s) + ", workers paused " +
-                                 Fmt("%.1f ms", k.last_pause_ms) + " (max " +
-                                 Fmt("%.1f ms", k.max_pause_ms) + ")"});
+  ck.rows.push_back(
+      {"last", Bytes(k.last_bytes) + " in " + fmt::format("{:.3f} s", k.last_write_s) +
+                   ", workers paused " + fmt::format("{:.1f} ms", k.last_pause_ms) +
+                   " (max " + fmt::format("{:.1f} ms", k.max_pause_ms) + ")"});
   return ck;
 }
 
@@ -170,8 +168,9 @@ Section ClusterSection(const ClusterReport& c) {
                                    " lost or expired, " + Count(c.acks_fenced) +
                                    " acknowledges refused (fenced), " +
                                    Count(c.fetches_deferred) + " fetches deferred"});
-  cl.rows.push_back({"redis", c.redis_down_s > 0 ? Fmt("down %.0f s", c.redis_down_s)
-                                                 : std::string("connected")});
+  cl.rows.push_back({"redis", c.redis_down_s > 0
+                                  ? fmt::format("down {:.0f} s", c.redis_down_s)
+                                  : std::string("connected")});
   return cl;
 }
 
@@ -225,32 +224,38 @@ std::string Chart(const std::string& title, const std::vector<SeriesPoint>& seri
   auto line = [&](SeriesField k, const char* color, const char* dash) {
     std::string pts;
     for (const SeriesPoint& p : series)
-      pts += Fmt("%.1f,", x(p.t)) + Fmt("%.1f ", y(k(p)));
+      pts += fmt::format("{:.1f},", x(p.t)) + fmt::format("{:.1f} ", y(k(p)));
     return "<polyline fill=\"none\" stroke=\"" + std::string(color) +
            "\" stroke-width=\"2\"" +
            (dash ? std::string(" stroke-dasharray=\"") + dash + "\"" : "") +
            " points=\"" + pts + "\"/>";
   };
-  auto label = [&](double v) { return percent ? Fmt("%.4f%%", v * 100) : Count(v); };
+  auto label = [&](double v) {
+    return percent ? fmt::format("{:.4f}%", v * 100) : Count(v);
+  };
   std::string svg = "<figure><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
-                    Fmt("%.0f", w) + "\" height=\"" + Fmt("%.0f", h) + "\" role=\"img\">";
+                    fmt::format("{:.0f}", w) + "\" height=\"" + fmt::format("{:.0f}", h) +
+                    "\" role=\"img\">";
   svg +=
       "<rect x=\"0\" y=\"0\" width=\"100%\" height=\"100%\" fill=\"#fbfbfd\" "
       "stroke=\"#ccd\"/>";
-  svg += "<text x=\"" + Fmt("%.0f", left) +
+  svg += "<text x=\"" + fmt::format("{:.0f}", left) +
          "\" y=\"16\" font-size=\"13\" font-weight=\"bold\">" + HtmlEscape(title) +
          "</text>";
-  svg += "<line x1=\"" + Fmt("%.0f", left) + "\" y1=\"" + Fmt("%.0f", h - bottom) +
-         "\" x2=\"" + Fmt("%.0f", w - right) + "\" y2=\"" + Fmt("%.0f", h - bottom) +
-         "\" stroke=\"#888\"/>";
-  svg += "<line x1=\"" + Fmt("%.0f", left) + "\" y1=\"" + Fmt("%.0f", top) + "\" x2=\"" +
-         Fmt("%.0f", left) + "\" y2=\"" + Fmt("%.0f", h - bottom) +
-         "\" stroke=\"#888\"/>";
-  svg += "<text x=\"4\" y=\"" + Fmt("%.0f", top + 10) + "\" font-size=\"11\">" +
+  svg += "<line x1=\"" + fmt::format("{:.0f}", left) + "\" y1=\"" +
+         fmt::format("{:.0f}", h - bottom) + "\" x2=\"" +
+         fmt::format("{:.0f}", w - right) + "\" y2=\"" +
+         fmt::format("{:.0f}", h - bottom) + "\" stroke=\"#888\"/>";
+  svg += "<line x1=\"" + fmt::format("{:.0f}", left) + "\" y1=\"" +
+         fmt::format("{:.0f}", top) + "\" x2=\"" + fmt::format("{:.0f}", left) +
+         "\" y2=\"" + fmt::format("{:.0f}", h - bottom) + "\" stroke=\"#888\"/>";
+  svg += "<text x=\"4\" y=\"" + fmt::format("{:.0f}", top + 10) + "\" font-size=\"11\">" +
          label(vmax) + "</text>";
-  svg += "<text x=\"4\" y=\"" + Fmt("%.0f", h - bottom) + "\" font-size=\"11\">0</text>";
-  svg += "<text x=\"" + Fmt("%.0f", w - right - 60) + "\" y=\"" + Fmt("%.0f", h - 8) +
-         "\" font-size=\"11\">" + Fmt("%.0f s", tmax) + "</text>";
+  svg += "<text x=\"4\" y=\"" + fmt::format("{:.0f}", h - bottom) +
+         "\" font-size=\"11\">0</text>";
+  svg += "<text x=\"" + fmt::format("{:.0f}", w - right - 60) + "\" y=\"" +
+         fmt::format("{:.0f}", h - 8) + "\" font-size=\"11\">" +
+         fmt::format("{:.0f} s", tmax) + "</text>";
   if (series.empty()) {
     svg += "<text x=\"200\" y=\"100\" font-size=\"12\">no data yet</text>";
   } else {
@@ -335,9 +340,7 @@ std::string StatsText(const StatsReport& stats, const std::string& source) {
   for (const Section& s : Sections(stats)) {
     out += "\n" + s.title + "\n";
     for (const Row& r : s.rows) {
-      char label[64];
-      std::snprintf(label, sizeof(label), "  %-26s ", r.label.c_str());
-      out += label + r.value + "\n";
+      out += fmt::format("  {:<26} {}\n", r.label, r.value);
     }
   }
   return out;

@@ -1,3 +1,9 @@
+// Room report/ (docs/architecture.md): the crawl's figures as files and
+// pages. Every JSON file's schema (stats_schema.h), this file's stats.json
+// and series writer, `crawler stats` (crawler/stats_report.h), Prometheus
+// /metrics (metrics.h) and the version line. Reads checkpoints, so it sits
+// above checkpoint/.
+//
 // OUT/stats.json (the live stats report, rewritten atomically every 2 s and
 // at the end; `crawler stats` reads it) and OUT/stats-series.jsonl (one line
 // per refresh, for the report's charts). The JSON fields are documented in
