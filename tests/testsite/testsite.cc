@@ -329,8 +329,26 @@ class Server {
 
 }  // namespace
 
-// Long: the testsite's flags, read and checked in the order --help lists them.
-// NOLINTNEXTLINE(readability-function-size)
+// --truth, --seeds or --resolve: what a site of options `o` holds, printed;
+// the exit code.
+static int PrintSite(const SiteOptions& o, bool seeds, bool resolve) {
+  if (o.port == 0) {
+    std::fprintf(stderr,
+                 "crawler-testsite: --truth, --seeds and --resolve need --port\n");
+    return 2;
+  }
+  Site site(o);
+  if (resolve) {
+    for (uint32_t h = 0; h < o.hosts && site.virtual_hosts(); ++h)
+      std::printf("%s:127.0.0.1\n", site.Authority(h).c_str());
+  } else if (seeds) {
+    for (uint32_t h = 0; h < o.hosts; ++h) std::printf("%s/\n", site.Origin(h).c_str());
+  } else {
+    for (const std::string& url : site.Truth()) std::printf("%s\n", url.c_str());
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   CLI::App app{
       "crawler-testsite: a deterministic synthetic web on 127.0.0.1 (see "
@@ -373,23 +391,7 @@ int main(int argc, char** argv) {
       "virtual hosts: print NAME:PORT:127.0.0.1 lines (fetch.resolve), and exit");
   CLI11_PARSE(app, argc, argv);
 
-  if (truth || seeds || resolve) {
-    if (o.port == 0) {
-      std::fprintf(stderr,
-                   "crawler-testsite: --truth, --seeds and --resolve need --port\n");
-      return 2;
-    }
-    Site site(o);
-    if (resolve) {
-      for (uint32_t h = 0; h < o.hosts && site.virtual_hosts(); ++h)
-        std::printf("%s:127.0.0.1\n", site.Authority(h).c_str());
-    } else if (seeds) {
-      for (uint32_t h = 0; h < o.hosts; ++h) std::printf("%s/\n", site.Origin(h).c_str());
-    } else {
-      for (const std::string& url : site.Truth()) std::printf("%s\n", url.c_str());
-    }
-    return 0;
-  }
+  if (truth || seeds || resolve) return PrintSite(o, seeds, resolve);
 
   std::FILE* log = nullptr;
   if (!log_path.empty()) {
