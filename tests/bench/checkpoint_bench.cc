@@ -17,6 +17,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
+#include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -98,11 +99,10 @@ int main(int argc, char** argv) {
   std::vector<dedup::InsertResult> res(views.size());
   filter->InsertBatch(views, res);
   dedup::FilterStats fs = filter->Stats();
-  std::printf(
-      "setup: filter %.3f GB (%llu items), frontier %llu URLs (%llu spilled), %.1f s\n",
-      static_cast<double>(fs.bytes) / 1e9, static_cast<unsigned long long>(fs.items),
-      static_cast<unsigned long long>(urls),
-      static_cast<unsigned long long>(fr->Stats(Clock::now()).spilled), Since(t));
+  std::printf("setup: filter %.3f GB (%" PRIu64 " items), frontier %" PRIu64
+              " URLs (%" PRIu64 " spilled), %.1f s\n",
+              static_cast<double>(fs.bytes) / 1e9, fs.items, urls,
+              fr->Stats(Clock::now()).spilled, Since(t));
 
   engine::CheckpointInfo info;
   info.sequence = 1;

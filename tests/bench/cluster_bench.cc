@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cinttypes>
 #include <cstdio>
 #include <random>
 #include <string>
@@ -49,8 +50,8 @@ std::vector<std::string> MakeUrls(const Cluster& a, size_t n, uint64_t salt) {
   std::mt19937_64 rng(salt);
   char token[16];
   for (uint64_t i = 0; out.size() < n; ++i) {
-    std::snprintf(token, sizeof(token), "%012llx",
-                  static_cast<unsigned long long>(rng() & 0xffffffffffffULL));
+    std::snprintf(token, sizeof(token), "%012" PRIx64,
+                  static_cast<uint64_t>(rng() & 0xffffffffffffULL));
     std::string url = "http://www.host" + std::to_string(i % 20011) +
                       ".example.org/articles/" + token + "/page-" +
                       std::to_string(i * 7919 % 100000) + ".html";

@@ -40,6 +40,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cinttypes>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -64,11 +65,10 @@ using Clock = std::chrono::steady_clock;
 // Appends key i: https://host<i%5000>.example.org/section/<i/7>/page-<i>.html?id=<i>.
 void AppendKey(uint64_t i, std::string* arena) {
   char buf[160];
-  int len = std::snprintf(
-      buf, sizeof(buf),
-      "https://host%llu.example.org/section/%llu/page-%llu.html?id=%llu",
-      static_cast<unsigned long long>(i % 5000), static_cast<unsigned long long>(i / 7),
-      static_cast<unsigned long long>(i), static_cast<unsigned long long>(i));
+  int len = std::snprintf(buf, sizeof(buf),
+                          "https://host%" PRIu64 ".example.org/section/%" PRIu64
+                          "/page-%" PRIu64 ".html?id=%" PRIu64,
+                          i % 5000, i / 7, i, i);
   arena->append(buf, static_cast<size_t>(len));
 }
 
@@ -504,10 +504,9 @@ CompactRow RunCompact(const Args& a, FilterType type, double growth) {
       const uint64_t pct = (base + n) * 100 / a.n;
       if (a.trace && (pct != traced_pct || new_max)) {
         traced_pct = pct;
-        std::printf(
-            "  trace g=%g keys %llu bits/key %.2f layers %u..%u compactions %llu\n",
-            growth, static_cast<unsigned long long>(base + n), bits, st.layers_min,
-            st.layers_max, static_cast<unsigned long long>(st.compactions));
+        std::printf("  trace g=%g keys %" PRIu64
+                    " bits/key %.2f layers %u..%u compactions %" PRIu64 "\n",
+                    growth, base + n, bits, st.layers_min, st.layers_max, st.compactions);
       }
     }
   }
@@ -544,12 +543,10 @@ CompactRow RunCompact(const Args& a, FilterType type, double growth) {
 int RunCompactRows(const Args& a, FilterType type, const std::vector<double>& runs);
 
 int RunCompactTable(const Args& a) {
-  std::printf(
-      "dedup_bench --compact: N=%llu, start %llu, error %g, stripes %u, "
-      "cores %u, log %s\n",
-      static_cast<unsigned long long>(a.n),
-      static_cast<unsigned long long>(a.start ? a.start : a.n / 100), a.error, a.stripes,
-      std::thread::hardware_concurrency(), a.log_dir.c_str());
+  std::printf("dedup_bench --compact: N=%" PRIu64 ", start %" PRIu64
+              ", error %g, stripes %u, cores %u, log %s\n",
+              a.n, a.start ? a.start : a.n / 100, a.error, a.stripes,
+              std::thread::hardware_concurrency(), a.log_dir.c_str());
   std::printf("%-8s %6s %9s %8s %9s %7s %9s %9s %8s %9s %8s\n", "growth", "layers",
               "max-bits", "end-bits", "batch-ins", "compact", "compact-s", "FPR",
               "neg-look", "batch-neg", "RSS-MB");
@@ -585,10 +582,10 @@ int RunCompactRows(const Args& a, FilterType type, const std::vector<double>& ru
     }
     char max_bits[16] = "-";
     if (r.max_bits >= 0) std::snprintf(max_bits, sizeof(max_bits), "%.2f", r.max_bits);
-    std::printf("%-8s %6u %9s %8.2f %9.2f %7llu %9.2f %9.5f %8.2f %9.2f %8.0f%s\n", name,
-                r.layers, max_bits, r.end_bits, r.insert,
-                static_cast<unsigned long long>(r.compactions), r.compact_s, r.fpr, r.neg,
-                r.batch_neg, r.rss, r.lost ? "  LOST KEYS!" : "");
+    std::printf("%-8s %6u %9s %8.2f %9.2f %7" PRIu64 " %9.2f %9.5f %8.2f %9.2f %8.0f%s\n",
+                name, r.layers, max_bits, r.end_bits, r.insert, r.compactions,
+                r.compact_s, r.fpr, r.neg, r.batch_neg, r.rss,
+                r.lost ? "  LOST KEYS!" : "");
     if (a.adopt && g >= 0) {
       std::printf(
           "  adopt (cold cache): Load %.2f s (%.0f MB filter); StartLog over %.0f MB of "
@@ -610,8 +607,8 @@ double RssBytes() { return ProcStatusKb("VmRSS:") * 1024; }
 // (synthetic hashes: no key arrays to blur the figure), the growth of VmRSS
 // over its life against what Stats().bytes reports.
 int RunMemoryTable(const Args& a) {
-  std::printf("dedup_bench --memory: N=%llu error=%g stripes=%u\n",
-              static_cast<unsigned long long>(a.n), a.error, a.stripes);
+  std::printf("dedup_bench --memory: N=%" PRIu64 " error=%g stripes=%u\n", a.n, a.error,
+              a.stripes);
   std::printf("%-9s %12s %12s %8s\n", "variant", "Stats MB", "RSS grew MB", "ratio");
   for (const std::string& variant : a.variants) {
     if (variant == "plain") continue;  // no Stats()
@@ -694,11 +691,10 @@ int RunSingleTable(const Args& a, const KeySet& keys, const KeySet& negatives) {
     return (c == 1 ? one : two)->Contains(negatives[i]);
   });
   const double n = static_cast<double>(a.n) / 1e6;
-  std::printf(
-      "dedup_bench --single: N=%llu %s right-sized, stripes=%u, slices of %llu "
-      "keys interleaved (Mops/s)\n",
-      static_cast<unsigned long long>(a.n), a.variants[0].c_str(), a.stripes,
-      static_cast<unsigned long long>(kSlice));
+  std::printf("dedup_bench --single: N=%" PRIu64
+              " %s right-sized, stripes=%u, slices of %" PRIu64
+              " keys interleaved (Mops/s)\n",
+              a.n, a.variants[0].c_str(), a.stripes, kSlice);
   std::printf("%-10s %8s %8s %8s %11s %11s\n", "", "plain", "1 thr", "2 thr",
               "1thr/plain", "2thr/1thr");
   const char* names[3] = {"insert", "pos-look", "neg-look"};
@@ -712,7 +708,7 @@ int RunSingleTable(const Args& a, const KeySet& keys, const KeySet& negatives) {
               static_cast<double>(hits[0]) / static_cast<double>(a.n),
               static_cast<double>(hits[1]) / static_cast<double>(a.n),
               static_cast<double>(hits[2]) / static_cast<double>(a.n));
-  if (lost) std::printf("LOST KEYS: %llu\n", static_cast<unsigned long long>(lost));
+  if (lost) std::printf("LOST KEYS: %" PRIu64 "\n", lost);
   return lost ? 1 : 0;
 }
 
@@ -725,9 +721,8 @@ int main(int argc, char** argv) {
   KeySet negatives(a.n, a.n);
   double gen_s = std::chrono::duration<double>(Clock::now() - gen_start).count();
   if (a.single) return RunSingleTable(a, keys, negatives);
-  std::printf("dedup_bench: N=%llu error=%g tightening=%g stripes=%u cores=%u\n",
-              static_cast<unsigned long long>(a.n), a.error, a.tightening, a.stripes,
-              std::thread::hardware_concurrency());
+  std::printf("dedup_bench: N=%" PRIu64 " error=%g tightening=%g stripes=%u cores=%u\n",
+              a.n, a.error, a.tightening, a.stripes, std::thread::hardware_concurrency());
   std::printf(
       "keys: avg %.1f bytes; keys + negatives arrays %.0f MB (generated in %.1f s, "
       "untimed)\n",

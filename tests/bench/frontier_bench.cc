@@ -10,6 +10,7 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -94,17 +95,15 @@ int main(int argc, char** argv) {
   }
   double drain_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("frontier_bench: %llu URLs over %llu hosts, max_memory_urls %llu\n",
-              static_cast<unsigned long long>(urls),
-              static_cast<unsigned long long>(hosts),
-              static_cast<unsigned long long>(max_memory));
-  std::printf("  after admitting: %llu queued in RAM, %llu on disk (%llu ever spilled)\n",
-              static_cast<unsigned long long>(stats.queued_memory),
-              static_cast<unsigned long long>(stats.queued_disk),
-              static_cast<unsigned long long>(stats.spilled));
-  std::printf("  admit %.0f URLs/s, drain %.0f URLs/s (%llu popped)\n",
+  std::printf("frontier_bench: %" PRIu64 " URLs over %" PRIu64
+              " hosts, max_memory_urls %" PRIu64 "\n",
+              urls, hosts, max_memory);
+  std::printf("  after admitting: %" PRIu64 " queued in RAM, %" PRIu64
+              " on disk (%" PRIu64 " ever spilled)\n",
+              stats.queued_memory, stats.queued_disk, stats.spilled);
+  std::printf("  admit %.0f URLs/s, drain %.0f URLs/s (%" PRIu64 " popped)\n",
               static_cast<double>(urls) / admit_s, static_cast<double>(popped) / drain_s,
-              static_cast<unsigned long long>(popped));
+              popped);
   std::printf(
       "  dedup filter: %.1f MB; peak RSS %.1f MB after admitting, %.1f MB at the end "
       "(%.1f MB at start)\n",

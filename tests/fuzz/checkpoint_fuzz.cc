@@ -5,6 +5,7 @@
 // 2 hosts.bin. Errors must name the file; nothing may crash.
 #include <xxhash.h>
 
+#include <cinttypes>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -36,9 +37,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (!text.empty() && text.back() == '}') text.pop_back();
       text += ",\"manifest_xxh3\":\"";
       char hex[17];
-      std::snprintf(
-          hex, sizeof(hex), "%016llx",
-          static_cast<unsigned long long>(XXH3_64bits(text.data(), text.size())));
+      std::snprintf(hex, sizeof(hex), "%016" PRIx64,
+                    XXH3_64bits(text.data(), text.size()));
       text += std::string(hex) + "\"}\n";
       NamesFile(crawler::engine::DecodeManifest(text, "MANIFEST.json").status(),
                 "MANIFEST.json");

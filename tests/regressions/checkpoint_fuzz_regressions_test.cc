@@ -2,6 +2,7 @@
 #include <xxhash.h>
 
 #include <catch2/catch.hpp>
+#include <cinttypes>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -27,8 +28,7 @@ TEST_CASE(
   auto seal = [](std::string t) {
     t += ",\"manifest_xxh3\":\"";
     char hex[17];
-    std::snprintf(hex, sizeof(hex), "%016llx",
-                  static_cast<unsigned long long>(XXH3_64bits(t.data(), t.size())));
+    std::snprintf(hex, sizeof(hex), "%016" PRIx64, XXH3_64bits(t.data(), t.size()));
     return t + hex + "\"}\n";
   };
   auto m = DecodeManifest(seal(body), "MANIFEST.json");

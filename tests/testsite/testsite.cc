@@ -48,6 +48,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
+#include <cinttypes>
 #include <condition_variable>
 #include <csignal>
 #include <cstring>
@@ -306,10 +307,8 @@ class Server {
            int status, const std::string& target) {
     if (log_ == nullptr) return;
     std::lock_guard<std::mutex> lock(log_mu_);
-    std::fprintf(
-        log_, "%llu %llu %llu %s %d %s\n", static_cast<unsigned long long>(start),
-        static_cast<unsigned long long>(reply), static_cast<unsigned long long>(end),
-        authority.c_str(), status, target.c_str());
+    std::fprintf(log_, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %s %d %s\n", start, reply,
+                 end, authority.c_str(), status, target.c_str());
     std::fflush(log_);
   }
 
