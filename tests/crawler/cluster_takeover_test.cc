@@ -290,10 +290,12 @@ TEST_CASE(
     "[cluster][takeover][join]") {
   // The chaos run found it: the resumed node took its released shards as
   // empty ones (their queues were in handoff/SEQ/ only), 553 URLs lost.
-  // n4's membership lasts 3 heartbeats after its kill: with heartbeats of
-  // 2 s (6 s), n2 drains, cuts, commits and gives the shards up well before
-  // it expires. (With the fixture's 0.5 s it was 1.5 s, and a CI rehearsal's
-  // ASan run found n4 gone before n2 had given anything up.) Leases of 10 s.
+  // n4 is stopped (SIGSTOP) as soon as n2 starts handing to it, and its
+  // liveness key is kept in Redis by the test until n2 has given the shards
+  // up, committed once more and been killed: n4 stays a member that never
+  // takes anything, whatever the machine's load. (Killed at once with a
+  // membership of 3 heartbeats, n4 expired before n2 had given anything up
+  // in a CI run's ASan pass: n2 kept the shards and the test saw nothing.)
   const std::string extra =
       std::string(kTakeover) + " --set cluster.lease_s=10 --set cluster.heartbeat_s=2";
   ClusterCrawl c("cluster_handback", "handback", extra,
@@ -302,21 +304,26 @@ TEST_CASE(
   pid_t n4 = Spawn(NodeCommand(c.dir, c.redis.Url(), "handback", "n4",
                                c.resolve + " " + WithDir(extra, c.dir)),
                    c.dir + "/n4.out");
-  // n2 starts handing shards to n4: n4 dies before it can take them.
+  // n2 starts handing shards to n4: n4 is frozen before it can take them,
+  // and stays alive in Redis's eyes.
   REQUIRE(WaitForLog(c, "n2", "over to node n4: draining", 60));
-  ::kill(n4, SIGKILL);
-  ::waitpid(n4, nullptr, 0);
+  ::kill(n4, SIGSTOP);
+  const std::string alive = "crawler:{handback}:alive:n4";
+  REQUIRE(RedisCli(c.redis, "PEXPIRE " + alive + " 600000").find('1') !=
+          std::string::npos);
   // n2 gives the first of them up (checkpoint kept in handoff/SEQ/, its
   // queue dropped here), commits one more checkpoint (which does not hold
-  // them), and dies too, before n4's membership expires and the shards come
+  // them), and dies too, before n4's death is seen and the shards come
   // back to it.
-  REQUIRE(WaitForLog(c, "n2", "leases given up", 30));
+  REQUIRE(WaitForLog(c, "n2", "leases given up", 120));
+  ::kill(n4, SIGKILL);
+  ::waitpid(n4, nullptr, 0);
   auto commit = [&] {
     std::string seq = RedisCli(c.redis, "HGET crawler:{handback}:commits n2");
     return seq.empty() || seq == "\n" ? 0ull : std::stoull(seq);
   };
   const uint64_t handoff = commit();
-  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (commit() <= handoff && std::chrono::steady_clock::now() < until)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   REQUIRE(commit() > handoff);
@@ -324,6 +331,8 @@ TEST_CASE(
   ::waitpid(c.nodes[1], nullptr, 0);
   c.nodes[1] = Spawn(std::string(CRAWLER_BINARY) + " crawl --resume " + c.dir + "/n2",
                      c.dir + "/n2.resumed.out");
+  // Now n4's death is seen: its membership ends.
+  RedisCli(c.redis, "DEL " + alive);
   int code = WaitExitFor(c.nodes[1], 600);
   INFO("n2: " << NodeOutput(c.dir, "n2.resumed"));
   CHECK(code == 0);
