@@ -2,7 +2,9 @@
 # Starts or stops Debian's redis-server for tests, benchmarks and the README's
 # cluster example: bound to 127.0.0.1, AOF on with appendfsync always (every
 # acknowledged XADD is on disk), no RDB snapshots.
-#   scripts/redis-local.sh start PORT DIR   (DIR holds the AOF and the log)
+#   scripts/redis-local.sh start PORT DIR [ARG...]  (DIR holds the AOF and the
+#       log; ARGs go to redis-server, as --requirepass PW; redis-cli then
+#       needs REDISCLI_AUTH in the environment)
 #   scripts/redis-local.sh stop PORT
 set -euo pipefail
 cmd=${1:-}; port=${2:-}
@@ -16,7 +18,7 @@ case "$cmd" in
     redis-server --port "$port" --bind 127.0.0.1 --dir "$(cd "$dir" && pwd)" \
       --appendonly yes --appendfsync always --save "" \
       --daemonize yes --pidfile "$(cd "$dir" && pwd)/redis-$port.pid" \
-      --logfile "$(cd "$dir" && pwd)/redis-$port.log"
+      --logfile "$(cd "$dir" && pwd)/redis-$port.log" "${@:4}"
     for _ in $(seq 1 100); do
       # PONG, not LOADING: the AOF is read back.
       [ "$(redis-cli -p "$port" ping 2>/dev/null)" = PONG ] && exit 0

@@ -27,10 +27,19 @@ Status SyncDir(const std::string& dir) {
 }
 
 Status WriteFileAtomic(const std::string& path,
-                       const std::function<Status(std::FILE*)>& write, bool durable) {
+                       const std::function<Status(std::FILE*)>& write, bool durable,
+                       unsigned mode) {
   const std::string tmp = path + ".tmp";
-  std::FILE* out = std::fopen(tmp.c_str(), "wbe");
-  if (out == nullptr) return IoError(tmp, "create");
+  ::unlink(tmp.c_str());  // a leftover keeps its mode through O_TRUNC
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+                  static_cast<mode_t>(mode));
+  if (fd < 0) return IoError(tmp, "create");
+  std::FILE* out = ::fdopen(fd, "wb");
+  if (out == nullptr) {
+    Status st = IoError(tmp, "fdopen");
+    ::close(fd);
+    return st;
+  }
   Status st = write(out);
   if (st.ok() && std::fflush(out) != 0) st = IoError(tmp, "write");
   if (st.ok() && durable && ::fsync(fileno(out)) != 0) st = IoError(tmp, "fsync");
@@ -46,7 +55,8 @@ Status WriteFileAtomic(const std::string& path,
   return SyncDir(dir.empty() ? "." : dir);
 }
 
-Status WriteFileAtomic(const std::string& path, std::string_view contents, bool durable) {
+Status WriteFileAtomic(const std::string& path, std::string_view contents, bool durable,
+                       unsigned mode) {
   return WriteFileAtomic(
       path,
       [&](std::FILE* f) {
@@ -55,7 +65,7 @@ Status WriteFileAtomic(const std::string& path, std::string_view contents, bool 
         }
         return Status::Ok();
       },
-      durable);
+      durable, mode);
 }
 
 }  // namespace crawler

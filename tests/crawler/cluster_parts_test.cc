@@ -1,11 +1,14 @@
 // The cluster's pure parts: the Redis URL, shard ownership by rendezvous
 // hashing. (The exchange itself is tested against a real redis-server in
 // cluster_test.cc.)
+#include <stdlib.h>
+
 #include <catch2/catch.hpp>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "base/secret.h"
 #include "cluster/cluster.h"
 #include "cluster/cluster_wire.h"
 #include "cluster/redis.h"
@@ -13,18 +16,30 @@
 namespace crawler::engine {
 namespace {
 
-TEST_CASE("ParseRedisUrl: host, port, password; errors name the URL",
-          "[engine][cluster]") {
+TEST_CASE(
+    "ParseRedisUrl: host and port; the password from the environment only; errors name "
+    "the URL without its password",
+    "[engine][cluster]") {
+  ::unsetenv(kRedisPasswordEnv);
   auto a = ParseRedisUrl("redis://10.0.0.5:6390");
   REQUIRE(a.ok());
   CHECK(a->host == "10.0.0.5");
   CHECK(a->port == 6390);
   CHECK(a->password.empty());
-  auto b = ParseRedisUrl("redis://:s3cret@redis.example:7000/");
+  ::setenv(kRedisPasswordEnv, "s3cret", 1);
+  auto b = ParseRedisUrl("redis://redis.example:7000/");
+  ::unsetenv(kRedisPasswordEnv);
   REQUIRE(b.ok());
   CHECK(b->host == "redis.example");
   CHECK(b->port == 7000);
   CHECK(b->password == "s3cret");
+  CHECK(b->Text() == "redis.example:7000");
+  // A password in the URL is refused, and the message does not repeat it.
+  auto inline_pw = ParseRedisUrl("redis://:hunter2@redis.example:7000/");
+  REQUIRE_FALSE(inline_pw.ok());
+  CHECK_THAT(inline_pw.status().message(), Catch::Contains(kRedisPasswordEnv));
+  CHECK_THAT(inline_pw.status().message(), Catch::Contains("redis://***@redis.example"));
+  CHECK_THAT(inline_pw.status().message(), !Catch::Contains("hunter2"));
   auto c = ParseRedisUrl("redis://localhost");
   REQUIRE(c.ok());
   CHECK(c->port == 6379);
@@ -35,6 +50,15 @@ TEST_CASE("ParseRedisUrl: host, port, password; errors name the URL",
     REQUIRE_FALSE(r.ok());
     CHECK_THAT(r.status().message(), Catch::Contains(bad));
   }
+}
+
+TEST_CASE("WithoutUserinfo: every URL's user and password become ***", "[base]") {
+  CHECK(WithoutUserinfo("--set cluster.redis=redis://:pw@h:1") ==
+        "--set cluster.redis=redis://***@h:1");
+  CHECK(WithoutUserinfo("a http://u:p@x/y@z and redis://h:2 and s://q@r") ==
+        "a http://***@x/y@z and redis://h:2 and s://***@r");
+  CHECK(WithoutUserinfo("no url @ all") == "no url @ all");
+  CHECK(WithoutUserinfo("redis://") == "redis://");
 }
 
 TEST_CASE("ParseLines: the wire's URL lines, a sitemap marked by a fifth field",

@@ -227,6 +227,78 @@ TEST_CASE(
   CHECK_THAT(logs, Catch::Contains("spilled to"));
 }
 
+// Sets environment variables for the test's lifetime (the nodes it spawns
+// inherit them).
+class ScopedEnv {
+ public:
+  explicit ScopedEnv(std::vector<std::pair<std::string, std::string>> vars)
+      : vars_(std::move(vars)) {
+    for (const auto& [k, v] : vars_) ::setenv(k.c_str(), v.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    for (const auto& [k, v] : vars_) ::unsetenv(k.c_str());
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::string>> vars_;
+};
+
+TEST_CASE(
+    "Cluster with a password: it is in no log, error, file under OUT or argv; a wrong "
+    "one is refused; --resume and cluster-stats work",
+    "[cluster][secret]") {
+  const std::string kPassword = "Zq7-hunter2-4c1d";
+  // Declared first: unset after the nodes and redis-server are gone.
+  ScopedEnv env({{"CRAWLER_REDIS_PASSWORD", kPassword}, {"REDISCLI_AUTH", kPassword}});
+  ClusterCrawl c("cluster_password", "secret", "--set checkpoint.interval_s=0.5",
+                 EnvOr("CRAWLER_CLUSTER_PAGES", 2000), "--requirepass " + kPassword);
+  // A node with the wrong password: exit 2, and it names neither password.
+  CommandResult wrong =
+      RunCommand("CRAWLER_REDIS_PASSWORD=Wr0ng-guess " +
+                 NodeCommand(c.dir, c.redis.Url(), "secret", "n9", "", "n9"));
+  INFO(wrong.output);
+  CHECK(wrong.exit_code == 2);
+  CHECK_THAT(wrong.output, Catch::Contains("AUTH refused"));
+  CHECK_THAT(wrong.output, !Catch::Contains("Wr0ng-guess"));
+  // No node's argv holds it.
+  for (pid_t pid : c.nodes) {
+    std::string argv = ReadText("/proc/" + std::to_string(pid) + "/cmdline");
+    CHECK_FALSE(argv.empty());
+    CHECK(argv.find(kPassword) == std::string::npos);
+  }
+  // n2 killed -9 once it has a checkpoint, and resumed: its start-config.toml
+  // holds no password, the environment gives it.
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (!std::filesystem::exists(c.dir + "/n2/checkpoint/config.toml") &&
+         std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ::kill(c.nodes[1], SIGKILL);
+  ::waitpid(c.nodes[1], nullptr, 0);
+  c.nodes[1] = Spawn(std::string(CRAWLER_BINARY) + " crawl --resume " + c.dir + "/n2",
+                     c.dir + "/n2.out");
+  c.Finish();
+  CHECK(ClusterStats(c.redis, "secret").at("nodes").as_array().size() == 3);
+  // Every file the nodes wrote (outputs, logs, checkpoints, their stdout).
+  size_t files = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(c.dir)) {
+    const std::string path = e.path().string();
+    if (!e.is_regular_file() || path.rfind(c.dir + "/redis/", 0) == 0) continue;
+    ++files;
+    INFO(path);
+    CHECK(ReadText(path).find(kPassword) == std::string::npos);
+  }
+  CHECK(files > 30);
+  // Files that hold configuration are the owner's only.
+  for (const std::string& n : kNodes)
+    for (const std::string f : {"/start-config.toml", "/checkpoint/config.toml"}) {
+      INFO(n + f);
+      auto perms = std::filesystem::status(c.dir + "/" + n + f).permissions();
+      CHECK((perms &
+             (std::filesystem::perms::group_all | std::filesystem::perms::others_all)) ==
+            std::filesystem::perms::none);
+    }
+}
+
 TEST_CASE(
     "Cluster leases: a node paused past its lease TTL stops, its shards show as "
     "waiting, then it takes its leases again with new epochs; the truth set, once",

@@ -102,6 +102,18 @@ TEST_CASE("Config mistakes name the file, the line and the key", "[engine][confi
       Catch::Contains("cluster.lease_s: must be at least 3 x cluster.heartbeat_s"));
   CHECK(LoadConfig("", {"cluster.heartbeat_s=0.5", "cluster.lease_s=1.5"}).ok());
   CHECK_FALSE(LoadConfig("", {"cluster.redis=http://x"}).ok());
+  // The Redis password never goes into a config (it would be written to
+  // OUT/start-config.toml and each checkpoint); the error does not repeat it,
+  // from --set or from a file.
+  auto pw = LoadConfig("", {"cluster.redis=redis://:hunter2@127.0.0.1:6390"});
+  REQUIRE_FALSE(pw.ok());
+  CHECK_THAT(pw.status().message(), Catch::Contains("CRAWLER_REDIS_PASSWORD"));
+  CHECK_THAT(pw.status().message(), Catch::Contains("cluster.redis"));
+  CHECK_THAT(pw.status().message(), !Catch::Contains("hunter2"));
+  TempFile pw_file("[cluster]\nredis = \"redis://user:hunter2@127.0.0.1:6390\"\n");
+  auto pf = LoadConfig(pw_file.path());
+  REQUIRE_FALSE(pf.ok());
+  CHECK_THAT(pf.status().message(), !Catch::Contains("hunter2"));
 }
 
 TEST_CASE("Config: --set overrides any key, as TOML or a bare string",

@@ -179,12 +179,13 @@ inline std::string WithDir(std::string text, const std::string& dir) {
 
 // One three-node crawl (n1..n3 of `job`) of a 200-virtual-host site: its
 // directory, Redis, site, truth set (depth 5) and node processes. "{dir}" in
-// `extra` is the test's directory.
+// `extra` is the test's directory; `redis_args` go to redis-server.
 struct ClusterCrawl {
   ClusterCrawl(const std::string& name, const std::string& job, const std::string& extra,
-               unsigned pages = EnvOr("CRAWLER_CLUSTER_PAGES", 2000))
+               unsigned pages = EnvOr("CRAWLER_CLUSTER_PAGES", 2000),
+               const std::string& redis_args = "")
       : dir(TempDir(name)),
-        redis(dir + "/redis"),
+        redis(dir + "/redis", redis_args),
         site(VirtualHosts(pages), dir + "/requests.log"),
         resolve(WriteSeedsAndResolve(site, dir)),
         truth(site.Truth("--max-depth 5")),

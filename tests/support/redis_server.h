@@ -33,16 +33,19 @@ inline unsigned FreePort() {
 }
 
 // redis-server through scripts/redis-local.sh (AOF, appendfsync always).
+// `args` go to redis-server (as "--requirepass PW": redis-cli, here and in
+// the script, then needs REDISCLI_AUTH in the environment).
 class RedisServer {
  public:
-  explicit RedisServer(std::string dir) : dir_(std::move(dir)), port_(FreePort()) {
+  explicit RedisServer(std::string dir, std::string args = "")
+      : dir_(std::move(dir)), args_(std::move(args)), port_(FreePort()) {
     Start();
   }
   ~RedisServer() { Stop(); }
   void Start() {
     CommandResult r =
         RunCommand("bash " CRAWLER_SOURCE_DIR "/scripts/redis-local.sh start " +
-                   std::to_string(port_) + " " + dir_);
+                   std::to_string(port_) + " " + dir_ + " " + args_);
     if (r.exit_code != 0) throw std::runtime_error("redis-server: " + r.output);
   }
   // Like a crash: SIGKILL, no shutdown save (the AOF is what survives).
@@ -65,6 +68,7 @@ class RedisServer {
 
  private:
   std::string dir_;
+  std::string args_;
   unsigned port_;
 };
 

@@ -28,12 +28,13 @@ Status IoError(const std::string& path, const std::string& what);
 // The protocol above; `write` fills the temp file (and returns its own
 // error, naming the file, if it fails). `durable` = false skips both fsyncs
 // (for files that are rewritten every few seconds and merely must never be
-// seen half-written, such as stats.json).
+// seen half-written, such as stats.json). `mode` is the new file's (less
+// the umask): 0600 for files that hold configuration (docs/cluster.md).
 [[nodiscard]] Status WriteFileAtomic(const std::string& path,
                                      const std::function<Status(std::FILE*)>& write,
-                                     bool durable = true);
+                                     bool durable = true, unsigned mode = 0666);
 [[nodiscard]] Status WriteFileAtomic(const std::string& path, std::string_view contents,
-                                     bool durable = true);
+                                     bool durable = true, unsigned mode = 0666);
 
 }  // namespace crawler
 

@@ -43,9 +43,10 @@ std::string Hex(uint64_t v) { return fmt::format("{:016x}", v); }
 // A FILE* that writes to a descriptor and hashes every byte (fopencookie).
 class HashedFile {
  public:
-  static Result<std::unique_ptr<HashedFile>> Create(const std::string& path) {
+  static Result<std::unique_ptr<HashedFile>> Create(const std::string& path,
+                                                    mode_t mode) {
     auto f = std::unique_ptr<HashedFile>(new HashedFile(path));
-    f->fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    f->fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
     if (f->fd_ < 0) return IoError(path, "create");
     XXH3_64bits_reset(f->state_);
     cookie_io_functions_t io{nullptr, &HashedFile::Write, nullptr, nullptr};
@@ -255,7 +256,8 @@ Result<CheckpointWritten> WriteCheckpoint(const std::string& out,
   auto file = [&](const std::string& name,
                   const std::function<Status(std::FILE*, const std::string&)>& write) {
     const std::string path = tmp + "/" + name;
-    auto f = HashedFile::Create(path);
+    // The config is the owner's only (it names the Redis job and node).
+    auto f = HashedFile::Create(path, name == "config.toml" ? 0600 : 0644);
     if (!f.ok()) return f.status();
     Status st = write((*f)->file(), path);
     uint64_t bytes = 0, hash = 0;

@@ -7,7 +7,10 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <thread>
+
+#include "base/secret.h"
 
 namespace crawler::engine {
 namespace {
@@ -34,20 +37,19 @@ void Argv(const std::vector<std::string>& args, std::vector<const char*>* argv,
 Result<RedisAddress> ParseRedisUrl(const std::string& url) {
   auto bad = [&](const std::string& why) {
     return Status::Error(Status::Code::kInvalidArgument,
-                         "cluster.redis '" + url + "': " + why +
-                             " (expected redis://[:PASSWORD@]HOST[:PORT])");
+                         "cluster.redis '" + WithoutUserinfo(url) + "': " + why +
+                             " (expected redis://HOST[:PORT])");
   };
   constexpr std::string_view kScheme = "redis://";
   if (url.rfind(kScheme, 0) != 0) return bad("not a redis:// URL");
   std::string rest = url.substr(kScheme.size());
   if (!rest.empty() && rest.back() == '/') rest.pop_back();
+  if (rest.find('@') != std::string::npos)
+    return bad(
+        std::string("a password in the URL would be written to files and logs; set ") +
+        kRedisPasswordEnv + " in the environment instead");
   RedisAddress a;
-  if (size_t at = rest.rfind('@'); at != std::string::npos) {
-    std::string user_pass = rest.substr(0, at);
-    rest = rest.substr(at + 1);
-    size_t colon = user_pass.find(':');
-    a.password = colon == std::string::npos ? user_pass : user_pass.substr(colon + 1);
-  }
+  if (const char* pw = std::getenv(kRedisPasswordEnv); pw != nullptr) a.password = pw;
   size_t colon = rest.rfind(':');
   if (colon != std::string::npos && rest.find(']') == std::string::npos) {
     std::string port = rest.substr(colon + 1);

@@ -19,11 +19,14 @@
 
 namespace crawler::engine {
 
-// redis://[:PASSWORD@]HOST[:PORT] (default port 6379).
+// redis://HOST[:PORT] (default port 6379). The password, if the server wants
+// one, is read from the environment (kRedisPasswordEnv, base/secret.h): a URL
+// with a password in it is refused, since it would be written to
+// OUT/start-config.toml, every checkpoint, the logs and argv.
 struct RedisAddress {
   std::string host;
   int port = 6379;
-  std::string password;
+  std::string password;  // never logged: Text() is host:port
   std::string Text() const { return host + ":" + std::to_string(port); }
 };
 Result<RedisAddress> ParseRedisUrl(const std::string& url);

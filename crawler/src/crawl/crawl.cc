@@ -201,7 +201,8 @@ Result<std::unique_ptr<Crawl>> Crawl::Create(const Config& config,
   std::string seed_text;
   for (const std::string& s : seeds) seed_text += s + "\n";
   Status st = WriteFileAtomic(out_dir + "/" + kStartSeeds, seed_text);
-  if (st.ok()) st = WriteFileAtomic(out_dir + "/" + kStartConfig, ConfigToToml(config));
+  if (st.ok())  // the owner's only, like each checkpoint's config.toml
+    st = WriteFileAtomic(out_dir + "/" + kStartConfig, ConfigToToml(config), true, 0600);
   if (!st.ok()) {
     ::close(*lock);
     return st;

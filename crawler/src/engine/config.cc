@@ -10,6 +10,8 @@
 #include <regex>
 #include <sstream>
 
+#include "base/secret.h"
+
 namespace crawler::engine {
 namespace {
 
@@ -379,9 +381,16 @@ std::vector<Key> ClusterKeys() {
       StringKey(
           "cluster", "redis", [](Config & c) -> auto& { return c.cluster.redis; },
           [](const std::string& v) {
-            return v.empty() || v.rfind("redis://", 0) == 0
-                       ? std::string()
-                       : std::string("must be redis://[:PASSWORD@]HOST:PORT or empty");
+            if (!v.empty() && v.rfind("redis://", 0) != 0)
+              return std::string("must be redis://HOST:PORT or empty");
+            // It would be written to OUT/start-config.toml, each checkpoint
+            // and the logs: the password comes from the environment.
+            if (v.find('@') != std::string::npos)
+              return std::string("must not hold a password (") + WithoutUserinfo(v) +
+                     "): it would be written to OUT/start-config.toml and every "
+                     "checkpoint; set " +
+                     kRedisPasswordEnv + " in the environment instead";
+            return std::string();
           }),
       StringKey(
           "cluster", "job", [](Config & c) -> auto& { return c.cluster.job; },
@@ -528,14 +537,16 @@ Result<Config> LoadConfig(const std::string& path,
     size_t eq = o.find('=');
     size_t dot = o.find('.');
     if (eq == std::string::npos || dot == std::string::npos || dot > eq) {
-      return Status::Error(Status::Code::kInvalidArgument,
-                           "--set " + o + ": expected section.key=value");
+      return Status::Error(
+          Status::Code::kInvalidArgument,
+          "--set " + WithoutUserinfo(o) + ": expected section.key=value");
     }
     std::string section = o.substr(0, dot), name = o.substr(dot + 1, eq - dot - 1);
     std::string text = o.substr(eq + 1);
     const Key* key = FindKey(section, name);
     if (key == nullptr)
-      return ConfigError("--set " + o, section + "." + name, "unknown key");
+      return ConfigError("--set " + WithoutUserinfo(o), section + "." + name,
+                         "unknown key");
     std::string problem;
     try {
       toml::table t = toml::parse("v = " + text);
@@ -543,7 +554,8 @@ Result<Config> LoadConfig(const std::string& path,
     } catch (const toml::parse_error&) {
       problem = key->apply(c, toml::value<std::string>(text));
     }
-    if (!problem.empty()) return ConfigError("--set " + o, section + "." + name, problem);
+    if (!problem.empty())
+      return ConfigError("--set " + WithoutUserinfo(o), section + "." + name, problem);
   }
   Status st = Finish(c);
   if (!st.ok()) return st;
