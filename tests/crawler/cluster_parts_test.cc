@@ -4,14 +4,18 @@
 #include <stdlib.h>
 
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "base/secret.h"
 #include "cluster/cluster.h"
+#include "cluster/cluster_job.h"
 #include "cluster/cluster_wire.h"
 #include "cluster/redis.h"
+#include "crawl_output.h"
 
 namespace crawler::engine {
 namespace {
@@ -50,6 +54,47 @@ TEST_CASE(
     REQUIRE_FALSE(r.ok());
     CHECK_THAT(r.status().message(), Catch::Contains(bad));
   }
+}
+
+TEST_CASE("RefusalOf: full, a replica, cannot persist; other errors are not refusals",
+          "[engine][cluster]") {
+  // As redis-server 7.0 answers a script whose XADD meets maxmemory.
+  CHECK_THAT(RefusalOf("OOM command not allowed when used memory > 'maxmemory'. script: "
+                       "67f67f39, on @user_script:1."),
+             Catch::Contains("full"));
+  CHECK_THAT(RefusalOf("READONLY You can't write against a read only replica."),
+             Catch::Contains("primary"));
+  CHECK_THAT(RefusalOf("MISCONF Redis is configured to save RDB snapshots, but it's "
+                       "currently unable to persist to disk."),
+             Catch::Contains("persist"));
+  for (const char* other : {"ERR wrong number of arguments", "NOGROUP No such key",
+                            "WRONGTYPE Operation against a key", "NOSCRIPT", ""})
+    CHECK(RefusalOf(other).empty());
+}
+
+TEST_CASE(
+    "Job identity: none without the file, written once and read back; a damaged one is "
+    "an error naming it",
+    "[engine][cluster]") {
+  const std::string dir = testing::TempDir("job_identity");
+  auto none = ReadJobIdentity(dir);
+  REQUIRE(none.ok());
+  CHECK(none->incarnation.empty());
+  REQUIRE(WriteJobIdentity(dir, {"j1", "c2a494d7-e454", 9271018891816393409ull}).ok());
+  auto back = ReadJobIdentity(dir);
+  REQUIRE(back.ok());
+  CHECK(back->job == "j1");
+  CHECK(back->incarnation == "c2a494d7-e454");
+  CHECK(back->seed == 9271018891816393409ull);
+  std::ofstream(dir + "/cluster-job.json") << "{\"job\": \"j1\"";
+  auto bad = ReadJobIdentity(dir);
+  REQUIRE_FALSE(bad.ok());
+  CHECK_THAT(bad.status().message(), Catch::Contains(dir + "/cluster-job.json"));
+  Status lost = JobLost("missing", "", *back, RedisAddress{"10.0.0.5", 6390, "pw"});
+  CHECK(lost.code() == Status::Code::kInvalidArgument);
+  CHECK_THAT(lost.message(), Catch::Contains("is not in Redis at 10.0.0.5:6390"));
+  CHECK_THAT(lost.message(), !Catch::Contains("pw"));
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("WithoutUserinfo: every URL's user and password become ***", "[base]") {

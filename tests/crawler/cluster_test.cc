@@ -98,6 +98,57 @@ TEST_CASE("Cluster: refusals and faults name what is wrong", "[cluster]") {
     ::kill(first, SIGINT);
     CHECK(WaitExitFor(first, 60) >= 0);
   }
+  SECTION("a Redis that evicts is refused; one that may lose writes is named") {
+    RedisServer lru(dir + "/redis-lru", "--maxmemory-policy allkeys-lru");
+    CommandResult evicts = RunCommand(NodeCommand(dir, lru.Url(), "lru", "n1"));
+    INFO(evicts.output);
+    CHECK(evicts.exit_code == 2);
+    CHECK_THAT(evicts.output, Catch::Contains("maxmemory-policy is allkeys-lru"));
+    RedisServer weak(dir + "/redis-weak", "--appendfsync everysec");
+    CommandResult everysec = RunCommand(NodeCommand(
+        dir, weak.Url(), "weak", "n1", "--set cluster.min_nodes=1", "weak-n1"));
+    INFO(everysec.output);
+    CHECK(everysec.exit_code == 0);
+    CHECK_THAT(ReadText(dir + "/weak-n1/crawler.log"),
+               Catch::Contains("appendfsync is everysec: a crash of Redis's machine can "
+                               "lose the last second of writes"));
+  }
+}
+
+TEST_CASE(
+    "Cluster: Redis restarted empty: every node stops (exit 2) naming the lost job, "
+    "and a resumed node does not create it again",
+    "[cluster][fault]") {
+  ClusterCrawl c("cluster_lost", "lost", "--set frontier.min_delay_s=0.05");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // started
+  for (const std::string& n : kNodes) {
+    INFO(n);
+    auto perms =
+        std::filesystem::status(c.dir + "/" + n + "/cluster-job.json").permissions();
+    CHECK(perms ==
+          (std::filesystem::perms::owner_read | std::filesystem::perms::owner_write));
+  }
+  // redis-server dies and comes back without its append-only file.
+  c.redis.Kill();
+  std::filesystem::remove_all(c.dir + "/redis/appendonlydir");
+  c.redis.Start();
+  for (size_t i = 0; i < c.nodes.size(); ++i) {
+    INFO(kNodes[i] << ": " << NodeOutput(c.dir, kNodes[i]));
+    CHECK(WaitExitFor(c.nodes[i], 120) == 2);
+    CHECK_THAT(ReadText(c.dir + "/" + kNodes[i] + ".out"),
+               Catch::Contains("cluster job 'lost' is not in Redis at"));
+  }
+  c.site.Stop();
+  CommandResult resumed =
+      RunCommand(std::string(CRAWLER_BINARY) + " crawl --resume " + c.dir + "/n1");
+  INFO(resumed.output);
+  CHECK(resumed.exit_code == 2);
+  CHECK_THAT(resumed.output, Catch::Contains("is not in Redis at"));
+  CHECK_THAT(resumed.output, Catch::Contains("No new job is created"));
+  // Nothing was created in the empty Redis.
+  CHECK(RunCommand("redis-cli -p " + std::to_string(c.redis.port()) +
+                   " EXISTS crawler:{lost}:meta")
+            .output == "0\n");
 }
 
 TEST_CASE(
@@ -225,6 +276,69 @@ TEST_CASE(
   std::string logs =
       ReadText(dir + "/n1/crawler.log") + ReadText(dir + "/n3/crawler.log");
   CHECK_THAT(logs, Catch::Contains("spilled to"));
+}
+
+// A number from redis-cli INFO's "name:value" lines (0 when absent).
+uint64_t RedisInfo(const RedisServer& redis, const std::string& name) {
+  std::string info =
+      RunCommand("redis-cli -p " + std::to_string(redis.port()) + " INFO memory").output;
+  size_t at = info.find("\n" + name + ":");
+  return at == std::string::npos
+             ? 0
+             : std::strtoull(info.c_str() + at + name.size() + 2, nullptr, 10);
+}
+
+TEST_CASE(
+    "Cluster: Redis full (maxmemory, noeviction): sends wait in the outbox and on disk "
+    "while heartbeats, commits, acks and trims go on; the truth set, once",
+    "[cluster][fault]") {
+  ClusterCrawl c("cluster_full", "full",
+                 "--set frontier.min_delay_s=0.05 --set cluster.outbox_ram_urls=50"
+                 " --set cluster.batch_urls=16" +
+                     std::string(kLongTimeouts),
+                 std::max(1000u, EnvOr("CRAWLER_CLUSTER_PAGES", 2000)),
+                 "--maxmemory-policy noeviction");
+  const std::string cli = "redis-cli -p " + std::to_string(c.redis.port()) + " ";
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // started
+  // n2 stops reading: the others' batches for it fill Redis up to a limit
+  // set just above what it holds now.
+  ::kill(c.nodes[1], SIGSTOP);
+  const uint64_t limit = RedisInfo(c.redis, "used_memory") + 48 * 1024;
+  REQUIRE(RunCommand(cli + "CONFIG SET maxmemory " + std::to_string(limit)).exit_code ==
+          0);
+  auto full_logged = [&] {
+    return (ReadText(c.dir + "/n1/crawler.log") + ReadText(c.dir + "/n3/crawler.log"))
+               .find("redis: sends refused: Redis is full") != std::string::npos;
+  };
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!full_logged() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  INFO("used_memory " << RedisInfo(c.redis, "used_memory") << ", maxmemory " << limit);
+  REQUIRE(full_logged());
+  // Full for 3 s: n1's and n3's liveness keys (3 heartbeats: 1.5 s) stay.
+  bool alive = true;
+  for (int i = 0; i < 30; ++i) {
+    for (const char* n : {"n1", "n3"})
+      alive =
+          alive && RunCommand(cli + "EXISTS crawler:{full}:alive:" + n).output == "1\n";
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  CHECK(alive);
+  // n2 reads again: it commits and acknowledges, the trims free memory, and
+  // the held batches go out, under the same limit.
+  ::kill(c.nodes[1], SIGCONT);
+  c.Finish();
+  CHECK(RedisInfo(c.redis, "maxmemory") == limit);
+  const std::string logs = c.Logs();
+  // A refusal is not a lost connection: no reconnect loop.
+  CHECK_THAT(logs, !Catch::Contains("lost"));
+  uint64_t refused = 0;
+  for (const char* n : {"n1", "n3"})
+    refused += boost::json::parse(ReadText(c.dir + "/" + n + "/stats.json"))
+                   .at("cluster")
+                   .at("sends_refused")
+                   .to_number<uint64_t>();
+  CHECK(refused > 0);
 }
 
 // Sets environment variables for the test's lifetime (the nodes it spawns

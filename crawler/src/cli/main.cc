@@ -194,11 +194,14 @@ int RunCrawl(const std::string& seeds_path, const std::string& config_path,
     return (*crawl)->Run(g_stop, std::ref(progress), &g_checkpoint);
   }();
   if (g_leave.load()) (*crawl)->LeaveOnStop();
-  // Any failure of a running crawl is an output failure (exit 1); the
+  // A failure of a running crawl is an output failure (exit 1), except a
+  // setup found wrong meanwhile (exit 2: a cluster job that Redis lost); the
   // engine has logged it ("crawl stopped: ...").
   if (!summary.ok()) {
     std::fprintf(stderr, "crawler: %s\n", summary.status().message().c_str());
-    return kExitCrawlError;
+    return summary.status().code() == crawler::Status::Code::kInvalidArgument
+               ? kExitBadInput
+               : kExitCrawlError;
   }
   PrintSummary(*summary, resume.empty() ? out : resume);
   return kExitOk;

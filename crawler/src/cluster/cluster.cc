@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <random>
 
+#include "cluster/cluster_job.h"
 #include "cluster/cluster_wire.h"
 
 namespace crawler::engine {
@@ -123,6 +124,12 @@ Result<std::unique_ptr<Cluster>> Cluster::Join(const Config& config,
   if (!redis.ok())  // at start: a setup error (exit 2), not an output failure
     return Status::Error(Status::Code::kInvalidArgument,
                          "cluster.redis: " + redis.status().message());
+  if (Status st = CheckRedisSettings(**redis, *address); !st.ok()) return st;
+  auto mine = ReadJobIdentity(out_dir);
+  if (!mine.ok()) return mine.status();
+  if (mine->job != c.job) *mine = JobIdentity{};  // another job's record: not this one's
+  const std::string incarnation =
+      boost::uuids::to_string(boost::uuids::random_generator()());
   std::string token = boost::uuids::to_string(boost::uuids::random_generator()());
   std::random_device rd;
   uint64_t seed_candidate = (uint64_t{rd()} << 32) | rd();
@@ -139,7 +146,7 @@ Result<std::unique_ptr<Cluster>> Cluster::Join(const Config& config,
         {"EVAL", kJoinScript, "4", prefix + "meta", prefix + "nodes", prefix + "started",
          prefix + "alive:" + c.node, c.node, token, std::to_string(c.shards),
          std::to_string(seed_candidate), config_hash, config_json, ttl_ms,
-         c.shared_dir.empty() ? "0" : "1"});
+         c.shared_dir.empty() ? "0" : "1", mine->incarnation, incarnation});
     if (!r.ok()) {
       // Reachable a moment ago: Redis restarting. Reconnect for up to a minute.
       if (SteadyClock::now() > deadline + std::chrono::seconds(60)) return r.status();
@@ -158,14 +165,20 @@ Result<std::unique_ptr<Cluster>> Cluster::Join(const Config& config,
                            "redis " + address->Text() + ": join: " + r->Str());
     std::string verdict = RedisReply::StrOf(Element(r->raw(), 0));
     std::string detail = RedisReply::StrOf(Element(r->raw(), 1));
+    if (verdict == "missing" || verdict == "incarnation")
+      return JobLost(verdict, detail, *mine, *address);
     if (verdict == "ok") {
       uint64_t seed = 0;
       std::from_chars(detail.data(), detail.data() + detail.size(), seed);
+      JobIdentity joined{c.job, RedisReply::StrOf(Element(r->raw(), 2)), seed};
+      if (mine->incarnation.empty() && !joined.incarnation.empty())
+        if (Status st = WriteJobIdentity(out_dir, joined); !st.ok()) return st;
       spdlog::info("cluster: node {} joined job {} at {}", c.node, c.job,
                    address->Text());
       auto cluster = std::unique_ptr<Cluster>(
           new Cluster(config, *address, std::move(redis).value(), token, seed, out_dir));
       cluster->out_rel_ = out_rel;
+      cluster->incarnation_ = joined.incarnation;
       return cluster;
     }
     if (verdict == "shards")

@@ -215,6 +215,10 @@ class Cluster {
   void Dropped(const std::vector<uint32_t>& shards, uint64_t urls) EXCLUDES(mu_);
   // Is `url`'s shard being handed over (its URLs go to its stream)?
   bool Handing(std::string_view url) const;
+  // A checkpoint is wanted now: for a handoff; or Redis is full (a node's
+  // sends were refused, flagged in Redis: the key "full") and entries read
+  // here since the last cut wait for one to be acknowledged and trimmed,
+  // which frees Redis's memory (at most every 2 s).
   bool CheckpointWanted() const EXCLUDES(mu_);
   bool HoldCuts() const EXCLUDES(mu_);
 
@@ -336,11 +340,24 @@ class Cluster {
   bool Commit();
   void AfterCommit(uint64_t sequence) EXCLUDES(mu_, spill_mu_);
   bool Release();
-  void Fail(const std::string& why) EXCLUDES(mu_);
+  void Fail(const std::string& why) EXCLUDES(mu_);  // kIoError: exit 1
+  void Fail(const Status& failure) EXCLUDES(mu_);   // its code: exit 2 if not I/O
   bool Ready(uint32_t shard) const { return ready_[shard].load(); }
   bool Publish();
   bool CheckDone();
   Status Reconnect();
+  // Redis refused something this round other than a send (round_refusal_
+  // says what): logs it (every 30 s at most) and waits `backoff`, holding.
+  void WaitOutRefusal(std::chrono::milliseconds backoff) EXCLUDES(mu_);
+  // Holds every due batch (RAM, then spill files) for `wait`.
+  void HoldFor(std::chrono::milliseconds wait) EXCLUDES(mu_);
+  // True if `r` is an error reply: a refusal (RefusalOf) is kept in
+  // round_refusal_, another error is logged with `what`.
+  bool ReplyFailed(const RedisReply& r, const char* what);
+  // Sends refused (full): held, paused with back-off; logged once, then
+  // every 30 s; SendsAccepted logs the end of it.
+  void SendsRefused(const std::string& error, uint64_t batches) REQUIRES(mu_);
+  void SendsAccepted() REQUIRES(mu_);
   // Runs `step` until it succeeds, reconnecting with back-off (Start's).
   Status Retry(const std::atomic<bool>& stop, const char* what,
                const std::function<bool()>& step);
@@ -388,6 +405,16 @@ class Cluster {
   // The exchange thread's.
   std::chrono::steady_clock::time_point down_since_{}, last_beat_{}, last_state_{},
       last_lag_{};
+  // Refusals (Redis full, a replica, cannot persist): the exchange thread's.
+  std::string round_refusal_;
+  std::atomic<bool> refusing_{false};  // sends refused until one is taken again
+  // Steady ns when a heartbeat last saw Redis flagged full, and of the last
+  // checkpoint wanted for it (CheckpointWanted).
+  std::atomic<int64_t> full_seen_ns_{0};
+  mutable std::atomic<int64_t> full_cut_ns_{0};
+  std::chrono::steady_clock::time_point refusing_since_{}, sends_paused_until_{},
+      last_refusal_log_{};
+  std::chrono::milliseconds send_backoff_{100};
   std::vector<uint64_t> lag_;  // by shard: the last lag seen, plus batches sent since
   // Leases, by shard. The exchange thread's (Start's before it):
   enum class LeaseState : uint8_t { kNone, kHeld, kExpired, kLost };
@@ -401,6 +428,9 @@ class Cluster {
   // is here (set at its taking, or when a worker restored what was loaded).
   const bool takeover_;
   std::string out_rel_;  // OUT relative to shared_dir (published for takers)
+  // The job's incarnation (meta's "incarnation"): each heartbeat checks it,
+  // so a node whose Redis lost its data stops (exit 2) instead of crawling on.
+  std::string incarnation_;
   std::unique_ptr<std::atomic<bool>[]> ready_;
   std::map<uint32_t, std::string> to_load_;  // shard -> source "NODE SEQ"
   std::chrono::steady_clock::time_point retry_load_at_{};

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "cluster/cluster.h"
+#include "cluster/cluster_job.h"
 #include "cluster/cluster_wire.h"
 
 namespace crawler::engine {
@@ -31,13 +32,7 @@ void Cluster::Loop() {
         }
         spdlog::warn("redis: down {:.0f} s ({}); retrying", down, st.message());
         CheckLeaseExpiry();  // past lease_s the workers stop: say so
-        // Meanwhile outbound batches are held (RAM, then spill files).
-        for (auto slept = std::chrono::milliseconds(0); slept < backoff && !stop_.load();
-             slept += std::chrono::milliseconds(100)) {
-          HoldAll();
-          SpillIfOver();
-          std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        }
+        HoldFor(backoff);
         backoff = std::min(backoff * 2, std::chrono::milliseconds(2000));
         continue;
       }
@@ -48,14 +43,21 @@ void Cluster::Loop() {
     }
     bool did = false;
     if (!Round(&did)) {
-      spdlog::warn("redis: connection to {} lost", address_.Text());
-      redis_.reset();
-      down_since_ = SteadyClock::now();
       if (stopping) return;
-      std::this_thread::sleep_for(backoff);  // no hot loop on a failing command
+      if (!round_refusal_.empty()) {
+        // Redis answers but refuses (full, a replica, cannot persist): no
+        // reconnect, which would meet the same refusal at once.
+        WaitOutRefusal(backoff);
+      } else {
+        spdlog::warn("redis: connection to {} lost", address_.Text());
+        redis_.reset();
+        down_since_ = SteadyClock::now();
+        std::this_thread::sleep_for(backoff);  // no hot loop on a failing command
+      }
       backoff = std::min(backoff * 2, std::chrono::milliseconds(2000));
       continue;
     }
+    backoff = std::chrono::milliseconds(100);
     if (stopping) {
       // A last round sent everything, committed and acknowledged what was
       // published; a leaving node then gives its leases up.
@@ -71,6 +73,27 @@ void Cluster::Loop() {
     if (!did)
       std::this_thread::sleep_for(
           std::chrono::milliseconds(std::max(1u, cfg_.batch_ms / 2)));
+  }
+}
+
+void Cluster::WaitOutRefusal(std::chrono::milliseconds backoff) {
+  auto now = SteadyClock::now();
+  if (now - last_refusal_log_ > std::chrono::seconds(30)) {
+    last_refusal_log_ = now;
+    spdlog::warn("redis: {}; trying again with back-off", round_refusal_);
+  }
+  round_refusal_.clear();
+  CheckLeaseExpiry();
+  HoldFor(backoff);
+}
+
+void Cluster::HoldFor(std::chrono::milliseconds wait) {
+  // Outbound batches are held meanwhile (RAM, then spill files).
+  for (auto slept = std::chrono::milliseconds(0); slept < wait && !stop_.load();
+       slept += std::chrono::milliseconds(100)) {
+    HoldAll();
+    SpillIfOver();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
 }
 
@@ -105,6 +128,12 @@ bool Cluster::Round(bool* did) {
 }
 
 bool Cluster::SendDue(bool flush_all, bool* did) {
+  if (refusing_.load() && SteadyClock::now() < sends_paused_until_) {
+    // Redis refused the last sends (full): the due batches wait, held.
+    HoldAll();
+    SpillIfOver();
+    return true;
+  }
   if (!RefreshLag()) return false;
   std::vector<Batch> due;
   Select(flush_all, &due);  // also in sending_: in the outbox of a cut meanwhile
@@ -118,26 +147,70 @@ bool Cluster::SendDue(bool flush_all, bool* did) {
                     std::to_string(b.lines.size()), cfg_.node});
   }
   auto replies = redis_->Pipeline(cmds);
-  bool ok = replies.ok() && std::none_of(replies->begin(), replies->end(),
-                                         [](const RedisReply& r) { return r.IsError(); });
   MutexLock lock(mu_);
   sending_.clear();
-  if (!ok) {
+  if (!replies.ok()) {
     // Unconfirmed: held for the next connection (a batch Redis did take is
     // then sent twice; its owner's filter drops the copies).
     for (Batch& b : due) Hold(std::move(b));
     return false;
   }
+  // Each reply on its own: a batch Redis refused (full, a replica, ...) is
+  // held and sent again after a pause; the others are confirmed.
+  std::string refusal;
+  uint64_t refused = 0;
   for (size_t i = 0; i < due.size(); ++i) {
-    const Batch& b = due[i];
+    Batch& b = due[i];
+    const RedisReply& r = (*replies)[i];
+    if (r.IsError()) {
+      if (refusal.empty()) refusal = r.Str();
+      ++refused;
+      Hold(std::move(b));
+      continue;
+    }
     queued_urls_ -= b.urls;
     figures_.urls_sent += b.urls;
     ++figures_.batches_sent;
-    const redisReply* lag = Element((*replies)[i].raw(), 1);
+    const redisReply* lag = Element(r.raw(), 1);
     if (lag != nullptr && lag->type == REDIS_REPLY_INTEGER)
       lag_[b.shard] = static_cast<uint64_t>(std::max<long long>(0, lag->integer));
   }
+  figures_.sends_refused += refused;
+  if (refused > 0)
+    SendsRefused(refusal, refused);
+  else if (refusing_.load())
+    SendsAccepted();
   return true;
+}
+
+void Cluster::SendsRefused(const std::string& error, uint64_t batches) {
+  auto now = SteadyClock::now();
+  if (!refusing_.load()) {
+    refusing_ = true;
+    refusing_since_ = now;
+    send_backoff_ = std::chrono::milliseconds(100);
+  }
+  // One line, then one every 30 s at most (a Redis at its limit flaps).
+  if (now - last_refusal_log_ > std::chrono::seconds(30)) {
+    last_refusal_log_ = now;
+    std::string why = RefusalOf(error);
+    spdlog::warn(
+        "redis: sends refused: {}; {} batches for other nodes wait here (RAM, then "
+        "spill files) and are sent again with back-off, while heartbeats, reads, "
+        "commits, acknowledgements and trims go on ({} sends refused in all)",
+        why.empty() ? "an error reply (" + error + ")" : "Redis is " + why, batches,
+        figures_.sends_refused);
+  }
+  sends_paused_until_ = now + send_backoff_;
+  send_backoff_ = std::min(send_backoff_ * 2, std::chrono::milliseconds(2000));
+}
+
+void Cluster::SendsAccepted() {
+  refusing_ = false;
+  double s = std::chrono::duration<double>(SteadyClock::now() - refusing_since_).count();
+  if (s >= 5)
+    spdlog::info("redis: takes batches again after {:.1f} s ({} sends refused in all)", s,
+                 figures_.sends_refused);
 }
 
 // Long: one XREADGROUP round and its replies; issue 31 splits Cluster into parts.
@@ -175,16 +248,14 @@ bool Cluster::Receive(bool pending, bool* did, const std::vector<uint32_t>* only
     return false;
   }
   if (r->IsError()) {
+    if (r->Str().rfind("NOGROUP", 0) != 0) return !ReplyFailed(*r, "read");
     spdlog::warn("redis: read: {}", r->Str());
-    if (r->Str().rfind("NOGROUP", 0) == 0) {
-      // A stream or its group was deleted (by hand?): made again from the
-      // start of what is left (a batch read twice is harmless).
-      std::vector<std::vector<std::string>> create;
-      for (uint32_t s : my_shards_)
-        create.push_back({"XGROUP", "CREATE", StreamKey(s), "owners", "0", "MKSTREAM"});
-      return redis_->Pipeline(create).ok();
-    }
-    return false;
+    // A stream or its group was deleted (by hand?): made again from the
+    // start of what is left (a batch read twice is harmless).
+    std::vector<std::vector<std::string>> create;
+    for (uint32_t s : my_shards_)
+      create.push_back({"XGROUP", "CREATE", StreamKey(s), "owners", "0", "MKSTREAM"});
+    return redis_->Pipeline(create).ok();
   }
   const redisReply* streams = r->raw();
   size_t got = 0;
@@ -239,11 +310,20 @@ bool Cluster::Heartbeat() {
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
           .count();
   std::vector<std::vector<std::string>> cmds = {
-      {"SET", Key("alive:" + cfg_.node), token_, "PX",
-       std::to_string(static_cast<int64_t>(cfg_.heartbeat_s * 3000))},
-      {"HSET", Key("stats"), cfg_.node, json::serialize(json::value_from(f))}};
+      {"EVAL", kAliveScript, "2", Key("alive:" + cfg_.node), Key("stats"), token_,
+       std::to_string(static_cast<int64_t>(cfg_.heartbeat_s * 3000)), cfg_.node,
+       json::serialize(json::value_from(f))}};
+  // Redis full: this node's sends are refused; every node reads the flag.
+  if (refusing_.load())
+    cmds.push_back({"EVAL", kFullScript, "1", Key("full"), cfg_.node,
+                    std::to_string(static_cast<int64_t>(cfg_.heartbeat_s * 3000))});
+  const size_t full_at = cmds.size();
+  cmds.push_back({"EXISTS", Key("full")});
+  const size_t meta_at = cmds.size();
+  cmds.push_back({"HGET", Key("meta"), "incarnation"});
   // With takeover: which nodes are alive (the shards this node wants next).
   bool members = takeover_ && !nodes_.empty();
+  const size_t members_at = cmds.size();
   if (members) cmds.push_back({"EVAL", kMembersScript, "1", Key("nodes"), Key("alive:")});
   // Shards given up: has their source moved on (their new owner committed)?
   std::vector<uint32_t> released;
@@ -274,18 +354,25 @@ bool Cluster::Heartbeat() {
   auto start = SteadyClock::now();
   auto r = redis_->Pipeline(cmds);
   double rtt = std::chrono::duration<double>(SteadyClock::now() - start).count();
-  if (!r.ok() || (*r)[0].IsError()) return false;
+  if (!r.ok() || ReplyFailed((*r)[0], "heartbeat")) return false;
   if (!asked.empty()) {
-    if ((*r)[lease_at].IsError()) {
-      spdlog::warn("redis: lease renewal: {}", (*r)[lease_at].Str());
-      return false;
-    }
+    if (ReplyFailed((*r)[lease_at], "lease renewal")) return false;
     ApplyLeases((*r)[lease_at].raw(), start);
   }
-  if (members && !(*r)[2].IsError()) {
+  if (!incarnation_.empty() && !(*r)[meta_at].IsError() &&
+      (*r)[meta_at].Str() != incarnation_) {
+    // Redis lost its data (restarted empty) or is another server now.
+    JobIdentity mine{cfg_.job, incarnation_, seed_};
+    Fail(JobLost((*r)[meta_at].IsNil() ? "missing" : "incarnation", (*r)[meta_at].Str(),
+                 mine, address_));
+    return true;
+  }
+  if ((*r)[full_at].Int() == 1)
+    full_seen_ns_ = SteadyClock::now().time_since_epoch().count();
+  if (members && !(*r)[members_at].IsError()) {
     // The node set grows when a node joins a running job.
-    const redisReply* all = Element((*r)[2].raw(), 0);
-    const redisReply* alive = Element((*r)[2].raw(), 1);
+    const redisReply* all = Element((*r)[members_at].raw(), 0);
+    const redisReply* alive = Element((*r)[members_at].raw(), 1);
     std::vector<std::string> nodes, live;
     for (size_t i = 0; all != nullptr && i < all->elements; ++i)
       nodes.push_back(RedisReply::StrOf(all->element[i]));
@@ -337,8 +424,19 @@ bool Cluster::Heartbeat() {
 
 bool Cluster::Publish() {
   bool idle = local_idle_ && local_idle_() && Quiet();
-  auto r = redis_->Command({"HSET", Key("state"), cfg_.node, idle ? "idle" : "busy"});
-  return r.ok() && !r->IsError();
+  auto r = redis_->Command(
+      {"EVAL", kStateScript, "1", Key("state"), cfg_.node, idle ? "idle" : "busy"});
+  return r.ok() && !ReplyFailed(*r, "state");
+}
+
+bool Cluster::ReplyFailed(const RedisReply& r, const char* what) {
+  if (!r.IsError()) return false;
+  std::string why = RefusalOf(r.Str());
+  if (why.empty())
+    spdlog::warn("redis: {}: {}", what, r.Str());
+  else
+    round_refusal_ = std::string(what) + " refused: Redis is " + why;
+  return true;
 }
 
 bool Cluster::CheckDone() {
@@ -350,7 +448,7 @@ bool Cluster::CheckDone() {
   cmd.push_back(takeover_ ? "1" : "0");
   cmd.insert(cmd.end(), nodes_.begin(), nodes_.end());
   auto r = redis_->Command(cmd);
-  if (!r.ok() || r->IsError()) return false;
+  if (!r.ok() || ReplyFailed(*r, "end test")) return false;
   if (r->Int() == 1 && !done_.exchange(true))
     spdlog::info("cluster: job {} is done (every node idle, every batch applied)",
                  cfg_.job);

@@ -74,7 +74,15 @@ void Cluster::Drained(const std::vector<uint32_t>& shards) {
 }
 
 bool Cluster::CheckpointWanted() const {
+  const int64_t now = SteadyClock::now().time_since_epoch().count();
+  const int64_t beat = static_cast<int64_t>(cfg_.heartbeat_s * 3e9);
+  bool full =
+      now - full_seen_ns_.load() < beat && now - full_cut_ns_.load() > 2'000'000'000;
   MutexLock lock(mu_);
+  if (full && !applied_.empty()) {
+    full_cut_ns_ = now;
+    return true;
+  }
   return std::any_of(handoff_.begin(), handoff_.end(),
                      [](const auto& h) { return h.second.phase == Hand::kDrained; });
 }

@@ -42,10 +42,14 @@ void Cluster::Want(const std::vector<std::string>& live) {
 }
 
 void Cluster::Fail(const std::string& why) {
-  spdlog::error("cluster: {}", why);
+  Fail(Status::Error(Status::Code::kIoError, "cluster: " + why));
+}
+
+void Cluster::Fail(const Status& failure) {
+  spdlog::error("{}", failure.message());
   MutexLock lock(mu_);
   if (failed_.exchange(true)) return;
-  failure_ = Status::Error(Status::Code::kIoError, "cluster: " + why);
+  failure_ = failure;
 }
 
 Status Cluster::failure() const {
@@ -257,10 +261,7 @@ bool Cluster::Commit() {
     cmd.push_back(std::to_string(shard) + " " + std::to_string(epoch));
   auto r = redis_->Command(cmd);
   if (!r.ok()) return false;
-  if (r->IsError()) {
-    spdlog::warn("redis: commit of checkpoint {}: {}", sequence, r->Str());
-    return false;
-  }
+  if (ReplyFailed(*r, "commit")) return false;
   if (RedisReply::StrOf(Element(r->raw(), 0)) == "fenced") {
     {
       MutexLock lock(mu_);

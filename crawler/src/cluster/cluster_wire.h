@@ -28,17 +28,51 @@ namespace crawler::engine::cluster_wire {
 namespace json = boost::json;
 using SteadyClock = std::chrono::steady_clock;
 
+// Scripts that keep the job going carry "#!lua flags=allow-oom": they run
+// when Redis is full (maxmemory with noeviction), so heartbeats, leases,
+// reads, commits, acknowledgements and trims go on and free memory. Only
+// sends (kSendScript, XADD) are refused then: their batches wait in the
+// outbox (RAM, then spill files). Read-only scripts have no shebang (a
+// flagged script without allow-oom is refused when full, even one that only
+// reads).
+
+// Liveness and figures. KEYS: alive:NODE, stats. ARGV: token, ttl ms, node,
+// figures JSON.
+inline constexpr const char* kAliveScript = R"lua(#!lua flags=allow-oom
+redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2])
+redis.call('hset', KEYS[2], ARGV[3], ARGV[4])
+return 1
+)lua";
+
+// Redis is full: flags it for every node (they cut a checkpoint early, to
+// acknowledge and trim). KEYS: full. ARGV: node, ttl ms.
+inline constexpr const char* kFullScript = R"lua(#!lua flags=allow-oom
+return redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2])
+)lua";
+
+// This node's state for the end test. KEYS: state. ARGV: node, idle|busy.
+inline constexpr const char* kStateScript = R"lua(#!lua flags=allow-oom
+return redis.call('hset', KEYS[1], ARGV[1], ARGV[2])
+)lua";
+
 // Join. KEYS: meta, nodes, started, alive:NODE.
 // ARGV: node, token, shards, seed, config hash, config JSON, ttl ms, open
 // ('1': with cluster.shared_dir a new node may join a started job; the
-// shards it is given are handed over to it).
-// Returns {verdict, detail}.
-inline constexpr const char* kJoinScript = R"lua(
+// shards it is given are handed over to it), the incarnation this node was
+// part of ('': none, a new node), a new incarnation id.
+// A node that was part of the job never creates it: the job missing
+// ('missing') or created anew ('incarnation') means Redis lost its data or
+// is another server.
+// Returns {verdict, detail, incarnation}.
+inline constexpr const char* kJoinScript = R"lua(#!lua flags=allow-oom
 if redis.call('exists', KEYS[1]) == 0 then
+  if ARGV[9] ~= '' then return {'missing', ''} end
   redis.call('hset', KEYS[1], 'shards', ARGV[3], 'seed', ARGV[4],
-             'config_hash', ARGV[5], 'config', ARGV[6])
+             'config_hash', ARGV[5], 'config', ARGV[6], 'incarnation', ARGV[10])
 end
-local meta = redis.call('hmget', KEYS[1], 'shards', 'seed', 'config_hash', 'config')
+local meta = redis.call('hmget', KEYS[1], 'shards', 'seed', 'config_hash', 'config',
+                        'incarnation')
+if ARGV[9] ~= '' and meta[5] ~= ARGV[9] then return {'incarnation', meta[5] or ''} end
 if meta[1] ~= ARGV[3] then return {'shards', meta[1]} end
 if meta[3] ~= ARGV[5] then return {'config', meta[4]} end
 local alive = redis.call('get', KEYS[4])
@@ -49,12 +83,12 @@ if ARGV[8] ~= '1' and redis.call('exists', KEYS[3]) == 1 and
 end
 redis.call('sadd', KEYS[2], ARGV[1])
 redis.call('set', KEYS[4], ARGV[2], 'PX', ARGV[7])
-return {'ok', meta[2]}
+return {'ok', meta[2], meta[5] or ''}
 )lua";
 
 // Start barrier. KEYS: nodes, started. ARGV: min nodes. Returns the node set
 // once the job has started, else nil.
-inline constexpr const char* kStartScript = R"lua(
+inline constexpr const char* kStartScript = R"lua(#!lua flags=allow-oom
 if redis.call('exists', KEYS[2]) == 0 and redis.call('scard', KEYS[1]) >= tonumber(ARGV[1]) then
   redis.call('set', KEYS[2], '1')
 end
@@ -105,7 +139,7 @@ return out
 // Receive new entries. KEYS: state, delivered, streams... ARGV: node, count.
 // Counting the delivery and marking this node busy happen atomically with
 // it, which is what makes the end test sound.
-inline constexpr const char* kReceiveScript = R"lua(
+inline constexpr const char* kReceiveScript = R"lua(#!lua flags=allow-oom
 local args = {'GROUP', 'owners', ARGV[1], 'COUNT', ARGV[2], 'STREAMS'}
 for i = 3, #KEYS do args[#args + 1] = KEYS[i] end
 for i = 3, #KEYS do args[#args + 1] = '>' end
@@ -125,7 +159,7 @@ return r
 // liveness key expired) is not idle: it will resume from its last checkpoint
 // and may find links for the others again; unless, with takeover, it is the
 // last holder of no shard (they were all taken over from its checkpoint).
-inline constexpr const char* kDoneScript = R"lua(
+inline constexpr const char* kDoneScript = R"lua(#!lua flags=allow-oom
 if redis.call('exists', KEYS[4]) == 1 then return 1 end
 local holders = {}
 for _, v in ipairs(redis.call('hvals', KEYS[5])) do
@@ -158,7 +192,7 @@ return 1
 // of its node's name: that is an earlier process of this node (Join refuses
 // a second live node of one name). A running one never takes it back from a
 // later process: it gets 'other'.
-inline constexpr const char* kLeaseScript = R"lua(
+inline constexpr const char* kLeaseScript = R"lua(#!lua flags=allow-oom
 local n = (#KEYS - 2) / 2
 local hk, sk = KEYS[2 * n + 1], KEYS[2 * n + 2]
 local me = ARGV[1] .. ' '
@@ -204,7 +238,7 @@ return out
 // is still every one's last holder with that epoch; else the checkpoint
 // becomes each shard's source (where a taker loads it from) and the node's
 // committed one.
-inline constexpr const char* kCommitScript = R"lua(
+inline constexpr const char* kCommitScript = R"lua(#!lua flags=allow-oom
 local me = ARGV[1] .. ' '
 for i = 3, #ARGV do
   local shard, epoch = string.match(ARGV[i], '^(%d+) (%d+)$')
@@ -222,7 +256,7 @@ return {'ok'}
 // A leaving node gives its leases up. KEYS: lease:S... ARGV: "NODE EPOCH"
 // per shard. Deletes each lease still this node's (the holder hash keeps its
 // name: the shard is taken over from its last commit).
-inline constexpr const char* kReleaseScript = R"lua(
+inline constexpr const char* kReleaseScript = R"lua(#!lua flags=allow-oom
 local n = 0
 for i = 1, #KEYS do
   if redis.call('get', KEYS[i]) == ARGV[i] then
@@ -243,7 +277,7 @@ return n
 // claimed from a dead owner after newer ones were), and an acknowledged entry
 // left in the stream would count as lag for ever (the senders would hold
 // their batches for it).
-inline constexpr const char* kAckScript = R"lua(
+inline constexpr const char* kAckScript = R"lua(#!lua flags=allow-oom
 local cur = redis.call('get', KEYS[2])
 if cur ~= ARGV[1] then return {'fenced', cur or ''} end
 for i = 3, #ARGV, 1000 do

@@ -65,6 +65,16 @@ Result<RedisAddress> ParseRedisUrl(const std::string& url) {
   return a;
 }
 
+std::string RefusalOf(const std::string& error) {
+  // A script's error keeps the code of the command that failed in it.
+  if (error.rfind("OOM", 0) == 0) return "full (maxmemory reached, OOM)";
+  if (error.rfind("READONLY", 0) == 0)
+    return "a read-only replica (READONLY): cluster.redis must name the primary";
+  if (error.rfind("MISCONF", 0) == 0)
+    return "unable to persist to disk (MISCONF): see redis-server's log";
+  return "";
+}
+
 Result<std::unique_ptr<Redis>> Redis::Connect(const RedisAddress& address,
                                               double timeout_s) {
   redisContext* c =

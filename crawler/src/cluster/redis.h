@@ -66,6 +66,13 @@ class RedisReply {
   std::shared_ptr<redisReply> r_;
 };
 
+// What an error reply means when Redis refuses writes for now while the
+// connection is fine: full (OOM: maxmemory reached with noeviction), a
+// replica (READONLY), unable to persist (MISCONF). "" for any other error.
+// Such a refusal is waited out with back-off, never handled as a lost
+// connection (a reconnect would meet the same refusal at once).
+std::string RefusalOf(const std::string& error);
+
 class Redis {
  public:
   // Connects (and AUTHs). Errors (kIoError) name the address.

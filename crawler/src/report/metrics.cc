@@ -201,6 +201,10 @@ void ClusterFamilies(const ClusterReport& c, const Cluster::Health& h, Text& t) 
         "URLs in RAM for shards over their lag limit.", c.urls_held);
   t.One("crawler_cluster_malformed_entries_total", "counter",
         "Stream entries skipped as malformed.", c.malformed);
+  t.One("crawler_cluster_sends_refused_total", "counter",
+        "Batch sends Redis refused (full at maxmemory, a replica, cannot persist); "
+        "held and sent again.",
+        c.sends_refused);
   t.One("crawler_cluster_redis_down_seconds", "gauge",
         "How long Redis has been unreachable (0: connected).", c.redis_down_s);
   t.Family("crawler_redis_rtt_seconds", "histogram",

@@ -1,0 +1,106 @@
+// See cluster_job.h.
+#include "cluster/cluster_job.h"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/json.hpp>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "base/file_util.h"
+
+namespace crawler::engine {
+
+namespace json = boost::json;
+
+Result<JobIdentity> ReadJobIdentity(const std::string& out_dir) {
+  const std::string path = out_dir + "/" + kClusterJobFile;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return JobIdentity{};
+  std::stringstream text;
+  text << in.rdbuf();
+  boost::system::error_code ec;
+  json::value v = json::parse(text.str(), ec);
+  const json::object* o = ec ? nullptr : v.if_object();
+  const json::value* job = o != nullptr ? o->if_contains("job") : nullptr;
+  const json::value* inc = o != nullptr ? o->if_contains("incarnation") : nullptr;
+  const json::value* seed = o != nullptr ? o->if_contains("seed") : nullptr;
+  if (job == nullptr || !job->is_string() || inc == nullptr || !inc->is_string() ||
+      inc->as_string().empty() || seed == nullptr || !seed->is_string())
+    return Status::Error(Status::Code::kCorruption,
+                         path + ": not a cluster job record (job, incarnation, seed)");
+  JobIdentity id;
+  id.job = std::string(job->as_string());
+  id.incarnation = std::string(inc->as_string());
+  id.seed = std::strtoull(std::string(seed->as_string()).c_str(), nullptr, 10);
+  return id;
+}
+
+Status WriteJobIdentity(const std::string& out_dir, const JobIdentity& id) {
+  json::object o{{"job", id.job},
+                 {"incarnation", id.incarnation},
+                 {"seed", std::to_string(id.seed)}};
+  return WriteFileAtomic(out_dir + "/" + kClusterJobFile, json::serialize(o) + "\n",
+                         /*durable=*/true, 0600);
+}
+
+Status JobLost(const std::string& verdict, const std::string& found,
+               const JobIdentity& mine, const RedisAddress& address) {
+  std::string what = verdict == "missing"
+                         ? "is not in Redis at " + address.Text()
+                         : "in Redis at " + address.Text() + " is another incarnation (" +
+                               (found.empty() ? std::string("none recorded") : found) +
+                               ")";
+  return Status::Error(
+      Status::Code::kInvalidArgument,
+      "cluster job '" + mine.job + "' " + what + ", but this node was part of it (" +
+          kClusterJobFile + ": incarnation " + mine.incarnation + ", seed " +
+          std::to_string(mine.seed) +
+          "): Redis lost its data (restarted without its append-only file?) or "
+          "cluster.redis names another server. No new job is created: a new seed "
+          "would give hosts new owners and lose the URLs in flight. Restore Redis's "
+          "data, or crawl anew under a new cluster.job with new --out directories");
+}
+
+Status CheckRedisSettings(Redis& redis, const RedisAddress& address) {
+  auto get = [&](const char* name) -> std::string {
+    auto r = redis.Command({"CONFIG", "GET", name});
+    if (!r.ok() || r->IsError() || r->raw()->type != REDIS_REPLY_ARRAY ||
+        r->raw()->elements != 2)
+      return "?";
+    return RedisReply::StrOf(r->raw()->element[1]);
+  };
+  const std::string policy = get("maxmemory-policy");
+  if (policy == "?") {
+    spdlog::warn(
+        "redis {}: CONFIG GET refused: maxmemory-policy (must be noeviction) and "
+        "appendfsync (always loses nothing) not checked",
+        address.Text());
+    return Status::Ok();
+  }
+  if (policy != "noeviction")
+    return Status::Error(
+        Status::Code::kInvalidArgument,
+        "redis " + address.Text() + ": maxmemory-policy is " + policy +
+            ": Redis would evict the job's streams and leases when full (URLs lost, "
+            "hosts with two owners); set maxmemory-policy noeviction (a full Redis then "
+            "refuses sends, which wait on the nodes' disks)");
+  const std::string aof = get("appendonly"), fsync = get("appendfsync");
+  if (aof == "no")
+    spdlog::warn(
+        "redis {}: appendonly is no: if redis-server restarts, it comes back empty and "
+        "the job is lost (every node stops with exit 2); set appendonly yes and "
+        "appendfsync always",
+        address.Text());
+  else if (fsync != "always")
+    spdlog::warn(
+        "redis {}: appendfsync is {}: a crash of Redis's machine can lose the last "
+        "{} of writes: sends the nodes saw confirmed (their URLs) and lease changes; "
+        "appendfsync always loses none",
+        address.Text(), fsync,
+        fsync == "everysec" ? "second" : "seconds (the OS decides)");
+  return Status::Ok();
+}
+
+}  // namespace crawler::engine
