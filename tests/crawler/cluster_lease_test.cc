@@ -46,10 +46,10 @@ class Protocol {
   Answer Lease(uint32_t shard, const std::string& node, uint64_t mine, int ttl_ms,
                bool takeover = false) {
     std::string s = std::to_string(shard);
-    RedisReply r =
-        Run({"EVAL", cluster_wire::kLeaseScript, "4", kPrefix + "lease:" + s,
-             kPrefix + "epoch:" + s, kPrefix + "holder", kPrefix + "source", node,
-             std::to_string(ttl_ms), takeover ? "1" : "0", std::to_string(mine)});
+    RedisReply r = Run({"EVAL", cluster_wire::kLeaseScript, "5", kPrefix + "lease:" + s,
+                        kPrefix + "epoch:" + s, kPrefix + "holder", kPrefix + "source",
+                        kPrefix + "state", node, std::to_string(ttl_ms),
+                        takeover ? "1" : "0", std::to_string(mine)});
     const redisReply* one = cluster_wire::Element(r.raw(), 0);
     return Answer{RedisReply::StrOf(cluster_wire::Element(one, 0)),
                   RedisReply::StrOf(cluster_wire::Element(one, 1)),
@@ -131,9 +131,13 @@ TEST_CASE("Leases: take, renew, expire; a stale epoch cannot acknowledge or trim
 
   WaitPast(400);                                      // a paused past its TTL
   CHECK(p.Lease(0, "b", 0, 400).state == "waiting");  // a held it last: not b's to take
+  p.Run({"HSET", kPrefix + "state", "b", "idle"});
   b = p.Lease(0, "b", 0, 5000, /*takeover=*/true);
   CHECK(b.state == "taken");
   CHECK(b.epoch == "2");
+  // The taker is busy at once, in the same script: the end test cannot see
+  // its "idle" of before while it loads the shard.
+  CHECK(p.Run({"HGET", kPrefix + "state", "b"}).Str() == "busy");
 
   // a wakes up (a zombie): its acknowledge is refused and changes nothing.
   auto refused = p.Ack(0, "a 1", ids[1]);

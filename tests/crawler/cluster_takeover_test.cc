@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -270,6 +271,43 @@ TEST_CASE(
   CheckPoliteness(c.site.Requests(), 0.3);
   CHECK_THAT(c.Logs(), Catch::Contains("handed"));
   CHECK_THAT(ReadText(c.dir + "/n4/crawler.log"), Catch::Contains("took over"));
+}
+
+// Pages in the nodes' fetch logs (lines), all together.
+size_t FetchedLines(const ClusterCrawl& c) {
+  size_t n = 0;
+  for (const std::string& node : kNodes) {
+    std::string log = ReadText(c.dir + "/" + node + "/fetch-log.jsonl");
+    n += static_cast<size_t>(std::count(log.begin(), log.end(), '\n'));
+  }
+  return n;
+}
+
+TEST_CASE(
+    "Cluster end-of-crawl death: a node killed -9 at 75% of the pages is not restarted; "
+    "its taker counts as busy from the moment it takes its shards, through a slow load, "
+    "so the job does not end without them; the truth set, once",
+    "[cluster][takeover]") {
+  // n1's loads take 1 s (a test hook): it holds shards it has not loaded
+  // for that long (less than its liveness TTL of 3 heartbeats, 1.5 s),
+  // while n3 takes its part of n2's shards at once.
+  ::setenv("CRAWLER_TEST_TAKEOVER_LOAD_MS", "n1:1000", 1);
+  ClusterCrawl c("cluster_end_death", "enddeath",
+                 std::string(kTakeover) + " --set cluster.lease_s=3",
+                 std::max(1000u, EnvOr("CRAWLER_CLUSTER_PAGES", 2000)));
+  ::unsetenv("CRAWLER_TEST_TAKEOVER_LOAD_MS");
+  WaitForCommit(c, "enddeath", "n2");
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(300);
+  while (FetchedLines(c) < c.truth.size() * 3 / 4 &&
+         std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ::kill(c.nodes[1], SIGKILL);
+  ::waitpid(c.nodes[1], nullptr, 0);
+  WaitOthers(c);
+  c.site.Stop();
+  CheckUnionWithDead(c, "enddeath", "n2");
+  CHECK_THAT(ReadText(c.dir + "/n1/crawler.log") + ReadText(c.dir + "/n3/crawler.log"),
+             Catch::Contains("took over"));
 }
 
 // Waits up to `limit` s until NODE's crawler.log contains `what`.

@@ -429,8 +429,16 @@ bool Cluster::InboxEmpty() const {
 }
 
 bool Cluster::Quiet() const {
+  // Shards taken and not loaded yet, loaded and not restored by a worker,
+  // with entries to claim again, or being handed over are work: a taker
+  // that published "idle" while it loaded could let the job end without
+  // them (issue 31, finding 1). (The exchange thread's own to_load_: Quiet
+  // is called from Publish.)
+  if (!to_load_.empty() || has_loaded_.load()) return false;
   MutexLock lock(mu_);
-  return inbox_.empty() && inbox_ids_.empty() && queued_urls_ == 0 && admitting_ == 0;
+  return inbox_.empty() && inbox_ids_.empty() && queued_urls_ == 0 && admitting_ == 0 &&
+         !loaded_ && to_claim_.empty() && handoff_.empty() && to_drop_.empty() &&
+         dropping_.empty();
 }
 
 OutboxCut Cluster::OnCut(uint64_t sequence) {

@@ -229,7 +229,8 @@ class Cluster {
   std::vector<frontier::UrlEntry> TakeInbox() EXCLUDES(mu_);
   void Admitted() EXCLUDES(mu_);
   bool InboxEmpty() const EXCLUDES(mu_);
-  // Nothing queued to send, nothing received unapplied.
+  // Nothing queued to send, nothing received unapplied, no shard being
+  // loaded, restored, claimed again or handed over. The exchange thread's.
   bool Quiet() const EXCLUDES(mu_);
 
   // The job is over (every node idle, every batch applied).

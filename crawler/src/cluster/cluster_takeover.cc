@@ -5,10 +5,13 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <thread>
 
 #include "base/file_util.h"
 #include "cluster/cluster.h"
@@ -92,6 +95,14 @@ std::string CheckpointOfSequence(const std::string& out, uint64_t sequence) {
 
 Result<ShardState> Cluster::LoadFrom(const std::string& node, uint64_t sequence,
                                      const std::vector<uint32_t>& shards) {
+  // Test hook, "NODE:MS": that node's loads are slow (a big shard), so a
+  // test can hold open the window between taking a shard and having it here.
+  if (const char* hook = std::getenv("CRAWLER_TEST_TAKEOVER_LOAD_MS"); hook != nullptr) {
+    std::string_view h(hook);
+    if (h.substr(0, h.find(':')) == cfg_.node && h.find(':') != std::string_view::npos)
+      std::this_thread::sleep_for(
+          std::chrono::milliseconds(std::atoi(hook + h.find(':') + 1)));
+  }
   auto rel = redis_->Command({"HGET", Key("outdirs"), node});
   if (!rel.ok()) return rel.status();
   std::string dir = cfg_.shared_dir + "/" + rel->Str();

@@ -180,20 +180,20 @@ return 1
 // Leases (fencing). A shard's lease is the key lease:S = "NODE EPOCH" with a
 // TTL; epoch:S only grows (INCR at every taking); the hash holder has, by
 // shard, the last "NODE EPOCH" that took it (it does not expire).
-// Take or renew. KEYS: lease:S..., epoch:S..., holder, source (n shards:
-// 2n + 2). ARGV: node, ttl ms, takeover (1: this node may take a free shard
-// another node held last, if it holds no epoch of it), then per shard the
-// epoch this node holds (0: none).
-// Returns per shard {state, epoch, holder, source}: 'held' (renewed),
-// 'taken' (a new epoch), 'other' (a live lease of another holder), 'waiting'
-// (free, but another node held it last and this node may not take it over);
-// source: "NODE SEQ", the last committed checkpoint that holds the shard.
-// A process that holds no epoch yet (just started or resumed) takes a lease
-// of its node's name: that is an earlier process of this node (Join refuses
-// a second live node of one name). A running one never takes it back from a
-// later process: it gets 'other'.
+// Take or renew. KEYS: lease:S..., epoch:S..., holder, source, state (n
+// shards: 2n + 3). A node that takes a shard is marked busy in state at
+// once (the end test must not see its "idle" of before, while it loads). ARGV: node, ttl
+// ms, takeover (1: this node may take a free shard another node held last, if it holds no
+// epoch of it), then per shard the epoch this node holds (0: none). Returns per shard
+// {state, epoch, holder, source}: 'held' (renewed), 'taken' (a new epoch), 'other' (a
+// live lease of another holder), 'waiting' (free, but another node held it last and this
+// node may not take it over); source: "NODE SEQ", the last committed checkpoint that
+// holds the shard. A process that holds no epoch yet (just started or resumed) takes a
+// lease of its node's name: that is an earlier process of this node (Join refuses a
+// second live node of one name). A running one never takes it back from a later process:
+// it gets 'other'.
 inline constexpr const char* kLeaseScript = R"lua(#!lua flags=allow-oom
-local n = (#KEYS - 2) / 2
+local n = (#KEYS - 3) / 2
 local hk, sk = KEYS[2 * n + 1], KEYS[2 * n + 2]
 local me = ARGV[1] .. ' '
 local ours = function(v) return v and string.sub(v, 1, #me) == me end
@@ -220,6 +220,7 @@ for i = 1, n do
       epoch = tostring(redis.call('incr', ek))
       redis.call('set', lk, me .. epoch, 'PX', ARGV[2])
       redis.call('hset', hk, shard, me .. epoch)
+      redis.call('hset', KEYS[2 * n + 3], ARGV[1], 'busy')
       out[i] = {'taken', epoch, me .. epoch}
     elseif cur then
       out[i] = {'other', epoch, cur}
