@@ -3,9 +3,17 @@
 // reader (prometheus_client); the figures agree with each other and with the
 // crawl's own fetch log. Bad listen addresses are setup errors naming the key.
 // (The cluster figures are checked in cluster_test.cc, with a real Redis.)
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "crawl_output.h"
 #include "metrics_scrape.h"
@@ -97,6 +105,68 @@ TEST_CASE(
   double attempted =
       static_cast<double>(AttemptedUrls(dir + "/out/fetch-log.jsonl").size());
   CHECK(attempted >= pages_second + second.Get("crawler_fetch_failures_total{}"));
+  std::filesystem::remove_all(dir);
+}
+
+// A TCP connection to 127.0.0.1:PORT (-1 if refused), reads time out at 1 s.
+int Connect(unsigned port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  timeval tv{1, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  return fd;
+}
+
+// True if the server closed `fd` (EOF or reset) within the read timeout.
+bool ClosedByServer(int fd) {
+  char c = 0;
+  ssize_t n = ::recv(fd, &c, 1, 0);
+  return n == 0 || (n < 0 && errno == ECONNRESET);
+}
+
+TEST_CASE(
+    "Metrics: connections are capped: past 16, a connection is closed at once; the held "
+    "ones stay, and scrapes work once they close",
+    "[engine][metrics]") {
+  std::string dir = TempDir("metrics_limits");
+  TestSite site("--pages 100 --hosts 2 --slow-ms 10 --delay-ms 200",
+                dir + "/requests.log");
+  site.WriteSeeds(dir + "/seeds.txt");
+  pid_t pid = Spawn(std::string(CRAWLER_BINARY) + " crawl --seeds " + dir +
+                        "/seeds.txt --out " + dir +
+                        "/out --set metrics.listen=127.0.0.1:0 "
+                        "--set frontier.min_delay_s=0.3 --set checkpoint.interval_s=1000",
+                    dir + "/crawl.out");
+  std::string url = MetricsUrl(dir + "/crawl.out");
+  INFO(ReadText(dir + "/crawl.out"));
+  REQUIRE(url.rfind("http://127.0.0.1:", 0) == 0);
+  unsigned port = static_cast<unsigned>(std::stoul(url.substr(17)));
+  // 16 idle connections are held; the ones past them are closed at once.
+  std::vector<int> held;
+  for (int i = 0; i < 16; ++i) held.push_back(Connect(port));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  for (int i = 0; i < 3; ++i) {
+    int extra = Connect(port);
+    REQUIRE(extra >= 0);
+    CHECK(ClosedByServer(extra));
+    ::close(extra);
+  }
+  CHECK_FALSE(ClosedByServer(held[0]));  // timed out: still open
+  for (int fd : held) ::close(fd);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  Scraped after_cap = Scrape(url);
+  INFO(after_cap.error);
+  CHECK(after_cap.ok);
+  ::kill(pid, SIGINT);  // the crawl itself is not what this test is about
+  CHECK(WaitExitFor(pid, 60) == 0);
+  site.Stop();
   std::filesystem::remove_all(dir);
 }
 

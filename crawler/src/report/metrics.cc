@@ -243,15 +243,25 @@ std::string RenderMetrics(const MetricsInput& in) {
 struct MetricsServer::Io {
   net::io_context ioc{1};
   tcp::acceptor acceptor{ioc};
+  net::steady_timer pause{ioc};  // after an accept error (EMFILE): no spin
+  int sessions = 0;              // open connections (the server thread's)
 };
 
 namespace {
 
+// Scrapers are few; each connection holds a descriptor the crawl may need.
+constexpr int kMaxSessions = 16;
+
 // One connection: requests in turn (keep-alive), each answered whole.
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, MetricsServer* server)
-      : stream_(std::move(socket)), server_(server) {}
+  Session(tcp::socket socket, MetricsServer* server, int* sessions)
+      : stream_(std::move(socket)), server_(server), sessions_(sessions) {
+    ++*sessions_;
+  }
+  ~Session() { --*sessions_; }
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
   void Read() {
     req_ = {};
     stream_.expires_after(std::chrono::seconds(30));
@@ -301,13 +311,37 @@ class Session : public std::enable_shared_from_this<Session> {
   http::request<http::string_body> req_;
   http::response<http::string_body> res_;
   MetricsServer* server_;
+  int* sessions_;
 };
 
-void Accept(tcp::acceptor& acceptor, MetricsServer* server) {
-  acceptor.async_accept([&acceptor, server](beast::error_code ec, tcp::socket socket) {
+template <typename IoT>
+void Accept(IoT& io, MetricsServer* server) {
+  io.acceptor.async_accept([&io, server](beast::error_code ec, tcp::socket socket) {
     if (ec == net::error::operation_aborted) return;
-    if (!ec) std::make_shared<Session>(std::move(socket), server)->Read();
-    Accept(acceptor, server);
+    if (ec) {
+      // Out of descriptors (EMFILE, ENFILE) or another accept error: the
+      // connection stays queued and accept would fail again at once, a hot
+      // loop. Wait 100 ms (logged once a minute).
+      static std::chrono::steady_clock::time_point logged{};
+      auto now = std::chrono::steady_clock::now();
+      if (now - logged > std::chrono::seconds(60)) {
+        logged = now;
+        spdlog::warn("metrics: accept: {}; trying again every 100 ms", ec.message());
+      }
+      io.pause.expires_after(std::chrono::milliseconds(100));
+      io.pause.async_wait([&io, server](beast::error_code e) {
+        if (!e) Accept(io, server);
+      });
+      return;
+    }
+    if (io.sessions >= kMaxSessions) {
+      beast::error_code ignored;  // over the cap: closed at once (a scraper retries)
+      socket.shutdown(tcp::socket::shutdown_both, ignored);
+      socket.close(ignored);
+    } else {
+      std::make_shared<Session>(std::move(socket), server, &io.sessions)->Read();
+    }
+    Accept(io, server);
   });
 }
 
@@ -344,7 +378,7 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::string& l
 
 MetricsServer::MetricsServer(std::unique_ptr<Io> io, std::string url)
     : io_(std::move(io)), url_(std::move(url)) {
-  Accept(io_->acceptor, this);
+  Accept(*io_, this);
   thread_ = std::thread([this] { io_->ioc.run(); });
 }
 
