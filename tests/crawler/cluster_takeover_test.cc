@@ -285,13 +285,15 @@ size_t FetchedLines(const ClusterCrawl& c) {
 
 TEST_CASE(
     "Cluster end-of-crawl death: a node killed -9 at 75% of the pages is not restarted; "
-    "its taker counts as busy from the moment it takes its shards, through a slow load, "
-    "so the job does not end without them; the truth set, once",
+    "its taker counts as busy from the moment it takes its shards, through a slow load "
+    "beside its heartbeats, so the job does not end without them and no lease lapses; "
+    "the truth set, once",
     "[cluster][takeover]") {
-  // n1's loads take 1 s (a test hook): it holds shards it has not loaded
-  // for that long (less than its liveness TTL of 3 heartbeats, 1.5 s),
-  // while n3 takes its part of n2's shards at once.
-  ::setenv("CRAWLER_TEST_TAKEOVER_LOAD_MS", "n1:1000", 1);
+  // n1's loads take 4 s (a test hook, as a big shard would): it holds
+  // shards it has not loaded for that long, while n3 takes its part of n2's
+  // shards at once. The load runs beside n1's exchange thread: its
+  // heartbeats and lease renewals (lease_s 3) keep their period.
+  ::setenv("CRAWLER_TEST_TAKEOVER_LOAD_MS", "n1:4000", 1);
   ClusterCrawl c("cluster_end_death", "enddeath",
                  std::string(kTakeover) + " --set cluster.lease_s=3",
                  std::max(1000u, EnvOr("CRAWLER_CLUSTER_PAGES", 2000)));
@@ -306,8 +308,16 @@ TEST_CASE(
   WaitOthers(c);
   c.site.Stop();
   CheckUnionWithDead(c, "enddeath", "n2");
-  CHECK_THAT(ReadText(c.dir + "/n1/crawler.log") + ReadText(c.dir + "/n3/crawler.log"),
-             Catch::Contains("took over"));
+  const std::string n1_log = ReadText(c.dir + "/n1/crawler.log");
+  CHECK_THAT(n1_log, Catch::Contains("in 4.0"));  // "loaded N shards ... in 4.0xx s"
+  CHECK_THAT(n1_log + ReadText(c.dir + "/n3/crawler.log"), Catch::Contains("took over"));
+  // No lease of n1 lapsed during its 4 s load (they did when it ran on the
+  // exchange thread: "leases of 33 shards taken again").
+  CHECK(boost::json::parse(ReadText(c.dir + "/n1/stats.json"))
+            .at("cluster")
+            .at("lease_losses")
+            .to_number<uint64_t>() == 0);
+  CHECK_THAT(n1_log, !Catch::Contains("taken again"));
 }
 
 // Waits up to `limit` s until NODE's crawler.log contains `what`.

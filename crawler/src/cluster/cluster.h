@@ -98,6 +98,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <optional>
@@ -333,8 +334,21 @@ class Cluster {
   Status WaitForStart(const std::atomic<bool>& stop);
   // Start: the stashed own state of the shards held again, for a worker.
   void RestoreOwn() EXCLUDES(mu_);
-  Result<ShardState> LoadFrom(const std::string& node, uint64_t sequence,
-                              const std::vector<uint32_t>& shards);
+  // The shards' state from NODE's checkpoint SEQUENCE in `dir` (its OUT on
+  // shared_dir, OutDirOf): files only, run on the load's own thread.
+  Result<ShardState> LoadFrom(const std::string& dir, const std::string& node,
+                              uint64_t sequence,
+                              const std::vector<uint32_t>& shards) const;
+  Result<std::string> OutDirOf(const std::string& node);
+  struct Load {
+    std::string node;
+    uint64_t sequence = 0;
+    std::vector<uint32_t> shards;
+    std::chrono::steady_clock::time_point start;
+    Result<ShardState> result = Status::Error(Status::Code::kIoError, "not loaded");
+  };
+  // A load ended: its state for a worker, or its error and a retry in 2 s.
+  void Loaded(Load load) EXCLUDES(mu_);
   // Claims the pending entries of shards just loaded and reads them.
   bool ClaimLoaded(bool* did_something);
   // Commits the newest published checkpoint (fenced); then acknowledges.
@@ -435,6 +449,7 @@ class Cluster {
   std::unique_ptr<std::atomic<bool>[]> ready_;
   std::map<uint32_t, std::string> to_load_;  // shard -> source "NODE SEQ"
   std::chrono::steady_clock::time_point retry_load_at_{};
+  std::future<Load> loading_;  // the exchange thread's: a load running
   std::optional<ShardState> loaded_ GUARDED_BY(mu_);  // for a worker
   std::vector<uint32_t> to_claim_ GUARDED_BY(mu_);    // restored: claim their entries
   // Commits: the shards (and epochs) each cut holds; published sequences.

@@ -93,8 +93,18 @@ std::string CheckpointOfSequence(const std::string& out, uint64_t sequence) {
   return "";
 }
 
-Result<ShardState> Cluster::LoadFrom(const std::string& node, uint64_t sequence,
-                                     const std::vector<uint32_t>& shards) {
+Result<std::string> Cluster::OutDirOf(const std::string& node) {
+  auto rel = redis_->Command({"HGET", Key("outdirs"), node});
+  if (!rel.ok()) return rel.status();
+  if (rel->raw() == nullptr || rel->raw()->type != REDIS_REPLY_STRING)
+    return Status::Error(Status::Code::kIoError,
+                         "node '" + node + "' published no output directory");
+  return cfg_.shared_dir + "/" + rel->Str();
+}
+
+Result<ShardState> Cluster::LoadFrom(const std::string& dir, const std::string& node,
+                                     uint64_t sequence,
+                                     const std::vector<uint32_t>& shards) const {
   // Test hook, "NODE:MS": that node's loads are slow (a big shard), so a
   // test can hold open the window between taking a shard and having it here.
   if (const char* hook = std::getenv("CRAWLER_TEST_TAKEOVER_LOAD_MS"); hook != nullptr) {
@@ -103,12 +113,6 @@ Result<ShardState> Cluster::LoadFrom(const std::string& node, uint64_t sequence,
       std::this_thread::sleep_for(
           std::chrono::milliseconds(std::atoi(hook + h.find(':') + 1)));
   }
-  auto rel = redis_->Command({"HGET", Key("outdirs"), node});
-  if (!rel.ok()) return rel.status();
-  std::string dir = cfg_.shared_dir + "/" + rel->Str();
-  if (rel->raw() == nullptr || rel->raw()->type != REDIS_REPLY_STRING)
-    return Status::Error(Status::Code::kIoError,
-                         "node '" + node + "' published no output directory");
   // The checkpoint of that sequence: checkpoint/, or checkpoint.prev/ when a
   // newer one was published but not committed, or handoff/SEQ/ (a live node
   // handed the shards over in it, and cut on).
@@ -163,6 +167,13 @@ Result<ShardState> Cluster::LoadFrom(const std::string& node, uint64_t sequence,
 }
 
 void Cluster::LoadTaken() {
+  if (loading_.valid()) {
+    // A load runs on its own thread: heartbeats and lease renewals keep
+    // their period meanwhile (a big shard took seconds on this thread).
+    if (loading_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
+    Loaded(loading_.get());
+    return;
+  }
   if (to_load_.empty() || has_loaded_.load()) return;
   auto now = SteadyClock::now();
   // After a failed load, the next try waits 2 s (the source may appear).
@@ -186,26 +197,44 @@ void Cluster::LoadTaken() {
   uint64_t sequence = 0;
   std::string seq_text = source.substr(source.find(' ') + 1);
   std::from_chars(seq_text.data(), seq_text.data() + seq_text.size(), sequence);
-  auto start = SteadyClock::now();
-  auto st = LoadFrom(node, sequence, shards);
-  if (!st.ok()) {
+  Load load;
+  load.node = node;
+  load.sequence = sequence;
+  load.shards = shards;
+  load.start = SteadyClock::now();
+  auto dir = OutDirOf(node);
+  if (!dir.ok()) {
+    load.result = dir.status();
+    Loaded(std::move(load));
+    return;
+  }
+  loading_ = std::async(std::launch::async, [this, load = std::move(load),
+                                             dir = std::move(dir).value()]() mutable {
+    load.result = LoadFrom(dir, load.node, load.sequence, load.shards);
+    return std::move(load);
+  });
+}
+
+void Cluster::Loaded(Load load) {
+  if (!load.result.ok()) {
     spdlog::error(
         "cluster: cannot take over {} shards from node {} checkpoint {}: {}; trying "
         "again",
-        shards.size(), node, sequence, st.status().message());
+        load.shards.size(), load.node, load.sequence, load.result.status().message());
     retry_load_at_ = SteadyClock::now() + std::chrono::seconds(2);
     return;
   }
-  for (uint32_t s : shards) to_load_.erase(s);
+  for (uint32_t s : load.shards) to_load_.erase(s);
+  const ShardState& st = *load.result;
   spdlog::info(
       "cluster: loaded {} shards from {} in {:.3f} s: {} hosts, {} URLs queued, {} "
       "seen, {} outbox URLs to send again",
-      shards.size(), st->from,
-      std::chrono::duration<double>(SteadyClock::now() - start).count(),
-      st->frontier.hosts.size(), st->frontier.urls.size(), st->seen.size(),
-      st->outbox.size());
+      load.shards.size(), st.from,
+      std::chrono::duration<double>(SteadyClock::now() - load.start).count(),
+      st.frontier.hosts.size(), st.frontier.urls.size(), st.seen.size(),
+      st.outbox.size());
   MutexLock lock(mu_);
-  loaded_ = std::move(st).value();
+  loaded_ = std::move(load.result).value();
   has_loaded_ = true;
 }
 
