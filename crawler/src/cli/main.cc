@@ -281,10 +281,8 @@ int main(int argc, char** argv) {
   CLI::App* cluster_stats = app.add_subcommand(
       "cluster-stats",
       "report on a multi-machine crawl: nodes, shards, stream lag, memory");
-  cluster_stats
-      ->add_option("redis", cluster_redis,
-                   "redis://HOST:PORT (a password: $CRAWLER_REDIS_PASSWORD)")
-      ->required();
+  // (A password comes from $CRAWLER_REDIS_PASSWORD, never from argv.)
+  cluster_stats->add_option("redis", cluster_redis, "redis://HOST:PORT")->required();
   cluster_stats->add_option("--job", cluster_job, "the job ([cluster] job)")
       ->capture_default_str();
   cluster_stats->add_flag("--json", as_json, "print JSON instead of text");
