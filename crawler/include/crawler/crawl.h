@@ -34,13 +34,18 @@
 
 namespace crawler::engine {
 
+struct NodeJoiner;  // crawler/src/crawl/node.h
+
 class Crawl {
  public:
   // `seeds`: normalized URLs. Creates OUT (and its files). Seeds out of
   // scope are left out, each named with the reason in *skipped (if given).
+  // `joiner`: how a config with cluster.redis set joins its job (the
+  // cluster's, cluster/entry.h); without one such a config is refused.
   static Result<std::unique_ptr<Crawl>> Create(
       const Config& config, const std::vector<std::string>& seeds,
-      const std::string& out_dir, std::vector<std::string>* skipped = nullptr);
+      const std::string& out_dir, std::vector<std::string>* skipped = nullptr,
+      const NodeJoiner* joiner = nullptr);
   ~Crawl();
   Crawl(const Crawl&) = delete;
   Crawl& operator=(const Crawl&) = delete;
@@ -61,7 +66,8 @@ class Crawl {
   // nothing is changed in OUT unless the checkpoint loaded completely.
   static Result<std::unique_ptr<Crawl>> Resume(const std::string& out_dir,
                                                const std::vector<std::string>& overrides,
-                                               std::string* warning);
+                                               std::string* warning,
+                                               const NodeJoiner* joiner = nullptr);
   static const std::vector<std::string>& ResumableKeys();
   CrawlProgress Progress() const;
   // "http://HOST:PORT/metrics" when [metrics] listen is set, else "".

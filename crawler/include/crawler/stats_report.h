@@ -19,11 +19,6 @@ Result<boost::json::object> LoadStats(const std::string& out, std::string* sourc
 // The command; returns the exit code (0, or 2 when OUT has no report).
 int RunStats(const std::string& out, bool json, const std::string& html_path);
 
-// `crawler cluster-stats redis://HOST:PORT --job J [--json]`: a cluster job as
-// Redis sees it: nodes (alive, pages/s, shards), stream lag per shard,
-// Redis memory per in-flight URL, totals. 2: no such job or no Redis.
-int RunClusterStats(const std::string& redis_url, const std::string& job, bool json);
-
 }  // namespace crawler::engine
 
 #endif  // CRAWLER_STATS_REPORT_H_

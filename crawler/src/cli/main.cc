@@ -38,6 +38,9 @@
 #include "crawler/stats_report.h"
 #include "crawler/version.h"
 #include "parsers/url.h"
+#if CRAWLER_WITH_CLUSTER
+#include "cluster/entry.h"  // the one header of cluster/ included outside it
+#endif
 
 namespace {
 
@@ -144,6 +147,28 @@ void PrintSummary(const crawler::engine::CrawlSummary& s, const std::string& dir
   std::fflush(stdout);
 }
 
+// How a crawl with [cluster] redis joins its job: the cluster target's; none
+// in a build without it (cmake -DCRAWLER_CLUSTER=OFF), which then refuses
+// such a config.
+const crawler::engine::NodeJoiner* Joiner() {
+#if CRAWLER_WITH_CLUSTER
+  static const crawler::engine::NodeJoiner joiner = crawler::engine::ClusterJoiner();
+  return &joiner;
+#else
+  return nullptr;
+#endif
+}
+
+int ClusterStats(const std::string& redis, const std::string& job, bool as_json) {
+#if CRAWLER_WITH_CLUSTER
+  return crawler::engine::RunClusterStats(redis, job, as_json);
+#else
+  (void)redis, (void)job, (void)as_json;
+  std::fprintf(stderr, "crawler: this program was built without the cluster\n");
+  return kExitBadInput;
+#endif
+}
+
 int RunCrawl(const std::string& seeds_path, const std::string& config_path,
              const std::string& out, const std::vector<std::string>& sets,
              const std::string& resume) {
@@ -153,7 +178,7 @@ int RunCrawl(const std::string& seeds_path, const std::string& config_path,
   if (!resume.empty()) {
     if (std::filesystem::is_directory(resume)) SetUpLog(resume);
     std::string warning;
-    crawl = Crawl::Resume(resume, sets, &warning);
+    crawl = Crawl::Resume(resume, sets, &warning, Joiner());
     if (!crawl.ok()) return Fail(crawl.status(), false);
     if (!warning.empty()) std::fprintf(stderr, "crawler: warning: %s\n", warning.c_str());
   } else {
@@ -171,7 +196,7 @@ int RunCrawl(const std::string& seeds_path, const std::string& config_path,
       std::fprintf(stderr, "crawler: skipped seed: %s\n", p.c_str());
     SetUpLog(out);
     std::vector<std::string> skipped;
-    crawl = Crawl::Create(*config, seeds->urls, out, &skipped);
+    crawl = Crawl::Create(*config, seeds->urls, out, &skipped, Joiner());
     if (!crawl.ok()) return Fail(crawl.status(), false);
     for (const std::string& p : skipped) {
       spdlog::warn("skipped seed: {}", p);
@@ -313,7 +338,6 @@ int main(int argc, char** argv) {
     return RunCrawl(seeds, config, out, sets, resume);
   }
   if (*stats) return crawler::engine::RunStats(stats_dir, as_json, html);
-  if (*cluster_stats)
-    return crawler::engine::RunClusterStats(cluster_redis, cluster_job, as_json);
+  if (*cluster_stats) return ClusterStats(cluster_redis, cluster_job, as_json);
   return RunNormalize(base, urls, url_options);
 }

@@ -16,6 +16,7 @@
 
 #include "cluster/cluster_job.h"
 #include "cluster/cluster_wire.h"
+#include "cluster/entry.h"
 
 namespace crawler::engine {
 
@@ -95,6 +96,22 @@ std::string Cluster::Key(const std::string& suffix) const {
 }
 std::string Cluster::StreamKey(uint32_t shard) const {
   return Key("s:" + std::to_string(shard));
+}
+
+NodeJoiner ClusterJoiner() {
+  NodeJoiner j;
+  j.join = [](const Config& config, const std::string& out_dir,
+              bool resumed) -> Result<std::unique_ptr<Node>> {
+    auto node = Cluster::Join(config, out_dir, resumed);
+    if (!node.ok()) return node.status();
+    return std::unique_ptr<Node>(std::move(node).value());
+  };
+  j.last_commit = [](const Config& config) -> Result<std::optional<uint64_t>> {
+    auto address = ParseRedisUrl(config.cluster.redis);
+    if (!address.ok()) return address.status();
+    return ReadLastCommit(*address, config.cluster.job, config.cluster.node);
+  };
+  return j;
 }
 
 // Long: one join's steps in order; issue 31 splits Cluster into parts.

@@ -1,8 +1,9 @@
 // Room cluster/ (docs/architecture.md): everything that speaks to Redis:
 // this node (join, ownership, the URL exchange, leases, takeover, handoff,
-// spill), `crawler cluster-stats` and the hiredis client (redis.h). No file
-// outside this room should include its headers; the four that still do are
-// listed in scripts/check_rooms.py for issue 31.
+// spill), `crawler cluster-stats` and the hiredis client (redis.h). Its own
+// CMake target, crawler::cluster, the only one that links hiredis. No file
+// outside this room includes its headers but cli/main.cc (entry.h); the
+// engine reaches a Cluster only as a Node (crawl/node.h).
 //
 // One node of a crawl shared by several machines through Redis ([cluster]).
 //
@@ -111,6 +112,7 @@
 #include "base/mutex.h"
 #include "base/status.h"
 #include "cluster/redis.h"
+#include "crawl/node.h"
 #include "crawler/checkpoint.h"
 #include "crawler/config.h"
 #include "engine/host_table.h"
@@ -125,31 +127,11 @@ namespace crawler::engine {
 // node with the highest XXH3-64(name, seed = shard).
 uint32_t ShardOwner(const std::vector<std::string>& nodes, uint32_t shard);
 
-// Shards taken over: their part of the source checkpoint (cluster_takeover.cc).
-struct ShardState {
-  std::vector<uint32_t> shards;
-  std::string from;       // "node N checkpoint Q", for the log
-  bool own = false;       // this node's own checkpoint (a resume), not a takeover
-  uint64_t sequence = 0;  // own: that checkpoint's sequence
-  frontier::FrontierImage frontier;
-  std::vector<HostSnapshot> hosts;
-  std::vector<SeenRecord> seen;
-  std::vector<frontier::UrlEntry> outbox;  // the source node's, to send again
-};
-
-class Cluster {
+class Cluster final : public Node {
  public:
   using Figures = ClusterReport;
-  // For the metrics (metrics.h): the upper bounds of the Redis round-trip
-  // histogram's buckets, in seconds.
-  static constexpr std::array<double, 10> kRttBounds = {
-      0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1};
-  struct Health {
-    std::vector<std::pair<uint32_t, uint64_t>> owned_lag;   // shard, unread entries
-    std::array<uint64_t, kRttBounds.size()> rtt_buckets{};  // by bucket, not cumulative
-    uint64_t rtt_count = 0;
-    double rtt_sum_s = 0;
-  };
+  using Health = ClusterHealth;
+  static constexpr auto kRttBounds = ClusterHealth::kRttBounds;
 
   // Connects and joins the job. Errors: Redis unreachable (kIoError, naming
   // the address), a refusal (kInvalidArgument, naming the reason).
@@ -165,35 +147,35 @@ class Cluster {
   // fixes the ownership and starts the exchange thread. `local_idle` tells
   // whether this node has nothing to do (called from the exchange thread).
   [[nodiscard]] Status Start(const std::atomic<bool>& stop,
-                             std::function<bool()> local_idle);
+                             std::function<bool()> local_idle) override;
 
   // After Start: does this node own `url`'s host? (It holds the lease of its
   // shard, by its own clock, and has its state loaded.)
-  bool Owns(std::string_view url) const;
+  bool Owns(std::string_view url) const override;
   // After Start: may this node fetch `host_key`'s URLs now? False while it
   // does not own the host's shard.
-  bool Fetchable(std::string_view host_key) const;
-  uint32_t ShardOf(std::string_view host_key) const;
+  bool Fetchable(std::string_view host_key) const override;
+  uint32_t ShardOf(std::string_view host_key) const override;
 
   // Takeover (cluster_takeover.cc): the state of shards taken over from a
   // dead or leaving node, for a worker to restore (inside a gate pass), then
   // ShardsLoaded. The error that stops this node (a shard it held was taken
   // by another node), if any.
-  std::optional<ShardState> TakeShardState() EXCLUDES(mu_);
-  void ShardsLoaded(const std::vector<uint32_t>& shards) EXCLUDES(mu_);
-  bool Failed() const { return failed_.load(); }
+  std::optional<ShardState> TakeShardState() override EXCLUDES(mu_);
+  void ShardsLoaded(const std::vector<uint32_t>& shards) override EXCLUDES(mu_);
+  bool Failed() const override { return failed_.load(); }
   // With shared_dir: a published checkpoint is not committed yet. No new one
   // is cut meanwhile: the committed one (a taker's source) must stay on disk
   // as checkpoint.prev/, which the next publish would replace.
-  bool CommitPending() const EXCLUDES(mu_);
-  Status failure() const EXCLUDES(mu_);
+  bool CommitPending() const override EXCLUDES(mu_);
+  Status failure() const override EXCLUDES(mu_);
   // On the way out (SIGTERM): after the last checkpoint is committed, give
   // the leases up so the other nodes take the shards over at once.
-  void LeaveOnStop() { leave_ = true; }
+  void LeaveOnStop() override { leave_ = true; }
   // A resumed node with shared_dir: its checkpoint's frontier and hosts,
   // restored at Start only for the shards it still holds (the others were
   // taken over meanwhile: their new owners have them).
-  void StashOwn(ShardState own);
+  void StashOwn(ShardState own) override;
 
   // Handoff (a node joined the job, or came back): a shard held here that
   // rendezvous hashing over the live nodes now gives another node is handed
@@ -207,35 +189,35 @@ class Cluster {
   // shard's source names it any more (its new owners committed), so this
   // node cuts on meanwhile; it cuts none between the handoff's cut and that
   // copy (HoldCuts: one exchange round after the commit).
-  bool HandoffWork() const { return handoff_work_.load(); }
+  bool HandoffWork() const override { return handoff_work_.load(); }
   // Shards waiting to be drained (at most every 100 ms; else none).
-  std::vector<uint32_t> Draining() EXCLUDES(mu_);
-  void Drained(const std::vector<uint32_t>& shards) EXCLUDES(mu_);
+  std::vector<uint32_t> Draining() override EXCLUDES(mu_);
+  void Drained(const std::vector<uint32_t>& shards) override EXCLUDES(mu_);
   // Shards given up: their queued URLs to drop now, then Dropped.
-  std::vector<uint32_t> TakeReleased() EXCLUDES(mu_);
-  void Dropped(const std::vector<uint32_t>& shards, uint64_t urls) EXCLUDES(mu_);
+  std::vector<uint32_t> TakeReleased() override EXCLUDES(mu_);
+  void Dropped(const std::vector<uint32_t>& shards, uint64_t urls) override EXCLUDES(mu_);
   // Is `url`'s shard being handed over (its URLs go to its stream)?
-  bool Handing(std::string_view url) const;
+  bool Handing(std::string_view url) const override;
   // A checkpoint is wanted now: for a handoff; or Redis is full (a node's
   // sends were refused, flagged in Redis: the key "full") and entries read
   // here since the last cut wait for one to be acknowledged and trimmed,
   // which frees Redis's memory (at most every 2 s).
-  bool CheckpointWanted() const EXCLUDES(mu_);
-  bool HoldCuts() const EXCLUDES(mu_);
+  bool CheckpointWanted() const override EXCLUDES(mu_);
+  bool HoldCuts() const override EXCLUDES(mu_);
 
   // Queues URLs for their owners (none of them may be this node's).
-  void Ship(const std::vector<frontier::UrlEntry>& entries) EXCLUDES(mu_);
+  void Ship(const std::vector<frontier::UrlEntry>& entries) override EXCLUDES(mu_);
   // Received URLs, to admit now (the inbox is emptied); call Admitted when
   // they are in the frontier (until then the node is not idle).
-  std::vector<frontier::UrlEntry> TakeInbox() EXCLUDES(mu_);
-  void Admitted() EXCLUDES(mu_);
-  bool InboxEmpty() const EXCLUDES(mu_);
+  std::vector<frontier::UrlEntry> TakeInbox() override EXCLUDES(mu_);
+  void Admitted() override EXCLUDES(mu_);
+  bool InboxEmpty() const override EXCLUDES(mu_);
   // Nothing queued to send, nothing received unapplied, no shard being
   // loaded, restored, claimed again or handed over. The exchange thread's.
   bool Quiet() const EXCLUDES(mu_);
 
   // The job is over (every node idle, every batch applied).
-  bool Done() const { return done_.load(); }
+  bool Done() const override { return done_.load(); }
 
   // Checkpoint hooks: `sequence` cut (gate closed) / published. OnCut
   // returns the outbox (outbox.txt): every URL queued or in flight to
@@ -243,20 +225,21 @@ class Cluster {
   // counts as done in a checkpoint only once its links are durable, in
   // Redis or in that checkpoint.
   // Also names the spill files the checkpoint writer must fsync.
-  OutboxCut OnCut(uint64_t sequence) EXCLUDES(mu_, spill_mu_);
+  OutboxCut OnCut(uint64_t sequence) override EXCLUDES(mu_, spill_mu_);
   // A resumed node's outbox, queued to be sent again (duplicates are
   // dropped by the owners' filters). Errors: a malformed file.
-  [[nodiscard]] Status RestoreOutbox(const std::string& text, const std::string& path);
+  [[nodiscard]] Status RestoreOutbox(const std::string& text,
+                                     const std::string& path) override;
   // A resumed node's spill files, taken back as they are (a torn last line,
   // written after the last checkpoint, is cut off). Errors: a malformed file.
-  [[nodiscard]] Status RestoreSpill() EXCLUDES(mu_, spill_mu_);
-  void OnPublished(uint64_t sequence) EXCLUDES(mu_);
+  [[nodiscard]] Status RestoreSpill() override EXCLUDES(mu_, spill_mu_);
+  void OnPublished(uint64_t sequence) override EXCLUDES(mu_);
 
-  Figures figures() const EXCLUDES(mu_);
+  Figures figures() const override EXCLUDES(mu_);
   // Read at every heartbeat: owned shards' lag, the heartbeat's round trip.
-  Health health() const EXCLUDES(mu_);
+  Health health() const override EXCLUDES(mu_);
   // The crawl's own figures, published with the node's (cluster-stats).
-  void SetCrawlFigures(uint64_t pages, double pages_per_s) EXCLUDES(mu_);
+  void SetCrawlFigures(uint64_t pages, double pages_per_s) override EXCLUDES(mu_);
 
  private:
   struct Batch {

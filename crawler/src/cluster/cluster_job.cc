@@ -4,9 +4,13 @@
 #include <spdlog/spdlog.h>
 
 #include <boost/json.hpp>
+#include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
+#include <vector>
 
 #include "base/file_util.h"
 
@@ -101,6 +105,30 @@ Status CheckRedisSettings(Redis& redis, const RedisAddress& address) {
         address.Text(), fsync,
         fsync == "everysec" ? "second" : "seconds (the OS decides)");
   return Status::Ok();
+}
+
+Result<std::optional<uint64_t>> ReadLastCommit(const RedisAddress& address,
+                                               const std::string& job,
+                                               const std::string& node) {
+  auto bad = [](const std::string& m) {
+    return Status::Error(Status::Code::kInvalidArgument, "cluster.redis: " + m);
+  };
+  auto redis = Redis::ConnectWaiting(address, 5, 60);  // it may be restarting too
+  if (!redis.ok()) return bad(redis.status().message());
+  // A Redis just restarted answers LOADING while it reads its AOF.
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  const std::vector<std::string> get = {"HGET", "crawler:{" + job + "}:commits", node};
+  auto r = (*redis)->Command(get);
+  while (r.ok() && r->IsError() && r->Str().rfind("LOADING", 0) == 0 &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    r = (*redis)->Command(get);
+  }
+  if (!r.ok() || r->IsError())
+    return bad("cannot read this node's last commit: " +
+               (r.ok() ? r->Str() : r.status().message()));
+  if (r->IsNil()) return std::optional<uint64_t>();
+  return std::optional<uint64_t>(std::strtoull(r->Str().c_str(), nullptr, 10));
 }
 
 }  // namespace crawler::engine

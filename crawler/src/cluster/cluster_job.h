@@ -8,6 +8,7 @@
 #define CRAWLER_CLUSTER_CLUSTER_JOB_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "base/status.h"
@@ -39,6 +40,14 @@ Status JobLost(const std::string& verdict, const std::string& found,
 // logged, naming what a crash of Redis's machine loses. CONFIG refused (a
 // managed Redis): logged, not checked.
 Status CheckRedisSettings(Redis& redis, const RedisAddress& address);
+
+// The sequence of `node`'s last checkpoint the job committed (nullopt: none),
+// for a resume with cluster.shared_dir (crawl/resume.cc). Waits up to a
+// minute for a Redis that is restarting (unreachable, or LOADING its AOF).
+// Errors (kInvalidArgument) name cluster.redis and what Redis answered.
+Result<std::optional<uint64_t>> ReadLastCommit(const RedisAddress& address,
+                                               const std::string& job,
+                                               const std::string& node);
 
 }  // namespace crawler::engine
 

@@ -1,5 +1,5 @@
 // `crawler cluster-stats redis://HOST:PORT --job J [--json]`: the whole job
-// as Redis sees it. Reads only. See crawler/stats_report.h.
+// as Redis sees it. Reads only. See cluster/entry.h.
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "cluster/cluster.h"
+#include "cluster/entry.h"
 #include "cluster/redis.h"
-#include "crawler/stats_report.h"
 #include "output/json_fields.h"
 #include "report/stats_schema.h"
 

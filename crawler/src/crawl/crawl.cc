@@ -62,7 +62,7 @@ void Crawl::Impl::PublishMetrics(bool running) {
   if (!metrics) return;
   auto start = Clock::now();
   StatsReport r = Report(running);
-  Cluster::Health health;
+  ClusterHealth health;
   if (cluster) health = cluster->health();
   std::string text = RenderMetrics(
       {r, cluster ? &health : nullptr, metrics->render_s_total(), metrics->renders()});
@@ -88,7 +88,8 @@ Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
                                                 const std::string& out, int lock_fd,
                                                 std::unique_ptr<dedup::Filter> filter,
                                                 Scope scope, uint64_t sequence,
-                                                std::span<const uint64_t> log_bytes) {
+                                                std::span<const uint64_t> log_bytes,
+                                                const NodeJoiner* joiner) {
   auto m = std::make_unique<Crawl::Impl>(config, out, lock_fd);
   m->filter = std::move(filter);
   // Before any insert: the log must record every key the filter admits.
@@ -119,7 +120,8 @@ Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
   if (!stats.ok()) return stats.status();
   m->stats = std::move(stats).value();
   if (!config.cluster.redis.empty()) {
-    auto cluster = Cluster::Join(config, out, /*resumed=*/sequence > 0);
+    if (joiner == nullptr || !joiner->join) return NoCluster();
+    auto cluster = joiner->join(config, out, /*resumed=*/sequence > 0);
     if (!cluster.ok()) return cluster.status();
     m->cluster = std::move(cluster).value();
   }
@@ -158,13 +160,22 @@ Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
   return m;
 }
 
+Status NoCluster() {
+  return Status::Error(Status::Code::kInvalidArgument,
+                       "cluster.redis is set, but this program was built without the "
+                       "cluster (crawler/src/cluster/)");
+}
+
 Crawl::Crawl(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Crawl::~Crawl() = default;
 
 Result<std::unique_ptr<Crawl>> Crawl::Create(const Config& config,
                                              const std::vector<std::string>& seeds,
                                              const std::string& out_dir,
-                                             std::vector<std::string>* skipped) {
+                                             std::vector<std::string>* skipped,
+                                             const NodeJoiner* joiner) {
+  if (!config.cluster.redis.empty() && (joiner == nullptr || !joiner->join))
+    return NoCluster();  // before OUT is made
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
   if (ec)
@@ -213,7 +224,7 @@ Result<std::unique_ptr<Crawl>> Crawl::Create(const Config& config,
     return filter.status().WithContext("dedup");
   }
   auto impl = BuildCrawl(config, out_dir, *lock, std::move(filter).value(),
-                         std::move(scope).value(), 0, {});
+                         std::move(scope).value(), 0, {}, joiner);
   if (!impl.ok()) return impl.status();
   (*impl)->seeds = std::move(admitted);
   return std::unique_ptr<Crawl>(new Crawl(std::move(impl).value()));
@@ -372,7 +383,7 @@ CrawlProgress Crawl::Progress() const {
   p.dedup_fpr = fs.estimated_fpr;
   p.dedup_bytes = fs.bytes;
   if (m.cluster) {
-    Cluster::Figures c = m.cluster->figures();
+    ClusterReport c = m.cluster->figures();
     p.cluster = c.node + " " + std::to_string(c.shards_owned) + " shards, sent " +
                 std::to_string(c.urls_sent) + " + " + std::to_string(c.urls_queued) +
                 " queued, received " + std::to_string(c.urls_received);

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "checkpoint/checkpointer.h"
-#include "cluster/cluster.h"
+#include "crawl/node.h"
 #include "crawler/crawl.h"
 #include "engine/counters.h"
 #include "engine/gate.h"
@@ -52,7 +52,7 @@ struct Crawl::Impl {
   std::unique_ptr<StatsWriter> stats;
   std::unique_ptr<Checkpointer> checkpointer;
   std::vector<std::unique_ptr<Worker>> workers;
-  std::unique_ptr<Cluster> cluster;        // [cluster] set: this node of the job
+  std::unique_ptr<Node> cluster;           // [cluster] set: this node of the job
   std::unique_ptr<MetricsServer> metrics;  // [metrics] listen set (stopped first)
 
   std::vector<std::string> seeds;                 // a new crawl's, until admitted
@@ -75,7 +75,12 @@ Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
                                                 const std::string& out, int lock_fd,
                                                 std::unique_ptr<dedup::Filter> filter,
                                                 Scope scope, uint64_t sequence,
-                                                std::span<const uint64_t> log_bytes);
+                                                std::span<const uint64_t> log_bytes,
+                                                const NodeJoiner* joiner);
+
+// The refusal of a config with cluster.redis set when the crawl was given no
+// NodeJoiner (a program built without the cluster target).
+Status NoCluster();
 
 // flock on OUT/.lock, retried for up to `wait_s` (a dying checkpoint child
 // may still hold it for a moment). Returns the descriptor (kept open).

@@ -11,7 +11,6 @@
 #include <thread>
 
 #include "base/file_util.h"
-#include "cluster/redis.h"
 #include "crawl/crawl_impl.h"
 #include "crawler/checkpoint.h"
 #include "crawler/seeds.h"
@@ -74,26 +73,15 @@ Result<LoadedCheckpoint> Select(const std::string& out, std::string* warning,
 // it, so a newer one published but not committed is not the crawl's. It is
 // checkpoint/ or, when checkpoint/ was published after it, checkpoint.prev/.
 Status SelectCommitted(const Config& config, const std::string& out,
-                       LoadedCheckpoint* cp) {
+                       const NodeJoiner* joiner, LoadedCheckpoint* cp) {
   const ClusterConfig& c = config.cluster;
   if (c.redis.empty() || c.shared_dir.empty()) return Status::Ok();
-  auto address = ParseRedisUrl(c.redis);
-  if (!address.ok()) return address.status();
-  auto redis = Redis::ConnectWaiting(*address, 5, 60);  // it may be restarting too
-  if (!redis.ok()) return Bad("cluster.redis: " + redis.status().message());
-  // A Redis just restarted answers LOADING while it reads its AOF.
-  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  auto r = (*redis)->Command({"HGET", "crawler:{" + c.job + "}:commits", c.node});
-  while (r.ok() && r->IsError() && r->Str().rfind("LOADING", 0) == 0 &&
-         std::chrono::steady_clock::now() < until) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    r = (*redis)->Command({"HGET", "crawler:{" + c.job + "}:commits", c.node});
-  }
-  if (!r.ok() || r->IsError())
-    return Bad("cluster.redis: cannot read this node's last commit: " +
-               (r.ok() ? r->Str() : r.status().message()));
-  if (r->IsNil()) return Status::Ok();  // nothing committed: nobody took anything from it
-  uint64_t committed = std::strtoull(r->Str().c_str(), nullptr, 10);
+  if (joiner == nullptr || !joiner->last_commit) return NoCluster();
+  auto last = joiner->last_commit(config);
+  if (!last.ok()) return last.status();
+  if (!last->has_value())
+    return Status::Ok();  // nothing committed: nobody took anything from it
+  const uint64_t committed = **last;
   if (cp->info.sequence == committed) return Status::Ok();
   const std::string prev = out + "/" + kCheckpointPrevDir;
   auto older =
@@ -224,7 +212,8 @@ Status Restore(Crawl::Impl& m, LoadedCheckpoint& cp) {
 // start after it): it starts again from the seeds and config Create wrote.
 Result<std::unique_ptr<Crawl>> StartAgain(const std::string& out_dir,
                                           const std::vector<std::string>& overrides,
-                                          std::string* warning) {
+                                          std::string* warning,
+                                          const NodeJoiner* joiner) {
   // Waits, like a resume, for the stopped process's lock to go.
   auto lock = LockOut(out_dir, 10);
   if (!lock.ok()) return lock.status();
@@ -237,7 +226,7 @@ Result<std::unique_ptr<Crawl>> StartAgain(const std::string& out_dir,
              " holds no checkpoint yet (the crawl was stopped before its first one): " +
              "starting it again from its " + std::to_string(seeds->urls.size()) +
              " seeds (" + kStartSeeds + ")";
-  return Crawl::Create(*config, seeds->urls, out_dir);
+  return Crawl::Create(*config, seeds->urls, out_dir, nullptr, joiner);
 }
 
 }  // namespace
@@ -253,7 +242,8 @@ const std::vector<std::string>& Crawl::ResumableKeys() {
 
 Result<std::unique_ptr<Crawl>> Crawl::Resume(const std::string& out_dir,
                                              const std::vector<std::string>& overrides,
-                                             std::string* warning) {
+                                             std::string* warning,
+                                             const NodeJoiner* joiner) {
   Status st = CheckOverrides(overrides);
   if (!st.ok()) return st;
   if (!fs::is_directory(out_dir)) return Bad(out_dir + ": no such directory");
@@ -263,7 +253,7 @@ Result<std::unique_ptr<Crawl>> Crawl::Resume(const std::string& out_dir,
       return Bad(out_dir + ": no checkpoint/ or checkpoint.prev/ here, and no " +
                  kStartConfig + ": not a crawl output directory");
     }
-    return StartAgain(out_dir, overrides, warning);
+    return StartAgain(out_dir, overrides, warning, joiner);
   }
   auto lock = LockOut(out_dir, 10);
   if (!lock.ok()) return lock.status();
@@ -277,7 +267,7 @@ Result<std::unique_ptr<Crawl>> Crawl::Resume(const std::string& out_dir,
   LoadedCheckpoint& cp = *loaded;
   auto config = LoadConfig(cp.config_path, overrides);
   if (!config.ok()) return fail(config.status());
-  st = SelectCommitted(*config, out_dir, &cp);
+  st = SelectCommitted(*config, out_dir, joiner, &cp);
   if (!st.ok()) return fail(st);
   auto scope = Scope::FromHosts(config->crawl, cp.info.scope_hosts);
   if (!scope.ok()) return fail(scope.status());
@@ -290,7 +280,7 @@ Result<std::unique_ptr<Crawl>> Crawl::Resume(const std::string& out_dir,
   }
   auto impl =
       BuildCrawl(*config, out_dir, *lock, std::move(cp.filter), std::move(scope).value(),
-                 cp.info.sequence, cp.info.dedup_log_bytes);
+                 cp.info.sequence, cp.info.dedup_log_bytes, joiner);
   if (!impl.ok()) return impl.status();
   st = Restore(**impl, cp);
   if (!st.ok()) return st;

@@ -3,7 +3,7 @@
 // multi), scope, the retry rules (retry.h: one verdict per result), the
 // checkpoint gate, the host table (robots.txt state, page cap), the
 // counters, and this file's workers, which run the pipeline. Includes
-// output/ only (and, until issue 31, the cluster: check_rooms.py lists it).
+// output/ only; a multi-machine job only through placement.h.
 //
 // A crawl worker: one thread with its own libcurl multi Fetcher, and the
 // pipeline every fetched result goes through:
@@ -34,7 +34,6 @@
 #include <vector>
 
 #include "base/mutex.h"
-#include "cluster/cluster.h"
 #include "crawler/config.h"
 #include "crawler/fetcher.h"
 #include "crawler/warc.h"
@@ -42,6 +41,7 @@
 #include "engine/counters.h"
 #include "engine/gate.h"
 #include "engine/host_table.h"
+#include "engine/placement.h"
 #include "engine/scope.h"
 #include "frontier/frontier.h"
 #include "output/fetch_log.h"
@@ -110,8 +110,8 @@ struct WorkerParts {
   Gate& gate;
   ResultQueue& results;
   RunState& state;
-  Cluster* cluster;  // null: a single-machine crawl
-  SeenLog* seen;     // a cluster node's with shared_dir; else null
+  Placement* cluster;  // null: a single-machine crawl (placement.h)
+  SeenLog* seen;       // a cluster node's with shared_dir; else null
 };
 
 class Worker {
@@ -135,10 +135,10 @@ class Worker {
                              std::vector<frontier::UrlEntry> entries);
   void StartRobots(const Gate::Pass& pass, const std::string& host,
                    const std::string& url, int hops);
-  // Shards taken over (cluster.h): their hosts, queued URLs and seen set
+  // Shards taken over (placement.h): their hosts, queued URLs and seen set
   // into this node's frontier, host table and filter.
   [[nodiscard]] Status RestoreShards(const Gate::Pass& pass, ShardState s);
-  // Shards handed over to another node (cluster.h, HandoffWork): drops what
+  // Shards handed over to another node (placement.h, HandoffWork): drops what
   // was given up, reports the drained.
   void HandOff(const Gate::Pass& pass);
 

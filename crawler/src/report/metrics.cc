@@ -167,7 +167,7 @@ void CheckpointFamilies(const CheckpointFigures& c, Text& t) {
         c.last_bytes);
 }
 
-void ClusterFamilies(const ClusterReport& c, const Cluster::Health& h, Text& t) {
+void ClusterFamilies(const ClusterReport& c, const ClusterHealth& h, Text& t) {
   t.Family("crawler_cluster_info", "gauge", "This node's job and name (value 1).");
   t.Sample("crawler_cluster_info", Label("job", c.job) + "," + Label("node", c.node), 1);
   t.One("crawler_cluster_nodes", "gauge", "Nodes in the job.", c.nodes);
@@ -210,10 +210,10 @@ void ClusterFamilies(const ClusterReport& c, const Cluster::Health& h, Text& t) 
   t.Family("crawler_redis_rtt_seconds", "histogram",
            "Round-trip time of the heartbeat's Redis pipeline.");
   uint64_t cumulative = 0;
-  for (size_t i = 0; i < Cluster::kRttBounds.size(); ++i) {
+  for (size_t i = 0; i < ClusterHealth::kRttBounds.size(); ++i) {
     cumulative += h.rtt_buckets[i];
     t.Sample("crawler_redis_rtt_seconds_bucket",
-             Label("le", fmt::format("{}", Cluster::kRttBounds[i])), cumulative);
+             Label("le", fmt::format("{}", ClusterHealth::kRttBounds[i])), cumulative);
   }
   t.Sample("crawler_redis_rtt_seconds_bucket", Label("le", "+Inf"), h.rtt_count);
   t.Sample("crawler_redis_rtt_seconds_sum", "", h.rtt_sum_s);

@@ -15,24 +15,37 @@
 #ifndef CRAWLER_METRICS_H_
 #define CRAWLER_METRICS_H_
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "base/mutex.h"
 #include "base/status.h"
-#include "cluster/cluster.h"
 #include "report/stats_schema.h"
 
 namespace crawler::engine {
 
+// A cluster node's exchange health, read at every heartbeat (crawl/node.h).
+struct ClusterHealth {
+  // The upper bounds of the Redis round-trip histogram's buckets, in seconds.
+  static constexpr std::array<double, 10> kRttBounds = {
+      0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1};
+  std::vector<std::pair<uint32_t, uint64_t>> owned_lag;   // shard, unread entries
+  std::array<uint64_t, kRttBounds.size()> rtt_buckets{};  // by bucket, not cumulative
+  uint64_t rtt_count = 0;
+  double rtt_sum_s = 0;
+};
+
 struct MetricsInput {
   const StatsReport& report;
-  const Cluster::Health* cluster = nullptr;  // a cluster node's
-  double render_s_total = 0;                 // before this render
+  const ClusterHealth* cluster = nullptr;  // a cluster node's
+  double render_s_total = 0;               // before this render
   uint64_t renders = 0;
 };
 // The text exposition format (0.0.4) of everything in `in`.

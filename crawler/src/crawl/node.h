@@ -1,0 +1,78 @@
+// Room crawl/ (docs/architecture.md): a node of a multi-machine job, as the
+// crawl sees it (issue 31, finding 9). It is the workers' Placement
+// (engine/placement.h), plus what the crawl's Run thread and checkpoints need:
+// start, failure, the checkpoint hooks, a resume's restores, its figures.
+// The cluster (crawler/src/cluster/, its own CMake target, the only one that
+// links hiredis) implements it; the crawl gets one only through a NodeJoiner,
+// which the `crawler` command passes in (cli/main.cc). Without one, a config
+// with [cluster] redis set is refused.
+#ifndef CRAWLER_CRAWL_NODE_H_
+#define CRAWLER_CRAWL_NODE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "base/status.h"
+#include "crawler/checkpoint.h"
+#include "crawler/config.h"
+#include "engine/placement.h"
+#include "report/metrics.h"
+#include "report/stats_schema.h"
+
+namespace crawler::engine {
+
+class Node : public Placement {
+ public:
+  // Waits until the job has started, then starts the exchange. `local_idle`
+  // tells whether this node has nothing to do (called from another thread).
+  [[nodiscard]] virtual Status Start(const std::atomic<bool>& stop,
+                                     std::function<bool()> local_idle) = 0;
+  // The error that stops this node (it lost a shard, the job is gone), if any.
+  virtual bool Failed() const = 0;
+  virtual Status failure() const = 0;
+  // On the way out (SIGTERM): give the shards up once the last checkpoint is
+  // committed, so the others take them over at once.
+  virtual void LeaveOnStop() = 0;
+
+  // Checkpoints. OnCut (gate closed): the outbox, every URL not yet durable
+  // elsewhere, which the checkpoint holds. OnPublished: `sequence` is on disk.
+  virtual OutboxCut OnCut(uint64_t sequence) = 0;
+  virtual void OnPublished(uint64_t sequence) = 0;
+  // A checkpoint is wanted now / none may be cut now.
+  virtual bool CheckpointWanted() const = 0;
+  virtual bool CommitPending() const = 0;
+  virtual bool HoldCuts() const = 0;
+
+  // A resume: this node's checkpoint state, restored at Start for the shards
+  // it still holds; its outbox and spill files, sent again. Errors: a
+  // malformed file, named.
+  virtual void StashOwn(ShardState own) = 0;
+  [[nodiscard]] virtual Status RestoreOutbox(const std::string& text,
+                                             const std::string& path) = 0;
+  [[nodiscard]] virtual Status RestoreSpill() = 0;
+
+  // Figures: the crawl's own, published with the node's; the node's, for
+  // stats.json and /metrics.
+  virtual void SetCrawlFigures(uint64_t pages, double pages_per_s) = 0;
+  virtual ClusterReport figures() const = 0;
+  virtual ClusterHealth health() const = 0;
+};
+
+// How a crawl whose config sets cluster.redis gets its Node.
+struct NodeJoiner {
+  // Joins the job. `out_dir`: the crawl's output. `resumed`: a resume.
+  std::function<Result<std::unique_ptr<Node>>(const Config& config,
+                                              const std::string& out_dir, bool resumed)>
+      join;
+  // A resume with cluster.shared_dir: the sequence of this node's last
+  // checkpoint the job committed (nullopt: none yet).
+  std::function<Result<std::optional<uint64_t>>(const Config& config)> last_commit;
+};
+
+}  // namespace crawler::engine
+
+#endif  // CRAWLER_CRAWL_NODE_H_

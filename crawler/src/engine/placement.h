@@ -1,0 +1,89 @@
+// Room engine/ (docs/architecture.md): where a host lives, as the workers see
+// it (issue 31, finding 9). This and crawl/node.h are the only way the engine
+// reaches a multi-machine crawl: no engine file includes a cluster header, and
+// only the cluster's own CMake target (crawler/src/cluster/) links hiredis.
+//
+// A single-machine crawl has no Placement (a null pointer: every host is this
+// machine's). A node of a multi-machine job is one: its hosts are split into
+// shards, each shard owned by one node at a time, and a worker
+//  - admits a link only if this node owns its host (Owns), and Ships the
+//    others to their owners;
+//  - admits what other nodes shipped here (TakeInbox, then Admitted);
+//  - fetches a host only while Fetchable (its shard's lease is held);
+//  - restores shards taken over from a dead or leaving node (TakeShardState,
+//    then ShardsLoaded);
+//  - drains and drops shards handed over to another node (HandoffWork:
+//    Draining/Drained, TakeReleased/Dropped);
+//  - ends only when the whole job is Done.
+// The calls are made inside a gate pass (gate.h), from any worker thread: an
+// implementation is thread-safe and takes only its own locks.
+#ifndef CRAWLER_ENGINE_PLACEMENT_H_
+#define CRAWLER_ENGINE_PLACEMENT_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/host_table.h"
+#include "frontier/frontier.h"
+#include "frontier/image.h"
+#include "output/seen_log.h"
+
+namespace crawler::engine {
+
+// Shards whose state this node takes on: their part of a checkpoint (another
+// node's for a takeover, this node's own for a resume).
+struct ShardState {
+  std::vector<uint32_t> shards;
+  std::string from;       // "node N checkpoint Q", for the log
+  bool own = false;       // this node's own checkpoint (a resume), not a takeover
+  uint64_t sequence = 0;  // own: that checkpoint's sequence
+  frontier::FrontierImage frontier;
+  std::vector<HostSnapshot> hosts;
+  std::vector<SeenRecord> seen;
+  std::vector<frontier::UrlEntry> outbox;  // the source node's, to send again
+};
+
+class Placement {
+ public:
+  virtual ~Placement() = default;
+
+  // Routing. Does this node own `url`'s host now? The shard of a host key
+  // (frontier::HostKey). May this node fetch `host_key`'s URLs now?
+  virtual bool Owns(std::string_view url) const = 0;
+  virtual uint32_t ShardOf(std::string_view host_key) const = 0;
+  virtual bool Fetchable(std::string_view host_key) const = 0;
+  // Queues URLs for their owners (none of them this node's).
+  virtual void Ship(const std::vector<frontier::UrlEntry>& entries) = 0;
+
+  // What other nodes sent here: to admit now (the inbox is emptied), then
+  // Admitted once they are in the frontier (until then the node is busy).
+  virtual bool InboxEmpty() const = 0;
+  virtual std::vector<frontier::UrlEntry> TakeInbox() = 0;
+  virtual void Admitted() = 0;
+  // Is `url`'s shard being handed over (its URLs go to its new owner)?
+  virtual bool Handing(std::string_view url) const = 0;
+
+  // Takeover and resume: shards to restore into this node's frontier, host
+  // table and filter, then ShardsLoaded (they are owned from then on).
+  virtual std::optional<ShardState> TakeShardState() = 0;
+  virtual void ShardsLoaded(const std::vector<uint32_t>& shards) = 0;
+
+  // Handoff: is any shard being handed over? Shards to drain (no fetch of
+  // their hosts in flight), reported Drained; shards given up, whose queued
+  // URLs are dropped here, reported Dropped.
+  virtual bool HandoffWork() const = 0;
+  virtual std::vector<uint32_t> Draining() = 0;
+  virtual void Drained(const std::vector<uint32_t>& shards) = 0;
+  virtual std::vector<uint32_t> TakeReleased() = 0;
+  virtual void Dropped(const std::vector<uint32_t>& shards, uint64_t urls) = 0;
+
+  // The whole job is over (every node idle, everything sent applied).
+  virtual bool Done() const = 0;
+};
+
+}  // namespace crawler::engine
+
+#endif  // CRAWLER_ENGINE_PLACEMENT_H_
