@@ -183,10 +183,10 @@ inline std::string WithDir(std::string text, const std::string& dir) {
 struct ClusterCrawl {
   ClusterCrawl(const std::string& name, const std::string& job, const std::string& extra,
                unsigned pages = EnvOr("CRAWLER_CLUSTER_PAGES", 2000),
-               const std::string& redis_args = "")
+               const std::string& redis_args = "", const std::string& site_args = "")
       : dir(TempDir(name)),
         redis(dir + "/redis", redis_args),
-        site(VirtualHosts(pages), dir + "/requests.log"),
+        site(VirtualHosts(pages) + " " + site_args, dir + "/requests.log"),
         resolve(WriteSeedsAndResolve(site, dir)),
         truth(site.Truth("--max-depth 5")),
         nodes(StartNodes(dir, redis, job, resolve + " " + WithDir(extra, dir))) {}

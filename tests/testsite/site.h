@@ -77,6 +77,10 @@ struct SiteOptions {
   double crawl_delay_s = 0;  // Crawl-delay of the h % 4 == 0 hosts (0: none)
   std::string vhost_domain;  // "": host h on port + h; else h<h>.<domain>:port
   uint32_t orphans = 0;      // pages per host reachable only from sitemaps
+  // A sparse web: page i of host h links only to page i + 1 of host h + 1
+  // (no special paths), so each page has one link to it, from another host.
+  // A link lost on its way between two cluster nodes is never found again.
+  bool sparse = false;
 };
 
 struct Page {
@@ -304,6 +308,14 @@ class Site {
   std::vector<Link> Links(uint32_t h, uint32_t i) const {
     Rng rng = RngFor(h, i);
     std::vector<Link> links;
+    if (o_.sparse) {
+      uint32_t h2 = (h + 1) % o_.hosts;
+      if (i + 1 < PagesOn(h2)) {
+        std::string url = Origin(h2) + PagePath(i + 1);
+        links.push_back({url, url});
+      }
+      return links;
+    }
     if (i == 0) {
       for (const char* special : {"/cal/2000/1", "/loop/a", "/r/long/8", "/slow", "/huge",
                                   "/bad", "/status/500"}) {

@@ -527,8 +527,15 @@ void Cluster::AfterCommit(uint64_t sequence) {
     }
   }
   MutexLock lock(mu_);
+  // Entries are acknowledged (and so trimmed) only once the checkpoint that
+  // holds their effect is the older of the two on disk: a resume that finds
+  // checkpoint/ damaged falls back to checkpoint.prev/, which must hold every
+  // entry Redis no longer keeps (issue 31, finding 5). So a commit of N
+  // acknowledges the cuts up to the commit before it; at the job's end,
+  // when nothing will be resumed, all of them.
+  const uint64_t upto = done_.load() ? sequence : committed_seq_;
   committed_seq_ = std::max(committed_seq_, sequence);
-  for (auto it = cut_.begin(); it != cut_.end() && it->first <= sequence;) {
+  for (auto it = cut_.begin(); it != cut_.end() && it->first <= upto;) {
     for (Applied& a : it->second) to_ack_.push_back(std::move(a));
     it = cut_.erase(it);
   }

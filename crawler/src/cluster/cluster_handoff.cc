@@ -79,7 +79,12 @@ bool Cluster::CheckpointWanted() const {
   bool full =
       now - full_seen_ns_.load() < beat && now - full_cut_ns_.load() > 2'000'000'000;
   MutexLock lock(mu_);
-  if (full && !applied_.empty()) {
+  // Redis full: entries read since the last cut, or cut but waiting for a
+  // later commit to be acknowledged (AfterCommit), free Redis's memory only
+  // through checkpoints.
+  if (full && (!applied_.empty() ||
+               std::any_of(cut_.begin(), cut_.end(),
+                           [](const auto& c) { return !c.second.empty(); }))) {
     full_cut_ns_ = now;
     return true;
   }
