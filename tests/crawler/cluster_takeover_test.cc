@@ -161,6 +161,44 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "Cluster partition: a node cut off from Redis past its lease (a TCP proxy that "
+    "stops forwarding) is fenced when it heals: its outputs cut back to its last "
+    "commit, it exits; each page once in the fetch logs and WARCs; never two nodes on "
+    "a host at once",
+    "[cluster][takeover]") {
+  // n2 reaches Redis through a proxy. Cut: nothing passes, nothing is closed
+  // (its Redis commands time out; it keeps its hosts until its lease lapses
+  // by its own clock). The others take its shards over from its last commit.
+  ClusterCrawl c("cluster_partition", "part",
+                 std::string(kTakeover) + " --set cluster.lease_s=3",
+                 EnvOr("CRAWLER_CLUSTER_PAGES", 2000), "", "", "n2");
+  WaitForCommit(c, "part", "n2");
+  c.proxy->Cut();
+  double took = SecondsUntilTaken(c, "part", "n2", 120);
+  INFO("n2's shards taken over " << took << " s after the cut");
+  REQUIRE(ShardsHeldBy(c, "part", "n2") == 0);
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // the takers fetch its hosts
+  c.proxy->Heal();
+  int code = WaitExitFor(c.nodes[1], 120);
+  std::string log = ReadText(c.dir + "/n2/crawler.log");
+  INFO(log.substr(log.size() > 20000 ? log.size() - 20000 : 0));
+  CHECK(code == 1);  // fenced: its work since its last commit is void
+  CHECK_THAT(log, Catch::Contains("taken by another node"));
+  CHECK_THAT(log, Catch::Contains("outputs cut back to checkpoint"));
+  WaitOthers(c);
+  c.site.Stop();
+  // Its fetch log and WARC end at its last commit (what the takers loaded).
+  CHECK(std::filesystem::file_size(c.dir + "/n2/fetch-log.jsonl") ==
+        CommittedLogBytes(c, "part", "n2"));
+  CheckUnionIsTruth(c.dir, c.truth);
+  for (const std::string& n : kNodes) {
+    INFO(n);
+    CHECK(WarcNotAsLogged(c.dir + "/" + n).empty());
+  }
+  CheckPoliteness(c.site.Requests(), 0.05);  // kTakeover's min_delay_s
+}
+
+TEST_CASE(
     "Cluster zombie: a node paused past its lease while the others take its shards "
     "over is refused, commits nothing more and stops when it wakes; resumed from its "
     "last commit, it ends with the job; the truth set, once",

@@ -169,6 +169,32 @@ TEST_CASE(
   CHECK(results[server.Url("/fine")].body == "page /fine");
 }
 
+TEST_CASE(
+    "Fetcher: Abandon ends the transfers it picks at once, each with a result marked "
+    "abandoned; the others go on",
+    "[engine][fetcher]") {
+  HttpTestServer server(Route);
+  auto f = MakeFetcher();
+  std::map<std::string, FetchResult> out;
+  for (const std::string& u : {server.Url("/slow"), server.Url("/fine")})
+    f->Add(u, [&out](FetchResult&& r) { out[r.url] = std::move(r); });
+  f->Run(std::chrono::milliseconds(50));  // both under way (/slow answers in 5 s)
+  auto start = std::chrono::steady_clock::now();
+  size_t n = f->Abandon([](const std::string& url) { return url.ends_with("/slow"); });
+  CHECK(n == 1);
+  REQUIRE(out.count(server.Url("/slow")) == 1);  // called before Abandon returned
+  const FetchResult& slow = out[server.Url("/slow")];
+  CHECK(slow.abandoned);
+  CHECK(slow.status == 0);
+  CHECK(slow.body.empty());
+  while (f->Run(std::chrono::milliseconds(100)) > 0) {
+  }
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(4));
+  CHECK_FALSE(out[server.Url("/fine")].abandoned);
+  CHECK(out[server.Url("/fine")].body == "page /fine");
+  CHECK(f->Abandon([](const std::string&) { return true; }) == 0);  // none left
+}
+
 TEST_CASE("Fetcher: gzip bodies are decoded", "[engine][fetcher]") {
   HttpTestServer server(Route);
   auto f = MakeFetcher();

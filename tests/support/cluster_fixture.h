@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -23,6 +24,7 @@
 #include "crawl_output.h"
 #include "redis_server.h"
 #include "run_command.h"
+#include "tcp_proxy.h"
 #include "testsite_process.h"
 
 namespace crawler::engine::cluster_fixture {
@@ -34,9 +36,11 @@ using testing::RedisServer;
 using testing::RunCommand;
 using testing::ServedRequest;
 using testing::Spawn;
+using testing::TcpProxy;
 using testing::TempDir;
 using testing::TestSite;
 using testing::WaitExitFor;
+using testing::WarcNotAsLogged;
 
 inline unsigned EnvOr(const char* name, unsigned fallback) {
   const char* v = std::getenv(name);
@@ -121,14 +125,18 @@ inline std::string WriteSeedsAndResolve(const TestSite& site, const std::string&
   return "--config " + dir + "/resolve.toml";
 }
 
-// Starts n1..n3 of `job` (output in DIR/NODE.out).
+// Starts n1..n3 of `job` (output in DIR/NODE.out); `proxy` (if given) is
+// the Redis URL of node `proxied`.
 inline std::vector<pid_t> StartNodes(const std::string& dir, const RedisServer& redis,
                                      const std::string& job,
-                                     const std::string& extra = "") {
+                                     const std::string& extra = "",
+                                     const std::string& proxied = "",
+                                     const TcpProxy* proxy = nullptr) {
   std::vector<pid_t> pids;
-  for (const std::string& n : kNodes)
-    pids.push_back(
-        Spawn(NodeCommand(dir, redis.Url(), job, n, extra), dir + "/" + n + ".out"));
+  for (const std::string& n : kNodes) {
+    std::string url = n == proxied && proxy != nullptr ? proxy->Url() : redis.Url();
+    pids.push_back(Spawn(NodeCommand(dir, url, job, n, extra), dir + "/" + n + ".out"));
+  }
   return pids;
 }
 
@@ -183,13 +191,16 @@ inline std::string WithDir(std::string text, const std::string& dir) {
 struct ClusterCrawl {
   ClusterCrawl(const std::string& name, const std::string& job, const std::string& extra,
                unsigned pages = EnvOr("CRAWLER_CLUSTER_PAGES", 2000),
-               const std::string& redis_args = "", const std::string& site_args = "")
+               const std::string& redis_args = "", const std::string& site_args = "",
+               const std::string& proxied = "")
       : dir(TempDir(name)),
         redis(dir + "/redis", redis_args),
+        proxy(proxied.empty() ? nullptr : std::make_unique<TcpProxy>(redis.port())),
         site(VirtualHosts(pages) + " " + site_args, dir + "/requests.log"),
         resolve(WriteSeedsAndResolve(site, dir)),
         truth(site.Truth("--max-depth 5")),
-        nodes(StartNodes(dir, redis, job, resolve + " " + WithDir(extra, dir))) {}
+        nodes(StartNodes(dir, redis, job, resolve + " " + WithDir(extra, dir), proxied,
+                         proxy.get())) {}
   // Waits for every node (each must exit 0), stops the site, and checks the
   // oracle: the nodes' fetch logs together are the truth set, each URL once.
   void Finish() {
@@ -205,6 +216,8 @@ struct ClusterCrawl {
 
   std::string dir;
   RedisServer redis;
+  // Between node `proxied` and Redis, if one was named (a partition: Cut).
+  std::unique_ptr<TcpProxy> proxy;
   TestSite site;
   std::string resolve;
   std::set<std::string> truth;

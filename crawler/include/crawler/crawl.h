@@ -72,6 +72,16 @@ class Crawl {
   CrawlProgress Progress() const;
   // "http://HOST:PORT/metrics" when [metrics] listen is set, else "".
   std::string MetricsUrl() const;
+  // A cluster node whose Run failed because other nodes took its shards
+  // over while it was paused or cut off from Redis (fenced): they redo its
+  // work since its last committed checkpoint, from that checkpoint.
+  bool Fenced() const;
+  // So, after such a Run and once the Crawl is destroyed: cuts OUT's
+  // outputs (fetch log, WARC files, seen log) back to that checkpoint, as
+  // --resume would, so that no page is in two nodes' outputs. Returns its
+  // sequence. Errors: as Resume's (no checkpoint, Redis unreachable).
+  static Result<uint64_t> CutBackToCommitted(const std::string& out_dir,
+                                             const NodeJoiner* joiner);
   // A cluster node: after Run, give the shards' leases up (a graceful leave:
   // with cluster.shared_dir the other nodes take them over at once).
   void LeaveOnStop();

@@ -75,6 +75,8 @@ struct FetchResult {
   std::string retry_after;    // Retry-After header (its last value), as sent
   std::string ip;
   bool truncated = false;
+  // Given up by Abandon before it ended (nothing else is set): not a result.
+  bool abandoned = false;
   FetchError error = FetchError::kNone;
   std::string error_message;  // libcurl's words, when error != kNone
   double seconds = 0;
@@ -94,6 +96,10 @@ class Fetcher {
   // callbacks of finished transfers. Returns the number still running.
   size_t Run(std::chrono::milliseconds max_wait);
   size_t Running() const;
+  // Ends at once the transfers whose URL `pred` picks: each `done` is called
+  // (here, before this returns) with a result marked abandoned. Returns how
+  // many. (A cluster node whose lease lapsed: issue 31, finding 2.)
+  size_t Abandon(const std::function<bool(const std::string& url)>& pred);
 
  private:
   struct Impl;

@@ -31,6 +31,8 @@
 #include <filesystem>
 #include <functional>
 #include <iostream>
+#include <memory>
+#include <string>
 
 #include "crawler/config.h"
 #include "crawler/crawl.h"
@@ -169,6 +171,27 @@ int ClusterStats(const std::string& redis, const std::string& job, bool as_json)
 #endif
 }
 
+// A cluster node fenced out (another node took its shards while it was cut
+// off): its outputs are cut back to its last committed checkpoint, which its
+// successors loaded, so no page is in two nodes' outputs. Then exit 1.
+int EndFenced(std::unique_ptr<crawler::engine::Crawl> crawl, const std::string& out) {
+  crawl.reset();  // outputs closed, OUT/.lock released
+  auto sequence = crawler::engine::Crawl::CutBackToCommitted(out, Joiner());
+  if (sequence.ok()) {
+    spdlog::warn("cluster: outputs cut back to checkpoint {}, the last committed one",
+                 *sequence);
+    std::fprintf(stderr,
+                 "crawler: outputs cut back to checkpoint %llu, the last committed one; "
+                 "`crawler crawl --resume %s` rejoins the job\n",
+                 static_cast<unsigned long long>(*sequence), out.c_str());
+  } else {
+    spdlog::error("cluster: outputs not cut back: {}", sequence.status().message());
+    std::fprintf(stderr, "crawler: outputs not cut back: %s\n",
+                 sequence.status().message().c_str());
+  }
+  return kExitCrawlError;
+}
+
 int RunCrawl(const std::string& seeds_path, const std::string& config_path,
              const std::string& out, const std::vector<std::string>& sets,
              const std::string& resume) {
@@ -224,6 +247,8 @@ int RunCrawl(const std::string& seeds_path, const std::string& config_path,
   // engine has logged it ("crawl stopped: ...").
   if (!summary.ok()) {
     std::fprintf(stderr, "crawler: %s\n", summary.status().message().c_str());
+    if ((*crawl)->Fenced())
+      return EndFenced(std::move(*crawl), resume.empty() ? out : resume);
     return summary.status().code() == crawler::Status::Code::kInvalidArgument
                ? kExitBadInput
                : kExitCrawlError;

@@ -390,6 +390,11 @@ bool Cluster::LeaseValid(uint32_t shard) const {
   return SteadyClock::now().time_since_epoch().count() < valid_until_[shard].load();
 }
 
+bool Cluster::Lapsed(std::string_view host_key) const {
+  const int64_t until = valid_until_[ShardOf(host_key)].load();  // 0: not held
+  return until != 0 && SteadyClock::now().time_since_epoch().count() >= until;
+}
+
 bool Cluster::Fetchable(std::string_view host_key) const {
   uint32_t shard = ShardOf(host_key);
   if (ready_[shard].load() && LeaseValid(shard)) return true;

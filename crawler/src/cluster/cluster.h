@@ -156,6 +156,7 @@ class Cluster final : public Node {
   // does not own the host's shard.
   bool Fetchable(std::string_view host_key) const override;
   uint32_t ShardOf(std::string_view host_key) const override;
+  bool Lapsed(std::string_view host_key) const override;
 
   // Takeover (cluster_takeover.cc): the state of shards taken over from a
   // dead or leaving node, for a worker to restore (inside a gate pass), then
@@ -164,6 +165,7 @@ class Cluster final : public Node {
   std::optional<ShardState> TakeShardState() override EXCLUDES(mu_);
   void ShardsLoaded(const std::vector<uint32_t>& shards) override EXCLUDES(mu_);
   bool Failed() const override { return failed_.load(); }
+  bool Fenced() const override { return fenced_.load(); }
   // With shared_dir: a published checkpoint is not committed yet. No new one
   // is cut meanwhile: the committed one (a taker's source) must stay on disk
   // as checkpoint.prev/, which the next publish would replace.
@@ -448,6 +450,7 @@ class Cluster final : public Node {
   std::optional<ShardState> own_;      // StashOwn's, until Start
   std::vector<uint32_t> restore_own_;  // held again at Start: restored from own_
   std::atomic<bool> failed_{false}, leave_{false};
+  std::atomic<bool> fenced_{false};  // failed_ because another node took shards
   // Handoff (see HandoffWork). handing_: by shard, being handed over or
   // given up and not yet dropped here.
   enum class Hand : uint8_t { kDraining, kDrained, kCut };

@@ -156,6 +156,7 @@ void Cluster::ApplyLeases(const redisReply* r, SteadyClock::time_point sent) {
         lost.size(), lost_to, lost.str());
     // Another node has them, from this node's last committed checkpoint:
     // what this process did since is void.
+    fenced_ = true;
     Fail("lease renewal refused: " + std::to_string(lost.size()) +
          " shards this node held were taken by another node (the first " + lost_to +
          ") while it was paused or cut off; its work since its last committed " +

@@ -307,6 +307,7 @@ bool Cluster::Commit() {
       MutexLock lock(mu_);
       ++figures_.acks_fenced;
     }
+    fenced_ = true;
     Fail("the commit of checkpoint " + std::to_string(sequence) +
          " was refused by Redis (fenced): shard " +
          RedisReply::StrOf(Element(r->raw(), 1)) + " is now '" +

@@ -368,6 +368,8 @@ void Crawl::LeaveOnStop() {
   if (impl_->cluster) impl_->cluster->LeaveOnStop();
 }
 
+bool Crawl::Fenced() const { return impl_->cluster && impl_->cluster->Fenced(); }
+
 std::string Crawl::MetricsUrl() const {
   const Impl& m = *impl_;
   return m.metrics ? m.metrics->url() : std::string();

@@ -34,6 +34,10 @@ class Node : public Placement {
   // The error that stops this node (it lost a shard, the job is gone), if any.
   virtual bool Failed() const = 0;
   virtual Status failure() const = 0;
+  // The failure is a fencing: another node took shards this one held (it
+  // was paused or cut off past its lease), from its last committed
+  // checkpoint. What it wrote since is void (Crawl::CutBackToCommitted).
+  virtual bool Fenced() const = 0;
   // On the way out (SIGTERM): give the shards up once the last checkpoint is
   // committed, so the others take them over at once.
   virtual void LeaveOnStop() = 0;

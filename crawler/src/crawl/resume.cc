@@ -240,6 +240,27 @@ const std::vector<std::string>& Crawl::ResumableKeys() {
   return keys;
 }
 
+Result<uint64_t> Crawl::CutBackToCommitted(const std::string& out_dir,
+                                           const NodeJoiner* joiner) {
+  auto lock = LockOut(out_dir, 10);
+  if (!lock.ok()) return lock.status();
+  auto cut_back = [&]() -> Result<uint64_t> {
+    std::string warning;
+    bool fell_back = false;
+    auto loaded = Select(out_dir, &warning, &fell_back);
+    if (!loaded.ok()) return loaded.status();
+    auto config = LoadConfig(loaded->config_path, {});
+    if (!config.ok()) return config.status();
+    Status st = SelectCommitted(*config, out_dir, joiner, &*loaded);
+    if (st.ok()) st = Repair(out_dir, loaded->info, config->output.warc_prefix);
+    if (!st.ok()) return st;
+    return loaded->info.sequence;
+  };
+  auto sequence = cut_back();
+  ::close(*lock);
+  return sequence;
+}
+
 Result<std::unique_ptr<Crawl>> Crawl::Resume(const std::string& out_dir,
                                              const std::vector<std::string>& overrides,
                                              std::string* warning,

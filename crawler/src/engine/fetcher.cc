@@ -304,4 +304,25 @@ size_t Fetcher::Run(std::chrono::milliseconds max_wait) {
 
 size_t Fetcher::Running() const { return impl_->transfers.size(); }
 
+size_t Fetcher::Abandon(const std::function<bool(const std::string& url)>& pred) {
+  std::vector<std::unique_ptr<Impl::Transfer>> gone;
+  for (auto it = impl_->transfers.begin(); it != impl_->transfers.end();) {
+    if (!pred(it->second->result.url)) {
+      ++it;
+      continue;
+    }
+    curl_multi_remove_handle(impl_->multi, it->first);
+    curl_easy_cleanup(it->first);
+    gone.push_back(std::move(it->second));
+    it = impl_->transfers.erase(it);
+  }
+  for (auto& t : gone) {
+    FetchResult r;
+    r.url = std::move(t->result.url);
+    r.abandoned = true;
+    t->done(std::move(r));
+  }
+  return gone.size();
+}
+
 }  // namespace crawler::engine

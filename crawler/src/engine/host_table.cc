@@ -65,6 +65,12 @@ uint32_t HostTable::RobotsFailures(const Gate::Pass&, const std::string& host) c
   return it == hosts_.end() ? 0 : it->second.robots_failures;
 }
 
+void HostTable::Uncount(const Gate::Pass&, const std::string& host) {
+  MutexLock lock(mu_);
+  auto it = hosts_.find(host);
+  if (it != hosts_.end() && it->second.fetched > 0) --it->second.fetched;
+}
+
 HostTable::PageDecision HostTable::DecidePage(const Gate::Pass&, const std::string& host,
                                               std::string_view path,
                                               Clock::time_point now) {

@@ -93,6 +93,8 @@ class HostTable {
   PageDecision DecidePage(const Gate::Pass&, const std::string& host,
                           std::string_view path, frontier::Clock::time_point now)
       EXCLUDES(mu_);
+  // A page DecidePage counted was not fetched after all (abandoned in flight).
+  void Uncount(const Gate::Pass&, const std::string& host) EXCLUDES(mu_);
 
   // Is a robots.txt fetch under way for a host `which(key)` selects? (A
   // cluster node drains a shard's fetches before handing it over.)

@@ -55,6 +55,13 @@ class Placement {
   virtual bool Owns(std::string_view url) const = 0;
   virtual uint32_t ShardOf(std::string_view host_key) const = 0;
   virtual bool Fetchable(std::string_view host_key) const = 0;
+  // This node held the host's shard and its lease lapsed by this node's own
+  // clock (not renewed for cluster.lease_s: it was paused or cut off from
+  // Redis): nothing of the host is fetched, robots.txt included, and what is
+  // in flight is abandoned, until the lease is renewed (or, lost, the node
+  // stops). A shard being handed over is not Fetchable but not Lapsed: its
+  // fetches in flight end (the drain).
+  virtual bool Lapsed(std::string_view host_key) const = 0;
   // Queues URLs for their owners (none of them this node's).
   virtual void Ship(const std::vector<frontier::UrlEntry>& entries) = 0;
 

@@ -88,6 +88,7 @@ void Worker::Loop(const std::atomic<bool>& stop) {
     if (!due.ok()) return p_.state.Fail(due.status());
     bool have_work = !p_.results.Empty();
     if (fetcher_->Running() > 0) {
+      AbandonLapsed();
       fetcher_->Run(std::chrono::milliseconds(have_work ? 0 : 20));
       if (!completed_.empty()) {
         p_.results.Push(&completed_);
@@ -229,6 +230,14 @@ void Worker::StartRobots(const Gate::Pass& pass, const std::string& host,
                          const std::string& url, int hops) {
   p_.state.busy.fetch_add(1);
   p_.hosts.RobotsStarted(pass, host, url, hops);
+  if (p_.cluster != nullptr && p_.cluster->Lapsed(host)) {
+    // Its shard's lease lapsed (this node paused or cut off from Redis):
+    // asked again later, like a retry. Renewed, it is fetched; lost, this
+    // node stops and the new owner fetches it (issue 31, finding 2).
+    robots_retry_.push_back(
+        {Clock::now() + std::chrono::milliseconds(200), host, url, hops});
+    return;
+  }
   fetcher_->Add(url, [this, host, hops](FetchResult&& r) {
     completed_.push_back(Completed{true, host, hops, {}, std::move(r)});
   });
@@ -302,6 +311,7 @@ Status Worker::Skip(const frontier::Lease& lease, const char* why,
 Status Worker::ProcessOne() {
   std::optional<Completed> c = p_.results.TryPop();
   if (!c) return Status::Ok();
+  if (c->result.abandoned) return Abandoned(std::move(*c));
   Prepared prepared = Prepare(*c);  // outside the gate: a checkpoint need not wait for it
   Status st;
   {
@@ -311,6 +321,33 @@ Status Worker::ProcessOne() {
   }
   p_.state.busy.fetch_sub(1);
   return st;
+}
+
+// A transfer given up in flight because its host's shard lease lapsed
+// (AbandonLapsed): asked again a little later, as if never started.
+Status Worker::Abandoned(Completed c) {
+  GateUnit unit(p_.gate);
+  const auto again = Clock::now() + std::chrono::milliseconds(200);
+  if (c.robots) {
+    robots_retry_.push_back({again, c.host, c.result.url, c.hops});
+    return Status::Ok();  // still busy: the retry holds it
+  }
+  p_.hosts.Uncount(unit.pass(), c.lease.host);
+  p_.frontier.Defer(c.lease, again);
+  p_.state.started.fetch_sub(1);
+  p_.state.busy.fetch_sub(1);
+  return Status::Ok();
+}
+
+void Worker::AbandonLapsed() {
+  auto now = Clock::now();
+  if (p_.cluster == nullptr || now < next_lapse_check_) return;
+  next_lapse_check_ = now + std::chrono::milliseconds(50);
+  size_t n = fetcher_->Abandon([this](const std::string& url) {
+    return p_.cluster->Lapsed(frontier::HostKey(url));
+  });
+  if (n > 0)
+    spdlog::info("cluster: {} fetches abandoned: their shards' leases lapsed", n);
 }
 
 Worker::Prepared Worker::Prepare(const Completed& c) const {

@@ -193,6 +193,11 @@ class Worker {
     int hops = 0;
   };
   std::vector<RobotsRetry> robots_retry_;  // this thread only
+  // A cluster node: transfers of hosts whose shard lease lapsed are
+  // abandoned (checked every 50 ms; placement.h, Lapsed).
+  void AbandonLapsed();
+  [[nodiscard]] Status Abandoned(Completed c);
+  frontier::Clock::time_point next_lapse_check_{};
 };
 
 }  // namespace crawler::engine
