@@ -10,7 +10,8 @@
 #      and one node in cluster mode (BENCH_CRAWLER_ONLY)
 # Usage: bash scripts/bench-cluster.sh [exchange|scaling|cpu|all] (default all)
 # Env: BENCH_URLS (1000000), BENCH_PAGES (scaling, 6000), BENCH_CONNECTIONS (8),
-#      BENCH_CPU_PAGES (50000).
+#      BENCH_CPU_PAGES (50000), BENCH_CRAWLER (scaling: the binary, default
+#      build/crawler/crawler; to compare with another build's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
@@ -39,11 +40,15 @@ if [ "$what" = exchange ] || [ "$what" = all ]; then
 fi
 
 site_pid=
+# INFO field FIELD of the bench's Redis (a number).
+redis_info() { redis-cli -p "$port" INFO all | tr -d '\r' | awk -F: -v f="$1" '$1 == f {print $2}'; }
 crawl_nodes() {  # N NAME: N nodes crawl the delayed site; prints pages/s
-  local nodes=$1 job=$2 start end total=0 pids=()
+  local nodes=$1 job=$2 start end total=0 pids=() bytes0 cpu0
+  bytes0=$(redis_info total_net_input_bytes)
+  cpu0=$(python3 -c "print($(redis_info used_cpu_user) + $(redis_info used_cpu_sys))")
   start=$(date +%s.%N)
   for i in $(seq 1 "$nodes"); do
-    build/crawler/crawler crawl --seeds "$work/seeds.txt" --out "$work/$job-n$i" \
+    "${BENCH_CRAWLER:-build/crawler/crawler}" crawl --seeds "$work/seeds.txt" --out "$work/$job-n$i" \
       --set cluster.redis="$redis_url" --set cluster.job="$job" --set cluster.node="n$i" \
       --set cluster.min_nodes="$nodes" --set crawl.max_connections="${BENCH_CONNECTIONS:-8}" \
       --set crawl.max_depth=5 --set frontier.min_delay_s=0 \
@@ -57,6 +62,11 @@ crawl_nodes() {  # N NAME: N nodes crawl the delayed site; prints pages/s
   done
   python3 -c "import sys; t=float(sys.argv[2])-float(sys.argv[1]); print(f'  {sys.argv[3]} node(s): {sys.argv[4]} pages in {t:.1f} s = {int(sys.argv[4])/t:.1f} pages/s')" \
     "$start" "$end" "$nodes" "$total"
+  # What the nodes sent Redis (URL batches and control traffic), and the CPU
+  # Redis spent on it.
+  python3 -c "import sys; b=int(sys.argv[2])-int(sys.argv[1]); c=float(sys.argv[4])-float(sys.argv[3]); print(f'    Redis: {b/1e6:.2f} MB received ({b/int(sys.argv[5]):.0f} B per page), {c:.2f} s CPU')" \
+    "$bytes0" "$(redis_info total_net_input_bytes)" "$cpu0" \
+    "$(python3 -c "print($(redis_info used_cpu_user) + $(redis_info used_cpu_sys))")" "$total"
 }
 
 if [ "$what" = scaling ] || [ "$what" = all ]; then

@@ -46,10 +46,11 @@ class Protocol {
   Answer Lease(uint32_t shard, const std::string& node, uint64_t mine, int ttl_ms,
                bool takeover = false) {
     std::string s = std::to_string(shard);
-    RedisReply r = Run({"EVAL", cluster_wire::kLeaseScript, "5", kPrefix + "lease:" + s,
-                        kPrefix + "epoch:" + s, kPrefix + "holder", kPrefix + "source",
-                        kPrefix + "state", node, std::to_string(ttl_ms),
-                        takeover ? "1" : "0", std::to_string(mine)});
+    RedisReply r =
+        Run({"EVAL", cluster_wire::kLeaseScript, "6", kPrefix + "lease:" + s,
+             kPrefix + "epoch:" + s, kPrefix + "holder", kPrefix + "source",
+             kPrefix + "state", kPrefix + "holds", node, std::to_string(ttl_ms),
+             takeover ? "1" : "0", std::to_string(mine)});
     const redisReply* one = cluster_wire::Element(r.raw(), 0);
     return Answer{RedisReply::StrOf(cluster_wire::Element(one, 0)),
                   RedisReply::StrOf(cluster_wire::Element(one, 1)),
@@ -259,6 +260,96 @@ TEST_CASE(
   Answer c = p.Lease(0, "c", 0, 5000, /*takeover=*/true);
   CHECK(c.state == "taken");
   CHECK(c.source == "b 1");
+}
+
+// Calls of COMMAND (lower case) so far, from INFO commandstats.
+long Calls(Protocol& p, const std::string& command) {
+  std::string info = p.Run({"INFO", "commandstats"}).Str();
+  std::string key = "cmdstat_" + command + ":calls=";
+  size_t at = info.find(key);
+  return at == std::string::npos ? 0 : std::atol(info.c_str() + at + key.size());
+}
+
+TEST_CASE(
+    "Scripts go once per connection (SCRIPT LOAD, then EVALSHA); NOSCRIPT after a "
+    "flush loads them again, for a command and in a pipeline",
+    "[cluster][redis]") {
+  const std::string dir = TempDir("cluster_scripts");
+  RedisServer server(dir + "/redis");
+  Protocol p(server);
+  const std::string script = "return tonumber(ARGV[1]) + 1";
+  for (int i = 0; i < 3; ++i)
+    CHECK(p.Run({"EVAL", script, "0", std::to_string(i)}).Int() == i + 1);
+  CHECK(Calls(p, "eval") == 0);
+  CHECK(Calls(p, "evalsha") == 3);
+  CHECK(Calls(p, "script|load") == 1);
+  // The server forgets its scripts: the next call is answered all the same.
+  p.Run({"SCRIPT", "FLUSH"});
+  CHECK(p.Run({"EVAL", script, "0", "41"}).Int() == 42);
+  CHECK(Calls(p, "script|load") == 2);
+  p.Run({"SCRIPT", "FLUSH"});
+  auto address = ParseRedisUrl(server.Url());
+  REQUIRE(address.ok());
+  auto other = Redis::Connect(*address, 5);  // loads it on its own connection
+  REQUIRE(other.ok());
+  auto replies = (*other)->Pipeline(
+      {{"EVAL", script, "0", "1"}, {"PING"}, {"EVAL", script, "0", "2"}});
+  REQUIRE(replies.ok());
+  CHECK((*replies)[0].Int() == 2);
+  CHECK((*replies)[1].Str() == "PONG");
+  CHECK((*replies)[2].Int() == 3);
+  // After a flush its connection still believes the script loaded: NOSCRIPT,
+  // reloaded, answered.
+  p.Run({"SCRIPT", "FLUSH"});
+  replies = (*other)->Pipeline({{"EVAL", script, "0", "5"}, {"EVAL", script, "0", "6"}});
+  REQUIRE(replies.ok());
+  CHECK((*replies)[0].Int() == 6);
+  CHECK((*replies)[1].Int() == 7);
+  CHECK(Calls(p, "eval") == 0);
+}
+
+TEST_CASE(
+    "End test: a dead node holding shards keeps the job open, counted in holds (no walk "
+    "over the shards); once every shard is taken from it, the job is done",
+    "[cluster][lease]") {
+  const std::string dir = TempDir("cluster_done");
+  RedisServer server(dir + "/redis");
+  Protocol p(server);
+  // a takes shards 1 and 2, b shard 3; a's leases lapse (a died).
+  CHECK(p.Lease(1, "a", 0, 300).state == "taken");
+  CHECK(p.Lease(2, "a", 0, 300).state == "taken");
+  CHECK(p.Lease(3, "b", 0, 60000).state == "taken");
+  auto count = [&](const std::string& node) {
+    return p.Run({"HGET", kPrefix + "holds", node}).Int();
+  };
+  CHECK(count("a") == 2);
+  CHECK(count("b") == 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  p.Run({"SET", kPrefix + "alive:b", "1"});  // b lives; a's key is gone
+  p.Run({"HSET", kPrefix + "state", "b", "idle"});
+  auto done = [&] {
+    return p
+        .Run({"EVAL", cluster_wire::kDoneScript, "8", kPrefix + "state", kPrefix + "sent",
+              kPrefix + "delivered", kPrefix + "done", kPrefix + "holder",
+              kPrefix + "holds", kPrefix + "alive:a", kPrefix + "alive:b", "1", "a", "b"})
+        .Int();
+  };
+  CHECK(done() == 0);  // a is the last holder of 2 shards: they wait for a taker
+  CHECK(p.Lease(1, "b", 0, 60000, /*takeover=*/true).state == "taken");
+  CHECK(count("a") == 1);
+  CHECK(done() == 0);
+  CHECK(p.Lease(2, "b", 0, 60000, /*takeover=*/true).state == "taken");
+  CHECK(count("a") == 0);
+  CHECK(count("b") == 3);
+  CHECK(done() == 0);  // a taker is busy until it has loaded (the lease script)
+  p.Run({"HSET", kPrefix + "state", "b", "idle"});
+  CHECK(done() == 1);
+  // A job from before holds existed: the holder hash is walked instead.
+  p.Run({"DEL", kPrefix + "done", kPrefix + "holds"});
+  p.Run({"HSET", kPrefix + "holder", "9", "a 1"});
+  CHECK(done() == 0);
+  p.Run({"HSET", kPrefix + "holder", "9", "b 2"});
+  CHECK(done() == 1);
 }
 
 }  // namespace

@@ -441,9 +441,9 @@ bool Cluster::ReplyFailed(const RedisReply& r, const char* what) {
 
 bool Cluster::CheckDone() {
   std::vector<std::string> cmd = {
-      "EVAL",       kDoneScript,  std::to_string(5 + nodes_.size()),
-      Key("state"), Key("sent"),  Key("delivered"),
-      Key("done"),  Key("holder")};
+      "EVAL",       kDoneScript,   std::to_string(6 + nodes_.size()),
+      Key("state"), Key("sent"),   Key("delivered"),
+      Key("done"),  Key("holder"), Key("holds")};
   for (const std::string& n : nodes_) cmd.push_back(Key("alive:" + n));
   cmd.push_back(takeover_ ? "1" : "0");
   cmd.insert(cmd.end(), nodes_.begin(), nodes_.end());

@@ -154,20 +154,31 @@ end
 return r
 )lua";
 
-// The end test. KEYS: state, sent, delivered, done, holder, alive:NODE...
-// ARGV: takeover (1: cluster.shared_dir), the nodes. A dead node (its
-// liveness key expired) is not idle: it will resume from its last checkpoint
-// and may find links for the others again; unless, with takeover, it is the
-// last holder of no shard (they were all taken over from its checkpoint).
+// The end test. KEYS: state, sent, delivered, done, holder, holds,
+// alive:NODE... ARGV: takeover (1: cluster.shared_dir), the nodes. A dead
+// node (its liveness key expired) is not idle: it will resume from its last
+// checkpoint and may find links for the others again; unless, with takeover,
+// it is the last holder of no shard (they were all taken over from its
+// checkpoint). O(nodes), whatever the shard count: holds has each node's
+// count of shards (the lease script keeps it). A job whose leases were taken
+// before holds existed has none: the holder hash is walked then.
 inline constexpr const char* kDoneScript = R"lua(#!lua flags=allow-oom
 if redis.call('exists', KEYS[4]) == 1 then return 1 end
-local holders = {}
-for _, v in ipairs(redis.call('hvals', KEYS[5])) do
-  holders[string.match(v, '^(%S+)')] = true
+local counted = redis.call('exists', KEYS[6]) == 1
+local holders = nil
+local holds = function(node)
+  if counted then return tonumber(redis.call('hget', KEYS[6], node) or '0') > 0 end
+  if not holders then
+    holders = {}
+    for _, v in ipairs(redis.call('hvals', KEYS[5])) do
+      holders[string.match(v, '^(%S+)')] = true
+    end
+  end
+  return holders[node]
 end
 for i = 2, #ARGV do
-  local alive = redis.call('exists', KEYS[4 + i]) == 1
-  if not alive and (ARGV[1] ~= '1' or holders[ARGV[i]]) then return 0 end
+  local alive = redis.call('exists', KEYS[5 + i]) == 1
+  if not alive and (ARGV[1] ~= '1' or holds(ARGV[i])) then return 0 end
   if alive and redis.call('hget', KEYS[1], ARGV[i]) ~= 'idle' then return 0 end
 end
 local sent = tonumber(redis.call('get', KEYS[2]) or '0')
@@ -180,20 +191,21 @@ return 1
 // Leases (fencing). A shard's lease is the key lease:S = "NODE EPOCH" with a
 // TTL; epoch:S only grows (INCR at every taking); the hash holder has, by
 // shard, the last "NODE EPOCH" that took it (it does not expire).
-// Take or renew. KEYS: lease:S..., epoch:S..., holder, source, state (n
-// shards: 2n + 3). A node that takes a shard is marked busy in state at
-// once (the end test must not see its "idle" of before, while it loads). ARGV: node, ttl
-// ms, takeover (1: this node may take a free shard another node held last, if it holds no
-// epoch of it), then per shard the epoch this node holds (0: none). Returns per shard
-// {state, epoch, holder, source}: 'held' (renewed), 'taken' (a new epoch), 'other' (a
-// live lease of another holder), 'waiting' (free, but another node held it last and this
-// node may not take it over); source: "NODE SEQ", the last committed checkpoint that
+// Take or renew. KEYS: lease:S..., epoch:S..., holder, source, state, holds
+// (n shards: 2n + 4; holds counts, by node, the shards it is the last holder
+// of, for the end test's O(1) check). A node that takes a shard is marked busy in state
+// at once (the end test must not see its "idle" of before, while it loads). ARGV: node,
+// ttl ms, takeover (1: this node may take a free shard another node held last, if it
+// holds no epoch of it), then per shard the epoch this node holds (0: none). Returns per
+// shard {state, epoch, holder, source}: 'held' (renewed), 'taken' (a new epoch), 'other'
+// (a live lease of another holder), 'waiting' (free, but another node held it last and
+// this node may not take it over); source: "NODE SEQ", the last committed checkpoint that
 // holds the shard. A process that holds no epoch yet (just started or resumed) takes a
 // lease of its node's name: that is an earlier process of this node (Join refuses a
 // second live node of one name). A running one never takes it back from a later process:
 // it gets 'other'.
 inline constexpr const char* kLeaseScript = R"lua(#!lua flags=allow-oom
-local n = (#KEYS - 3) / 2
+local n = (#KEYS - 4) / 2
 local hk, sk = KEYS[2 * n + 1], KEYS[2 * n + 2]
 local me = ARGV[1] .. ' '
 local ours = function(v) return v and string.sub(v, 1, #me) == me end
@@ -219,6 +231,8 @@ for i = 1, n do
     if ok then
       epoch = tostring(redis.call('incr', ek))
       redis.call('set', lk, me .. epoch, 'PX', ARGV[2])
+      if last then redis.call('hincrby', KEYS[2 * n + 4], string.match(last, '^(%S+)'), -1) end
+      redis.call('hincrby', KEYS[2 * n + 4], ARGV[1], 1)
       redis.call('hset', hk, shard, me .. epoch)
       redis.call('hset', KEYS[2 * n + 3], ARGV[1], 'busy')
       out[i] = {'taken', epoch, me .. epoch}

@@ -1,9 +1,11 @@
 // See redis.h.
 #include "cluster/redis.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <sys/time.h>
 
+#include <array>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -11,6 +13,7 @@
 #include <thread>
 
 #include "base/secret.h"
+#include "output/sha1.h"
 
 namespace crawler::engine {
 namespace {
@@ -117,7 +120,7 @@ Status Redis::Broken(const char* what) {
                                                    ": " + std::string(c_->errstr));
 }
 
-Result<RedisReply> Redis::Command(const std::vector<std::string>& args) {
+Result<RedisReply> Redis::Send(const std::vector<std::string>& args) {
   std::vector<const char*> argv;
   std::vector<size_t> lens;
   Argv(args, &argv, &lens);
@@ -126,12 +129,65 @@ Result<RedisReply> Redis::Command(const std::vector<std::string>& args) {
   return RedisReply(static_cast<redisReply*>(r));
 }
 
+Result<std::vector<std::string>> Redis::AsSent(const std::vector<std::string>& args,
+                                               std::optional<RedisReply>* refused) {
+  if (args.size() < 2 || args[0] != "EVAL") return args;
+  Sha1 sha;
+  sha.Update(args[1]);
+  std::array<uint8_t, 20> digest = sha.Final();
+  std::string hex;
+  for (uint8_t b : digest) hex += fmt::format("{:02x}", b);
+  if (loaded_.count(hex) == 0) {
+    auto r = Send({"SCRIPT", "LOAD", args[1]});
+    if (!r.ok()) return r.status();
+    if (r->IsError()) {
+      *refused = *r;
+      return args;
+    }
+    loaded_.insert(hex);
+  }
+  std::vector<std::string> sent = args;
+  sent[0] = "EVALSHA";
+  sent[1] = std::move(hex);
+  return sent;
+}
+
+namespace {
+bool IsNoScript(const RedisReply& r) {
+  return r.IsError() && r.Str().rfind("NOSCRIPT", 0) == 0;
+}
+}  // namespace
+
+Result<RedisReply> Redis::Command(const std::vector<std::string>& args) {
+  for (int attempt = 0;; ++attempt) {
+    std::optional<RedisReply> refused;
+    auto sent = AsSent(args, &refused);
+    if (!sent.ok()) return sent.status();
+    if (refused) return *refused;
+    auto r = Send(*sent);
+    if (!r.ok() || attempt > 0 || !IsNoScript(*r)) return r;
+    spdlog::warn("redis {}: NOSCRIPT (its scripts were flushed): loading them again",
+                 address_.Text());
+    loaded_.clear();
+  }
+}
+
 Result<std::vector<RedisReply>> Redis::Pipeline(
     const std::vector<std::vector<std::string>>& commands) {
   std::vector<const char*> argv;
   std::vector<size_t> lens;
-  for (const auto& args : commands) {
-    Argv(args, &argv, &lens);
+  // Scripts are loaded before anything is appended (SCRIPT LOAD is a
+  // command of its own; its reply must not mix with the pipeline's).
+  std::vector<std::vector<std::string>> sent;
+  std::vector<std::optional<RedisReply>> refused(commands.size());
+  for (size_t i = 0; i < commands.size(); ++i) {
+    auto s = AsSent(commands[i], &refused[i]);
+    if (!s.ok()) return s.status();
+    sent.push_back(std::move(s).value());
+  }
+  for (size_t i = 0; i < sent.size(); ++i) {
+    if (refused[i]) continue;
+    Argv(sent[i], &argv, &lens);
     if (redisAppendCommandArgv(c_, static_cast<int>(argv.size()), argv.data(),
                                lens.data()) != REDIS_OK) {
       return Broken("pipeline");
@@ -140,9 +196,22 @@ Result<std::vector<RedisReply>> Redis::Pipeline(
   std::vector<RedisReply> replies;
   replies.reserve(commands.size());
   for (size_t i = 0; i < commands.size(); ++i) {
+    if (refused[i]) {
+      replies.push_back(*refused[i]);
+      continue;
+    }
     void* r = nullptr;
     if (redisGetReply(c_, &r) != REDIS_OK || r == nullptr) return Broken("pipeline");
     replies.emplace_back(static_cast<redisReply*>(r));
+  }
+  // Scripts flushed on the server meanwhile (rare: SCRIPT FLUSH): those
+  // commands again, one by one, after the rest (Command reloads them).
+  for (size_t i = 0; i < commands.size(); ++i) {
+    if (!IsNoScript(replies[i])) continue;
+    loaded_.clear();
+    auto again = Command(commands[i]);
+    if (!again.ok()) return again.status();
+    replies[i] = std::move(again).value();
   }
   return replies;
 }

@@ -11,6 +11,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -88,6 +90,11 @@ class Redis {
 
   // A failed connection (kIoError) is a Status; a Redis error reply is a
   // reply (IsError): the caller decides.
+  // Scripts: a command {"EVAL", SCRIPT, ...} is sent as EVALSHA with the
+  // script's SHA-1; the script itself goes once per connection (SCRIPT LOAD
+  // before its first use). A NOSCRIPT reply (the server's scripts were
+  // flushed) loads it again and sends the command once more: its own
+  // handling, not a lost connection.
   Result<RedisReply> Command(const std::vector<std::string>& args);
   Result<std::vector<RedisReply>> Pipeline(
       const std::vector<std::vector<std::string>>& commands);
@@ -97,6 +104,12 @@ class Redis {
  private:
   Redis(RedisAddress address, redisContext* c) : address_(std::move(address)), c_(c) {}
   Status Broken(const char* what);
+  Result<RedisReply> Send(const std::vector<std::string>& args);
+  // `args` as sent: an EVAL as EVALSHA, its script loaded first if this
+  // connection has not loaded it. An error reply of SCRIPT LOAD: *refused.
+  Result<std::vector<std::string>> AsSent(const std::vector<std::string>& args,
+                                          std::optional<RedisReply>* refused);
+  std::set<std::string> loaded_;  // SHA-1s of the scripts this connection loaded
   const RedisAddress address_;
   redisContext* c_;
 };

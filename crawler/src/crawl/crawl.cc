@@ -175,7 +175,7 @@ Result<std::unique_ptr<Crawl>> Crawl::Create(const Config& config,
                                              std::vector<std::string>* skipped,
                                              const NodeJoiner* joiner) {
   if (!config.cluster.redis.empty() && (joiner == nullptr || !joiner->join))
-    return NoCluster();  // before OUT is made
+    return NoCluster();  // before any file of the crawl is written
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
   if (ec)
