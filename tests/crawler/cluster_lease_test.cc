@@ -352,5 +352,35 @@ TEST_CASE(
   CHECK(done() == 1);
 }
 
+TEST_CASE(
+    "Reads are fenced: a node reads a shard's stream only with its lease and epoch; a "
+    "late read of a node that lost it takes nothing and leaves nothing pending",
+    "[cluster][lease]") {
+  const std::string dir = TempDir("cluster_read_fence");
+  RedisServer server(dir + "/redis");
+  Protocol p(server);
+  const std::string stream = kPrefix + "s:4";
+  p.Run({"XGROUP", "CREATE", stream, "owners", "0", "MKSTREAM"});
+  p.Run({"XADD", stream, "*", "b", "1"});
+  CHECK(p.Lease(4, "a", 0, 300).state == "taken");  // a: epoch 1
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  CHECK(p.Lease(4, "b", 0, 60000, /*takeover=*/true).state == "taken");  // b: epoch 2
+  auto read = [&](const std::string& node, const std::string& epoch) {
+    auto r = p.Run({"EVAL", cluster_wire::kReceiveScript, "4", kPrefix + "state",
+                    kPrefix + "delivered", stream, kPrefix + "lease:4", node, "64",
+                    node + " " + epoch});
+    return r.raw()->type == REDIS_REPLY_ARRAY ? r.raw()->elements : 0;
+  };
+  auto pending = [&] {
+    return p.Run({"XPENDING", stream, "owners"}).raw()->element[0]->integer;
+  };
+  CHECK(read("a", "1") == 0);  // a's read, late: fenced
+  CHECK(pending() == 0);
+  CHECK(p.Run({"GET", kPrefix + "delivered"}).IsNil());  // nothing counted
+  CHECK(read("b", "2") == 1);                            // the holder reads it
+  CHECK(pending() == 1);
+  CHECK(p.Run({"GET", kPrefix + "delivered"}).Int() == 1);
+}
+
 }  // namespace
 }  // namespace crawler::engine

@@ -223,8 +223,13 @@ TEST_CASE(
   // cut then names none of them, and would pass the fence).
   std::string committed = RedisCli(c.redis, "HGET crawler:{ztaken}:commits n2");
   committed = committed.substr(0, committed.find('\n'));
-  std::string takers =
-      ReadText(c.dir + "/n1/crawler.log") + ReadText(c.dir + "/n3/crawler.log");
+  // (Their info lines reach the file within 2 s: spdlog's flush_every.)
+  std::string takers;
+  for (int i = 0; i < 100 && takers.find("from node n2 checkpoint ") == std::string::npos;
+       ++i) {
+    if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    takers = ReadText(c.dir + "/n1/crawler.log") + ReadText(c.dir + "/n3/crawler.log");
+  }
   size_t sources = 0;
   for (size_t at = takers.find("from node n2 checkpoint "); at != std::string::npos;
        at = takers.find("from node n2 checkpoint ", at + 1)) {

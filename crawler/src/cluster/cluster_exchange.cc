@@ -228,11 +228,13 @@ bool Cluster::Receive(bool pending, bool* did, const std::vector<uint32_t>* only
     for (uint32_t s : shards) cmd.push_back(StreamKey(s));
     for (size_t i = 0; i < shards.size(); ++i) cmd.push_back("0");
   } else {
-    cmd = {"EVAL", kReceiveScript, std::to_string(2 + shards.size()), Key("state"),
+    cmd = {"EVAL", kReceiveScript, std::to_string(2 + 2 * shards.size()), Key("state"),
            Key("delivered")};
     for (uint32_t s : shards) cmd.push_back(StreamKey(s));
+    for (uint32_t s : shards) cmd.push_back(Key("lease:" + std::to_string(s)));
     cmd.push_back(cfg_.node);
     cmd.push_back("64");
+    for (uint32_t s : shards) cmd.push_back(cfg_.node + " " + std::to_string(epoch_[s]));
   }
   auto r = redis_->Command(cmd);
   if (!r.ok()) {

@@ -136,13 +136,24 @@ return out
 )lua";
 #undef CRAWLER_LUA_LAG
 
-// Receive new entries. KEYS: state, delivered, streams... ARGV: node, count.
+// Receive new entries. KEYS: state, delivered, then n streams, then their n
+// leases. ARGV: node, count, then per stream the caller's "NODE EPOCH".
 // Counting the delivery and marking this node busy happen atomically with
-// it, which is what makes the end test sound.
+// it, which is what makes the end test sound. Fenced like acknowledgements:
+// a stream is read only while the caller holds its lease with that epoch,
+// so a read that reaches Redis late (a node cut off, its command delivered
+// after another node took the shard and claimed its pending entries) takes
+// nothing: no entry left pending for a consumer that lost the shard.
 inline constexpr const char* kReceiveScript = R"lua(#!lua flags=allow-oom
+local n = (#KEYS - 2) / 2
 local args = {'GROUP', 'owners', ARGV[1], 'COUNT', ARGV[2], 'STREAMS'}
-for i = 3, #KEYS do args[#args + 1] = KEYS[i] end
-for i = 3, #KEYS do args[#args + 1] = '>' end
+local streams = {}
+for i = 1, n do
+  if redis.call('get', KEYS[2 + n + i]) == ARGV[2 + i] then streams[#streams + 1] = KEYS[2 + i] end
+end
+if #streams == 0 then return false end
+for _, k in ipairs(streams) do args[#args + 1] = k end
+for _ = 1, #streams do args[#args + 1] = '>' end
 local r = redis.call('xreadgroup', unpack(args))
 if not r then return false end
 local n = 0
