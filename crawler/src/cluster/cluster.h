@@ -343,7 +343,8 @@ class Cluster final : public Node {
   void Fail(const std::string& why) EXCLUDES(mu_);  // kIoError: exit 1
   void Fail(const Status& failure) EXCLUDES(mu_);   // its code: exit 2 if not I/O
   bool Ready(uint32_t shard) const { return ready_[shard].load(); }
-  bool Publish();
+  // This node's idle or busy, in Redis (*idle: which); the end test.
+  bool Publish(bool* idle);
   bool CheckDone();
   Status Reconnect();
   // Redis refused something this round other than a send (round_refusal_

@@ -122,7 +122,10 @@ bool Cluster::Round(bool* did) {
   if (now - last_state_ >
       std::chrono::milliseconds(std::max<uint32_t>(cfg_.batch_ms, 50))) {
     last_state_ = now;
-    if (!Publish() || !CheckDone()) return false;
+    // A busy node's job is not done (its own state says busy): the end
+    // test is asked only by idle nodes.
+    bool idle = false;
+    if (!Publish(&idle) || (idle && !CheckDone())) return false;
   }
   return true;
 }
@@ -424,8 +427,9 @@ bool Cluster::Heartbeat() {
   return true;
 }
 
-bool Cluster::Publish() {
+bool Cluster::Publish(bool* idle_out) {
   bool idle = local_idle_ && local_idle_() && Quiet();
+  *idle_out = idle;
   auto r = redis_->Command(
       {"EVAL", kStateScript, "1", Key("state"), cfg_.node, idle ? "idle" : "busy"});
   return r.ok() && !ReplyFailed(*r, "state");
