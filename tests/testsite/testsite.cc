@@ -368,8 +368,7 @@ int main(int argc, char** argv) {
   app.add_option("--crawl-delay", o.crawl_delay_s, "Crawl-delay of hosts 0, 4, 8, ...");
   app.add_option("--orphans", o.orphans,
                  "pages per host reachable only from its sitemaps (0: no sitemaps)");
-  app.add_flag("--sparse", o.sparse,
-               "page i of host h links only to page i+1 of host h+1 (no special paths)");
+  app.add_flag("--sparse", o.sparse, "page i of host h links to page i+1 of h+1 only");
   app.add_option("--max-depth", o.max_depth, "truth: the crawl's max_depth");
   app.add_option("--max-redirects", o.max_redirects, "truth: the crawl's max_redirects");
   app.add_flag("--truth", truth, "print the URLs a correct crawl fetches, and exit");

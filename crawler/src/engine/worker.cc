@@ -311,7 +311,7 @@ Status Worker::Skip(const frontier::Lease& lease, const char* why,
 Status Worker::ProcessOne() {
   std::optional<Completed> c = p_.results.TryPop();
   if (!c) return Status::Ok();
-  if (c->result.abandoned) return Abandoned(std::move(*c));
+  if (c->result.abandoned) return Abandoned(*c);
   Prepared prepared = Prepare(*c);  // outside the gate: a checkpoint need not wait for it
   Status st;
   {
@@ -325,7 +325,7 @@ Status Worker::ProcessOne() {
 
 // A transfer given up in flight because its host's shard lease lapsed
 // (AbandonLapsed): asked again a little later, as if never started.
-Status Worker::Abandoned(Completed c) {
+Status Worker::Abandoned(const Completed& c) {
   GateUnit unit(p_.gate);
   const auto again = Clock::now() + std::chrono::milliseconds(200);
   if (c.robots) {

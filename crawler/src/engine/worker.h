@@ -196,7 +196,7 @@ class Worker {
   // A cluster node: transfers of hosts whose shard lease lapsed are
   // abandoned (checked every 50 ms; placement.h, Lapsed).
   void AbandonLapsed();
-  [[nodiscard]] Status Abandoned(Completed c);
+  [[nodiscard]] Status Abandoned(const Completed& c);
   frontier::Clock::time_point next_lapse_check_{};
 };
 
