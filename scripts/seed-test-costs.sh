@@ -4,7 +4,9 @@
 # Testing/Temporary/CTestCostData.txt), so that `ctest -j` starts the longest
 # entries first instead of in the order they are defined. A build that has
 # timings of its own keeps them. Entries not listed run after the listed ones.
-# Usage: bash scripts/seed-test-costs.sh BUILD_DIR release|asan
+# ctest keys the file by each name's first word: only names without spaces
+# (the torture, chaos and concurrency entries: the longest) are ordered.
+# Usage: bash scripts/seed-test-costs.sh BUILD_DIR asan   (CI's ASan step)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 costs="$1/Testing/Temporary/CTestCostData.txt"
