@@ -8,14 +8,19 @@
 #      hosts, crawl.max_connections=C per node): 1 node, then 3 nodes; pages/s
 #   3. CPU per page: scripts/bench-crawl.sh's CPU-bound crawl, single machine
 #      and one node in cluster mode (BENCH_CRAWLER_ONLY)
-# Usage: bash scripts/bench-cluster.sh [exchange|scaling|cpu|all] (default all)
+#   4. control: build/tests/cluster_control_bench, BENCH_NODES (64)
+#      exchange-only nodes on BENCH_SHARDS (4096) shards, no URL traffic:
+#      Redis CPU, lease renewal p50/p99, the time to detect the end
+# Usage: bash scripts/bench-cluster.sh [exchange|scaling|cpu|control|all]
+# (default all)
 # Env: BENCH_URLS (1000000), BENCH_PAGES (scaling, 6000), BENCH_CONNECTIONS (8),
 #      BENCH_CPU_PAGES (50000), BENCH_CRAWLER (scaling: the binary, default
 #      build/crawler/crawler; to compare with another build's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
-[ -x build/crawler/crawler ] && [ -x build/tests/cluster_bench ] ||
+[ -x build/crawler/crawler ] && [ -x build/tests/cluster_bench ] &&
+  [ -x build/tests/cluster_control_bench ] ||
   { echo "bench: build first: cmake -S . -B build && cmake --build build -j2" >&2; exit 2; }
 work=$(mktemp -d /tmp/cluster-bench.XXXXXX)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -90,4 +95,11 @@ if [ "$what" = cpu ] || [ "$what" = all ]; then
   BENCH_CRAWLER_ONLY=1 bash scripts/bench-crawl.sh "${BENCH_CPU_PAGES:-50000}" | grep -E "^ *crawler|pages/s"
   CRAWLER_SETS="--set cluster.redis=$redis_url --set cluster.job=cpu --set cluster.node=n1" \
     BENCH_CRAWLER_ONLY=1 bash scripts/bench-crawl.sh "${BENCH_CPU_PAGES:-50000}" | grep -E "^ *crawler|pages/s"
+fi
+
+if [ "$what" = control ] || [ "$what" = all ]; then
+  echo "== control plane (no URL traffic)"
+  fresh_redis
+  build/tests/cluster_control_bench --redis "$redis_url" --nodes "${BENCH_NODES:-64}" \
+    --shards "${BENCH_SHARDS:-4096}" --seconds 10
 fi

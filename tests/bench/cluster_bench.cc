@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
+#include <filesystem>
 #include <random>
 #include <string>
 #include <thread>
@@ -106,9 +107,12 @@ int main(int argc, char** argv) {
   Config cb = ca;
   ca.cluster.node = "a";
   cb.cluster.node = "b";
-  // Out dirs: only spill files would go there (none at these lags).
-  auto a = Cluster::Join(ca, "/tmp/cluster-bench-a", false);
-  auto b = Cluster::Join(cb, "/tmp/cluster-bench-b", false);
+  // Out dirs: the job's identity, and spill files (none at these lags).
+  const std::string dir = "/tmp/cluster-bench-" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir + "/a");
+  std::filesystem::create_directories(dir + "/b");
+  auto a = Cluster::Join(ca, dir + "/a", false);
+  auto b = Cluster::Join(cb, dir + "/b", false);
   if (!a.ok() || !b.ok()) {
     std::fprintf(stderr, "join: %s\n",
                  (!a.ok() ? a.status() : b.status()).message().c_str());
@@ -210,5 +214,6 @@ int main(int argc, char** argv) {
                            "for _, k in ipairs(redis.call('keys', ARGV[1])) do "
                            "redis.call('del', k) end return 1",
                            "0", "crawler:{" + ca.cluster.job + "}:*"});
+  std::filesystem::remove_all(dir);
   return 0;
 }

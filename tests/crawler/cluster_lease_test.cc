@@ -42,15 +42,33 @@ class Protocol {
     return std::move(r).value();
   }
 
+  struct Received {
+    std::string bell;
+    size_t entries = 0;
+  };
+  // kReceiveScript over one stream of shard `shard`, as `node` with `epoch`.
+  Received Read(const std::string& stream, uint32_t shard, const std::string& node,
+                const std::string& epoch) {
+    RedisReply r =
+        Run({"EVAL", cluster_wire::kReceiveScript, "6", kPrefix + "state",
+             kPrefix + "delivered", kPrefix + "bell:" + node, kPrefix + "busy", stream,
+             kPrefix + "lease:" + std::to_string(shard), node, "64", node + " " + epoch});
+    const redisReply* streams = cluster_wire::Element(r.raw(), 1);
+    const redisReply* first = cluster_wire::Element(streams, 0);
+    const redisReply* list = cluster_wire::Element(first, 1);
+    return {RedisReply::StrOf(cluster_wire::Element(r.raw(), 0)),
+            list == nullptr ? 0 : list->elements};
+  }
+
   // kLeaseScript for one shard: `node` holding `mine` (0: none).
   Answer Lease(uint32_t shard, const std::string& node, uint64_t mine, int ttl_ms,
                bool takeover = false) {
     std::string s = std::to_string(shard);
     RedisReply r =
-        Run({"EVAL", cluster_wire::kLeaseScript, "6", kPrefix + "lease:" + s,
+        Run({"EVAL", cluster_wire::kLeaseScript, "7", kPrefix + "lease:" + s,
              kPrefix + "epoch:" + s, kPrefix + "holder", kPrefix + "source",
-             kPrefix + "state", kPrefix + "holds", node, std::to_string(ttl_ms),
-             takeover ? "1" : "0", std::to_string(mine)});
+             kPrefix + "state", kPrefix + "holds", kPrefix + "busy", node,
+             std::to_string(ttl_ms), takeover ? "1" : "0", std::to_string(mine)});
     const redisReply* one = cluster_wire::Element(r.raw(), 0);
     return Answer{RedisReply::StrOf(cluster_wire::Element(one, 0)),
                   RedisReply::StrOf(cluster_wire::Element(one, 1)),
@@ -366,10 +384,7 @@ TEST_CASE(
   std::this_thread::sleep_for(std::chrono::milliseconds(400));
   CHECK(p.Lease(4, "b", 0, 60000, /*takeover=*/true).state == "taken");  // b: epoch 2
   auto read = [&](const std::string& node, const std::string& epoch) {
-    auto r = p.Run({"EVAL", cluster_wire::kReceiveScript, "4", kPrefix + "state",
-                    kPrefix + "delivered", stream, kPrefix + "lease:4", node, "64",
-                    node + " " + epoch});
-    return r.raw()->type == REDIS_REPLY_ARRAY ? r.raw()->elements : 0;
+    return p.Read(stream, 4, node, epoch).entries;
   };
   auto pending = [&] {
     return p.Run({"XPENDING", stream, "owners"}).raw()->element[0]->integer;
@@ -380,6 +395,69 @@ TEST_CASE(
   CHECK(read("b", "2") == 1);                            // the holder reads it
   CHECK(pending() == 1);
   CHECK(p.Run({"GET", kPrefix + "delivered"}).Int() == 1);
+}
+
+TEST_CASE(
+    "Doorbell: a send rings its shard's lease holder's bell, which the receive returns; "
+    "a send to a shard with no lease rings none",
+    "[cluster][lease]") {
+  const std::string dir = TempDir("cluster_bell");
+  RedisServer server(dir + "/redis");
+  Protocol p(server);
+  const std::string stream = kPrefix + "s:5";
+  p.Run({"XGROUP", "CREATE", stream, "owners", "0", "MKSTREAM"});
+  auto send = [&] {
+    p.Run({"EVAL", cluster_wire::kSendScript, "3", stream, kPrefix + "sent",
+           kPrefix + "lease:5", "payload", "1", "7", "x", kPrefix + "bell:"});
+  };
+  send();  // no lease yet: no bell
+  CHECK(p.Run({"KEYS", kPrefix + "bell:*"}).raw()->elements == 0);
+  CHECK(p.Lease(5, "a", 0, 60000).state == "taken");  // a: epoch 1
+  Protocol::Received first = p.Read(stream, 5, "a", "1");
+  CHECK(first.bell == "0");
+  CHECK(first.entries == 1);  // what came before the lease: read all the same
+  CHECK(p.Run({"SISMEMBER", kPrefix + "busy", "a"}).Int() == 1);
+  send();
+  send();
+  CHECK(p.Run({"GET", kPrefix + "bell:a"}).Int() == 2);
+  Protocol::Received second = p.Read(stream, 5, "a", "1");
+  CHECK(second.bell == "2");
+  CHECK(second.entries == 2);
+  CHECK(p.Read(stream, 5, "a", "1").entries == 0);  // nothing new, bell unchanged
+}
+
+TEST_CASE(
+    "End test's first look: 0 while a live node is busy or a batch is unread, 2 (the "
+    "full test decides) when it cannot tell, 1 once done",
+    "[cluster][lease]") {
+  const std::string dir = TempDir("cluster_done_hint");
+  RedisServer server(dir + "/redis");
+  Protocol p(server);
+  auto state = [&](const std::string& node, const std::string& v) {
+    p.Run({"EVAL", cluster_wire::kStateScript, "2", kPrefix + "state", kPrefix + "busy",
+           node, v});
+  };
+  auto hint = [&] {
+    return p
+        .Run({"EVAL", cluster_wire::kDoneHintScript, "4", kPrefix + "done",
+              kPrefix + "sent", kPrefix + "delivered", kPrefix + "busy",
+              kPrefix + "alive:"})
+        .Int();
+  };
+  p.Run({"SET", kPrefix + "alive:a", "1"});
+  state("a", "busy");
+  state("b", "idle");
+  CHECK(hint() == 0);  // a lives and is busy
+  state("a", "idle");
+  CHECK(p.Run({"SCARD", kPrefix + "busy"}).Int() == 0);
+  CHECK(hint() == 2);
+  p.Run({"SET", kPrefix + "sent", "3"});
+  CHECK(hint() == 0);  // a batch sent and not read
+  p.Run({"SET", kPrefix + "delivered", "3"});
+  state("b", "busy");  // b is busy, and dead: only the full test knows
+  CHECK(hint() == 2);
+  p.Run({"SET", kPrefix + "done", "1"});
+  CHECK(hint() == 1);
 }
 
 }  // namespace

@@ -45,16 +45,20 @@
 // cluster.batch_urls URLs or is cluster.batch_ms old: one XADD per batch
 // (zlib-compressed lines "url \t depth \t redirects \t referrer"), pipelined.
 // It reads its own shards' streams through the consumer group "owners"
-// (XREADGROUP) into the inbox, which the workers admit like any link: the
+// (XREADGROUP) into the inbox when its doorbell rang (each send rings its
+// shard's lease holder's; BellRang says when it reads anyway), which the
+// workers admit like any link: the
 // filter drops what the node has seen, so a batch delivered twice is
 // harmless. Entries are acknowledged (XACK) and trimmed (XTRIM MINID, never
 // MAXLEN) only after a checkpoint that contains their effect is published;
 // after a crash, a resumed node re-reads its pending entries first.
 //
-// The end. Each node publishes (idle, batches sent, batches applied) in one
-// HSET; a node that reads, in two consecutive rounds, the same snapshot with
-// every node idle and sent == applied marks the job done (Mattern's
-// four-counter method: sums of monotone counters, double-checked).
+// The end. Each node writes idle or busy when it changes (and at every
+// heartbeat); a read that takes entries marks its node busy in the same
+// script, and the job's counters sent and delivered count batches. An idle
+// node tests for the end: O(1) first (sent == delivered and one random busy
+// node dead), then, only if that cannot tell, every node idle or dead with
+// no shard (kDoneScript), which marks the job done.
 //
 // Backpressure (cluster_spill.cc). Every send returns the stream's lag (its
 // entries the owner has not read yet). A shard whose lag reached
@@ -288,6 +292,9 @@ class Cluster final : public Node {
   // `pending` this node's own unacknowledged ones.
   bool Receive(bool pending, bool* did_something,
                const std::vector<uint32_t>* shards = nullptr);
+  // Was anything sent to this node since its last read of `shards` (its
+  // doorbell, kSendScript)? One GET instead of a read of every stream.
+  bool BellRang(const std::vector<uint32_t>& shards);
   bool AckPublished();
   // Renews the owned shards' leases (takes them at Start) in the same
   // pipeline as the liveness key, the node's figures and the lag.
@@ -416,6 +423,18 @@ class Cluster final : public Node {
   std::chrono::steady_clock::time_point refusing_since_{}, sends_paused_until_{},
       last_refusal_log_{};
   std::chrono::milliseconds send_backoff_{100};
+  struct Bell {
+    std::string seen;   // the doorbell's value at the last read
+    bool force = true;  // read at the next round whatever the bell says
+    std::vector<std::pair<uint32_t, uint64_t>> shards;  // read then, with epochs
+    std::chrono::steady_clock::time_point full{};
+    // Idle: the bell is looked at again at `next`, `wait` after the last look.
+    std::chrono::steady_clock::time_point next{};
+    std::chrono::milliseconds wait{0};
+  } bell_;  // the exchange thread's
+  // This node's state as last written to Redis (Publish).
+  enum class Published : uint8_t { kUnknown, kIdle, kBusy };
+  Published state_sent_ = Published::kUnknown;  // the exchange thread's
   std::vector<uint64_t> lag_;  // by shard: the last lag seen, plus batches sent since
   // Leases, by shard. The exchange thread's (Start's before it):
   enum class LeaseState : uint8_t { kNone, kHeld, kExpired, kLost };

@@ -16,13 +16,14 @@ using namespace cluster_wire;  // NOLINT: the formats this file speaks
 
 std::vector<std::string> Cluster::LeaseCommand() const {
   std::vector<std::string> cmd = {"EVAL", kLeaseScript,
-                                  std::to_string(2 * my_shards_.size() + 4)};
+                                  std::to_string(2 * my_shards_.size() + 5)};
   for (uint32_t s : my_shards_) cmd.push_back(Key("lease:" + std::to_string(s)));
   for (uint32_t s : my_shards_) cmd.push_back(Key("epoch:" + std::to_string(s)));
   cmd.push_back(Key("holder"));
   cmd.push_back(Key("source"));
   cmd.push_back(Key("state"));
   cmd.push_back(Key("holds"));
+  cmd.push_back(Key("busy"));
   cmd.push_back(cfg_.node);
   cmd.push_back(std::to_string(lease_ttl_.count()));
   cmd.push_back(takeover_ ? "1" : "0");  // with shared_dir: a dead node's shards

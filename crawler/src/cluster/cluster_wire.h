@@ -50,9 +50,26 @@ inline constexpr const char* kFullScript = R"lua(#!lua flags=allow-oom
 return redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2])
 )lua";
 
-// This node's state for the end test. KEYS: state. ARGV: node, idle|busy.
-inline constexpr const char* kStateScript = R"lua(#!lua flags=allow-oom
-return redis.call('hset', KEYS[1], ARGV[1], ARGV[2])
+// A node's state for the end test: the hash state (NODE -> idle|busy) and
+// the set busy, its busy nodes, always written together (CRAWLER_LUA_STATE,
+// in every script that writes the state): the end test's first look is at
+// one member of busy, O(1) whatever the node count (kDoneHintScript).
+#define CRAWLER_LUA_STATE                            \
+  "local function set_state(state, busy, node, v)\n" \
+  "  redis.call('hset', state, node, v)\n"           \
+  "  if v == 'busy' then\n"                          \
+  "    redis.call('sadd', busy, node)\n"             \
+  "  else\n"                                         \
+  "    redis.call('srem', busy, node)\n"             \
+  "  end\n"                                          \
+  "end\n"
+
+// This node's state for the end test. KEYS: state, busy. ARGV: node,
+// idle|busy.
+inline constexpr const char* kStateScript =
+    "#!lua flags=allow-oom\n" CRAWLER_LUA_STATE R"lua(
+set_state(KEYS[1], KEYS[2], ARGV[1], ARGV[2])
+return 1
 )lua";
 
 // Join. KEYS: meta, nodes, started, alive:NODE.
@@ -121,10 +138,16 @@ return {all, live}
   "  return len\n"                                       \
   "end\n"
 
-// Send one batch. KEYS: stream, sent. ARGV: payload, urls, raw length, node.
-// Returns {batches sent by all nodes, the stream's lag}.
+// Send one batch. KEYS: stream, sent, lease:S. ARGV: payload, urls, raw
+// length, node, the bells' prefix. Rings the doorbell of the shard's lease
+// holder (the counter PREFIX..NODE; kReceiveScript): an owner reads its
+// streams only when its bell rang (or at least once a second, for entries
+// sent while no lease was held). Returns {batches sent by all nodes, the
+// stream's lag}.
 inline constexpr const char* kSendScript = CRAWLER_LUA_LAG R"lua(
 redis.call('xadd', KEYS[1], '*', 'z', ARGV[1], 'n', ARGV[2], 'b', ARGV[3], 'from', ARGV[4])
+local holder = redis.call('get', KEYS[3])
+if holder then redis.call('incr', ARGV[5] .. string.match(holder, '^(%S+)')) end
 return {redis.call('incr', KEYS[2]), lag(KEYS[1])}
 )lua";
 
@@ -136,33 +159,51 @@ return out
 )lua";
 #undef CRAWLER_LUA_LAG
 
-// Receive new entries. KEYS: state, delivered, then n streams, then their n
-// leases. ARGV: node, count, then per stream the caller's "NODE EPOCH".
+// Receive new entries. KEYS: state, delivered, bell:NODE, busy, then n
+// streams, then their n leases. ARGV: node, count, then per stream the
+// caller's "NODE EPOCH". Returns {the bell, XREADGROUP's reply or false}:
+// the bell read with the entries, so a caller that next finds it unchanged
+// (one GET) knows nothing was sent to it since, without reading n streams.
 // Counting the delivery and marking this node busy happen atomically with
 // it, which is what makes the end test sound. Fenced like acknowledgements:
 // a stream is read only while the caller holds its lease with that epoch,
 // so a read that reaches Redis late (a node cut off, its command delivered
 // after another node took the shard and claimed its pending entries) takes
 // nothing: no entry left pending for a consumer that lost the shard.
-inline constexpr const char* kReceiveScript = R"lua(#!lua flags=allow-oom
-local n = (#KEYS - 2) / 2
+inline constexpr const char* kReceiveScript =
+    "#!lua flags=allow-oom\n" CRAWLER_LUA_STATE R"lua(
+local n = (#KEYS - 4) / 2
+local bell = redis.call('get', KEYS[3]) or '0'
 local args = {'GROUP', 'owners', ARGV[1], 'COUNT', ARGV[2], 'STREAMS'}
 local streams = {}
 for i = 1, n do
-  if redis.call('get', KEYS[2 + n + i]) == ARGV[2 + i] then streams[#streams + 1] = KEYS[2 + i] end
+  if redis.call('get', KEYS[4 + n + i]) == ARGV[2 + i] then streams[#streams + 1] = KEYS[4 + i] end
 end
-if #streams == 0 then return false end
+if #streams == 0 then return {bell, false} end
 for _, k in ipairs(streams) do args[#args + 1] = k end
 for _ = 1, #streams do args[#args + 1] = '>' end
 local r = redis.call('xreadgroup', unpack(args))
-if not r then return false end
-local n = 0
-for _, s in ipairs(r) do n = n + #s[2] end
-if n > 0 then
-  redis.call('incrby', KEYS[2], n)
-  redis.call('hset', KEYS[1], ARGV[1], 'busy')
+if not r then return {bell, false} end
+local got = 0
+for _, s in ipairs(r) do got = got + #s[2] end
+if got > 0 then
+  redis.call('incrby', KEYS[2], got)
+  set_state(KEYS[1], KEYS[4], ARGV[1], 'busy')
 end
-return r
+return {bell, r}
+)lua";
+
+// The end test's first look, O(1) whatever the node count. KEYS: done, sent,
+// delivered, busy, and ARGV: the liveness keys' prefix. Returns 1 (done), 0
+// (not done: a batch is unread, or a live node is busy; one busy node is
+// looked at, a random one) or 2 (the full test, kDoneScript, decides).
+inline constexpr const char* kDoneHintScript = R"lua(
+if redis.call('exists', KEYS[1]) == 1 then return 1 end
+if tonumber(redis.call('get', KEYS[2]) or '0') ~=
+   tonumber(redis.call('get', KEYS[3]) or '0') then return 0 end
+local b = redis.call('srandmember', KEYS[4])
+if b and redis.call('exists', ARGV[1] .. b) == 1 then return 0 end
+return 2
 )lua";
 
 // The end test. KEYS: state, sent, delivered, done, holder, holds,
@@ -202,8 +243,8 @@ return 1
 // Leases (fencing). A shard's lease is the key lease:S = "NODE EPOCH" with a
 // TTL; epoch:S only grows (INCR at every taking); the hash holder has, by
 // shard, the last "NODE EPOCH" that took it (it does not expire).
-// Take or renew. KEYS: lease:S..., epoch:S..., holder, source, state, holds
-// (n shards: 2n + 4; holds counts, by node, the shards it is the last holder
+// Take or renew. KEYS: lease:S..., epoch:S..., holder, source, state, holds,
+// busy (n shards: 2n + 5; holds counts, by node, the shards it is the last holder
 // of, for the end test's O(1) check). A node that takes a shard is marked busy in state
 // at once (the end test must not see its "idle" of before, while it loads). ARGV: node,
 // ttl ms, takeover (1: this node may take a free shard another node held last, if it
@@ -215,8 +256,9 @@ return 1
 // lease of its node's name: that is an earlier process of this node (Join refuses a
 // second live node of one name). A running one never takes it back from a later process:
 // it gets 'other'.
-inline constexpr const char* kLeaseScript = R"lua(#!lua flags=allow-oom
-local n = (#KEYS - 4) / 2
+inline constexpr const char* kLeaseScript =
+    "#!lua flags=allow-oom\n" CRAWLER_LUA_STATE R"lua(
+local n = (#KEYS - 5) / 2
 local hk, sk = KEYS[2 * n + 1], KEYS[2 * n + 2]
 local me = ARGV[1] .. ' '
 local ours = function(v) return v and string.sub(v, 1, #me) == me end
@@ -245,7 +287,7 @@ for i = 1, n do
       if last then redis.call('hincrby', KEYS[2 * n + 4], string.match(last, '^(%S+)'), -1) end
       redis.call('hincrby', KEYS[2 * n + 4], ARGV[1], 1)
       redis.call('hset', hk, shard, me .. epoch)
-      redis.call('hset', KEYS[2 * n + 3], ARGV[1], 'busy')
+      set_state(KEYS[2 * n + 3], KEYS[2 * n + 5], ARGV[1], 'busy')
       out[i] = {'taken', epoch, me .. epoch}
     elseif cur then
       out[i] = {'other', epoch, cur}
@@ -257,6 +299,7 @@ for i = 1, n do
 end
 return out
 )lua";
+#undef CRAWLER_LUA_STATE
 
 // The fenced commit of a published checkpoint. KEYS: holder, source,
 // commits. ARGV: node, sequence, then "SHARD EPOCH" of each shard the
