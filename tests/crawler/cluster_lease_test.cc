@@ -460,5 +460,38 @@ TEST_CASE(
   CHECK(hint() == 1);
 }
 
+TEST_CASE(
+    "Reclaim: entries pending for another consumer past the idle time become the lease "
+    "holder's; its own pending are left; without the lease it takes nothing",
+    "[cluster][lease]") {
+  const std::string dir = TempDir("cluster_reclaim_script");
+  RedisServer server(dir + "/redis");
+  Protocol p(server);
+  const std::string stream = kPrefix + "s:6";
+  p.Run({"XGROUP", "CREATE", stream, "owners", "0", "MKSTREAM"});
+  for (int i = 0; i < 3; ++i) p.Run({"XADD", stream, "*", "b", std::to_string(i)});
+  // ghost read two entries and is gone; a read the third.
+  p.Run({"XREADGROUP", "GROUP", "owners", "ghost", "COUNT", "2", "STREAMS", stream, ">"});
+  p.Run({"XREADGROUP", "GROUP", "owners", "a", "COUNT", "1", "STREAMS", stream, ">"});
+  CHECK(p.Lease(6, "a", 0, 60000).state == "taken");  // a: epoch 1
+  auto reclaim = [&](const std::string& node, const std::string& epoch) {
+    RedisReply r = p.Run({"EVAL", cluster_wire::kReclaimScript, "2", stream,
+                          kPrefix + "lease:6", node, "300", "100", node + " " + epoch});
+    const redisReply* first = cluster_wire::Element(r.raw(), 0);
+    const redisReply* list = cluster_wire::Element(first, 1);
+    return list == nullptr ? size_t{0} : list->elements;
+  };
+  CHECK(reclaim("a", "1") == 0);  // not idle long enough yet
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  CHECK(reclaim("b", "1") == 0);  // no lease: fenced
+  CHECK(reclaim("a", "1") == 2);  // ghost's two; a's own one stays as it is
+  auto pending_of = [&](const std::string& node) {
+    return p.Run({"XPENDING", stream, "owners", "-", "+", "10", node}).raw()->elements;
+  };
+  CHECK(pending_of("a") == 3);
+  CHECK(pending_of("ghost") == 0);
+  CHECK(reclaim("a", "1") == 0);  // nothing left for anyone else
+}
+
 }  // namespace
 }  // namespace crawler::engine

@@ -292,6 +292,13 @@ class Cluster final : public Node {
   // `pending` this node's own unacknowledged ones.
   bool Receive(bool pending, bool* did_something,
                const std::vector<uint32_t>* shards = nullptr);
+  // cluster_inbox.cc. The entries of an XREADGROUP-shaped reply
+  // ({{stream, {{id, fields}...}}...}) into the inbox; how many.
+  size_t ToInbox(const redisReply* streams) EXCLUDES(mu_);
+  // Every lease_s: entries of the owned shards' streams left pending for
+  // another consumer (which read them, then lost the shard or died) longer
+  // than lease_s become this node's and go to the inbox.
+  bool Reclaim(bool* did_something);
   // Was anything sent to this node since its last read of `shards` (its
   // doorbell, kSendScript)? One GET instead of a read of every stream.
   bool BellRang(const std::vector<uint32_t>& shards);
@@ -412,7 +419,7 @@ class Cluster final : public Node {
   std::atomic<uint64_t> sent_batches_{0}, applied_batches_{0};
   // The exchange thread's.
   std::chrono::steady_clock::time_point down_since_{}, last_beat_{}, last_state_{},
-      last_lag_{};
+      last_lag_{}, last_reclaim_{};
   // Refusals (Redis full, a replica, cannot persist): the exchange thread's.
   std::string round_refusal_;
   std::atomic<bool> refusing_{false};  // sends refused until one is taken again

@@ -121,6 +121,10 @@ bool Cluster::Round(bool* did) {
     if (!Heartbeat()) return false;
   }
   if (!HandOver()) return false;
+  if (now - last_reclaim_ > lease_ttl_) {
+    last_reclaim_ = now;
+    if (!Reclaim(did)) return false;
+  }
   LoadTaken();
   if (now - last_state_ >
       std::chrono::milliseconds(std::max<uint32_t>(cfg_.batch_ms, 50))) {
@@ -220,8 +224,6 @@ void Cluster::SendsAccepted() {
                  figures_.sends_refused);
 }
 
-// Long: one XREADGROUP round and its replies; issue 31 splits Cluster into parts.
-// NOLINTNEXTLINE(readability-function-size)
 bool Cluster::Receive(bool pending, bool* did, const std::vector<uint32_t>* only) {
   // Only the streams of shards this node owns (lease held, state here).
   std::vector<uint32_t> shards;
@@ -274,52 +276,13 @@ bool Cluster::Receive(bool pending, bool* did, const std::vector<uint32_t>* only
     bell_.seen = RedisReply::StrOf(Element(streams, 0));
     streams = Element(streams, 1);
   }
-  size_t got = 0;
-  std::vector<frontier::UrlEntry> entries;
-  std::vector<Applied> ids;
-  uint64_t malformed = 0;
-  for (size_t i = 0;
-       streams != nullptr && streams->type == REDIS_REPLY_ARRAY && i < streams->elements;
-       ++i) {
-    const redisReply* s = streams->element[i];
-    std::string key = RedisReply::StrOf(Element(s, 0));
-    uint32_t shard = 0;
-    std::string_view num = std::string_view(key).substr(key.rfind(':') + 1);
-    std::from_chars(num.data(), num.data() + num.size(), shard);
-    const redisReply* list = Element(s, 1);
-    for (size_t j = 0; list != nullptr && j < list->elements; ++j) {
-      const redisReply* entry = list->element[j];
-      std::string id = RedisReply::StrOf(Element(entry, 0));
-      const redisReply* fields = Element(entry, 1);
-      std::string z, b;
-      for (size_t k = 0; fields != nullptr && k + 1 < fields->elements; k += 2) {
-        std::string f = RedisReply::StrOf(fields->element[k]);
-        if (f == "z") z = RedisReply::StrOf(fields->element[k + 1]);
-        if (f == "b") b = RedisReply::StrOf(fields->element[k + 1]);
-      }
-      ++got;
-      std::string raw;
-      size_t raw_len = 0;
-      std::from_chars(b.data(), b.data() + b.size(), raw_len);
-      if (!Uncompress(z, raw_len, &raw) || !ParseLines(raw, &entries)) {
-        ++malformed;
-        spdlog::warn("cluster: malformed stream entry {} in {}: skipped", id, key);
-      }
-      ids.push_back(Applied{shard, id});
-    }
-  }
+  const size_t got = ToInbox(streams);
   // A read cut at its COUNT leaves entries the bell does not ring for: the
   // next round reads again, until one finds nothing.
   if (!pending) bell_.force = got > 0;
   if (!pending && got > 0)
     state_sent_ = Published::kUnknown;  // the script marked it busy
-  if (got == 0) return true;
-  *did = true;
-  MutexLock lock(mu_);
-  figures_.malformed += malformed;
-  figures_.batches_applied += got;
-  for (auto& e : entries) inbox_.push_back(std::move(e));
-  for (auto& a : ids) inbox_ids_.push_back(std::move(a));
+  if (got > 0) *did = true;
   return true;
 }
 

@@ -193,6 +193,38 @@ end
 return {bell, r}
 )lua";
 
+// Reclaim, fenced like reads. KEYS: n streams, then their n leases. ARGV:
+// node, min idle ms, count, then per stream the caller's "NODE EPOCH". For
+// each stream whose lease the caller holds with that epoch, the entries
+// pending for another consumer (one that read them and no longer holds the
+// shard: it died or was cut off before it acknowledged) idle longer than
+// min idle become the caller's (XCLAIM). The consumers come from XPENDING's
+// summary, so a stream with only the caller's pending costs O(consumers).
+// Returns, like XREADGROUP, {{stream, entries}...} of the streams that had
+// any.
+inline constexpr const char* kReclaimScript = R"lua(#!lua flags=allow-oom
+local n = #KEYS / 2
+local out = {}
+for i = 1, n do
+  if redis.call('get', KEYS[n + i]) == ARGV[3 + i] then
+    local summary = redis.call('xpending', KEYS[i], 'owners')
+    local ids = {}
+    for _, c in ipairs(summary[4] or {}) do
+      if c[1] ~= ARGV[1] then
+        local p = redis.call('xpending', KEYS[i], 'owners', 'IDLE', ARGV[2], '-', '+',
+                             ARGV[3], c[1])
+        for _, e in ipairs(p) do ids[#ids + 1] = e[1] end
+      end
+    end
+    if #ids > 0 then
+      out[#out + 1] = {KEYS[i], redis.call('xclaim', KEYS[i], 'owners', ARGV[1], ARGV[2],
+                                           unpack(ids))}
+    end
+  end
+end
+return out
+)lua";
+
 // The end test's first look, O(1) whatever the node count. KEYS: done, sent,
 // delivered, busy, and ARGV: the liveness keys' prefix. Returns 1 (done), 0
 // (not done: a batch is unread, or a live node is busy; one busy node is
