@@ -14,6 +14,7 @@
 
 #include "../testsite/gzip.h"
 #include "http_test_server.h"
+#include "loopback.h"
 
 namespace crawler::engine {
 namespace {
@@ -144,17 +145,9 @@ TEST_CASE(
   o.connect_timeout_s = 0.5;
   o.max_connections_per_host = 8;  // all at once: queueing time would count as timeout
   auto f = MakeFetcher(o);
-  // A port nobody listens on: bind one, close it, use its number.
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
+  // A port nobody listens on.
   const std::string refused =
-      "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) + "/";
+      "http://127.0.0.1:" + std::to_string(testing::FreePort()) + "/";
 
   auto results = FetchAll(*f, {server.Url("/slow"), refused, server.Url("/garbage"),
                                server.Url("/silent"), server.Url("/fine")});

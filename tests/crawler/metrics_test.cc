@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "crawl_output.h"
+#include "loopback.h"
 #include "metrics_scrape.h"
 #include "run_command.h"
 #include "testsite_process.h"
@@ -110,15 +111,8 @@ TEST_CASE(
 
 // A TCP connection to 127.0.0.1:PORT (-1 if refused), reads time out at 1 s.
 int Connect(unsigned port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-    ::close(fd);
-    return -1;
-  }
+  int fd = testing::ConnectLoopback(port);
+  if (fd < 0) return -1;
   timeval tv{1, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   return fd;

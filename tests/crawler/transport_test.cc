@@ -23,7 +23,7 @@
 #include <thread>
 
 #include "crawl_output.h"
-#include "redis_server.h"  // FreePort
+#include "loopback.h"
 #include "run_command.h"
 #include "testsite_process.h"
 
@@ -44,14 +44,9 @@ using testing::TestSite;
 using testing::kCrawler;
 
 bool Listening(unsigned port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
-  ::close(fd);
-  return ok;
+  int fd = testing::ConnectLoopback(port);
+  if (fd >= 0) ::close(fd);
+  return fd >= 0;
 }
 
 // Waits up to 5 s for a server on `port`; fails showing the server's `log`.

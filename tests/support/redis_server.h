@@ -15,22 +15,10 @@
 #include <thread>
 
 #include "crawl_output.h"
+#include "loopback.h"
 #include "run_command.h"
 
 namespace crawler::testing {
-
-inline unsigned FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  socklen_t len = sizeof(a);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
 
 // redis-server through scripts/redis-local.sh (AOF, appendfsync always).
 // `args` go to redis-server (as "--requirepass PW": redis-cli, here and in

@@ -20,20 +20,9 @@
 #include <utility>
 #include <vector>
 
-namespace crawler::testing {
+#include "loopback.h"
 
-// A socket connected to 127.0.0.1:port, or -1.
-inline int ConnectLoopback(unsigned port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0)
-    return fd;
-  if (fd >= 0) ::close(fd);
-  return -1;
-}
+namespace crawler::testing {
 
 class TcpProxy {
  public:
