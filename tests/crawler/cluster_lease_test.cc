@@ -24,14 +24,22 @@ struct Answer {
   std::string state, epoch, holder, source;
 };
 
+// A test's own redis-server (in TempDir(name)) and a connection to it.
 class Protocol {
  public:
-  explicit Protocol(const RedisServer& server) {
+  explicit Protocol(const std::string& name) : server(TempDir(name) + "/redis") {
     auto address = ParseRedisUrl(server.Url());
     REQUIRE(address.ok());
     auto r = Redis::Connect(*address, 5);
     REQUIRE(r.ok());
     redis_ = std::move(r).value();
+  }
+
+  // Shard `shard`'s stream, with its group "owners".
+  std::string Stream(uint32_t shard) {
+    const std::string stream = kPrefix + "s:" + std::to_string(shard);
+    Run({"XGROUP", "CREATE", stream, "owners", "0", "MKSTREAM"});
+    return stream;
   }
 
   RedisReply Run(const std::vector<std::string>& cmd) {
@@ -116,6 +124,8 @@ class Protocol {
     return cluster_wire::Element(r.raw(), 0)->integer;
   }
 
+  RedisServer server;
+
  private:
   std::unique_ptr<Redis> redis_;
 };
@@ -126,11 +136,8 @@ void WaitPast(int ms) {
 
 TEST_CASE("Leases: take, renew, expire; a stale epoch cannot acknowledge or trim",
           "[cluster][lease]") {
-  std::string dir = TempDir("cluster_lease");
-  RedisServer server(dir + "/redis");
-  Protocol p(server);
-  const std::string stream = kPrefix + "s:0";
-  p.Run({"XGROUP", "CREATE", stream, "owners", "0", "MKSTREAM"});
+  Protocol p("cluster_lease");
+  const std::string stream = p.Stream(0);
   std::vector<std::string> ids;
   for (int i = 0; i < 3; ++i) ids.push_back(p.Run({"XADD", stream, "*", "z", "x"}).Str());
   p.Run({"XREADGROUP", "GROUP", "owners", "a", "STREAMS", stream, ">"});
@@ -205,11 +212,8 @@ TEST_CASE(
   // A taker acknowledges the entries it claimed from a dead owner after newer
   // ones; an acknowledged entry left in the stream would count as lag (XLEN -
   // pending) for ever.
-  std::string dir = TempDir("cluster_ack_order");
-  RedisServer server(dir + "/redis");
-  Protocol p(server);
-  const std::string stream = kPrefix + "s:0";
-  p.Run({"XGROUP", "CREATE", stream, "owners", "0", "MKSTREAM"});
+  Protocol p("cluster_ack_order");
+  const std::string stream = p.Stream(0);
   std::vector<std::string> ids;
   for (int i = 0; i < 4; ++i) ids.push_back(p.Run({"XADD", stream, "*", "z", "x"}).Str());
   // The dead owner "a" read the first two; the taker "b" claims them and
@@ -238,9 +242,7 @@ TEST_CASE(
     "Commits: a checkpoint becomes its shards' source only while its node holds them "
     "with that epoch; takeover only without an epoch; release gives a lease up",
     "[cluster][lease]") {
-  std::string dir = TempDir("cluster_commit");
-  RedisServer server(dir + "/redis");
-  Protocol p(server);
+  Protocol p("cluster_commit");
   CHECK(p.Lease(0, "a", 0, 400).epoch == "1");
   CHECK(p.Lease(1, "a", 0, 400).epoch == "1");
   CHECK(p.Lease(0, "a", 1, 400).source.empty());  // nothing committed yet
@@ -292,9 +294,7 @@ TEST_CASE(
     "Scripts go once per connection (SCRIPT LOAD, then EVALSHA); NOSCRIPT after a "
     "flush loads them again, for a command and in a pipeline",
     "[cluster][redis]") {
-  const std::string dir = TempDir("cluster_scripts");
-  RedisServer server(dir + "/redis");
-  Protocol p(server);
+  Protocol p("cluster_scripts");
   const std::string script = "return tonumber(ARGV[1]) + 1";
   for (int i = 0; i < 3; ++i)
     CHECK(p.Run({"EVAL", script, "0", std::to_string(i)}).Int() == i + 1);
@@ -306,7 +306,7 @@ TEST_CASE(
   CHECK(p.Run({"EVAL", script, "0", "41"}).Int() == 42);
   CHECK(Calls(p, "script|load") == 2);
   p.Run({"SCRIPT", "FLUSH"});
-  auto address = ParseRedisUrl(server.Url());
+  auto address = ParseRedisUrl(p.server.Url());
   REQUIRE(address.ok());
   auto other = Redis::Connect(*address, 5);  // loads it on its own connection
   REQUIRE(other.ok());
@@ -330,9 +330,7 @@ TEST_CASE(
     "End test: a dead node holding shards keeps the job open, counted in holds (no walk "
     "over the shards); once every shard is taken from it, the job is done",
     "[cluster][lease]") {
-  const std::string dir = TempDir("cluster_done");
-  RedisServer server(dir + "/redis");
-  Protocol p(server);
+  Protocol p("cluster_done");
   // a takes shards 1 and 2, b shard 3; a's leases lapse (a died).
   CHECK(p.Lease(1, "a", 0, 300).state == "taken");
   CHECK(p.Lease(2, "a", 0, 300).state == "taken");
@@ -374,11 +372,8 @@ TEST_CASE(
     "Reads are fenced: a node reads a shard's stream only with its lease and epoch; a "
     "late read of a node that lost it takes nothing and leaves nothing pending",
     "[cluster][lease]") {
-  const std::string dir = TempDir("cluster_read_fence");
-  RedisServer server(dir + "/redis");
-  Protocol p(server);
-  const std::string stream = kPrefix + "s:4";
-  p.Run({"XGROUP", "CREATE", stream, "owners", "0", "MKSTREAM"});
+  Protocol p("cluster_read_fence");
+  const std::string stream = p.Stream(4);
   p.Run({"XADD", stream, "*", "b", "1"});
   CHECK(p.Lease(4, "a", 0, 300).state == "taken");  // a: epoch 1
   std::this_thread::sleep_for(std::chrono::milliseconds(400));
@@ -401,11 +396,8 @@ TEST_CASE(
     "Doorbell: a send rings its shard's lease holder's bell, which the receive returns; "
     "a send to a shard with no lease rings none",
     "[cluster][lease]") {
-  const std::string dir = TempDir("cluster_bell");
-  RedisServer server(dir + "/redis");
-  Protocol p(server);
-  const std::string stream = kPrefix + "s:5";
-  p.Run({"XGROUP", "CREATE", stream, "owners", "0", "MKSTREAM"});
+  Protocol p("cluster_bell");
+  const std::string stream = p.Stream(5);
   auto send = [&] {
     p.Run({"EVAL", cluster_wire::kSendScript, "3", stream, kPrefix + "sent",
            kPrefix + "lease:5", "payload", "1", "7", "x", kPrefix + "bell:"});
@@ -430,9 +422,7 @@ TEST_CASE(
     "End test's first look: 0 while a live node is busy or a batch is unread, 2 (the "
     "full test decides) when it cannot tell, 1 once done",
     "[cluster][lease]") {
-  const std::string dir = TempDir("cluster_done_hint");
-  RedisServer server(dir + "/redis");
-  Protocol p(server);
+  Protocol p("cluster_done_hint");
   auto state = [&](const std::string& node, const std::string& v) {
     p.Run({"EVAL", cluster_wire::kStateScript, "2", kPrefix + "state", kPrefix + "busy",
            node, v});
@@ -464,11 +454,8 @@ TEST_CASE(
     "Reclaim: entries pending for another consumer past the idle time become the lease "
     "holder's; its own pending are left; without the lease it takes nothing",
     "[cluster][lease]") {
-  const std::string dir = TempDir("cluster_reclaim_script");
-  RedisServer server(dir + "/redis");
-  Protocol p(server);
-  const std::string stream = kPrefix + "s:6";
-  p.Run({"XGROUP", "CREATE", stream, "owners", "0", "MKSTREAM"});
+  Protocol p("cluster_reclaim_script");
+  const std::string stream = p.Stream(6);
   for (int i = 0; i < 3; ++i) p.Run({"XADD", stream, "*", "b", std::to_string(i)});
   // ghost read two entries and is gone; a read the third.
   p.Run({"XREADGROUP", "GROUP", "owners", "ghost", "COUNT", "2", "STREAMS", stream, ">"});
