@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <thread>
 
@@ -150,6 +151,15 @@ bool Cluster::SendDue(bool flush_all, bool* did) {
   SpillIfOver();
   if (due.empty()) return true;
   *did = true;
+  // After a refusal, one batch goes as a probe and the rest wait: all of
+  // them, refused one by one at every retry, made 2,839 refused XADDs in 4 s
+  // of MISCONF (cluster_test "Cluster: Redis unable to persist*").
+  std::vector<Batch> later;
+  if (refusing_.load() && due.size() > 1) {
+    later.assign(std::make_move_iterator(due.begin() + 1),
+                 std::make_move_iterator(due.end()));
+    due.resize(1);
+  }
   std::vector<std::vector<std::string>> cmds;
   for (const Batch& b : due) {
     cmds.push_back({"EVAL", kSendScript, "3", StreamKey(b.shard), Key("sent"),
@@ -160,6 +170,7 @@ bool Cluster::SendDue(bool flush_all, bool* did) {
   auto replies = redis_->Pipeline(cmds);
   MutexLock lock(mu_);
   sending_.clear();
+  for (Batch& b : later) Hold(std::move(b));
   if (!replies.ok()) {
     // Unconfirmed: held for the next connection (a batch Redis did take is
     // then sent twice; its owner's filter drops the copies).
@@ -207,8 +218,9 @@ void Cluster::SendsRefused(const std::string& error, uint64_t batches) {
     std::string why = RefusalOf(error);
     spdlog::warn(
         "redis: sends refused: {}; {} batches for other nodes wait here (RAM, then "
-        "spill files) and are sent again with back-off, while heartbeats, reads, "
-        "commits, acknowledgements and trims go on ({} sends refused in all)",
+        "spill files) and are sent again with back-off (one as a probe), while "
+        "heartbeats, reads, commits, acknowledgements and trims go on where Redis takes "
+        "them ({} sends refused in all)",
         why.empty() ? "an error reply (" + error + ")" : "Redis is " + why, batches,
         figures_.sends_refused);
   }
