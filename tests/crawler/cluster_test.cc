@@ -98,6 +98,15 @@ TEST_CASE("Cluster: refusals and faults name what is wrong", "[cluster]") {
     ::kill(first, SIGINT);
     CHECK(WaitExitFor(first, 60) >= 0);
   }
+  SECTION("a replica is refused at once (exit 2), naming its primary") {
+    RedisServer replica(dir + "/redis-replica",
+                        "--replicaof 127.0.0.1 " + std::to_string(redis.port()));
+    CommandResult r = RunCommand(NodeCommand(dir, replica.Url(), "replica", "n1"));
+    INFO(r.output);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.output, Catch::Contains("is a read-only replica of 127.0.0.1:" +
+                                         std::to_string(redis.port())));
+  }
   SECTION("a Redis that evicts is refused; one that may lose writes is named") {
     RedisServer lru(dir + "/redis-lru", "--maxmemory-policy allkeys-lru");
     CommandResult evicts = RunCommand(NodeCommand(dir, lru.Url(), "lru", "n1"));

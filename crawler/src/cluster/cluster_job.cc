@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/file_util.h"
+#include "cluster/cluster_wire.h"
 
 namespace crawler::engine {
 
@@ -75,6 +76,20 @@ Status CheckRedisSettings(Redis& redis, const RedisAddress& address) {
       return "?";
     return RedisReply::StrOf(r->raw()->element[1]);
   };
+  // A replica refuses every write (READONLY): the job could not even be
+  // joined. Said at once, naming its primary.
+  auto role = redis.Command({"ROLE"});
+  if (role.ok() && !role->IsError() &&
+      RedisReply::StrOf(cluster_wire::Element(role->raw(), 0)) == "slave") {
+    return Status::Error(
+        Status::Code::kInvalidArgument,
+        "redis " + address.Text() + " is a read-only replica of " +
+            RedisReply::StrOf(cluster_wire::Element(role->raw(), 1)) + ":" +
+            std::to_string(cluster_wire::Element(role->raw(), 2) != nullptr
+                               ? cluster_wire::Element(role->raw(), 2)->integer
+                               : 0) +
+            ": cluster.redis must name the primary");
+  }
   const std::string policy = get("maxmemory-policy");
   if (policy == "?") {
     spdlog::warn(
