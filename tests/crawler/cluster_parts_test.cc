@@ -1,6 +1,6 @@
 // The cluster's pure parts: the Redis URL, shard ownership by rendezvous
-// hashing. (The exchange itself is tested against a real redis-server in
-// cluster_test.cc.)
+// hashing, the doorbell that says when to read. (The exchange itself is tested against a
+// real redis-server in cluster_test.cc.)
 #include <stdlib.h>
 
 #include <catch2/catch.hpp>
@@ -14,6 +14,7 @@
 #include "cluster/cluster.h"
 #include "cluster/cluster_job.h"
 #include "cluster/cluster_wire.h"
+#include "cluster/doorbell.h"
 #include "cluster/redis.h"
 #include "crawl_output.h"
 
@@ -152,6 +153,52 @@ TEST_CASE("ShardOwner: balanced, and a new node takes shards only for itself",
   CHECK(moved_elsewhere == 0);         // only to the new node ...
   CHECK(moved > shards / 4 * 8 / 10);  // ... about a quarter of them
   CHECK(moved < shards / 4 * 12 / 10);
+}
+
+TEST_CASE(
+    "Doorbell: reads first, while reads take entries, when the shards or epochs change, "
+    "when the bell rang, and every full_every; an idle node looks less and less often",
+    "[engine][cluster]") {
+  using namespace std::chrono_literals;
+  using Next = Doorbell::Next;
+  Doorbell bell(50ms, 5s);
+  const Doorbell::Shards mine = {{3, 1}, {7, 2}};
+  auto t = Doorbell::Clock::now();
+  CHECK(bell.Before(mine, t) == Next::kRead);  // the first round
+  bell.Read("4", 10);
+  CHECK(bell.Before(mine, t) == Next::kRead);  // it took entries: maybe more
+  bell.Read("4", 0);
+  CHECK(bell.Before(mine, t) == Next::kLook);
+  CHECK_FALSE(bell.Looked("4", t));  // unchanged: wait 5 ms
+  CHECK(bell.Before(mine, t + 1ms) == Next::kSkip);
+  CHECK(bell.Before(mine, t + 5ms) == Next::kLook);
+  // Idle: the looks spread out, 5, 10, 20, 40, then 50 ms (the cap).
+  auto at = t + 5ms;
+  for (auto wait : {10ms, 20ms, 40ms, 50ms, 50ms}) {
+    CHECK_FALSE(bell.Looked("4", at));
+    CHECK(bell.Before(mine, at + wait - 1ms) == Next::kSkip);
+    CHECK(bell.Before(mine, at + wait) == Next::kLook);
+    at += wait;
+  }
+  CHECK(bell.Looked("5", at));  // it rang: read now
+  bell.Read("5", 1);
+  bell.Read("5", 0);
+  CHECK(bell.Before(mine, at) == Next::kLook);  // and the looks start over at 5 ms
+  CHECK_FALSE(bell.Looked("5", at));
+  CHECK(bell.Before(mine, at + 5ms) == Next::kLook);
+  // A new epoch (a lease taken again), or another shard: read.
+  CHECK(bell.Before({{3, 1}, {7, 3}}, at + 5ms) == Next::kRead);
+  bell.Read("5", 0);
+  CHECK(bell.Before({{3, 1}, {7, 3}, {9, 1}}, at + 5ms) == Next::kRead);
+  bell.Read("5", 0);
+  const Doorbell::Shards now_mine = {{3, 1}, {7, 3}, {9, 1}};
+  CHECK(bell.Before(now_mine, at + 5ms) == Next::kLook);
+  CHECK_FALSE(bell.Looked("5", at + 5ms));
+  // Every 5 s in any case; and after Force (a reconnect, a failed read).
+  CHECK(bell.Before(now_mine, at + 5ms + 5s) == Next::kRead);
+  bell.Read("5", 0);
+  bell.Force();
+  CHECK(bell.Before(now_mine, at + 5ms + 5s) == Next::kRead);
 }
 
 }  // namespace

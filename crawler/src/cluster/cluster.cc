@@ -43,6 +43,8 @@ Cluster::Cluster(const Config& config, RedisAddress address, std::unique_ptr<Red
       token_(std::move(token)),
       seed_(seed),
       redis_(std::move(redis)),
+      bell_(std::chrono::milliseconds(std::max<uint32_t>(config.cluster.batch_ms, 50)),
+            std::chrono::seconds(5)),
       lag_(config.cluster.shards, 0),
       epoch_(config.cluster.shards, 0),
       lease_state_(config.cluster.shards, LeaseState::kNone),

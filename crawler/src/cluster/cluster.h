@@ -115,6 +115,7 @@
 
 #include "base/mutex.h"
 #include "base/status.h"
+#include "cluster/doorbell.h"
 #include "cluster/redis.h"
 #include "crawl/node.h"
 #include "crawler/checkpoint.h"
@@ -430,15 +431,9 @@ class Cluster final : public Node {
   std::chrono::steady_clock::time_point refusing_since_{}, sends_paused_until_{},
       last_refusal_log_{};
   std::chrono::milliseconds send_backoff_{100};
-  struct Bell {
-    std::string seen;   // the doorbell's value at the last read
-    bool force = true;  // read at the next round whatever the bell says
-    std::vector<std::pair<uint32_t, uint64_t>> shards;  // read then, with epochs
-    std::chrono::steady_clock::time_point full{};
-    // Idle: the bell is looked at again at `next`, `wait` after the last look.
-    std::chrono::steady_clock::time_point next{};
-    std::chrono::milliseconds wait{0};
-  } bell_;  // the exchange thread's
+  // When to read the streams (doorbell.h): an idle node looks at its bell
+  // down to every max(batch_ms, 50) ms, and reads at least every 5 s.
+  Doorbell bell_;  // the exchange thread's
   // This node's state as last written to Redis (Publish).
   enum class Published : uint8_t { kUnknown, kIdle, kBusy };
   Published state_sent_ = Published::kUnknown;  // the exchange thread's

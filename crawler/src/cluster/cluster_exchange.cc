@@ -102,7 +102,7 @@ Status Cluster::Reconnect() {
   auto r = Redis::Connect(address_, 2);
   if (!r.ok()) return r.status();
   redis_ = std::move(r).value();
-  bell_.force = true;  // sends may have rung while it was away
+  bell_.Force();  // sends may have rung while it was away
   state_sent_ = Published::kUnknown;
   return Status::Ok();
 }
@@ -270,7 +270,7 @@ bool Cluster::Receive(bool pending, bool* did, const std::vector<uint32_t>* only
       MutexLock lock(mu_);
       to_claim_.insert(to_claim_.end(), shards.begin(), shards.end());
     }
-    bell_.force = true;
+    bell_.Force();
     return false;
   }
   if (r->IsError()) {
@@ -284,14 +284,10 @@ bool Cluster::Receive(bool pending, bool* did, const std::vector<uint32_t>* only
     return redis_->Pipeline(create).ok();
   }
   const redisReply* streams = r->raw();
-  if (!pending) {
-    bell_.seen = RedisReply::StrOf(Element(streams, 0));
-    streams = Element(streams, 1);
-  }
+  const std::string bell = pending ? "" : RedisReply::StrOf(Element(streams, 0));
+  if (!pending) streams = Element(streams, 1);
   const size_t got = ToInbox(streams);
-  // A read cut at its COUNT leaves entries the bell does not ring for: the
-  // next round reads again, until one finds nothing.
-  if (!pending) bell_.force = got > 0;
+  if (!pending) bell_.Read(bell, got);
   if (!pending && got > 0)
     state_sent_ = Published::kUnknown;  // the script marked it busy
   if (got > 0) *did = true;
@@ -419,35 +415,21 @@ bool Cluster::Heartbeat() {
 }
 
 bool Cluster::BellRang(const std::vector<uint32_t>& shards) {
-  // Read anyway: at least once a second (entries sent while a shard's lease
-  // was free or another node's rang no bell here), and whenever the shards
-  // read or their epochs changed (a lease taken, lapsed or renewed again).
-  std::vector<std::pair<uint32_t, uint64_t>> read;
+  Doorbell::Shards read;
   read.reserve(shards.size());
   for (uint32_t s : shards) read.emplace_back(s, epoch_[s]);
-  auto now = SteadyClock::now();
-  if (bell_.force || read != bell_.shards ||
-      now - bell_.full >= std::chrono::seconds(5)) {
-    bell_.shards = std::move(read);
-    bell_.full = now;
-    bell_.wait = std::chrono::milliseconds(0);
-    return true;
+  switch (bell_.Before(std::move(read), SteadyClock::now())) {
+    case Doorbell::Next::kRead:
+      return true;
+    case Doorbell::Next::kSkip:
+      return false;
+    case Doorbell::Next::kLook:
+      break;
   }
-  // An idle node looks at its bell less and less often, down to every
-  // max(batch_ms, 50) ms: 64 idle nodes polling every 10 ms cost Redis a
-  // fifth of a core in round trips alone (scripts/bench-cluster.sh control).
-  if (now < bell_.next) return false;
   auto r = redis_->Command({"GET", Key("bell:" + cfg_.node)});
   // A broken connection or an error: the full read meets it and says so.
   if (!r.ok() || r->IsError()) return true;
-  if ((r->IsNil() ? std::string("0") : r->Str()) != bell_.seen) {
-    bell_.wait = std::chrono::milliseconds(0);
-    return true;
-  }
-  const std::chrono::milliseconds cap(std::max<uint32_t>(cfg_.batch_ms, 50));
-  bell_.wait = std::min(cap, std::max(bell_.wait * 2, std::chrono::milliseconds(5)));
-  bell_.next = now + bell_.wait;
-  return false;
+  return bell_.Looked(r->IsNil() ? std::string("0") : r->Str(), SteadyClock::now());
 }
 
 bool Cluster::Publish(bool* idle_out) {
