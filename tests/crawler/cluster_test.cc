@@ -35,7 +35,6 @@ namespace crawler::engine {
 namespace {
 
 using namespace cluster_fixture;  // NOLINT: the shared fixture
-using testing::FreePort;
 using testing::WarcNotAsLogged;
 
 TEST_CASE(
@@ -62,7 +61,8 @@ TEST_CASE("Cluster: refusals and faults name what is wrong", "[cluster]") {
   site.WriteSeeds(dir + "/seeds.txt");
 
   SECTION("Redis unreachable at start: exit 2, naming the address") {
-    unsigned dead = FreePort();
+    testing::RefusedPort refused;
+    const unsigned dead = refused.port();
     CommandResult r = RunCommand(
         NodeCommand(dir, "redis://127.0.0.1:" + std::to_string(dead), "down", "n1"));
     INFO(r.output);

@@ -145,9 +145,10 @@ TEST_CASE(
   o.connect_timeout_s = 0.5;
   o.max_connections_per_host = 8;  // all at once: queueing time would count as timeout
   auto f = MakeFetcher(o);
-  // A port nobody listens on.
+  // A port where connections are refused, held for the whole test.
+  testing::RefusedPort refused_port;
   const std::string refused =
-      "http://127.0.0.1:" + std::to_string(testing::FreePort()) + "/";
+      "http://127.0.0.1:" + std::to_string(refused_port.port()) + "/";
 
   auto results = FetchAll(*f, {server.Url("/slow"), refused, server.Url("/garbage"),
                                server.Url("/silent"), server.Url("/fine")});

@@ -20,6 +20,7 @@
 #include <string>
 
 #include "crawl_output.h"
+#include "loopback.h"
 #include "run_command.h"
 #include "testsite_process.h"
 
@@ -227,12 +228,9 @@ TEST_CASE("Testsite crawl: each failure ends in a fetch-log line and the crawl g
   std::string dir = TempDir("failures");
   TestSite site("--pages 10 --hosts 2 --slow-ms 4000 --huge-bytes 3000000",
                 dir + "/requests.log");
-  // A port nobody listens on: bind one, note it, close it.
-  std::string refused;
-  {
-    TestSite gone("--pages 1 --hosts 1", dir + "/gone.log");
-    refused = gone.Origin(0);
-  }
+  // A port where connections are refused, held for the whole test.
+  testing::RefusedPort refused_port;
+  const std::string refused = "http://127.0.0.1:" + std::to_string(refused_port.port());
   std::string o = site.Origin(1);  // host 1: robots.txt 404, everything allowed
   {
     std::ofstream seeds(dir + "/seeds.txt");
