@@ -15,6 +15,7 @@ packages=(
   clang libclang-rt-14-dev clang-format clang-tidy
   python3 python3-prometheus-client chromium
   nginx tinyproxy microsocks stunnel4 openssl
+  procps  # pgrep: .ci/run stops its background builds on the way out
 )
 if [ "${1:-}" = "--bench" ]; then
   packages+=(wget python3-scrapy time libisal-dev)
