@@ -5,7 +5,9 @@
 #   1. exchange: build/tests/cluster_bench (URLs/s through Redis, Redis bytes
 #      per in-flight URL, discovery -> owner latency p50/p99)
 #   2. scaling: a latency-bound crawl (crawler-testsite --delay-ms 50, 200
-#      hosts, crawl.max_connections=C per node): 1 node, then 3 nodes; pages/s
+#      hosts, crawl.max_connections=C per node): 1 node, then each of
+#      BENCH_SCALE_NODES (3 6) with rendezvous hashing alone and with
+#      work-aware placement (cluster.balance); pages/s, and x one node
 #   3. CPU per page: scripts/bench-crawl.sh's CPU-bound crawl, single machine
 #      and one node in cluster mode (BENCH_CRAWLER_ONLY)
 #   4. control: build/tests/cluster_control_bench, BENCH_NODES (64)
@@ -47,8 +49,9 @@ fi
 site_pid=
 # INFO field FIELD of the bench's Redis (a number).
 redis_info() { redis-cli -p "$port" INFO all | tr -d '\r' | awk -F: -v f="$1" '$1 == f {print $2}'; }
-crawl_nodes() {  # N NAME: N nodes crawl the delayed site; prints pages/s
+crawl_nodes() {  # N NAME [FLAGS...]: N nodes crawl the delayed site; prints pages/s
   local nodes=$1 job=$2 start end total=0 pids=() bytes0 cpu0
+  shift 2
   bytes0=$(redis_info total_net_input_bytes)
   cpu0=$(python3 -c "print($(redis_info used_cpu_user) + $(redis_info used_cpu_sys))")
   start=$(date +%s.%N)
@@ -57,7 +60,7 @@ crawl_nodes() {  # N NAME: N nodes crawl the delayed site; prints pages/s
       --set cluster.redis="$redis_url" --set cluster.job="$job" --set cluster.node="n$i" \
       --set cluster.min_nodes="$nodes" --set crawl.max_connections="${BENCH_CONNECTIONS:-8}" \
       --set crawl.max_depth=5 --set frontier.min_delay_s=0 \
-      --set frontier.max_connections_per_host=1 >"$work/$job-n$i.out" 2>&1 &
+      --set frontier.max_connections_per_host=1 "$@" >"$work/$job-n$i.out" 2>&1 &
     pids+=($!)
   done
   wait "${pids[@]}"
@@ -65,8 +68,18 @@ crawl_nodes() {  # N NAME: N nodes crawl the delayed site; prints pages/s
   for i in $(seq 1 "$nodes"); do
     total=$((total + $(grep -c '"status"' "$work/$job-n$i/fetch-log.jsonl" || true)))
   done
-  python3 -c "import sys; t=float(sys.argv[2])-float(sys.argv[1]); print(f'  {sys.argv[3]} node(s): {sys.argv[4]} pages in {t:.1f} s = {int(sys.argv[4])/t:.1f} pages/s')" \
-    "$start" "$end" "$nodes" "$total"
+  # pages/s, and against the one-node run's (the first), x.
+  python3 -c "
+import sys, os
+t = float(sys.argv[2]) - float(sys.argv[1]); rate = int(sys.argv[4]) / t
+first = sys.argv[5] + '/one-node-rate'
+if not os.path.exists(first):
+    open(first, 'w').write(str(rate))
+x = rate / float(open(first).read())
+print(f'  {sys.argv[3]} node(s) {sys.argv[6]}: {sys.argv[4]} pages in {t:.1f} s = {rate:.1f} pages/s, {x:.2f}x one node')" \
+    "$start" "$end" "$nodes" "$total" "$work" "$job"
+  grep -h "balance: giving" "$work"/"$job"-n*/crawler.log 2>/dev/null | wc -l |
+    awk '$1 > 0 {print "    " $1 " gives of shards to idle nodes (work-aware placement)"}' 
   # What the nodes sent Redis (URL batches and control traffic), and the CPU
   # Redis spent on it.
   python3 -c "import sys; b=int(sys.argv[2])-int(sys.argv[1]); c=float(sys.argv[4])-float(sys.argv[3]); print(f'    Redis: {b/1e6:.2f} MB received ({b/int(sys.argv[5]):.0f} B per page), {c:.2f} s CPU')" \
@@ -85,7 +98,12 @@ if [ "$what" = scaling ] || [ "$what" = all ]; then
   build/tests/testsite/crawler-testsite --pages "${BENCH_PAGES:-6000}" --hosts 200 \
     --port "$site_port" --seeds >"$work/seeds.txt"
   crawl_nodes 1 one
-  crawl_nodes 3 three
+  # Each node count twice, with cluster.shared_dir (handoffs need it):
+  # rendezvous hashing alone, then with work-aware placement.
+  for n in ${BENCH_SCALE_NODES:-3 6}; do
+    crawl_nodes "$n" "hashed$n" --set cluster.shared_dir="$work" --set cluster.balance=false
+    crawl_nodes "$n" "balanced$n" --set cluster.shared_dir="$work"
+  done
   kill "$site_pid"; site_pid=
 fi
 

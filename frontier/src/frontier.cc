@@ -238,6 +238,14 @@ uint64_t Frontier::InFlight(const std::function<bool(std::string_view)>& which) 
   return n;
 }
 
+void Frontier::ForEachQueued(
+    const std::function<void(std::string_view, uint64_t)>& f) const {
+  const Impl& m = *impl_;
+  MutexLock lock(m.mu);
+  for (const Impl::Host& h : m.hosts)
+    if (h.Queued() > 0) f(h.key, h.Queued());
+}
+
 void Frontier::RemoveDrained() {
   MutexLock lock(impl_->mu);
   for (const std::string& path : impl_->drained) std::remove(path.c_str());

@@ -1,6 +1,6 @@
 // The cluster's pure parts: the Redis URL, shard ownership by rendezvous
-// hashing, the doorbell that says when to read. (The exchange itself is tested against a
-// real redis-server in cluster_test.cc.)
+// hashing, the doorbell that says when to read, which shards a busy node gives. (The
+// exchange itself is tested against a real redis-server in cluster_test.cc.)
 #include <stdlib.h>
 
 #include <catch2/catch.hpp>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/secret.h"
+#include "cluster/balance.h"
 #include "cluster/cluster.h"
 #include "cluster/cluster_job.h"
 #include "cluster/cluster_wire.h"
@@ -199,6 +200,35 @@ TEST_CASE(
   bell.Read("5", 0);
   bell.Force();
   CHECK(bell.Before(now_mine, at + 5ms + 5s) == Next::kRead);
+}
+
+TEST_CASE(
+    "ShardsToGive: the heaviest shards up to half the backlog; none when the backlog is "
+    "small, short at this node's rate, or its rate unknown; a shard over half stays",
+    "[engine][cluster]") {
+  const BalanceRule rule;  // 50 URLs, 8 s
+  // 1,000 queued at 10 pages/s: 100 s of work. Half is 500: 400, then 300
+  // would pass it, 100 fits, and nothing after it does.
+  std::vector<ShardBacklog> b = {{1, 100}, {2, 400}, {3, 300},
+                                 {4, 50},  {5, 50},  {6, 100}};
+  CHECK(ShardsToGive(b, 10, rule) == std::vector<uint32_t>{2, 1});
+  // 850: half is 425; 300, then 250 and 150 would pass it, 100 fits.
+  CHECK(ShardsToGive({{1, 300}, {2, 250}, {3, 150}, {4, 100}, {5, 50}}, 10, rule) ==
+        std::vector<uint32_t>{1, 4});
+  // Ties by shard number: the same answer on every run.
+  CHECK(ShardsToGive({{9, 300}, {4, 300}, {7, 300}, {8, 0}}, 10, rule) ==
+        std::vector<uint32_t>{4});
+  // Not worth a handoff: under 50 URLs; under 8 s at this rate; rate unknown.
+  CHECK(ShardsToGive({{1, 30}, {2, 19}}, 1, rule).empty());
+  CHECK(ShardsToGive(b, 200, rule).empty());  // 1,000 URLs in 5 s
+  CHECK(ShardsToGive(b, 0, rule).empty());
+  // One shard holds nearly all: giving it would only move the problem, and
+  // what fits beside it (20 URLs) is under half of min_queued.
+  CHECK(ShardsToGive({{1, 5000}, {2, 10}, {3, 10}}, 10, rule).empty());
+  CHECK(ShardsToGive({{1, 5000}, {2, 15}, {3, 15}}, 10, rule) ==
+        std::vector<uint32_t>{2, 3});
+  CHECK(ShardsToGive({{1, 5000}}, 10, rule).empty());
+  CHECK(ShardsToGive({}, 10, rule).empty());
 }
 
 }  // namespace

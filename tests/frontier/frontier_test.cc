@@ -346,7 +346,18 @@ TEST_CASE(
   REQUIRE(lease);
   uint64_t a_in_flight = lease->entry.url.rfind("http://a/", 0) == 0 ? 1 : 0;
   CHECK(f->InFlight(is_a) == a_in_flight);
+  // ForEachQueued: each host's queued URLs, RAM and disk, in flight not
+  // counted (a cluster node's backlog by shard).
+  std::map<std::string, uint64_t> queued;
+  f->ForEachQueued([&](std::string_view h, uint64_t n) { queued[std::string(h)] += n; });
+  CHECK(queued.size() == 2);
+  CHECK(queued["http://a"] == kPerHost - a_in_flight);
+  CHECK(queued["http://b"] == kPerHost - (1 - a_in_flight));
   uint64_t dropped = f->DropHosts(is_a);
+  queued.clear();
+  f->ForEachQueued([&](std::string_view h, uint64_t n) { queued[std::string(h)] += n; });
+  CHECK(queued.size() == 1);  // a's are gone, and a host with none is not listed
+  CHECK(queued.count("http://b") == 1);
   CHECK(dropped == kPerHost - a_in_flight);
   FrontierStats s = f->Stats(kT0);
   CHECK(s.queued_memory + s.queued_disk == kPerHost - (1 - a_in_flight));  // b's

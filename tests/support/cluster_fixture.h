@@ -125,17 +125,25 @@ inline std::string WriteSeedsAndResolve(const TestSite& site, const std::string&
   return "--config " + dir + "/resolve.toml";
 }
 
+// Flags of some nodes only (after the others): node -> flags.
+using PerNode = std::map<std::string, std::string>;
+
 // Starts n1..n3 of `job` (output in DIR/NODE.out); `proxy` (if given) is
 // the Redis URL of node `proxied`.
 inline std::vector<pid_t> StartNodes(const std::string& dir, const RedisServer& redis,
                                      const std::string& job,
                                      const std::string& extra = "",
                                      const std::string& proxied = "",
-                                     const TcpProxy* proxy = nullptr) {
+                                     const TcpProxy* proxy = nullptr,
+                                     const PerNode& per_node = {}) {
   std::vector<pid_t> pids;
   for (const std::string& n : kNodes) {
     std::string url = n == proxied && proxy != nullptr ? proxy->Url() : redis.Url();
-    pids.push_back(Spawn(NodeCommand(dir, url, job, n, extra), dir + "/" + n + ".out"));
+    auto own = per_node.find(n);
+    pids.push_back(
+        Spawn(NodeCommand(dir, url, job, n,
+                          extra + (own == per_node.end() ? "" : " " + own->second)),
+              dir + "/" + n + ".out"));
   }
   return pids;
 }
@@ -192,7 +200,7 @@ struct ClusterCrawl {
   ClusterCrawl(const std::string& name, const std::string& job, const std::string& extra,
                unsigned pages = EnvOr("CRAWLER_CLUSTER_PAGES", 2000),
                const std::string& redis_args = "", const std::string& site_args = "",
-               const std::string& proxied = "")
+               const std::string& proxied = "", const PerNode& per_node = {})
       : dir(TempDir(name)),
         redis(dir + "/redis", redis_args),
         proxy(proxied.empty() ? nullptr : std::make_unique<TcpProxy>(redis.port())),
@@ -200,7 +208,7 @@ struct ClusterCrawl {
         resolve(WriteSeedsAndResolve(site, dir)),
         truth(site.Truth("--max-depth 5")),
         nodes(StartNodes(dir, redis, job, resolve + " " + WithDir(extra, dir), proxied,
-                         proxy.get())) {}
+                         proxy.get(), per_node)) {}
   // Waits for every node (each must exit 0), stops the site, and checks the
   // oracle: the nodes' fetch logs together are the truth set, each URL once.
   void Finish() {

@@ -94,6 +94,9 @@ struct ClusterConfig {
   // then taken over by the others from its last committed checkpoint. Empty:
   // they wait for it to come back.
   std::string shared_dir;
+  // Work-aware placement (with shared_dir): a node with a backlog of queued
+  // URLs hands some of its busiest shards to a node that ran out of work.
+  bool balance = true;
 };
 
 // [metrics]: Prometheus metrics (crawler/src/metrics.h).

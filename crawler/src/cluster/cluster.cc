@@ -454,7 +454,8 @@ bool Cluster::InboxEmpty() const {
 
 bool Cluster::Quiet() const {
   // Shards taken and not loaded yet, loaded and not restored by a worker,
-  // with entries to claim again, or being handed over are work: a taker
+  // with entries to claim again, being handed over, or given up and not yet
+  // taken by their new owner (untaken_) are work: a taker
   // that published "idle" while it loaded could let the job end without
   // them (issue 31, finding 1). (The exchange thread's own to_load_: Quiet
   // is called from Publish.)
@@ -462,7 +463,7 @@ bool Cluster::Quiet() const {
   MutexLock lock(mu_);
   return inbox_.empty() && inbox_ids_.empty() && queued_urls_ == 0 && admitting_ == 0 &&
          !loaded_ && to_claim_.empty() && handoff_.empty() && to_drop_.empty() &&
-         dropping_.empty();
+         dropping_.empty() && untaken_.empty();
 }
 
 OutboxCut Cluster::OnCut(uint64_t sequence) {

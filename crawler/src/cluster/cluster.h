@@ -9,7 +9,10 @@
 //
 // Ownership. host -> shard = XXH3-64(host key, job seed) mod shards; shard ->
 // node by rendezvous hashing over the job's nodes (the owner has the highest
-// XXH3-64(node name, seed = shard)). The job seed and the shard count are
+// XXH3-64(node name, seed = shard)), unless the hash assign names a live
+// node for the shard: work-aware placement (balance.h, cluster_balance.cc)
+// gives a busy node's heaviest shards to an idle node, through the handoff
+// a join uses. The job seed and the shard count are
 // fixed in Redis when the job is created. A host's URLs, robots.txt,
 // politeness and page cap live on its owner only, so per-host politeness
 // holds across the cluster with no shared lock, and each node keeps its own
@@ -115,6 +118,7 @@
 
 #include "base/mutex.h"
 #include "base/status.h"
+#include "cluster/balance.h"
 #include "cluster/doorbell.h"
 #include "cluster/redis.h"
 #include "crawl/node.h"
@@ -153,6 +157,7 @@ class Cluster final : public Node {
   // whether this node has nothing to do (called from the exchange thread).
   [[nodiscard]] Status Start(const std::atomic<bool>& stop,
                              std::function<bool()> local_idle) override;
+  void SetBacklogSource(BacklogSource source) override { backlog_ = std::move(source); }
 
   // After Start: does this node own `url`'s host? (It holds the lease of its
   // shard, by its own clock, and has its state loaded.)
@@ -314,8 +319,22 @@ class Cluster final : public Node {
   void CheckLeaseExpiry() EXCLUDES(mu_);
   bool LeaseValid(uint32_t shard) const;
   // cluster_takeover.cc. The shards to renew or take at the next heartbeat:
-  // those held, and those rendezvous hashing gives this node among `live`.
+  // those held, and those OwnerOf gives this node among `live`.
   void Want(const std::vector<std::string>& live);
+  // cluster_balance.cc. A shard's owner among `live` (sorted): the node the
+  // hash assign names if it is live, else rendezvous hashing's.
+  const std::string& OwnerOf(const std::vector<std::string>& live, uint32_t shard) const;
+  // The heartbeat's kMembersScript: its command, and its reply (the nodes,
+  // the live ones, assign when it moved; then Want, then Balance).
+  std::vector<std::string> MembersCommand() const;
+  void Members(const redisReply* r);
+  // This node is busy: gives its heaviest shards (ShardsToGive) to one of
+  // the `idle` live nodes (kGiveScript), and starts handing them over.
+  void Balance(const std::vector<std::string>& idle) EXCLUDES(mu_);
+  // Shards given up whose lease no node has taken yet (untaken_): `holders`
+  // (HMGET holder of `shards`) says which were taken meanwhile.
+  void TakenYet(const std::vector<uint32_t>& shards, const redisReply* holders)
+      EXCLUDES(mu_);
   // Handoff: starts handing `shard` over to `to`, or (to == this node)
   // takes it back if its lease was not given up yet.
   void HandTo(uint32_t shard, const std::string& to) EXCLUDES(mu_);
@@ -391,6 +410,16 @@ class Cluster final : public Node {
   uint32_t self_ = 0;
   std::vector<uint32_t> my_shards_;  // in the lease command (Want)
   std::function<bool()> local_idle_;
+  BacklogSource backlog_;  // the crawl's queued URLs by host (Balance)
+  // Work-aware placement, the exchange thread's: the hash assign as last
+  // read, its version ("": never read), when this node last gave shards.
+  std::map<uint32_t, std::string> assign_;
+  std::string assign_v_;
+  std::chrono::steady_clock::time_point last_give_{};
+  // This node's pages per second over the last 5 s or more (Balance).
+  std::chrono::steady_clock::time_point rate_at_{};
+  uint64_t rate_pages_ = 0;
+  double recent_rate_ = 0;
 
   // Lock order: spill_mu_, then mu_ (workers take mu_ only).
   mutable Mutex spill_mu_ ACQUIRED_BEFORE(mu_);
@@ -437,6 +466,7 @@ class Cluster final : public Node {
   // This node's state as last written to Redis (Publish).
   enum class Published : uint8_t { kUnknown, kIdle, kBusy };
   Published state_sent_ = Published::kUnknown;  // the exchange thread's
+  bool busy_ = false;          // this node's state as Publish last saw it (Balance)
   std::vector<uint64_t> lag_;  // by shard: the last lag seen, plus batches sent since
   // Leases, by shard. The exchange thread's (Start's before it):
   enum class LeaseState : uint8_t { kNone, kHeld, kExpired, kLost };
@@ -485,6 +515,12 @@ class Cluster final : public Node {
   // Given up: shard -> the checkpoint it was handed over in, until its
   // source names another checkpoint (or this node loaded it back).
   std::map<uint32_t, uint64_t> released_ GUARDED_BY(mu_);
+  // Given up, and no node has taken the lease yet: shard -> "NODE EPOCH" as
+  // given up. Work: the job must not end before a taker holds them (it is
+  // marked busy as it takes them), or their URLs would stay in the handoff
+  // checkpoint (an idle taker learns of a shard given to it a heartbeat or
+  // two after it is given up).
+  std::map<uint32_t, std::string> untaken_ GUARDED_BY(mu_);
   std::vector<uint32_t> to_drop_ GUARDED_BY(mu_);  // given up, for a worker
   std::set<uint32_t> dropping_ GUARDED_BY(mu_);    // taken by a worker
   std::chrono::steady_clock::time_point last_drain_ GUARDED_BY(mu_){};

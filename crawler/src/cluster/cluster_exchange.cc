@@ -316,7 +316,7 @@ bool Cluster::Heartbeat() {
   // With takeover: which nodes are alive (the shards this node wants next).
   bool members = takeover_ && !nodes_.empty();
   const size_t members_at = cmds.size();
-  if (members) cmds.push_back({"EVAL", kMembersScript, "1", Key("nodes"), Key("alive:")});
+  if (members) cmds.push_back(MembersCommand());
   // Shards given up: has their source moved on (their new owner committed)?
   std::vector<uint32_t> released;
   {
@@ -327,6 +327,17 @@ bool Cluster::Heartbeat() {
   if (!released.empty()) {
     cmds.push_back({"HMGET", Key("source")});
     for (uint32_t s : released) cmds.back().push_back(std::to_string(s));
+  }
+  // Shards given up: has their new owner taken the lease yet?
+  std::vector<uint32_t> untaken;
+  {
+    MutexLock lock(mu_);
+    for (const auto& [s, lease] : untaken_) untaken.push_back(s);
+  }
+  const size_t holders_at = cmds.size();
+  if (!untaken.empty()) {
+    cmds.push_back({"HMGET", Key("holder")});
+    for (uint32_t s : untaken) cmds.back().push_back(std::to_string(s));
   }
   // Kept handoff checkpoints: does some shard's source still name one?
   bool kept = false;
@@ -361,22 +372,9 @@ bool Cluster::Heartbeat() {
   }
   if ((*r)[full_at].Int() == 1)
     full_seen_ns_ = SteadyClock::now().time_since_epoch().count();
-  if (members && !(*r)[members_at].IsError()) {
-    // The node set grows when a node joins a running job.
-    const redisReply* all = Element((*r)[members_at].raw(), 0);
-    const redisReply* alive = Element((*r)[members_at].raw(), 1);
-    std::vector<std::string> nodes, live;
-    for (size_t i = 0; all != nullptr && i < all->elements; ++i)
-      nodes.push_back(RedisReply::StrOf(all->element[i]));
-    for (size_t i = 0; alive != nullptr && i < alive->elements; ++i)
-      live.push_back(RedisReply::StrOf(alive->element[i]));
-    if (!nodes.empty()) nodes_ = std::move(nodes);
-    {
-      MutexLock lock(mu_);
-      figures_.nodes = nodes_.size();
-    }
-    Want(live);
-  }
+  if (!untaken.empty() && !(*r)[holders_at].IsError())
+    TakenYet(untaken, (*r)[holders_at].raw());
+  if (members && !(*r)[members_at].IsError()) Members((*r)[members_at].raw());
   if (kept && !(*r)[all_sources_at].IsError())
     PruneHandoffDirs((*r)[all_sources_at].raw());
   if (!released.empty()) {
@@ -435,6 +433,7 @@ bool Cluster::BellRang(const std::vector<uint32_t>& shards) {
 bool Cluster::Publish(bool* idle_out) {
   bool idle = local_idle_ && local_idle_() && Quiet();
   *idle_out = idle;
+  busy_ = !idle;
   // Written when it changes (a read or a lease taken also mark this node
   // busy in Redis: kUnknown then), and at every heartbeat.
   const Published now = idle ? Published::kIdle : Published::kBusy;

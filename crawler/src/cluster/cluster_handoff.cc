@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 
 #include "base/file_util.h"
 #include "cluster/cluster.h"
@@ -243,8 +244,10 @@ bool Cluster::HandOver() {
     }
     // Given up here first: not renewed, not asked for, in no later cut; its
     // queued URLs dropped by a worker. Then the lease (above, next round).
+    std::map<uint32_t, std::string> given_up;
     for (uint32_t s : shards) {
-      releasing_.emplace_back(s, cfg_.node + " " + std::to_string(epoch_[s]));
+      given_up[s] = cfg_.node + " " + std::to_string(epoch_[s]);
+      releasing_.emplace_back(s, given_up[s]);
       lease_state_[s] = LeaseState::kNone;
       epoch_[s] = 0;
       valid_until_[s] = 0;
@@ -259,6 +262,7 @@ bool Cluster::HandOver() {
       MutexLock lock(mu_);
       for (uint32_t s : shards) {
         released_[s] = sequence;
+        untaken_[s] = given_up[s];
         handoff_.erase(s);
         holding_.erase(s);
         to_drop_.push_back(s);

@@ -30,7 +30,7 @@ void Cluster::Want(const std::vector<std::string>& live) {
   }
   if (std::find(live.begin(), live.end(), cfg_.node) != live.end()) {
     for (uint32_t s = 0; s < cfg_.shards; ++s) {
-      const std::string& owner = live[ShardOwner(live, s)];
+      const std::string& owner = OwnerOf(live, s);
       if (owner == cfg_.node) want.insert(s);
       // Held here, loaded, another live node's now (it joined, or came
       // back): handed over (or, if that node went away meanwhile, kept).
@@ -75,6 +75,7 @@ void Cluster::ShardsLoaded(const std::vector<uint32_t>& shards) {
     ready_[s] = true;
     to_claim_.push_back(s);
     released_.erase(s);  // given up once, taken back: this node's again
+    untaken_.erase(s);
   }
 }
 

@@ -113,16 +113,54 @@ if redis.call('exists', KEYS[2]) == 1 then return redis.call('smembers', KEYS[1]
 return false
 )lua";
 
-// The job's nodes and the live ones. KEYS: nodes. ARGV: the liveness keys'
-// prefix ("crawler:{JOB}:alive:"). Returns {all (sorted), live (sorted)}.
+// The job's nodes and the live ones, and the placement's overrides.
+// KEYS: nodes, assign_v, assign, busy. ARGV: the liveness keys' prefix
+// ("crawler:{JOB}:alive:"), the assign version the caller has ('-': none),
+// '1' to list the live nodes that are idle (not in busy). Returns {all
+// (sorted), live (sorted), the assign version, the assign hash (HGETALL,
+// shard -> node) only if its version is not the caller's, else nil, the
+// idle live nodes}. O(nodes), plus O(shards given) when the version moved.
 inline constexpr const char* kMembersScript = R"lua(
 local all = redis.call('smembers', KEYS[1])
 table.sort(all)
-local live = {}
+local live, idle = {}, {}
 for _, n in ipairs(all) do
-  if redis.call('exists', ARGV[1] .. n) == 1 then live[#live + 1] = n end
+  if redis.call('exists', ARGV[1] .. n) == 1 then
+    live[#live + 1] = n
+    if ARGV[3] == '1' and redis.call('sismember', KEYS[4], n) == 0 then
+      idle[#idle + 1] = n
+    end
+  end
 end
-return {all, live}
+local v = redis.call('get', KEYS[2]) or '0'
+local assign = false
+if v ~= ARGV[2] then assign = redis.call('hgetall', KEYS[3]) end
+return {all, live, v, assign, idle}
+)lua";
+
+// Work-aware placement (balance.h): a busy node gives shards to an idle
+// one. KEYS: assign, assign_v, reserve:THIEF, alive:THIEF, busy, then
+// lease:S of each shard. ARGV: the idle node, the reservation's TTL in ms,
+// then the giver's "NODE EPOCH" of each shard. Nothing is given unless the
+// idle node is alive, still idle, and not reserved by another giver (one
+// giver at a time: SET NX with a TTL). Each shard whose lease the giver
+// still holds with that epoch is assigned to the idle node (assign: shard
+// -> node, an override of rendezvous hashing while that node is live), and
+// the version moves so every node reads it. Returns the shards given.
+inline constexpr const char* kGiveScript = R"lua(#!lua flags=allow-oom
+if redis.call('exists', KEYS[4]) == 0 then return {} end
+if redis.call('sismember', KEYS[5], ARGV[1]) == 1 then return {} end
+if not redis.call('set', KEYS[3], '1', 'NX', 'PX', ARGV[2]) then return {} end
+local given = {}
+for i = 6, #KEYS do
+  if redis.call('get', KEYS[i]) == ARGV[i - 3] then
+    local shard = string.match(KEYS[i], '(%d+)$')
+    redis.call('hset', KEYS[1], shard, ARGV[1])
+    given[#given + 1] = shard
+  end
+end
+if #given > 0 then redis.call('incr', KEYS[2]) end
+return given
 )lua";
 
 // A stream's lag: its entries not yet delivered to the group "owners" (all

@@ -336,6 +336,12 @@ Result<CrawlSummary> Crawl::Run(const std::atomic<bool>& stop, const ProgressFn&
   bool fresh = !m.seeds.empty() && m.resume_robots.empty();
   Status st;
   if (m.cluster) {
+    // In a gate pass, like local_idle: a checkpoint forks only with the gate
+    // closed, so never while this holds the frontier's mutex.
+    m.cluster->SetBacklogSource([&m](const Node::HostVisitor& f) {
+      GateUnit unit(m.gate);
+      m.frontier->ForEachQueued(f);
+    });
     st = m.cluster->Start(stop, [&m] {
       GateUnit unit(m.gate);
       return m.state.busy.load() == 0 && m.results.Empty() &&

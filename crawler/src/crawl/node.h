@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "base/status.h"
 #include "crawler/checkpoint.h"
@@ -31,6 +32,13 @@ class Node : public Placement {
   // tells whether this node has nothing to do (called from another thread).
   [[nodiscard]] virtual Status Start(const std::atomic<bool>& stop,
                                      std::function<bool()> local_idle) = 0;
+  // Before Start: how the node reads the crawl's backlog (work-aware
+  // placement: a busy node weighs its shards by it). `source(f)` calls
+  // f(host key, URLs queued) for every host with URLs queued; it may be
+  // called from another thread, seldom.
+  using HostVisitor = std::function<void(std::string_view, uint64_t)>;
+  using BacklogSource = std::function<void(const HostVisitor&)>;
+  virtual void SetBacklogSource(BacklogSource source) = 0;
   // The error that stops this node (it lost a shard, the job is gone), if any.
   virtual bool Failed() const = 0;
   virtual Status failure() const = 0;

@@ -434,6 +434,8 @@ std::vector<Key> ClusterKeys() {
           "cluster", "shared_dir",
           [](Config & c) -> auto& { return c.cluster.shared_dir; },
           [](const std::string&) { return std::string(); }),
+      BoolKey(
+          "cluster", "balance", [](Config & c) -> auto& { return c.cluster.balance; }),
   };
 }
 

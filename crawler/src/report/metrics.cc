@@ -188,6 +188,9 @@ void ClusterFamilies(const ClusterReport& c, const ClusterHealth& h, Text& t) {
         c.acks_fenced);
   t.One("crawler_cluster_fetches_deferred_total", "counter",
         "URLs put back because their shard's lease was not held.", c.fetches_deferred);
+  t.One("crawler_cluster_shards_given_total", "counter",
+        "Shards this node handed to an idle node (work-aware placement).",
+        c.shards_given);
   t.One("crawler_cluster_urls_sent_total", "counter",
         "URLs sent to other nodes (confirmed by Redis).", c.urls_sent);
   t.One("crawler_cluster_urls_received_total", "counter",

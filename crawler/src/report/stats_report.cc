@@ -167,7 +167,9 @@ Section ClusterSection(const ClusterReport& c) {
   cl.rows.push_back({"leases", Count(c.leases_held) + " held, " + Count(c.lease_losses) +
                                    " lost or expired, " + Count(c.acks_fenced) +
                                    " acknowledges refused (fenced), " +
-                                   Count(c.fetches_deferred) + " fetches deferred"});
+                                   Count(c.fetches_deferred) + " fetches deferred, " +
+                                   Count(c.shards_given) +
+                                   " shards given to idle nodes"});
   cl.rows.push_back({"redis", c.redis_down_s > 0
                                   ? fmt::format("down {:.0f} s", c.redis_down_s)
                                   : std::string("connected")});

@@ -126,6 +126,7 @@ struct ClusterReport {
   uint64_t acks_fenced = 0;       // acknowledges Redis refused (a lease lost)
   uint64_t fetches_deferred = 0;  // URLs put back: their shard's lease not held
   uint64_t sends_refused = 0;     // batch sends Redis refused (full): held, sent again
+  uint64_t shards_given = 0;      // handed to an idle node (work-aware placement)
   uint64_t pages = 0;
   double pages_per_s = 0;  // over the last minute
   double updated_unix = 0;
@@ -134,7 +135,7 @@ struct ClusterReport {
 BOOST_DESCRIBE_STRUCT(ClusterReport, (), (node, job, nodes, shards_owned, urls_sent,
     batches_sent, urls_received, batches_applied, urls_queued, urls_held, urls_on_disk,
     malformed, redis_down_s, leases_held, lease_losses, acks_fenced, fetches_deferred,
-    sends_refused, pages, pages_per_s, updated_unix))
+    sends_refused, shards_given, pages, pages_per_s, updated_unix))
 // clang-format on
 
 struct StatsReport {

@@ -251,6 +251,11 @@ class Frontier {
   uint64_t DropHosts(const std::function<bool(std::string_view)>& handed);
   // URLs in flight of the hosts `which(key)` selects.
   uint64_t InFlight(const std::function<bool(std::string_view)>& which) const;
+  // Calls `f(key, queued)` for every host with URLs queued (RAM and disk),
+  // under the frontier's mutex: `f` must be quick and call nothing of it.
+  // O(hosts): a cluster node weighs its shards' backlog with it (work-aware
+  // placement), seldom.
+  void ForEachQueued(const std::function<void(std::string_view, uint64_t)>& f) const;
   // Deletes spill files that have been read back completely. Call it when no
   // checkpoint writer may be reading them.
   void RemoveDrained();
