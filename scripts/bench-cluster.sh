@@ -78,7 +78,7 @@ if not os.path.exists(first):
 x = rate / float(open(first).read())
 print(f'  {sys.argv[3]} node(s) {sys.argv[6]}: {sys.argv[4]} pages in {t:.1f} s = {rate:.1f} pages/s, {x:.2f}x one node')" \
     "$start" "$end" "$nodes" "$total" "$work" "$job"
-  grep -h "balance: giving" "$work"/"$job"-n*/crawler.log 2>/dev/null | wc -l |
+  { grep -h "balance: giving" "$work"/"$job"-n*/crawler.log 2>/dev/null || true; } | wc -l |
     awk '$1 > 0 {print "    " $1 " gives of shards to idle nodes (work-aware placement)"}' 
   # What the nodes sent Redis (URL batches and control traffic), and the CPU
   # Redis spent on it.

@@ -331,6 +331,10 @@ class Cluster final : public Node {
   // This node is busy: gives its heaviest shards (ShardsToGive) to one of
   // the `idle` live nodes (kGiveScript), and starts handing them over.
   void Balance(const std::vector<std::string>& idle) EXCLUDES(mu_);
+  // Pages per second over the last 5 s or more (the last minute's until
+  // known), and the queued URLs of the shards held here and ready.
+  double RecentRate(std::chrono::steady_clock::time_point now) EXCLUDES(mu_);
+  std::vector<ShardBacklog> HeldBacklog(std::map<uint32_t, uint64_t>* by_shard);
   // Shards given up whose lease no node has taken yet (untaken_): `holders`
   // (HMGET holder of `shards`) says which were taken meanwhile.
   void TakenYet(const std::vector<uint32_t>& shards, const redisReply* holders)

@@ -76,21 +76,11 @@ void Cluster::Members(const redisReply* r) {
   if (!idle_nodes.empty()) Balance(idle_nodes);
 }
 
-void Cluster::Balance(const std::vector<std::string>& idle) {
-  if (!cfg_.balance || !takeover_ || backlog_ == nullptr || failed_.load() ||
-      leave_.load())
-    return;
-  // One give at a time: the last one handed over and taken, then two
-  // heartbeats more (the taker's backlog shows as its state by then).
-  const auto now = SteadyClock::now();
-  const auto beat = std::chrono::duration_cast<SteadyClock::duration>(
-      std::chrono::duration<double>(cfg_.heartbeat_s));
-  if (now - last_give_ < 2 * beat) return;
+double Cluster::RecentRate(SteadyClock::time_point now) {
   double rate = 0;
   uint64_t pages = 0;
   {
     MutexLock lock(mu_);
-    if (!handoff_.empty() || !untaken_.empty()) return;
     rate = figures_.pages_per_s;  // over the last minute
     pages = figures_.pages;
   }
@@ -106,16 +96,38 @@ void Cluster::Balance(const std::vector<std::string>& idle) {
     rate_at_ = now;
     rate_pages_ = pages;
   }
-  if (recent_rate_ > 0) rate = recent_rate_;
-  // The backlog of the shards held here and ready (none being handed over).
-  std::map<uint32_t, uint64_t> by_shard;
+  return recent_rate_ > 0 ? recent_rate_ : rate;
+}
+
+std::vector<ShardBacklog> Cluster::HeldBacklog(std::map<uint32_t, uint64_t>* by_shard) {
+  // The shards held here and ready (none being handed over).
   backlog_([&](std::string_view host, uint64_t queued) {
     const uint32_t s = ShardOf(host);
-    if (ready_[s].load() && !handing_[s].load()) by_shard[s] += queued;
+    if (ready_[s].load() && !handing_[s].load()) (*by_shard)[s] += queued;
   });
   std::vector<ShardBacklog> backlog;
-  for (const auto& [s, queued] : by_shard)
+  for (const auto& [s, queued] : *by_shard)
     if (lease_state_[s] == LeaseState::kHeld) backlog.push_back({s, queued});
+  return backlog;
+}
+
+void Cluster::Balance(const std::vector<std::string>& idle) {
+  if (!cfg_.balance || !takeover_ || backlog_ == nullptr || failed_.load() ||
+      leave_.load())
+    return;
+  // One give at a time: the last one handed over and taken, then two
+  // heartbeats more (the taker's backlog shows as its state by then).
+  const auto now = SteadyClock::now();
+  const auto beat = std::chrono::duration_cast<SteadyClock::duration>(
+      std::chrono::duration<double>(cfg_.heartbeat_s));
+  if (now - last_give_ < 2 * beat) return;
+  {
+    MutexLock lock(mu_);
+    if (!handoff_.empty() || !untaken_.empty()) return;
+  }
+  const double rate = RecentRate(now);
+  std::map<uint32_t, uint64_t> by_shard;
+  std::vector<ShardBacklog> backlog = HeldBacklog(&by_shard);
   BalanceRule rule;
   rule.min_s = std::max(rule.min_s, 4 * cfg_.heartbeat_s);  // a handoff takes ~2
   const std::vector<uint32_t> give = ShardsToGive(backlog, rate, rule);
