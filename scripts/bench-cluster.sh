@@ -16,6 +16,9 @@
 # Usage: bash scripts/bench-cluster.sh [exchange|scaling|cpu|control|all]
 # (default all)
 # Env: BENCH_URLS (1000000), BENCH_PAGES (scaling, 6000), BENCH_CONNECTIONS (8),
+#      BENCH_SCALE_NODES ("3 6"), BENCH_SCALE_RUNS (1: pairs per node count),
+#      BENCH_DELAY_MS (scaling: each response's delay, 50; on 2 cores, 6 nodes
+#      at 50 ms use all the CPU: 200 keeps the crawl latency-bound),
 #      BENCH_CPU_PAGES (50000), BENCH_CRAWLER (scaling: the binary, default
 #      build/crawler/crawler; to compare with another build's).
 set -euo pipefail
@@ -88,10 +91,10 @@ print(f'  {sys.argv[3]} node(s) {sys.argv[6]}: {sys.argv[4]} pages in {t:.1f} s 
 }
 
 if [ "$what" = scaling ] || [ "$what" = all ]; then
-  echo "== scaling (every response delayed 50 ms; ${BENCH_CONNECTIONS:-8} connections per node)"
+  echo "== scaling (every response delayed ${BENCH_DELAY_MS:-50} ms; ${BENCH_CONNECTIONS:-8} connections per node)"
   fresh_redis
   build/tests/testsite/crawler-testsite --pages "${BENCH_PAGES:-6000}" --hosts 200 --port 0 \
-    --slow-ms 10 --delay-ms 50 >"$work/site.out" &
+    --slow-ms 10 --delay-ms "${BENCH_DELAY_MS:-50}" >"$work/site.out" &
   site_pid=$!
   for _ in $(seq 1 100); do [ -s "$work/site.out" ] && break; sleep 0.05; done
   site_port=$(awk '{print $2}' "$work/site.out")
@@ -100,9 +103,13 @@ if [ "$what" = scaling ] || [ "$what" = all ]; then
   crawl_nodes 1 one
   # Each node count twice, with cluster.shared_dir (handoffs need it):
   # rendezvous hashing alone, then with work-aware placement.
+  # Each job draws its own seed (host -> shard), so one pair of runs also
+  # compares two draws: BENCH_SCALE_RUNS pairs (default 1) average it out.
   for n in ${BENCH_SCALE_NODES:-3 6}; do
-    crawl_nodes "$n" "hashed$n" --set cluster.shared_dir="$work" --set cluster.balance=false
-    crawl_nodes "$n" "balanced$n" --set cluster.shared_dir="$work"
+    for r in $(seq 1 "${BENCH_SCALE_RUNS:-1}"); do
+      crawl_nodes "$n" "hashed$n-$r" --set cluster.shared_dir="$work" --set cluster.balance=false
+      crawl_nodes "$n" "balanced$n-$r" --set cluster.shared_dir="$work"
+    done
   done
   kill "$site_pid"; site_pid=
 fi
