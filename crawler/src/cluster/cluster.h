@@ -334,7 +334,7 @@ class Cluster final : public Node {
   // Pages per second over the last 5 s or more (the last minute's until
   // known), and the queued URLs of the shards held here and ready.
   double RecentRate(std::chrono::steady_clock::time_point now) EXCLUDES(mu_);
-  std::vector<ShardBacklog> HeldBacklog(std::map<uint32_t, uint64_t>* by_shard);
+  std::vector<ShardBacklog> HeldBacklog();
   // Shards given up whose lease no node has taken yet (untaken_): `holders`
   // (HMGET holder of `shards`) says which were taken meanwhile.
   void TakenYet(const std::vector<uint32_t>& shards, const redisReply* holders)

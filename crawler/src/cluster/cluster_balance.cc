@@ -99,14 +99,15 @@ double Cluster::RecentRate(SteadyClock::time_point now) {
   return recent_rate_ > 0 ? recent_rate_ : rate;
 }
 
-std::vector<ShardBacklog> Cluster::HeldBacklog(std::map<uint32_t, uint64_t>* by_shard) {
+std::vector<ShardBacklog> Cluster::HeldBacklog() {
+  std::map<uint32_t, uint64_t> by_shard;
   // The shards held here and ready (none being handed over).
   backlog_([&](std::string_view host, uint64_t queued) {
     const uint32_t s = ShardOf(host);
-    if (ready_[s].load() && !handing_[s].load()) (*by_shard)[s] += queued;
+    if (ready_[s].load() && !handing_[s].load()) by_shard[s] += queued;
   });
   std::vector<ShardBacklog> backlog;
-  for (const auto& [s, queued] : *by_shard)
+  for (const auto& [s, queued] : by_shard)
     if (lease_state_[s] == LeaseState::kHeld) backlog.push_back({s, queued});
   return backlog;
 }
@@ -126,8 +127,7 @@ void Cluster::Balance(const std::vector<std::string>& idle) {
     if (!handoff_.empty() || !untaken_.empty()) return;
   }
   const double rate = RecentRate(now);
-  std::map<uint32_t, uint64_t> by_shard;
-  std::vector<ShardBacklog> backlog = HeldBacklog(&by_shard);
+  const std::vector<ShardBacklog> backlog = HeldBacklog();
   BalanceRule rule;
   rule.min_s = std::max(rule.min_s, 4 * cfg_.heartbeat_s);  // a handoff takes ~2
   const std::vector<uint32_t> give = ShardsToGive(backlog, rate, rule);
@@ -149,15 +149,19 @@ void Cluster::Balance(const std::vector<std::string>& idle) {
   auto r = redis_->Command(cmd);
   last_give_ = now;
   if (!r.ok() || ReplyFailed(*r, "balance")) return;
+  std::map<uint32_t, uint64_t> queued;  // of the shards offered
   uint64_t urls = 0, total = 0, n = 0;
-  for (const ShardBacklog& b : backlog) total += b.queued;
+  for (const ShardBacklog& b : backlog) {
+    total += b.queued;
+    queued[b.shard] = b.queued;
+  }
   for (size_t i = 0; r->raw() != nullptr && i < r->raw()->elements; ++i) {
     const std::string shard = RedisReply::StrOf(r->raw()->element[i]);
     uint32_t s = 0;
     auto [end, ec] = std::from_chars(shard.data(), shard.data() + shard.size(), s);
     if (ec != std::errc() || s >= cfg_.shards) continue;
     assign_[s] = to;  // as every node reads it at its next heartbeat
-    urls += by_shard[s];
+    urls += queued[s];
     ++n;
     HandTo(s, to);
   }
