@@ -178,6 +178,9 @@ TEST_CASE("Crash torture: kill -9 at random moments and resume, until the crawl 
     std::vector<std::string> wrong = testing::WarcNotAsLogged(out);
     INFO((wrong.empty() ? "" : "WARC differs from the log at " + wrong[0]));
     CHECK(wrong.empty());
+    // Each WARC file's CDXJ index holds exactly its records, the files a
+    // resume cut included (indexed again from the file), as warcio's.
+    CHECK(testing::CdxjNotAsWarcio(out) == "");
 
     // The server's count: repeats only for pages fetched after the
     // checkpoint a resume went back to (plus those in flight at the kill:

@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <filesystem>
@@ -14,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "crawl_output.h"
+#include "output/cdxj.h"
 #include "output/sha1.h"
 #include "run_command.h"
 
@@ -267,6 +270,111 @@ TEST_CASE(
                           7) ==
         "HTTP/1.1 200 OK\r\nContent-Lengthy: 1\r\nX-Crawler-Original-Content-Length: "
         "5\r\nContent-Length: 7\r\n\r\n");
+}
+
+TEST_CASE("CDXJ: SURT keys as warcio's getSurt (npm warcio 2.4) makes them",
+          "[engine][warc][cdxj]") {
+  // Each expected key printed by warcio's getSurt for the URL on the left.
+  const std::pair<const char*, const char*> cases[] = {
+      {"http://www.Example.com/a?b=2&a=1#frag", "com,example)/a?a=1&b=2"},
+      {"https://www2.example.com:443/x", "com,example)/x"},
+      {"http://example.com:8080/", "com,example:8080)/"},
+      {"http://127.0.0.1:18700/p/1.html?z&y=1", "1,0,0,127:18700)/p/1.html?y=1&z"},
+      {"https://www.example.com", "com,example)/"},
+      {"ftp://x.org/a", "ftp://x.org/a"},
+      {"http://[::1]:81/a%2Fb", "[::1]:81)/a%2fb"},
+      {"http://wwwx.com/", "com,wwwx)/"},
+      {"http://www.co/?", "co)/"},
+      {"http://EXAMPLE.com/A?B=C&a=%41", "com,example)/a?a=%41&b=c"},
+  };
+  for (const auto& [url, key] : cases) {
+    INFO(url);
+    CHECK(cdxj::Surt(url) == key);
+  }
+  std::string status, mime;
+  cdxj::HttpFields("HTTP/2 404\r\ncontent-type:  text/plain ; charset=utf-8\r\n\r\n",
+                   &status, &mime);
+  CHECK(status == "404");
+  CHECK(mime == "text/plain");
+  cdxj::HttpFields("HTTP/1.1 20x OK\r\nServer: x\r\n\r\n", &status, &mime);
+  CHECK(status.empty());
+  CHECK(mime.empty());
+  CHECK(cdxj::Timestamp("2026-11-22T14:40:14Z") == "20261122144014");
+  CHECK(cdxj::PathFor("/o/warc/crawl-00003.warc.gz") == "/o/warc/crawl-00003.cdxj");
+}
+
+TEST_CASE(
+    "CDXJ: each WARC file's index, written as its records are and sorted when it "
+    "closes, is what warcio cdx-index prints; IndexWarc makes the same from the file",
+    "[engine][warc][cdxj]") {
+  TempDir dir;
+  WarcOptions o;
+  o.dir = dir.path() + "/warc";
+  o.rotate_bytes = 8192;
+  {
+    auto w = WarcWriter::Open(o);
+    REQUIRE(w.ok());
+    for (int i = 0; i < 60; ++i) {
+      OwnedExchange ex = MakeExchange(i);
+      // Other statuses and media types, one without any, a URL with a query.
+      if (i % 5 == 1) ex.response_head = "HTTP/1.1 404 Not Found\r\n\r\n";
+      if (i % 5 == 2) {
+        ex.response_head =
+            "HTTP/1.1 301 Moved\r\ncontent-type: text/plain; charset=x\r\n\r\n";
+        ex.url += "?b=2&a=%221%22";
+      }
+      REQUIRE((*w)->Write(ex.View()).ok());
+    }
+    CHECK((*w)->Position().file_index >= 2);
+    // Before the file closes: only the scratch lines, no index yet.
+    const std::string open_file = cdxj::PathFor((*w)->CurrentPath());
+    CHECK(std::filesystem::exists(open_file + ".open"));
+    CHECK_FALSE(std::filesystem::exists(open_file));
+    REQUIRE((*w)->Close().ok());
+    CHECK_FALSE(std::filesystem::exists(open_file + ".open"));
+  }
+  const std::string diff = testing::CdxjNotAsWarcio(dir.path());
+  CHECK(diff == "");
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path() + "/warc")) {
+    const std::string path = entry.path().string();
+    if (!path.ends_with(".warc.gz")) continue;
+    const std::string written = testing::ReadText(cdxj::PathFor(path));
+    CHECK_FALSE(written.empty());
+    std::filesystem::remove(cdxj::PathFor(path));
+    auto n = IndexWarc(path);
+    REQUIRE(n.ok());
+    CHECK(testing::ReadText(cdxj::PathFor(path)) == written);
+    CHECK(*n == static_cast<uint64_t>(std::count(written.begin(), written.end(), '\n')));
+  }
+}
+
+TEST_CASE(
+    "CDXJ: a torn WARC tail or a file that is no WARC is refused, naming the offset",
+    "[engine][warc][cdxj]") {
+  TempDir dir;
+  WarcOptions o;
+  o.dir = dir.path() + "/warc";
+  std::string path;
+  {
+    auto w = WarcWriter::Open(o);
+    REQUIRE(w.ok());
+    for (int i = 0; i < 3; ++i) REQUIRE((*w)->Write(MakeExchange(i).View()).ok());
+    path = (*w)->CurrentPath();
+  }
+  const uint64_t size = std::filesystem::file_size(path);
+  std::filesystem::resize_file(path, size - 10);
+  auto torn = IndexWarc(path);
+  REQUIRE_FALSE(torn.ok());
+  CHECK_THAT(torn.status().message(),
+             Catch::Contains(path) && Catch::Contains("cut short"));
+  {
+    std::ofstream junk(path, std::ios::binary | std::ios::trunc);
+    junk << "WARC/1.1\r\nnot gzip\r\n";
+  }
+  auto foreign = IndexWarc(path);
+  REQUIRE_FALSE(foreign.ok());
+  CHECK_THAT(foreign.status().message(), Catch::Contains("no gzip member at offset 0"));
+  CHECK_FALSE(IndexWarc(dir.path() + "/none.warc.gz").ok());
 }
 
 }  // namespace

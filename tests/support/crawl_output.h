@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <filesystem>
 #include <fstream>
@@ -119,6 +120,49 @@ inline std::multiset<std::string> WarcResponses(const std::string& out) {
       in_warc.insert(o.at("warc-target-uri").as_string().c_str());
   }
   return in_warc;
+}
+
+// Each WARC file's CDXJ index in OUT/warc (crawl-NNNNN.cdxj) against what
+// an independent indexer (`warcio cdx-index`, run in that directory so
+// "filename" agrees) prints for the file, line for line once sorted.
+// Returns what differs ("" for none): a file without its index, a scratch
+// .cdxj.open left behind, or the first line that differs.
+inline std::string CdxjNotAsWarcio(const std::string& out) {
+  namespace fs = std::filesystem;
+  const std::string dir = out + "/warc";
+  auto lines_of = [](const std::string& text) {
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+  };
+  size_t files = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.ends_with(".cdxj.open")) return name + " left behind";
+    if (!name.ends_with(".warc.gz")) continue;
+    ++files;
+    const std::string index =
+        dir + "/" + name.substr(0, name.size() - std::string(".warc.gz").size()) +
+        ".cdxj";
+    if (!fs::exists(index)) return name + ": no index " + index;
+    CommandResult cdx = RunCommand("cd '" + dir + "' && warcio cdx-index '" + name + "'");
+    if (cdx.exit_code != 0) return "warcio cdx-index " + name + " failed: " + cdx.output;
+    std::vector<std::string> ours = lines_of(ReadText(index)),
+                             theirs = lines_of(cdx.output);
+    if (!std::is_sorted(ours.begin(), ours.end())) return index + " is not sorted";
+    std::sort(theirs.begin(), theirs.end());
+    for (size_t i = 0; i < std::max(ours.size(), theirs.size()); ++i) {
+      std::string a = i < ours.size() ? ours[i] : "(none)",
+                  b = i < theirs.size() ? theirs[i] : "(none)";
+      if (a != b) {
+        return index + " line " + std::to_string(i + 1) + " of " +
+               std::to_string(ours.size()) + ": ours " + a + "; warcio's (" +
+               std::to_string(theirs.size()) + " lines) " + b;
+      }
+    }
+  }
+  return files == 0 ? "no WARC file in " + dir : "";
 }
 
 }  // namespace crawler::testing

@@ -63,6 +63,7 @@ struct OutputConfig {
   uint64_t warc_rotate_bytes = uint64_t{1} << 30;
   std::string warc_prefix = "crawl";
   int warc_gzip_level = 6;  // libdeflate level (1..12) of each record's gzip member
+  bool cdxj = true;         // a CDXJ index beside each WARC file (crawler/warc.h)
 };
 
 struct CheckpointConfig {

@@ -10,6 +10,12 @@
 //
 //   record := "WARC/1.1" CRLF *(header CRLF) CRLF block CRLF CRLF    (gzipped)
 //
+// Beside each WARC file, its CDXJ index (pywb's format, output/cdxj.h):
+// lines are appended to crawl-NNNNN.cdxj.open as records are written, and
+// sorted into crawl-NNNNN.cdxj when the WARC file is closed (at rotation or
+// Close). A resume re-indexes the file it cut from the file itself
+// (IndexWarc), so the index holds exactly the records that remain.
+//
 // Position() is what a checkpoint records (file index, bytes) so that resume
 // can cut a torn tail. Thread-safe: one mutex serialises the appends (digests
 // and compression run outside it, in the calling thread).
@@ -35,6 +41,7 @@ struct WarcOptions {
   int gzip_level = 6;  // libdeflate 1 (fastest) .. 12 (smallest); 6 ~ zlib's 6
   std::string software = "crawler/0.1";
   std::string operator_info;  // e.g. the contact URL from the config
+  bool cdxj = true;           // write the CDXJ index beside each file
 };
 
 // One fetch. The request, head and body are views of the caller's buffers
@@ -54,6 +61,7 @@ struct Exchange {
 // digests and compression, the costly part, without any lock).
 struct PreparedExchange {
   std::string response, request;
+  std::string index_head;  // the response's CDXJ line up to its place in the file
 };
 
 struct WarcPosition {
@@ -77,7 +85,10 @@ class WarcWriter {
   // The same in two steps: Prepare (thread-safe, no lock), then Write.
   PreparedExchange Prepare(const Exchange& exchange) const;
   [[nodiscard]] Status Write(const PreparedExchange& prepared);
-  // fflush + fsync of the current file.
+  // Closes the current file and sorts its index; nothing is written after.
+  // The destructor does it if it was not done.
+  [[nodiscard]] Status Close();
+  // fflush + fsync of the current file (and its index).
   [[nodiscard]] Status Sync();
   WarcPosition Position() const;
   // fflush (no fsync), then Position(): every byte counted is in the file.
@@ -89,6 +100,7 @@ class WarcWriter {
   Status OpenNext() REQUIRES(mu_);
   Status Append(const std::string& record) REQUIRES(mu_);  // one gzip member
   Status AppendBytes(const std::string& bytes) REQUIRES(mu_);
+  Status CloseFile() REQUIRES(mu_);  // the WARC file, then its index sorted
 
   const WarcOptions options_;
   mutable Mutex mu_;
@@ -96,7 +108,13 @@ class WarcWriter {
   uint32_t index_ GUARDED_BY(mu_) = 0;
   uint64_t bytes_ GUARDED_BY(mu_) = 0;
   std::string path_ GUARDED_BY(mu_);
+  std::FILE* cdxj_ GUARDED_BY(mu_) = nullptr;  // path_'s .cdxj.open
 };
+
+// Writes the CDXJ index of a WARC file (crawl-NNNNN.warc.gz ->
+// crawl-NNNNN.cdxj, sorted), read from the file itself; returns the number
+// of lines. For crawls written without an index, and for the file a resume cut.
+[[nodiscard]] Result<uint64_t> IndexWarc(const std::string& warc_path);
 
 // The response head as stored with a decoded body: libcurl hands over
 // decoded bodies, so Content-Encoding, Content-Length and Transfer-Encoding

@@ -39,6 +39,7 @@
 #include "crawler/seeds.h"
 #include "crawler/stats_report.h"
 #include "crawler/version.h"
+#include "crawler/warc.h"
 #include "parsers/url.h"
 #if CRAWLER_WITH_CLUSTER
 #include "cluster/entry.h"  // the one header of cluster/ included outside it
@@ -284,6 +285,26 @@ int RunNormalize(const std::string& base, const std::vector<std::string>& urls,
   return failed;
 }
 
+// `crawler index WARC...`: the CDXJ index of each WARC file, written beside
+// it (crawl-NNNNN.warc.gz -> crawl-NNNNN.cdxj), for files that have none
+// (a crawl with output.cdxj = false, or another tool's WARC of one gzip
+// member per record). Exit code 0 if every file was indexed, 2 if any was
+// not (named, with why).
+int RunIndex(const std::vector<std::string>& warcs) {
+  int rc = kExitOk;
+  for (const std::string& w : warcs) {
+    auto n = crawler::engine::IndexWarc(w);
+    if (n.ok()) {
+      std::printf("%s: %llu records indexed\n", w.c_str(),
+                  static_cast<unsigned long long>(*n));
+    } else {
+      std::fprintf(stderr, "crawler index: %s\n", n.status().message().c_str());
+      rc = kExitBadInput;
+    }
+  }
+  return rc;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -349,6 +370,11 @@ int main(int argc, char** argv) {
   normalize->add_flag("--strip-session-ids", url_options.strip_session_ids,
                       "drop session-id parameters");
   normalize->add_flag("--strip-www", url_options.strip_www, "drop a leading www.");
+  std::vector<std::string> warcs;
+  CLI::App* index = app.add_subcommand(
+      "index", "write the CDXJ index beside each WARC file (for WARCs without one)");
+  index->add_option("warcs", warcs, "WARC files (.warc.gz, one gzip member per record)")
+      ->required();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -364,5 +390,6 @@ int main(int argc, char** argv) {
   }
   if (*stats) return crawler::engine::RunStats(stats_dir, as_json, html);
   if (*cluster_stats) return ClusterStats(cluster_redis, cluster_job, as_json);
+  if (*index) return RunIndex(warcs);
   return RunNormalize(base, urls, url_options);
 }

@@ -108,6 +108,7 @@ Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
   wo.prefix = config.output.warc_prefix;
   wo.rotate_bytes = config.output.warc_rotate_bytes;
   wo.gzip_level = config.output.warc_gzip_level;
+  wo.cdxj = config.output.cdxj;
   wo.operator_info = config.crawl.user_agent;
   wo.software = Software();
   auto warc = WarcWriter::Open(wo);
@@ -318,6 +319,7 @@ Result<CrawlSummary> Finish(Crawl::Impl& m, bool stopped, Clock::time_point star
   } else if (st.ok()) {
     st = m.checkpointer->Cut(false, s.fetched + s.failed);
   }
+  if (st.ok()) st = m.warc->Close();  // its index sorted: ready with the file
   if (st.ok()) st = m.stats->Write(m.Report(false));
   if (!st.ok()) return st;
   m.PublishMetrics(false);

@@ -8,12 +8,14 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
 #include "base/file_util.h"
 #include "crawl/crawl_impl.h"
 #include "crawler/checkpoint.h"
 #include "crawler/seeds.h"
+#include "output/cdxj.h"
 
 namespace crawler::engine {
 namespace {
@@ -114,8 +116,10 @@ Status SelectCommitted(const Config& config, const std::string& out,
   return SyncDir(out);
 }
 
-// Cuts `path` back to `bytes` (what the checkpoint recorded).
-Status Cut(const std::string& path, uint64_t bytes, bool must_exist) {
+// Cuts `path` back to `bytes` (what the checkpoint recorded); sets *cut if
+// it removed anything.
+Status Cut(const std::string& path, uint64_t bytes, bool must_exist,
+           bool* cut = nullptr) {
   std::error_code ec;
   uint64_t size = fs::exists(path, ec) ? fs::file_size(path, ec) : 0;
   if (ec) return Status::Error(Status::Code::kIoError, path + ": " + ec.message());
@@ -126,33 +130,73 @@ Status Cut(const std::string& path, uint64_t bytes, bool must_exist) {
   }
   if (size > bytes && ::truncate(path.c_str(), static_cast<off_t>(bytes)) != 0)
     return IoError(path, "truncate");
+  if (cut != nullptr) *cut = size > bytes;
+  return Status::Ok();
+}
+
+// The WARC file index of `name` if it is one of ours ("PREFIX-NNNNN.warc.gz").
+std::optional<unsigned> WarcIndex(const std::string& name, const std::string& prefix) {
+  unsigned index = 0;
+  if (name.rfind(prefix + "-", 0) == 0 && name.ends_with(".warc.gz") &&
+      std::sscanf(name.c_str() + prefix.size() + 1, "%u.warc.gz", &index) == 1)
+    return index;
+  return std::nullopt;
+}
+
+// After the cut: each WARC file kept has its CDXJ index, and the one that
+// was cut (or was never closed, so has only a .cdxj.open of its lines) has
+// it made again from the file itself: exactly its records (warc.h).
+Status RepairIndexes(const std::string& warc_dir, const OutputConfig& output,
+                     const std::string& cut_file, bool cut) {
+  std::error_code ec;
+  std::vector<std::string> warcs;
+  for (const auto& entry : fs::directory_iterator(warc_dir, ec)) {
+    std::string name = entry.path().filename().string();
+    if (WarcIndex(name, output.warc_prefix)) warcs.push_back(entry.path().string());
+  }
+  if (ec) return Status::Error(Status::Code::kIoError, warc_dir + ": " + ec.message());
+  for (const std::string& warc : warcs) {
+    const std::string index = cdxj::PathFor(warc);
+    if (output.cdxj && ((cut && warc.ends_with("/" + cut_file)) || !fs::exists(index))) {
+      auto lines = IndexWarc(warc);
+      if (!lines.ok()) return lines.status();
+      spdlog::info("{}: indexed again from the file ({} records)", index, *lines);
+    }
+    fs::remove(index + ".open", ec);
+    if (ec)
+      return Status::Error(Status::Code::kIoError, index + ".open: " + ec.message());
+  }
   return Status::Ok();
 }
 
 // Removes what was written after the checkpoint. Only with the checkpoint
 // fully loaded.
 Status Repair(const std::string& out, const CheckpointInfo& info,
-              const std::string& warc_prefix) {
+              const OutputConfig& output) {
   Status st =
       Cut(out + "/fetch-log.jsonl", info.fetch_log_bytes, info.fetch_log_bytes > 0);
-  if (st.ok()) st = Cut(out + "/warc/" + info.warc_file, info.warc_bytes, true);
+  bool warc_cut = false;
+  if (st.ok())
+    st = Cut(out + "/warc/" + info.warc_file, info.warc_bytes, true, &warc_cut);
   if (st.ok()) st = Cut(out + "/stats-series.jsonl", info.series_bytes, false);
   if (st.ok()) st = Cut(out + "/seen.log", info.seen_log_bytes, false);
   if (!st.ok()) return st;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(out + "/warc", ec)) {
     std::string name = entry.path().filename().string();
-    std::string prefix = warc_prefix + "-";
-    unsigned index = 0;
-    if (name.rfind(prefix, 0) == 0 &&
-        std::sscanf(name.c_str() + prefix.size(), "%u.warc.gz", &index) == 1 &&
-        index > info.warc_index) {
-      fs::remove(entry.path(), ec);
-      if (ec)
-        return Status::Error(Status::Code::kIoError,
-                             entry.path().string() + ": remove: " + ec.message());
+    auto index = WarcIndex(name, output.warc_prefix);
+    if (index && *index > info.warc_index) {
+      const std::string path = entry.path().string();
+      for (const std::string& p :
+           {path, cdxj::PathFor(path), cdxj::PathFor(path) + ".open"}) {
+        fs::remove(p, ec);
+        if (ec)
+          return Status::Error(Status::Code::kIoError, p + ": remove: " + ec.message());
+      }
     }
   }
+  st = RepairIndexes(out + "/warc", output, info.warc_file, warc_cut);
+  if (!st.ok()) return st;
   fs::remove_all(out + "/frontier", ec);
   if (!ec) fs::remove_all(out + "/" + kCheckpointTmpDir, ec);
   if (ec)
@@ -252,7 +296,7 @@ Result<uint64_t> Crawl::CutBackToCommitted(const std::string& out_dir,
     auto config = LoadConfig(loaded->config_path, {});
     if (!config.ok()) return config.status();
     Status st = SelectCommitted(*config, out_dir, joiner, &*loaded);
-    if (st.ok()) st = Repair(out_dir, loaded->info, config->output.warc_prefix);
+    if (st.ok()) st = Repair(out_dir, loaded->info, config->output);
     if (!st.ok()) return st;
     return loaded->info.sequence;
   };
@@ -292,7 +336,7 @@ Result<std::unique_ptr<Crawl>> Crawl::Resume(const std::string& out_dir,
   if (!st.ok()) return fail(st);
   auto scope = Scope::FromHosts(config->crawl, cp.info.scope_hosts);
   if (!scope.ok()) return fail(scope.status());
-  st = Repair(out_dir, cp.info, config->output.warc_prefix);
+  st = Repair(out_dir, cp.info, config->output);
   if (!st.ok()) return fail(st);
   if (fell_back) {
     std::error_code ec;

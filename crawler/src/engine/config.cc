@@ -347,6 +347,8 @@ std::vector<Key> OutputKeys() {
       IntKey<int>(
           "output", "warc_gzip_level",
           [](Config & c) -> auto& { return c.output.warc_gzip_level; }, 1, 12),
+      BoolKey(
+          "output", "cdxj", [](Config & c) -> auto& { return c.output.cdxj; }),
   };
 }
 

@@ -17,6 +17,7 @@
 
 #include "base/ascii.h"
 #include "base/file_util.h"
+#include "output/cdxj.h"
 #include "output/sha1.h"
 
 namespace crawler::engine {
@@ -80,19 +81,43 @@ Result<std::unique_ptr<WarcWriter>> WarcWriter::Open(const WarcOptions& options)
 }
 
 WarcWriter::~WarcWriter() {
-  if (file_ != nullptr) std::fclose(file_);
+  MutexLock lock(mu_);
+  (void)CloseFile();
+}
+
+Status WarcWriter::Close() {
+  MutexLock lock(mu_);
+  return CloseFile();
+}
+
+Status WarcWriter::CloseFile() {
+  if (file_ == nullptr) return Status::Ok();
+  const bool closed = std::fclose(file_) == 0;
+  file_ = nullptr;
+  if (!closed) return IoError(path_, "close");
+  if (cdxj_ == nullptr) return Status::Ok();
+  const std::string open = cdxj::PathFor(path_) + ".open";
+  const bool index_closed = std::fclose(cdxj_) == 0;
+  cdxj_ = nullptr;
+  if (!index_closed) return IoError(open, "close");
+  return cdxj::SortFile(open, cdxj::PathFor(path_));
 }
 
 Status WarcWriter::OpenNext() {
   if (file_ != nullptr) {
-    if (std::fclose(file_) != 0) return IoError(path_, "close");
-    file_ = nullptr;
+    Status st = CloseFile();
+    if (!st.ok()) return st;
     ++index_;
   }
   const std::string name = fmt::format("{}-{:05}.warc.gz", options_.prefix, index_);
   path_ = options_.dir + "/" + name;
   file_ = std::fopen(path_.c_str(), "wbx");  // never overwrite an existing file
   if (file_ == nullptr) return IoError(path_, "create");
+  if (options_.cdxj) {
+    const std::string open = cdxj::PathFor(path_) + ".open";
+    cdxj_ = std::fopen(open.c_str(), "wb");
+    if (cdxj_ == nullptr) return IoError(open, "create");
+  }
   bytes_ = 0;
   std::string fields =
       "software: " + options_.software + "\r\nformat: WARC File Format 1.1\r\n";
@@ -162,6 +187,15 @@ PreparedExchange WarcWriter::Prepare(const Exchange& ex) const {
       "\r\nWARC-Block-Digest: " + WarcDigest({ex.response_head, ex.body}) + "\r\n";
   if (ex.truncated) response_headers += "WARC-Truncated: length\r\n";
   PreparedExchange out;
+  if (options_.cdxj) {
+    cdxj::Fields f;
+    f.url = ex.url;
+    f.timestamp = cdxj::Timestamp(date);
+    cdxj::HttpFields(ex.response_head, &f.status, &f.mime);
+    std::string digest = WarcDigest(ex.body);
+    f.digest = digest.substr(digest.find(':') + 1);
+    out.index_head = cdxj::Head(f);
+  }
   out.response =
       GzipMember(Record("response", response_id, response_headers,
                         "application/http;msgtype=response", {ex.response_head, ex.body}),
@@ -184,8 +218,16 @@ Status WarcWriter::Write(const PreparedExchange& prepared) {
     Status st = OpenNext();
     if (!st.ok()) return st;
   }
+  const uint64_t offset = bytes_;
   Status st = AppendBytes(prepared.response);
   if (!st.ok()) return st;
+  if (cdxj_ != nullptr && !prepared.index_head.empty()) {
+    std::string line =
+        prepared.index_head +
+        cdxj::Tail(offset, prepared.response.size(), path_.substr(path_.rfind('/') + 1));
+    if (std::fwrite(line.data(), 1, line.size(), cdxj_) != line.size())
+      return IoError(cdxj::PathFor(path_) + ".open", "write");
+  }
   return AppendBytes(prepared.request);
 }
 
@@ -197,8 +239,11 @@ Status WarcWriter::Write(const Exchange& ex) {
 
 Status WarcWriter::Sync() {
   MutexLock lock(mu_);
+  if (file_ == nullptr) return Status::Ok();
   if (std::fflush(file_) != 0) return IoError(path_, "flush");
   if (::fsync(fileno(file_)) != 0) return IoError(path_, "fsync");
+  if (cdxj_ != nullptr && (std::fflush(cdxj_) != 0 || ::fsync(fileno(cdxj_)) != 0))
+    return IoError(cdxj::PathFor(path_) + ".open", "flush");
   return Status::Ok();
 }
 
@@ -209,7 +254,10 @@ WarcPosition WarcWriter::Position() const {
 
 Result<WarcPosition> WarcWriter::Flush() {
   MutexLock lock(mu_);
+  if (file_ == nullptr) return Status::Error(Status::Code::kIoError, path_ + ": closed");
   if (std::fflush(file_) != 0) return IoError(path_, "flush");
+  if (cdxj_ != nullptr && std::fflush(cdxj_) != 0)
+    return IoError(cdxj::PathFor(path_) + ".open", "flush");
   return WarcPosition{index_, bytes_, path_, fileno(file_)};
 }
 
@@ -223,6 +271,15 @@ namespace {
 using ascii::StartsWithIgnoreCase;
 
 }  // namespace
+
+Result<uint64_t> IndexWarc(const std::string& warc_path) {
+  auto lines = cdxj::IndexFile(warc_path);
+  if (!lines.ok()) return lines.status();
+  const uint64_t n = lines->size();
+  Status st = cdxj::WriteSorted(cdxj::PathFor(warc_path), std::move(lines).value());
+  if (!st.ok()) return st;
+  return n;
+}
 
 std::string HeadForStoredBody(const std::string& head, size_t body_size) {
   // Lines are looked at in place (no copy per line); a head with nothing to
