@@ -92,7 +92,6 @@ class Checkpointer {
   int slow_ms_ = 0;   // CRAWLER_CHECKPOINT_SLOW_MS (tests)
   pid_t child_ = -1;  // the writer running, if any
   int child_pipe_ = -1;
-  double child_pause_ms_ = 0;
 };
 
 }  // namespace crawler::engine

@@ -285,6 +285,22 @@ int RunNormalize(const std::string& base, const std::vector<std::string>& urls,
   return failed;
 }
 
+CLI::App* AddNormalize(CLI::App& app, std::string* base, std::vector<std::string>* urls,
+                       crawler::parsers::UrlOptions* url_options) {
+  CLI::App* normalize = app.add_subcommand(
+      "normalize", "print the dedup key of each URL (why did two URLs (not) dedup?)");
+  normalize->add_option("--base", *base,
+                        "resolve inputs against this URL, as a browser would");
+  normalize->add_option("urls", *urls, "URLs (default: stdin, one per line)");
+  normalize->add_flag("--sort-query", url_options->sort_query, "sort query parameters");
+  normalize->add_flag("--strip-tracking", url_options->strip_tracking,
+                      "drop utm_* and other tracking parameters");
+  normalize->add_flag("--strip-session-ids", url_options->strip_session_ids,
+                      "drop session-id parameters");
+  normalize->add_flag("--strip-www", url_options->strip_www, "drop a leading www.");
+  return normalize;
+}
+
 // `crawler index WARC...`: the CDXJ index of each WARC file, written beside
 // it (crawl-NNNNN.warc.gz -> crawl-NNNNN.cdxj), for files that have none
 // (a crawl with output.cdxj = false, or another tool's WARC of one gzip
@@ -357,19 +373,9 @@ int main(int argc, char** argv) {
   cluster_stats->add_option("--job", cluster_job, "the job ([cluster] job)")
       ->capture_default_str();
   cluster_stats->add_flag("--json", as_json, "print JSON instead of text");
-  CLI::App* normalize = app.add_subcommand(
-      "normalize", "print the dedup key of each URL (why did two URLs (not) dedup?)");
-  normalize->add_option("--base", base,
-                        "resolve inputs against this URL, as a browser would");
-  normalize->add_option("urls", urls, "URLs (default: stdin, one per line)");
   crawler::parsers::UrlOptions
       url_options;  // the lossy rules: off unless asked, as in [url]
-  normalize->add_flag("--sort-query", url_options.sort_query, "sort query parameters");
-  normalize->add_flag("--strip-tracking", url_options.strip_tracking,
-                      "drop utm_* and other tracking parameters");
-  normalize->add_flag("--strip-session-ids", url_options.strip_session_ids,
-                      "drop session-id parameters");
-  normalize->add_flag("--strip-www", url_options.strip_www, "drop a leading www.");
+  AddNormalize(app, &base, &urls, &url_options);
   std::vector<std::string> warcs;
   CLI::App* index = app.add_subcommand(
       "index", "write the CDXJ index beside each WARC file (for WARCs without one)");
