@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 seed="${FUZZ_SEED:-1}"
 cmake --preset fuzz >/dev/null   # clang, ASan+UBSan, -Werror (CMakePresets.json)
-targets=(url html robots sitemap dedup_load frontier_image checkpoint)
+targets=(url html robots sitemap css dedup_load frontier_image checkpoint)
 cmake --build build-fuzz -j2 --target "${targets[@]/%/_fuzz}"
 [ "$seconds" = "--build-only" ] && exit 0
 # Two targets at a time (each fuzzes on one core); each one's last lines are

@@ -12,6 +12,7 @@ packages=(
   libboost1.81-dev libboost-url1.81-dev libboost-json1.81-dev
   libxxhash-dev libspdlog-dev libfmt-dev catch2 libtomlplusplus-dev libcli11-dev libssl-dev
   zlib1g-dev libdeflate-dev libhiredis-dev redis-server
+  libpsl-dev  # the public suffix list: which hosts are one site (page requisites)
   clang libclang-rt-14-dev clang-format clang-tidy
   python3 python3-prometheus-client chromium
   nginx tinyproxy microsocks stunnel4 openssl

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ascii.h"
+#include "parsers/css.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define CRAWLER_ASAN 1
@@ -214,8 +215,14 @@ class Extractor {
 
   ExtractResult Take() { return std::move(result_); }
 
+  // The URLs of a stylesheet, a <style> element or a style attribute.
+  void AddCss(std::string_view css) {
+    for (const std::string& url : CssUrls(css)) AddHref(url, LinkSource::kCss, false);
+  }
+
  private:
   void Visit(const GumboElement& e) {
+    if (options_.include_assets) VisitAssets(e);
     switch (e.tag) {
       case GUMBO_TAG_BASE:
         if (!base_seen_) {
@@ -241,21 +248,12 @@ class Extractor {
       case GUMBO_TAG_IFRAME:
         Add(e, "src", LinkSource::kIframe);
         break;
-      case GUMBO_TAG_IMG:
-        if (options_.include_assets) Add(e, "src", LinkSource::kImg);
-        break;
-      case GUMBO_TAG_SCRIPT:
-        if (options_.include_assets) Add(e, "src", LinkSource::kScript);
-        break;
       case GUMBO_TAG_LINK: {
         const char* rel = Attr(e, "rel");
         if (rel == nullptr) break;
         if (HasToken(rel, "canonical") || HasToken(rel, "alternate") ||
             HasToken(rel, "next") || HasToken(rel, "prev")) {
           Add(e, "href", LinkSource::kLink);
-        } else if (options_.include_assets &&
-                   (HasToken(rel, "stylesheet") || HasToken(rel, "icon"))) {
-          Add(e, "href", LinkSource::kStylesheet);
         }
         break;
       }
@@ -278,6 +276,97 @@ class Extractor {
       }
       default:
         break;
+    }
+  }
+
+  // Page requisites (include_assets): what a browser loads to show the page.
+  void VisitAssets(const GumboElement& e) {
+    if (const char* style = Attr(e, "style")) AddCss(style);
+    switch (e.tag) {
+      case GUMBO_TAG_IMG:
+        Add(e, "src", LinkSource::kImg);
+        AddSrcset(e);
+        break;
+      case GUMBO_TAG_SOURCE:
+        Add(e, "src", LinkSource::kMedia);
+        AddSrcset(e);
+        break;
+      case GUMBO_TAG_VIDEO:
+        Add(e, "poster", LinkSource::kMedia);
+        Add(e, "src", LinkSource::kMedia);
+        break;
+      case GUMBO_TAG_AUDIO:
+      case GUMBO_TAG_TRACK:
+      case GUMBO_TAG_EMBED:
+        Add(e, "src", LinkSource::kMedia);
+        break;
+      case GUMBO_TAG_INPUT:
+        if (const char* type = Attr(e, "type");
+            type != nullptr && HasToken(type, "image"))
+          Add(e, "src", LinkSource::kImg);
+        break;
+      case GUMBO_TAG_SCRIPT:
+        Add(e, "src", LinkSource::kScript);
+        break;
+      case GUMBO_TAG_STYLE:
+        AddCss(Text(e));
+        break;
+      case GUMBO_TAG_LINK: {
+        const char* rel = Attr(e, "rel");
+        if (rel == nullptr) break;
+        if (HasToken(rel, "stylesheet")) {
+          Add(e, "href", LinkSource::kStylesheet);
+        } else if (HasToken(rel, "icon") || HasToken(rel, "apple-touch-icon") ||
+                   HasToken(rel, "preload") || HasToken(rel, "modulepreload") ||
+                   HasToken(rel, "manifest")) {
+          Add(e, "href", LinkSource::kLinkAsset);
+        }
+        break;
+      }
+      default:
+        break;
+    }
+  }
+
+  // The text of an element's text children (a <style>'s stylesheet).
+  static std::string Text(const GumboElement& e) {
+    std::string text;
+    for (unsigned i = 0; i < e.children.length; ++i) {
+      const auto* child = static_cast<const GumboNode*>(e.children.data[i]);
+      if (child->type == GUMBO_NODE_TEXT || child->type == GUMBO_NODE_WHITESPACE ||
+          child->type == GUMBO_NODE_CDATA)
+        text += child->v.text.text;
+    }
+    return text;
+  }
+
+  // srcset (HTML "parse a srcset attribute"): candidates split at commas,
+  // each a URL (a run of non-whitespace; trailing commas end it) and then
+  // descriptors up to the next comma outside parentheses.
+  void AddSrcset(const GumboElement& e) {
+    const char* value = Attr(e, "srcset");
+    if (value == nullptr) return;
+    std::string_view s(value);
+    auto space = [](char c) {
+      return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f';
+    };
+    size_t i = 0;
+    while (i < s.size()) {
+      while (i < s.size() && (space(s[i]) || s[i] == ',')) ++i;
+      size_t start = i;
+      while (i < s.size() && !space(s[i])) ++i;
+      std::string_view url = s.substr(start, i - start);
+      if (url.empty()) break;
+      if (url.back() == ',') {
+        while (!url.empty() && url.back() == ',') url.remove_suffix(1);
+      } else {
+        int parens = 0;
+        for (; i < s.size() && (s[i] != ',' || parens > 0); ++i) {
+          if (s[i] == '(') ++parens;
+          if (s[i] == ')' && parens > 0) --parens;
+        }
+      }
+      if (!url.empty()) AddHref(url, LinkSource::kSrcset, false);
     }
   }
 
@@ -358,8 +447,31 @@ const char* LinkSourceName(LinkSource source) {
       return "script";
     case LinkSource::kStylesheet:
       return "stylesheet";
+    case LinkSource::kLinkAsset:
+      return "link-asset";
+    case LinkSource::kSrcset:
+      return "srcset";
+    case LinkSource::kMedia:
+      return "media";
+    case LinkSource::kCss:
+      return "css";
   }
   return "?";
+}
+
+bool IsRequisite(LinkSource source) {
+  switch (source) {
+    case LinkSource::kImg:
+    case LinkSource::kScript:
+    case LinkSource::kStylesheet:
+    case LinkSource::kLinkAsset:
+    case LinkSource::kSrcset:
+    case LinkSource::kMedia:
+    case LinkSource::kCss:
+      return true;
+    default:
+      return false;
+  }
 }
 
 std::string Windows1252ToUtf8(std::string_view bytes) {
@@ -389,6 +501,13 @@ std::string Windows1252ToUtf8(std::string_view bytes) {
     }
   }
   return out;
+}
+
+ExtractResult ExtractCssLinks(std::string_view css, std::string_view sheet_url,
+                              const ExtractOptions& options) {
+  Extractor extractor(sheet_url, options);
+  extractor.AddCss(css);
+  return extractor.Take();
 }
 
 ExtractResult ExtractLinks(std::string_view html, std::string_view page_url,

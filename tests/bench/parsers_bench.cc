@@ -6,6 +6,9 @@
 //   build/tests/parsers_bench --dir SITE_DIR   # gumbo alone (default options and
 //                                              # max_errors = 0) and ExtractLinks
 //                                              # over a site's files
+//   build/tests/parsers_bench --css-dir DIR    # CssUrls and ExtractCssLinks over
+//                                              # the .css files under DIR (the
+//                                              # default run times synthetic ones)
 //
 // Sample (this 2-core machine, Release):
 //
@@ -35,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "parsers/css.h"
 #include "parsers/links.h"
 #include "parsers/url.h"
 
@@ -125,6 +129,73 @@ double Seconds(Clock::time_point since) {
   return std::chrono::duration<double>(Clock::now() - since).count();
 }
 
+// Stylesheets as sites write them: rules of 3-8 declarations, a url() in
+// about one rule of 8 (backgrounds, fonts, quoted and not), comments and
+// strings that are no URL, an @import at the top.
+std::vector<std::string> MakeCss(int sheets) {
+  std::mt19937_64 rng(7);
+  std::vector<std::string> out;
+  for (int s = 0; s < sheets; ++s) {
+    std::string css = "@charset \"utf-8\";\n@import url(\"theme/base-" +
+                      std::to_string(s) + ".css\") screen;\n";
+    size_t target = 10000 + rng() % 60000;
+    for (int r = 0; css.size() < target; ++r) {
+      css += ".block-" + std::to_string(r) + " > .item:hover, #id-" +
+             std::to_string(rng() % 999) + " {\n";
+      for (uint64_t d = 3 + rng() % 6; d > 0; --d)
+        css += "  margin: " + std::to_string(rng() % 40) + "px auto; color: #" +
+               std::to_string(100000 + rng() % 899999) + ";\n";
+      switch (rng() % 16) {
+        case 0:
+          css += "  background: url(../img/bg-" + std::to_string(rng() % 300) +
+                 ".png) no-repeat;\n";
+          break;
+        case 1:
+          css += "  background-image: url(\"/static/icons/" +
+                 std::to_string(rng() % 300) + ".svg\");\n";
+          break;
+        case 2:
+          css += "  /* an old url(../img/old.png) */ content: \"\\201C\";\n";
+          break;
+        default:
+          break;
+      }
+      css += "}\n";
+      if (r % 97 == 0)
+        css += "@font-face { font-family: f" + std::to_string(r) + "; src: url(fonts/f" +
+               std::to_string(r) + ".woff2) format(\"woff2\"); }\n";
+    }
+    out.push_back(std::move(css));
+  }
+  return out;
+}
+
+// CssUrls alone and ExtractCssLinks (resolve + normalize too), best of rounds.
+void CssTimes(const std::vector<std::string>& sheets, const std::string& what,
+              int rounds) {
+  size_t bytes = 0;
+  for (const std::string& c : sheets) bytes += c.size();
+  double tokenize = 1e300, extract = 1e300;
+  size_t urls = 0, links = 0;
+  for (int r = 0; r < rounds; ++r) {
+    urls = links = 0;
+    auto start = Clock::now();
+    for (const std::string& c : sheets) urls += crawler::parsers::CssUrls(c).size();
+    tokenize = std::min(tokenize, Seconds(start));
+    start = Clock::now();
+    for (const std::string& c : sheets)
+      links +=
+          crawler::parsers::ExtractCssLinks(c, "http://127.0.0.1/static/css/site.css")
+              .links.size();
+    extract = std::min(extract, Seconds(start));
+  }
+  const double mb = static_cast<double>(bytes) / 1e6;
+  std::printf(
+      "CSS (%s): %zu sheets, %.1f MB; CssUrls %.1f MB/s (%zu URLs); ExtractCssLinks "
+      "%.1f MB/s (%zu links)\n",
+      what.c_str(), sheets.size(), mb, mb / tokenize, urls, mb / extract, links);
+}
+
 }  // namespace
 
 // --dir: gumbo alone over the .html files under DIR, one thread (the
@@ -197,8 +268,25 @@ int main(int argc, char** argv) {
   app.add_option("--dir", dir,
                  "parse the .html files of DIR instead (gumbo alone vs extraction)");
   app.add_option("--limit", limit, "at most this many files of --dir");
+  std::string css_dir;
+  app.add_option("--css-dir", css_dir, "time CSS extraction over the .css files of DIR");
   CLI11_PARSE(app, argc, argv);
   if (!dir.empty()) return GumboOverDir(dir, limit, rounds);
+  if (!css_dir.empty()) {
+    std::vector<std::string> sheets;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(css_dir)) {
+      if (!e.is_regular_file() || e.path().extension() != ".css") continue;
+      std::ifstream in(e.path(), std::ios::binary);
+      sheets.emplace_back(std::istreambuf_iterator<char>(in),
+                          std::istreambuf_iterator<char>());
+    }
+    if (sheets.empty()) {
+      std::fprintf(stderr, "parsers_bench: no .css files under %s\n", css_dir.c_str());
+      return 2;
+    }
+    CssTimes(sheets, css_dir, rounds);
+    return 0;
+  }
   std::vector<Page> corpus = MakeCorpus(pages);
   size_t bytes = 0, hrefs = 0, href_bytes = 0;
   for (const Page& p : corpus) {
@@ -258,5 +346,6 @@ int main(int argc, char** argv) {
               mb / extract_best, pages / extract_best, links);
   std::printf("extraction / gumbo time: %.3f (target <= 1.3)\n",
               extract_best / gumbo_best);
+  CssTimes(MakeCss(pages / 5), "synthetic", rounds);
   return 0;
 }

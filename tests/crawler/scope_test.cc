@@ -63,5 +63,48 @@ TEST_CASE("Scope: FromHosts restores the recorded host list", "[engine][scope]")
   CHECK_FALSE(s->Allows("http://b.test/p"));
 }
 
+TEST_CASE("Scope: a site is a registrable domain by the public suffix list (libpsl)",
+          "[engine][scope]") {
+  CHECK(SiteOf("static.example.org") == "example.org");
+  CHECK(SiteOf("www.example.co.uk") == "example.co.uk");
+  CHECK(SiteOf("example.co.uk") == "example.co.uk");
+  CHECK(SiteOf("a.b.github.io") == "b.github.io");  // github.io is a public suffix
+  CHECK(SiteOf("co.uk") == "co.uk");
+  CHECK(SiteOf("h0.site.test") == "site.test");  // an unknown TLD: one label under it
+  CHECK(SiteOf("127.0.0.1") == "127.0.0.1");     // addresses are sites of their own
+  CHECK(SiteOf("10.0.0.1") != SiteOf("127.0.0.1"));
+  CHECK(SiteOf("[::1]") == "[::1]");
+}
+
+TEST_CASE(
+    "Scope: requisites by crawl.requisites_scope: site (a static host of the page's "
+    "site), any (a CDN), scope; exclude still applies, include does not",
+    "[engine][scope]") {
+  CrawlConfig c;
+  c.include = {"/docs/"};
+  c.exclude = {"\\.exe$"};
+  const std::string page = "https://www.example.org/docs/a.html";
+  for (const char* mode : {"site", "any", "scope"}) {
+    INFO(mode);
+    c.requisites_scope = mode;
+    auto s = Scope::From(c, {page});
+    REQUIRE(s.ok());
+    const std::string m = mode;
+    CHECK(s->AllowsRequisite("https://www.example.org/docs/style.css", page));
+    CHECK(s->AllowsRequisite("https://static.example.org/css/site.css", page) ==
+          (m != "scope"));
+    CHECK(s->AllowsRequisite("https://cdn.example.net/lib.js", page) == (m == "any"));
+    CHECK_FALSE(s->AllowsRequisite("https://static.example.org/setup.exe", page));
+    CHECK_FALSE(
+        s->Allows("https://static.example.org/css/site.css"));  // pages: as before
+  }
+  // A stylesheet on the static host loads its own requisites from there.
+  c.requisites_scope = "site";
+  auto s = Scope::From(c, {page});
+  REQUIRE(s.ok());
+  CHECK(s->AllowsRequisite("https://static.example.org/font.woff2",
+                           "https://static.example.org/css/site.css"));
+}
+
 }  // namespace
 }  // namespace crawler::engine

@@ -381,6 +381,96 @@ TEST_CASE("Testsite crawl: four workers racing still fetch each URL once",
 }
 
 TEST_CASE(
+    "Testsite crawl: include_assets fetches every page requisite (stylesheets, what "
+    "they @import, images, srcset, fonts), nothing a CSS comment names; the CDXJ "
+    "index of each WARC is warcio's",
+    "[engine][testsite][assets]") {
+  std::string dir = TempDir("assets");
+  TestSite site("--pages 300 --hosts 3 --slow-ms 10 --assets", dir + "/requests.log");
+  site.WriteSeeds(dir + "/seeds.txt");
+  std::set<std::string> truth = site.Truth();
+  const std::string h0 = site.Origin(0);
+  for (const char* p :
+       {"/static/site.css", "/static/theme/base.css", "/static/theme/print.css",
+        "/static/img/bg.png", "/static/fonts/body.woff2", "/static/fonts/body.woff",
+        "/static/img/h1.png", "/static/img/3-2x.png"})
+    REQUIRE(truth.count(h0 + p) == 1);
+  CommandResult r = Crawl(dir + "/seeds.txt", dir + "/out",
+                          "--set crawl.include_assets=true --set frontier.min_delay_s=0 "
+                          "--set output.warc_rotate_bytes=1048576 " +
+                              std::string(kExactDedup));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  site.Stop();
+  std::multiset<std::string> attempted =
+      testing::AttemptedUrls(dir + "/out/fetch-log.jsonl");
+  std::set<std::string> distinct(attempted.begin(), attempted.end());
+  CHECK(attempted.size() == distinct.size());
+  std::vector<std::string> missing, extra;
+  std::set_difference(truth.begin(), truth.end(), distinct.begin(), distinct.end(),
+                      std::back_inserter(missing));
+  std::set_difference(distinct.begin(), distinct.end(), truth.begin(), truth.end(),
+                      std::back_inserter(extra));
+  INFO("missing " << missing.size() << (missing.empty() ? "" : ": " + missing[0]));
+  INFO("extra " << extra.size() << (extra.empty() ? "" : ": " + extra[0]));
+  CHECK(missing.empty());
+  CHECK(extra.empty());
+  CHECK(distinct.count(h0 + "/static/img/not-this.png") == 0);
+  CHECK(testing::CdxjNotAsWarcio(dir + "/out") == "");
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE(
+    "Testsite crawl: requisites on a static host of the same site are fetched "
+    "(crawl.requisites_scope = site), not its pages; with scope, nothing of it",
+    "[engine][testsite][assets]") {
+  const std::string mode = GENERATE("site", "scope");
+  std::string dir = TempDir("assets-host-" + mode);
+  // h0.site.test's pages load their stylesheets, images and fonts from
+  // h1.site.test, which is out of scope (the seed is h0's root only).
+  TestSite site(
+      "--pages 300 --hosts 2 --slow-ms 10 --vhosts site.test --assets "
+      "--assets-host 1",
+      dir + "/requests.log");
+  const std::string h0 = site.Origin(0), h1 = site.Origin(1);
+  std::ofstream(dir + "/seeds.txt") << h0 << "/\n";
+  {
+    std::ofstream config(dir + "/resolve.toml");
+    config << "[fetch]\nresolve = [";
+    for (const std::string& r : site.Resolve()) config << "\"" << r << "\", ";
+    config << "]\n";
+  }
+  CommandResult r = Crawl(dir + "/seeds.txt", dir + "/out",
+                          "--config " + dir +
+                              "/resolve.toml --set crawl.include_assets=true "
+                              "--set crawl.requisites_scope=" +
+                              mode + " --set frontier.min_delay_s=0 " + kExactDedup);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  site.Stop();
+  std::set<std::string> on_h0, on_h1;
+  for (const std::string& u : testing::AttemptedUrls(dir + "/out/fetch-log.jsonl"))
+    (u.rfind(h1 + "/", 0) == 0 ? on_h1 : on_h0).insert(u);
+  CHECK(on_h0.size() > 100);
+  for (const std::string& u : on_h0) CHECK(u.rfind(h0 + "/", 0) == 0);
+  std::set<std::string> expected;
+  if (mode == "site") {
+    expected.insert(h1 + "/robots.txt");
+    for (const char* p :
+         {"/static/site.css", "/static/theme/base.css", "/static/theme/print.css",
+          "/static/img/bg.png", "/static/fonts/body.woff2", "/static/fonts/body.woff",
+          "/static/img/h1.png"})
+      expected.insert(h1 + p);
+    for (int n = 0; n < 8; ++n) {
+      expected.insert(h1 + "/static/img/" + std::to_string(n) + ".png");
+      expected.insert(h1 + "/static/img/" + std::to_string(n) + "-2x.png");
+    }
+  }
+  CHECK(on_h1 == expected);  // no page of h1, though h0's pages link to them
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE(
     "Testsite virtual hosts: one port, the Host header picks the host, fetch.resolve "
     "reaches the names",
     "[engine][testsite]") {

@@ -123,46 +123,54 @@ inline std::multiset<std::string> WarcResponses(const std::string& out) {
 }
 
 // Each WARC file's CDXJ index in OUT/warc (crawl-NNNNN.cdxj) against what
-// an independent indexer (`warcio cdx-index`, run in that directory so
-// "filename" agrees) prints for the file, line for line once sorted.
-// Returns what differs ("" for none): a file without its index, a scratch
-// .cdxj.open left behind, or the first line that differs.
+// an independent indexer (`warcio cdx-index`, one run over all the files in
+// that directory, so "filename" agrees) prints for the file, line for line
+// once sorted. Returns what differs ("" for none): a file without its index,
+// a scratch .cdxj.open left behind, or the first line that differs.
 inline std::string CdxjNotAsWarcio(const std::string& out) {
   namespace fs = std::filesystem;
   const std::string dir = out + "/warc";
-  auto lines_of = [](const std::string& text) {
-    std::vector<std::string> lines;
-    std::istringstream in(text);
-    for (std::string line; std::getline(in, line);) lines.push_back(line);
-    return lines;
-  };
-  size_t files = 0;
+  std::vector<std::string> warcs;
   for (const auto& entry : fs::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
     if (name.ends_with(".cdxj.open")) return name + " left behind";
-    if (!name.ends_with(".warc.gz")) continue;
-    ++files;
+    if (name.ends_with(".warc.gz")) warcs.push_back(name);
+  }
+  if (warcs.empty()) return "no WARC file in " + dir;
+  CommandResult cdx = RunCommand("cd '" + dir + "' && warcio cdx-index *.warc.gz");
+  if (cdx.exit_code != 0) return "warcio cdx-index failed: " + cdx.output;
+  std::map<std::string, std::vector<std::string>> theirs;  // by file name
+  std::istringstream lines(cdx.output);
+  for (std::string line; std::getline(lines, line);) {
+    const std::string key = "\"filename\":\"";
+    size_t at = line.rfind(key);
+    if (at == std::string::npos)
+      return "warcio printed a line without a filename: " + line;
+    at += key.size();
+    theirs[line.substr(at, line.find('"', at) - at)].push_back(line);
+  }
+  for (const std::string& name : warcs) {
     const std::string index =
         dir + "/" + name.substr(0, name.size() - std::string(".warc.gz").size()) +
         ".cdxj";
     if (!fs::exists(index)) return name + ": no index " + index;
-    CommandResult cdx = RunCommand("cd '" + dir + "' && warcio cdx-index '" + name + "'");
-    if (cdx.exit_code != 0) return "warcio cdx-index " + name + " failed: " + cdx.output;
-    std::vector<std::string> ours = lines_of(ReadText(index)),
-                             theirs = lines_of(cdx.output);
+    std::vector<std::string> ours;
+    std::istringstream in(ReadText(index));
+    for (std::string line; std::getline(in, line);) ours.push_back(line);
     if (!std::is_sorted(ours.begin(), ours.end())) return index + " is not sorted";
-    std::sort(theirs.begin(), theirs.end());
-    for (size_t i = 0; i < std::max(ours.size(), theirs.size()); ++i) {
+    std::vector<std::string>& t = theirs[name];
+    std::sort(t.begin(), t.end());
+    for (size_t i = 0; i < std::max(ours.size(), t.size()); ++i) {
       std::string a = i < ours.size() ? ours[i] : "(none)",
-                  b = i < theirs.size() ? theirs[i] : "(none)";
+                  b = i < t.size() ? t[i] : "(none)";
       if (a != b) {
         return index + " line " + std::to_string(i + 1) + " of " +
                std::to_string(ours.size()) + ": ours " + a + "; warcio's (" +
-               std::to_string(theirs.size()) + " lines) " + b;
+               std::to_string(t.size()) + " lines) " + b;
       }
     }
   }
-  return files == 0 ? "no WARC file in " + dir : "";
+  return "";
 }
 
 }  // namespace crawler::testing

@@ -44,6 +44,19 @@
 //                            /orphan/deep.html are never fetched
 //   /sitemap.xml             (all kinds) the orphans: only for
 //                            crawl.sitemaps = "robots+default"
+//
+// With assets, every HTML page also loads page requisites (and the truth
+// set is a crawl's with crawl.include_assets = true):
+//   <link rel=stylesheet href=/static/site.css>, <img src=/static/img/N.png
+//   srcset=/static/img/N-2x.png 2x> (N = page % 8)
+//   /static/site.css         @import "theme/base.css", @import url() of
+//                            theme/print.css, url(img/bg.png)
+//   /static/theme/base.css   @font-face src: url(../fonts/body.woff2),
+//                            url("../fonts/body.woff"); image-set("../img/h1.png")
+//   /static/theme/print.css  only a url() inside a comment (not a link)
+//   /static/img/*.png, /static/fonts/*  the images (PNG) and fonts
+// With assets_host = N, pages load them from host N (absolute URLs): a
+// static host of the same site when the hosts are virtual hosts.
 #ifndef TESTS_TESTSITE_SITE_H_
 #define TESTS_TESTSITE_SITE_H_
 
@@ -81,6 +94,8 @@ struct SiteOptions {
   // (no special paths), so each page has one link to it, from another host.
   // A link lost on its way between two cluster nodes is never found again.
   bool sparse = false;
+  bool assets = false;       // page requisites under /static/ (the top of this file)
+  int32_t assets_host = -1;  // >= 0: every page's requisites are on that host
 };
 
 struct Page {
@@ -138,6 +153,10 @@ class Site {
     if (o_.orphans > 0) {
       std::optional<Page> sitemap = SitemapPage(h, path);
       if (sitemap) return *sitemap;
+    }
+    if (o_.assets && path.rfind("/static/", 0) == 0) {
+      std::optional<Page> asset = AssetPage(path);
+      if (asset) return *asset;
     }
     if (std::sscanf(path.c_str(), "/p/%u.htm%c", &n, &tail) == 2 && tail == 'l' &&
         path == "/p/" + std::to_string(n) + ".html" && n < PagesOn(h)) {
@@ -258,6 +277,8 @@ class Site {
         }
       } else if (p.status == 200 && p.content_type == "text/html" && !p.slow) {
         for (const std::string& l : NormalizedLinks(h, path)) offer(l, it.depth + 1, 0);
+      } else if (p.status == 200 && p.content_type == "text/css") {
+        for (const std::string& l : CssLinks(h, path)) offer(l, it.depth + 1, 0);
       }
     }
     return fetched;
@@ -276,7 +297,25 @@ class Site {
     uint32_t i = 0;
     if (path != "/" && std::sscanf(path.c_str(), "/p/%u", &i) != 1)
       return out;  // leaf pages
+    if (o_.assets) {
+      for (const std::string& a : PageAssets(i)) out.push_back(AssetOrigin(h) + a);
+    }
     for (const Link& l : Links(h, i)) out.push_back(l.normalized);
+    return out;
+  }
+
+  // The URLs a stylesheet of the assets loads, normalized.
+  std::vector<std::string> CssLinks(uint32_t h, const std::string& path) const {
+    std::vector<std::string> out;
+    if (path == "/static/site.css") {
+      for (const char* p :
+           {"/static/theme/base.css", "/static/theme/print.css", "/static/img/bg.png"})
+        out.push_back(Origin(h) + p);
+    } else if (path == "/static/theme/base.css") {
+      for (const char* p :
+           {"/static/fonts/body.woff2", "/static/fonts/body.woff", "/static/img/h1.png"})
+        out.push_back(Origin(h) + p);
+    }
     return out;
   }
 
@@ -299,6 +338,61 @@ class Site {
   };
   Rng RngFor(uint32_t h, uint32_t i) const {
     return Rng{o_.seed * 0x100000001b3ULL ^ (uint64_t{h} << 40) ^ i};
+  }
+
+  // Where host h's pages load their requisites from.
+  std::string AssetOrigin(uint32_t h) const {
+    return o_.assets_host >= 0 ? Origin(static_cast<uint32_t>(o_.assets_host))
+                               : Origin(h);
+  }
+
+  // A page's requisites, in document order (paths).
+  static std::vector<std::string> PageAssets(uint32_t i) {
+    const std::string n = std::to_string(i % 8);
+    return {"/static/site.css", "/static/img/" + n + ".png",
+            "/static/img/" + n + "-2x.png"};
+  }
+
+  // What /static/ serves (nullopt: nothing there).
+  static std::optional<Page> AssetPage(const std::string& path) {
+    Page p;
+    p.content_type = "text/css";
+    if (path == "/static/site.css") {
+      p.body =
+          "@import \"theme/base.css\";\n@import url('theme/print.css') print;\n"
+          "body { background: #fff url(img/bg.png) repeat-x; }\n";
+      p.gzip_ok = true;
+      return p;
+    }
+    if (path == "/static/theme/base.css") {
+      p.body =
+          "@font-face { font-family: body; src: url(../fonts/body.woff2) "
+          "format(\"woff2\"),\n  url(\"../fonts/body.woff\") format(\"woff\"); }\n"
+          "h1 { background-image: image-set(\"../img/h1.png\" 1x); content: \"h1.png\"; "
+          "}\n";
+      return p;
+    }
+    if (path == "/static/theme/print.css") {
+      p.body = "/* a { background: url(../img/not-this.png) } */\na { color: black; }\n";
+      return p;
+    }
+    unsigned n = 0;
+    char tail = 0;
+    if (path == "/static/img/bg.png" || path == "/static/img/h1.png" ||
+        (std::sscanf(path.c_str(), "/static/img/%u.pn%c", &n, &tail) == 2 && n < 8 &&
+         path == "/static/img/" + std::to_string(n) + ".png") ||
+        (std::sscanf(path.c_str(), "/static/img/%u-2x.pn%c", &n, &tail) == 2 && n < 8 &&
+         path == "/static/img/" + std::to_string(n) + "-2x.png")) {
+      p.content_type = "image/png";
+      p.body = std::string("\x89PNG\r\n\x1a\n", 8) + "not really an image: " + path;
+      return p;
+    }
+    if (path == "/static/fonts/body.woff2" || path == "/static/fonts/body.woff") {
+      p.content_type = path.ends_with("2") ? "font/woff2" : "font/woff";
+      p.body = "not really a font: " + path;
+      return p;
+    }
+    return std::nullopt;
   }
 
   static std::string PagePath(uint32_t i) {
@@ -387,8 +481,17 @@ class Site {
     std::string& b = p.body;
     b.reserve(target + 8192);
     b = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>host " +
-        std::to_string(h) + " page " + std::to_string(i) +
-        "</title></head><body>\n<h1>Page " + std::to_string(i) + "</h1>\n";
+        std::to_string(h) + " page " + std::to_string(i) + "</title>";
+    if (o_.assets) {
+      const std::vector<std::string> a = PageAssets(i);
+      const std::string o = o_.assets_host >= 0 ? AssetOrigin(h) : "";
+      b += "<link rel=\"stylesheet\" href=\"" + o + a[0] +
+           "\"></head><body>\n<img src=\"" + o + a[1] + "\" srcset=\"" + o + a[2] +
+           " 2x\" alt=\"\">";
+    } else {
+      b += "</head><body>\n";
+    }
+    b += "<h1>Page " + std::to_string(i) + "</h1>\n";
     std::vector<Link> links = Links(h, i);
     size_t per_link = target / (links.size() + 1);
     for (const Link& l : links) {

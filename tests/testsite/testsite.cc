@@ -369,6 +369,12 @@ int main(int argc, char** argv) {
   app.add_option("--orphans", o.orphans,
                  "pages per host reachable only from its sitemaps (0: no sitemaps)");
   app.add_flag("--sparse", o.sparse, "page i of host h links to page i+1 of h+1 only");
+  app.add_flag(
+      "--assets", o.assets,
+      "pages load /static/ requisites (stylesheets that @import, images, fonts); "
+      "truth: a crawl with include_assets");
+  app.add_option("--assets-host", o.assets_host,
+                 "with --assets: every page loads them from this host");
   app.add_option("--max-depth", o.max_depth, "truth: the crawl's max_depth");
   app.add_option("--max-redirects", o.max_redirects, "truth: the crawl's max_redirects");
   app.add_flag("--truth", truth, "print the URLs a correct crawl fetches, and exit");

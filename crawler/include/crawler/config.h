@@ -31,7 +31,10 @@ struct CrawlConfig {
   std::vector<std::string> scope_domains;  // a host matches if it ends in one
   std::vector<std::string> include;        // regexes; empty: everything in scope
   std::vector<std::string> exclude;        // regexes
-  bool include_assets = false;             // follow img/script/stylesheet links
+  bool include_assets = false;             // also fetch page requisites (parsers/links.h)
+  // Where a page requisite may be (engine/scope.h): "site" (also any host of
+  // the loading page's site, by the public suffix list), "any" or "scope".
+  std::string requisites_scope = "site";
   // Sitemaps: "off", "robots" (robots.txt Sitemap: lines) or
   // "robots+default" (also /sitemap.xml of every host). Their pages enter at
   // depth 1; sitemap indexes nest at most sitemap_max_depth levels.

@@ -175,6 +175,14 @@ std::vector<Key> CrawlKeys() {
           "crawl", "include_assets",
           [](Config & c) -> auto& { return c.crawl.include_assets; }),
       StringKey(
+          "crawl", "requisites_scope",
+          [](Config & c) -> auto& { return c.crawl.requisites_scope; },
+          [](const std::string& v) {
+            return v == "site" || v == "any" || v == "scope"
+                       ? std::string()
+                       : std::string("must be site, any or scope");
+          }),
+      StringKey(
           "crawl", "sitemaps", [](Config & c) -> auto& { return c.crawl.sitemaps; },
           [](const std::string& v) {
             return v == "off" || v == "robots" || v == "robots+default"

@@ -1,6 +1,8 @@
 // See scope.h.
 #include "engine/scope.h"
 
+#include <libpsl.h>
+
 #include <algorithm>
 
 #include "frontier/frontier.h"
@@ -42,6 +44,7 @@ Result<Scope> Scope::FromHosts(const CrawlConfig& config,
   s.hosts_ = std::move(hosts);
   s.host_set_.insert(s.hosts_.begin(), s.hosts_.end());
   s.domains_ = config.scope_domains;
+  s.requisites_ = config.requisites_scope;
   try {
     for (const std::string& re : config.include) s.include_.emplace_back(re);
     for (const std::string& re : config.exclude) s.exclude_.emplace_back(re);
@@ -50,6 +53,32 @@ Result<Scope> Scope::FromHosts(const CrawlConfig& config,
                          std::string("crawl.include/exclude: bad regex: ") + e.what());
   }
   return s;
+}
+
+std::string SiteOf(std::string_view host_name) {
+  const std::string name(host_name);
+  const bool ip = name.empty() || name[0] == '[' ||
+                  name.find_first_not_of("0123456789.") == std::string::npos;
+  if (ip) return name;
+  // The list Debian's publicsuffix package keeps current, else the one
+  // built into libpsl; read once, then read-only (any thread).
+  static const psl_ctx_t* const psl = [] {
+    const psl_ctx_t* p = psl_latest(nullptr);
+    return p != nullptr ? p : psl_builtin();
+  }();
+  const char* site = psl != nullptr ? psl_registrable_domain(psl, name.c_str()) : nullptr;
+  return site != nullptr ? std::string(site) : name;
+}
+
+bool Scope::AllowsRequisite(std::string_view url, std::string_view from) const {
+  if (Allows(url)) return true;
+  if (requisites_ == "scope") return false;
+  if (requisites_ == "site" && SiteOf(HostName(frontier::HostKey(url))) !=
+                                   SiteOf(HostName(frontier::HostKey(from))))
+    return false;
+  return std::none_of(exclude_.begin(), exclude_.end(), [&](const std::regex& r) {
+    return std::regex_search(url.begin(), url.end(), r);
+  });
 }
 
 bool Scope::Allows(std::string_view url) const {

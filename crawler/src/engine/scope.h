@@ -30,6 +30,15 @@ class Scope {
 
   // True iff `url` (normalized) is in scope.
   bool Allows(std::string_view url) const;
+  // A page requisite (an image, stylesheet, font... that `from` loads:
+  // parsers::IsRequisite) is fetched if it is in scope, or, by
+  // crawl.requisites_scope: "site": its host is of the same site as
+  // `from`'s (the registrable domain by the public suffix list, libpsl:
+  // static.example.org for www.example.org, not example.net; an IP address
+  // is a site of its own); "any": any host (a CDN); "scope": no more.
+  // Outside scope, the exclude regexes still apply, the include ones do not
+  // (they choose pages).
+  bool AllowsRequisite(std::string_view url, std::string_view from) const;
   // The host list (for the checkpoint manifest).
   const std::vector<std::string>& hosts() const { return hosts_; }
 
@@ -38,7 +47,13 @@ class Scope {
   std::unordered_set<std::string> host_set_;
   std::vector<std::string> domains_;
   std::vector<std::regex> include_, exclude_;
+  std::string requisites_ = "site";
 };
+
+// The site (registrable domain) of a host name: "example.org" for
+// "static.example.org", "example.co.uk" for "www.example.co.uk"; the name
+// itself for an IP address or a public suffix. Exposed for tests.
+std::string SiteOf(std::string_view host_name);
 
 }  // namespace crawler::engine
 

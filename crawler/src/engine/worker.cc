@@ -346,6 +346,12 @@ Worker::Prepared Worker::Prepare(const Completed& c) const {
     eo.include_assets = p_.config.crawl.include_assets;
     eo.url = p_.config.url;
     p.links = parsers::ExtractLinks(r.body, c.lease.entry.url, r.charset, eo);
+  } else if (!c.robots && !sitemap && r.status >= 200 && r.status < 300 &&
+             r.content_type == "text/css" && p_.config.crawl.include_assets) {
+    parsers::ExtractOptions eo;
+    eo.include_assets = true;
+    eo.url = p_.config.url;
+    p.links = parsers::ExtractCssLinks(r.body, c.lease.entry.url, eo);
   }
   return p;
 }
@@ -490,11 +496,12 @@ Status Worker::OfferLinks(const Gate::Pass& pass, const frontier::UrlEntry& e,
   using Kind = frontier::UrlEntry::Kind;
   // A sitemap's depth is its nesting (sitemap_max_depth bounds it), not a
   // link distance.
-  auto offer = [&](const std::string& url, uint32_t depth, uint32_t redirects,
-                   Kind kind) {
+  auto offer = [&](const std::string& url, uint32_t depth, uint32_t redirects, Kind kind,
+                   bool requisite = false) {
     if (kind == Kind::kPage && depth > p_.config.crawl.max_depth) {
       ++too_deep;
-    } else if (!p_.scope.Allows(url)) {
+    } else if (!(requisite ? p_.scope.AllowsRequisite(url, e.url)
+                           : p_.scope.Allows(url))) {
       ++out_of_scope;
     } else {
       // Another cluster node's host: to its owner.
@@ -515,7 +522,8 @@ Status Worker::OfferLinks(const Gate::Pass& pass, const frontier::UrlEntry& e,
   }
   if (!p.links.meta_nofollow) {
     for (const parsers::Link& l : p.links.links) {
-      if (!l.nofollow) offer(l.url, e.depth + 1, 0, Kind::kPage);
+      if (!l.nofollow)
+        offer(l.url, e.depth + 1, 0, Kind::kPage, parsers::IsRequisite(l.source));
     }
   }
   if (p.sitemap) {

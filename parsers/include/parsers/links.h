@@ -5,8 +5,13 @@
 //   a[href], area[href]; link[href] whose rel names a page (canonical,
 //   alternate, next, prev); frame[src], iframe[src];
 //   <meta http-equiv=refresh content="N; url=...">;
-//   with ExtractOptions::include_assets: img[src], script[src],
-//   link[rel=stylesheet|icon][href].
+//   with ExtractOptions::include_assets, what a browser loads to show the
+//   page: img[src|srcset], source[src|srcset], video[poster|src],
+//   audio/track/embed[src], input[type=image][src], script[src],
+//   link[href] with rel stylesheet, icon, apple-touch-icon, preload,
+//   modulepreload or manifest, and the URLs of <style> elements and style
+//   attributes (parsers/css.h; resolved against the document's base).
+// ExtractCssLinks gives a stylesheet's URLs, resolved against its own URL.
 // Honoured: the first <base href> (resolved against the page URL); rel=nofollow
 // per link; <meta name=robots content=...> nofollow / noindex / none.
 // Character sets: the extractor takes bytes and the Content-Type charset.
@@ -42,9 +47,16 @@ enum class LinkSource : uint8_t {
   kMetaRefresh,
   kImg,
   kScript,
-  kStylesheet
+  kStylesheet,
+  kLinkAsset,  // link rel=icon|apple-touch-icon|preload|modulepreload|manifest
+  kSrcset,
+  kMedia,  // video poster, audio/video/source/track/embed src
+  kCss     // url(), @import: a stylesheet, <style>, style=""
 };
 const char* LinkSourceName(LinkSource source);
+// A page requisite: what a browser loads to show the page (an image, a
+// script, a stylesheet and what it loads, media, an icon), not a page.
+bool IsRequisite(LinkSource source);
 
 struct Link {
   std::string href;  // the attribute value as written
@@ -82,6 +94,11 @@ struct ExtractResult {
 // charset parameter ("" when absent).
 ExtractResult ExtractLinks(std::string_view html, std::string_view page_url,
                            std::string_view charset, const ExtractOptions& options = {});
+
+// The URLs a stylesheet loads (parsers/css.h), resolved against `sheet_url`
+// and normalized, skips counted as for HTML; every link is a kCss.
+ExtractResult ExtractCssLinks(std::string_view css, std::string_view sheet_url,
+                              const ExtractOptions& options = {});
 
 // Bytes in a single-byte charset to UTF-8 (windows-1252 mapping, a superset
 // of ISO-8859-1's printable range). Exposed for tests.
