@@ -13,6 +13,7 @@ packages=(
   libxxhash-dev libspdlog-dev libfmt-dev catch2 libtomlplusplus-dev libcli11-dev libssl-dev
   zlib1g-dev libdeflate-dev libhiredis-dev redis-server
   libpsl-dev  # the public suffix list: which hosts are one site (page requisites)
+  libzip-dev  # WACZ packages (crawler wacz)
   clang libclang-rt-14-dev clang-format clang-tidy
   python3 python3-prometheus-client chromium
   nginx tinyproxy microsocks stunnel4 openssl

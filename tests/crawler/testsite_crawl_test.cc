@@ -9,6 +9,8 @@
 // frontier far smaller than the queue spilling to disk with the same result.
 #include "testsite_crawl.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <boost/json.hpp>
@@ -467,6 +469,54 @@ TEST_CASE(
     }
   }
   CHECK(on_h1 == expected);  // no page of h1, though h0's pages link to them
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE(
+    "WACZ: a crawl with configs/archive.toml packaged as WACZ 1.1.1 passes an "
+    "independent check (sizes, sha256, stored WARCs, every index line seekable); a "
+    "running or unfinished crawl, an existing file, a missing directory are refused",
+    "[engine][testsite][wacz]") {
+  std::string dir = TempDir("wacz");
+  TestSite site("--pages 300 --hosts 2 --slow-ms 10 --assets", dir + "/requests.log");
+  site.WriteSeeds(dir + "/seeds.txt");
+  const std::string out = dir + "/out", wacz = dir + "/crawl.wacz";
+  CommandResult r = Crawl(dir + "/seeds.txt", out,
+                          std::string("--config ") + CRAWLER_SOURCE_DIR +
+                              "/configs/archive.toml --set frontier.min_delay_s=0 "
+                              "--set output.warc_rotate_bytes=1048576");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  site.Stop();
+  const std::string crawler = CRAWLER_BINARY;
+  CommandResult pack = RunCommand(crawler + " wacz " + out + " -o " + wacz);
+  INFO(pack.output);
+  REQUIRE(pack.exit_code == 0);
+  CHECK_THAT(pack.output, Catch::Contains("WARC files"));
+  CommandResult check = RunCommand(std::string("python3 ") + CRAWLER_SOURCE_DIR +
+                                   "/tests/support/check_wacz.py " + wacz);
+  INFO(check.output);
+  CHECK(check.exit_code == 0);
+  CHECK_THAT(check.output, Catch::StartsWith("ok: 3 WARC files"));
+
+  auto refused = [&](const std::string& args, const std::string& why) {
+    CommandResult again = RunCommand(crawler + " wacz " + args);
+    INFO(args << ": " << again.output);
+    CHECK(again.exit_code == 2);
+    CHECK_THAT(again.output, Catch::Contains(why));
+  };
+  refused(out + " -o " + wacz, "exists");
+  refused(dir + "/none -o " + dir + "/2.wacz", "not a crawl output directory");
+  {
+    int fd = ::open((out + "/.lock").c_str(), O_RDWR | O_CREAT, 0644);
+    REQUIRE(fd >= 0);
+    REQUIRE(::flock(fd, LOCK_EX) == 0);  // as a running crawler holds it
+    refused(out + " -o " + dir + "/2.wacz", "a crawler is running there");
+    ::close(fd);
+  }
+  std::ofstream(out + "/warc/crawl-00009.cdxj.open") << "";
+  refused(out + " -o " + dir + "/2.wacz", "did not end cleanly");
+  CHECK_FALSE(std::filesystem::exists(dir + "/2.wacz"));
   std::filesystem::remove_all(dir);
 }
 

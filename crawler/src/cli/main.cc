@@ -39,6 +39,7 @@
 #include "crawler/seeds.h"
 #include "crawler/stats_report.h"
 #include "crawler/version.h"
+#include "crawler/wacz.h"
 #include "crawler/warc.h"
 #include "parsers/url.h"
 #if CRAWLER_WITH_CLUSTER
@@ -321,6 +322,32 @@ int RunIndex(const std::vector<std::string>& warcs) {
   return rc;
 }
 
+// `crawler wacz OUT -o FILE.wacz` (crawler/wacz.h). Exit code 0, 2 for a
+// directory that cannot be packaged (named, with why), 1 for an I/O error.
+int RunWacz(const std::string& out, const std::string& wacz) {
+  auto s = crawler::engine::WriteWacz(out, wacz, crawler::engine::Software());
+  if (!s.ok()) {
+    std::fprintf(stderr, "crawler wacz: %s\n", s.status().message().c_str());
+    return s.status().code() == crawler::Status::Code::kInvalidArgument ? kExitBadInput
+                                                                        : kExitCrawlError;
+  }
+  std::printf("%s: %llu WARC files, %llu records indexed, %llu pages, %.1f MB\n",
+              wacz.c_str(), static_cast<unsigned long long>(s->warcs),
+              static_cast<unsigned long long>(s->records),
+              static_cast<unsigned long long>(s->pages),
+              static_cast<double>(s->bytes) / 1e6);
+  return kExitOk;
+}
+
+CLI::App* AddWacz(CLI::App& app, std::string* out, std::string* wacz) {
+  CLI::App* cmd = app.add_subcommand(
+      "wacz",
+      "package a stopped or finished crawl as WACZ (ReplayWeb.page, Browsertrix)");
+  cmd->add_option("dir", *out, "the crawl's output directory")->required();
+  cmd->add_option("-o,--output", *wacz, "the .wacz file to write")->required();
+  return cmd;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -376,6 +403,8 @@ int main(int argc, char** argv) {
   crawler::parsers::UrlOptions
       url_options;  // the lossy rules: off unless asked, as in [url]
   AddNormalize(app, &base, &urls, &url_options);
+  std::string wacz_dir, wacz_file;
+  CLI::App* wacz = AddWacz(app, &wacz_dir, &wacz_file);
   std::vector<std::string> warcs;
   CLI::App* index = app.add_subcommand(
       "index", "write the CDXJ index beside each WARC file (for WARCs without one)");
@@ -397,5 +426,6 @@ int main(int argc, char** argv) {
   if (*stats) return crawler::engine::RunStats(stats_dir, as_json, html);
   if (*cluster_stats) return ClusterStats(cluster_redis, cluster_job, as_json);
   if (*index) return RunIndex(warcs);
+  if (*wacz) return RunWacz(wacz_dir, wacz_file);
   return RunNormalize(base, urls, url_options);
 }

@@ -1,0 +1,45 @@
+// `crawler wacz OUT -o FILE.wacz`: a crawl packaged as WACZ 1.1.1, the
+// format ReplayWeb.page, Browsertrix and the Webrecorder tools exchange.
+//
+//   archive/<prefix>-NNNNN.warc.gz  every WARC file, stored (not deflated:
+//                                   each record is its own gzip member, so
+//                                   a replay seeks to it by offset)
+//   indexes/index.cdx               every file's CDXJ lines (output/cdxj.h)
+//                                   merged in byte order
+//   pages/pages.jsonl               {"format": "json-pages-1.0", ...}, then
+//                                   one line per HTML page fetched with 200:
+//                                   url and ts (RFC 3339)
+//   datapackage.json                each resource's name, path, bytes and
+//                                   "sha256:<hex>"
+//   datapackage-digest.json         the sha256 of datapackage.json
+//
+// libzip writes the ZIP (ZIP64 where sizes need it; a temp file renamed at
+// the end). Memory stays bounded: WARCs are streamed from their files, the
+// index is merged from the sorted per-file indexes into a temp file, each
+// hash computed as a stream. A WARC without its index (output.cdxj = false)
+// is indexed first, as `crawler index` does. A crawl that is running (its
+// OUT/.lock is held) is refused: stop it (Ctrl-C keeps it resumable) first.
+#ifndef CRAWLER_WACZ_H_
+#define CRAWLER_WACZ_H_
+
+#include <cstdint>
+#include <string>
+
+#include "base/status.h"
+
+namespace crawler::engine {
+
+struct WaczSummary {
+  uint64_t warcs = 0;
+  uint64_t records = 0;  // index lines
+  uint64_t pages = 0;
+  uint64_t bytes = 0;  // of the .wacz
+};
+
+[[nodiscard]] Result<WaczSummary> WriteWacz(const std::string& out_dir,
+                                            const std::string& wacz_path,
+                                            const std::string& software);
+
+}  // namespace crawler::engine
+
+#endif  // CRAWLER_WACZ_H_

@@ -1,0 +1,315 @@
+// WACZ packaging; see crawler/wacz.h.
+#include "crawler/wacz.h"
+
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <sys/file.h>
+#include <unistd.h>
+#include <zip.h>
+
+#include <algorithm>
+#include <boost/json.hpp>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <queue>
+#include <vector>
+
+#include "base/file_util.h"
+#include "crawler/warc.h"
+#include "output/cdxj.h"
+
+namespace crawler::engine {
+namespace {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+
+Status Bad(const std::string& message) {
+  return Status::Error(Status::Code::kInvalidArgument, message);
+}
+
+class Sha256 {
+ public:
+  Sha256() : ctx_(EVP_MD_CTX_new(), &EVP_MD_CTX_free) {
+    EVP_DigestInit_ex(ctx_.get(), EVP_sha256(), nullptr);
+  }
+  void Update(std::string_view s) { EVP_DigestUpdate(ctx_.get(), s.data(), s.size()); }
+  std::string Final() {
+    unsigned char d[EVP_MAX_MD_SIZE];
+    unsigned n = 0;
+    EVP_DigestFinal_ex(ctx_.get(), d, &n);
+    static const char* const kHex = "0123456789abcdef";
+    std::string out = "sha256:";
+    for (unsigned i = 0; i < n; ++i) {
+      out += kHex[d[i] >> 4];
+      out += kHex[d[i] & 15];
+    }
+    return out;
+  }
+
+ private:
+  std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx_;
+};
+
+struct Resource {
+  std::string name, path, hash;
+  uint64_t bytes = 0;
+};
+
+// A file's resource entry, its hash read as a stream.
+Result<Resource> Describe(const std::string& file, const std::string& zip_path) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return IoError(file, "open");
+  Sha256 sha;
+  std::vector<char> buf(1 << 20);
+  uint64_t bytes = 0;
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    auto n = static_cast<size_t>(in.gcount());
+    sha.Update(std::string_view(buf.data(), n));
+    bytes += n;
+  }
+  if (in.bad()) return IoError(file, "read");
+  return Resource{fs::path(zip_path).filename().string(), zip_path, sha.Final(), bytes};
+}
+
+// OUT/.lock held: a crawler is running there.
+Status NotRunning(const std::string& out) {
+  const std::string path = out + "/.lock";
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno == ENOENT ? Status::Ok() : IoError(path, "open");
+  const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0;
+  ::close(fd);
+  if (held) {
+    return Bad(out +
+               ": a crawler is running there (.lock is held): stop it first (Ctrl-C "
+               "keeps it resumable), then package it");
+  }
+  return Status::Ok();
+}
+
+// The WARC files of OUT, in name order, each with its index.
+Result<std::vector<std::string>> Warcs(const std::string& out) {
+  const std::string dir = out + "/warc";
+  if (!fs::is_directory(dir))
+    return Bad(out + ": no warc/ here: not a crawl output directory");
+  std::vector<std::string> warcs;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string p = e.path().string();
+    if (p.ends_with(".cdxj.open")) {
+      return Bad(out + ": the crawl did not end cleanly (" + p +
+                 " is left): `crawler crawl --resume " + out +
+                 "` cuts it back to its last checkpoint; stop that, then package");
+    }
+    if (p.ends_with(".warc.gz")) warcs.push_back(p);
+  }
+  if (ec) return Status::Error(Status::Code::kIoError, dir + ": " + ec.message());
+  if (warcs.empty()) return Bad(dir + ": no WARC file to package");
+  std::sort(warcs.begin(), warcs.end());
+  for (const std::string& w : warcs) {
+    if (fs::exists(cdxj::PathFor(w))) continue;
+    auto n = IndexWarc(w);
+    if (!n.ok()) return n.status();
+  }
+  return warcs;
+}
+
+// "20261127015205" -> "2026-11-27T01:52:05Z"
+std::string Rfc3339(std::string_view ts) {
+  if (ts.size() != 14) return std::string(ts);
+  return std::string(ts.substr(0, 4)) + "-" + std::string(ts.substr(4, 2)) + "-" +
+         std::string(ts.substr(6, 2)) + "T" + std::string(ts.substr(8, 2)) + ":" +
+         std::string(ts.substr(10, 2)) + ":" + std::string(ts.substr(12, 2)) + "Z";
+}
+
+// A pages.jsonl line for an index line of an HTML page fetched with 200, or "".
+std::string PageLine(const std::string& line) {
+  size_t sp1 = line.find(' '),
+         sp2 = sp1 == std::string::npos ? sp1 : line.find(' ', sp1 + 1);
+  if (sp2 == std::string::npos) return {};
+  boost::system::error_code ec;
+  json::value v = json::parse(std::string_view(line).substr(sp2 + 1), ec);
+  if (ec || !v.is_object()) return {};
+  const json::object& o = v.as_object();
+  const json::value* mime = o.if_contains("mime");
+  const json::value* status = o.if_contains("status");
+  const json::value* url = o.if_contains("url");
+  if (mime == nullptr || status == nullptr || url == nullptr || !mime->is_string() ||
+      mime->as_string() != "text/html" || !status->is_string() ||
+      status->as_string() != "200")
+    return {};
+  json::object page;
+  page["url"] = *url;
+  page["ts"] = Rfc3339(std::string_view(line).substr(sp1 + 1, sp2 - sp1 - 1));
+  return json::serialize(page) + "\n";
+}
+
+// Merges the sorted per-file indexes into `index_path` (byte order) and
+// writes pages.jsonl beside it; counts into `summary`.
+Status MergeIndexes(const std::vector<std::string>& warcs, const std::string& index_path,
+                    const std::string& pages_path, WaczSummary* summary) {
+  std::vector<std::unique_ptr<std::ifstream>> in;
+  using Head = std::pair<std::string, size_t>;  // a file's next line, the file
+  std::priority_queue<Head, std::vector<Head>, std::greater<>> heads;
+  for (const std::string& w : warcs) {
+    in.push_back(std::make_unique<std::ifstream>(cdxj::PathFor(w), std::ios::binary));
+    if (!*in.back()) return IoError(cdxj::PathFor(w), "open");
+    std::string line;
+    if (std::getline(*in.back(), line)) heads.emplace(std::move(line), in.size() - 1);
+  }
+  std::ofstream index(index_path, std::ios::binary | std::ios::trunc);
+  std::ofstream pages(pages_path, std::ios::binary | std::ios::trunc);
+  if (!index) return IoError(index_path, "create");
+  if (!pages) return IoError(pages_path, "create");
+  pages << R"({"format": "json-pages-1.0", "id": "pages", "title": "All Pages"})"
+        << "\n";
+  while (!heads.empty()) {
+    auto [line, i] = heads.top();
+    heads.pop();
+    index << line << "\n";
+    ++summary->records;
+    std::string page = PageLine(line);
+    if (!page.empty()) {
+      pages << page;
+      ++summary->pages;
+    }
+    std::string next;
+    if (std::getline(*in[i], next)) heads.emplace(std::move(next), i);
+  }
+  index.close();
+  pages.close();
+  if (!index) return IoError(index_path, "write");
+  if (!pages) return IoError(pages_path, "write");
+  return Status::Ok();
+}
+
+// The ZIP itself: libzip reads the sources when it closes the archive.
+class Zip {
+ public:
+  static Result<Zip> Create(const std::string& path) {
+    int err = 0;
+    zip_t* z = zip_open(path.c_str(), ZIP_CREATE | ZIP_EXCL, &err);
+    if (z == nullptr) {
+      zip_error_t e;
+      zip_error_init_with_code(&e, err);
+      std::string why = zip_error_strerror(&e);
+      zip_error_fini(&e);
+      return Status::Error(Status::Code::kIoError, path + ": cannot create: " + why);
+    }
+    return Zip(z, path);
+  }
+  Zip(Zip&& o) noexcept
+      : z_(o.z_), path_(std::move(o.path_)), buffers_(std::move(o.buffers_)) {
+    o.z_ = nullptr;
+  }
+  Zip& operator=(Zip&&) = delete;
+  ~Zip() {
+    if (z_ != nullptr) zip_discard(z_);
+  }
+
+  Status AddFile(const std::string& file, const std::string& name, bool store) {
+    zip_source_t* s = zip_source_file(z_, file.c_str(), 0, -1);
+    if (s == nullptr) return Error(file);
+    return Add(s, name, store);
+  }
+  Status AddText(std::string text, const std::string& name) {
+    buffers_.push_back(std::make_unique<std::string>(std::move(text)));
+    zip_source_t* s =
+        zip_source_buffer(z_, buffers_.back()->data(), buffers_.back()->size(), 0);
+    if (s == nullptr) return Error(name);
+    return Add(s, name, false);
+  }
+  Status Close() {
+    if (zip_close(z_) != 0) return Error("close");
+    z_ = nullptr;
+    return Status::Ok();
+  }
+
+ private:
+  Zip(zip_t* z, std::string path) : z_(z), path_(std::move(path)) {}
+  Status Add(zip_source_t* s, const std::string& name, bool store) {
+    zip_int64_t i = zip_file_add(z_, name.c_str(), s, ZIP_FL_ENC_UTF_8);
+    if (i < 0) {
+      zip_source_free(s);
+      return Error(name);
+    }
+    if (store &&
+        zip_set_file_compression(z_, static_cast<zip_uint64_t>(i), ZIP_CM_STORE, 0) != 0)
+      return Error(name);
+    return Status::Ok();
+  }
+  Status Error(const std::string& what) {
+    return Status::Error(
+        Status::Code::kIoError,
+        path_ + ": " + what + ": " + zip_error_strerror(zip_get_error(z_)));
+  }
+
+  zip_t* z_;
+  std::string path_;
+  std::vector<std::unique_ptr<std::string>> buffers_;  // alive until Close
+};
+
+std::string NowRfc3339() { return WarcDate(std::chrono::system_clock::now()); }
+
+}  // namespace
+
+Result<WaczSummary> WriteWacz(const std::string& out_dir, const std::string& wacz_path,
+                              const std::string& software) {
+  Status st = NotRunning(out_dir);
+  if (!st.ok()) return st;
+  if (fs::exists(wacz_path))
+    return Bad(wacz_path + ": exists (remove it or choose another -o)");
+  auto warcs = Warcs(out_dir);
+  if (!warcs.ok()) return warcs.status();
+  WaczSummary summary;
+  summary.warcs = warcs->size();
+  const std::string index_tmp = wacz_path + ".index.tmp",
+                    pages_tmp = wacz_path + ".pages.tmp";
+  struct Cleanup {
+    std::vector<std::string> paths;
+    ~Cleanup() {
+      std::error_code ec;
+      for (const std::string& p : paths) fs::remove(p, ec);
+    }
+  } cleanup{{index_tmp, pages_tmp}};
+  st = MergeIndexes(*warcs, index_tmp, pages_tmp, &summary);
+  if (!st.ok()) return st;
+  auto zip = Zip::Create(wacz_path);
+  if (!zip.ok()) return zip.status();
+  json::array resources;
+  auto add = [&](const std::string& file, const std::string& zip_name,
+                 bool store) -> Status {
+    auto r = Describe(file, zip_name);
+    if (!r.ok()) return r.status();
+    resources.push_back(json::object{
+        {"name", r->name}, {"path", r->path}, {"hash", r->hash}, {"bytes", r->bytes}});
+    return zip->AddFile(file, zip_name, store);
+  };
+  st = add(pages_tmp, "pages/pages.jsonl", false);
+  for (size_t i = 0; st.ok() && i < warcs->size(); ++i)
+    st = add((*warcs)[i], "archive/" + fs::path((*warcs)[i]).filename().string(), true);
+  if (st.ok()) st = add(index_tmp, "indexes/index.cdx", false);
+  if (!st.ok()) return st;
+  json::object package{
+      {"profile", "data-package"}, {"resources", resources},
+      {"wacz_version", "1.1.1"},   {"software", software},
+      {"created", NowRfc3339()},   {"title", fs::path(out_dir).filename().string()}};
+  std::string datapackage = json::serialize(package);
+  Sha256 sha;
+  sha.Update(datapackage);
+  json::object digest{{"path", "datapackage.json"}, {"hash", sha.Final()}};
+  st = zip->AddText(std::move(datapackage), "datapackage.json");
+  if (st.ok()) st = zip->AddText(json::serialize(digest), "datapackage-digest.json");
+  if (st.ok()) st = zip->Close();
+  if (!st.ok()) return st;
+  std::error_code ec;
+  summary.bytes = fs::file_size(wacz_path, ec);
+  return summary;
+}
+
+}  // namespace crawler::engine
