@@ -42,6 +42,20 @@ using testing::WarcResponses;
 using testsite_crawl::Crawl;
 using testsite_crawl::kExactDedup;
 
+// The URLs fetched are exactly the truth set: what is missing, what is extra.
+void CheckExactly(const std::set<std::string>& truth,
+                  const std::set<std::string>& fetched) {
+  std::vector<std::string> missing, extra;
+  std::set_difference(truth.begin(), truth.end(), fetched.begin(), fetched.end(),
+                      std::back_inserter(missing));
+  std::set_difference(fetched.begin(), fetched.end(), truth.begin(), truth.end(),
+                      std::back_inserter(extra));
+  INFO("missing " << missing.size() << (missing.empty() ? "" : ": " + missing[0]));
+  INFO("extra " << extra.size() << (extra.empty() ? "" : ": " + extra[0]));
+  CHECK(missing.empty());
+  CHECK(extra.empty());
+}
+
 TEST_CASE("Testsite crawl: each dedup variant fetches exactly the truth set, once each",
           "[engine][testsite]") {
   const char* variant = GENERATE("bloom", "cuckoo", "counting");
@@ -67,15 +81,7 @@ TEST_CASE("Testsite crawl: each dedup variant fetches exactly the truth set, onc
     }
     std::set<std::string> distinct(attempted.begin(), attempted.end());
     CHECK(attempted.size() == distinct.size());  // no URL twice in the log
-    std::vector<std::string> missing, extra;
-    std::set_difference(truth.begin(), truth.end(), distinct.begin(), distinct.end(),
-                        std::back_inserter(missing));
-    std::set_difference(distinct.begin(), distinct.end(), truth.begin(), truth.end(),
-                        std::back_inserter(extra));
-    INFO("missing " << missing.size() << (missing.empty() ? "" : ": " + missing[0]));
-    INFO("extra " << extra.size() << (extra.empty() ? "" : ": " + extra[0]));
-    CHECK(missing.empty());
-    CHECK(extra.empty());
+    CheckExactly(truth, distinct);
 
     // The server's own count: every URL answered for good exactly once,
     // nothing outside the truth set (so nothing disallowed by robots.txt).
@@ -408,15 +414,7 @@ TEST_CASE(
       testing::AttemptedUrls(dir + "/out/fetch-log.jsonl");
   std::set<std::string> distinct(attempted.begin(), attempted.end());
   CHECK(attempted.size() == distinct.size());
-  std::vector<std::string> missing, extra;
-  std::set_difference(truth.begin(), truth.end(), distinct.begin(), distinct.end(),
-                      std::back_inserter(missing));
-  std::set_difference(distinct.begin(), distinct.end(), truth.begin(), truth.end(),
-                      std::back_inserter(extra));
-  INFO("missing " << missing.size() << (missing.empty() ? "" : ": " + missing[0]));
-  INFO("extra " << extra.size() << (extra.empty() ? "" : ": " + extra[0]));
-  CHECK(missing.empty());
-  CHECK(extra.empty());
+  CheckExactly(truth, distinct);
   CHECK(distinct.count(h0 + "/static/img/not-this.png") == 0);
   CHECK(testing::CdxjNotAsWarcio(dir + "/out") == "");
   std::filesystem::remove_all(dir);
