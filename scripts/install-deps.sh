@@ -68,3 +68,34 @@ if ! command -v warcio >/dev/null 2>&1; then
 else
   echo "install-deps: warcio present"
 fi
+
+# The replay test (tests/crawler/replay_test.cc): ReplayWeb.page's prebuilt
+# ui.js and sw.js from the npm package (its tarball only: they need none of
+# its build dependencies), checked against the registry's pinned integrity;
+# and puppeteer-core, which drives Debian's chromium (it downloads no browser).
+RWP_VERSION=2.5.3
+RWP_INTEGRITY="sha512-nCj2PSON3BxeSJKE8AsYPyULv0XPZKJWfy4l9PyQre9SqwLZ+WKZVs/sfLqPOQ4GrH+0YkjbwOhr8cSTH08gsQ=="
+RWP_DIR=/usr/local/share/crawler-tests/replaywebpage-${RWP_VERSION}
+if [ ! -f "$RWP_DIR/sw.js" ]; then
+  echo "install-deps: fetching replaywebpage@${RWP_VERSION} (ui.js, sw.js) from npm"
+  tmp=$(mktemp -d)
+  (cd "$tmp" && npm pack --silent "replaywebpage@${RWP_VERSION}" >/dev/null)
+  got="sha512-$(openssl dgst -sha512 -binary "$tmp/replaywebpage-${RWP_VERSION}.tgz" | base64 -w0)"
+  if [ "$got" != "$RWP_INTEGRITY" ]; then
+    echo "install-deps: replaywebpage-${RWP_VERSION}.tgz is not the pinned one ($got)" >&2
+    exit 1
+  fi
+  tar -xzf "$tmp/replaywebpage-${RWP_VERSION}.tgz" -C "$tmp" package/ui.js package/sw.js
+  $SUDO mkdir -p "$RWP_DIR"
+  $SUDO cp "$tmp/package/ui.js" "$tmp/package/sw.js" "$RWP_DIR/"
+  rm -rf "$tmp"
+else
+  echo "install-deps: replaywebpage present"
+fi
+PUPPETEER_VERSION=24.8.2  # 25 wants node >= 22.12; this machine has 20
+if ! npm ls -g --depth=0 "puppeteer-core@${PUPPETEER_VERSION}" >/dev/null 2>&1; then
+  echo "install-deps: installing puppeteer-core@${PUPPETEER_VERSION} from npm"
+  $SUDO npm install -g --no-fund --no-audit "puppeteer-core@${PUPPETEER_VERSION}"
+else
+  echo "install-deps: puppeteer-core present"
+fi

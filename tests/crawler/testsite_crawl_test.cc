@@ -456,6 +456,7 @@ TEST_CASE(
   std::set<std::string> expected;
   if (mode == "site") {
     expected.insert(h1 + "/robots.txt");
+    expected.insert(h1 + "/static/favicon.ico");
     for (const char* p :
          {"/static/site.css", "/static/theme/base.css", "/static/theme/print.css",
           "/static/img/bg.png", "/static/fonts/body.woff2", "/static/fonts/body.woff",

@@ -47,8 +47,9 @@
 //
 // With assets, every HTML page also loads page requisites (and the truth
 // set is a crawl's with crawl.include_assets = true):
-//   <link rel=stylesheet href=/static/site.css>, <img src=/static/img/N.png
-//   srcset=/static/img/N-2x.png 2x> (N = page % 8)
+//   <link rel=stylesheet href=/static/site.css>, <link rel=icon
+//   href=/static/favicon.ico>, <img src=/static/img/N.png
+//   srcset=/static/img/N-2x.png 2x> (N = page % 8); images are real PNGs
 //   /static/site.css         @import "theme/base.css", @import url() of
 //                            theme/print.css, url(img/bg.png)
 //   /static/theme/base.css   @font-face src: url(../fonts/body.woff2),
@@ -350,7 +351,19 @@ class Site {
   static std::vector<std::string> PageAssets(uint32_t i) {
     const std::string n = std::to_string(i % 8);
     return {"/static/site.css", "/static/img/" + n + ".png",
-            "/static/img/" + n + "-2x.png"};
+            "/static/img/" + n + "-2x.png", "/static/favicon.ico"};
+  }
+
+  // A real image (1x1, transparent), so a replay shows no broken image.
+  static std::string OnePixelPng() {
+    static const unsigned char kPng[] = {
+        0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0x00, 0x00, 0x00, 0x0D,
+        0x49, 0x48, 0x44, 0x52, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01,
+        0x08, 0x06, 0x00, 0x00, 0x00, 0x1F, 0x15, 0xC4, 0x89, 0x00, 0x00, 0x00,
+        0x0A, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9C, 0x63, 0x00, 0x01, 0x00, 0x00,
+        0x05, 0x00, 0x01, 0x0D, 0x0A, 0x2D, 0xB4, 0x00, 0x00, 0x00, 0x00, 0x49,
+        0x45, 0x4E, 0x44, 0xAE, 0x42, 0x60, 0x82};
+    return std::string(reinterpret_cast<const char*>(kPng), sizeof(kPng));
   }
 
   // What /static/ serves (nullopt: nothing there).
@@ -384,7 +397,12 @@ class Site {
         (std::sscanf(path.c_str(), "/static/img/%u-2x.pn%c", &n, &tail) == 2 && n < 8 &&
          path == "/static/img/" + std::to_string(n) + "-2x.png")) {
       p.content_type = "image/png";
-      p.body = std::string("\x89PNG\r\n\x1a\n", 8) + "not really an image: " + path;
+      p.body = OnePixelPng();
+      return p;
+    }
+    if (path == "/static/favicon.ico") {
+      p.content_type = "image/png";  // browsers take a PNG favicon
+      p.body = OnePixelPng();
       return p;
     }
     if (path == "/static/fonts/body.woff2" || path == "/static/fonts/body.woff") {
@@ -486,8 +504,8 @@ class Site {
       const std::vector<std::string> a = PageAssets(i);
       const std::string o = o_.assets_host >= 0 ? AssetOrigin(h) : "";
       b += "<link rel=\"stylesheet\" href=\"" + o + a[0] +
-           "\"></head><body>\n<img src=\"" + o + a[1] + "\" srcset=\"" + o + a[2] +
-           " 2x\" alt=\"\">";
+           "\"><link rel=\"icon\" href=\"" + o + a[3] + "\"></head><body>\n<img src=\"" +
+           o + a[1] + "\" srcset=\"" + o + a[2] + " 2x\" alt=\"\">";
     } else {
       b += "</head><body>\n";
     }
