@@ -10,16 +10,20 @@
 #include "testsite_crawl.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <boost/json.hpp>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "crawl_output.h"
 #include "loopback.h"
@@ -473,8 +477,8 @@ TEST_CASE(
 
 TEST_CASE(
     "WACZ: a crawl with configs/archive.toml packaged as WACZ 1.1.1 passes an "
-    "independent check (sizes, sha256, stored WARCs, every index line seekable); a "
-    "running or unfinished crawl, an existing file, a missing directory are refused",
+    "independent check (sizes, sha256, stored WARCs, every index line seekable); an "
+    "existing file, a missing directory are refused",
     "[engine][testsite][wacz]") {
   std::string dir = TempDir("wacz");
   TestSite site("--pages 300 --hosts 2 --slow-ms 10 --assets", dir + "/requests.log");
@@ -506,16 +510,59 @@ TEST_CASE(
   };
   refused(out + " -o " + wacz, "exists");
   refused(dir + "/none -o " + dir + "/2.wacz", "not a crawl output directory");
-  {
-    int fd = ::open((out + "/.lock").c_str(), O_RDWR | O_CREAT, 0644);
-    REQUIRE(fd >= 0);
-    REQUIRE(::flock(fd, LOCK_EX) == 0);  // as a running crawler holds it
-    refused(out + " -o " + dir + "/2.wacz", "a crawler is running there");
-    ::close(fd);
-  }
-  std::ofstream(out + "/warc/crawl-00009.cdxj.open") << "";
-  refused(out + " -o " + dir + "/2.wacz", "did not end cleanly");
   CHECK_FALSE(std::filesystem::exists(dir + "/2.wacz"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE(
+    "WACZ of a running crawl, of the same crawl killed -9, of it resumed and done: "
+    "each as its last checkpoint has it (the file cut there), each passes the check",
+    "[engine][testsite][wacz]") {
+  std::string dir = TempDir("wacz-running");
+  TestSite site("--pages 300 --hosts 2 --delay-ms 50 --assets", dir + "/requests.log");
+  site.WriteSeeds(dir + "/seeds.txt");
+  const std::string out = dir + "/out", crawler = CRAWLER_BINARY;
+  pid_t pid =
+      testing::Spawn(crawler + " crawl --seeds " + dir + "/seeds.txt --out " + out +
+                         " --set crawl.include_assets=true --set frontier.min_delay_s=0 "
+                         "--set checkpoint.interval_s=0.3 "
+                         "--set output.warc_rotate_bytes=1048576",
+                     dir + "/crawl.out");
+  // Running: once a checkpoint exists past the first WARC file.
+  auto files = [&] {
+    size_t n = 0;
+    for (const auto& e : std::filesystem::directory_iterator(out + "/warc"))
+      n += e.path().string().ends_with(".warc.gz");
+    return n;
+  };
+  for (int i = 0; i < 600; ++i) {
+    if (std::filesystem::exists(out + "/checkpoint/MANIFEST.json") &&
+        std::filesystem::exists(out + "/warc") && files() >= 2)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  auto package = [&](const std::string& name, bool at_checkpoint) {
+    const std::string wacz = dir + "/" + name + ".wacz";
+    CommandResult pack = RunCommand(crawler + " wacz " + out + " -o " + wacz);
+    INFO(name << ": " << pack.output);
+    REQUIRE(pack.exit_code == 0);
+    CHECK((pack.output.find("as checkpoint") != std::string::npos) == at_checkpoint);
+    CommandResult check = RunCommand(std::string("python3 ") + CRAWLER_SOURCE_DIR +
+                                     "/tests/support/check_wacz.py " + wacz);
+    INFO(check.output);
+    CHECK(check.exit_code == 0);
+    CHECK_THAT(check.output, Catch::StartsWith("ok: "));
+  };
+  REQUIRE(::waitpid(pid, nullptr, WNOHANG) == 0);  // still crawling
+  package("running", true);
+  ::kill(pid, SIGKILL);
+  testing::WaitExitFor(pid, 10);
+  package("killed", true);
+  CommandResult resumed = RunCommand(crawler + " crawl --resume " + out);
+  INFO(resumed.output);
+  REQUIRE(resumed.exit_code == 0);
+  site.Stop();
+  package("done", false);
   std::filesystem::remove_all(dir);
 }
 

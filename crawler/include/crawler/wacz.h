@@ -17,8 +17,13 @@
 // the end). Memory stays bounded: WARCs are streamed from their files, the
 // index is merged from the sorted per-file indexes into a temp file, each
 // hash computed as a stream. A WARC without its index (output.cdxj = false)
-// is indexed first, as `crawler index` does. A crawl that is running (its
-// OUT/.lock is held) is refused: stop it (Ctrl-C keeps it resumable) first.
+// is indexed first, as `crawler index` does.
+//
+// A crawl that is running (its OUT/.lock is held) or did not end cleanly (a
+// .cdxj.open is left: killed) is packaged as its last checkpoint has it: the
+// WARC files before the checkpoint's whole, the checkpoint's file cut at
+// the length it recorded (indexed from the file itself), none after it. So
+// the package holds exactly what a --resume would keep.
 #ifndef CRAWLER_WACZ_H_
 #define CRAWLER_WACZ_H_
 
@@ -33,7 +38,8 @@ struct WaczSummary {
   uint64_t warcs = 0;
   uint64_t records = 0;  // index lines
   uint64_t pages = 0;
-  uint64_t bytes = 0;  // of the .wacz
+  uint64_t bytes = 0;       // of the .wacz
+  uint64_t checkpoint = 0;  // packaged at this checkpoint (0: the whole crawl)
 };
 
 [[nodiscard]] Result<WaczSummary> WriteWacz(const std::string& out_dir,

@@ -331,18 +331,23 @@ int RunWacz(const std::string& out, const std::string& wacz) {
     return s.status().code() == crawler::Status::Code::kInvalidArgument ? kExitBadInput
                                                                         : kExitCrawlError;
   }
-  std::printf("%s: %llu WARC files, %llu records indexed, %llu pages, %.1f MB\n",
+  const std::string at =
+      s->checkpoint == 0
+          ? ""
+          : " (as checkpoint " + std::to_string(s->checkpoint) + " has it)";
+  std::printf("%s: %llu WARC files, %llu records indexed, %llu pages, %.1f MB%s\n",
               wacz.c_str(), static_cast<unsigned long long>(s->warcs),
               static_cast<unsigned long long>(s->records),
               static_cast<unsigned long long>(s->pages),
-              static_cast<double>(s->bytes) / 1e6);
+              static_cast<double>(s->bytes) / 1e6, at.c_str());
   return kExitOk;
 }
 
 CLI::App* AddWacz(CLI::App& app, std::string* out, std::string* wacz) {
   CLI::App* cmd = app.add_subcommand(
       "wacz",
-      "package a stopped or finished crawl as WACZ (ReplayWeb.page, Browsertrix)");
+      "package a crawl as WACZ (ReplayWeb.page, Browsertrix); a running one as its last "
+      "checkpoint has it");
   cmd->add_option("dir", *out, "the crawl's output directory")->required();
   cmd->add_option("-o,--output", *wacz, "the .wacz file to write")->required();
   return cmd;

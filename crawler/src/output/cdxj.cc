@@ -190,7 +190,7 @@ std::string PathFor(const std::string& warc_path) {
   return p + ".cdxj";
 }
 
-Result<std::vector<std::string>> IndexFile(const std::string& warc_path) {
+Result<std::vector<std::string>> IndexFile(const std::string& warc_path, uint64_t limit) {
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(
       std::fopen(warc_path.c_str(), "rb"), &std::fclose);
   if (file == nullptr) return IoError(warc_path, "open");
@@ -209,7 +209,9 @@ Result<std::vector<std::string>> IndexFile(const std::string& warc_path) {
   bool open = false;  // inside a member
   for (;;) {
     if (z.avail_in == 0) {
-      size_t n = std::fread(in.data(), 1, in.size(), file.get());
+      size_t n = std::fread(
+          in.data(), 1, static_cast<size_t>(std::min<uint64_t>(in.size(), limit - read)),
+          file.get());
       if (n == 0) {
         if (std::ferror(file.get()) != 0) return IoError(warc_path, "read");
         break;

@@ -57,8 +57,11 @@ std::string PathFor(const std::string& warc_path);
 
 // The index of a WARC file of gzip members (one record each), read from
 // the file itself: one line per indexed record, in file order. Errors name
-// the file and the offset (a torn or foreign tail).
-Result<std::vector<std::string>> IndexFile(const std::string& warc_path);
+// the file and the offset (a torn or foreign tail). With `limit`, only the
+// file's first `limit` bytes are read (a running crawl's file, at its
+// checkpoint's length).
+Result<std::vector<std::string>> IndexFile(const std::string& warc_path,
+                                           uint64_t limit = UINT64_MAX);
 
 // Sorts the lines of the file `from` (a torn last line, with no '\n', is
 // dropped) into `to`, atomically, and removes `from`.

@@ -15,10 +15,12 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <queue>
 #include <vector>
 
 #include "base/file_util.h"
+#include "crawler/checkpoint.h"
 #include "crawler/warc.h"
 #include "output/cdxj.h"
 
@@ -61,14 +63,16 @@ struct Resource {
 };
 
 // A file's resource entry, its hash read as a stream.
-Result<Resource> Describe(const std::string& file, const std::string& zip_path) {
+Result<Resource> Describe(const std::string& file, const std::string& zip_path,
+                          uint64_t limit = UINT64_MAX) {
   std::ifstream in(file, std::ios::binary);
   if (!in) return IoError(file, "open");
   Sha256 sha;
   std::vector<char> buf(1 << 20);
   uint64_t bytes = 0;
-  while (in) {
-    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+  while (in && bytes < limit) {
+    in.read(buf.data(),
+            static_cast<std::streamsize>(std::min<uint64_t>(buf.size(), limit - bytes)));
     auto n = static_cast<size_t>(in.gcount());
     sha.Update(std::string_view(buf.data(), n));
     bytes += n;
@@ -78,45 +82,86 @@ Result<Resource> Describe(const std::string& file, const std::string& zip_path) 
 }
 
 // OUT/.lock held: a crawler is running there.
-Status NotRunning(const std::string& out) {
+Result<bool> Running(const std::string& out) {
   const std::string path = out + "/.lock";
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return errno == ENOENT ? Status::Ok() : IoError(path, "open");
+  if (fd < 0) {
+    if (errno == ENOENT) return false;
+    return IoError(path, "open");
+  }
   const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0;
   ::close(fd);
-  if (held) {
-    return Bad(out +
-               ": a crawler is running there (.lock is held): stop it first (Ctrl-C "
-               "keeps it resumable), then package it");
-  }
-  return Status::Ok();
+  return held;
 }
 
-// The WARC files of OUT, in name order, each with its index.
-Result<std::vector<std::string>> Warcs(const std::string& out) {
+// A WARC file to package: how much of it, and its sorted index.
+struct Part {
+  std::string warc;
+  uint64_t bytes = UINT64_MAX;  // all of it
+  std::string index;
+};
+
+// The parts of OUT: every WARC file whole, each with its index (made if it
+// has none); or, for a crawl that is running or did not end cleanly (a
+// .cdxj.open is left), the files as its last checkpoint has them: those
+// before its file whole, its file cut at the checkpoint's length (indexed
+// from the file into `cut_index`), none after it. Sets *checkpoint to the
+// checkpoint's sequence then (0 otherwise).
+Result<std::vector<Part>> Parts(const std::string& out, const std::string& cut_index,
+                                uint64_t* checkpoint) {
   const std::string dir = out + "/warc";
   if (!fs::is_directory(dir))
     return Bad(out + ": no warc/ here: not a crawl output directory");
+  auto running = Running(out);
+  if (!running.ok()) return running.status();
+  bool unclean = false;
   std::vector<std::string> warcs;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string p = e.path().string();
-    if (p.ends_with(".cdxj.open")) {
-      return Bad(out + ": the crawl did not end cleanly (" + p +
-                 " is left): `crawler crawl --resume " + out +
-                 "` cuts it back to its last checkpoint; stop that, then package");
-    }
+    unclean = unclean || p.ends_with(".cdxj.open");
     if (p.ends_with(".warc.gz")) warcs.push_back(p);
   }
   if (ec) return Status::Error(Status::Code::kIoError, dir + ": " + ec.message());
-  if (warcs.empty()) return Bad(dir + ": no WARC file to package");
   std::sort(warcs.begin(), warcs.end());
-  for (const std::string& w : warcs) {
-    if (fs::exists(cdxj::PathFor(w))) continue;
-    auto n = IndexWarc(w);
-    if (!n.ok()) return n.status();
+  std::optional<CheckpointInfo> cut;
+  if (*running || unclean) {
+    const std::string manifest = out + "/" + kCheckpointDir + "/MANIFEST.json";
+    std::ifstream in(manifest, std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(in)),
+                     std::istreambuf_iterator<char>());
+    if (!in && !in.eof()) return IoError(manifest, "read");
+    auto m = DecodeManifest(text, manifest);
+    if (!m.ok()) {
+      return Bad(out + ": the crawl is " + (*running ? "running" : "not ended cleanly") +
+                 " and has no usable checkpoint to package (" + m.status().message() +
+                 ")");
+    }
+    cut = m->info;
+    *checkpoint = cut->sequence;
   }
-  return warcs;
+  std::vector<Part> parts;
+  for (const std::string& w : warcs) {
+    const std::string name = fs::path(w).filename().string();
+    if (cut && name > cut->warc_file) continue;  // written after the checkpoint
+    if (cut && name == cut->warc_file) {
+      if (fs::file_size(w, ec) < cut->warc_bytes || ec)
+        return Bad(w + " is shorter than its checkpoint recorded");
+      auto lines = cdxj::IndexFile(w, cut->warc_bytes);
+      if (!lines.ok()) return lines.status();
+      Status st = cdxj::WriteSorted(cut_index, std::move(lines).value());
+      if (!st.ok()) return st;
+      parts.push_back(Part{w, cut->warc_bytes, cut_index});
+      continue;
+    }
+    if (!fs::exists(cdxj::PathFor(w))) {
+      auto n = IndexWarc(w);
+      if (!n.ok()) return n.status();
+    }
+    parts.push_back(Part{w, UINT64_MAX, cdxj::PathFor(w)});
+  }
+  if (parts.empty()) return Bad(dir + ": no WARC file to package");
+  return parts;
 }
 
 // "20261127015205" -> "2026-11-27T01:52:05Z"
@@ -151,14 +196,14 @@ std::string PageLine(const std::string& line) {
 
 // Merges the sorted per-file indexes into `index_path` (byte order) and
 // writes pages.jsonl beside it; counts into `summary`.
-Status MergeIndexes(const std::vector<std::string>& warcs, const std::string& index_path,
+Status MergeIndexes(const std::vector<Part>& parts, const std::string& index_path,
                     const std::string& pages_path, WaczSummary* summary) {
   std::vector<std::unique_ptr<std::ifstream>> in;
   using Head = std::pair<std::string, size_t>;  // a file's next line, the file
   std::priority_queue<Head, std::vector<Head>, std::greater<>> heads;
-  for (const std::string& w : warcs) {
-    in.push_back(std::make_unique<std::ifstream>(cdxj::PathFor(w), std::ios::binary));
-    if (!*in.back()) return IoError(cdxj::PathFor(w), "open");
+  for (const Part& part : parts) {
+    in.push_back(std::make_unique<std::ifstream>(part.index, std::ios::binary));
+    if (!*in.back()) return IoError(part.index, "open");
     std::string line;
     if (std::getline(*in.back(), line)) heads.emplace(std::move(line), in.size() - 1);
   }
@@ -212,8 +257,11 @@ class Zip {
     if (z_ != nullptr) zip_discard(z_);
   }
 
-  Status AddFile(const std::string& file, const std::string& name, bool store) {
-    zip_source_t* s = zip_source_file(z_, file.c_str(), 0, -1);
+  Status AddFile(const std::string& file, const std::string& name, bool store,
+                 uint64_t length = UINT64_MAX) {
+    zip_source_t* s =
+        zip_source_file(z_, file.c_str(), 0,
+                        length == UINT64_MAX ? -1 : static_cast<zip_int64_t>(length));
     if (s == nullptr) return Error(file);
     return Add(s, name, store);
   }
@@ -260,40 +308,42 @@ std::string NowRfc3339() { return WarcDate(std::chrono::system_clock::now()); }
 
 Result<WaczSummary> WriteWacz(const std::string& out_dir, const std::string& wacz_path,
                               const std::string& software) {
-  Status st = NotRunning(out_dir);
-  if (!st.ok()) return st;
   if (fs::exists(wacz_path))
     return Bad(wacz_path + ": exists (remove it or choose another -o)");
-  auto warcs = Warcs(out_dir);
-  if (!warcs.ok()) return warcs.status();
-  WaczSummary summary;
-  summary.warcs = warcs->size();
   const std::string index_tmp = wacz_path + ".index.tmp",
-                    pages_tmp = wacz_path + ".pages.tmp";
+                    pages_tmp = wacz_path + ".pages.tmp",
+                    cut_tmp = wacz_path + ".cut.tmp";
   struct Cleanup {
     std::vector<std::string> paths;
     ~Cleanup() {
       std::error_code ec;
       for (const std::string& p : paths) fs::remove(p, ec);
     }
-  } cleanup{{index_tmp, pages_tmp}};
-  st = MergeIndexes(*warcs, index_tmp, pages_tmp, &summary);
+  } cleanup{{index_tmp, pages_tmp, cut_tmp}};
+  WaczSummary summary;
+  auto parts = Parts(out_dir, cut_tmp, &summary.checkpoint);
+  if (!parts.ok()) return parts.status();
+  summary.warcs = parts->size();
+  Status st = MergeIndexes(*parts, index_tmp, pages_tmp, &summary);
   if (!st.ok()) return st;
   auto zip = Zip::Create(wacz_path);
   if (!zip.ok()) return zip.status();
   json::array resources;
-  auto add = [&](const std::string& file, const std::string& zip_name,
-                 bool store) -> Status {
-    auto r = Describe(file, zip_name);
+  auto add = [&](const std::string& file, const std::string& zip_name, bool store,
+                 uint64_t limit) -> Status {
+    auto r = Describe(file, zip_name, limit);
     if (!r.ok()) return r.status();
     resources.push_back(json::object{
         {"name", r->name}, {"path", r->path}, {"hash", r->hash}, {"bytes", r->bytes}});
-    return zip->AddFile(file, zip_name, store);
+    return zip->AddFile(file, zip_name, store, limit);
   };
-  st = add(pages_tmp, "pages/pages.jsonl", false);
-  for (size_t i = 0; st.ok() && i < warcs->size(); ++i)
-    st = add((*warcs)[i], "archive/" + fs::path((*warcs)[i]).filename().string(), true);
-  if (st.ok()) st = add(index_tmp, "indexes/index.cdx", false);
+  st = add(pages_tmp, "pages/pages.jsonl", false, UINT64_MAX);
+  for (size_t i = 0; st.ok() && i < parts->size(); ++i) {
+    const Part& part = (*parts)[i];
+    st = add(part.warc, "archive/" + fs::path(part.warc).filename().string(), true,
+             part.bytes);
+  }
+  if (st.ok()) st = add(index_tmp, "indexes/index.cdx", false, UINT64_MAX);
   if (!st.ok()) return st;
   json::object package{
       {"profile", "data-package"}, {"resources", resources},
