@@ -348,6 +348,23 @@ static int PrintSite(const SiteOptions& o, bool seeds, bool resolve) {
   return 0;
 }
 
+// The options that shape the web (beside --pages, --hosts and --seed).
+void AddShapeOptions(CLI::App& app, SiteOptions& o) {
+  app.add_option("--slow-ms", o.slow_ms, "delay of /slow");
+  app.add_option("--delay-ms", o.delay_ms, "delay of every response (latency-bound web)");
+  app.add_option("--huge-bytes", o.huge_bytes, "body size of /huge");
+  app.add_option("--crawl-delay", o.crawl_delay_s, "Crawl-delay of hosts 0, 4, 8, ...");
+  app.add_option("--orphans", o.orphans,
+                 "pages per host reachable only from its sitemaps (0: no sitemaps)");
+  app.add_flag("--sparse", o.sparse, "page i of host h links to page i+1 of h+1 only");
+  app.add_flag(
+      "--assets", o.assets,
+      "pages load /static/ requisites (stylesheets that @import, images, fonts); "
+      "truth: a crawl with include_assets");
+  app.add_option("--assets-host", o.assets_host,
+                 "with --assets: every page loads them from this host");
+}
+
 int main(int argc, char** argv) {
   CLI::App app{
       "crawler-testsite: a deterministic synthetic web on 127.0.0.1 (see "
@@ -362,19 +379,7 @@ int main(int argc, char** argv) {
   app.add_option("--port", o.port, "first port (0: find free ports)");
   app.add_option("--seed", o.seed, "generator seed");
   app.add_option("--log", log_path, "request log file");
-  app.add_option("--slow-ms", o.slow_ms, "delay of /slow");
-  app.add_option("--delay-ms", o.delay_ms, "delay of every response (latency-bound web)");
-  app.add_option("--huge-bytes", o.huge_bytes, "body size of /huge");
-  app.add_option("--crawl-delay", o.crawl_delay_s, "Crawl-delay of hosts 0, 4, 8, ...");
-  app.add_option("--orphans", o.orphans,
-                 "pages per host reachable only from its sitemaps (0: no sitemaps)");
-  app.add_flag("--sparse", o.sparse, "page i of host h links to page i+1 of h+1 only");
-  app.add_flag(
-      "--assets", o.assets,
-      "pages load /static/ requisites (stylesheets that @import, images, fonts); "
-      "truth: a crawl with include_assets");
-  app.add_option("--assets-host", o.assets_host,
-                 "with --assets: every page loads them from this host");
+  AddShapeOptions(app, o);
   app.add_option("--max-depth", o.max_depth, "truth: the crawl's max_depth");
   app.add_option("--max-redirects", o.max_redirects, "truth: the crawl's max_redirects");
   app.add_flag("--truth", truth, "print the URLs a correct crawl fetches, and exit");
