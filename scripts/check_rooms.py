@@ -27,7 +27,7 @@ ROOMS = ["output", "engine", "checkpoint", "report", "crawl", "cluster", "cli"]
 CLUSTER_ENTRY = ("crawler/src/cli/main.cc", "cluster/entry.h")
 PUBLIC = {
     "warc.h": "output",
-    "wacz.h": "output",
+    "wacz.h": "report",
     "config.h": "engine",
     "seeds.h": "engine",
     "fetcher.h": "engine",
