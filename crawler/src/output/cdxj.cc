@@ -18,13 +18,7 @@ namespace {
 
 using ascii::EqualsIgnoreCase;
 using ascii::LowerAscii;
-
-std::string_view Trim(std::string_view s) {
-  size_t b = s.find_first_not_of(ascii::kSpaceTab);
-  if (b == std::string_view::npos) return {};
-  size_t e = s.find_last_not_of(ascii::kSpaceTab);
-  return s.substr(b, e - b + 1);
-}
+using ascii::Trim;
 
 // Calls `each(name, value)` for each "Name: value" line of a head (after
 // its first line when `skip_first`), up to the blank line or the end.
