@@ -34,6 +34,10 @@ class [[nodiscard]] Status {
     assert(code != Code::kOk);
     return Status(code, std::move(message));
   }
+  // The common case: the caller's input was wrong (a bad flag, file, key).
+  static Status Invalid(std::string message) {
+    return Status(Code::kInvalidArgument, std::move(message));
+  }
 
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }

@@ -23,10 +23,6 @@ namespace {
 namespace fs = std::filesystem;
 using frontier::Clock;
 
-Status Bad(const std::string& m) {
-  return Status::Error(Status::Code::kInvalidArgument, m);
-}
-
 Status CheckOverrides(const std::vector<std::string>& overrides) {
   const auto& allowed = Crawl::ResumableKeys();
   for (const std::string& o : overrides) {
@@ -34,7 +30,7 @@ Status CheckOverrides(const std::vector<std::string>& overrides) {
     if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
     std::string list;
     for (const std::string& k : allowed) list += (list.empty() ? "" : ", ") + k;
-    return Bad(
+    return Status::Invalid(
         "--set " + o + ": " + key +
         " cannot be changed on --resume: the crawl keeps the config it was started with; "
         "only limits may be overridden (" +
@@ -124,9 +120,10 @@ Status Cut(const std::string& path, uint64_t bytes, bool must_exist,
   uint64_t size = fs::exists(path, ec) ? fs::file_size(path, ec) : 0;
   if (ec) return Status::Error(Status::Code::kIoError, path + ": " + ec.message());
   if (size < bytes && (must_exist || size > 0)) {
-    return Bad(path + " is " + std::to_string(size) +
-               " bytes but the checkpoint recorded " + std::to_string(bytes) +
-               ": it lost data after the checkpoint was taken; cannot resume safely");
+    return Status::Invalid(
+        path + " is " + std::to_string(size) + " bytes but the checkpoint recorded " +
+        std::to_string(bytes) +
+        ": it lost data after the checkpoint was taken; cannot resume safely");
   }
   if (size > bytes && ::truncate(path.c_str(), static_cast<off_t>(bytes)) != 0)
     return IoError(path, "truncate");
@@ -311,12 +308,13 @@ Result<std::unique_ptr<Crawl>> Crawl::Resume(const std::string& out_dir,
                                              const NodeJoiner* joiner) {
   Status st = CheckOverrides(overrides);
   if (!st.ok()) return st;
-  if (!fs::is_directory(out_dir)) return Bad(out_dir + ": no such directory");
+  if (!fs::is_directory(out_dir)) return Status::Invalid(out_dir + ": no such directory");
   if (!fs::exists(out_dir + "/" + kCheckpointDir) &&
       !fs::exists(out_dir + "/" + kCheckpointPrevDir)) {
     if (!fs::exists(out_dir + "/" + kStartConfig)) {
-      return Bad(out_dir + ": no checkpoint/ or checkpoint.prev/ here, and no " +
-                 kStartConfig + ": not a crawl output directory");
+      return Status::Invalid(out_dir +
+                             ": no checkpoint/ or checkpoint.prev/ here, and no " +
+                             kStartConfig + ": not a crawl output directory");
     }
     return StartAgain(out_dir, overrides, warning, joiner);
   }

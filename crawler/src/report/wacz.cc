@@ -30,10 +30,6 @@ namespace {
 namespace fs = std::filesystem;
 namespace json = boost::json;
 
-Status Bad(const std::string& message) {
-  return Status::Error(Status::Code::kInvalidArgument, message);
-}
-
 class Sha256 {
  public:
   Sha256() : ctx_(EVP_MD_CTX_new(), &EVP_MD_CTX_free) {
@@ -111,7 +107,7 @@ Result<std::vector<Part>> Parts(const std::string& out, const std::string& cut_i
                                 uint64_t* checkpoint) {
   const std::string dir = out + "/warc";
   if (!fs::is_directory(dir))
-    return Bad(out + ": no warc/ here: not a crawl output directory");
+    return Status::Invalid(out + ": no warc/ here: not a crawl output directory");
   auto running = Running(out);
   if (!running.ok()) return running.status();
   bool unclean = false;
@@ -133,9 +129,9 @@ Result<std::vector<Part>> Parts(const std::string& out, const std::string& cut_i
     if (!in && !in.eof()) return IoError(manifest, "read");
     auto m = DecodeManifest(text, manifest);
     if (!m.ok()) {
-      return Bad(out + ": the crawl is " + (*running ? "running" : "not ended cleanly") +
-                 " and has no usable checkpoint to package (" + m.status().message() +
-                 ")");
+      return Status::Invalid(
+          out + ": the crawl is " + (*running ? "running" : "not ended cleanly") +
+          " and has no usable checkpoint to package (" + m.status().message() + ")");
     }
     cut = m->info;
     *checkpoint = cut->sequence;
@@ -146,7 +142,7 @@ Result<std::vector<Part>> Parts(const std::string& out, const std::string& cut_i
     if (cut && name > cut->warc_file) continue;  // written after the checkpoint
     if (cut && name == cut->warc_file) {
       if (fs::file_size(w, ec) < cut->warc_bytes || ec)
-        return Bad(w + " is shorter than its checkpoint recorded");
+        return Status::Invalid(w + " is shorter than its checkpoint recorded");
       auto lines = cdxj::IndexFile(w, cut->warc_bytes);
       if (!lines.ok()) return lines.status();
       Status st = cdxj::WriteSorted(cut_index, std::move(lines).value());
@@ -160,7 +156,7 @@ Result<std::vector<Part>> Parts(const std::string& out, const std::string& cut_i
     }
     parts.push_back(Part{w, UINT64_MAX, cdxj::PathFor(w)});
   }
-  if (parts.empty()) return Bad(dir + ": no WARC file to package");
+  if (parts.empty()) return Status::Invalid(dir + ": no WARC file to package");
   return parts;
 }
 
@@ -309,7 +305,7 @@ std::string NowRfc3339() { return WarcDate(std::chrono::system_clock::now()); }
 Result<WaczSummary> WriteWacz(const std::string& out_dir, const std::string& wacz_path,
                               const std::string& software) {
   if (fs::exists(wacz_path))
-    return Bad(wacz_path + ": exists (remove it or choose another -o)");
+    return Status::Invalid(wacz_path + ": exists (remove it or choose another -o)");
   const std::string index_tmp = wacz_path + ".index.tmp",
                     pages_tmp = wacz_path + ".pages.tmp",
                     cut_tmp = wacz_path + ".cut.tmp";
