@@ -12,11 +12,15 @@
 #include <boost/json.hpp>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <fstream>
+#include <functional>
+#include <map>
 #include <random>
 #include <string>
 #include <thread>
 
 #include "cluster/cluster.h"
+#include "cluster/redis.h"
 #include "cluster_fixture.h"
 #include "crawler/checkpoint.h"
 
@@ -33,32 +37,46 @@ std::string RedisCli(const RedisServer& redis, const std::string& args) {
 }
 
 // The manifest of NODE's last committed checkpoint (Redis: commits), or an
-// empty object while it has none.
-boost::json::object Committed(const ClusterCrawl& c, const std::string& job,
-                              const std::string& node) {
-  std::string seq = RedisCli(c.redis, "HGET crawler:{" + job + "}:commits " + node);
+// empty object while it has none. DIR: the crawl's directory (DIR/NODE/).
+boost::json::object Committed(const RedisServer& redis, const std::string& dir,
+                              const std::string& job, const std::string& node) {
+  std::string seq = RedisCli(redis, "HGET crawler:{" + job + "}:commits " + node);
   if (seq.empty() || seq == "\n") return {};
   uint64_t want = std::stoull(seq);
   for (const char* d : {kCheckpointDir, kCheckpointPrevDir}) {
-    auto m = ReadManifest(c.dir + "/" + node + "/" + d);
+    auto m = ReadManifest(dir + "/" + node + "/" + d);
     if (m.ok() && m->at("sequence").to_number<uint64_t>() == want) return *m;
   }
   return {};
 }
+boost::json::object Committed(const ClusterCrawl& c, const std::string& job,
+                              const std::string& node) {
+  return Committed(c.redis, c.dir, job, node);
+}
 
-uint64_t CommittedLogBytes(const ClusterCrawl& c, const std::string& job,
-                           const std::string& node) {
-  boost::json::object m = Committed(c, job, node);
+uint64_t CommittedLogBytes(const RedisServer& redis, const std::string& dir,
+                           const std::string& job, const std::string& node) {
+  boost::json::object m = Committed(redis, dir, job, node);
   return m.empty() ? 0 : m.at("fetch_log").at("bytes").to_number<uint64_t>();
 }
 
+uint64_t CommittedLogBytes(const ClusterCrawl& c, const std::string& job,
+                           const std::string& node) {
+  return CommittedLogBytes(c.redis, c.dir, job, node);
+}
+
 // Waits until NODE has committed a checkpoint with fetches in it.
+void WaitForCommit(const RedisServer& redis, const std::string& dir,
+                   const std::string& job, const std::string& node) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (CommittedLogBytes(redis, dir, job, node) == 0 &&
+         std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  REQUIRE(CommittedLogBytes(redis, dir, job, node) > 0);
+}
 void WaitForCommit(const ClusterCrawl& c, const std::string& job,
                    const std::string& node) {
-  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (CommittedLogBytes(c, job, node) == 0 && std::chrono::steady_clock::now() < until)
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  REQUIRE(CommittedLogBytes(c, job, node) > 0);
+  WaitForCommit(c.redis, c.dir, job, node);
 }
 
 // Shards whose last lease holder is NODE.
@@ -375,6 +393,142 @@ bool WaitForLog(const ClusterCrawl& c, const std::string& node, const std::strin
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return true;
+}
+
+// The heartbeats of `nodes`, watched through their liveness keys (each
+// heartbeat sets alive:NODE with a TTL; its PTTL jumps back up then), until
+// `done` says stop: the longest time between two heartbeats of each node.
+std::map<std::string, double> LongestHeartbeatGaps(const RedisServer& redis,
+                                                   const std::string& job,
+                                                   const std::vector<std::string>& nodes,
+                                                   const std::function<bool()>& done) {
+  auto address = ParseRedisUrl(redis.Url());
+  REQUIRE(address.ok());
+  auto r = Redis::Connect(*address, 5);
+  REQUIRE(r.ok());
+  std::map<std::string, long long> last_ttl;
+  std::map<std::string, std::chrono::steady_clock::time_point> last_beat;
+  std::map<std::string, double> longest;
+  auto checked = std::chrono::steady_clock::now();
+  while (true) {
+    auto now = std::chrono::steady_clock::now();
+    for (const std::string& n : nodes) {
+      auto ttl = (*r)->Command({"PTTL", "crawler:{" + job + "}:alive:" + n});
+      REQUIRE(ttl.ok());
+      long long t = ttl->Int();
+      if (last_ttl.count(n) > 0 && t > last_ttl[n]) {  // a heartbeat since
+        if (last_beat.count(n) > 0)
+          longest[n] = std::max(longest[n], Seconds(now - last_beat[n]).count());
+        last_beat[n] = now;
+      }
+      last_ttl[n] = t;
+    }
+    if (now - checked > std::chrono::milliseconds(200)) {
+      if (done()) break;
+      checked = now;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return longest;
+}
+
+// Finding 6 of issue 31: a taker loads a dead node's shards on a thread of
+// its own, so a big shard does not hold up its heartbeats and lease
+// renewals (on the exchange thread, a big load stalled them past the
+// liveness TTL: the taker looked dead too, and the takeovers cascaded).
+TEST_CASE(
+    "Cluster takeover of a big shard: 200,000 queued URLs of one host load while the "
+    "taker's heartbeats keep their period",
+    "[cluster][takeover]") {
+  constexpr unsigned kBig = 200000;
+  // Liveness: 3 heartbeats (a TTL of 0.75 s); the load takes ~1.1 s in Release.
+  const double kHeartbeat = 0.25;
+  const std::string dir = TempDir("cluster_big_shard");
+  RedisServer redis(dir + "/redis");
+  TestSite site(VirtualHosts(200), dir + "/requests.log");
+  std::string resolve = WriteSeedsAndResolve(site, dir);
+  // One host gets 200,000 more seeds (paths it answers 404 to); at 5
+  // fetches a second they stay queued, in the one shard of that host.
+  std::string root = ReadText(dir + "/seeds.txt");
+  root = root.substr(0, root.find('\n'));
+  {
+    std::ofstream seeds(dir + "/seeds.txt", std::ios::app);
+    for (unsigned i = 0; i < kBig; ++i) seeds << root << "big/" << i << "\n";
+  }
+  const std::string extra = std::string(kTakeover) +
+                            " --set cluster.lease_s=3 --set frontier.min_delay_s=0.2"
+                            " --set cluster.heartbeat_s=0.25"
+                            " --set crawl.max_pages_per_host=1000000"
+                            " --set dedup.capacity=600000";
+  std::vector<pid_t> nodes =
+      StartNodes(dir, redis, "big", resolve + " " + WithDir(extra, dir));
+  // The node fetching that host holds the big shard.
+  std::string owner;
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (owner.empty() && std::chrono::steady_clock::now() < until) {
+    for (const std::string& n : kNodes)
+      if (ReadText(dir + "/" + n + "/fetch-log.jsonl").find(root + "big/") !=
+          std::string::npos)
+        owner = n;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  REQUIRE(!owner.empty());
+  // Its checkpoint with the big queue committed, it dies.
+  WaitForCommit(redis, dir, "big", owner);
+  size_t dead = std::find(kNodes.begin(), kNodes.end(), owner) - kNodes.begin();
+  ::kill(nodes[dead], SIGKILL);
+  ::waitpid(nodes[dead], nullptr, 0);
+  std::vector<std::string> takers;
+  for (const std::string& n : kNodes)
+    if (n != owner) takers.push_back(n);
+  // The others' heartbeats, watched from the kill until the big shard is
+  // loaded (the log line) and 2 s more.
+  const std::string loaded = "shards from node " + owner + " checkpoint ";
+  std::string taker;
+  double load_s = 0;  // how long the big shard's load took (its log line)
+  std::chrono::steady_clock::time_point loaded_at;
+  const auto killed = std::chrono::steady_clock::now();
+  auto gaps = LongestHeartbeatGaps(redis, "big", takers, [&] {
+    auto now = std::chrono::steady_clock::now();
+    for (size_t n = 0; n < takers.size() && taker.empty(); ++n) {
+      // "loaded K shards from node N checkpoint S in T s: H hosts, U URLs queued"
+      std::string log = ReadText(dir + "/" + takers[n] + "/crawler.log");
+      for (size_t at = log.find(loaded); at != std::string::npos;
+           at = log.find(loaded, at + 1)) {
+        size_t in = log.find(" in ", at), q = log.find(" URLs queued", at);
+        size_t comma = log.rfind(", ", q);
+        if (q == std::string::npos || std::stoull(log.substr(comma + 2)) < kBig) continue;
+        taker = takers[n];
+        load_s = std::stod(log.substr(in + 4));
+        loaded_at = now;
+      }
+    }
+    if (!taker.empty()) return now - loaded_at > std::chrono::seconds(2);
+    return now - killed > std::chrono::seconds(180);
+  });
+  for (pid_t p : nodes) ::kill(p, SIGKILL);
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (i != dead) ::waitpid(nodes[i], nullptr, 0);
+  std::string logs;
+  for (const std::string& n : takers) logs += ReadText(dir + "/" + n + "/crawler.log");
+  INFO(logs.substr(logs.size() > 6000 ? logs.size() - 6000 : 0));
+  REQUIRE(!taker.empty());  // the big shard was taken over, whole
+  for (const std::string& n : takers) {
+    // The figures for the issue (printed: Catch2's WARN).
+    WARN(n << ": longest time between heartbeats " << gaps[n] << " s, from the kill of "
+           << owner << " until 2 s after " << taker << " loaded its big shard in "
+           << load_s << " s");
+    CHECK(gaps[n] > 0);  // heartbeats were seen
+    // Never past the liveness TTL (3 heartbeats), when the node would look
+    // dead. With the load on the exchange thread: 1.2-1.4 s in Release.
+    CHECK(gaps[n] < 3 * kHeartbeat);
+  }
+  // The taker's heartbeats went on while it loaded (on the exchange thread
+  // its longest gap was the load's time and more).
+  CHECK(gaps[taker] < load_s);
+  // No node looked dead but the one killed: nothing was taken from a taker.
+  for (const std::string& n : takers)
+    CHECK_THAT(logs, !Catch::Contains("shards from node " + n + " checkpoint "));
 }
 
 TEST_CASE(

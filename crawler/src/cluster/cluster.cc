@@ -462,8 +462,8 @@ bool Cluster::Quiet() const {
   if (!to_load_.empty() || has_loaded_.load()) return false;
   MutexLock lock(mu_);
   return inbox_.empty() && inbox_ids_.empty() && queued_urls_ == 0 && admitting_ == 0 &&
-         !loaded_ && to_claim_.empty() && handoff_.empty() && to_drop_.empty() &&
-         dropping_.empty() && untaken_.empty();
+         !loaded_ && to_claim_.empty() && pending_from_.empty() && handoff_.empty() &&
+         to_drop_.empty() && dropping_.empty() && untaken_.empty();
 }
 
 OutboxCut Cluster::OnCut(uint64_t sequence) {

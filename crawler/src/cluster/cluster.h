@@ -295,9 +295,19 @@ class Cluster final : public Node {
   // Re-reads the lag of shards with batches waiting (every 100 ms).
   bool RefreshLag();
   // Reads `shards`' streams (all owned ones if null): new entries, or with
-  // `pending` this node's own unacknowledged ones.
+  // `pending` this node's own unacknowledged ones: all of them when
+  // `shards` is null (a resumed node's start), else the next
+  // kPendingChunk entries of each from pending_from_.
   bool Receive(bool pending, bool* did_something,
                const std::vector<uint32_t>* shards = nullptr);
+  // Entries a chunked pending read takes of each stream: 16 batches of up to
+  // batch_urls URLs (~4,000 at the default 256). 64 took 0.2 s a round
+  // while a worker restored a big shard beside it.
+  static constexpr uint32_t kPendingChunk = 16;
+  // After a chunked pending read of `asked`: each shard's last ID read, or
+  // none left (the shard leaves pending_from_).
+  void PendingRead(const std::vector<uint32_t>& asked, const redisReply* streams)
+      EXCLUDES(mu_);
   // cluster_inbox.cc. The entries of an XREADGROUP-shaped reply
   // ({{stream, {{id, fields}...}}...}) into the inbox; how many.
   size_t ToInbox(const redisReply* streams) EXCLUDES(mu_);
@@ -493,6 +503,11 @@ class Cluster final : public Node {
   std::future<Load> loading_;  // the exchange thread's: a load running
   std::optional<ShardState> loaded_ GUARDED_BY(mu_);  // for a worker
   std::vector<uint32_t> to_claim_ GUARDED_BY(mu_);    // restored: claim their entries
+  // Shards whose own pending entries are being read again (claimed after a
+  // takeover or a lost reply), a chunk a round: shard -> the last ID read
+  // ("0": none yet). A dead node's unacknowledged batches read at once (400,000
+  // URLs) held the exchange thread, and so the heartbeats, for 1.1 s.
+  std::map<uint32_t, std::string> pending_from_ GUARDED_BY(mu_);
   // Commits: the shards (and epochs) each cut holds; published sequences.
   std::map<uint64_t, std::vector<std::pair<uint32_t, uint64_t>>> cut_shards_
       GUARDED_BY(mu_);

@@ -5,8 +5,10 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <charconv>
 #include <iterator>
 #include <map>
+#include <string_view>
 #include <thread>
 
 #include "cluster/cluster.h"
@@ -245,10 +247,18 @@ bool Cluster::Receive(bool pending, bool* did, const std::vector<uint32_t>* only
   if (!pending && !BellRang(shards)) return true;
   std::vector<std::string> cmd;
   if (pending) {
-    // This node's own unacknowledged entries (ID 0): not counted again.
-    cmd = {"XREADGROUP", "GROUP", "owners", cfg_.node, "COUNT", "1000000", "STREAMS"};
+    // This node's own unacknowledged entries (after ID 0, or the last one
+    // read): not counted again.
+    const bool chunked = only != nullptr;
+    cmd = {"XREADGROUP", "GROUP", "owners",
+           cfg_.node,    "COUNT", chunked ? std::to_string(kPendingChunk) : "1000000",
+           "STREAMS"};
     for (uint32_t s : shards) cmd.push_back(StreamKey(s));
-    for (size_t i = 0; i < shards.size(); ++i) cmd.push_back("0");
+    MutexLock lock(mu_);
+    for (uint32_t s : shards) {
+      auto it = pending_from_.find(s);
+      cmd.push_back(chunked && it != pending_from_.end() ? it->second : "0");
+    }
   } else {
     cmd = {"EVAL",       kReceiveScript,   std::to_string(4 + 2 * shards.size()),
            Key("state"), Key("delivered"), Key("bell:" + cfg_.node),
@@ -287,11 +297,37 @@ bool Cluster::Receive(bool pending, bool* did, const std::vector<uint32_t>* only
   const std::string bell = pending ? "" : RedisReply::StrOf(Element(streams, 0));
   if (!pending) streams = Element(streams, 1);
   const size_t got = ToInbox(streams);
+  if (pending && only != nullptr) PendingRead(*only, streams);
   if (!pending) bell_.Read(bell, got);
   if (!pending && got > 0)
     state_sent_ = Published::kUnknown;  // the script marked it busy
   if (got > 0) *did = true;
   return true;
+}
+
+void Cluster::PendingRead(const std::vector<uint32_t>& asked, const redisReply* streams) {
+  std::map<uint32_t, std::string> last;  // the shards with entries in the reply
+  for (size_t i = 0;
+       streams != nullptr && streams->type == REDIS_REPLY_ARRAY && i < streams->elements;
+       ++i) {
+    const redisReply* list = Element(streams->element[i], 1);
+    if (list == nullptr || list->elements == 0) continue;
+    std::string key = RedisReply::StrOf(Element(streams->element[i], 0));
+    uint32_t shard = 0;
+    std::string_view num = std::string_view(key).substr(key.rfind(':') + 1);
+    std::from_chars(num.data(), num.data() + num.size(), shard);
+    last[shard] = RedisReply::StrOf(Element(list->element[list->elements - 1], 0));
+  }
+  MutexLock lock(mu_);
+  for (uint32_t s : asked) {
+    auto it = last.find(s);
+    // None left (or the shard is not this node's any more): done with it.
+    if (it == last.end() || it->second.empty()) {
+      pending_from_.erase(s);
+    } else {
+      pending_from_[s] = it->second;
+    }
+  }
 }
 
 // Long: one pipelined round trip, read back in send order; issue 31 splits it.

@@ -245,11 +245,11 @@ bool Cluster::ClaimLoaded(bool* did) {
     MutexLock lock(mu_);
     shards.swap(to_claim_);
   }
-  if (shards.empty()) return true;
-  std::sort(shards.begin(), shards.end());  // queued more than once: read once
+  std::sort(shards.begin(), shards.end());  // queued more than once: claimed once
   shards.erase(std::unique(shards.begin(), shards.end()), shards.end());
   // Every entry still pending in their streams (the dead node's included)
-  // becomes this node's, then is read like a resumed node's own.
+  // becomes this node's, then is read like a resumed node's own: a chunk a
+  // round (Receive), from the first.
   for (uint32_t s : shards) {
     std::string cursor = "0-0";
     do {
@@ -267,12 +267,15 @@ bool Cluster::ClaimLoaded(bool* did) {
       cursor = RedisReply::StrOf(Element(r->raw(), 0));
     } while (cursor != "0-0" && !cursor.empty());
   }
-  if (!Receive(/*pending=*/true, did, &shards)) {
+  std::vector<uint32_t> reading;
+  {
     MutexLock lock(mu_);
-    to_claim_.insert(to_claim_.end(), shards.begin(), shards.end());
-    return false;
+    for (uint32_t s : shards) pending_from_[s] = "0";
+    for (const auto& [s, from] : pending_from_) reading.push_back(s);
   }
-  return true;
+  if (reading.empty()) return true;
+  // A failed read keeps each shard's place in pending_from_: tried again.
+  return Receive(/*pending=*/true, did, &reading);
 }
 
 bool Cluster::Commit() {

@@ -17,6 +17,7 @@
 #define CRAWLER_GATE_H_
 
 #include <condition_variable>
+#include <mutex>
 
 #include "base/mutex.h"
 
@@ -34,6 +35,13 @@ class Gate {
     MutexLock lock(mu_);
     cv_.wait(mu_, [&]() REQUIRES(mu_) { return !closed_; });
     ++active_;
+  }
+  // Enter, unless the gate is closed (a checkpoint is being cut): false.
+  bool TryEnter() EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    if (closed_) return false;
+    ++active_;
+    return true;
   }
   void Exit() EXCLUDES(mu_) {
     MutexLock lock(mu_);
@@ -64,13 +72,22 @@ class Gate {
 class GateUnit {
  public:
   explicit GateUnit(Gate& gate) : gate_(gate) { gate_.Enter(); }
-  ~GateUnit() { gate_.Exit(); }
+  // A unit only if the gate is open now (entered() says), never waiting:
+  // for a thread that must keep its period (the cluster's exchange thread,
+  // whose heartbeats stalled 0.8 s behind a cut waiting on a worker's long
+  // unit).
+  GateUnit(Gate& gate, std::try_to_lock_t) : gate_(gate), entered_(gate_.TryEnter()) {}
+  ~GateUnit() {
+    if (entered_) gate_.Exit();
+  }
+  bool entered() const { return entered_; }
   GateUnit(const GateUnit&) = delete;
   GateUnit& operator=(const GateUnit&) = delete;
   const Gate::Pass& pass() const { return pass_; }
 
  private:
   Gate& gate_;
+  bool entered_ = true;
   Gate::Pass pass_;
 };
 
