@@ -106,11 +106,13 @@ Result<std::string> Cluster::OutDirOf(const std::string& node) {
 Result<ShardState> Cluster::LoadFrom(const std::string& dir, const std::string& node,
                                      uint64_t sequence,
                                      const std::vector<uint32_t>& shards) const {
-  // Test hook, "NODE:MS": that node's loads are slow (a big shard), so a
-  // test can hold open the window between taking a shard and having it here.
+  // Test hook, "NODE:MS" ("*": every node): that node's loads are slow (a
+  // big shard, a slow disk), so a test can hold open the window between
+  // taking a shard and having it here.
   if (const char* hook = std::getenv("CRAWLER_TEST_TAKEOVER_LOAD_MS"); hook != nullptr) {
     std::string_view h(hook);
-    if (h.substr(0, h.find(':')) == cfg_.node && h.find(':') != std::string_view::npos)
+    std::string_view who = h.substr(0, h.find(':'));
+    if ((who == cfg_.node || who == "*") && h.find(':') != std::string_view::npos)
       std::this_thread::sleep_for(
           std::chrono::milliseconds(std::atoi(hook + h.find(':') + 1)));
   }
