@@ -393,7 +393,8 @@ bool Cluster::LeaseValid(uint32_t shard) const {
 }
 
 bool Cluster::Lapsed(std::string_view host_key) const {
-  const int64_t until = valid_until_[ShardOf(host_key)].load();  // 0: not held
+  // 0: not held; 1: lost (ApplyLeases); else the end of the lease's validity.
+  const int64_t until = valid_until_[ShardOf(host_key)].load();
   return until != 0 && SteadyClock::now().time_since_epoch().count() >= until;
 }
 

@@ -486,7 +486,8 @@ class Cluster final : public Node {
   enum class LeaseState : uint8_t { kNone, kHeld, kExpired, kLost };
   std::vector<uint64_t> epoch_;  // the epoch this node holds; 0: none
   std::vector<LeaseState> lease_state_;
-  // Read by workers (Fetchable): until when the lease is ours (steady ns).
+  // Read by workers (Fetchable, Lapsed): until when the lease is ours
+  // (steady ns); 0: not held; 1: held here, lost or fenced (lapsed).
   std::unique_ptr<std::atomic<int64_t>[]> valid_until_;
   const std::chrono::milliseconds lease_ttl_;
   mutable std::atomic<uint64_t> deferred_{0};  // Fetchable said no
