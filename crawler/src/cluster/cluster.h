@@ -304,8 +304,8 @@ class Cluster final : public Node {
   // batch_urls URLs (~4,000 at the default 256). 64 took 0.2 s a round
   // while a worker restored a big shard beside it.
   static constexpr uint32_t kPendingChunk = 16;
-  // After a chunked pending read of `asked`: each shard's last ID read, or
-  // none left (the shard leaves pending_from_).
+  // After a chunked pending read of `asked` (the shards read): each one's
+  // last ID read, or none left (the shard leaves pending_from_).
   void PendingRead(const std::vector<uint32_t>& asked, const redisReply* streams)
       EXCLUDES(mu_);
   // cluster_inbox.cc. The entries of an XREADGROUP-shaped reply

@@ -243,6 +243,15 @@ bool Cluster::Receive(bool pending, bool* did, const std::vector<uint32_t>* only
   std::vector<uint32_t> shards;
   for (uint32_t s : only != nullptr ? *only : my_shards_)
     if (ready_[s].load() && LeaseValid(s)) shards.push_back(s);
+  if (pending && only != nullptr) {
+    // A shard no longer held (given up, lost) leaves pending_from_: its new
+    // owner claims what is pending. One held but not readable now (lapsed,
+    // or loading) stays, and is read once it is.
+    MutexLock lock(mu_);
+    for (uint32_t s : *only)
+      if (lease_state_[s] == LeaseState::kNone || lease_state_[s] == LeaseState::kLost)
+        pending_from_.erase(s);
+  }
   if (shards.empty()) return true;
   if (!pending && !BellRang(shards)) return true;
   std::vector<std::string> cmd;
@@ -297,7 +306,7 @@ bool Cluster::Receive(bool pending, bool* did, const std::vector<uint32_t>* only
   const std::string bell = pending ? "" : RedisReply::StrOf(Element(streams, 0));
   if (!pending) streams = Element(streams, 1);
   const size_t got = ToInbox(streams);
-  if (pending && only != nullptr) PendingRead(*only, streams);
+  if (pending && only != nullptr) PendingRead(shards, streams);
   if (!pending) bell_.Read(bell, got);
   if (!pending && got > 0)
     state_sent_ = Published::kUnknown;  // the script marked it busy
@@ -321,7 +330,7 @@ void Cluster::PendingRead(const std::vector<uint32_t>& asked, const redisReply* 
   MutexLock lock(mu_);
   for (uint32_t s : asked) {
     auto it = last.find(s);
-    // None left (or the shard is not this node's any more): done with it.
+    // None left: done with it.
     if (it == last.end() || it->second.empty()) {
       pending_from_.erase(s);
     } else {
