@@ -16,9 +16,14 @@ async function Check(browser, base, url) {
     if (r.status() >= 400 && r.url().includes('_/http')) missing.push(`${r.status()} ${r.url()}`);
   });
   await page.goto(`${base}/index.html?url=${encodeURIComponent(url)}`, {waitUntil: 'load'});
+  // The replay frame appears once the service worker runs and has loaded
+  // the WACZ. Under a loaded CI machine (ASan tests beside it) the first
+  // page once never got one in 60 s, its replay/ frame showing nothing: the
+  // viewer is loaded again then, up to 3 times 20 s, as a reader would.
   let frame = null;
   for (let i = 0; i < 600 && !frame; ++i) {
     frame = page.frames().find((f) => f.url().includes('mp_/' + url));
+    if (!frame && i % 200 === 199) await page.reload({waitUntil: 'load'});
     if (!frame) await new Promise((r) => setTimeout(r, 100));
   }
   if (!frame) throw new Error(`${url}: no replay frame; frames: ${page.frames().map((f) => f.url())}`);
