@@ -99,6 +99,12 @@ std::string Cluster::Key(const std::string& suffix) const {
 std::string Cluster::StreamKey(uint32_t shard) const {
   return Key("s:" + std::to_string(shard));
 }
+uint32_t Cluster::ShardOfStreamKey(std::string_view key) {
+  uint32_t shard = 0;
+  std::string_view num = key.substr(key.rfind(':') + 1);
+  std::from_chars(num.data(), num.data() + num.size(), shard);
+  return shard;
+}
 
 NodeJoiner ClusterJoiner() {
   NodeJoiner j;

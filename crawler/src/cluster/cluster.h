@@ -274,6 +274,8 @@ class Cluster final : public Node {
           std::string token, uint64_t seed, std::string out_dir);
   std::string Key(const std::string& suffix) const;
   std::string StreamKey(uint32_t shard) const;
+  // StreamKey's inverse: the shard of "crawler:{JOB}:s:SHARD".
+  static uint32_t ShardOfStreamKey(std::string_view key);
   void Loop();
   // One round of the exchange thread; false: the connection broke.
   bool Round(bool* did_something);

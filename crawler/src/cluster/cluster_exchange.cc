@@ -5,7 +5,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <charconv>
 #include <iterator>
 #include <map>
 #include <string_view>
@@ -321,10 +320,8 @@ void Cluster::PendingRead(const std::vector<uint32_t>& asked, const redisReply* 
        ++i) {
     const redisReply* list = Element(streams->element[i], 1);
     if (list == nullptr || list->elements == 0) continue;
-    std::string key = RedisReply::StrOf(Element(streams->element[i], 0));
-    uint32_t shard = 0;
-    std::string_view num = std::string_view(key).substr(key.rfind(':') + 1);
-    std::from_chars(num.data(), num.data() + num.size(), shard);
+    const uint32_t shard =
+        ShardOfStreamKey(RedisReply::StrOf(Element(streams->element[i], 0)));
     last[shard] = RedisReply::StrOf(Element(list->element[list->elements - 1], 0));
   }
   MutexLock lock(mu_);

@@ -25,9 +25,7 @@ size_t Cluster::ToInbox(const redisReply* streams) {
        ++i) {
     const redisReply* s = streams->element[i];
     std::string key = RedisReply::StrOf(Element(s, 0));
-    uint32_t shard = 0;
-    std::string_view num = std::string_view(key).substr(key.rfind(':') + 1);
-    std::from_chars(num.data(), num.data() + num.size(), shard);
+    const uint32_t shard = ShardOfStreamKey(key);
     const redisReply* list = Element(s, 1);
     for (size_t j = 0; list != nullptr && j < list->elements; ++j) {
       const redisReply* entry = list->element[j];
