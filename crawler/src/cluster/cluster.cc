@@ -43,13 +43,14 @@ Cluster::Cluster(const Config& config, RedisAddress address, std::unique_ptr<Red
       token_(std::move(token)),
       seed_(seed),
       redis_(std::move(redis)),
+      outbox_(config.cluster.shards, config.cluster.batch_urls,
+              std::chrono::milliseconds(config.cluster.batch_ms),
+              config.cluster.max_lag_batches),
       bell_(std::chrono::milliseconds(std::max<uint32_t>(config.cluster.batch_ms, 50)),
             std::chrono::seconds(5)),
-      lag_(config.cluster.shards, 0),
-      epoch_(config.cluster.shards, 0),
-      lease_state_(config.cluster.shards, LeaseState::kNone),
-      valid_until_(new std::atomic<int64_t>[config.cluster.shards]),
-      lease_ttl_(static_cast<int64_t>(config.cluster.lease_s * 1000)),
+      leases_(
+          config.cluster.node, config.cluster.shards,
+          std::chrono::milliseconds(static_cast<int64_t>(config.cluster.lease_s * 1000))),
       takeover_(!config.cluster.shared_dir.empty()),
       ready_(new std::atomic<bool>[config.cluster.shards]),
       handing_(new std::atomic<bool>[config.cluster.shards]),
@@ -58,7 +59,6 @@ Cluster::Cluster(const Config& config, RedisAddress address, std::unique_ptr<Red
   figures_.node = cfg_.node;
   figures_.job = cfg_.job;
   for (uint32_t s = 0; s < cfg_.shards; ++s) {
-    valid_until_[s] = 0;
     ready_[s] = false;
     handing_[s] = false;
   }
@@ -326,8 +326,8 @@ Status Cluster::Start(const std::atomic<bool>& stop, std::function<bool()> local
   for (const std::string& n : nodes_) names += (names.empty() ? "" : ",") + n;
   uint64_t held = 0, max_epoch = 0;
   for (uint32_t s : my_shards_) {
-    held += lease_state_[s] == LeaseState::kHeld;
-    max_epoch = std::max(max_epoch, epoch_[s]);
+    held += leases_.state(s) == Leases::State::kHeld;
+    max_epoch = std::max(max_epoch, leases_.epoch(s));
   }
   spdlog::info(
       "cluster: job {} started with nodes {}; {} owns {} of {} shards, holds {} leases "
@@ -395,13 +395,11 @@ bool Cluster::Owns(std::string_view url) const {
 }
 
 bool Cluster::LeaseValid(uint32_t shard) const {
-  return SteadyClock::now().time_since_epoch().count() < valid_until_[shard].load();
+  return leases_.Valid(shard, SteadyClock::now().time_since_epoch().count());
 }
 
 bool Cluster::Lapsed(std::string_view host_key) const {
-  // 0: not held; 1: lost (ApplyLeases); else the end of the lease's validity.
-  const int64_t until = valid_until_[ShardOf(host_key)].load();
-  return until != 0 && SteadyClock::now().time_since_epoch().count() >= until;
+  return leases_.Lapsed(ShardOf(host_key), SteadyClock::now().time_since_epoch().count());
 }
 
 bool Cluster::Fetchable(std::string_view host_key) const {
@@ -412,30 +410,10 @@ bool Cluster::Fetchable(std::string_view host_key) const {
 }
 
 void Cluster::Ship(const std::vector<frontier::UrlEntry>& entries) {
+  const auto now = SteadyClock::now();
   MutexLock lock(mu_);
-  for (const frontier::UrlEntry& e : entries) {
-    uint32_t shard = ShardOf(frontier::HostKey(e.url));
-    Batch& b = outgoing_[shard];
-    if (b.urls == 0) {
-      b.shard = shard;
-      b.first = SteadyClock::now();
-    }
-    ++b.urls;
-    b.lines += e.url;
-    b.lines += '\t';
-    b.lines += std::to_string(e.depth);
-    b.lines += '\t';
-    b.lines += std::to_string(e.redirects);
-    b.lines += '\t';
-    b.lines += e.referrer;
-    if (e.kind == frontier::UrlEntry::Kind::kSitemap) b.lines += "\ts";
-    b.lines += '\n';
-    ++queued_urls_;
-    if (b.urls >= cfg_.batch_urls) {  // one stream entry holds batch_urls at most
-      full_.push_back(std::move(b));
-      outgoing_.erase(shard);
-    }
-  }
+  for (const frontier::UrlEntry& e : entries)
+    outbox_.Add(ShardOf(frontier::HostKey(e.url)), e, now);
 }
 
 std::vector<frontier::UrlEntry> Cluster::TakeInbox() {
@@ -468,9 +446,9 @@ bool Cluster::Quiet() const {
   // is called from Publish.)
   if (!to_load_.empty() || has_loaded_.load()) return false;
   MutexLock lock(mu_);
-  return inbox_.empty() && inbox_ids_.empty() && queued_urls_ == 0 && admitting_ == 0 &&
-         !loaded_ && to_claim_.empty() && pending_from_.empty() && handoff_.empty() &&
-         to_drop_.empty() && dropping_.empty() && untaken_.empty();
+  return inbox_.empty() && inbox_ids_.empty() && outbox_.queued_urls() == 0 &&
+         admitting_ == 0 && !loaded_ && to_claim_.empty() && pending_from_.empty() &&
+         handoff_.empty() && to_drop_.empty() && dropping_.empty() && untaken_.empty();
 }
 
 OutboxCut Cluster::OnCut(uint64_t sequence) {
@@ -493,11 +471,7 @@ OutboxCut Cluster::OnCut(uint64_t sequence) {
   applied_.clear();
   OutboxCut out;
   out.text = kOutboxHeader;
-  for (const Batch& b : sending_) out.text += b.lines;
-  for (const Batch& b : full_) out.text += b.lines;
-  for (const auto& [shard, b] : outgoing_) out.text += b.lines;
-  for (const auto& [shard, q] : held_)
-    for (const Batch& b : q) out.text += b.lines;
+  outbox_.AppendCut(&out.text);
   for (const auto& [shard, files] : spill_)
     for (const SpillFile& f : files) out.spill_files.push_back(f.path);
   if (!out.spill_files.empty()) out.spill_files.push_back(spill_dir_);  // their names
@@ -565,8 +539,8 @@ Cluster::Figures Cluster::figures() const {
   }
   MutexLock lock(mu_);
   Figures f = figures_;
-  f.urls_queued = queued_urls_;
-  f.urls_held = held_urls_;
+  f.urls_queued = outbox_.queued_urls();
+  f.urls_held = outbox_.held_urls();
   f.urls_on_disk = on_disk;
   f.fetches_deferred = deferred_.load();
   return f;

@@ -63,24 +63,23 @@
 // node dead), then, only if that cannot tell, every node idle or dead with
 // no shard (kDoneScript), which marks the job done.
 //
-// Backpressure (cluster_spill.cc). Every send returns the stream's lag (its
-// entries the owner has not read yet). A shard whose lag reached
+// Backpressure (outbox.h; spill files: cluster_spill.cc). Every send returns
+// the stream's lag (its entries the owner has not read yet). A shard whose lag reached
 // cluster.max_lag_batches gets no more batches from this node: they wait in
 // RAM (held), and past cluster.outbox_ram_urls held URLs, on disk in
 // OUT/cluster-outbox/SHARD-N.txt (immutable files of outbox lines), until the
 // lag falls (re-read every 100 ms). Redis memory stays bounded by shards x
 // max_lag_batches entries however slow an owner is.
 //
-// Leases (fencing). Each owned shard has a lease in Redis, lease:S =
-// "NODE EPOCH" with a TTL of cluster.lease_s, renewed at every heartbeat;
-// its epoch only grows (a new one at every taking). Every acknowledge and
-// trim of a shard's stream is one Lua script that first checks the caller's
-// "NODE EPOCH" against the lease: a node that lost it (paused, partitioned, a
-// zombie) is refused, logs it and counts it (acks_fenced). A node fetches a
-// host only while it holds its shard's lease by its own clock (renewal sent
-// less than lease_s ago); past that it logs "lease expired", stops fetching
-// those hosts (their URLs wait in the frontier) and stops reading their
-// streams, until a renewal succeeds. An expired lease nobody else took is
+// Leases (fencing; the table: leases.h). Each owned shard has a lease in
+// Redis, lease:S = "NODE EPOCH" with a TTL of cluster.lease_s, renewed at every
+// heartbeat; its epoch only grows (a new one at every taking). Every acknowledge and trim
+// of a shard's stream is one Lua script that first checks the caller's "NODE EPOCH"
+// against the lease: a node that lost it (paused, partitioned, a zombie) is refused, logs
+// it and counts it (acks_fenced). A node fetches a host only while it holds its shard's
+// lease by its own clock (renewal sent less than lease_s ago); past that it logs "lease
+// expired", stops fetching those hosts (their URLs wait in the frontier) and stops
+// reading their streams, until a renewal succeeds. An expired lease nobody else took is
 // taken again with a new epoch; one another node holds is lost.
 //
 // Redis lost mid-crawl: the node keeps crawling its own shards (for up to
@@ -120,6 +119,8 @@
 #include "base/status.h"
 #include "cluster/balance.h"
 #include "cluster/doorbell.h"
+#include "cluster/leases.h"
+#include "cluster/outbox.h"
 #include "cluster/redis.h"
 #include "crawl/node.h"
 #include "crawler/checkpoint.h"
@@ -254,12 +255,7 @@ class Cluster final : public Node {
   void SetCrawlFigures(uint64_t pages, double pages_per_s) override EXCLUDES(mu_);
 
  private:
-  struct Batch {
-    uint32_t shard = 0;
-    uint32_t urls = 0;
-    std::string lines;  // uncompressed
-    std::chrono::steady_clock::time_point first{};
-  };
+  using Batch = OutBatch;
   struct Applied {
     uint32_t shard;
     std::string id;
@@ -280,14 +276,10 @@ class Cluster final : public Node {
   // One round of the exchange thread; false: the connection broke.
   bool Round(bool* did_something);
   bool SendDue(bool flush_all, bool* did_something);
-  // Backpressure (cluster_spill.cc). Picks the batches to send now (due,
-  // then in sending_): held ones first, then new ones, up to each shard's
-  // room under max_lag_batches; the rest is held. Then spill files of shards
-  // with room left are read back.
+  // Backpressure (cluster_spill.cc). The batches to send now (in flight in
+  // the outbox until Sent): the outbox's choice (Outbox::Select), then
+  // batches read back from the spill files of shards with room left.
   void Select(bool flush_all, std::vector<Batch>* due) EXCLUDES(mu_, spill_mu_);
-  void TakeNew(bool flush_all, std::vector<Batch>* fresh) REQUIRES(mu_);
-  void Hold(Batch b) REQUIRES(mu_);
-  uint64_t Room(uint32_t shard) const;
   // Redis down: every due batch is held.
   void HoldAll() EXCLUDES(mu_);
   // Held URLs over outbox_ram_urls: all held batches go to new spill files.
@@ -325,8 +317,15 @@ class Cluster final : public Node {
   // pipeline as the liveness key, the node's figures and the lag.
   bool Heartbeat();
   std::vector<std::string> LeaseCommand() const;
+  // The heartbeat's lease replies, sent at `sent`, into leases_; then what
+  // they mean here (Gained), logged as one line each (LeaseRound).
   void ApplyLeases(const redisReply* r, std::chrono::steady_clock::time_point sent)
       EXCLUDES(mu_);
+  struct LeaseRound;
+  // A lease newly this process's: its state is here, restored from the
+  // checkpoint this node resumed from, or loaded from the shard's source.
+  void Gained(uint32_t shard, const LeaseReply& reply, LeaseRound* round);
+  void Report(const LeaseRound& round) EXCLUDES(mu_);
   // Logs owned leases whose renewal is older than lease_s (once each).
   void CheckLeaseExpiry() EXCLUDES(mu_);
   bool LeaseValid(uint32_t shard) const;
@@ -440,18 +439,12 @@ class Cluster final : public Node {
   // Lock order: spill_mu_, then mu_ (workers take mu_ only).
   mutable Mutex spill_mu_ ACQUIRED_BEFORE(mu_);
   mutable Mutex mu_;
-  std::map<uint32_t, Batch> outgoing_ GUARDED_BY(mu_);  // filling, by shard
-  std::vector<Batch> full_ GUARDED_BY(mu_);             // batch_urls reached: to send
-  std::vector<Batch> sending_
-      GUARDED_BY(mu_);  // taken by the exchange thread, unconfirmed
-  std::map<uint32_t, std::deque<Batch>> held_ GUARDED_BY(mu_);  // over the lag limit
-  uint64_t held_urls_ GUARDED_BY(mu_) = 0;
+  Outbox outbox_ GUARDED_BY(mu_);  // its RAM part (outbox.h)
   std::map<uint32_t, std::deque<SpillFile>> spill_ GUARDED_BY(spill_mu_);
   uint64_t spilled_urls_ GUARDED_BY(spill_mu_) = 0;  // not yet read back
   uint64_t spill_files_made_ GUARDED_BY(spill_mu_) = 0;
   std::vector<std::string> drained_ GUARDED_BY(spill_mu_);  // read back, not cut
   std::map<uint64_t, std::vector<std::string>> drained_cut_ GUARDED_BY(spill_mu_);
-  uint64_t queued_urls_ GUARDED_BY(mu_) = 0;
   uint32_t admitting_ GUARDED_BY(mu_) = 0;
   std::vector<frontier::UrlEntry> inbox_ GUARDED_BY(mu_);
   std::vector<Applied> inbox_ids_ GUARDED_BY(mu_);                // entries in the inbox
@@ -482,16 +475,10 @@ class Cluster final : public Node {
   // This node's state as last written to Redis (Publish).
   enum class Published : uint8_t { kUnknown, kIdle, kBusy };
   Published state_sent_ = Published::kUnknown;  // the exchange thread's
-  bool busy_ = false;          // this node's state as Publish last saw it (Balance)
-  std::vector<uint64_t> lag_;  // by shard: the last lag seen, plus batches sent since
-  // Leases, by shard. The exchange thread's (Start's before it):
-  enum class LeaseState : uint8_t { kNone, kHeld, kExpired, kLost };
-  std::vector<uint64_t> epoch_;  // the epoch this node holds; 0: none
-  std::vector<LeaseState> lease_state_;
-  // Read by workers (Fetchable, Lapsed): until when the lease is ours
-  // (steady ns); 0: not held; 1: held here, lost or fenced (lapsed).
-  std::unique_ptr<std::atomic<int64_t>[]> valid_until_;
-  const std::chrono::milliseconds lease_ttl_;
+  bool busy_ = false;  // this node's state as Publish last saw it (Balance)
+  // Leases, by shard (leases.h): the exchange thread's (Start's before it);
+  // workers read only their validity (Fetchable, Lapsed).
+  Leases leases_;
   mutable std::atomic<uint64_t> deferred_{0};  // Fetchable said no
   // Takeover. takeover_: cluster.shared_dir is set. ready_: the shard's state
   // is here (set at its taking, or when a worker restored what was loaded).

@@ -108,7 +108,7 @@ std::vector<ShardBacklog> Cluster::HeldBacklog() {
   });
   std::vector<ShardBacklog> backlog;
   for (const auto& [s, queued] : by_shard)
-    if (lease_state_[s] == LeaseState::kHeld) backlog.push_back({s, queued});
+    if (leases_.state(s) == Leases::State::kHeld) backlog.push_back({s, queued});
   return backlog;
 }
 
@@ -145,7 +145,7 @@ void Cluster::Balance(const std::vector<std::string>& idle) {
   for (uint32_t s : give) cmd.push_back(Key("lease:" + std::to_string(s)));
   cmd.push_back(to);
   cmd.push_back(std::to_string(static_cast<int64_t>(cfg_.heartbeat_s * 5000)));
-  for (uint32_t s : give) cmd.push_back(cfg_.node + " " + std::to_string(epoch_[s]));
+  for (uint32_t s : give) cmd.push_back(leases_.Token(s));
   auto r = redis_->Command(cmd);
   last_give_ = now;
   if (!r.ok() || ReplyFailed(*r, "balance")) return;

@@ -123,7 +123,7 @@ bool Cluster::Round(bool* did) {
     if (!Heartbeat()) return false;
   }
   if (!HandOver()) return false;
-  if (now - last_reclaim_ > lease_ttl_) {
+  if (now - last_reclaim_ > leases_.ttl()) {
     last_reclaim_ = now;
     if (!Reclaim(did)) return false;
   }
@@ -148,7 +148,7 @@ bool Cluster::SendDue(bool flush_all, bool* did) {
   }
   if (!RefreshLag()) return false;
   std::vector<Batch> due;
-  Select(flush_all, &due);  // also in sending_: in the outbox of a cut meanwhile
+  Select(flush_all, &due);  // in flight in the outbox: in a cut meanwhile
   SpillIfOver();
   if (due.empty()) return true;
   *did = true;
@@ -170,12 +170,12 @@ bool Cluster::SendDue(bool flush_all, bool* did) {
   }
   auto replies = redis_->Pipeline(cmds);
   MutexLock lock(mu_);
-  sending_.clear();
-  for (Batch& b : later) Hold(std::move(b));
+  outbox_.Sent();
+  for (Batch& b : later) outbox_.Hold(std::move(b));
   if (!replies.ok()) {
     // Unconfirmed: held for the next connection (a batch Redis did take is
     // then sent twice; its owner's filter drops the copies).
-    for (Batch& b : due) Hold(std::move(b));
+    for (Batch& b : due) outbox_.Hold(std::move(b));
     return false;
   }
   // Each reply on its own: a batch Redis refused (full, a replica, ...) is
@@ -188,15 +188,16 @@ bool Cluster::SendDue(bool flush_all, bool* did) {
     if (r.IsError()) {
       if (refusal.empty()) refusal = r.Str();
       ++refused;
-      Hold(std::move(b));
+      outbox_.Hold(std::move(b));
       continue;
     }
-    queued_urls_ -= b.urls;
     figures_.urls_sent += b.urls;
     ++figures_.batches_sent;
     const redisReply* lag = Element(r.raw(), 1);
+    std::optional<uint64_t> stream_lag;
     if (lag != nullptr && lag->type == REDIS_REPLY_INTEGER)
-      lag_[b.shard] = static_cast<uint64_t>(std::max<long long>(0, lag->integer));
+      stream_lag = static_cast<uint64_t>(std::max<long long>(0, lag->integer));
+    outbox_.Confirmed(b, stream_lag);
   }
   figures_.sends_refused += refused;
   if (refused > 0)
@@ -248,8 +249,7 @@ bool Cluster::Receive(bool pending, bool* did, const std::vector<uint32_t>* only
     // or loading) stays, and is read once it is.
     MutexLock lock(mu_);
     for (uint32_t s : *only)
-      if (lease_state_[s] == LeaseState::kNone || lease_state_[s] == LeaseState::kLost)
-        pending_from_.erase(s);
+      if (!leases_.Holds(s)) pending_from_.erase(s);
   }
   if (shards.empty()) return true;
   if (!pending && !BellRang(shards)) return true;
@@ -275,7 +275,7 @@ bool Cluster::Receive(bool pending, bool* did, const std::vector<uint32_t>* only
     for (uint32_t s : shards) cmd.push_back(Key("lease:" + std::to_string(s)));
     cmd.push_back(cfg_.node);
     cmd.push_back("64");
-    for (uint32_t s : shards) cmd.push_back(cfg_.node + " " + std::to_string(epoch_[s]));
+    for (uint32_t s : shards) cmd.push_back(leases_.Token(s));
   }
   auto r = redis_->Command(cmd);
   if (!r.ok()) {
@@ -443,7 +443,7 @@ bool Cluster::Heartbeat() {
       lags->elements == asked.size()) {
     health_.owned_lag.clear();
     for (size_t i = 0; i < asked.size(); ++i) {
-      if (lease_state_[asked[i]] != LeaseState::kHeld) continue;
+      if (leases_.state(asked[i]) != Leases::State::kHeld) continue;
       const redisReply* e = lags->element[i];
       uint64_t lag = e->type == REDIS_REPLY_INTEGER && e->integer > 0
                          ? static_cast<uint64_t>(e->integer)
@@ -457,7 +457,7 @@ bool Cluster::Heartbeat() {
 bool Cluster::BellRang(const std::vector<uint32_t>& shards) {
   Doorbell::Shards read;
   read.reserve(shards.size());
-  for (uint32_t s : shards) read.emplace_back(s, epoch_[s]);
+  for (uint32_t s : shards) read.emplace_back(s, leases_.epoch(s));
   switch (bell_.Before(std::move(read), SteadyClock::now())) {
     case Doorbell::Next::kRead:
       return true;

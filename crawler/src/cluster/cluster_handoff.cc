@@ -246,11 +246,9 @@ bool Cluster::HandOver() {
     // queued URLs dropped by a worker. Then the lease (above, next round).
     std::map<uint32_t, std::string> given_up;
     for (uint32_t s : shards) {
-      given_up[s] = cfg_.node + " " + std::to_string(epoch_[s]);
+      given_up[s] = leases_.Token(s);
       releasing_.emplace_back(s, given_up[s]);
-      lease_state_[s] = LeaseState::kNone;
-      epoch_[s] = 0;
-      valid_until_[s] = 0;
+      leases_.GiveUp(s);
     }
     my_shards_.erase(std::remove_if(my_shards_.begin(), my_shards_.end(),
                                     [&](uint32_t s) {

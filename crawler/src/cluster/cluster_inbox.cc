@@ -68,9 +68,9 @@ bool Cluster::Reclaim(bool* did) {
   for (uint32_t s : shards) cmd.push_back(StreamKey(s));
   for (uint32_t s : shards) cmd.push_back(Key("lease:" + std::to_string(s)));
   cmd.push_back(cfg_.node);
-  cmd.push_back(std::to_string(lease_ttl_.count()));
+  cmd.push_back(std::to_string(leases_.ttl().count()));
   cmd.push_back("1000");
-  for (uint32_t s : shards) cmd.push_back(cfg_.node + " " + std::to_string(epoch_[s]));
+  for (uint32_t s : shards) cmd.push_back(leases_.Token(s));
   auto r = redis_->Command(cmd);
   if (!r.ok()) return false;
   if (r->IsError()) return !ReplyFailed(*r, "reclaim");
@@ -80,7 +80,7 @@ bool Cluster::Reclaim(bool* did) {
   spdlog::warn(
       "cluster: reclaimed {} stream entries of {} shards left pending for another "
       "consumer over {:.1f} s (cluster.lease_s)",
-      got, r->raw()->elements, std::chrono::duration<double>(lease_ttl_).count());
+      got, r->raw()->elements, std::chrono::duration<double>(leases_.ttl()).count());
   return true;
 }
 

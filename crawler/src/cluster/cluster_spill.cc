@@ -19,62 +19,18 @@ namespace crawler::engine {
 
 using namespace cluster_wire;  // NOLINT: the formats of this module
 
-uint64_t Cluster::Room(uint32_t shard) const {
-  return lag_[shard] < cfg_.max_lag_batches ? cfg_.max_lag_batches - lag_[shard] : 0;
-}
-
-void Cluster::Hold(Batch b) {
-  held_urls_ += b.urls;
-  held_[b.shard].push_back(std::move(b));
-}
-
-void Cluster::TakeNew(bool flush_all, std::vector<Batch>* fresh) {
-  for (Batch& b : full_) fresh->push_back(std::move(b));
-  full_.clear();
-  auto now = SteadyClock::now();
-  for (auto it = outgoing_.begin(); it != outgoing_.end();) {
-    if (flush_all || now - it->second.first >= std::chrono::milliseconds(cfg_.batch_ms)) {
-      fresh->push_back(std::move(it->second));
-      it = outgoing_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-}
-
 void Cluster::Select(bool flush_all, std::vector<Batch>* due) {
-  // spill_mu_ throughout: a batch read back from a file is in sending_
-  // before a checkpoint can be cut (OnCut takes spill_mu_ first).
+  // spill_mu_ throughout: a batch read back from a file is in flight in the
+  // outbox before a checkpoint can be cut (OnCut takes spill_mu_ first).
   MutexLock spill(spill_mu_);
   std::vector<std::pair<uint32_t, uint64_t>> from_disk;  // shard, batches
   {
     MutexLock lock(mu_);
-    std::vector<Batch> fresh;
-    TakeNew(flush_all, &fresh);
-    // Held batches first (they are older), each shard up to its room.
-    for (auto it = held_.begin(); it != held_.end();) {
-      std::deque<Batch>& q = it->second;
-      while (!q.empty() && Room(it->first) > 0) {
-        held_urls_ -= q.front().urls;
-        ++lag_[it->first];
-        due->push_back(std::move(q.front()));
-        q.pop_front();
-      }
-      it = q.empty() ? held_.erase(it) : std::next(it);
-    }
-    for (Batch& b : fresh) {
-      if (Room(b.shard) > 0) {
-        ++lag_[b.shard];
-        due->push_back(std::move(b));
-      } else {
-        Hold(std::move(b));
-      }
-    }
+    *due = outbox_.Select(flush_all, SteadyClock::now());
     for (const auto& [shard, files] : spill_) {
-      if (!files.empty() && Room(shard) > 0 && held_.count(shard) == 0)
-        from_disk.emplace_back(shard, std::min<uint64_t>(Room(shard), 64));
+      const uint64_t room = outbox_.SpillRoom(shard);
+      if (!files.empty() && room > 0) from_disk.emplace_back(shard, room);
     }
-    sending_ = *due;
   }
   if (from_disk.empty()) return;
   std::vector<Batch> read;
@@ -83,30 +39,26 @@ void Cluster::Select(bool flush_all, std::vector<Batch>* due) {
   }
   MutexLock lock(mu_);
   for (Batch& b : read) {
-    ++lag_[b.shard];
-    sending_.push_back(b);
+    outbox_.Sending(b);
     due->push_back(std::move(b));
   }
 }
 
 void Cluster::HoldAll() {
   MutexLock lock(mu_);
-  std::vector<Batch> fresh;
-  TakeNew(false, &fresh);
-  for (Batch& b : fresh) Hold(std::move(b));
+  outbox_.HoldDue(SteadyClock::now());
 }
 
 void Cluster::SpillIfOver() {
   {
     MutexLock lock(mu_);
-    if (held_urls_ <= cfg_.outbox_ram_urls) return;
+    if (outbox_.held_urls() <= cfg_.outbox_ram_urls) return;
   }
   MutexLock spill(spill_mu_);
   std::map<uint32_t, std::deque<Batch>> out;
   {
     MutexLock lock(mu_);
-    out.swap(held_);
-    held_urls_ = 0;
+    out = outbox_.TakeHeld();
   }
   std::error_code ec;
   std::filesystem::create_directories(spill_dir_, ec);
@@ -127,7 +79,7 @@ void Cluster::SpillIfOver() {
       // grows until the disk or Redis is back).
       spdlog::error("cluster: cannot spill the outbox: {}", st.message());
       MutexLock lock(mu_);
-      for (Batch& b : q) Hold(std::move(b));
+      for (Batch& b : q) outbox_.Hold(std::move(b));
       continue;
     }
     urls += f.urls;
@@ -183,7 +135,7 @@ bool Cluster::RefreshLag() {
   {
     MutexLock spill(spill_mu_);
     MutexLock lock(mu_);
-    for (const auto& [shard, q] : held_) shards.push_back(shard);
+    shards = outbox_.HeldShards();
     for (const auto& [shard, files] : spill_) shards.push_back(shard);
   }
   if (shards.empty()) return true;
@@ -193,10 +145,12 @@ bool Cluster::RefreshLag() {
   for (uint32_t s : shards) cmd.push_back(StreamKey(s));
   auto r = redis_->Command(cmd);
   if (!r.ok()) return false;
+  MutexLock lock(mu_);
   for (size_t i = 0; i < shards.size(); ++i) {
     const redisReply* lag = Element(r->raw(), i);
     if (lag != nullptr && lag->type == REDIS_REPLY_INTEGER)
-      lag_[shards[i]] = static_cast<uint64_t>(std::max<long long>(0, lag->integer));
+      outbox_.SetLag(shards[i],
+                     static_cast<uint64_t>(std::max<long long>(0, lag->integer)));
   }
   return true;
 }
@@ -255,7 +209,7 @@ Status Cluster::RestoreSpill() {
   if (urls > 0) {
     spdlog::info("cluster: {} URLs in {} spill files taken back", urls, found.size());
     MutexLock lock(mu_);
-    queued_urls_ += urls;
+    outbox_.Requeued(urls);
   }
   return Status::Ok();
 }

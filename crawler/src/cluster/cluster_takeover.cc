@@ -25,8 +25,7 @@ using namespace cluster_wire;  // NOLINT: the formats this file speaks
 void Cluster::Want(const std::vector<std::string>& live) {
   std::set<uint32_t> want;
   for (uint32_t s : my_shards_) {
-    if (lease_state_[s] == LeaseState::kHeld || lease_state_[s] == LeaseState::kExpired)
-      want.insert(s);
+    if (leases_.Holds(s)) want.insert(s);
   }
   if (std::find(live.begin(), live.end(), cfg_.node) != live.end()) {
     for (uint32_t s = 0; s < cfg_.shards; ++s) {
@@ -342,10 +341,9 @@ bool Cluster::Release() {
   std::vector<std::string> cmd = {"EVAL", kReleaseScript, "0"};
   std::vector<std::string> values;
   for (uint32_t s : my_shards_) {
-    if (lease_state_[s] != LeaseState::kHeld && lease_state_[s] != LeaseState::kExpired)
-      continue;
+    if (!leases_.Holds(s)) continue;
     cmd.push_back(Key("lease:" + std::to_string(s)));
-    values.push_back(cfg_.node + " " + std::to_string(epoch_[s]));
+    values.push_back(leases_.Token(s));
   }
   cmd[2] = std::to_string(values.size());
   cmd.insert(cmd.end(), values.begin(), values.end());

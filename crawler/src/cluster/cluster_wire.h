@@ -496,6 +496,20 @@ inline bool Uncompress(std::string_view z, size_t raw_len, std::string* out) {
          size == raw_len;
 }
 
+// One URL as a wire line: "url \t depth \t redirects \t referrer [\t s] \n"
+// ("s": a sitemap), what ParseLines reads.
+inline void AppendLine(const frontier::UrlEntry& e, std::string* lines) {
+  *lines += e.url;
+  *lines += '\t';
+  *lines += std::to_string(e.depth);
+  *lines += '\t';
+  *lines += std::to_string(e.redirects);
+  *lines += '\t';
+  *lines += e.referrer;
+  if (e.kind == frontier::UrlEntry::Kind::kSitemap) *lines += "\ts";
+  *lines += '\n';
+}
+
 // "url \t depth \t redirects \t referrer [\t s] \n" lines -> entries ("s": a
 // sitemap). False: malformed.
 inline bool ParseLines(std::string_view text, std::vector<frontier::UrlEntry>* out) {
