@@ -418,23 +418,19 @@ void Cluster::Ship(const std::vector<frontier::UrlEntry>& entries) {
 
 std::vector<frontier::UrlEntry> Cluster::TakeInbox() {
   MutexLock lock(mu_);
-  std::vector<frontier::UrlEntry> out;
-  out.swap(inbox_);
-  ++admitting_;
+  std::vector<frontier::UrlEntry> out = inbox_.Take();
   figures_.urls_received += out.size();
-  for (Applied& a : inbox_ids_) applied_.push_back(std::move(a));
-  inbox_ids_.clear();
   return out;
 }
 
 void Cluster::Admitted() {
   MutexLock lock(mu_);
-  --admitting_;
+  inbox_.Admitted();
 }
 
 bool Cluster::InboxEmpty() const {
   MutexLock lock(mu_);
-  return inbox_.empty() && inbox_ids_.empty();
+  return inbox_.Empty();
 }
 
 bool Cluster::Quiet() const {
@@ -446,9 +442,9 @@ bool Cluster::Quiet() const {
   // is called from Publish.)
   if (!to_load_.empty() || has_loaded_.load()) return false;
   MutexLock lock(mu_);
-  return inbox_.empty() && inbox_ids_.empty() && outbox_.queued_urls() == 0 &&
-         admitting_ == 0 && !loaded_ && to_claim_.empty() && pending_from_.empty() &&
-         handoff_.empty() && to_drop_.empty() && dropping_.empty() && untaken_.empty();
+  return inbox_.Quiet() && outbox_.queued_urls() == 0 && !loaded_ && to_claim_.empty() &&
+         pending_from_.empty() && handoff_.empty() && to_drop_.empty() &&
+         dropping_.empty() && untaken_.empty();
 }
 
 OutboxCut Cluster::OnCut(uint64_t sequence) {
@@ -466,9 +462,7 @@ OutboxCut Cluster::OnCut(uint64_t sequence) {
     h.phase = Hand::kCut;
     h.sequence = sequence;
   }
-  std::vector<Applied>& v = cut_[sequence];
-  for (Applied& a : applied_) v.push_back(std::move(a));
-  applied_.clear();
+  inbox_.Cut(sequence);
   OutboxCut out;
   out.text = kOutboxHeader;
   outbox_.AppendCut(&out.text);
@@ -504,7 +498,7 @@ void Cluster::OnPublished(uint64_t sequence) {
 
 bool Cluster::CommitPending() const {
   MutexLock lock(mu_);
-  return takeover_ && published_ > committed_seq_;
+  return takeover_ && published_ > inbox_.committed();
 }
 
 void Cluster::AfterCommit(uint64_t sequence) {
@@ -516,18 +510,9 @@ void Cluster::AfterCommit(uint64_t sequence) {
     }
   }
   MutexLock lock(mu_);
-  // Entries are acknowledged (and so trimmed) only once the checkpoint that
-  // holds their effect is the older of the two on disk: a resume that finds
-  // checkpoint/ damaged falls back to checkpoint.prev/, which must hold every
-  // entry Redis no longer keeps (issue 31, finding 5). So a commit of N
-  // acknowledges the cuts up to the commit before it; at the job's end,
-  // when nothing will be resumed, all of them.
-  const uint64_t upto = done_.load() ? sequence : committed_seq_;
-  committed_seq_ = std::max(committed_seq_, sequence);
-  for (auto it = cut_.begin(); it != cut_.end() && it->first <= upto;) {
-    for (Applied& a : it->second) to_ack_.push_back(std::move(a));
-    it = cut_.erase(it);
-  }
+  // Acknowledged once checkpoint.prev/ holds them (inbox.h); at the job's
+  // end, when nothing will be resumed, once committed.
+  inbox_.Committed(sequence, /*last=*/done_.load());
   cut_shards_.erase(cut_shards_.begin(), cut_shards_.upper_bound(sequence));
 }
 

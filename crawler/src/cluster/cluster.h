@@ -119,6 +119,7 @@
 #include "base/status.h"
 #include "cluster/balance.h"
 #include "cluster/doorbell.h"
+#include "cluster/inbox.h"
 #include "cluster/leases.h"
 #include "cluster/outbox.h"
 #include "cluster/redis.h"
@@ -256,10 +257,6 @@ class Cluster final : public Node {
 
  private:
   using Batch = OutBatch;
-  struct Applied {
-    uint32_t shard;
-    std::string id;
-  };
   struct SpillFile {
     std::string path;
     uint64_t urls = 0;    // lines in the file
@@ -445,12 +442,7 @@ class Cluster final : public Node {
   uint64_t spill_files_made_ GUARDED_BY(spill_mu_) = 0;
   std::vector<std::string> drained_ GUARDED_BY(spill_mu_);  // read back, not cut
   std::map<uint64_t, std::vector<std::string>> drained_cut_ GUARDED_BY(spill_mu_);
-  uint32_t admitting_ GUARDED_BY(mu_) = 0;
-  std::vector<frontier::UrlEntry> inbox_ GUARDED_BY(mu_);
-  std::vector<Applied> inbox_ids_ GUARDED_BY(mu_);                // entries in the inbox
-  std::vector<Applied> applied_ GUARDED_BY(mu_);                  // admitted, not yet cut
-  std::map<uint64_t, std::vector<Applied>> cut_ GUARDED_BY(mu_);  // by sequence
-  std::vector<Applied> to_ack_ GUARDED_BY(mu_);  // published: to acknowledge
+  Inbox inbox_ GUARDED_BY(mu_);  // and its entries' ledger (inbox.h)
   Figures figures_ GUARDED_BY(mu_);
   Health health_ GUARDED_BY(mu_);
 
@@ -502,7 +494,6 @@ class Cluster final : public Node {
   std::map<uint64_t, std::vector<std::pair<uint32_t, uint64_t>>> cut_shards_
       GUARDED_BY(mu_);
   uint64_t published_ GUARDED_BY(mu_) = 0;
-  uint64_t committed_seq_ GUARDED_BY(mu_) = 0;            // committed_, for other threads
   std::map<uint32_t, uint64_t> holding_ GUARDED_BY(mu_);  // held shard -> epoch
   std::atomic<bool> has_loaded_{false};
   uint64_t committed_ = 0;

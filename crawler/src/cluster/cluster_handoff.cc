@@ -83,9 +83,7 @@ bool Cluster::CheckpointWanted() const {
   // Redis full: entries read since the last cut, or cut but waiting for a
   // later commit to be acknowledged (AfterCommit), free Redis's memory only
   // through checkpoints.
-  if (full && (!applied_.empty() ||
-               std::any_of(cut_.begin(), cut_.end(),
-                           [](const auto& c) { return !c.second.empty(); }))) {
+  if (full && inbox_.AwaitingCut()) {
     full_cut_ns_ = now;
     return true;
   }
@@ -220,7 +218,7 @@ bool Cluster::HandOver() {
   {
     MutexLock lock(mu_);
     for (const auto& [s, h] : handoff_) {
-      if (h.phase != Hand::kCut || h.sequence > committed_seq_) continue;
+      if (h.phase != Hand::kCut || h.sequence > inbox_.committed()) continue;
       by_sequence[h.sequence].push_back(s);
       to = h.to;
     }

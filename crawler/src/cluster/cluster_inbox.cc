@@ -18,7 +18,7 @@ using namespace cluster_wire;  // NOLINT: the formats this file speaks
 size_t Cluster::ToInbox(const redisReply* streams) {
   size_t got = 0;
   std::vector<frontier::UrlEntry> entries;
-  std::vector<Applied> ids;
+  std::vector<StreamEntry> ids;
   uint64_t malformed = 0;
   for (size_t i = 0;
        streams != nullptr && streams->type == REDIS_REPLY_ARRAY && i < streams->elements;
@@ -46,15 +46,14 @@ size_t Cluster::ToInbox(const redisReply* streams) {
         ++malformed;
         spdlog::warn("cluster: malformed stream entry {} in {}: skipped", id, key);
       }
-      ids.push_back(Applied{shard, id});
+      ids.push_back(StreamEntry{shard, id});
     }
   }
   if (got == 0) return 0;
   MutexLock lock(mu_);
   figures_.malformed += malformed;
   figures_.batches_applied += got;
-  for (auto& e : entries) inbox_.push_back(std::move(e));
-  for (auto& a : ids) inbox_ids_.push_back(std::move(a));
+  inbox_.Add(std::move(entries), std::move(ids));
   return got;
 }
 

@@ -169,15 +169,15 @@ void Cluster::CheckLeaseExpiry() {
 // hold wait (for a lease taken again); Redis refuses those of an epoch it no
 // longer has.
 bool Cluster::AckPublished() {
-  std::vector<Applied> acks;
+  std::vector<StreamEntry> acks;
   {
     MutexLock lock(mu_);
-    acks.swap(to_ack_);
+    acks = inbox_.TakeAcks();
   }
   if (acks.empty()) return true;
   std::map<uint32_t, std::vector<std::string>> by_shard;
-  std::vector<Applied> keep;
-  for (Applied& a : acks) {
+  std::vector<StreamEntry> keep;
+  for (StreamEntry& a : acks) {
     if (leases_.epoch(a.shard) == 0 && Released(a.shard)) {
       continue;  // handed over: its new owner claims what is still pending
     } else if (leases_.epoch(a.shard) == 0) {
@@ -224,15 +224,15 @@ bool Cluster::AckPublished() {
       } else {
         spdlog::warn("redis: acknowledge of shard {}: {}", shard, r.Str());
       }
-      for (std::string& id : ids) keep.push_back(Applied{shard, std::move(id)});
+      for (std::string& id : ids) keep.push_back(StreamEntry{shard, std::move(id)});
     }
   } else {
     for (auto& [shard, ids] : by_shard)
-      for (std::string& id : ids) keep.push_back(Applied{shard, std::move(id)});
+      for (std::string& id : ids) keep.push_back(StreamEntry{shard, std::move(id)});
   }
   MutexLock lock(mu_);
   figures_.acks_fenced += fenced;
-  for (Applied& a : keep) to_ack_.push_back(std::move(a));
+  inbox_.Retry(std::move(keep));
   return replies.ok();
 }
 
