@@ -436,15 +436,14 @@ bool Cluster::InboxEmpty() const {
 bool Cluster::Quiet() const {
   // Shards taken and not loaded yet, loaded and not restored by a worker,
   // with entries to claim again, being handed over, or given up and not yet
-  // taken by their new owner (untaken_) are work: a taker
+  // taken by their new owner (Transfers::Quiet) are work: a taker
   // that published "idle" while it loaded could let the job end without
   // them (issue 31, finding 1). (The exchange thread's own to_load_: Quiet
   // is called from Publish.)
   if (!to_load_.empty() || has_loaded_.load()) return false;
   MutexLock lock(mu_);
   return inbox_.Quiet() && outbox_.queued_urls() == 0 && !loaded_ && to_claim_.empty() &&
-         pending_from_.empty() && handoff_.empty() && to_drop_.empty() &&
-         dropping_.empty() && untaken_.empty();
+         pending_from_.empty() && transfers_.Quiet();
 }
 
 OutboxCut Cluster::OnCut(uint64_t sequence) {
@@ -454,14 +453,10 @@ OutboxCut Cluster::OnCut(uint64_t sequence) {
   // the epochs the commit must still find.
   std::vector<std::pair<uint32_t, uint64_t>>& shards = cut_shards_[sequence];
   for (const auto& [shard, epoch] : holding_)
-    if (ready_[shard].load() || handoff_.count(shard) > 0)
+    if (ready_[shard].load() || transfers_.Handing(shard))
       shards.emplace_back(shard, epoch);
   // Handoffs drained before this cut: this checkpoint is their source.
-  for (auto& [shard, h] : handoff_) {
-    if (h.phase != Hand::kDrained) continue;
-    h.phase = Hand::kCut;
-    h.sequence = sequence;
-  }
+  transfers_.Cut(sequence);
   inbox_.Cut(sequence);
   OutboxCut out;
   out.text = kOutboxHeader;

@@ -123,6 +123,7 @@
 #include "cluster/leases.h"
 #include "cluster/outbox.h"
 #include "cluster/redis.h"
+#include "cluster/transfer.h"
 #include "crawl/node.h"
 #include "crawler/checkpoint.h"
 #include "crawler/config.h"
@@ -343,8 +344,8 @@ class Cluster final : public Node {
   // known), and the queued URLs of the shards held here and ready.
   double RecentRate(std::chrono::steady_clock::time_point now) EXCLUDES(mu_);
   std::vector<ShardBacklog> HeldBacklog();
-  // Shards given up whose lease no node has taken yet (untaken_): `holders`
-  // (HMGET holder of `shards`) says which were taken meanwhile.
+  // Shards given up whose lease no node has taken yet (Transfers::UntakenShards):
+  // `holders` (HMGET holder of `shards`) says which were taken meanwhile.
   void TakenYet(const std::vector<uint32_t>& shards, const redisReply* holders)
       EXCLUDES(mu_);
   // Handoff: starts handing `shard` over to `to`, or (to == this node)
@@ -503,27 +504,10 @@ class Cluster final : public Node {
   std::vector<uint32_t> restore_own_;  // held again at Start: restored from own_
   std::atomic<bool> failed_{false}, leave_{false};
   std::atomic<bool> fenced_{false};  // failed_ because another node took shards
-  // Handoff (see HandoffWork). handing_: by shard, being handed over or
-  // given up and not yet dropped here.
-  enum class Hand : uint8_t { kDraining, kDrained, kCut };
-  struct Handoff {
-    Hand phase = Hand::kDraining;
-    uint64_t sequence = 0;  // kCut: the checkpoint that holds the shard
-    std::string to;
-  };
-  std::map<uint32_t, Handoff> handoff_ GUARDED_BY(mu_);
-  // Given up: shard -> the checkpoint it was handed over in, until its
-  // source names another checkpoint (or this node loaded it back).
-  std::map<uint32_t, uint64_t> released_ GUARDED_BY(mu_);
-  // Given up, and no node has taken the lease yet: shard -> "NODE EPOCH" as
-  // given up. Work: the job must not end before a taker holds them (it is
-  // marked busy as it takes them), or their URLs would stay in the handoff
-  // checkpoint (an idle taker learns of a shard given to it a heartbeat or
-  // two after it is given up).
-  std::map<uint32_t, std::string> untaken_ GUARDED_BY(mu_);
-  std::vector<uint32_t> to_drop_ GUARDED_BY(mu_);  // given up, for a worker
-  std::set<uint32_t> dropping_ GUARDED_BY(mu_);    // taken by a worker
-  std::chrono::steady_clock::time_point last_drain_ GUARDED_BY(mu_){};
+  // Handoff (see HandoffWork): the shards being given away (transfer.h).
+  // handing_ (for workers): by shard, being handed over or given up and not
+  // yet dropped here.
+  Transfers transfers_ GUARDED_BY(mu_);
   std::unique_ptr<std::atomic<bool>[]> handing_;
   std::atomic<bool> handoff_work_{false};
   // Given up here, lease not yet given up in Redis: shard, "NODE EPOCH".

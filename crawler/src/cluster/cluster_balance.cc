@@ -124,7 +124,7 @@ void Cluster::Balance(const std::vector<std::string>& idle) {
   if (now - last_give_ < 2 * beat) return;
   {
     MutexLock lock(mu_);
-    if (!handoff_.empty() || !untaken_.empty()) return;
+    if (transfers_.Giving()) return;
   }
   const double rate = RecentRate(now);
   const std::vector<ShardBacklog> backlog = HeldBacklog();
@@ -181,8 +181,7 @@ void Cluster::TakenYet(const std::vector<uint32_t>& shards, const redisReply* ho
   for (size_t i = 0; i < shards.size(); ++i) {
     const redisReply* h = Element(holders, i);
     if (h == nullptr) return;
-    auto it = untaken_.find(shards[i]);
-    if (it != untaken_.end() && RedisReply::StrOf(h) != it->second) untaken_.erase(it);
+    transfers_.HolderIs(shards[i], RedisReply::StrOf(h));
   }
 }
 

@@ -363,7 +363,7 @@ bool Cluster::Heartbeat() {
   std::vector<uint32_t> released;
   {
     MutexLock lock(mu_);
-    for (const auto& [s, seq] : released_) released.push_back(s);
+    released = transfers_.ReleasedShards();
   }
   size_t sources_at = cmds.size();
   if (!released.empty()) {
@@ -374,7 +374,7 @@ bool Cluster::Heartbeat() {
   std::vector<uint32_t> untaken;
   {
     MutexLock lock(mu_);
-    for (const auto& [s, lease] : untaken_) untaken.push_back(s);
+    untaken = transfers_.UntakenShards();
   }
   const size_t holders_at = cmds.size();
   if (!untaken.empty()) {
@@ -421,16 +421,11 @@ bool Cluster::Heartbeat() {
     PruneHandoffDirs((*r)[all_sources_at].raw());
   if (!released.empty()) {
     const redisReply* src = (*r)[sources_at].raw();
-    std::string mine = cfg_.node + " ";
     MutexLock lock(mu_);
     for (size_t i = 0; src != nullptr && src->type == REDIS_REPLY_ARRAY &&
                        i < src->elements && i < released.size();
-         ++i) {
-      auto it = released_.find(released[i]);
-      if (it == released_.end()) continue;
-      if (RedisReply::StrOf(src->element[i]) != mine + std::to_string(it->second))
-        released_.erase(it);  // the new owner's checkpoint holds it now
-    }
+         ++i)
+      transfers_.SourceIs(released[i], RedisReply::StrOf(src->element[i]), cfg_.node);
   }
   MutexLock lock(mu_);
   size_t bucket = 0;

@@ -20,13 +20,12 @@ using namespace cluster_wire;  // NOLINT: the formats this file speaks
 
 void Cluster::HandTo(uint32_t shard, const std::string& to) {
   MutexLock lock(mu_);
-  auto it = handoff_.find(shard);
   if (to == cfg_.node) {
     // The newcomer went away before taking it: this node keeps it.
-    if (it == handoff_.end()) return;
+    const std::optional<std::string> was = transfers_.Cancel(shard);
+    if (!was) return;
     spdlog::info("cluster: shard {} stays here (node {} went away before taking it)",
-                 shard, it->second.to);
-    handoff_.erase(it);
+                 shard, *was);
     handing_[shard] = false;
     ready_[shard] = true;
     // Its pending entries are read again (ClaimLoaded): a shard restored or
@@ -35,17 +34,13 @@ void Cluster::HandTo(uint32_t shard, const std::string& to) {
     // would stay pending forever: their URLs lost, and the stream's lag
     // (backpressure) stuck for every sender (a chaos run hung on it).
     to_claim_.push_back(shard);
-    handoff_work_ = !handoff_.empty() || !to_drop_.empty();
+    handoff_work_ = transfers_.Work();
     return;
   }
-  if (it != handoff_.end()) {
-    it->second.to = to;
-    return;
-  }
+  if (!transfers_.Begin(shard, to)) return;  // under way: only its destination changed
   // From now on its links go to its stream and its hosts wait.
   handing_[shard] = true;
   ready_[shard] = false;
-  handoff_[shard] = Handoff{Hand::kDraining, 0, to};
   handoff_work_ = true;
   spdlog::info(
       "cluster: handing shard {} over to node {}: draining its fetches, then a "
@@ -55,23 +50,12 @@ void Cluster::HandTo(uint32_t shard, const std::string& to) {
 
 std::vector<uint32_t> Cluster::Draining() {
   MutexLock lock(mu_);
-  std::vector<uint32_t> out;
-  auto now = SteadyClock::now();
-  // A worker scans the hosts for each answer: not at every loop.
-  if (now - last_drain_ < std::chrono::milliseconds(100)) return out;
-  last_drain_ = now;
-  for (const auto& [shard, h] : handoff_)
-    if (h.phase == Hand::kDraining) out.push_back(shard);
-  return out;
+  return transfers_.Draining(SteadyClock::now());
 }
 
 void Cluster::Drained(const std::vector<uint32_t>& shards) {
   MutexLock lock(mu_);
-  for (uint32_t s : shards) {
-    auto it = handoff_.find(s);
-    if (it != handoff_.end() && it->second.phase == Hand::kDraining)
-      it->second.phase = Hand::kDrained;
-  }
+  transfers_.Drained(shards);
 }
 
 bool Cluster::CheckpointWanted() const {
@@ -87,21 +71,19 @@ bool Cluster::CheckpointWanted() const {
     full_cut_ns_ = now;
     return true;
   }
-  return std::any_of(handoff_.begin(), handoff_.end(),
-                     [](const auto& h) { return h.second.phase == Hand::kDrained; });
+  return transfers_.CutWanted();
 }
 
 bool Cluster::HoldCuts() const {
   MutexLock lock(mu_);
   // A handoff's checkpoint is cut: no other until HandOver has kept it in
   // OUT/handoff/SEQ/ (right after its commit; it waits on nothing else).
-  return std::any_of(handoff_.begin(), handoff_.end(),
-                     [](const auto& h) { return h.second.phase == Hand::kCut; });
+  return transfers_.HoldCuts();
 }
 
 bool Cluster::Released(uint32_t shard) const {
   MutexLock lock(mu_);
-  return released_.count(shard) > 0;
+  return transfers_.Released(shard);
 }
 
 bool Cluster::Handing(std::string_view url) const {
@@ -110,21 +92,16 @@ bool Cluster::Handing(std::string_view url) const {
 
 std::vector<uint32_t> Cluster::TakeReleased() {
   MutexLock lock(mu_);
-  std::vector<uint32_t> out;
-  out.swap(to_drop_);
-  dropping_.insert(out.begin(), out.end());
-  return out;
+  return transfers_.TakeDrops();
 }
 
 void Cluster::Dropped(const std::vector<uint32_t>& shards, uint64_t urls) {
   MutexLock lock(mu_);
   // Nothing of theirs is read here any more (a shard taken back is read
   // again once loaded, when it is ready).
-  for (uint32_t s : shards) {
-    dropping_.erase(s);
-    handing_[s] = false;
-  }
-  handoff_work_ = !handoff_.empty() || !to_drop_.empty();
+  transfers_.Dropped(shards);
+  for (uint32_t s : shards) handing_[s] = false;
+  handoff_work_ = transfers_.Work();
   spdlog::info("cluster: {} queued URLs of {} shards handed over dropped here", urls,
                shards.size());
 }
@@ -217,11 +194,7 @@ bool Cluster::HandOver() {
   std::string to;
   {
     MutexLock lock(mu_);
-    for (const auto& [s, h] : handoff_) {
-      if (h.phase != Hand::kCut || h.sequence > inbox_.committed()) continue;
-      by_sequence[h.sequence].push_back(s);
-      to = h.to;
-    }
+    by_sequence = transfers_.Committed(inbox_.committed(), &to);
   }
   for (auto& entry : by_sequence) {
     // Named, not bound: clang 14 does not capture structured bindings.
@@ -257,11 +230,8 @@ bool Cluster::HandOver() {
     {
       MutexLock lock(mu_);
       for (uint32_t s : shards) {
-        released_[s] = sequence;
-        untaken_[s] = given_up[s];
-        handoff_.erase(s);
+        transfers_.GaveUp(s, sequence, given_up[s]);
         holding_.erase(s);
-        to_drop_.push_back(s);
         for (auto& [seq, held] : cut_shards_)
           held.erase(std::remove_if(held.begin(), held.end(),
                                     [s](const auto& p) { return p.first == s; }),

@@ -73,8 +73,7 @@ void Cluster::ShardsLoaded(const std::vector<uint32_t>& shards) {
   for (uint32_t s : shards) {
     ready_[s] = true;
     to_claim_.push_back(s);
-    released_.erase(s);  // given up once, taken back: this node's again
-    untaken_.erase(s);
+    transfers_.TakenBack(s);  // given up once, taken back: this node's again
   }
 }
 
@@ -187,9 +186,7 @@ void Cluster::LoadTaken() {
   {
     MutexLock lock(mu_);
     for (const auto& [s, src] : to_load_) {
-      bool waits = dropping_.count(s) > 0 ||
-                   std::find(to_drop_.begin(), to_drop_.end(), s) != to_drop_.end();
-      if (waits) continue;
+      if (transfers_.Dropping(s)) continue;
       if (source.empty()) source = src;
       if (src == source) shards.push_back(s);
     }
