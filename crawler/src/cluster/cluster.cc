@@ -122,28 +122,71 @@ NodeJoiner ClusterJoiner() {
   return j;
 }
 
-// Long: one join's steps in order; issue 31 splits Cluster into parts.
-// NOLINTNEXTLINE(readability-function-size)
+namespace {
+
+// With shared_dir: OUT relative to it, where the others find this node's
+// checkpoints. Errors: OUT is not inside shared_dir.
+Result<std::string> OutUnderShared(const ClusterConfig& c, const std::string& out_dir) {
+  if (c.shared_dir.empty()) return std::string();
+  std::error_code ec;
+  auto shared = std::filesystem::weakly_canonical(c.shared_dir, ec);
+  auto out = std::filesystem::weakly_canonical(out_dir, ec);
+  std::string rel = out.lexically_relative(shared).string();
+  if (ec || !std::filesystem::is_directory(shared) || rel.empty() ||
+      rel.rfind("..", 0) == 0 || rel == ".") {
+    return Status::Error(Status::Code::kInvalidArgument,
+                         "cluster.shared_dir: --out " + out_dir +
+                             " must be a directory inside " + c.shared_dir +
+                             " (an existing directory every node can read)");
+  }
+  return rel;
+}
+
+// The join script's refusals ("shards", "config", "closed", or an unknown
+// verdict), as the error that names what differs. ("duplicate" waits.)
+Status JoinRefusal(const ClusterConfig& c, const std::string& verdict,
+                   const std::string& detail, const std::string& config_json) {
+  if (verdict == "shards")
+    return Refused(c.job, "it has " + detail + " shards, this node is configured with " +
+                              std::to_string(c.shards) + " (cluster.shards)");
+  if (verdict == "config")
+    return Refused(c.job, "this node's config differs from the job's: " +
+                              DifferingKeys(config_json, detail));
+  if (verdict == "closed")
+    return Refused(c.job, "it has started with the nodes " + detail + " and node '" +
+                              c.node +
+                              "' is not one of them (a node joins a running job only "
+                              "with cluster.shared_dir, where the shards it takes "
+                              "over are read from)");
+  return Refused(c.job, "unexpected answer " + verdict);
+}
+
+// What a join sends, besides the node's name and the job's keys.
+struct JoinRequest {
+  std::string token = boost::uuids::to_string(boost::uuids::random_generator()());
+  std::string incarnation = boost::uuids::to_string(boost::uuids::random_generator()());
+  uint64_t seed_candidate = 0;
+  std::string config_json, config_hash;
+};
+
+JoinRequest MakeJoinRequest(const Config& config) {
+  JoinRequest j;
+  std::random_device rd;
+  j.seed_candidate = (uint64_t{rd()} << 32) | rd();
+  j.config_json = JobConfigJson(config);
+  j.config_hash = Hex64(XXH3_64bits(j.config_json.data(), j.config_json.size()));
+  return j;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Cluster>> Cluster::Join(const Config& config,
                                                const std::string& out_dir, bool resumed) {
   const ClusterConfig& c = config.cluster;
   auto address = ParseRedisUrl(c.redis);
   if (!address.ok()) return address.status();
-  std::string out_rel;
-  if (!c.shared_dir.empty()) {
-    // The others find this node's checkpoints at shared_dir/out_rel.
-    std::error_code ec;
-    auto shared = std::filesystem::weakly_canonical(c.shared_dir, ec);
-    auto out = std::filesystem::weakly_canonical(out_dir, ec);
-    out_rel = out.lexically_relative(shared).string();
-    if (ec || !std::filesystem::is_directory(shared) || out_rel.empty() ||
-        out_rel.rfind("..", 0) == 0 || out_rel == ".") {
-      return Status::Error(Status::Code::kInvalidArgument,
-                           "cluster.shared_dir: --out " + out_dir +
-                               " must be a directory inside " + c.shared_dir +
-                               " (an existing directory every node can read)");
-    }
-  }
+  auto out_rel = OutUnderShared(c, out_dir);
+  if (!out_rel.ok()) return out_rel.status();
   // A new crawl fails at once on a wrong address; a resumed node waits.
   auto redis = Redis::ConnectWaiting(*address, 5, resumed ? 60 : 0);
   if (!redis.ok())  // at start: a setup error (exit 2), not an output failure
@@ -153,13 +196,7 @@ Result<std::unique_ptr<Cluster>> Cluster::Join(const Config& config,
   auto mine = ReadJobIdentity(out_dir);
   if (!mine.ok()) return mine.status();
   if (mine->job != c.job) *mine = JobIdentity{};  // another job's record: not this one's
-  const std::string incarnation =
-      boost::uuids::to_string(boost::uuids::random_generator()());
-  std::string token = boost::uuids::to_string(boost::uuids::random_generator()());
-  std::random_device rd;
-  uint64_t seed_candidate = (uint64_t{rd()} << 32) | rd();
-  std::string config_json = JobConfigJson(config);
-  std::string config_hash = Hex64(XXH3_64bits(config_json.data(), config_json.size()));
+  const JoinRequest req = MakeJoinRequest(config);
   auto prefix = "crawler:{" + c.job + "}:";
   auto ttl_ms = std::to_string(static_cast<int64_t>(c.heartbeat_s * 3000));
   // A node resumed after a crash finds its old liveness key: wait for it to
@@ -169,9 +206,9 @@ Result<std::unique_ptr<Cluster>> Cluster::Join(const Config& config,
   for (;;) {
     auto r = (*redis)->Command(
         {"EVAL", kJoinScript, "4", prefix + "meta", prefix + "nodes", prefix + "started",
-         prefix + "alive:" + c.node, c.node, token, std::to_string(c.shards),
-         std::to_string(seed_candidate), config_hash, config_json, ttl_ms,
-         c.shared_dir.empty() ? "0" : "1", mine->incarnation, incarnation});
+         prefix + "alive:" + c.node, c.node, req.token, std::to_string(c.shards),
+         std::to_string(req.seed_candidate), req.config_hash, req.config_json, ttl_ms,
+         c.shared_dir.empty() ? "0" : "1", mine->incarnation, req.incarnation});
     if (!r.ok()) {
       // Reachable a moment ago: Redis restarting. Reconnect for up to a minute.
       if (SteadyClock::now() > deadline + std::chrono::seconds(60)) return r.status();
@@ -200,26 +237,13 @@ Result<std::unique_ptr<Cluster>> Cluster::Join(const Config& config,
         if (Status st = WriteJobIdentity(out_dir, joined); !st.ok()) return st;
       spdlog::info("cluster: node {} joined job {} at {}", c.node, c.job,
                    address->Text());
-      auto cluster = std::unique_ptr<Cluster>(
-          new Cluster(config, *address, std::move(redis).value(), token, seed, out_dir));
-      cluster->out_rel_ = out_rel;
+      auto cluster = std::unique_ptr<Cluster>(new Cluster(
+          config, *address, std::move(redis).value(), req.token, seed, out_dir));
+      cluster->out_rel_ = *out_rel;
       cluster->incarnation_ = joined.incarnation;
       return cluster;
     }
-    if (verdict == "shards")
-      return Refused(c.job, "it has " + detail +
-                                " shards, this node is configured with " +
-                                std::to_string(c.shards) + " (cluster.shards)");
-    if (verdict == "config")
-      return Refused(c.job, "this node's config differs from the job's: " +
-                                DifferingKeys(config_json, detail));
-    if (verdict == "closed")
-      return Refused(c.job, "it has started with the nodes " + detail + " and node '" +
-                                c.node +
-                                "' is not one of them (a node joins a running job only "
-                                "with cluster.shared_dir, where the shards it takes "
-                                "over are read from)");
-    if (verdict != "duplicate") return Refused(c.job, "unexpected answer " + verdict);
+    if (verdict != "duplicate") return JoinRefusal(c, verdict, detail, req.config_json);
     if (SteadyClock::now() > deadline)
       return Refused(c.job, "a live node named '" + c.node +
                                 "' is already in the job (cluster.node must be unique)");

@@ -314,6 +314,14 @@ class Cluster final : public Node {
   // Renews the owned shards' leases (takes them at Start) in the same
   // pipeline as the liveness key, the node's figures and the lag.
   bool Heartbeat();
+  // Shards given up: `sources` (HMGET source of `released`) says whose
+  // checkpoint holds each now.
+  void SourcesNow(const std::vector<uint32_t>& released, const redisReply* sources)
+      EXCLUDES(mu_);
+  // The heartbeat's round trip, and the lag of the shards `asked` (the lag
+  // script's reply `lags`), for the metrics.
+  void RecordHeartbeat(double rtt, const std::vector<uint32_t>& asked,
+                       const redisReply* lags) EXCLUDES(mu_);
   std::vector<std::string> LeaseCommand() const;
   // The heartbeat's lease replies, sent at `sent`, into leases_; then what
   // they mean here (Gained), logged as one line each (LeaseRound).

@@ -336,8 +336,7 @@ void Cluster::PendingRead(const std::vector<uint32_t>& asked, const redisReply* 
   }
 }
 
-// Long: one pipelined round trip, read back in send order; issue 31 splits it.
-// NOLINTNEXTLINE(readability-function-size)
+// One pipelined round trip, read back in send order.
 bool Cluster::Heartbeat() {
   Figures f = figures();
   f.updated_unix =
@@ -360,32 +359,25 @@ bool Cluster::Heartbeat() {
   const size_t members_at = cmds.size();
   if (members) cmds.push_back(MembersCommand());
   // Shards given up: has their source moved on (their new owner committed)?
-  std::vector<uint32_t> released;
+  // Has their new owner taken the lease yet? Kept handoff checkpoints: does
+  // some shard's source still name one?
+  std::vector<uint32_t> released, untaken;
+  bool kept = false;
   {
     MutexLock lock(mu_);
     released = transfers_.ReleasedShards();
+    untaken = transfers_.UntakenShards();
+    kept = !handoff_dirs_.empty();
   }
   size_t sources_at = cmds.size();
   if (!released.empty()) {
     cmds.push_back({"HMGET", Key("source")});
     for (uint32_t s : released) cmds.back().push_back(std::to_string(s));
   }
-  // Shards given up: has their new owner taken the lease yet?
-  std::vector<uint32_t> untaken;
-  {
-    MutexLock lock(mu_);
-    untaken = transfers_.UntakenShards();
-  }
   const size_t holders_at = cmds.size();
   if (!untaken.empty()) {
     cmds.push_back({"HMGET", Key("holder")});
     for (uint32_t s : untaken) cmds.back().push_back(std::to_string(s));
-  }
-  // Kept handoff checkpoints: does some shard's source still name one?
-  bool kept = false;
-  {
-    MutexLock lock(mu_);
-    kept = !handoff_dirs_.empty();
   }
   size_t all_sources_at = cmds.size();
   if (kept) cmds.push_back({"HGETALL", Key("source")});
@@ -419,21 +411,29 @@ bool Cluster::Heartbeat() {
   if (members && !(*r)[members_at].IsError()) Members((*r)[members_at].raw());
   if (kept && !(*r)[all_sources_at].IsError())
     PruneHandoffDirs((*r)[all_sources_at].raw());
-  if (!released.empty()) {
-    const redisReply* src = (*r)[sources_at].raw();
-    MutexLock lock(mu_);
-    for (size_t i = 0; src != nullptr && src->type == REDIS_REPLY_ARRAY &&
-                       i < src->elements && i < released.size();
-         ++i)
-      transfers_.SourceIs(released[i], RedisReply::StrOf(src->element[i]), cfg_.node);
-  }
+  if (!released.empty()) SourcesNow(released, (*r)[sources_at].raw());
+  const redisReply* lags = r->size() > lease_at + 1 ? (*r)[lease_at + 1].raw() : nullptr;
+  RecordHeartbeat(rtt, asked, lags);
+  return true;
+}
+
+void Cluster::SourcesNow(const std::vector<uint32_t>& released,
+                         const redisReply* sources) {
+  MutexLock lock(mu_);
+  for (size_t i = 0; sources != nullptr && sources->type == REDIS_REPLY_ARRAY &&
+                     i < sources->elements && i < released.size();
+       ++i)
+    transfers_.SourceIs(released[i], RedisReply::StrOf(sources->element[i]), cfg_.node);
+}
+
+void Cluster::RecordHeartbeat(double rtt, const std::vector<uint32_t>& asked,
+                              const redisReply* lags) {
   MutexLock lock(mu_);
   size_t bucket = 0;
   while (bucket < kRttBounds.size() && rtt > kRttBounds[bucket]) ++bucket;
   if (bucket < kRttBounds.size()) ++health_.rtt_buckets[bucket];
   ++health_.rtt_count;
   health_.rtt_sum_s += rtt;
-  const redisReply* lags = r->size() > lease_at + 1 ? (*r)[lease_at + 1].raw() : nullptr;
   if (lags != nullptr && lags->type == REDIS_REPLY_ARRAY &&
       lags->elements == asked.size()) {
     health_.owned_lag.clear();
@@ -446,7 +446,6 @@ bool Cluster::Heartbeat() {
       health_.owned_lag.emplace_back(asked[i], lag);
     }
   }
-  return true;
 }
 
 bool Cluster::BellRang(const std::vector<uint32_t>& shards) {

@@ -109,23 +109,11 @@ std::string ReportText(const json::object& o) {
   return out;
 }
 
-// Long: one report's reads in the order printed; issue 31 rewrites cluster-stats.
-// NOLINTNEXTLINE(readability-function-size)
-Result<json::object> Collect(Redis& r, const std::string& job) {
-  const std::string prefix = "crawler:{" + job + "}:";
-  auto meta = r.Command({"HGET", prefix + "meta", "shards"});
-  if (!meta.ok()) return meta.status();
-  if (meta->IsNil())
-    return Status::Error(Status::Code::kInvalidArgument,
-                         "no cluster job '" + job + "' at " + r.address().Text());
-  uint32_t shards = static_cast<uint32_t>(meta->Int());
-  auto members = r.Command({"SMEMBERS", prefix + "nodes"});
-  if (!members.ok()) return members.status();
-  std::vector<std::string> nodes;
-  for (size_t i = 0; members->raw() != nullptr && i < members->raw()->elements; ++i)
-    nodes.push_back(RedisReply::StrOf(members->raw()->element[i]));
-  std::sort(nodes.begin(), nodes.end());
-
+// The report's reads, one pipeline: the nodes' figures, the job's counters,
+// Redis's memory; each node's liveness; each shard's stream (length, group,
+// memory), then its lease (lease, epoch, holder, source); the commits.
+std::vector<std::vector<std::string>> ReportCommands(
+    const std::string& prefix, const std::vector<std::string>& nodes, uint32_t shards) {
   std::vector<std::vector<std::string>> cmds = {{"HGETALL", prefix + "stats"},
                                                 {"GET", prefix + "sent"},
                                                 {"GET", prefix + "delivered"},
@@ -145,10 +133,66 @@ Result<json::object> Collect(Redis& r, const std::string& job) {
     cmds.push_back({"HGET", prefix + "source", std::to_string(s)});
   }
   cmds.push_back({"HGETALL", prefix + "commits"});  // cluster.shared_dir
-  auto replies = r.Pipeline(cmds);
-  if (!replies.ok()) return replies.status();
-  const std::vector<RedisReply>& rep = *replies;
+  return cmds;
+}
 
+// The shards' streams, from rep[base...] (3 replies a shard): "streams"
+// less the job's counters; `*total` for the memory figures.
+json::object StreamFigures(const std::vector<RedisReply>& rep, size_t base,
+                           uint32_t shards, ShardFigures* total) {
+  uint64_t max_lag = 0, max_lag_shard = 0;
+  for (uint32_t s = 0; s < shards; ++s) {
+    ShardFigures f;
+    f.entries = static_cast<uint64_t>(std::max<long long>(0, rep[base + 3 * s].Int()));
+    ReadGroup(rep[base + 3 * s + 1].raw(), &f);
+    f.bytes = static_cast<uint64_t>(std::max<long long>(0, rep[base + 3 * s + 2].Int()));
+    total->entries += f.entries;
+    total->pending += f.pending;
+    total->lag += f.lag;
+    total->bytes += f.bytes;
+    if (f.lag > max_lag) {
+      max_lag = f.lag;
+      max_lag_shard = s;
+    }
+  }
+  return json::object{{"shards", shards},          {"entries", total->entries},
+                      {"pending", total->pending}, {"lag", total->lag},
+                      {"max_lag", max_lag},        {"max_lag_shard", max_lag_shard}};
+}
+
+// The shards' leases, from rep[base...] (4 replies a shard): "NODE EPOCH"
+// while live; a shard without one waits for a node. `*leases_of`: by node.
+json::object LeaseFigures(const std::vector<RedisReply>& rep, size_t base,
+                          uint32_t shards, std::map<std::string, uint64_t>* leases_of) {
+  uint64_t held = 0, max_epoch = 0;
+  json::array waiting;
+  for (uint32_t s = 0; s < shards; ++s) {
+    std::string lease = rep[base + 4 * s].Str();
+    uint64_t epoch = static_cast<uint64_t>(
+        std::strtoull(rep[base + 4 * s + 1].Str().c_str(), nullptr, 10));
+    max_epoch = std::max(max_epoch, epoch);
+    if (!rep[base + 4 * s].IsNil()) {
+      ++held;
+      ++(*leases_of)[lease.substr(0, lease.find(' '))];
+      continue;
+    }
+    std::string last = rep[base + 4 * s + 2].Str();
+    std::string source = rep[base + 4 * s + 3].Str();
+    waiting.push_back(
+        json::object{{"shard", s},
+                     {"epoch", epoch},
+                     {"last_holder", last.substr(0, last.find(' '))},
+                     {"source", source}});  // "NODE SEQ": where a taker loads it from
+  }
+  return json::object{{"held", held}, {"max_epoch", max_epoch}, {"waiting", waiting}};
+}
+
+// The nodes, each with its own figures (as it last published them) and
+// what Redis says of it; `*sum`: their sums.
+json::array NodeFigures(const std::vector<RedisReply>& rep,
+                        const std::vector<std::string>& nodes, uint32_t shards,
+                        const std::map<std::string, uint64_t>& leases_of,
+                        ClusterReport* sum) {
   std::map<std::string, ClusterReport> reports;
   const redisReply* all = rep[0].raw();
   for (size_t i = 0; all != nullptr && i + 1 < all->elements; i += 2) {
@@ -158,79 +202,67 @@ Result<json::object> Collect(Redis& r, const std::string& job) {
       reports[RedisReply::StrOf(all->element[i])] =
           json_fields::ReadLenient<ClusterReport>(v);
   }
-  std::string info = rep[4].Str();
-  uint64_t used = 0;
-  if (size_t at = info.find("used_memory:"); at != std::string::npos)
-    used = std::strtoull(info.c_str() + at + 12, nullptr, 10);
-
   std::vector<uint32_t> owned(nodes.size(), 0);
   for (uint32_t s = 0; s < shards; ++s) ++owned[ShardOwner(nodes, s)];
-  ShardFigures total;
-  uint64_t max_lag = 0, max_lag_shard = 0;
-  size_t base = 5 + nodes.size();
-  for (uint32_t s = 0; s < shards; ++s) {
-    ShardFigures f;
-    f.entries = static_cast<uint64_t>(std::max<long long>(0, rep[base + 3 * s].Int()));
-    ReadGroup(rep[base + 3 * s + 1].raw(), &f);
-    f.bytes = static_cast<uint64_t>(std::max<long long>(0, rep[base + 3 * s + 2].Int()));
-    total.entries += f.entries;
-    total.pending += f.pending;
-    total.lag += f.lag;
-    total.bytes += f.bytes;
-    if (f.lag > max_lag) {
-      max_lag = f.lag;
-      max_lag_shard = s;
-    }
-  }
-
-  // Leases: "NODE EPOCH" while live; a shard without one waits for a node.
-  std::map<std::string, uint64_t> leases_of;
-  uint64_t held = 0, max_epoch = 0;
-  json::array waiting;
-  size_t lease_base = base + 3 * static_cast<size_t>(shards);
-  for (uint32_t s = 0; s < shards; ++s) {
-    std::string lease = rep[lease_base + 4 * s].Str();
-    uint64_t epoch = static_cast<uint64_t>(
-        std::strtoull(rep[lease_base + 4 * s + 1].Str().c_str(), nullptr, 10));
-    max_epoch = std::max(max_epoch, epoch);
-    if (!rep[lease_base + 4 * s].IsNil()) {
-      ++held;
-      ++leases_of[lease.substr(0, lease.find(' '))];
-      continue;
-    }
-    std::string last = rep[lease_base + 4 * s + 2].Str();
-    std::string source = rep[lease_base + 4 * s + 3].Str();
-    waiting.push_back(
-        json::object{{"shard", s},
-                     {"epoch", epoch},
-                     {"last_holder", last.substr(0, last.find(' '))},
-                     {"source", source}});  // "NODE SEQ": where a taker loads it from
-  }
   std::map<std::string, uint64_t> committed;  // node -> its last committed checkpoint
   const redisReply* commits = rep.back().raw();
   for (size_t i = 0; commits != nullptr && i + 1 < commits->elements; i += 2)
     committed[RedisReply::StrOf(commits->element[i])] =
         std::strtoull(RedisReply::StrOf(commits->element[i + 1]).c_str(), nullptr, 10);
-  json::array node_list;
-  uint64_t pages = 0, urls_sent = 0, batches_sent = 0;
-  double rate = 0;
+  json::array list;
   for (size_t i = 0; i < nodes.size(); ++i) {
     ClusterReport c = reports.count(nodes[i]) ? reports[nodes[i]] : ClusterReport{};
     c.node = nodes[i];
     json::object n = json::value_from(c).as_object();
     n["alive"] = rep[5 + i].Int() == 1;
     n["shards"] = owned[i];
-    n["leases"] = leases_of[nodes[i]];
+    const auto held = leases_of.find(nodes[i]);
+    n["leases"] = held == leases_of.end() ? 0 : held->second;
     n["committed"] = committed[nodes[i]];
-    node_list.push_back(std::move(n));
-    pages += c.pages;
-    rate += c.pages_per_s;
-    urls_sent += c.urls_sent;
-    batches_sent += c.batches_sent;
+    list.push_back(std::move(n));
+    sum->pages += c.pages;
+    sum->pages_per_s += c.pages_per_s;
+    sum->urls_sent += c.urls_sent;
+    sum->batches_sent += c.batches_sent;
   }
-  double per_batch =
-      batches_sent ? static_cast<double>(urls_sent) / static_cast<double>(batches_sent)
-                   : 0;
+  return list;
+}
+
+Result<json::object> Collect(Redis& r, const std::string& job) {
+  const std::string prefix = "crawler:{" + job + "}:";
+  auto meta = r.Command({"HGET", prefix + "meta", "shards"});
+  if (!meta.ok()) return meta.status();
+  if (meta->IsNil())
+    return Status::Error(Status::Code::kInvalidArgument,
+                         "no cluster job '" + job + "' at " + r.address().Text());
+  uint32_t shards = static_cast<uint32_t>(meta->Int());
+  auto members = r.Command({"SMEMBERS", prefix + "nodes"});
+  if (!members.ok()) return members.status();
+  std::vector<std::string> nodes;
+  for (size_t i = 0; members->raw() != nullptr && i < members->raw()->elements; ++i)
+    nodes.push_back(RedisReply::StrOf(members->raw()->element[i]));
+  std::sort(nodes.begin(), nodes.end());
+  auto replies = r.Pipeline(ReportCommands(prefix, nodes, shards));
+  if (!replies.ok()) return replies.status();
+  const std::vector<RedisReply>& rep = *replies;
+
+  std::string info = rep[4].Str();
+  uint64_t used = 0;
+  if (size_t at = info.find("used_memory:"); at != std::string::npos)
+    used = std::strtoull(info.c_str() + at + 12, nullptr, 10);
+  const size_t base = 5 + nodes.size();
+  ShardFigures total;
+  json::object streams = StreamFigures(rep, base, shards, &total);
+  streams["batches_sent"] = rep[1].Int();
+  streams["batches_delivered"] = rep[2].Int();
+  std::map<std::string, uint64_t> leases_of;
+  json::object leases =
+      LeaseFigures(rep, base + 3 * static_cast<size_t>(shards), shards, &leases_of);
+  ClusterReport sum;
+  json::array node_list = NodeFigures(rep, nodes, shards, leases_of, &sum);
+  double per_batch = sum.batches_sent ? static_cast<double>(sum.urls_sent) /
+                                            static_cast<double>(sum.batches_sent)
+                                      : 0;
   uint64_t in_flight =
       static_cast<uint64_t>(static_cast<double>(total.entries) * per_batch);
   json::object o;
@@ -238,17 +270,9 @@ Result<json::object> Collect(Redis& r, const std::string& job) {
   o["redis"] = r.address().Text();
   o["done"] = rep[3].Int() == 1;
   o["nodes"] = std::move(node_list);
-  o["totals"] = json::object{{"pages", pages}, {"pages_per_s", rate}};
-  o["leases"] =
-      json::object{{"held", held}, {"max_epoch", max_epoch}, {"waiting", waiting}};
-  o["streams"] = json::object{{"shards", shards},
-                              {"entries", total.entries},
-                              {"pending", total.pending},
-                              {"lag", total.lag},
-                              {"max_lag", max_lag},
-                              {"max_lag_shard", max_lag_shard},
-                              {"batches_sent", rep[1].Int()},
-                              {"batches_delivered", rep[2].Int()}};
+  o["totals"] = json::object{{"pages", sum.pages}, {"pages_per_s", sum.pages_per_s}};
+  o["leases"] = std::move(leases);
+  o["streams"] = std::move(streams);
   o["memory"] =
       json::object{{"used_bytes", used},
                    {"stream_bytes", total.bytes},
