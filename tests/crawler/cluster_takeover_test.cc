@@ -157,6 +157,54 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "Cluster death with its last committed checkpoint damaged: the takers load the "
+    "one before (nothing Redis no longer keeps is newer); the truth set, once",
+    "[cluster][takeover]") {
+  ClusterCrawl c("cluster_death_damaged", "deathdmg",
+                 std::string(kTakeover) + " --set cluster.lease_s=3");
+  WaitForCommit(c, "deathdmg", "n2");
+  // Stopped at a moment when checkpoint/ is the committed one and
+  // checkpoint.prev/ the one before (not between a publish and its commit;
+  // 300 ms for a checkpoint writer, a child that SIGSTOP does not stop).
+  const std::string out = c.dir + "/n2";
+  uint64_t committed = 0, before_bytes = 0;
+  bool found = false;
+  for (int i = 0; i < 100 && !found; ++i) {
+    ::kill(c.nodes[1], SIGSTOP);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    auto cur = ReadManifest(out + "/" + kCheckpointDir);
+    auto prev = ReadManifest(out + "/" + kCheckpointPrevDir);
+    std::string seq = RedisCli(c.redis, "HGET crawler:{deathdmg}:commits n2");
+    committed = seq.empty() || seq == "\n" ? 0 : std::stoull(seq);
+    found = cur.ok() && prev.ok() && committed > 0 &&
+            cur->at("sequence").to_number<uint64_t>() == committed &&
+            prev->at("sequence").to_number<uint64_t>() < committed &&
+            prev->at("fetch_log").at("bytes").to_number<uint64_t>() > 0;  // it took part
+    if (found) {
+      before_bytes = prev->at("fetch_log").at("bytes").to_number<uint64_t>();
+      break;
+    }
+    ::kill(c.nodes[1], SIGCONT);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  REQUIRE(found);
+  ::kill(c.nodes[1], SIGKILL);
+  ::waitpid(c.nodes[1], nullptr, 0);
+  std::ofstream(out + "/checkpoint/MANIFEST.json", std::ios::trunc) << "{damaged";
+  SecondsUntilTaken(c, "deathdmg", "n2", 120);
+  WaitOthers(c);
+  c.site.Stop();
+  // The takers started from the checkpoint before the damaged one: n2's log
+  // counts up to it, and its pages since were fetched again by them.
+  std::filesystem::resize_file(out + "/fetch-log.jsonl", before_bytes);
+  CheckUnionIsTruth(c.dir, c.truth);
+  std::string logs =
+      ReadText(c.dir + "/n1/crawler.log") + ReadText(c.dir + "/n3/crawler.log");
+  CHECK_THAT(logs, Catch::Contains("checkpoint " + std::to_string(committed) +
+                                   " is damaged: its shards are loaded from"));
+}
+
+TEST_CASE(
     "Cluster leave: SIGTERM to one of three: it commits its last checkpoint, gives its "
     "leases up and exits 0; the others take over at once; the truth set, once",
     "[cluster][takeover]") {

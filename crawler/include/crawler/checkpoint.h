@@ -55,6 +55,9 @@ namespace crawler::engine {
 
 inline constexpr const char* kCheckpointDir = "checkpoint";
 inline constexpr const char* kCheckpointPrevDir = "checkpoint.prev";
+// A damaged checkpoint/, set aside by a resume that fell back to
+// checkpoint.prev/.
+inline constexpr const char* kCheckpointDamagedDir = "checkpoint.damaged";
 inline constexpr const char* kCheckpointTmpDir = "checkpoint.tmp";
 // Written by Crawl::Create before anything else (the seeds in scope, then the
 // effective config): a crawl stopped before checkpoint 1 starts again from them.

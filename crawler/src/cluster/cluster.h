@@ -531,6 +531,10 @@ class Cluster final : public Node {
 // The directory under a node's OUT that holds checkpoint `sequence`:
 // handoff/SEQ/, checkpoint/ or checkpoint.prev/ ("" if none does).
 std::string CheckpointOfSequence(const std::string& out, uint64_t sequence);
+// When none does because it is damaged (checkpoint/'s MANIFEST unreadable,
+// or set aside as checkpoint.damaged/ by a resume): the newest readable one
+// of checkpoint/ and checkpoint.prev/ older than `sequence` ("" if none).
+std::string OlderThanDamaged(const std::string& out, uint64_t sequence);
 
 }  // namespace crawler::engine
 

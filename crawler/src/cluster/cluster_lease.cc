@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
 #include <map>
 
 #include "cluster/cluster.h"
@@ -97,9 +98,15 @@ void Cluster::Gained(uint32_t s, const LeaseReply& reply, LeaseRound* round) {
   // test lost 553 URLs when a node killed between handoff and takeover came
   // back and took its released shards as empty ones).
   const std::string from = reply.source.substr(0, reply.source.find(' '));
-  const bool resumed_here =
-      own_ && reply.source == resumed_source_ &&
-      std::binary_search(resumed_shards_.begin(), resumed_shards_.end(), s);
+  // This node resumed from checkpoint.prev/ because its newest committed one
+  // was damaged (crawl/resume.cc): a source naming that one is restored
+  // from what it resumed from, as a taker would load it (LoadFrom).
+  const bool own_damaged =
+      own_ && from == cfg_.node && !Released(s) &&
+      std::strtoull(reply.source.c_str() + from.size(), nullptr, 10) > own_->sequence;
+  const bool resumed_here = own_damaged || (own_ && reply.source == resumed_source_ &&
+                                            std::binary_search(resumed_shards_.begin(),
+                                                               resumed_shards_.end(), s));
   if (takeover_ && !reply.source.empty() &&
       (from != cfg_.node || Released(s) || !resumed_here)) {
     to_load_[s] = reply.source;

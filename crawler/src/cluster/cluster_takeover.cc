@@ -92,6 +92,27 @@ std::string CheckpointOfSequence(const std::string& out, uint64_t sequence) {
   return "";
 }
 
+std::string OlderThanDamaged(const std::string& out, uint64_t sequence) {
+  std::error_code ec;
+  const bool damaged =
+      std::filesystem::exists(out + "/" + kCheckpointDamagedDir, ec) ||
+      (std::filesystem::exists(out + "/" + kCheckpointDir + "/MANIFEST.json", ec) &&
+       !ReadManifest(out + "/" + kCheckpointDir).ok());
+  if (!damaged) return "";
+  std::string best;
+  uint64_t best_sequence = 0;
+  for (const char* name : {kCheckpointDir, kCheckpointPrevDir}) {
+    auto m = ReadManifest(out + "/" + name);
+    if (!m.ok() || !m->contains("sequence")) continue;
+    const uint64_t seq = m->at("sequence").to_number<uint64_t>();
+    if (seq < sequence && seq > best_sequence) {
+      best = out + "/" + name;
+      best_sequence = seq;
+    }
+  }
+  return best;
+}
+
 Result<std::string> Cluster::OutDirOf(const std::string& node) {
   auto rel = redis_->Command({"HGET", Key("outdirs"), node});
   if (!rel.ok()) return rel.status();
@@ -118,6 +139,17 @@ Result<ShardState> Cluster::LoadFrom(const std::string& dir, const std::string& 
   // newer one was published but not committed, or handoff/SEQ/ (a live node
   // handed the shards over in it, and cut on).
   std::string found = CheckpointOfSequence(dir, sequence);
+  if (found.empty()) {
+    // Damaged (its node resumed from the one before, or will): the one
+    // before holds every stream entry Redis no longer keeps (inbox.h); the
+    // pages fetched since are fetched again.
+    found = OlderThanDamaged(dir, sequence);
+    if (!found.empty())
+      spdlog::warn(
+          "cluster: node {}'s checkpoint {} is damaged: its shards are loaded from {}, "
+          "the one before; their pages fetched since are fetched again",
+          node, sequence, found);
+  }
   if (found.empty())
     return Status::Error(Status::Code::kIoError,
                          dir + ": no checkpoint " + std::to_string(sequence) +
@@ -132,7 +164,7 @@ Result<ShardState> Cluster::LoadFrom(const std::string& dir, const std::string& 
   auto mine = [&](std::string_view host) { return want.count(ShardOf(host)) > 0; };
   ShardState st;
   st.shards = shards;
-  st.from = "node " + node + " checkpoint " + std::to_string(sequence);
+  st.from = "node " + node + " checkpoint " + std::to_string(cp->info.sequence);
   for (frontier::HostImage& h : cp->frontier.hosts)
     if (mine(h.key)) st.frontier.hosts.push_back(std::move(h));
   for (auto& u : cp->frontier.urls)

@@ -70,8 +70,14 @@ Result<LoadedCheckpoint> Select(const std::string& out, std::string* warning,
 // checkpoint (cluster.h): other nodes may have taken its shards over from
 // it, so a newer one published but not committed is not the crawl's. It is
 // checkpoint/ or, when checkpoint/ was published after it, checkpoint.prev/.
+// When the committed one is checkpoint/ and damaged (`fell_back`), the node
+// resumes from checkpoint.prev/, the commit before it: nothing Redis no
+// longer keeps is newer (inbox.h), and a taker of its shards loads that one
+// too (Cluster::LoadFrom). Its next checkpoint then skips the damaged one's
+// sequence (*skip_to), so "NODE SEQ" never names two checkpoints.
 Status SelectCommitted(const Config& config, const std::string& out,
-                       const NodeJoiner* joiner, LoadedCheckpoint* cp) {
+                       const NodeJoiner* joiner, LoadedCheckpoint* cp, bool fell_back,
+                       uint64_t* skip_to) {
   const ClusterConfig& c = config.cluster;
   if (c.redis.empty() || c.shared_dir.empty()) return Status::Ok();
   if (joiner == nullptr || !joiner->last_commit) return NoCluster();
@@ -81,6 +87,15 @@ Status SelectCommitted(const Config& config, const std::string& out,
     return Status::Ok();  // nothing committed: nobody took anything from it
   const uint64_t committed = **last;
   if (cp->info.sequence == committed) return Status::Ok();
+  if (fell_back && cp->info.sequence < committed) {
+    spdlog::warn(
+        "the last committed checkpoint, {}, is damaged: resuming from checkpoint.prev "
+        "({}); its shards are restored from it here or loaded from it by the node that "
+        "takes them, and their pages fetched since are fetched again",
+        committed, cp->info.sequence);
+    *skip_to = committed;
+    return Status::Ok();
+  }
   const std::string prev = out + "/" + kCheckpointPrevDir;
   auto older =
       cp->info.sequence > committed
@@ -292,7 +307,8 @@ Result<uint64_t> Crawl::CutBackToCommitted(const std::string& out_dir,
     if (!loaded.ok()) return loaded.status();
     auto config = LoadConfig(loaded->config_path, {});
     if (!config.ok()) return config.status();
-    Status st = SelectCommitted(*config, out_dir, joiner, &*loaded);
+    uint64_t skip_to = 0;
+    Status st = SelectCommitted(*config, out_dir, joiner, &*loaded, fell_back, &skip_to);
     if (st.ok()) st = Repair(out_dir, loaded->info, config->output);
     if (!st.ok()) return st;
     return loaded->info.sequence;
@@ -330,7 +346,8 @@ Result<std::unique_ptr<Crawl>> Crawl::Resume(const std::string& out_dir,
   LoadedCheckpoint& cp = *loaded;
   auto config = LoadConfig(cp.config_path, overrides);
   if (!config.ok()) return fail(config.status());
-  st = SelectCommitted(*config, out_dir, joiner, &cp);
+  uint64_t skip_to = 0;
+  st = SelectCommitted(*config, out_dir, joiner, &cp, fell_back, &skip_to);
   if (!st.ok()) return fail(st);
   auto scope = Scope::FromHosts(config->crawl, cp.info.scope_hosts);
   if (!scope.ok()) return fail(scope.status());
@@ -338,12 +355,12 @@ Result<std::unique_ptr<Crawl>> Crawl::Resume(const std::string& out_dir,
   if (!st.ok()) return fail(st);
   if (fell_back) {
     std::error_code ec;
-    fs::remove_all(out_dir + "/checkpoint.damaged", ec);
-    fs::rename(out_dir + "/" + kCheckpointDir, out_dir + "/checkpoint.damaged", ec);
+    fs::remove_all(out_dir + "/" + kCheckpointDamagedDir, ec);
+    fs::rename(out_dir + "/" + kCheckpointDir, out_dir + "/" + kCheckpointDamagedDir, ec);
   }
   auto impl =
       BuildCrawl(*config, out_dir, *lock, std::move(cp.filter), std::move(scope).value(),
-                 cp.info.sequence, cp.info.dedup_log_bytes, joiner);
+                 std::max(cp.info.sequence, skip_to), cp.info.dedup_log_bytes, joiner);
   if (!impl.ok()) return impl.status();
   st = Restore(**impl, cp);
   if (!st.ok()) return st;
