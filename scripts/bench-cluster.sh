@@ -13,7 +13,11 @@
 #   4. control: build/tests/cluster_control_bench, BENCH_NODES (64)
 #      exchange-only nodes on BENCH_SHARDS (4096) shards, no URL traffic:
 #      Redis CPU, lease renewal p50/p99, the time to detect the end
-# Usage: bash scripts/bench-cluster.sh [exchange|scaling|cpu|control|all]
+#   5. rebalance: 3 nodes crawl the delayed site with shared_dir; a fourth
+#      joins (the time until it holds the shards rendezvous hashing gives
+#      it: handoffs), then n2 leaves with SIGTERM (the time until the others
+#      hold all of its shards: takeovers); from `crawler cluster-stats`
+# Usage: bash scripts/bench-cluster.sh [exchange|scaling|cpu|control|rebalance|all]
 # (default all)
 # Env: BENCH_URLS (1000000), BENCH_PAGES (scaling, 6000), BENCH_CONNECTIONS (8),
 #      BENCH_SCALE_NODES ("3 6"), BENCH_SCALE_RUNS (1: pairs per node count),
@@ -120,6 +124,66 @@ if [ "$what" = cpu ] || [ "$what" = all ]; then
   BENCH_CRAWLER_ONLY=1 bash scripts/bench-crawl.sh "${BENCH_CPU_PAGES:-50000}" | grep -E "^ *crawler|pages/s"
   CRAWLER_SETS="--set cluster.redis=$redis_url --set cluster.job=cpu --set cluster.node=n1" \
     BENCH_CRAWLER_ONLY=1 bash scripts/bench-crawl.sh "${BENCH_CPU_PAGES:-50000}" | grep -E "^ *crawler|pages/s"
+fi
+
+# Seconds from now until `crawler cluster-stats --json` of job $1 satisfies
+# the Python expression $2 over `s` (the report) and `node` (by name);
+# "never" after $3 s.
+seconds_until() {
+  local t0 now
+  t0=$(date +%s.%N)
+  while :; do
+    now=$(date +%s.%N)
+    if build/crawler/crawler cluster-stats "$redis_url" --job "$1" --json 2>/dev/null |
+      python3 -c "
+import json, sys
+try:
+    s = json.load(sys.stdin)
+except ValueError:  # no job yet
+    sys.exit(1)
+node = {n['node']: n for n in s['nodes']}
+sys.exit(0 if ($2) else 1)"; then
+      python3 -c "print(f'{float(\"$now\") - float(\"$t0\"):.1f}')"
+      return
+    fi
+    if python3 -c "import sys; sys.exit(0 if float('$now') - float('$t0') > $3 else 1)"; then
+      echo never
+      return
+    fi
+    sleep 0.2
+  done
+}
+
+if [ "$what" = rebalance ] || [ "$what" = all ]; then
+  echo "== rebalance (shared_dir; every response delayed ${BENCH_DELAY_MS:-50} ms)"
+  fresh_redis
+  build/tests/testsite/crawler-testsite --pages "${BENCH_PAGES:-6000}" --hosts 200 --port 0 \
+    --delay-ms "${BENCH_DELAY_MS:-50}" >"$work/site.out" &
+  site_pid=$!
+  for _ in $(seq 1 100); do [ -s "$work/site.out" ] && break; sleep 0.05; done
+  site_port=$(awk '{print $2}' "$work/site.out")
+  build/tests/testsite/crawler-testsite --pages "${BENCH_PAGES:-6000}" --hosts 200 \
+    --port "$site_port" --seeds >"$work/seeds.txt"
+  node() {  # NAME: a node of job "rebalance", in the background
+    build/crawler/crawler crawl --seeds "$work/seeds.txt" --out "$work/rebalance-$1" \
+      --set cluster.redis="$redis_url" --set cluster.job=rebalance --set cluster.node="$1" \
+      --set cluster.min_nodes=3 --set cluster.shared_dir="$work" \
+      --set crawl.max_connections="${BENCH_CONNECTIONS:-8}" --set crawl.max_depth=5 \
+      --set frontier.min_delay_s=0 --set checkpoint.interval_s=2 \
+      >"$work/rebalance-$1.out" 2>&1 &
+  }
+  node n1; p1=$!; node n2; p2=$!; node n3; p3=$!
+  echo "  3 nodes started: $(seconds_until rebalance "s['leases']['held'] == s['streams']['shards']" 60) s until every shard's lease is held"
+  sleep 5
+  node n4; p4=$!
+  echo "  join: n4 holds its rendezvous share of the shards $(seconds_until rebalance \
+    "'n4' in node and node['n4']['leases'] >= node['n4']['shards'] > 0" 120) s after it was started (its join, the handoffs: drain, checkpoint, commit, take over)"
+  kill -TERM "$p2"
+  echo "  leave: the others hold all of n2's shards $(seconds_until rebalance \
+    "node['n2']['leases'] == 0 and s['leases']['held'] == s['streams']['shards']" 120) s after its SIGTERM (its last commit, leases given up, takeovers)"
+  kill "$p1" "$p3" "$p4" 2>/dev/null || true
+  wait "$p1" "$p2" "$p3" "$p4" 2>/dev/null || true
+  kill "$site_pid"; site_pid=
 fi
 
 if [ "$what" = control ] || [ "$what" = all ]; then
