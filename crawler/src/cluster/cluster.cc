@@ -22,19 +22,6 @@ namespace crawler::engine {
 
 using namespace cluster_wire;  // NOLINT: this file's own formats
 
-uint32_t ShardOwner(const std::vector<std::string>& nodes, uint32_t shard) {
-  uint32_t owner = 0;
-  uint64_t best = 0;
-  for (uint32_t n = 0; n < nodes.size(); ++n) {
-    uint64_t h = XXH3_64bits_withSeed(nodes[n].data(), nodes[n].size(), shard);
-    if (n == 0 || h > best) {
-      best = h;
-      owner = n;
-    }
-  }
-  return owner;
-}
-
 Cluster::Cluster(const Config& config, RedisAddress address, std::unique_ptr<Redis> redis,
                  std::string token, uint64_t seed, std::string out_dir)
     : cfg_(config.cluster),
@@ -43,6 +30,7 @@ Cluster::Cluster(const Config& config, RedisAddress address, std::unique_ptr<Red
       token_(std::move(token)),
       seed_(seed),
       redis_(std::move(redis)),
+      owners_(config.cluster.shards),
       outbox_(config.cluster.shards, config.cluster.batch_urls,
               std::chrono::milliseconds(config.cluster.batch_ms),
               config.cluster.max_lag_batches),

@@ -10,9 +10,9 @@
 // Ownership. host -> shard = XXH3-64(host key, job seed) mod shards; shard ->
 // node by rendezvous hashing over the job's nodes (the owner has the highest
 // XXH3-64(node name, seed = shard)), unless the hash assign names a live
-// node for the shard: work-aware placement (balance.h, cluster_balance.cc)
-// gives a busy node's heaviest shards to an idle node, through the handoff
-// a join uses. The job seed and the shard count are
+// node for the shard (shard_owners.h): work-aware placement (balance.h,
+// cluster_balance.cc) gives a busy node's heaviest shards to an idle node,
+// through the handoff a join uses. The job seed and the shard count are
 // fixed in Redis when the job is created. A host's URLs, robots.txt,
 // politeness and page cap live on its owner only, so per-host politeness
 // holds across the cluster with no shared lock, and each node keeps its own
@@ -123,6 +123,7 @@
 #include "cluster/leases.h"
 #include "cluster/outbox.h"
 #include "cluster/redis.h"
+#include "cluster/shard_owners.h"
 #include "cluster/transfer.h"
 #include "crawl/node.h"
 #include "crawler/checkpoint.h"
@@ -134,10 +135,6 @@
 #include "report/stats_schema.h"
 
 namespace crawler::engine {
-
-// Rendezvous hashing: the index in `nodes` (sorted) of `shard`'s owner, the
-// node with the highest XXH3-64(name, seed = shard).
-uint32_t ShardOwner(const std::vector<std::string>& nodes, uint32_t shard);
 
 class Cluster final : public Node {
  public:
@@ -336,11 +333,8 @@ class Cluster final : public Node {
   void CheckLeaseExpiry() EXCLUDES(mu_);
   bool LeaseValid(uint32_t shard) const;
   // cluster_takeover.cc. The shards to renew or take at the next heartbeat:
-  // those held, and those OwnerOf gives this node among `live`.
+  // those held, and those ShardOwners::OwnerOf gives this node among `live`.
   void Want(const std::vector<std::string>& live);
-  // cluster_balance.cc. A shard's owner among `live` (sorted): the node the
-  // hash assign names if it is live, else rendezvous hashing's.
-  const std::string& OwnerOf(const std::vector<std::string>& live, uint32_t shard) const;
   // The heartbeat's kMembersScript: its command, and its reply (the nodes,
   // the live ones, assign when it moved; then Want, then Balance).
   std::vector<std::string> MembersCommand() const;
@@ -432,10 +426,9 @@ class Cluster final : public Node {
   std::vector<uint32_t> my_shards_;  // in the lease command (Want)
   std::function<bool()> local_idle_;
   BacklogSource backlog_;  // the crawl's queued URLs by host (Balance)
-  // Work-aware placement, the exchange thread's: the hash assign as last
-  // read, its version ("": never read), when this node last gave shards.
-  std::map<uint32_t, std::string> assign_;
-  std::string assign_v_;
+  // Work-aware placement, the exchange thread's: where each shard lives
+  // (shard_owners.h), when this node last gave shards.
+  ShardOwners owners_;
   std::chrono::steady_clock::time_point last_give_{};
   // This node's pages per second over the last 5 s or more (Balance).
   std::chrono::steady_clock::time_point rate_at_{};

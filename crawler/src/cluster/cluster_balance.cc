@@ -17,14 +17,6 @@ namespace crawler::engine {
 
 using namespace cluster_wire;  // NOLINT: the formats this file speaks
 
-const std::string& Cluster::OwnerOf(const std::vector<std::string>& live,
-                                    uint32_t shard) const {
-  auto a = assign_.find(shard);
-  if (a != assign_.end() && std::binary_search(live.begin(), live.end(), a->second))
-    return a->second;
-  return live[ShardOwner(live, shard)];
-}
-
 std::vector<std::string> Cluster::MembersCommand() const {
   // The idle nodes are listed only for a busy node that may give shards.
   const bool want_idle = cfg_.balance && backlog_ != nullptr && busy_;
@@ -36,7 +28,7 @@ std::vector<std::string> Cluster::MembersCommand() const {
           Key("assign"),
           Key("busy"),
           Key("alive:"),
-          assign_v_.empty() ? "-" : assign_v_,
+          owners_.version().empty() ? "-" : owners_.version(),
           want_idle ? "1" : "0"};
 }
 
@@ -58,15 +50,11 @@ void Cluster::Members(const redisReply* r) {
   }
   if (!nodes.empty()) nodes_ = std::move(nodes);
   if (version != nullptr && assign != nullptr && assign->type == REDIS_REPLY_ARRAY) {
-    assign_.clear();
-    for (size_t i = 0; i + 1 < assign->elements; i += 2) {
-      const std::string shard = RedisReply::StrOf(assign->element[i]);
-      uint32_t s = 0;
-      auto [end, ec] = std::from_chars(shard.data(), shard.data() + shard.size(), s);
-      if (ec == std::errc() && s < cfg_.shards)
-        assign_[s] = RedisReply::StrOf(assign->element[i + 1]);
-    }
-    assign_v_ = RedisReply::StrOf(version);
+    std::vector<std::pair<std::string, std::string>> pairs;
+    for (size_t i = 0; i + 1 < assign->elements; i += 2)
+      pairs.emplace_back(RedisReply::StrOf(assign->element[i]),
+                         RedisReply::StrOf(assign->element[i + 1]));
+    owners_.Read(pairs, RedisReply::StrOf(version));
   }
   {
     MutexLock lock(mu_);
@@ -160,7 +148,7 @@ void Cluster::Balance(const std::vector<std::string>& idle) {
     uint32_t s = 0;
     auto [end, ec] = std::from_chars(shard.data(), shard.data() + shard.size(), s);
     if (ec != std::errc() || s >= cfg_.shards) continue;
-    assign_[s] = to;  // as every node reads it at its next heartbeat
+    owners_.Give(s, to);  // as every node reads it at its next heartbeat
     urls += queued[s];
     ++n;
     HandTo(s, to);

@@ -29,7 +29,7 @@ void Cluster::Want(const std::vector<std::string>& live) {
   }
   if (std::find(live.begin(), live.end(), cfg_.node) != live.end()) {
     for (uint32_t s = 0; s < cfg_.shards; ++s) {
-      const std::string& owner = OwnerOf(live, s);
+      const std::string& owner = owners_.OwnerOf(live, s);
       if (owner == cfg_.node) want.insert(s);
       // Held here, loaded, another live node's now (it joined, or came
       // back): handed over (or, if that node went away meanwhile, kept).
