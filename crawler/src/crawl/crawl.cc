@@ -257,6 +257,31 @@ Status Seed(Crawl::Impl& m) {
   return Status::Ok();
 }
 
+// Starts the cluster node, if any (it waits for the job to start), then
+// admits the seeds (or a resume's robots.txt fetches).
+Status StartNodeAndSeed(Crawl::Impl& m, const std::atomic<bool>& stop) {
+  if (m.cluster) {
+    // In a gate pass, like local_idle: a checkpoint forks only with the gate
+    // closed, so never while this holds the frontier's mutex.
+    // Both are the exchange thread's, which never waits at the gate: a cut
+    // waits there for a worker's unit (restoring 200,000 taken-over URLs took
+    // 0.8 s), and the heartbeats would wait with it. While a checkpoint is
+    // being cut the node counts as busy and shows no backlog (neither ends
+    // the job nor gives work away); the next round asks again.
+    m.cluster->SetBacklogSource([&m](const Node::HostVisitor& f) {
+      GateUnit unit(m.gate, std::try_to_lock);
+      if (unit.entered()) m.frontier->ForEachQueued(f);
+    });
+    Status st = m.cluster->Start(stop, [&m] {
+      GateUnit unit(m.gate, std::try_to_lock);
+      return unit.entered() && m.state.busy.load() == 0 && m.results.Empty() &&
+             (m.state.max_pages_hit.load() || m.frontier->Empty());
+    });
+    if (!st.ok()) return st;
+  }
+  return Seed(m);
+}
+
 // The Run thread while the workers crawl: checkpoints, stats, progress.
 // Returns the first output failure (the caller stops the workers).
 Status Supervise(Crawl::Impl& m, const std::atomic<bool>& stop,
@@ -337,27 +362,17 @@ Result<CrawlSummary> Crawl::Run(const std::atomic<bool>& stop, const ProgressFn&
   m.PublishMetrics(true);
   bool fresh = !m.seeds.empty() && m.resume_robots.empty();
   Status st;
-  if (m.cluster) {
-    // In a gate pass, like local_idle: a checkpoint forks only with the gate
-    // closed, so never while this holds the frontier's mutex.
-    // Both are the exchange thread's, which never waits at the gate: a cut
-    // waits there for a worker's unit (restoring 200,000 taken-over URLs took
-    // 0.8 s), and the heartbeats would wait with it. While a checkpoint is
-    // being cut the node counts as busy and shows no backlog (neither ends
-    // the job nor gives work away); the next round asks again.
-    m.cluster->SetBacklogSource([&m](const Node::HostVisitor& f) {
-      GateUnit unit(m.gate, std::try_to_lock);
-      if (unit.entered()) m.frontier->ForEachQueued(f);
-    });
-    st = m.cluster->Start(stop, [&m] {
-      GateUnit unit(m.gate, std::try_to_lock);
-      return unit.entered() && m.state.busy.load() == 0 && m.results.Empty() &&
-             (m.state.max_pages_hit.load() || m.frontier->Empty());
-    });
-    if (!st.ok()) return st;
-  }
-  st = Seed(m);
-  if (st.ok() && fresh) st = m.checkpointer->Cut(false, 0);
+  // Seeding is work begun: until the seeds are in the frontier or shipped
+  // (the outbox), a cluster node is not idle. With 200,200 seeds every node
+  // of a test published "idle" between Start and Seed, the job was marked
+  // done at its start, and each node then ended once it ran out of local
+  // work, whatever the others still sent it (cluster_test "Cluster takeover
+  // of a big shard*": the takers ended before the big shard loaded).
+  m.state.busy.fetch_add(1);
+  st = StartNodeAndSeed(m, stop);
+  m.state.busy.fetch_sub(1);
+  if (!st.ok()) return st;
+  if (fresh) st = m.checkpointer->Cut(false, 0);
   if (!st.ok()) return st;
   std::vector<std::atomic<bool>> done(m.workers.size());
   std::vector<std::thread> threads;
