@@ -156,6 +156,63 @@ TEST_CASE(
   CHECK_THAT(logs, Catch::Contains("from node n2 checkpoint"));
 }
 
+// Stops `pid` (node `node` of `job`, its OUT `out`) at a moment when its
+// checkpoint/ is its last committed checkpoint and checkpoint.prev/ the one
+// before, holding fetches (not between a publish and its commit; 300 ms for
+// a checkpoint writer, a child that SIGSTOP does not stop). Its committed
+// sequence and the fetch log bytes of the one before; {0, 0} if no such
+// moment came in 100 tries.
+std::pair<uint64_t, uint64_t> StopWhenCommittedIsNewest(const RedisServer& redis,
+                                                        const std::string& job,
+                                                        const std::string& node,
+                                                        const std::string& out,
+                                                        pid_t pid) {
+  for (int i = 0; i < 100; ++i) {
+    ::kill(pid, SIGSTOP);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    auto cur = ReadManifest(out + "/" + kCheckpointDir);
+    auto prev = ReadManifest(out + "/" + kCheckpointPrevDir);
+    std::string seq = RedisCli(redis, "HGET crawler:{" + job + "}:commits " + node);
+    const uint64_t committed = seq.empty() || seq == "\n" ? 0 : std::stoull(seq);
+    if (cur.ok() && prev.ok() && committed > 0 &&
+        cur->at("sequence").to_number<uint64_t>() == committed &&
+        prev->at("sequence").to_number<uint64_t>() < committed &&
+        prev->at("fetch_log").at("bytes").to_number<uint64_t>() > 0)  // it took part
+      return {committed, prev->at("fetch_log").at("bytes").to_number<uint64_t>()};
+    ::kill(pid, SIGCONT);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return {0, 0};
+}
+
+TEST_CASE(
+    "Cluster with shared_dir: a resume that falls back to checkpoint.prev loses nothing "
+    "though its shards' source is the damaged checkpoint",
+    "[cluster][takeover]") {
+  // n2 stopped when its checkpoint/ is its last committed one, killed -9,
+  // that checkpoint damaged, and resumed at once: it falls back to
+  // checkpoint.prev/, past the commit (if a node took its shards meanwhile,
+  // it loads that one too).
+  ClusterCrawl c("cluster_prev_shared", "prevshared",
+                 std::string(kTakeover) + " --set cluster.lease_s=3");
+  WaitForCommit(c, "prevshared", "n2");
+  const std::string out = c.dir + "/n2";
+  const uint64_t committed =
+      StopWhenCommittedIsNewest(c.redis, "prevshared", "n2", out, c.nodes[1]).first;
+  REQUIRE(committed > 0);
+  ::kill(c.nodes[1], SIGKILL);
+  ::waitpid(c.nodes[1], nullptr, 0);
+  std::ofstream(out + "/checkpoint/MANIFEST.json", std::ios::trunc) << "{damaged";
+  c.nodes[1] =
+      Spawn(std::string(CRAWLER_BINARY) + " crawl --resume " + out, c.dir + "/n2.out");
+  c.Finish();  // every page of the truth set fetched, each once
+  const std::string n2 = NodeOutput(c.dir, "n2");
+  CHECK_THAT(n2, Catch::Contains("resuming from the previous checkpoint"));
+  CHECK_THAT(ReadText(out + "/crawler.log"),
+             Catch::Contains("the last committed checkpoint, " +
+                             std::to_string(committed) + ", is damaged"));
+}
+
 TEST_CASE(
     "Cluster death with its last committed checkpoint damaged: the takers load the "
     "one before (nothing Redis no longer keeps is newer); the truth set, once",
@@ -163,31 +220,10 @@ TEST_CASE(
   ClusterCrawl c("cluster_death_damaged", "deathdmg",
                  std::string(kTakeover) + " --set cluster.lease_s=3");
   WaitForCommit(c, "deathdmg", "n2");
-  // Stopped at a moment when checkpoint/ is the committed one and
-  // checkpoint.prev/ the one before (not between a publish and its commit;
-  // 300 ms for a checkpoint writer, a child that SIGSTOP does not stop).
   const std::string out = c.dir + "/n2";
-  uint64_t committed = 0, before_bytes = 0;
-  bool found = false;
-  for (int i = 0; i < 100 && !found; ++i) {
-    ::kill(c.nodes[1], SIGSTOP);
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    auto cur = ReadManifest(out + "/" + kCheckpointDir);
-    auto prev = ReadManifest(out + "/" + kCheckpointPrevDir);
-    std::string seq = RedisCli(c.redis, "HGET crawler:{deathdmg}:commits n2");
-    committed = seq.empty() || seq == "\n" ? 0 : std::stoull(seq);
-    found = cur.ok() && prev.ok() && committed > 0 &&
-            cur->at("sequence").to_number<uint64_t>() == committed &&
-            prev->at("sequence").to_number<uint64_t>() < committed &&
-            prev->at("fetch_log").at("bytes").to_number<uint64_t>() > 0;  // it took part
-    if (found) {
-      before_bytes = prev->at("fetch_log").at("bytes").to_number<uint64_t>();
-      break;
-    }
-    ::kill(c.nodes[1], SIGCONT);
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  REQUIRE(found);
+  auto [committed, before_bytes] =
+      StopWhenCommittedIsNewest(c.redis, "deathdmg", "n2", out, c.nodes[1]);
+  REQUIRE(committed > 0);
   ::kill(c.nodes[1], SIGKILL);
   ::waitpid(c.nodes[1], nullptr, 0);
   std::ofstream(out + "/checkpoint/MANIFEST.json", std::ios::trunc) << "{damaged";
