@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
@@ -24,6 +25,16 @@ Status SyncDir(const std::string& dir) {
   errno = err;
   if (rc != 0) return IoError(dir, "fsync");
   return Status::Ok();
+}
+
+Status ExchangePaths(const std::string& a, const std::string& b) {
+  if (::renameat2(AT_FDCWD, a.c_str(), AT_FDCWD, b.c_str(), RENAME_EXCHANGE) == 0)
+    return Status::Ok();
+  if (errno == EINVAL || errno == ENOSYS) {
+    return Status::Error(Status::Code::kNotSupported,
+                         a + ": cannot exchange with " + b + ": " + std::strerror(errno));
+  }
+  return IoError(a, "exchange with " + b);
 }
 
 Status WriteFileAtomic(const std::string& path,

@@ -47,5 +47,24 @@ TEST_CASE("WriteFileAtomic: the new contents replace the old whole; no temp file
   fs::remove_all(dir);
 }
 
+TEST_CASE("ExchangePaths: two directories swap names in one step; a missing one is named",
+          "[base][file]") {
+  fs::path dir =
+      fs::temp_directory_path() / ("base-exchange-" + std::to_string(::getpid()));
+  fs::create_directories(dir / "a");
+  fs::create_directories(dir / "b");
+  std::ofstream((dir / "a" / "f").string()) << "in a";
+  std::ofstream((dir / "b" / "f").string()) << "in b";
+  REQUIRE(ExchangePaths((dir / "a").string(), (dir / "b").string()).ok());
+  CHECK(Read((dir / "a" / "f").string()) == "in b");
+  CHECK(Read((dir / "b" / "f").string()) == "in a");
+  // Nothing to swap with: an I/O error naming both paths, and `a` unchanged.
+  Status st = ExchangePaths((dir / "a").string(), (dir / "none").string());
+  CHECK(st.code() == Status::Code::kIoError);
+  CHECK(st.message().find((dir / "none").string()) != std::string::npos);
+  CHECK(Read((dir / "a" / "f").string()) == "in b");
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace crawler

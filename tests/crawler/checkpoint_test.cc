@@ -126,6 +126,31 @@ TEST_CASE(
       CHECK(fs::file_size(c.out + "/fetch-log.jsonl") == log_size);
     }
   }
+  // A publish cut between its two exchanges (checkpoint.cc: Publish) leaves
+  // checkpoint/ one older than checkpoint.prev/: resume swaps them back and
+  // carries on from the newer.
+  Restore(c.pristine, c.out);
+  const uint64_t newest =
+      Manifest(c.out + "/checkpoint").at("sequence").to_number<uint64_t>();
+  fs::rename(c.out + "/checkpoint", c.out + "/swap");
+  fs::rename(c.out + "/checkpoint.prev", c.out + "/checkpoint");
+  fs::rename(c.out + "/swap", c.out + "/checkpoint.prev");
+  {
+    CommandResult r =
+        RunCommand(kCrawler + " crawl --resume " + c.out + " --set crawl.max_pages=360");
+    INFO(r.output);
+    CHECK(r.exit_code == 0);
+    CHECK(ReadText(c.out + "/crawler.log").find("swapped them back") !=
+          std::string::npos);
+    CHECK(ReadText(c.out + "/crawler.log")
+              .find("/checkpoint (checkpoint " + std::to_string(newest) + ")") !=
+          std::string::npos);
+    bool twice = true;
+    std::set<std::string> fetched =
+        Distinct(ReadFetchLog(c.out + "/fetch-log.jsonl"), &twice);
+    CHECK_FALSE(twice);
+    CHECK(fetched.size() > 300);
+  }
   // Missing, foreign or not a crawl: exit 2 with a message.
   CommandResult r = RunCommand(kCrawler + " crawl --resume " + c.dir + "/nowhere");
   CHECK(r.exit_code == 2);

@@ -127,6 +127,14 @@ TEST_CASE("Crash torture: kill -9 at random moments and resume, until the crawl 
       WaitExit(pid);
       ++kills;
       during_write += writing ? 1 : 0;
+      // Whatever the moment of the kill, both checkpoints a resume may use
+      // are whole (the publish renames are atomic: checkpoint.cc).
+      for (const char* d : {"/checkpoint", "/checkpoint.prev"}) {
+        if (fs::exists(out + d)) {
+          INFO("kill " << kills);
+          CHECK(checkpoint_testing::CheckpointProblem(out + d) == "");
+        }
+      }
       lost += PageLinesAfter(out + "/fetch-log.jsonl", CheckpointLogBytes(out));
       // Carried across resumes: a checkpoint never counts fewer than the one
       // before it.

@@ -71,6 +71,27 @@ inline uint64_t CheckpointCompactions(const std::string& out) {
                    : m.at("counters").as_object().at("compactions").to_number<uint64_t>();
 }
 
+// What is wrong with checkpoint directory DIR, as far as its manifest tells
+// without the crawler's code ("": nothing): the manifest sealed (its last
+// member), every file it lists present and long enough.
+inline std::string CheckpointProblem(const std::string& dir) {
+  const std::string text = ReadText(dir + "/MANIFEST.json");
+  boost::system::error_code ec;
+  json::value v = json::parse(text, ec);
+  if (ec || !v.is_object() || !v.as_object().contains("manifest_xxh3"))
+    return dir + "/MANIFEST.json: not a sealed manifest";
+  for (const auto& [name, entry] : v.at("files").as_object()) {
+    const std::string path = dir + "/" + std::string(name);
+    const json::object& e = entry.as_object();
+    const uint64_t end = e.at("bytes").to_number<uint64_t>() +
+                         (e.contains("from") ? e.at("from").to_number<uint64_t>() : 0);
+    std::error_code fe;
+    if (!fs::exists(path, fe) || fs::file_size(path, fe) < end)
+      return path + ": missing or short";
+  }
+  return "";
+}
+
 inline std::set<std::string> Distinct(const std::vector<LogLine>& log, bool* twice) {
   std::multiset<std::string> attempted;
   for (const LogLine& l : log) {

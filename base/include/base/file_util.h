@@ -25,6 +25,12 @@ Status IoError(const std::string& path, const std::string& what);
 // fsync of a directory (so a rename or a new file in it survives a power cut).
 [[nodiscard]] Status SyncDir(const std::string& dir);
 
+// Swaps two existing paths (files or directories) in one atomic step:
+// renameat2(RENAME_EXCHANGE), Linux 3.15+ on ext4, xfs, btrfs, tmpfs. On a
+// file system that cannot (EINVAL), kNotSupported; any other failure,
+// kIoError. Neither path is changed on failure.
+[[nodiscard]] Status ExchangePaths(const std::string& a, const std::string& b);
+
 // The protocol above; `write` fills the temp file (and returns its own
 // error, naming the file, if it fails). `durable` = false skips both fsyncs
 // (for files that are rewritten every few seconds and merely must never be

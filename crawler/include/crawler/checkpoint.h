@@ -20,10 +20,11 @@
 //
 // Writing (WriteCheckpoint): everything goes to OUT/checkpoint.tmp/, each
 // file is fsynced as it is closed, then the directory; then checkpoint/
-// becomes checkpoint.prev/ and checkpoint.tmp/ becomes checkpoint/, and OUT
-// is fsynced. A crash at any moment leaves checkpoint/ or checkpoint.prev/
-// complete. A written checkpoint is never modified again (a spill link's
-// range included).
+// becomes checkpoint.prev/ and checkpoint.tmp/ becomes checkpoint/ (two
+// atomic exchanges), and OUT is fsynced. A crash at any moment leaves
+// checkpoint/ and checkpoint.prev/ each complete (a crash between the
+// exchanges swapped: RepairCutPublish). A written checkpoint is never
+// modified again (a spill link's range included).
 //
 // OUT/dedup/stripe-NNNNN.hlog, beside the checkpoints: the filter's hash log
 // (dedup/src/hash_log.h), fsynced before the manifest. The stripes saved in
@@ -164,6 +165,11 @@ Result<Manifest> DecodeManifest(std::string_view text, const std::string& path);
 
 // Reads and verifies DIR/MANIFEST.json only, as JSON (for `crawler stats`).
 Result<boost::json::object> ReadManifest(const std::string& dir);
+
+// A publish cut between its two exchanges leaves OUT/checkpoint/ older than
+// OUT/checkpoint.prev/: swaps them back (*repaired then true). Anything
+// else, a damaged manifest included, is left for the loader to judge.
+Status RepairCutPublish(const std::string& out, bool* repaired);
 
 }  // namespace crawler::engine
 

@@ -45,6 +45,15 @@ Result<LoadedCheckpoint> Select(const std::string& out, std::string* warning,
                                 bool* fell_back) {
   const std::string cur = out + "/" + kCheckpointDir,
                     prev = out + "/" + kCheckpointPrevDir;
+  bool repaired = false;
+  Status st = RepairCutPublish(out, &repaired);
+  if (!st.ok()) return st.WithContext("cannot resume " + out);
+  if (repaired) {
+    spdlog::warn(
+        "{}: a checkpoint publish was cut between its renames (checkpoint/ older than "
+        "checkpoint.prev/): swapped them back",
+        out);
+  }
   std::string first_problem = cur + ": missing (a crash between publishing steps)";
   if (fs::exists(cur)) {
     auto loaded = LoadCheckpoint(cur);
