@@ -25,6 +25,7 @@ struct HttpRequest {
   std::string host;          // the Host header
   bool accept_gzip = false;  // Accept-Encoding names gzip
   bool keep_alive = true;
+  std::string if_none_match, if_modified_since;  // as sent ("": none)
 };
 
 class HttpConnection {
@@ -56,6 +57,8 @@ class HttpConnection {
     out->accept_gzip = std::string_view(req[http::field::accept_encoding]).find("gzip") !=
                        std::string_view::npos;
     out->keep_alive = req.keep_alive();
+    out->if_none_match = std::string(req[http::field::if_none_match]);
+    out->if_modified_since = std::string(req[http::field::if_modified_since]);
     reply_us_ = 0;
     return true;
   }
@@ -73,6 +76,10 @@ class HttpConnection {
 
   bool Write(http::response<http::string_body>& res) {
     res.prepare_payload();
+    // A 304 has no body, and a Content-Length would be the 200's (RFC 9110
+    // 8.6): none.
+    if (res.result() == http::status::not_modified)
+      res.erase(http::field::content_length);
     MarkReply();
     boost::system::error_code ec;
     http::write(socket_, res, ec);

@@ -58,10 +58,25 @@
 //   /static/img/*.png, /static/fonts/*  the images (PNG) and fonts
 // With assets_host = N, pages load them from host N (absolute URLs): a
 // static host of the same site when the hosts are virtual hosts.
+//
+// Validators and change (a web to revisit). Every 200 carries an ETag and a
+// Last-Modified, as nginx sends for static files, and a request whose
+// If-None-Match names the ETag (or, without If-None-Match, whose
+// If-Modified-Since is not before Last-Modified) is answered 304 with no
+// body. With change_mean_s = M > 0 the HTML pages change over time: page i
+// of host h changes as a Poisson process of its own rate 1 / (M * f), f
+// log-uniform in [1/8, 8] (by the seed), from the site's time 0 (the
+// server's epoch). Its version at time t is the number of changes by then
+// (Version; ChangeTime gives each one's time): the body names it and its
+// text differs by it (its links do not, so the truth set is unchanged),
+// the ETag is "h-i-VERSION" and Last-Modified the time of its last change.
+// Everything else never changes. So a scheduler's freshness can be measured
+// against the ground truth.
 #ifndef TESTS_TESTSITE_SITE_H_
 #define TESTS_TESTSITE_SITE_H_
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <deque>
@@ -97,6 +112,7 @@ struct SiteOptions {
   bool sparse = false;
   bool assets = false;       // page requisites under /static/ (the top of this file)
   int32_t assets_host = -1;  // >= 0: every page's requisites are on that host
+  double change_mean_s = 0;  // > 0: HTML pages change (Poisson), this mean interval
 };
 
 struct Page {
@@ -106,6 +122,10 @@ struct Page {
   std::string body;
   bool gzip_ok = false;  // may be sent gzip-encoded
   bool slow = false, huge = false, malformed = false;
+  // Validators of a 200: the ETag (quoted) and the time of the last change,
+  // in seconds after the site's time 0.
+  std::string etag;
+  double modified_s = 0;
 };
 
 class Site {
@@ -144,13 +164,53 @@ class Site {
   }
   int RobotsKind(uint32_t h) const { return static_cast<int>(h % 4); }
 
-  // What host h serves at `path` (path without query or fragment).
-  Page Serve(uint32_t h, const std::string& path) const {
+  // What host h serves at `path` (path without query or fragment) at `t`
+  // seconds after the site's time 0, with its validators.
+  Page Serve(uint32_t h, const std::string& path, double t = 0) const {
+    Page p = ServeUnvalidated(h, path, t);
+    if (p.status == 200 && p.etag.empty()) {
+      uint32_t hash = 2166136261u;  // FNV-1a of the path: a file that never changes
+      for (unsigned char c : path) hash = (hash ^ c) * 16777619u;
+      p.etag = "\"s" + std::to_string(h) + "-" + std::to_string(hash) + "\"";
+    }
+    return p;
+  }
+
+  // The change rate of page i of host h, per second (0: it never changes).
+  double ChangeRate(uint32_t h, uint32_t i) const {
+    if (o_.change_mean_s <= 0) return 0;
+    Rng rng{RngFor(h, i).s ^ 0x5bd1e9955bd1e995ULL};
+    const double f = std::exp(std::log(1.0 / 8) + Unit(rng) * std::log(64.0));
+    return 1 / (o_.change_mean_s * f);
+  }
+  // The time of change v (v >= 1) of page i of host h; 0 for v = 0.
+  double ChangeTime(uint32_t h, uint32_t i, uint64_t v) const {
+    double t = 0;
+    ForEachChange(h, i, [&](uint64_t k, double at) {
+      t = at;
+      return k < v;
+    });
+    return v == 0 ? 0 : t;
+  }
+  // The version of page i of host h at `t`: its changes by then.
+  uint64_t Version(uint32_t h, uint32_t i, double t) const {
+    uint64_t v = 0;
+    ForEachChange(h, i, [&](uint64_t k, double at) {
+      if (at > t) return false;
+      v = k;
+      return true;
+    });
+    return v;
+  }
+
+ private:
+  // What Serve returns, before the validators of what never changes.
+  Page ServeUnvalidated(uint32_t h, const std::string& path, double t) const {
     Page p;
     uint32_t n = 0, m = 0, y = 0;
     char tail = 0;
     if (path == "/robots.txt") return Robots(h);
-    if (path == "/") return HtmlPage(h, 0);
+    if (path == "/") return HtmlPage(h, 0, t);
     if (o_.orphans > 0) {
       std::optional<Page> sitemap = SitemapPage(h, path);
       if (sitemap) return *sitemap;
@@ -161,7 +221,7 @@ class Site {
     }
     if (std::sscanf(path.c_str(), "/p/%u.htm%c", &n, &tail) == 2 && tail == 'l' &&
         path == "/p/" + std::to_string(n) + ".html" && n < PagesOn(h)) {
-      return HtmlPage(h, n);
+      return HtmlPage(h, n, t);
     }
     if (std::sscanf(path.c_str(), "/cal/%u/%u", &y, &m) == 2 &&
         path == "/cal/" + std::to_string(y) + "/" + std::to_string(m) && m >= 1 &&
@@ -228,6 +288,7 @@ class Site {
     return p;
   }
 
+ public:
   // The normalized URLs a correct crawl (seeds: every host's "/", scope: the
   // seeds' hosts) fetches: a breadth-first walk over what Serve returns,
   // with robots.txt, max_depth and max_redirects applied as the crawler does.
@@ -337,6 +398,22 @@ class Site {
     }
     uint32_t Below(uint32_t n) { return static_cast<uint32_t>(Next() % n); }
   };
+  // A uniform draw in [0, 1).
+  static double Unit(Rng& rng) { return static_cast<double>(rng.Next() >> 11) * 0x1p-53; }
+  // Calls visit(k, time of change k) for k = 1, 2, ... while it returns true
+  // (never, for a page that does not change).
+  template <typename Visit>
+  void ForEachChange(uint32_t h, uint32_t i, Visit visit) const {
+    const double rate = ChangeRate(h, i);
+    if (rate <= 0) return;
+    Rng rng{RngFor(h, i).s ^ 0xc2b2ae3d27d4eb4fULL};
+    double at = 0;
+    for (uint64_t k = 1;; ++k) {
+      at += -std::log(1 - Unit(rng)) / rate;
+      if (!visit(k, at)) return;
+    }
+  }
+
   Rng RngFor(uint32_t h, uint32_t i) const {
     return Rng{o_.seed * 0x100000001b3ULL ^ (uint64_t{h} << 40) ^ i};
   }
@@ -484,7 +561,7 @@ class Site {
     return links;
   }
 
-  Page HtmlPage(uint32_t h, uint32_t i) const {
+  Page HtmlPage(uint32_t h, uint32_t i, double t = 0) const {
     static const char* const kWords[] = {
         "crawler", "frontier", "bloom",  "filter", "politeness", "archive",   "record",
         "host",    "the",      "of",     "and",    "a",          "page",      "link",
@@ -492,10 +569,14 @@ class Site {
         "fetch",   "response", "header", "body",   "digest",     "checkpoint"};
     Rng rng = RngFor(h, i);
     rng.Next();  // not the link stream's first value
-    Rng text{rng.Next()};
+    const uint64_t version = Version(h, i, t);
+    Rng text{rng.Next() ^ (version * 0x9e3779b97f4a7c15ULL)};
     size_t target = 5000 + text.Below(55000);
     Page p;
     p.gzip_ok = i % 3 == 0;
+    p.etag = "\"" + std::to_string(h) + "-" + std::to_string(i) + "-" +
+             std::to_string(version) + "\"";
+    p.modified_s = ChangeTime(h, i, version);
     std::string& b = p.body;
     b.reserve(target + 8192);
     b = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>host " +
@@ -510,6 +591,7 @@ class Site {
       b += "</head><body>\n";
     }
     b += "<h1>Page " + std::to_string(i) + "</h1>\n";
+    if (o_.change_mean_s > 0) b += "<p class=\"version\">" + p.etag + "</p>\n";
     std::vector<Link> links = Links(h, i);
     size_t per_link = target / (links.size() + 1);
     for (const Link& l : links) {

@@ -5,6 +5,7 @@
 //                    [--slow-ms MS] [--delay-ms MS] [--huge-bytes B] [--crawl-delay S]
 //                    [--vhosts DOMAIN] [--fail-first N [--fail-hang-ms MS]]
 //                    [--robots-fail-first N] [--down-after N --down-ms MS]
+//                    [--change-mean-s M [--epoch UNIX_SECONDS]]
 //   crawler-testsite ... --truth [--max-depth D] [--max-redirects R]
 //   crawler-testsite ... --seeds          (prints every host's root URL)
 //   crawler-testsite ... --resolve        (virtual hosts: "NAME:P:127.0.0.1"
@@ -36,6 +37,10 @@
 // 0's port (with --vhosts, the one port) stops listening for MS ms and its
 // open connections are closed: connections are refused (a host that is
 // down), then it listens again. Once per run; the truth set is unchanged.
+// --change-mean-s M: HTML pages change over time (site.h, "Validators and
+// change"), from the site's time 0: --epoch UNIX_SECONDS, or the start. With
+// or without it, every 200 carries ETag and Last-Modified and conditional
+// requests are answered 304 (logged as 304).
 // SIGTERM/SIGINT: stop, flush the log, exit 0.
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -48,10 +53,13 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cinttypes>
+#include <cmath>
 #include <condition_variable>
 #include <csignal>
 #include <cstring>
+#include <ctime>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -72,6 +80,13 @@ extern "C" void OnSignal(int) { g_stop = true; }
 using crawler::testing::Gzip;
 using crawler::testing::HttpConnection;
 using crawler::testing::HttpRequest;
+
+// Seconds since the Unix epoch.
+double NowUnix() {
+  return std::chrono::duration<double>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
 
 int Listen(uint16_t port) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -117,6 +132,9 @@ class Server {
   uint32_t robots_fail_first = 0;
   // Host 0 down for a while (--down-after, --down-ms).
   uint32_t down_after = 0, down_ms = 0;
+
+  // The site's time 0, in seconds since the Unix epoch (--epoch).
+  double epoch_unix = 0;
 
   Server(const Site& site, std::FILE* log, std::vector<int> listen_fds, uint16_t base)
       : site_(site), log_(log), listen_fds_(std::move(listen_fds)), base_(base) {}
@@ -202,7 +220,7 @@ class Server {
         ok = Fail(conn, fd, failure, &status);
       } else if (ours) {
         authority = site_.Authority(h);
-        ok = Respond(conn, h, path, req.accept_gzip, &status);
+        ok = Respond(conn, h, path, req, &status);
         if (h == 0 && path != "/robots.txt") ++host0_pages_;
       } else {
         authority =
@@ -263,10 +281,46 @@ class Server {
     return conn.Write(res);
   }
 
+  // An IMF-fixdate ("Sun, 06 Nov 1994 08:49:37 GMT"), and back (-1: none).
+  static std::string HttpDate(time_t t) {
+    std::tm tm{};
+    ::gmtime_r(&t, &tm);
+    char buf[64];
+    std::strftime(buf, sizeof(buf), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    return buf;
+  }
+  static time_t ParseHttpDate(const std::string& text) {
+    std::tm tm{};
+    const char* end = ::strptime(text.c_str(), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    return end != nullptr && *end == '\0' ? ::timegm(&tm) : -1;
+  }
+  // RFC 9110 13.1: If-None-Match when sent (a list, or "*"; weak
+  // comparison), else If-Modified-Since.
+  static bool NotModified(const HttpRequest& req, const std::string& etag,
+                          time_t modified) {
+    if (!req.if_none_match.empty()) {
+      if (req.if_none_match.find('*') != std::string::npos) return true;
+      for (size_t at = 0; at < req.if_none_match.size();) {
+        size_t comma = req.if_none_match.find(',', at);
+        if (comma == std::string::npos) comma = req.if_none_match.size();
+        std::string tag = req.if_none_match.substr(at, comma - at);
+        tag.erase(0, tag.find_first_not_of(" \t"));
+        tag.erase(tag.find_last_not_of(" \t") + 1);
+        if (tag.rfind("W/", 0) == 0) tag.erase(0, 2);
+        if (tag == etag) return true;
+        at = comma + 1;
+      }
+      return false;
+    }
+    const time_t since = ParseHttpDate(req.if_modified_since);
+    return since >= 0 && modified <= since;
+  }
+
   bool Respond(HttpConnection& conn, uint32_t h, const std::string& path,
-               bool accept_gzip, int* status) {
+               const HttpRequest& req, int* status) {
     namespace http = boost::beast::http;
-    Page p = site_.Serve(h, path);
+    const bool accept_gzip = req.accept_gzip;
+    Page p = site_.Serve(h, path, NowUnix() - epoch_unix);
     *status = p.status;
     if (p.malformed) {
       *status = 0;
@@ -292,9 +346,21 @@ class Server {
       }
       return true;
     }
+    const time_t modified = static_cast<time_t>(epoch_unix + p.modified_s);
+    if (p.status == 200 && NotModified(req, p.etag, modified)) {
+      http::response<http::string_body> res{http::status::not_modified, 11};
+      res.set(http::field::etag, p.etag);
+      res.set(http::field::last_modified, HttpDate(modified));
+      *status = 304;
+      return conn.Write(res);
+    }
     http::response<http::string_body> res{static_cast<http::status>(p.status), 11};
     res.set(http::field::content_type, p.content_type);
     if (!p.location.empty()) res.set(http::field::location, p.location);
+    if (p.status == 200) {
+      res.set(http::field::etag, p.etag);
+      res.set(http::field::last_modified, HttpDate(modified));
+    }
     res.body() = p.body;
     if (p.gzip_ok && accept_gzip) {
       res.body() = Gzip(p.body);
@@ -363,6 +429,9 @@ void AddShapeOptions(CLI::App& app, SiteOptions& o) {
       "truth: a crawl with include_assets");
   app.add_option("--assets-host", o.assets_host,
                  "with --assets: every page loads them from this host");
+  app.add_option("--change-mean-s", o.change_mean_s,
+                 "HTML pages change, each at its own rate: this mean interval (s)")
+      ->check(CLI::NonNegativeNumber);
 }
 
 int main(int argc, char** argv) {
@@ -396,6 +465,9 @@ int main(int argc, char** argv) {
   app.add_option("--down-after", down_after,
                  "host 0 goes down once this many of its pages are served");
   app.add_option("--down-ms", down_ms, "... for this long (connections refused)");
+  double epoch = 0;
+  app.add_option("--epoch", epoch,
+                 "the site's time 0, Unix seconds (default: now); pages change from it");
   app.add_flag("--seeds", seeds, "print every host's root URL, and exit");
   app.add_flag(
       "--resolve", resolve,
@@ -433,6 +505,7 @@ int main(int argc, char** argv) {
   server.robots_fail_first = robots_fail_first;
   server.down_after = down_after;
   server.down_ms = down_ms;
+  server.epoch_unix = epoch > 0 ? epoch : std::floor(NowUnix());
   std::printf("listening %u %u %s\n", static_cast<unsigned>(base), o.hosts,
               o.vhost_domain.empty() ? "ports" : o.vhost_domain.c_str());
   std::fflush(stdout);
