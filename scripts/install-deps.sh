@@ -14,6 +14,7 @@ packages=(
   zlib1g-dev libdeflate-dev libhiredis-dev redis-server
   libpsl-dev  # the public suffix list: which hosts are one site (page requisites)
   libzip-dev  # WACZ packages (crawler wacz)
+  librocksdb-dev  # the URL history of a crawl that revisits (crawler/src/output/history.h)
   clang libclang-rt-14-dev clang-format clang-tidy
   python3 python3-prometheus-client chromium
   nginx tinyproxy microsocks stunnel4 openssl

@@ -1,0 +1,119 @@
+// The URL history of a crawl that revisits (issue 33): one record per URL
+// fetched, with what a revisit needs (the validators for a conditional GET,
+// the last full capture for a WARC revisit record, the revisit interval and
+// when the URL is next due), and an index of the URLs by due time for the
+// scheduler.
+//
+// Stored in RocksDB (Debian's librocksdb-dev), in OUT/history/:
+//   column family "default"  URL -> the record (EncodeHistoryRecord)
+//   column family "due"      due time (u64 big-endian ms) + URL -> ""
+// Why RocksDB (docs/history.md): an ordered, compressed, crash-safe store
+// that holds far more than RAM, with a consistent on-disk image in
+// milliseconds (rocksdb::Checkpoint hard-links the immutable table files);
+// URLFrontier and OutbackCDX use it for the same jobs. The history is not
+// written ahead: the live directory after a crash is discarded, and the crawl
+// resumes from the image its last checkpoint holds (Restore), as the filter
+// and the frontier do. So the WAL is off.
+//
+// Checkpoints: CheckpointTo runs in the crawl's parent process at the cut
+// (RocksDB's background threads do not survive fork()): it flushes the
+// memtables and hard-links the table files into a new directory, which the
+// checkpoint then holds.
+//
+// NOT YET WIRED: the engine does not write it yet (the note of issue 33
+// says what remains).
+//
+// Thread-safe: RocksDB's own, and Put/Erase keep a record and its due
+// entry in step under a mutex.
+#ifndef CRAWLER_SRC_OUTPUT_HISTORY_H_
+#define CRAWLER_SRC_OUTPUT_HISTORY_H_
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+
+namespace rocksdb {
+class DB;
+class ColumnFamilyHandle;
+}  // namespace rocksdb
+
+namespace crawler::engine {
+
+struct HistoryRecord {
+  uint64_t fetched_ms = 0;  // Unix ms of the last fetch
+  int32_t status = 0;       // its HTTP status (0: no response)
+  std::string etag;         // validators the server sent ("": none)
+  std::string last_modified;
+  // The last full capture (a response record), what a revisit refers to.
+  std::string payload_digest;           // "sha1:BASE32" of its payload
+  std::string record_id;                // its WARC-Record-ID ("<urn:uuid:...>")
+  uint64_t capture_ms = 0;              // its WARC-Date
+  std::string capture_uri;              // its WARC-Target-URI ("": the record's URL)
+  uint32_t interval_s = 0;              // the current revisit interval
+  uint64_t due_ms = 0;                  // the next visit (0: none planned)
+  uint32_t changed = 0, unchanged = 0;  // visits by outcome
+  uint32_t gone = 0;                    // 404/410 on this many visits in a row
+
+  bool operator==(const HistoryRecord&) const = default;
+};
+
+std::string EncodeHistoryRecord(const HistoryRecord& r);
+// kCorruption naming `url` for bytes that are not a record of this version.
+Result<HistoryRecord> DecodeHistoryRecord(std::string_view bytes, std::string_view url);
+
+class History {
+ public:
+  // Opens (creating) the store in `dir`.
+  static Result<std::unique_ptr<History>> Open(const std::string& dir);
+  ~History();
+  History(const History&) = delete;
+  History& operator=(const History&) = delete;
+
+  // Sets the record of `url`, and its due entry (the old one removed).
+  Status Put(std::string_view url, const HistoryRecord& r);
+  Result<std::optional<HistoryRecord>> Get(std::string_view url) const;
+  // Forgets `url` (a URL gone for good): its record and due entry.
+  Status Erase(std::string_view url);
+  // Up to `limit` URLs due at or before `now_ms`, earliest first, with their
+  // due times.
+  Result<std::vector<std::pair<std::string, uint64_t>>> Due(uint64_t now_ms,
+                                                            size_t limit) const;
+  // Records in the store (RocksDB's estimate, exact after a flush of a store
+  // without deletes).
+  uint64_t ApproximateCount() const;
+  // Flushes the memtables and writes a consistent image of the store to
+  // `dir`, which must not exist (hard links where the file system allows).
+  Status CheckpointTo(const std::string& dir);
+  // Replaces the store in `live_dir` with the image in `checkpoint_dir` (a
+  // copy; the image is left as it was). REQUIRES: no History open on
+  // `live_dir`.
+  static Status Restore(const std::string& checkpoint_dir, const std::string& live_dir);
+  // Flushes and compacts everything (for measuring the size on disk).
+  Status Compact();
+
+  const std::string& dir() const { return dir_; }
+
+ private:
+  History(std::string dir, rocksdb::DB* db,
+          std::vector<rocksdb::ColumnFamilyHandle*> cfs);
+  Status Delete(std::string_view url, uint64_t due_ms);
+
+  const std::string dir_;
+  rocksdb::DB* db_;
+  std::vector<rocksdb::ColumnFamilyHandle*> cfs_;  // default, due
+  std::mutex mu_;  // Put/Erase: a record with its due entry
+};
+
+// Bytes of the files under `dir` (the store's size on disk).
+uint64_t DirectoryBytes(const std::string& dir);
+
+}  // namespace crawler::engine
+
+#endif  // CRAWLER_SRC_OUTPUT_HISTORY_H_

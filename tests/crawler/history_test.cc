@@ -1,0 +1,170 @@
+// output/history.h: the URL history in RocksDB: records, the due index,
+// checkpoint images and their restore, with real files.
+#include "output/history.h"
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace crawler::engine {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string TestDir(const std::string& name) {
+  const std::string dir = (fs::temp_directory_path() /
+                           ("crawler-history-" + name + "-" + std::to_string(::getpid())))
+                              .string();
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+HistoryRecord Record(uint64_t due_ms, const std::string& etag = "\"e1\"") {
+  HistoryRecord r;
+  r.fetched_ms = 1'790'000'000'000;
+  r.status = 200;
+  r.etag = etag;
+  r.last_modified = "Fri, 27 Nov 2026 11:41:52 GMT";
+  r.payload_digest = "sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ";
+  r.record_id = "<urn:uuid:4c1d6a5e-2f36-4f0e-9a52-9d3c1f0b7e21>";
+  r.capture_ms = r.fetched_ms;
+  r.interval_s = 3600;
+  r.due_ms = due_ms;
+  r.changed = 2;
+  r.unchanged = 5;
+  return r;
+}
+
+TEST_CASE("History records: encoded and decoded whole; damage and other versions named",
+          "[unit][history]") {
+  HistoryRecord r = Record(42);
+  r.capture_uri = "http://a.test/old";
+  r.gone = 1;
+  auto back = DecodeHistoryRecord(EncodeHistoryRecord(r), "http://a.test/");
+  REQUIRE(back.ok());
+  CHECK(*back == r);
+  const std::string bytes = EncodeHistoryRecord(r);
+  auto cut = DecodeHistoryRecord(bytes.substr(0, bytes.size() - 3), "http://a.test/");
+  CHECK(cut.status().code() == Status::Code::kCorruption);
+  CHECK(cut.status().message().find("http://a.test/") != std::string::npos);
+  CHECK(DecodeHistoryRecord(bytes + "x", "u").status().code() ==
+        Status::Code::kCorruption);
+  std::string other = bytes;
+  other[0] = 9;
+  auto newer = DecodeHistoryRecord(other, "u");
+  CHECK(newer.status().code() == Status::Code::kBadVersion);
+  CHECK(newer.status().message().find("version 9") != std::string::npos);
+}
+
+TEST_CASE(
+    "History: put, get, erase; the due index follows each record (earliest first, no "
+    "stale entry after a record's due time moves)",
+    "[unit][history]") {
+  const std::string dir = TestDir("index");
+  auto h = History::Open(dir + "/db");
+  REQUIRE(h.ok());
+  History& history = **h;
+  REQUIRE(history.Put("http://a.test/3", Record(3000)).ok());
+  REQUIRE(history.Put("http://a.test/1", Record(1000)).ok());
+  REQUIRE(history.Put("http://b.test/2", Record(2000)).ok());
+  REQUIRE(history.Put("http://b.test/never", Record(0)).ok());  // nothing planned
+  auto got = history.Get("http://a.test/1");
+  REQUIRE(got.ok());
+  REQUIRE(got->has_value());
+  CHECK(**got == Record(1000));
+  auto none = history.Get("http://a.test/none");
+  REQUIRE(none.ok());
+  CHECK_FALSE(none->has_value());
+
+  using Due = std::vector<std::pair<std::string, uint64_t>>;
+  auto due = history.Due(2500, 10);
+  REQUIRE(due.ok());
+  CHECK(*due == Due{{"http://a.test/1", 1000}, {"http://b.test/2", 2000}});
+  auto first = history.Due(1'000'000, 1);
+  REQUIRE(first.ok());
+  CHECK(*first == Due{{"http://a.test/1", 1000}});
+  // Visited again: due later; the old entry is gone.
+  REQUIRE(history.Put("http://a.test/1", Record(5000, "\"e2\"")).ok());
+  due = history.Due(1'000'000, 10);
+  REQUIRE(due.ok());
+  CHECK(*due == Due{{"http://b.test/2", 2000},
+                    {"http://a.test/3", 3000},
+                    {"http://a.test/1", 5000}});
+  // Forgotten: its record and its due entry.
+  REQUIRE(history.Erase("http://a.test/3").ok());
+  REQUIRE(history.Erase("http://a.test/absent").ok());
+  due = history.Due(1'000'000, 10);
+  REQUIRE(due.ok());
+  CHECK(*due == Due{{"http://b.test/2", 2000}, {"http://a.test/1", 5000}});
+  none = history.Get("http://a.test/3");
+  REQUIRE(none.ok());
+  CHECK_FALSE(none->has_value());
+  fs::remove_all(dir);
+}
+
+TEST_CASE(
+    "History checkpoint: the image holds exactly the state at the cut; a restore brings "
+    "it back over a store that went on; a directory that is no image is refused, named",
+    "[unit][history]") {
+  const std::string dir = TestDir("checkpoint");
+  const std::string live = dir + "/history", image = dir + "/checkpoint/history";
+  {
+    auto h = History::Open(live);
+    REQUIRE(h.ok());
+    for (int i = 0; i < 500; ++i)
+      REQUIRE((*h)->Put("http://a.test/" + std::to_string(i), Record(1000 + i)).ok());
+    fs::create_directories(dir + "/checkpoint");
+    REQUIRE((*h)->CheckpointTo(image).ok());
+    // After the cut: changed, added, erased; none of it is in the image.
+    REQUIRE((*h)->Put("http://a.test/7", Record(9000, "\"e9\"")).ok());
+    REQUIRE((*h)->Put("http://a.test/new", Record(1)).ok());
+    REQUIRE((*h)->Erase("http://a.test/8").ok());
+    // A second image beside a live store does not disturb it.
+    REQUIRE((*h)->CheckpointTo(dir + "/later").ok());
+    auto after = (*h)->Get("http://a.test/new");
+    REQUIRE(after.ok());
+    CHECK(after->has_value());
+  }
+  // What a crash leaves in the live store does not matter: restored from
+  // the image.
+  REQUIRE(History::Restore(image, live).ok());
+  auto h = History::Open(live);
+  REQUIRE(h.ok());
+  auto seven = (*h)->Get("http://a.test/7");
+  REQUIRE(seven.ok());
+  REQUIRE(seven->has_value());
+  CHECK(**seven == Record(1007));
+  auto eight = (*h)->Get("http://a.test/8");
+  REQUIRE(eight.ok());
+  CHECK(eight->has_value());
+  auto added = (*h)->Get("http://a.test/new");
+  REQUIRE(added.ok());
+  CHECK_FALSE(added->has_value());
+  auto due = (*h)->Due(1'000'000, 1000);
+  REQUIRE(due.ok());
+  CHECK(due->size() == 500);
+  CHECK(due->front().first == "http://a.test/0");
+  // The restored store goes on; the image is left as it was.
+  REQUIRE((*h)->Put("http://a.test/7", Record(1)).ok());
+  h->reset();
+  REQUIRE(History::Restore(image, live).ok());
+  h = History::Open(live);
+  REQUIRE(h.ok());
+  seven = (*h)->Get("http://a.test/7");
+  REQUIRE(seven.ok());
+  CHECK(**seven == Record(1007));
+  h->reset();
+
+  fs::create_directories(dir + "/empty");
+  Status st = History::Restore(dir + "/empty", live);
+  CHECK(st.code() == Status::Code::kCorruption);
+  CHECK(st.message().find(dir + "/empty") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace crawler::engine
