@@ -3,7 +3,8 @@
 //
 //   crawler-testsite --pages N --hosts H [--port P] [--seed S] [--log FILE]
 //                    [--slow-ms MS] [--delay-ms MS] [--huge-bytes B] [--crawl-delay S]
-//                    [--vhosts DOMAIN] [--fail-first N [--fail-hang-ms MS]]
+//                    [--vhosts DOMAIN] [--fail-first N [--fail-hang-ms MS] [--fail-pages
+//                    K]]
 //                    [--robots-fail-first N] [--down-after N --down-ms MS]
 //                    [--change-mean-s M [--epoch UNIX_SECONDS]]
 //   crawler-testsite ... --truth [--max-depth D] [--max-redirects R]
@@ -30,6 +31,10 @@
 // hang of --fail-hang-ms (default 3000) then a close with no response (the
 // crawler's timeout). The truth set is unchanged: a crawler that retries
 // fetches it all. Such failures are logged with status 503, 429 or 0.
+// --fail-pages K (with --fail-first N): only pages /p/I.html with I % K == 1
+// fail, each with a 503 (a page that is down for its first N requests, then
+// back): the truth set is unchanged, but a crawler that gives a page up
+// before then fetches it only if it admits it again when linked again.
 // --robots-fail-first N: the first N requests of every host's robots.txt
 // answer 503 (the truth set is unchanged for a crawler that fetches it
 // again; one that gives up first treats the host as fully disallowed).
@@ -88,7 +93,9 @@ double NowUnix() {
       .count();
 }
 
-int Listen(uint16_t port) {
+// A socket bound to 127.0.0.1:port, not listening (connections to it are
+// refused, and no one else can take the port), or -1.
+int Bind(uint16_t port) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   int one = 1;
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
@@ -96,8 +103,16 @@ int Listen(uint16_t port) {
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   addr.sin_port = htons(port);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      ::listen(fd, 512) != 0) {
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+int Listen(uint16_t port) {
+  int fd = Bind(port);
+  if (fd >= 0 && ::listen(fd, 512) != 0) {
     ::close(fd);
     return -1;
   }
@@ -130,6 +145,7 @@ class Server {
   uint32_t fail_first = 0;
   uint32_t fail_hang_ms = 3000;
   uint32_t robots_fail_first = 0;
+  uint32_t fail_pages = 0;  // --fail-pages K: only pages I % K == 1 fail (503)
   // Host 0 down for a while (--down-after, --down-ms).
   uint32_t down_after = 0, down_ms = 0;
 
@@ -179,10 +195,13 @@ class Server {
   }
 
   // Host 0's port: no listener for down_ms, its connections closed, then a
-  // listener again. False: the port could not be listened on again.
+  // listener again. The port stays bound meanwhile (refusing connections):
+  // closed, another test's testsite looking for free ports took it once,
+  // and this one could not listen again. False: that happened all the same.
   bool GoDown() {
     went_down_ = true;
     ::close(listen_fds_[0]);
+    listen_fds_[0] = Bind(base_);
     {
       std::lock_guard<std::mutex> lock(conn_mu_);
       for (const auto& [fd, listener] : conn_fds_)
@@ -191,7 +210,10 @@ class Server {
     std::fprintf(stderr, "crawler-testsite: port %u down for %u ms after %u pages\n",
                  static_cast<unsigned>(base_), down_ms, host0_pages_.load());
     for (uint32_t waited = 0; waited < down_ms && !g_stop; waited += 10) ::usleep(10000);
-    listen_fds_[0] = Listen(base_);
+    if (listen_fds_[0] >= 0 && ::listen(listen_fds_[0], 512) != 0) {
+      ::close(listen_fds_[0]);
+      listen_fds_[0] = -1;
+    }
     if (listen_fds_[0] < 0) {
       std::fprintf(stderr, "crawler-testsite: cannot listen on port %u again\n",
                    static_cast<unsigned>(base_));
@@ -238,13 +260,17 @@ class Server {
   int Failure(uint32_t h, const std::string& target) {
     const bool robots = target == "/robots.txt";
     if (robots ? robots_fail_first == 0 : fail_first == 0) return -1;
+    uint32_t page = 0;
+    if (!robots && fail_pages > 0 &&
+        (std::sscanf(target.c_str(), "/p/%u.html", &page) != 1 || page % fail_pages != 1))
+      return -1;
     std::string key = site_.Authority(h) + target;
     {
       std::lock_guard<std::mutex> lock(fail_mu_);
       if (++attempts_[key] > (robots ? robots_fail_first : fail_first)) return -1;
     }
-    if (robots) return 0;         // 503
-    uint32_t hash = 2166136261u;  // FNV-1a: the same kind for a URL every run
+    if (robots || fail_pages > 0) return 0;  // 503
+    uint32_t hash = 2166136261u;             // FNV-1a: the same kind for a URL every run
     for (unsigned char c : key) hash = (hash ^ c) * 16777619u;
     return static_cast<int>(hash % 4);
   }
@@ -458,6 +484,9 @@ int main(int argc, char** argv) {
   app.add_option("--fail-first", fail_first,
                  "the first N requests of every URL but robots.txt fail");
   app.add_option("--fail-hang-ms", fail_hang_ms, "how long a hanging failure hangs");
+  uint32_t fail_pages = 0;
+  app.add_option("--fail-pages", fail_pages,
+                 "with --fail-first: only pages /p/I.html with I % K == 1 fail (503)");
   uint32_t robots_fail_first = 0;
   app.add_option("--robots-fail-first", robots_fail_first,
                  "the first N requests of every robots.txt answer 503");
@@ -503,6 +532,7 @@ int main(int argc, char** argv) {
   server.fail_first = fail_first;
   server.fail_hang_ms = fail_hang_ms;
   server.robots_fail_first = robots_fail_first;
+  server.fail_pages = fail_pages;
   server.down_after = down_after;
   server.down_ms = down_ms;
   server.epoch_unix = epoch > 0 ? epoch : std::floor(NowUnix());
