@@ -1,7 +1,8 @@
 // Retries end to end: the real binary against crawler-testsite failing on
 // purpose (503, 429 with Retry-After, resets, hangs; robots.txt answering
 // 503; a host whose port goes down for a while), each crawl ending with the
-// whole truth set and the back-off measured at the server.
+// whole truth set and the back-off measured at the server; and what a filter
+// that can erase does with a page given up (forgetting).
 #include <algorithm>
 #include <boost/json.hpp>
 #include <catch2/catch.hpp>
@@ -265,6 +266,118 @@ TEST_CASE(
     CHECK_THAT(o.log, !Catch::Contains("parked, its next fetch"));
   }
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE(
+    "Forgetting: a page down for its first visits and given up is fetched again when "
+    "linked again, with cuckoo and counting (dedup.allow_erase); with bloom it stays "
+    "seen, counted as \"cannot forget\"",
+    "[engine][testsite][retry][forget]") {
+  const std::string variant = GENERATE("cuckoo", "counting", "bloom");
+  SECTION(variant) {
+    std::string dir = TempDir("forget-" + variant);
+    // Pages I % 10 == 1 answer 503 to their first 2 requests; with
+    // max_retries 1 a page gets 2 attempts: those pages are given up. Each
+    // page is linked from many: most links to one come after its give-up.
+    TestSite site("--pages 200 --hosts 2 --fail-first 2 --fail-pages 10",
+                  dir + "/requests.log");
+    site.WriteSeeds(dir + "/seeds.txt");
+    const std::string out = dir + "/out";
+    CommandResult r =
+        Crawl(dir + "/seeds.txt", out,
+              "--config " + std::string(CRAWLER_SOURCE_DIR) + "/configs/" + variant +
+                  ".toml --set frontier.min_delay_s=0 "
+                  "--set fetch.max_retries=1 --set fetch.retry_base_s=0.05 "
+                  "--set fetch.retry_max_s=0.1 "
+                  "--set frontier.backoff_min_s=0.02 "
+                  "--set frontier.backoff_max_s=0.1 " +
+                  std::string(kExactDedup));
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    site.Stop();
+
+    // By URL, its final lines in order: a 503 is a give-up (its 2nd attempt).
+    std::map<std::string, std::vector<int64_t>> finals;
+    for (const LogLine& l : ReadFetchLog(out + "/fetch-log.jsonl"))
+      if (l.final && !l.robots_txt) finals[l.url].push_back(l.status);
+    size_t given_up = 0, again = 0, ok_twice = 0;
+    for (const auto& [url, statuses] : finals) {
+      const auto first_503 = std::find(statuses.begin(), statuses.end(), 503);
+      given_up += first_503 != statuses.end();
+      again += first_503 != statuses.end() &&
+               std::find(first_503, statuses.end(), 200) != statuses.end();
+      ok_twice += std::count(statuses.begin(), statuses.end(), 200) > 1;
+    }
+    WARN(variant << ": " << given_up << " pages given up, " << again
+                 << " of them fetched again when linked again");
+    CHECK(given_up > 10);
+    CHECK(ok_twice == 0);  // forgetting never fetches a page that was fetched
+    CommandResult stats =
+        testing::RunCommand(std::string(CRAWLER_BINARY) + " stats " + out + " --json");
+    REQUIRE(stats.exit_code == 0);
+    const boost::json::object crawl =
+        boost::json::parse(stats.output).at("crawl").as_object();
+    const uint64_t gave_up = crawl.at("gave_up").to_number<uint64_t>();
+    const uint64_t forgotten = crawl.at("forgotten").to_number<uint64_t>();
+    const uint64_t cannot = crawl.at("cannot_forget").to_number<uint64_t>();
+    CHECK(gave_up >= given_up);  // each give-up counted (again: counted again)
+    const std::string report =
+        testing::RunCommand(std::string(CRAWLER_BINARY) + " stats " + out).output;
+    if (variant == "bloom") {
+      CHECK(again == 0);
+      CHECK(forgotten == 0);
+      CHECK(cannot == gave_up);
+      CHECK_THAT(report,
+                 Catch::Contains("cannot forget (bloom): " + std::to_string(cannot)));
+    } else {
+      CHECK(again > 0);
+      CHECK(forgotten == gave_up);
+      CHECK(cannot == 0);
+      CHECK_THAT(report, Catch::Contains(std::to_string(forgotten) +
+                                         " URLs given up or over the per-host cap"));
+    }
+    std::filesystem::remove_all(dir);
+  }
+}
+
+TEST_CASE(
+    "Forgetting: URLs over crawl.max_pages_per_host are erased (cuckoo) or counted as "
+    "\"cannot forget\" (bloom); the cap still holds, no page fetched twice",
+    "[engine][testsite][forget]") {
+  const std::string variant = GENERATE("cuckoo", "bloom");
+  SECTION(variant) {
+    std::string dir = TempDir("forget-cap-" + variant);
+    TestSite site("--pages 150 --hosts 1", dir + "/requests.log");
+    site.WriteSeeds(dir + "/seeds.txt");
+    const std::string out = dir + "/out";
+    CommandResult r =
+        Crawl(dir + "/seeds.txt", out,
+              "--config " + std::string(CRAWLER_SOURCE_DIR) + "/configs/" + variant +
+                  ".toml --set frontier.min_delay_s=0 "
+                  "--set crawl.max_pages_per_host=30 " +
+                  std::string(kExactDedup));
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    site.Stop();
+    std::map<std::string, int> fetched;  // by URL: fetches (any status)
+    for (const LogLine& l : ReadFetchLog(out + "/fetch-log.jsonl"))
+      if (Attempted(l) && !l.robots_txt) ++fetched[l.url];
+    CHECK(fetched.size() <= 30);
+    for (const auto& [url, n] : fetched) {
+      INFO(url);
+      CHECK(n == 1);
+    }
+    CommandResult stats =
+        testing::RunCommand(std::string(CRAWLER_BINARY) + " stats " + out + " --json");
+    REQUIRE(stats.exit_code == 0);
+    const boost::json::object crawl =
+        boost::json::parse(stats.output).at("crawl").as_object();
+    const uint64_t cut = crawl.at("trap_guard").to_number<uint64_t>();
+    CHECK(cut > 0);
+    CHECK(crawl.at(variant == "bloom" ? "cannot_forget" : "forgotten")
+              .to_number<uint64_t>() == cut);
+    std::filesystem::remove_all(dir);
+  }
 }
 
 }  // namespace

@@ -33,6 +33,10 @@ struct CrawlCounts {
   uint64_t spilled = 0;  // URLs the frontier wrote to disk (memory bound)
   uint64_t retries = 0;  // failed attempts fetched again (fetch.max_retries)
   uint64_t gave_up = 0;  // URLs whose last allowed attempt failed transiently too
+  // URLs given up, or cut by max_pages_per_host, erased from the dedup
+  // filter (cuckoo or counting with dedup.allow_erase): a later link admits
+  // them again. cannot_forget: such URLs a filter that cannot erase keeps.
+  uint64_t forgotten = 0, cannot_forget = 0;
   std::map<std::string, uint64_t> errors;  // by FetchErrorName: failures and truncations
 };
 

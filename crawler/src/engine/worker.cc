@@ -267,6 +267,7 @@ Result<std::optional<Clock::time_point>> Worker::StartFetches(const Gate::Pass& 
     std::string_view path = std::string_view(lease.entry.url).substr(lease.host.size());
     HostTable::PageDecision d = p_.hosts.DecidePage(pass, lease.host, path, Clock::now());
     if (d.refresh_robots) StartRobots(pass, lease.host, lease.host + "/robots.txt", 0);
+    if (d.allowed && d.over_limit) Forget(pass, lease.entry.url);
     Status st = !d.allowed ? Skip(lease, "robots", &CrawlSummary::robots_blocked)
                 : d.over_limit
                     ? Skip(lease, "max_pages_per_host", &CrawlSummary::trap_guard)
@@ -306,6 +307,14 @@ Status Worker::Skip(const frontier::Lease& lease, const char* why,
   p_.state.busy.fetch_sub(1);
   return p_.log.Append(
       {lease.entry.url, 0, nullptr, lease.entry.depth, lease.entry.referrer, why, false});
+}
+
+void Worker::Forget(const Gate::Pass&, const std::string& url) {
+  // Erase finds the URL's own copy: it was inserted when it was admitted.
+  // (With cluster.shared_dir, its shard's seen.log still lists it: a node
+  // that takes the shard over has it seen again. docs/crawling.md.)
+  const bool erased = p_.filter.options().allow_erase && p_.filter.Erase(url);
+  p_.counters.Add(erased ? &CrawlSummary::forgotten : &CrawlSummary::cannot_forget);
 }
 
 Status Worker::ProcessOne() {
@@ -479,7 +488,10 @@ Status Worker::FinishPage(const Gate::Pass& pass, const Completed& c, const Prep
                                      std::chrono::duration<double>(v.wait_s)),
                            v.signal);
   } else {
-    if (v.gave_up) p_.counters.Add(&CrawlSummary::gave_up);
+    if (v.gave_up) {
+      p_.counters.Add(&CrawlSummary::gave_up);
+      Forget(pass, e.url);
+    }
     p_.frontier.Done(c.lease, now, r.seconds, v.signal);
   }
   LogIfParked(c.lease.host, r);

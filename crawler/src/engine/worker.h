@@ -160,6 +160,10 @@ class Worker {
   bool StartPage(const Gate::Pass& pass, frontier::Lease lease);
   [[nodiscard]] Status Skip(const frontier::Lease& lease, const char* why,
                             uint64_t CrawlSummary::*counter);
+  // Erases `url` from the filter (given up, or over max_pages_per_host), so
+  // that a later link admits it again; counted as forgotten, or as
+  // cannot_forget by a filter that cannot erase (bloom, allow_erase off).
+  void Forget(const Gate::Pass& pass, const std::string& url);
   [[nodiscard]] Status ProcessOne();
   [[nodiscard]] Status FinishRobots(const Gate::Pass& pass, const Completed& c,
                                     const Prepared& p);

@@ -93,6 +93,12 @@ void CrawlFamilies(const StatsReport& r, Text& t) {
         "Failed attempts (transient) fetched again.", c.retries);
   t.One("crawler_urls_given_up_total", "counter",
         "URLs whose last allowed attempt failed transiently too.", c.gave_up);
+  t.Family("crawler_urls_forgotten_total", "counter",
+           "URLs given up or over max_pages_per_host: erased from the dedup filter "
+           "(a later link admits them again), or kept by a filter that cannot erase.");
+  t.Sample("crawler_urls_forgotten_total", Label("result", "erased"), c.forgotten);
+  t.Sample("crawler_urls_forgotten_total", Label("result", "cannot_forget"),
+           c.cannot_forget);
   t.Family("crawler_urls_dropped_total", "counter",
            "Links and redirect targets not admitted, by reason.");
   const std::pair<const char*, uint64_t> dropped[] = {

@@ -113,7 +113,8 @@ Section FrontierSection(const FrontierReport& f) {
   return fr;
 }
 
-Section CrawlSection(const CrawlCounts& c, const CrawlRates& r) {
+Section CrawlSection(const CrawlCounts& c, const CrawlRates& r,
+                     const std::string& variant) {
   Section cr{"Crawl", {}};
   cr.rows.push_back({"fetched", Count(c.fetched) + " responses, " + Count(c.failed) +
                                     " failed, " + Bytes(c.bytes)});
@@ -127,6 +128,18 @@ Section CrawlSection(const CrawlCounts& c, const CrawlRates& r) {
   cr.rows.push_back({"retries", Count(c.retries) + " attempts fetched again, " +
                                     Count(c.gave_up) + " URLs given up after " +
                                     "their last attempt"});
+  if (c.forgotten + c.cannot_forget > 0) {
+    // "cannot forget": named, not hidden (a bloom filter cannot erase).
+    std::string row = Count(c.forgotten) +
+                      " URLs given up or over the per-host cap erased from the filter "
+                      "(a later link admits them again)";
+    if (c.cannot_forget > 0) {
+      row += "; cannot forget (" +
+             std::string(variant == "bloom" ? "bloom" : "dedup.allow_erase off") +
+             "): " + Count(c.cannot_forget) + " (they stay seen)";
+    }
+    cr.rows.push_back({"forgotten", row});
+  }
   cr.rows.push_back(
       {"skipped", Count(c.robots_blocked) + " robots.txt, " + Count(c.out_of_scope) +
                       " out of scope, " + Count(c.too_deep) + " too deep, " +
@@ -178,7 +191,7 @@ Section ClusterSection(const ClusterReport& c) {
 
 std::vector<Section> Sections(const StatsReport& s) {
   std::vector<Section> out = {DedupSection(s.dedup), FrontierSection(s.frontier),
-                              CrawlSection(s.crawl, s.rates),
+                              CrawlSection(s.crawl, s.rates, s.dedup.variant),
                               CheckpointSection(s.checkpoint)};
   if (!s.cluster.node.empty()) out.push_back(ClusterSection(s.cluster));
   return out;
