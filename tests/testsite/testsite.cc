@@ -139,8 +139,8 @@ std::vector<int> BindPorts(uint32_t hosts, uint16_t* base) {
   return {};
 }
 
-class Server {
- public:
+// How the server misbehaves, and its clock (the flags in the header).
+struct ServerOptions {
   // Injected failures (--fail-first).
   uint32_t fail_first = 0;
   uint32_t fail_hang_ms = 3000;
@@ -148,10 +148,12 @@ class Server {
   uint32_t fail_pages = 0;  // --fail-pages K: only pages I % K == 1 fail (503)
   // Host 0 down for a while (--down-after, --down-ms).
   uint32_t down_after = 0, down_ms = 0;
-
-  // The site's time 0, in seconds since the Unix epoch (--epoch).
+  // The site's time 0, in seconds since the Unix epoch (--epoch; 0: now).
   double epoch_unix = 0;
+};
 
+class Server : public ServerOptions {
+ public:
   Server(const Site& site, std::FILE* log, std::vector<int> listen_fds, uint16_t base)
       : site_(site), log_(log), listen_fds_(std::move(listen_fds)), base_(base) {}
 
@@ -460,6 +462,22 @@ void AddShapeOptions(CLI::App& app, SiteOptions& o) {
       ->check(CLI::NonNegativeNumber);
 }
 
+// The options of the server's failures and clock.
+void AddServerOptions(CLI::App& app, ServerOptions& o) {
+  app.add_option("--fail-first", o.fail_first,
+                 "the first N requests of every URL but robots.txt fail");
+  app.add_option("--fail-hang-ms", o.fail_hang_ms, "how long a hanging failure hangs");
+  app.add_option("--fail-pages", o.fail_pages,
+                 "with --fail-first: only pages /p/I.html with I % K == 1 fail (503)");
+  app.add_option("--robots-fail-first", o.robots_fail_first,
+                 "the first N requests of every robots.txt answer 503");
+  app.add_option("--down-after", o.down_after,
+                 "host 0 goes down once this many of its pages are served");
+  app.add_option("--down-ms", o.down_ms, "... for this long (connections refused)");
+  app.add_option("--epoch", o.epoch_unix,
+                 "the site's time 0, Unix seconds (default: now); pages change from it");
+}
+
 int main(int argc, char** argv) {
   CLI::App app{
       "crawler-testsite: a deterministic synthetic web on 127.0.0.1 (see "
@@ -480,23 +498,8 @@ int main(int argc, char** argv) {
   app.add_flag("--truth", truth, "print the URLs a correct crawl fetches, and exit");
   app.add_option("--vhosts", o.vhost_domain,
                  "virtual hosts h<N>.DOMAIN on one port, chosen by the Host header");
-  uint32_t fail_first = 0, fail_hang_ms = 3000;
-  app.add_option("--fail-first", fail_first,
-                 "the first N requests of every URL but robots.txt fail");
-  app.add_option("--fail-hang-ms", fail_hang_ms, "how long a hanging failure hangs");
-  uint32_t fail_pages = 0;
-  app.add_option("--fail-pages", fail_pages,
-                 "with --fail-first: only pages /p/I.html with I % K == 1 fail (503)");
-  uint32_t robots_fail_first = 0;
-  app.add_option("--robots-fail-first", robots_fail_first,
-                 "the first N requests of every robots.txt answer 503");
-  uint32_t down_after = 0, down_ms = 0;
-  app.add_option("--down-after", down_after,
-                 "host 0 goes down once this many of its pages are served");
-  app.add_option("--down-ms", down_ms, "... for this long (connections refused)");
-  double epoch = 0;
-  app.add_option("--epoch", epoch,
-                 "the site's time 0, Unix seconds (default: now); pages change from it");
+  ServerOptions server_options;
+  AddServerOptions(app, server_options);
   app.add_flag("--seeds", seeds, "print every host's root URL, and exit");
   app.add_flag(
       "--resolve", resolve,
@@ -529,13 +532,8 @@ int main(int argc, char** argv) {
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGPIPE, SIG_IGN);
   Server server(site, log, std::move(fds), base);
-  server.fail_first = fail_first;
-  server.fail_hang_ms = fail_hang_ms;
-  server.robots_fail_first = robots_fail_first;
-  server.fail_pages = fail_pages;
-  server.down_after = down_after;
-  server.down_ms = down_ms;
-  server.epoch_unix = epoch > 0 ? epoch : std::floor(NowUnix());
+  static_cast<ServerOptions&>(server) = server_options;
+  if (server.epoch_unix <= 0) server.epoch_unix = std::floor(NowUnix());
   std::printf("listening %u %u %s\n", static_cast<unsigned>(base), o.hosts,
               o.vhost_domain.empty() ? "ports" : o.vhost_domain.c_str());
   std::fflush(stdout);
