@@ -7,11 +7,14 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <boost/json.hpp>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -136,7 +139,7 @@ struct OwnedExchange {
   std::string url, ip, request, response_head, body;
   std::chrono::system_clock::time_point date;
   Exchange View() const {
-    return Exchange{url, ip, date, request, response_head, body, false};
+    return Exchange{url, ip, date, request, response_head, body, false, std::nullopt};
   }
 };
 
@@ -375,6 +378,87 @@ TEST_CASE(
   REQUIRE_FALSE(foreign.ok());
   CHECK_THAT(foreign.status().message(), Catch::Contains("no gzip member at offset 0"));
   CHECK_FALSE(IndexWarc(dir.path() + "/none.warc.gz").ok());
+}
+
+TEST_CASE(
+    "WARC revisits (WARC/1.1 6.7): a 304 and an identical payload are revisit records "
+    "with the 1.1 profile, Refers-To, -Target-URI and -Date, the earlier payload's "
+    "digest and no body; warcio reads every field; the CDXJ is warcio's",
+    "[engine][warc][revisit]") {
+  TempDir dir;
+  WarcOptions o;
+  o.dir = dir.path() + "/warc";
+  std::string path, first_id, first_digest;
+  OwnedExchange first = MakeExchange(7);
+  {
+    auto w = WarcWriter::Open(o);
+    REQUIRE(w.ok());
+    PreparedExchange full = (*w)->Prepare(first.View());
+    first_id = full.response_id;
+    first_digest = full.payload_digest;
+    CHECK(first_digest == WarcDigest(first.body));
+    REQUIRE((*w)->Write(full).ok());
+    // A conditional request answered 304: no body, the digest of the
+    // capture it refers to (not of the empty 304 body).
+    OwnedExchange not_modified = first;
+    not_modified.date = first.date + std::chrono::hours(24);
+    not_modified.response_head = "HTTP/1.1 304 Not Modified\r\nETag: \"e1\"\r\n\r\n";
+    not_modified.body.clear();
+    Exchange a = not_modified.View();
+    a.revisit = Revisit{Revisit::Profile::kServerNotModified, first_id, first.url,
+                        first.date, first_digest};
+    PreparedExchange ra = (*w)->Prepare(a);
+    CHECK(ra.payload_digest == first_digest);
+    REQUIRE((*w)->Write(ra).ok());
+    // A 200 with the same payload: written without its body.
+    OwnedExchange same = first;
+    same.date = first.date + std::chrono::hours(48);
+    Exchange b = same.View();
+    b.revisit = Revisit{Revisit::Profile::kIdenticalPayloadDigest, first_id, first.url,
+                        first.date, first_digest};
+    REQUIRE((*w)->Write(b).ok());
+    path = (*w)->CurrentPath();
+    REQUIRE((*w)->Close().ok());
+  }
+  std::vector<Record> records = Parse(Gunzip(path));
+  REQUIRE(records.size() == 1 + 3 * 2);
+  CHECK(records[1].type == "response");
+  for (size_t i : {3u, 5u}) {
+    INFO("record " << i);
+    CHECK(records[i].type == "revisit");
+    CHECK(records[i].payload_digest == first_digest);
+    CHECK(records[i].block.find("\r\n\r\n") == records[i].block.size() - 4);  // head only
+  }
+  CHECK(records[3].block.rfind("HTTP/1.1 304", 0) == 0);
+  CHECK(records[5].block == first.response_head);
+
+  // An independent reader: every revisit field, as the spec names it.
+  testing::CommandResult index = testing::RunCommand(
+      "warcio index '" + path +
+      "' --fields=warc-type,warc-profile,warc-refers-to,warc-refers-to-target-uri,"
+      "warc-refers-to-date,warc-payload-digest");
+  INFO(index.output);
+  REQUIRE(index.exit_code == 0);
+  std::vector<boost::json::object> revisits;
+  std::istringstream lines(index.output);
+  for (std::string line; std::getline(lines, line);) {
+    boost::json::object r = boost::json::parse(line).as_object();
+    if (r.at("warc-type").as_string() == "revisit") revisits.push_back(r);
+  }
+  REQUIRE(revisits.size() == 2);
+  const char* profiles[] = {
+      "http://netpreserve.org/warc/1.1/revisit/server-not-modified",
+      "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"};
+  for (size_t i = 0; i < 2; ++i) {
+    INFO(index.output);
+    CHECK(revisits[i].at("warc-profile").as_string() == profiles[i]);
+    CHECK(revisits[i].at("warc-refers-to").as_string() == first_id);
+    CHECK(revisits[i].at("warc-refers-to-target-uri").as_string() == first.url);
+    CHECK(revisits[i].at("warc-refers-to-date").as_string() == WarcDate(first.date));
+    CHECK(revisits[i].at("warc-payload-digest").as_string() == first_digest);
+  }
+  CHECK(testing::CdxjNotAsWarcio(dir.path()) == "");
+  CHECK_THAT(testing::ReadText(cdxj::PathFor(path)), Catch::Contains("warc/revisit"));
 }
 
 }  // namespace

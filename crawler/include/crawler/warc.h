@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -44,6 +45,25 @@ struct WarcOptions {
   bool cdxj = true;           // write the CDXJ index beside each file
 };
 
+// What a revisit's record refers to (WARC/1.1 6.7): the earlier full
+// capture. A revisit is written as a `revisit` record whose block is the
+// HTTP response head only, with WARC-Profile
+//   .../revisit/server-not-modified      a 304 to a conditional request;
+//   .../revisit/identical-payload-digest a 200 whose payload digest is the
+//                                        earlier capture's;
+// and WARC-Refers-To, -Refers-To-Target-URI, -Refers-To-Date. Its
+// WARC-Payload-Digest is the earlier capture's payload's (never the digest
+// of a 304's empty body: openwayback#224).
+struct Revisit {
+  enum class Profile { kServerNotModified, kIdenticalPayloadDigest };
+  Profile profile = Profile::kServerNotModified;
+  std::string refers_to;      // the earlier response's WARC-Record-ID
+  std::string refers_to_uri;  // its WARC-Target-URI
+  std::chrono::system_clock::time_point refers_to_date;  // its WARC-Date
+  std::string payload_digest;  // its WARC-Payload-Digest ("sha1:BASE32")
+};
+std::string_view RevisitProfileUri(Revisit::Profile p);
+
 // One fetch. The request, head and body are views of the caller's buffers
 // (valid until Prepare or Write returns): the body is copied once, into the
 // record libdeflate compresses, and not before.
@@ -55,6 +75,8 @@ struct Exchange {
   std::string_view response_head;  // status line + headers, ending in CRLF CRLF
   std::string_view body;           // the body as received
   bool truncated = false;          // body cut at the size limit
+  // Set: the response is written as a revisit record (above), no body.
+  std::optional<Revisit> revisit;
 };
 
 // The two gzipped records of one fetch, ready to append (Prepare does the
@@ -62,6 +84,9 @@ struct Exchange {
 struct PreparedExchange {
   std::string response, request;
   std::string index_head;  // the response's CDXJ line up to its place in the file
+  // The response (or revisit) record's WARC-Record-ID and payload digest:
+  // what a later revisit refers to (the URL history keeps them).
+  std::string response_id, payload_digest;
 };
 
 struct WarcPosition {

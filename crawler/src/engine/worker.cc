@@ -343,7 +343,8 @@ Worker::Prepared Worker::Prepare(const Completed& c) const {
                 .request = r.request_head,
                 .response_head = head,
                 .body = r.body,
-                .truncated = r.truncated};
+                .truncated = r.truncated,
+                .revisit = std::nullopt};
     p.warc = p_.warc.Prepare(ex);
   }
   bool html = r.content_type == "text/html" || r.content_type == "application/xhtml+xml";

@@ -174,6 +174,12 @@ Status WarcWriter::AppendBytes(const std::string& bytes) {
   return Status::Ok();
 }
 
+std::string_view RevisitProfileUri(Revisit::Profile p) {
+  return p == Revisit::Profile::kServerNotModified
+             ? "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
+             : "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest";
+}
+
 PreparedExchange WarcWriter::Prepare(const Exchange& ex) const {
   const std::string date = WarcDate(ex.date);
   const std::string request_id = RecordId();
@@ -181,25 +187,38 @@ PreparedExchange WarcWriter::Prepare(const Exchange& ex) const {
   std::string common = "WARC-Date: " + date + "\r\nWARC-Target-URI: " + ex.url + "\r\n";
   if (!ex.ip.empty()) common += "WARC-IP-Address: " + ex.ip + "\r\n";
 
+  PreparedExchange out;
+  out.response_id = response_id;
+  // A revisit's block is the head alone; its payload digest is the earlier
+  // capture's (warc.h).
+  const std::string_view body = ex.revisit ? std::string_view() : ex.body;
+  out.payload_digest = ex.revisit ? ex.revisit->payload_digest : WarcDigest(body);
   // The block (head + body) is digested and written from its two parts.
   std::string response_headers =
-      common + "WARC-Payload-Digest: " + WarcDigest(ex.body) +
-      "\r\nWARC-Block-Digest: " + WarcDigest({ex.response_head, ex.body}) + "\r\n";
-  if (ex.truncated) response_headers += "WARC-Truncated: length\r\n";
-  PreparedExchange out;
+      common + "WARC-Payload-Digest: " + out.payload_digest +
+      "\r\nWARC-Block-Digest: " + WarcDigest({ex.response_head, body}) + "\r\n";
+  if (ex.revisit) {
+    response_headers +=
+        "WARC-Profile: " + std::string(RevisitProfileUri(ex.revisit->profile)) +
+        "\r\nWARC-Refers-To: " + ex.revisit->refers_to +
+        "\r\nWARC-Refers-To-Target-URI: " + ex.revisit->refers_to_uri +
+        "\r\nWARC-Refers-To-Date: " + WarcDate(ex.revisit->refers_to_date) + "\r\n";
+  } else if (ex.truncated) {
+    response_headers += "WARC-Truncated: length\r\n";
+  }
   if (options_.cdxj) {
     cdxj::Fields f;
     f.url = ex.url;
     f.timestamp = cdxj::Timestamp(date);
     cdxj::HttpFields(ex.response_head, &f.status, &f.mime);
-    std::string digest = WarcDigest(ex.body);
-    f.digest = digest.substr(digest.find(':') + 1);
+    if (ex.revisit) f.mime = "warc/revisit";  // as pywb and warcio index revisits
+    f.digest = out.payload_digest.substr(out.payload_digest.find(':') + 1);
     out.index_head = cdxj::Head(f);
   }
-  out.response =
-      GzipMember(Record("response", response_id, response_headers,
-                        "application/http;msgtype=response", {ex.response_head, ex.body}),
-                 options_.gzip_level);
+  out.response = GzipMember(
+      Record(ex.revisit ? "revisit" : "response", response_id, response_headers,
+             "application/http;msgtype=response", {ex.response_head, body}),
+      options_.gzip_level);
   std::string request_headers = common + "WARC-Concurrent-To: " + response_id +
                                 "\r\nWARC-Block-Digest: " + WarcDigest(ex.request) +
                                 "\r\n";
