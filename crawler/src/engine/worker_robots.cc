@@ -1,0 +1,69 @@
+// Worker: robots.txt fetches: started (and those due again), and a
+// finished one's outcome (rules, redirects, sitemaps). Its failures (5xx, no
+// answer) are RobotsFailed's, beside the page retries in worker.cc.
+#include <algorithm>
+#include <chrono>
+#include <iterator>
+
+#include "engine/worker.h"
+
+namespace crawler::engine {
+
+using frontier::Clock;
+
+void Worker::StartDueRobots(const Gate::Pass& pass) {
+  if (robots_retry_.empty()) return;
+  auto now = Clock::now();
+  auto due = std::stable_partition(robots_retry_.begin(), robots_retry_.end(),
+                                   [&](const RobotsRetry& r) { return r.at > now; });
+  std::vector<RobotsRetry> start(std::make_move_iterator(due),
+                                 std::make_move_iterator(robots_retry_.end()));
+  robots_retry_.erase(due, robots_retry_.end());
+  for (RobotsRetry& r : start) {
+    p_.state.busy.fetch_sub(1);  // StartRobots counts it again
+    StartRobots(pass, r.host, r.url, r.hops);
+  }
+}
+
+void Worker::StartRobots(const Gate::Pass& pass, const std::string& host,
+                         const std::string& url, int hops) {
+  p_.state.busy.fetch_add(1);
+  p_.hosts.RobotsStarted(pass, host, url, hops);
+  if (p_.cluster != nullptr && p_.cluster->Lapsed(host)) {
+    // Its shard's lease lapsed (this node paused or cut off from Redis):
+    // asked again later, like a retry. Renewed, it is fetched; lost, this
+    // node stops and the new owner fetches it (issue 31, finding 2).
+    robots_retry_.push_back(
+        {Clock::now() + std::chrono::milliseconds(200), host, url, hops});
+    return;
+  }
+  fetcher_->Add(url, [this, host, hops](FetchResult&& r) {
+    completed_.push_back(Completed{true, host, hops, {}, std::move(r)});
+  });
+}
+
+Status Worker::FinishRobots(const Gate::Pass& pass, const Completed& c,
+                            const Prepared& p) {
+  const FetchResult& r = c.result;
+  parsers::RobotsFetch outcome = parsers::RobotsFetchForStatus(r.status);
+  if (outcome == parsers::RobotsFetch::kServerError ||
+      outcome == parsers::RobotsFetch::kUnreachable)
+    return RobotsFailed(pass, c, p);
+  Status st = Record(r, p, nullptr, true, p_.hosts.RobotsFailures(pass, c.host) + 1);
+  if (!st.ok()) return st;
+  if (r.status >= 300 && r.status < 400 && !r.location.empty() &&
+      c.hops < parsers::kMaxRobotsRedirects) {
+    parsers::UrlResult next = parsers::ResolveHref(r.url, r.location, p_.config.url);
+    if (next.ok()) {
+      StartRobots(pass, c.host, *next, c.hops + 1);
+      return Status::Ok();
+    }
+  }
+  std::vector<std::string> sitemaps;
+  std::optional<double> delay =
+      p_.hosts.RobotsDone(pass, c.host, outcome, r.body, Clock::now(), &sitemaps);
+  p_.frontier.OpenHost(c.host, delay, Clock::now());
+  return OfferSitemaps(pass, c.host, sitemaps);
+}
+
+}  // namespace crawler::engine
