@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
     r.payload_digest = "sha1:" + random_text(32, kAlphabet, 32);
     r.record_id = "<urn:uuid:" + random_text(36, "0123456789abcdef", 16) + ">";
     r.capture_ms = r.fetched_ms;
-    r.interval_s = 86400;
+    r.interval_ms = 86400 * 1000;
     r.due_ms = r.fetched_ms + 86'400'000 + rng() % 3'600'000;
     const std::string url = url_of(i);
     url_bytes += url.size();

@@ -9,6 +9,11 @@
 //   dedup.bin      the filter, in the dedup library's own format (dedup/src/format.h)
 //   frontier.bin   the frontier's image (frontier/image.h owns the format)
 //   hosts.bin      the engine's per-host state (crawler/src/host_table.h owns it)
+//   history/       [recrawl] on: the URL history's image (output/history.h),
+//                  RocksDB's own files, each listed as "history/NAME"; the
+//                  image is taken in the crawl's process at the cut
+//                  (RocksDB's Checkpoint API: a flush and hard links) and
+//                  moved in by the writer
 //   outbox.txt     a cluster node's links for other nodes not yet confirmed by
 //                  Redis at the cut (crawler/src/cluster.h owns it; optional)
 //   spill-N.q      a host's spilled frontier URLs: a hard link to the crawl's
@@ -65,6 +70,9 @@ inline constexpr const char* kCheckpointTmpDir = "checkpoint.tmp";
 inline constexpr const char* kStartSeeds = "start-seeds.txt";
 inline constexpr const char* kStartConfig = "start-config.toml";
 inline constexpr const char* kDedupLogDir = "dedup";
+// The URL history's image taken at a cut, until the writer moves it into
+// checkpoint.tmp/history/.
+inline constexpr const char* kHistoryCutDir = "history.cut";
 
 // What the manifest records besides the files.
 struct CheckpointInfo {
@@ -111,6 +119,9 @@ struct CheckpointSources {
   int fsync_fd_log = -1;
   int fsync_fd_seen = -1;
   int slow_ms = 0;  // test hook: sleep this long after each file
+  // [recrawl] on: the history's image (OUT/history.cut/), moved to
+  // TMP/history/ and hashed file by file ("": none).
+  std::string history_image;
 };
 
 struct CheckpointWritten {
@@ -136,6 +147,7 @@ struct LoadedCheckpoint {
   std::string
       hosts_bin;       // hosts.bin's bytes (checksum verified; HostTable::Decode parses)
   std::string outbox;  // outbox.txt's bytes, if the checkpoint has one (verified)
+  std::string history_dir;  // DIR/history, if the checkpoint has one (verified)
 };
 
 // Loads and verifies DIR (a checkpoint directory). Errors (kCorruption,

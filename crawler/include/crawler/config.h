@@ -40,6 +40,10 @@ struct CrawlConfig {
   // depth 1; sitemap indexes nest at most sitemap_max_depth levels.
   std::string sitemaps = "robots";
   uint32_t sitemap_max_depth = 2;
+  // The crawl stops after this many seconds of crawling in this run, as on
+  // Ctrl-C (resumable); 0: no limit. A continuous crawl ([recrawl]) runs
+  // until stopped, so this, max_pages or a signal ends it.
+  double max_duration_s = 0;
 };
 
 struct FetchConfig {
@@ -103,6 +107,27 @@ struct ClusterConfig {
   bool balance = true;
 };
 
+// [recrawl]: continuous crawling (docs/recrawl.md). Every URL fetched is kept
+// in the URL history (OUT/history/) and fetched again when due, with
+// If-None-Match / If-Modified-Since; an unchanged page is written as a WARC
+// revisit record. The crawl then runs until stopped.
+struct RecrawlConfig {
+  bool enabled = false;
+  double interval_s = 86400;             // a URL's first revisit, after its fetch
+  double min_interval_s = 3600;          // bounds of the adapted interval
+  double max_interval_s = 30 * 86400.0;  //
+  // How a URL's interval follows what its revisits find: "fixed" (always
+  // interval_s: periodic cycles) or "adaptive" (Nutch's and StormCrawler's
+  // rule: x (1 + inc_rate) when unchanged, x (1 - dec_rate) when changed).
+  std::string adapt = "adaptive";
+  double inc_rate = 0.4;
+  double dec_rate = 0.2;
+  bool conditional = true;  // send If-None-Match / If-Modified-Since
+  // A URL answering 404 or 410 on this many visits in a row leaves the
+  // history (and the filter, if it can erase): 0 keeps it.
+  uint32_t forget_gone_after = 3;
+};
+
 // [metrics]: Prometheus metrics (crawler/src/metrics.h).
 struct MetricsConfig {
   std::string listen;  // "HOST:PORT" serves GET /metrics there; empty: off
@@ -122,6 +147,7 @@ struct Config {
   CheckpointConfig checkpoint;
   ClusterConfig cluster;
   MetricsConfig metrics;
+  RecrawlConfig recrawl;
 };
 
 // Defaults, then `path` (if not empty), then each "section.key=value" of

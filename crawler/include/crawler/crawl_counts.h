@@ -37,6 +37,13 @@ struct CrawlCounts {
   // filter (cuckoo or counting with dedup.allow_erase): a later link admits
   // them again. cannot_forget: such URLs a filter that cannot erase keeps.
   uint64_t forgotten = 0, cannot_forget = 0;
+  // [recrawl]: revisits by outcome (engine/recrawl.h): answered 304, a 200
+  // with the earlier capture's payload digest (both written as WARC revisit
+  // records), a 200 with a new payload; the payload bytes not stored again
+  // (each unchanged page's earlier capture's size); URLs that left the
+  // history, gone (404/410) on recrawl.forget_gone_after visits in a row.
+  uint64_t revisits_not_modified = 0, revisits_identical = 0, revisits_changed = 0;
+  uint64_t revisit_bytes_saved = 0, history_forgotten = 0;
   std::map<std::string, uint64_t> errors;  // by FetchErrorName: failures and truncations
 };
 

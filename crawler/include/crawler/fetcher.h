@@ -92,6 +92,10 @@ class Fetcher {
   using Callback = std::function<void(FetchResult&&)>;
   // Starts a GET of `url`; `done` is called from Run() when it ends.
   void Add(const std::string& url, Callback done);
+  // The same with extra request headers ("Name: value" lines; a revisit's
+  // If-None-Match and If-Modified-Since).
+  void Add(const std::string& url, const std::vector<std::string>& headers,
+           Callback done);
   // Drives transfers, waiting at most `max_wait` for activity; calls the
   // callbacks of finished transfers. Returns the number still running.
   size_t Run(std::chrono::milliseconds max_wait);

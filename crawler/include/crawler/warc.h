@@ -77,6 +77,9 @@ struct Exchange {
   bool truncated = false;          // body cut at the size limit
   // Set: the response is written as a revisit record (above), no body.
   std::optional<Revisit> revisit;
+  // The body's payload digest if the caller computed it already ("": Prepare
+  // computes it).
+  std::string payload_digest;
 };
 
 // The two gzipped records of one fetch, ready to append (Prepare does the

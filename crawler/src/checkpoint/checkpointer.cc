@@ -100,6 +100,17 @@ Status Checkpointer::Prepare(CheckpointInfo* info, CheckpointSources* src, bool 
   info->sequence = figures_.sequence + 1;
   info->pause_ms = figures_.last_pause_ms;
   p_.describe(info, running);
+  if (p_.history != nullptr) {
+    // RocksDB's threads do not survive fork(): the history's image is taken
+    // here, at the cut (a memtable flush and hard links); the writer moves
+    // it into the checkpoint (WriteCheckpoint).
+    const std::string image = out_ + "/" + kHistoryCutDir;
+    std::error_code ec;
+    std::filesystem::remove_all(image, ec);
+    Status st = p_.history->CheckpointTo(image);
+    if (!st.ok()) return st;
+    src->history_image = image;
+  }
   src->filter = &p_.filter;
   src->frontier = &p_.frontier;
   const HostTable* hosts = &p_.hosts;

@@ -36,6 +36,7 @@
 #include "engine/gate.h"
 #include "engine/host_table.h"
 #include "output/fetch_log.h"
+#include "output/history.h"
 #include "output/seen_log.h"
 #include "report/stats_writer.h"
 
@@ -60,6 +61,8 @@ class Checkpointer {
     std::function<std::optional<OutboxCut>(uint64_t sequence)> on_cut;
     std::function<void(uint64_t sequence)> on_published;
     const SeenLog* seen = nullptr;  // a cluster node's with shared_dir
+    // [recrawl] on: its image is taken at the cut, in this process (Prepare).
+    History* history = nullptr;
   };
   // `sequence`: of the last checkpoint written (0 for a new crawl).
   Checkpointer(std::string out, const CheckpointConfig& config, const Parts& parts,

@@ -131,6 +131,16 @@ Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
     if (!seen.ok()) return seen.status();
     m->seen = std::move(seen).value();
   }
+  if (config.recrawl.enabled) {
+    // A resume restored the checkpoint's image here (resume.cc); a new crawl
+    // starts empty (a leftover is past any checkpoint).
+    const std::string dir = out + "/" + kHistoryDir;
+    std::error_code ec;
+    if (sequence == 0) std::filesystem::remove_all(dir, ec);
+    auto history = History::Open(dir);
+    if (!history.ok()) return history.status();
+    m->history = std::move(history).value();
+  }
   if (!config.metrics.listen.empty()) {
     auto metrics = MetricsServer::Start(config.metrics.listen);
     if (!metrics.ok()) return metrics.status();
@@ -149,13 +159,14 @@ Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
           [raw](uint64_t seq) {
             if (raw->cluster) raw->cluster->OnPublished(seq);
           },
-          m->seen.get()},
+          m->seen.get(), m->history.get()},
       sequence);
   Status st;
   m->workers = Worker::MakeAll(
       config,
       {m->config, *m->scope, *m->filter, *m->frontier, m->hosts, *m->log, *m->warc,
-       m->counters, m->gate, m->results, m->state, m->cluster.get(), m->seen.get()},
+       m->counters, m->gate, m->results, m->state, m->cluster.get(), m->seen.get(),
+       m->history.get()},
       &st);
   if (!st.ok()) return st;
   return m;
@@ -282,16 +293,53 @@ Status StartNodeAndSeed(Crawl::Impl& m, const std::atomic<bool>& stop) {
   return Seed(m);
 }
 
+// [recrawl]: the URLs the history says are due go back into their hosts'
+// queues (no filter: the history is the authority for URLs it holds), under
+// their hosts' politeness, and are marked queued (no due time) until their
+// fetch writes the next one. In a gate pass, so a checkpoint's history image
+// and frontier agree.
+Status ScheduleDue(Crawl::Impl& m) {
+  const auto now_ms = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::system_clock::now().time_since_epoch())
+          .count());
+  GateUnit unit(m.gate);
+  // A bounded batch: a backlog drains over several rounds.
+  auto due = m.history->Due(now_ms, 1000);
+  if (!due.ok()) return due.status();
+  for (const auto& [url, at] : *due) {
+    auto record = m.history->Get(url);
+    if (!record.ok()) return record.status();
+    if (!record->has_value()) continue;
+    HistoryRecord r = std::move(**record);
+    r.due_ms = 0;
+    Status st = m.history->Put(url, r);
+    if (st.ok()) {
+      frontier::UrlEntry e{url, r.depth, "", 0};
+      e.kind = static_cast<frontier::UrlEntry::Kind>(r.kind);
+      st = m.frontier->Requeue(std::move(e));
+    }
+    if (!st.ok()) return st;
+  }
+  return Status::Ok();
+}
+
 // The Run thread while the workers crawl: checkpoints, stats, progress.
 // Returns the first output failure (the caller stops the workers).
-Status Supervise(Crawl::Impl& m, const std::atomic<bool>& stop,
+// `halt` stops the workers: set on `stop` and at crawl.max_duration_s.
+Status Supervise(Crawl::Impl& m, const std::atomic<bool>& stop, std::atomic<bool>& halt,
                  const Crawl::ProgressFn& progress, std::atomic<bool>* checkpoint_request,
                  const std::function<CrawlProgress()>& progress_now,
                  const std::vector<std::atomic<bool>>& done) {
-  auto last_progress = Clock::now(), last_stats = Clock::now();
+  auto last_progress = Clock::now(), last_stats = Clock::now(), last_due = Clock::now();
+  const double max_s = m.config.crawl.max_duration_s;
   while (!std::all_of(done.begin(), done.end(),
                       [](const std::atomic<bool>& d) { return d.load(); })) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (stop.load() ||
+        (max_s > 0 && std::chrono::duration<double>(Clock::now() - m.run_start).count() >=
+                          max_s))
+      halt = true;
     Status st = m.checkpointer->Poll(false);
     if (!st.ok()) return st;
     if (m.cluster && m.cluster->Failed()) return m.cluster->failure();
@@ -299,7 +347,12 @@ Status Supervise(Crawl::Impl& m, const std::atomic<bool>& stop,
     bool requested = checkpoint_request != nullptr && checkpoint_request->exchange(false);
     // A cluster node handing shards over cuts their source checkpoint now.
     if (m.cluster && m.cluster->CheckpointWanted()) requested = true;
-    if (!stop.load() && !m.state.failed() &&
+    if (m.history && !halt.load() && now - last_due >= std::chrono::milliseconds(200)) {
+      last_due = now;
+      st = ScheduleDue(m);
+      if (!st.ok()) return st;
+    }
+    if (!halt.load() && !m.state.failed() &&
         m.checkpointer->Due(m.counters.PagesDone(), requested) &&
         !(m.cluster && (m.cluster->CommitPending() || m.cluster->HoldCuts()))) {
       st = m.checkpointer->Cut(true, m.counters.PagesDone());
@@ -376,20 +429,21 @@ Result<CrawlSummary> Crawl::Run(const std::atomic<bool>& stop, const ProgressFn&
   if (!st.ok()) return st;
   std::vector<std::atomic<bool>> done(m.workers.size());
   std::vector<std::thread> threads;
+  std::atomic<bool> halt{stop.load()};
   for (size_t i = 0; i < m.workers.size(); ++i) {
     threads.emplace_back([&, i] {
-      m.workers[i]->Loop(stop);
+      m.workers[i]->Loop(halt);
       done[i] = true;
     });
   }
   st = Supervise(
-      m, stop, progress, checkpoint_request, [this] { return Progress(); }, done);
+      m, stop, halt, progress, checkpoint_request, [this] { return Progress(); }, done);
   if (!st.ok()) m.state.Fail(st);
   for (std::thread& t : threads) t.join();
   st = m.checkpointer->Poll(true);
   if (!st.ok()) m.state.Fail(st);
   if (m.state.failed()) return m.state.error();
-  return Finish(m, stop.load() || m.state.max_pages_hit.load(), start);
+  return Finish(m, halt.load() || m.state.max_pages_hit.load(), start);
 }
 
 void Crawl::LeaveOnStop() {

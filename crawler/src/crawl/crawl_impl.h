@@ -22,6 +22,7 @@
 #include "engine/scope.h"
 #include "engine/worker.h"
 #include "output/fetch_log.h"
+#include "output/history.h"
 #include "report/metrics.h"
 #include "report/stats_writer.h"
 
@@ -44,6 +45,7 @@ struct Crawl::Impl {
   HostTable hosts;
   std::unique_ptr<FetchLog> log;
   std::unique_ptr<SeenLog> seen;  // a cluster node's with shared_dir (seen_log.h)
+  std::unique_ptr<History> history;  // [recrawl] on: OUT/history/ (output/history.h)
   std::unique_ptr<WarcWriter> warc;
   Counters counters;
   Gate gate;
@@ -67,6 +69,9 @@ struct Crawl::Impl {
   void PublishMetrics(bool running);
   void Describe(CheckpointInfo* info, bool running);
 };
+
+// OUT/history/, the live URL history of a crawl with [recrawl] on.
+inline constexpr const char* kHistoryDir = "history";
 
 // Opens OUT's outputs and builds every part around `filter` and `scope`.
 // `sequence`: of the last checkpoint (0 for a new crawl); `log_bytes`: its

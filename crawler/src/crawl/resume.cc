@@ -362,6 +362,15 @@ Result<std::unique_ptr<Crawl>> Crawl::Resume(const std::string& out_dir,
   if (!scope.ok()) return fail(scope.status());
   st = Repair(out_dir, cp.info, config->output);
   if (!st.ok()) return fail(st);
+  if (config->recrawl.enabled) {
+    // The live history is past the checkpoint: its image replaces it (none
+    // in a checkpoint of a crawl that did not revisit: an empty history).
+    std::error_code ec;
+    const std::string live = out_dir + "/" + kHistoryDir;
+    fs::remove_all(live, ec);
+    if (!cp.history_dir.empty()) st = History::Restore(cp.history_dir, live);
+    if (!st.ok()) return fail(st);
+  }
   if (fell_back) {
     std::error_code ec;
     fs::remove_all(out_dir + "/" + kCheckpointDamagedDir, ec);

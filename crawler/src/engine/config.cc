@@ -11,131 +11,18 @@
 #include <sstream>
 
 #include "base/secret.h"
+#include "engine/config_key.h"
 
 namespace crawler::engine {
 namespace {
-
-// One config key: how to apply a TOML value (returns "" or the problem) and
-// how to print the current value as TOML.
-struct Key {
-  std::string section, name;
-  std::function<std::string(Config&, const toml::node&)> apply;
-  std::function<std::string(const Config&)> dump;
-  std::string path() const { return section + "." + name; }
-};
-
-template <typename Int, typename Ref>
-Key IntKey(const char* section, const char* name, Ref ref, int64_t lo, int64_t hi) {
-  return Key{
-      section, name,
-      [=](Config& c, const toml::node& n) -> std::string {
-        if (!n.is_integer()) return "expected an integer";
-        int64_t v = *n.value<int64_t>();
-        if (v < lo || v > hi) {
-          return "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) +
-                 "], got " + std::to_string(v);
-        }
-        ref(c) = static_cast<Int>(v);
-        return "";
-      },
-      [=](const Config& c) { return std::to_string(ref(const_cast<Config&>(c))); }};
-}
-
-template <typename Ref>
-Key DoubleKey(const char* section, const char* name, Ref ref, double lo, double hi,
-              bool open_low = false) {
-  return Key{section, name,
-             [=](Config& c, const toml::node& n) -> std::string {
-               if (!n.is_number()) return "expected a number";
-               double v = n.is_integer() ? static_cast<double>(*n.value<int64_t>())
-                                         : *n.value<double>();
-               if (!(v >= lo && v <= hi) || (open_low && v == lo)) {
-                 std::ostringstream m;
-                 m << "must be in " << (open_low ? "(" : "[") << lo << ", " << hi
-                   << "], got " << v;
-                 return m.str();
-               }
-               ref(c) = v;
-               return "";
-             },
-             [=](const Config& c) {
-               std::ostringstream m;
-               m << ref(const_cast<Config&>(c));
-               std::string s = m.str();
-               if (s.find_first_of(".e") == std::string::npos) s += ".0";
-               return s;
-             }};
-}
-
-template <typename Ref>
-Key BoolKey(const char* section, const char* name, Ref ref) {
-  return Key{section, name,
-             [=](Config& c, const toml::node& n) -> std::string {
-               if (!n.is_boolean()) return "expected true or false";
-               ref(c) = *n.value<bool>();
-               return "";
-             },
-             [=](const Config& c) {
-               return std::string(ref(const_cast<Config&>(c)) ? "true" : "false");
-             }};
-}
-
-std::string Quote(const std::string& s) {
-  std::ostringstream m;
-  m << toml::value<std::string>(s);
-  return m.str();
-}
-
-template <typename Ref>
-Key StringKey(const char* section, const char* name, Ref ref,
-              const std::function<std::string(const std::string&)>& check = nullptr) {
-  return Key{section, name,
-             [=](Config& c, const toml::node& n) -> std::string {
-               if (!n.is_string()) return "expected a string";
-               std::string v = *n.value<std::string>();
-               if (check) {
-                 std::string problem = check(v);
-                 if (!problem.empty()) return problem;
-               }
-               ref(c) = v;
-               return "";
-             },
-             [=](const Config& c) { return Quote(ref(const_cast<Config&>(c))); }};
-}
-
-template <typename Ref>
-Key StringListKey(const char* section, const char* name, Ref ref, bool regexes) {
-  return Key{section, name,
-             [=](Config& c, const toml::node& n) -> std::string {
-               const toml::array* a = n.as_array();
-               if (a == nullptr) return "expected an array of strings";
-               std::vector<std::string> out;
-               for (const toml::node& e : *a) {
-                 if (!e.is_string()) return "expected an array of strings";
-                 out.push_back(*e.value<std::string>());
-                 if (regexes) {
-                   try {
-                     std::regex re(out.back());
-                   } catch (const std::regex_error& err) {
-                     return "invalid regex '" + out.back() + "': " + err.what();
-                   }
-                 }
-               }
-               ref(c) = std::move(out);
-               return "";
-             },
-             [=](const Config& c) {
-               std::string s = "[";
-               for (const std::string& v : ref(const_cast<Config&>(c))) {
-                 if (s.size() > 1) s += ", ";
-                 s += Quote(v);
-               }
-               return s + "]";
-             }};
-}
-
-constexpr int64_t kMax32 = std::numeric_limits<uint32_t>::max();
-constexpr int64_t kMax64 = std::numeric_limits<int64_t>::max();
+using config_key::BoolKey;
+using config_key::DoubleKey;
+using config_key::IntKey;
+using config_key::Key;
+using config_key::kMax32;
+using config_key::kMax64;
+using config_key::StringKey;
+using config_key::StringListKey;
 
 std::vector<Key> CrawlKeys() {
   return {
@@ -192,6 +79,9 @@ std::vector<Key> CrawlKeys() {
       IntKey<uint32_t>(
           "crawl", "sitemap_max_depth",
           [](Config & c) -> auto& { return c.crawl.sitemap_max_depth; }, 0, 10),
+      DoubleKey(
+          "crawl", "max_duration_s",
+          [](Config & c) -> auto& { return c.crawl.max_duration_s; }, 0, 3650 * 86400.0),
   };
 }
 
@@ -371,90 +261,12 @@ std::vector<Key> CheckpointKeys() {
   };
 }
 
-std::vector<Key> MetricsKeys() {
-  return {StringKey(
-      "metrics", "listen", [](Config & c) -> auto& { return c.metrics.listen; },
-      [](const std::string& v) {
-        size_t colon = v.rfind(':');
-        std::string port = colon == std::string::npos ? "" : v.substr(colon + 1);
-        bool ok =
-            v.empty() || (colon > 0 && !port.empty() && port.size() <= 5 &&
-                          port.find_first_not_of("0123456789") == std::string::npos &&
-                          std::stoul(port) <= 65535);
-        return ok ? std::string()
-                  : std::string("must be HOST:PORT (as 127.0.0.1:9464) or empty");
-      })};
-}
-
-std::vector<Key> ClusterKeys() {
-  return {
-      StringKey(
-          "cluster", "redis", [](Config & c) -> auto& { return c.cluster.redis; },
-          [](const std::string& v) {
-            if (!v.empty() && v.rfind("redis://", 0) != 0)
-              return std::string("must be redis://HOST:PORT or empty");
-            // It would be written to OUT/start-config.toml, each checkpoint
-            // and the logs: the password comes from the environment.
-            if (v.find('@') != std::string::npos)
-              return std::string("must not hold a password (") + WithoutUserinfo(v) +
-                     "): it would be written to OUT/start-config.toml and every "
-                     "checkpoint; set " +
-                     kRedisPasswordEnv + " in the environment instead";
-            return std::string();
-          }),
-      StringKey(
-          "cluster", "job", [](Config & c) -> auto& { return c.cluster.job; },
-          [](const std::string& v) {
-            return v.empty() || v.find_first_of(" {}:") != std::string::npos
-                       ? std::string("must be a name without spaces, ':' or braces")
-                       : std::string();
-          }),
-      StringKey(
-          "cluster", "node", [](Config & c) -> auto& { return c.cluster.node; },
-          [](const std::string& v) {
-            return v.find_first_of(" {}:") != std::string::npos
-                       ? std::string("must be a name without spaces, ':' or braces")
-                       : std::string();
-          }),
-      IntKey<uint32_t>(
-          "cluster", "shards", [](Config & c) -> auto& { return c.cluster.shards; }, 1,
-          65536),
-      IntKey<uint32_t>(
-          "cluster", "min_nodes", [](Config & c) -> auto& { return c.cluster.min_nodes; },
-          1, 1000),
-      IntKey<uint32_t>(
-          "cluster", "batch_urls",
-          [](Config & c) -> auto& { return c.cluster.batch_urls; }, 1, 100000),
-      IntKey<uint32_t>(
-          "cluster", "batch_ms", [](Config & c) -> auto& { return c.cluster.batch_ms; },
-          1, 60000),
-      DoubleKey(
-          "cluster", "heartbeat_s",
-          [](Config & c) -> auto& { return c.cluster.heartbeat_s; }, 0.1, 3600),
-      DoubleKey(
-          "cluster", "lease_s", [](Config & c) -> auto& { return c.cluster.lease_s; },
-          0.3, 36000),
-      IntKey<uint32_t>(
-          "cluster", "max_lag_batches",
-          [](Config & c) -> auto& { return c.cluster.max_lag_batches; }, 1, 10000000),
-      IntKey<uint64_t>(
-          "cluster", "outbox_ram_urls",
-          [](Config & c) -> auto& { return c.cluster.outbox_ram_urls; }, 0, kMax64),
-      StringKey(
-          "cluster", "shared_dir",
-          [](Config & c) -> auto& { return c.cluster.shared_dir; },
-          [](const std::string&) { return std::string(); }),
-      BoolKey(
-          "cluster", "balance", [](Config & c) -> auto& { return c.cluster.balance; }),
-  };
-}
-
-// The schema: every key, section by section.
 const std::vector<Key>& Schema() {
   static const std::vector<Key> keys = [] {
     std::vector<Key> all;
     for (auto part : {CrawlKeys, FetchKeys, FrontierKeys, DedupKeys, UrlKeys, OutputKeys,
-                      CheckpointKeys, ClusterKeys, MetricsKeys}) {
+                      CheckpointKeys, config_key::ClusterKeys, config_key::MetricsKeys,
+                      config_key::RecrawlKeys}) {
       for (Key& k : part()) all.push_back(std::move(k));
     }
     return all;
@@ -507,6 +319,17 @@ Status Finish(Config& c) {
       return ConfigError("config", "fetch.resolve",
                          "'" + r + "' is not HOST:PORT:ADDRESS (as curl --resolve)");
     }
+  }
+  const RecrawlConfig& r = c.recrawl;
+  if (r.min_interval_s > r.interval_s || r.interval_s > r.max_interval_s) {
+    return ConfigError("config", "recrawl.interval_s",
+                       "must be within [recrawl.min_interval_s, recrawl.max_interval_s]");
+  }
+  if (r.enabled && !c.cluster.redis.empty()) {
+    // Issue 33, part 5: a shard's history does not move with the shard yet.
+    return ConfigError("config", "recrawl.enabled",
+                       "not supported with [cluster] yet: a shard's URL history does not "
+                       "move with the shard on handoff or takeover");
   }
   if (c.fetch.timeout_s < c.fetch.connect_timeout_s) {
     return ConfigError("config", "fetch.timeout_s",

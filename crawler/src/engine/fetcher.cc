@@ -112,6 +112,11 @@ struct Fetcher::Impl {
     Callback done;
     uint64_t max_body = 0;
     bool too_large = false;
+    curl_slist* headers = nullptr;  // extra request headers (Add's)
+    Transfer() = default;
+    Transfer(const Transfer&) = delete;
+    Transfer& operator=(const Transfer&) = delete;
+    ~Transfer() { curl_slist_free_all(headers); }
   };
 
   explicit Impl(const FetchOptions& o) : options(o) {
@@ -234,6 +239,11 @@ Result<std::unique_ptr<Fetcher>> Fetcher::Create(const FetchOptions& options) {
 }
 
 void Fetcher::Add(const std::string& url, Callback done) {
+  Add(url, {}, std::move(done));
+}
+
+void Fetcher::Add(const std::string& url, const std::vector<std::string>& headers,
+                  Callback done) {
   auto t = std::make_unique<Impl::Transfer>();
   t->result.url = url;
   t->done = std::move(done);
@@ -280,6 +290,8 @@ void Fetcher::Add(const std::string& url, Callback done) {
   // Only the configured proxy: never one from the environment.
   curl_easy_setopt(e, CURLOPT_PROXY, o.proxy.c_str());
   if (o.proxy.empty()) curl_easy_setopt(e, CURLOPT_NOPROXY, "*");
+  for (const std::string& h : headers) t->headers = curl_slist_append(t->headers, h.c_str());
+  if (t->headers != nullptr) curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
   impl_->transfers.emplace(e, std::move(t));
   curl_multi_add_handle(impl_->multi, e);
 }

@@ -116,8 +116,10 @@ void Worker::Loop(const std::atomic<bool>& stop) {
 
 bool Worker::Finished(const Gate::Pass&) const {
   // A cluster node ends with the job (another node may still send it URLs).
+  // A continuous crawl ([recrawl]) runs until stopped (or max_pages).
   return p_.state.busy.load() == 0 &&
-         (p_.state.max_pages_hit.load() || p_.frontier.Empty()) &&
+         (p_.state.max_pages_hit.load() ||
+          (p_.frontier.Empty() && p_.history == nullptr)) &&
          (p_.cluster == nullptr || p_.cluster->Done());
 }
 
@@ -242,14 +244,22 @@ Result<std::optional<Clock::time_point>> Worker::StartFetches(const Gate::Pass& 
                     ? Skip(lease, "max_pages_per_host", &CrawlSummary::trap_guard)
                     : Status::Ok();
     if (!st.ok()) return st;
-    if (d.allowed && !d.over_limit && !StartPage(pass, std::move(lease))) break;
+    std::optional<HistoryRecord> before;
+    if (d.allowed && !d.over_limit) {
+      auto recalled = Recall(lease.entry.url);
+      if (!recalled.ok()) return recalled.status();
+      before = std::move(recalled).value();
+    }
+    if (d.allowed && !d.over_limit && !StartPage(pass, std::move(lease), std::move(before)))
+      break;
   }
   return std::optional<Clock::time_point>();
 }
 
 // Starts the fetch of `lease`; false (and the URL stays queued) once
 // crawl.max_pages fetches have started.
-bool Worker::StartPage(const Gate::Pass&, frontier::Lease lease) {
+bool Worker::StartPage(const Gate::Pass&, frontier::Lease lease,
+                       std::optional<HistoryRecord> before) {
   uint64_t started_before =
       p_.state.started.fetch_add(1);  // counted always: checkpoints keep it
   if (p_.config.crawl.max_pages > 0 && started_before >= p_.config.crawl.max_pages) {
@@ -259,10 +269,14 @@ bool Worker::StartPage(const Gate::Pass&, frontier::Lease lease) {
     return false;
   }
   std::string url = lease.entry.url;
-  auto shared = std::make_shared<frontier::Lease>(std::move(lease));
-  fetcher_->Add(url, [this, shared](FetchResult&& r) {
-    completed_.push_back(
-        Completed{false, shared->host, 0, std::move(*shared), std::move(r)});
+  std::vector<std::string> headers;
+  if (before && p_.config.recrawl.conditional) headers = ConditionalHeaders(*before);
+  std::string host = lease.host;
+  auto shared = std::make_shared<Completed>(
+      Completed{false, std::move(host), 0, std::move(lease), {}, std::move(before)});
+  fetcher_->Add(url, headers, [this, shared](FetchResult&& r) {
+    shared->result = std::move(r);
+    completed_.push_back(std::move(*shared));
   });
   return true;
 }
@@ -274,6 +288,8 @@ Status Worker::Skip(const frontier::Lease& lease, const char* why,
   p_.counters.Add(counter);
   p_.frontier.Release(lease);
   p_.state.busy.fetch_sub(1);
+  Status st = Postpone(lease.entry.url);
+  if (!st.ok()) return st;
   return p_.log.Append(
       {lease.entry.url, 0, nullptr, lease.entry.depth, lease.entry.referrer, why, false});
 }
@@ -313,7 +329,9 @@ Worker::Prepared Worker::Prepare(const Completed& c) const {
                 .response_head = head,
                 .body = r.body,
                 .truncated = r.truncated,
-                .revisit = std::nullopt};
+                .revisit = std::nullopt,
+                .payload_digest = {}};
+    ClassifyVisit(c, &ex, &p.visit);
     p.warc = p_.warc.Prepare(ex);
   }
   bool html = r.content_type == "text/html" || r.content_type == "application/xhtml+xml";
@@ -439,6 +457,7 @@ Status Worker::FinishPage(const Gate::Pass& pass, const Completed& c, const Prep
       Forget(pass, e.url);
     }
     p_.frontier.Done(c.lease, now, r.seconds, v.signal);
+    st = Remember(pass, c, p);
   }
   LogIfParked(c.lease.host, r);
   if (!st.ok() || !v.final) return st;

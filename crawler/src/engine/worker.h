@@ -42,9 +42,11 @@
 #include "engine/gate.h"
 #include "engine/host_table.h"
 #include "engine/placement.h"
+#include "engine/recrawl.h"
 #include "engine/scope.h"
 #include "frontier/frontier.h"
 #include "output/fetch_log.h"
+#include "output/history.h"
 #include "output/seen_log.h"
 #include "parsers/links.h"
 
@@ -81,6 +83,9 @@ struct Completed {
   int hops = 0;           // robots: redirects followed so far
   frontier::Lease lease;  // pages
   FetchResult result;
+  // [recrawl]: the page's history record when its fetch started (none: its
+  // first fetch, or recrawl off).
+  std::optional<HistoryRecord> before;
 };
 
 class ResultQueue {
@@ -112,6 +117,7 @@ struct WorkerParts {
   RunState& state;
   Placement* cluster;  // null: a single-machine crawl (placement.h)
   SeenLog* seen;       // a cluster node's with shared_dir; else null
+  History* history;    // [recrawl] on: the URL history (worker_history.cc); else null
 };
 
 class Worker {
@@ -153,11 +159,24 @@ class Worker {
       std::vector<std::string> problems;  // warnings, unresolvable <loc>s
     };
     std::optional<SitemapUrls> sitemap;
+    VisitKind visit = VisitKind::kOther;  // [recrawl]: what the history counts
   };
   Prepared Prepare(const Completed& c) const;
   Prepared::SitemapUrls ReadSitemap(const FetchResult& r, const std::string& url) const;
   Result<std::optional<frontier::Clock::time_point>> StartFetches(const Gate::Pass& pass);
-  bool StartPage(const Gate::Pass& pass, frontier::Lease lease);
+  bool StartPage(const Gate::Pass& pass, frontier::Lease lease,
+                 std::optional<HistoryRecord> before);
+  // [recrawl] (worker_history.cc). The history record of a page about to be
+  // fetched (none: recrawl off, or its first fetch).
+  [[nodiscard]] Result<std::optional<HistoryRecord>> Recall(const std::string& url) const;
+  // A final page result into the history: the visit counted, the record's
+  // validators, capture and next due time; a URL gone long enough forgotten.
+  [[nodiscard]] Status Remember(const Gate::Pass& pass, const Completed& c,
+                                const Prepared& p);
+  // A revisit not fetched (robots, the page cap): due again an interval on.
+  [[nodiscard]] Status Postpone(const std::string& url);
+  // The revisit record a response is written as, if any (Prepare).
+  static void ClassifyVisit(const Completed& c, Exchange* ex, VisitKind* visit);
   [[nodiscard]] Status Skip(const frontier::Lease& lease, const char* why,
                             uint64_t CrawlSummary::*counter);
   // Erases `url` from the filter (given up, or over max_pages_per_host), so

@@ -38,7 +38,7 @@ void Worker::StartRobots(const Gate::Pass& pass, const std::string& host,
     return;
   }
   fetcher_->Add(url, [this, host, hops](FetchResult&& r) {
-    completed_.push_back(Completed{true, host, hops, {}, std::move(r)});
+    completed_.push_back(Completed{true, host, hops, {}, std::move(r), std::nullopt});
   });
 }
 

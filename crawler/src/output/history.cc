@@ -53,11 +53,14 @@ std::string EncodeHistoryRecord(const HistoryRecord& r) {
   w.Str(r.record_id);
   w.U64(r.capture_ms);
   w.Str(r.capture_uri);
-  w.U32(r.interval_s);
+  w.U64(r.interval_ms);
   w.U64(r.due_ms);
   w.U32(r.changed);
   w.U32(r.unchanged);
   w.U32(r.gone);
+  w.U64(r.bytes);
+  w.U32(r.depth);
+  w.U8(r.kind);
   return std::string(w.view());
 }
 
@@ -79,11 +82,14 @@ Result<HistoryRecord> DecodeHistoryRecord(std::string_view bytes, std::string_vi
   r.record_id = in.Str();
   r.capture_ms = in.U64();
   r.capture_uri = in.Str();
-  r.interval_s = in.U32();
+  r.interval_ms = in.U64();
   r.due_ms = in.U64();
   r.changed = in.U32();
   r.unchanged = in.U32();
   r.gone = in.U32();
+  r.bytes = in.U64();
+  r.depth = in.U32();
+  r.kind = in.U8();
   if (!in.ok() || !in.AtEnd()) {
     return Status::Error(Status::Code::kCorruption,
                          "history record of " + std::string(url) +

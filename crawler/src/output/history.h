@@ -20,8 +20,8 @@
 // memtables and hard-links the table files into a new directory, which the
 // checkpoint then holds.
 //
-// NOT YET WIRED: the engine does not write it yet (the note of issue 33
-// says what remains).
+// Written by the workers when [recrawl] is on (engine/recrawl.h says what a
+// visit changes); the crawl's Run thread hands due URLs back to the frontier.
 //
 // Thread-safe: RocksDB's own, and Put/Erase keep a record and its due
 // entry in step under a mutex.
@@ -56,10 +56,13 @@ struct HistoryRecord {
   std::string record_id;                // its WARC-Record-ID ("<urn:uuid:...>")
   uint64_t capture_ms = 0;              // its WARC-Date
   std::string capture_uri;              // its WARC-Target-URI ("": the record's URL)
-  uint32_t interval_s = 0;              // the current revisit interval
+  uint64_t interval_ms = 0;             // the current revisit interval
   uint64_t due_ms = 0;                  // the next visit (0: none planned)
   uint32_t changed = 0, unchanged = 0;  // visits by outcome
   uint32_t gone = 0;                    // 404/410 on this many visits in a row
+  uint64_t bytes = 0;                   // the last full capture's payload bytes
+  uint32_t depth = 0;                   // the URL's link depth (its revisits keep it)
+  uint8_t kind = 0;                     // frontier::UrlEntry::Kind (page, sitemap)
 
   bool operator==(const HistoryRecord&) const = default;
 };

@@ -99,6 +99,16 @@ void CrawlFamilies(const StatsReport& r, Text& t) {
   t.Sample("crawler_urls_forgotten_total", Label("result", "erased"), c.forgotten);
   t.Sample("crawler_urls_forgotten_total", Label("result", "cannot_forget"),
            c.cannot_forget);
+  t.Family("crawler_revisits_total", "counter",
+           "Revisits ([recrawl]) by outcome: not_modified (304) and identical (the "
+           "earlier payload digest) are WARC revisit records, changed a new capture.");
+  t.Sample("crawler_revisits_total", Label("result", "not_modified"),
+           c.revisits_not_modified);
+  t.Sample("crawler_revisits_total", Label("result", "identical"), c.revisits_identical);
+  t.Sample("crawler_revisits_total", Label("result", "changed"), c.revisits_changed);
+  t.One("crawler_revisit_bytes_saved_total", "counter",
+        "Payload bytes of unchanged revisited pages not stored again.",
+        c.revisit_bytes_saved);
   t.Family("crawler_urls_dropped_total", "counter",
            "Links and redirect targets not admitted, by reason.");
   const std::pair<const char*, uint64_t> dropped[] = {

@@ -140,6 +140,16 @@ Section CrawlSection(const CrawlCounts& c, const CrawlRates& r,
     }
     cr.rows.push_back({"forgotten", row});
   }
+  const uint64_t revisits = c.revisits_not_modified + c.revisits_identical + c.revisits_changed;
+  if (revisits + c.history_forgotten > 0) {
+    cr.rows.push_back(
+        {"revisits", Count(revisits) + ": " + Count(c.revisits_not_modified) +
+                         " not modified (304), " + Count(c.revisits_identical) +
+                         " identical payload, " + Count(c.revisits_changed) +
+                         " changed; " + Bytes(c.revisit_bytes_saved) +
+                         " not stored again; " + Count(c.history_forgotten) +
+                         " gone URLs forgotten"});
+  }
   cr.rows.push_back(
       {"skipped", Count(c.robots_blocked) + " robots.txt, " + Count(c.out_of_scope) +
                       " out of scope, " + Count(c.too_deep) + " too deep, " +

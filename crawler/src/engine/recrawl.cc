@@ -1,0 +1,140 @@
+// See engine/recrawl.h.
+#include "engine/recrawl.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
+namespace crawler::engine {
+
+namespace {
+
+bool EqualsNoCase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() &&
+         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace
+
+std::vector<std::string> ConditionalHeaders(const HistoryRecord& r) {
+  std::vector<std::string> out;
+  if (!r.etag.empty()) out.push_back("If-None-Match: " + r.etag);
+  if (!r.last_modified.empty()) out.push_back("If-Modified-Since: " + r.last_modified);
+  return out;
+}
+
+std::string HeaderValue(std::string_view head, std::string_view name) {
+  std::string value;
+  size_t at = head.find('\n');  // past the status line
+  while (at != std::string_view::npos && at + 1 < head.size()) {
+    size_t end = head.find('\n', at + 1);
+    std::string_view line = head.substr(
+        at + 1, end == std::string_view::npos ? std::string_view::npos : end - at - 1);
+    size_t colon = line.find(':');
+    if (colon != std::string_view::npos && EqualsNoCase(Trim(line.substr(0, colon)), name))
+      value = std::string(Trim(line.substr(colon + 1)));
+    at = end;
+  }
+  return value;
+}
+
+std::optional<Revisit> RevisitFor(const HistoryRecord* before, long status,
+                                  std::string_view digest) {
+  // Without an earlier full capture there is nothing to refer to: the
+  // response is written whole.
+  if (before == nullptr || before->record_id.empty() || before->payload_digest.empty())
+    return std::nullopt;
+  Revisit v;
+  if (status == 304) {
+    v.profile = Revisit::Profile::kServerNotModified;
+  } else if (status == 200 && digest == before->payload_digest) {
+    v.profile = Revisit::Profile::kIdenticalPayloadDigest;
+  } else {
+    return std::nullopt;
+  }
+  v.refers_to = before->record_id;
+  v.refers_to_uri = before->capture_uri;
+  v.refers_to_date = std::chrono::system_clock::time_point(
+      std::chrono::milliseconds(before->capture_ms));
+  v.payload_digest = before->payload_digest;  // the capture's, never a 304's empty body
+  return v;
+}
+
+VisitKind KindOf(const HistoryRecord* before, long status,
+                 const std::optional<Revisit>& revisit) {
+  if (before == nullptr) return VisitKind::kFirst;
+  if (revisit) {
+    return revisit->profile == Revisit::Profile::kServerNotModified
+               ? VisitKind::kNotModified
+               : VisitKind::kIdentical;
+  }
+  return status == 200 ? VisitKind::kChanged : VisitKind::kOther;
+}
+
+HistoryRecord NextRecord(const HistoryRecord* before, const VisitFacts& f,
+                         const RecrawlConfig& c) {
+  HistoryRecord r = before != nullptr ? *before : HistoryRecord{};
+  r.fetched_ms = f.now_ms;
+  r.depth = f.depth;
+  r.kind = f.url_kind;
+  if (f.status > 0) r.status = static_cast<int32_t>(f.status);
+  // Validators: a full answer's replace the old ones (even by none); a 304
+  // may repeat or update them.
+  if (f.status > 0 && f.status != 304) {
+    r.etag = HeaderValue(f.response_head, "ETag");
+    r.last_modified = HeaderValue(f.response_head, "Last-Modified");
+  } else if (f.status == 304) {
+    std::string etag = HeaderValue(f.response_head, "ETag"),
+                modified = HeaderValue(f.response_head, "Last-Modified");
+    if (!etag.empty()) r.etag = etag;
+    if (!modified.empty()) r.last_modified = modified;
+  }
+  if (!f.record_id.empty() && f.status == 200) {  // a full capture to refer to
+    r.record_id = std::string(f.record_id);
+    r.payload_digest = std::string(f.payload_digest);
+    r.capture_uri = std::string(f.uri);
+    r.capture_ms = f.now_ms;
+    r.bytes = f.bytes;
+  }
+  r.gone = f.status == 404 || f.status == 410 ? r.gone + 1 : 0;
+  double interval = before != nullptr && before->interval_ms > 0
+                        ? static_cast<double>(before->interval_ms) / 1000
+                        : c.interval_s;
+  switch (f.kind) {
+    case VisitKind::kFirst:
+      interval = c.interval_s;
+      break;
+    case VisitKind::kNotModified:
+    case VisitKind::kIdentical:
+      ++r.unchanged;
+      if (c.adapt == "adaptive") interval *= 1 + c.inc_rate;
+      break;
+    case VisitKind::kChanged:
+      ++r.changed;
+      if (c.adapt == "adaptive") interval *= 1 - c.dec_rate;
+      break;
+    case VisitKind::kOther:
+      break;
+  }
+  if (c.adapt == "fixed") interval = c.interval_s;
+  interval = std::clamp(interval, c.min_interval_s, c.max_interval_s);
+  r.interval_ms = static_cast<uint64_t>(std::max(1.0, std::round(interval * 1000)));
+  r.due_ms = f.now_ms + r.interval_ms;
+  return r;
+}
+
+bool ShouldForget(const HistoryRecord& r, const RecrawlConfig& c) {
+  return c.forget_gone_after > 0 && r.gone >= c.forget_gone_after;
+}
+
+}  // namespace crawler::engine

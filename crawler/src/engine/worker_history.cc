@@ -1,0 +1,89 @@
+// The worker's side of continuous crawling ([recrawl]): the URL history
+// read before a fetch and written after it (engine/recrawl.h has the rules,
+// output/history.h the store). See worker.h.
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+#include "engine/worker.h"
+#include "output/sha1.h"
+
+namespace crawler::engine {
+
+namespace {
+
+uint64_t NowMs() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+}
+
+}  // namespace
+
+Result<std::optional<HistoryRecord>> Worker::Recall(const std::string& url) const {
+  if (p_.history == nullptr) return std::optional<HistoryRecord>();
+  return p_.history->Get(url);
+}
+
+void Worker::ClassifyVisit(const Completed& c, Exchange* ex, VisitKind* visit) {
+  const HistoryRecord* before = c.before ? &*c.before : nullptr;
+  if (before != nullptr && c.result.status == 200)
+    ex->payload_digest = WarcDigest(c.result.body);  // computed once, kept by Prepare
+  ex->revisit = RevisitFor(before, c.result.status, ex->payload_digest);
+  *visit = KindOf(before, c.result.status, ex->revisit);
+}
+
+Status Worker::Remember(const Gate::Pass& pass, const Completed& c, const Prepared& p) {
+  if (p_.history == nullptr) return Status::Ok();
+  const FetchResult& r = c.result;
+  const frontier::UrlEntry& e = c.lease.entry;
+  const HistoryRecord* before = c.before ? &*c.before : nullptr;
+  // A URL that never answered is not kept (given up: forgotten, worker.h).
+  if (r.status == 0 && before == nullptr) return Status::Ok();
+  switch (p.visit) {
+    case VisitKind::kNotModified:
+      p_.counters.Add(&CrawlSummary::revisits_not_modified);
+      p_.counters.Add(&CrawlSummary::revisit_bytes_saved, before->bytes);
+      break;
+    case VisitKind::kIdentical:
+      p_.counters.Add(&CrawlSummary::revisits_identical);
+      p_.counters.Add(&CrawlSummary::revisit_bytes_saved, before->bytes);
+      break;
+    case VisitKind::kChanged:
+      p_.counters.Add(&CrawlSummary::revisits_changed);
+      break;
+    case VisitKind::kFirst:
+    case VisitKind::kOther:
+      break;
+  }
+  // Only a full capture is what later revisits refer to.
+  const bool full = p.visit == VisitKind::kFirst || p.visit == VisitKind::kChanged;
+  VisitFacts f{.now_ms = NowMs(),
+               .status = r.status,
+               .kind = p.visit,
+               .response_head = r.response_head,
+               .record_id = full ? std::string_view(p.warc.response_id) : "",
+               .payload_digest = p.warc.payload_digest,
+               .uri = r.url,
+               .bytes = r.body.size(),
+               .depth = e.depth,
+               .url_kind = static_cast<uint8_t>(e.kind)};
+  HistoryRecord next = NextRecord(before, f, p_.config.recrawl);
+  if (!ShouldForget(next, p_.config.recrawl)) return p_.history->Put(e.url, next);
+  spdlog::info("{}: gone ({}) on {} visits in a row: forgotten", e.url, r.status,
+               next.gone);
+  p_.counters.Add(&CrawlSummary::history_forgotten);
+  Forget(pass, e.url);
+  return p_.history->Erase(e.url);
+}
+
+Status Worker::Postpone(const std::string& url) {
+  if (p_.history == nullptr) return Status::Ok();
+  auto record = p_.history->Get(url);
+  if (!record.ok() || !record->has_value()) return record.status();
+  HistoryRecord r = std::move(**record);
+  r.due_ms = NowMs() + std::max<uint64_t>(r.interval_ms, 1000);
+  return p_.history->Put(url, r);
+}
+
+}  // namespace crawler::engine
