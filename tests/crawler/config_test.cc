@@ -129,6 +129,26 @@ TEST_CASE("Config mistakes name the file, the line and the key", "[engine][confi
   auto pf = LoadConfig(pw_file.path());
   REQUIRE_FALSE(pf.ok());
   CHECK_THAT(pf.status().message(), !Catch::Contains("hunter2"));
+  // [recrawl]: the interval within its bounds, a known rule, no cluster yet.
+  auto bounds = LoadConfig("", {"recrawl.interval_s=10", "recrawl.min_interval_s=60"});
+  REQUIRE_FALSE(bounds.ok());
+  CHECK_THAT(bounds.status().message(),
+             Catch::Contains("recrawl.interval_s: must be within [recrawl.min_interval_s"));
+  auto adapt = LoadConfig("", {"recrawl.adapt=sometimes"});
+  REQUIRE_FALSE(adapt.ok());
+  CHECK_THAT(adapt.status().message(),
+             Catch::Contains("recrawl.adapt: must be \"fixed\" or \"adaptive\""));
+  auto both = LoadConfig("", {"recrawl.enabled=true", "cluster.redis=redis://127.0.0.1:6390",
+                              "cluster.node=a"});
+  REQUIRE_FALSE(both.ok());
+  CHECK_THAT(both.status().message(),
+             Catch::Contains("recrawl.enabled: not supported with [cluster] yet"));
+  auto on = LoadConfig("", {"recrawl.enabled=true", "recrawl.interval_s=2",
+                            "recrawl.min_interval_s=0.5", "crawl.max_duration_s=30"});
+  REQUIRE(on.ok());
+  CHECK(on->recrawl.enabled);
+  CHECK(on->recrawl.min_interval_s == 0.5);
+  CHECK(on->crawl.max_duration_s == 30);
 }
 
 TEST_CASE("Config: --set overrides any key, as TOML or a bare string",

@@ -122,6 +122,68 @@ inline std::multiset<std::string> WarcResponses(const std::string& out) {
   return in_warc;
 }
 
+// One record of OUT/warc/*.warc.gz as warcio indexes it (absent fields "").
+struct WarcRecord {
+  std::string type, uri, id, date, digest, profile, refers_to, refers_to_uri,
+      refers_to_date, status, etag;
+};
+
+inline std::vector<WarcRecord> WarcRecords(const std::string& out) {
+  CommandResult idx = RunCommand(
+      "warcio index " + out +
+      "/warc/*.warc.gz -f warc-type,warc-target-uri,warc-record-id,warc-date,"
+      "warc-payload-digest,warc-profile,warc-refers-to,warc-refers-to-target-uri,"
+      "warc-refers-to-date,http:status,http:etag");
+  if (idx.exit_code != 0) throw std::runtime_error("warcio index failed: " + idx.output);
+  std::vector<WarcRecord> records;
+  std::istringstream in(idx.output);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] != '{') continue;
+    const boost::json::object o = boost::json::parse(line).as_object();
+    auto field = [&](const char* name) -> std::string {
+      const boost::json::value* v = o.if_contains(name);
+      if (v == nullptr) return "";
+      return v->is_string() ? std::string(v->as_string()) : boost::json::serialize(*v);
+    };
+    records.push_back({field("warc-type"), field("warc-target-uri"),
+                       field("warc-record-id"), field("warc-date"),
+                       field("warc-payload-digest"), field("warc-profile"),
+                       field("warc-refers-to"), field("warc-refers-to-target-uri"),
+                       field("warc-refers-to-date"), field("http:status"),
+                       field("http:etag")});
+  }
+  return records;
+}
+
+// What is wrong with the revisit records among `records` ("" for nothing):
+// each must carry a WARC/1.1 revisit profile, and refer (WARC-Refers-To) to
+// a response record of the same files, of the same URI, whose payload
+// digest and date are the revisit's WARC-Payload-Digest and
+// WARC-Refers-To-Date and whose URI is its WARC-Refers-To-Target-URI.
+inline std::string RevisitProblem(const std::vector<WarcRecord>& records) {
+  std::map<std::string, const WarcRecord*> responses;
+  for (const WarcRecord& r : records)
+    if (r.type == "response") responses[r.id] = &r;
+  for (const WarcRecord& r : records) {
+    if (r.type != "revisit") continue;
+    const std::string which = r.uri + " (" + r.id + "): ";
+    if (r.profile != "http://netpreserve.org/warc/1.1/revisit/server-not-modified" &&
+        r.profile != "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest")
+      return which + "profile " + r.profile;
+    auto it = responses.find(r.refers_to);
+    if (it == responses.end())
+      return which + "refers to " + r.refers_to + ", not a response record here";
+    const WarcRecord& to = *it->second;
+    if (to.uri != r.uri || r.refers_to_uri != to.uri)
+      return which + "refers to a capture of " + to.uri + " as " + r.refers_to_uri;
+    if (r.digest.empty() || r.digest != to.digest)
+      return which + "payload digest " + r.digest + ", the capture's " + to.digest;
+    if (r.refers_to_date.substr(0, 19) != to.date.substr(0, 19))
+      return which + "refers-to-date " + r.refers_to_date + ", the capture's " + to.date;
+  }
+  return "";
+}
+
 // Each WARC file's CDXJ index in OUT/warc (crawl-NNNNN.cdxj) against what
 // an independent indexer (`warcio cdx-index`, one run over all the files in
 // that directory, so "filename" agrees) prints for the file, line for line

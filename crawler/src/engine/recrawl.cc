@@ -103,7 +103,7 @@ HistoryRecord NextRecord(const HistoryRecord* before, const VisitFacts& f,
     r.record_id = std::string(f.record_id);
     r.payload_digest = std::string(f.payload_digest);
     r.capture_uri = std::string(f.uri);
-    r.capture_ms = f.now_ms;
+    r.capture_ms = f.capture_ms != 0 ? f.capture_ms : f.now_ms;
     r.bytes = f.bytes;
   }
   r.gone = f.status == 404 || f.status == 410 ? r.gone + 1 : 0;

@@ -64,7 +64,8 @@ struct VisitFacts {
   std::string_view response_head;  // its ETag and Last-Modified are kept
   // The response record written, when it was a full capture.
   std::string_view record_id, payload_digest, uri;
-  uint64_t bytes = 0;  // its payload bytes
+  uint64_t capture_ms = 0;  // its WARC-Date (Unix ms; 0: now_ms)
+  uint64_t bytes = 0;       // its payload bytes
   uint32_t depth = 0;
   uint8_t url_kind = 0;
 };

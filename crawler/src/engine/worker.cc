@@ -322,9 +322,10 @@ Worker::Prepared Worker::Prepare(const Completed& c) const {
   const FetchResult& r = c.result;
   if (r.status > 0) {
     const std::string head = HeadForStoredBody(r.response_head, r.body.size());
+    p.date = std::chrono::system_clock::now();
     Exchange ex{.url = r.url,
                 .ip = r.ip,
-                .date = std::chrono::system_clock::now(),
+                .date = p.date,
                 .request = r.request_head,
                 .response_head = head,
                 .body = r.body,

@@ -160,6 +160,7 @@ class Worker {
     };
     std::optional<SitemapUrls> sitemap;
     VisitKind visit = VisitKind::kOther;  // [recrawl]: what the history counts
+    std::chrono::system_clock::time_point date;  // the records' WARC-Date
   };
   Prepared Prepare(const Completed& c) const;
   Prepared::SitemapUrls ReadSitemap(const FetchResult& r, const std::string& url) const;

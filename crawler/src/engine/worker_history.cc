@@ -65,6 +65,10 @@ Status Worker::Remember(const Gate::Pass& pass, const Completed& c, const Prepar
                .record_id = full ? std::string_view(p.warc.response_id) : "",
                .payload_digest = p.warc.payload_digest,
                .uri = r.url,
+               .capture_ms = static_cast<uint64_t>(
+                   std::chrono::duration_cast<std::chrono::milliseconds>(
+                       p.date.time_since_epoch())
+                       .count()),
                .bytes = r.body.size(),
                .depth = e.depth,
                .url_kind = static_cast<uint8_t>(e.kind)};
