@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <random>
 #include <set>
 #include <string>
@@ -207,6 +208,129 @@ TEST_CASE("Crash torture: kill -9 at random moments and resume, until the crawl 
     CHECK(repeats <= lost + static_cast<uint64_t>(kills) * 3);
     fs::remove_all(dir);
   }
+}
+
+// URLs (robots.txt aside) with more than one full 200 capture in the WARC.
+std::vector<std::string> CapturedTwice(const std::vector<testing::WarcRecord>& records) {
+  std::map<std::string, int> captures;
+  for (const testing::WarcRecord& r : records) {
+    if (r.type == "response" && r.status == "200" && !r.uri.ends_with("/robots.txt"))
+      ++captures[r.uri];
+  }
+  std::vector<std::string> twice;
+  for (const auto& [url, n] : captures)
+    if (n > 1) twice.push_back(url + " x" + std::to_string(n));
+  return twice;
+}
+
+TEST_CASE(
+    "Crash torture with recrawl: kill -9 a continuous crawl at random moments and "
+    "resume; the URL history comes back with each checkpoint, so no unchanged page is "
+    "captured twice and every revisit record refers to a capture in the WARC",
+    "[.][checkpoint][torture-history]") {
+  std::string dir = TempDir("torture-history");
+  // A static site: every revisit of a page fetched whole is a 304.
+  TestSite site("--pages 1000 --hosts 3 --slow-ms 50", dir + "/requests.log");
+  site.WriteSeeds(dir + "/seeds.txt");
+  const std::set<std::string> truth = site.Truth();
+  const std::string out = dir + "/out";
+  const std::string env = "env CRAWLER_CHECKPOINT_SLOW_MS=30 ";
+  const std::string first =
+      env + kCrawler + " crawl --seeds " + dir + "/seeds.txt --out " + out +
+      " --config " + CRAWLER_SOURCE_DIR +
+      "/configs/cuckoo.toml --set frontier.min_delay_s=0 --set checkpoint.interval_s=0.4"
+      " --set recrawl.enabled=true --set recrawl.interval_s=2"
+      " --set recrawl.min_interval_s=1 --set recrawl.max_interval_s=8" +
+      kExactDedup;
+  const std::string resume = env + kCrawler + " crawl --resume " + out;
+  std::mt19937 rng(std::random_device{}());
+  std::uniform_int_distribution<int> wait_ms(300, 1500);
+  int kills = 0, during_write = 0;
+  for (int run = 0; kills < 10; ++run) {
+    REQUIRE(run < 30);
+    pid_t pid = Spawn(run == 0 ? first : resume, dir + "/crawler.out");
+    const bool want_write = kills % 3 == 2;
+    auto start = std::chrono::steady_clock::now();
+    auto deadline =
+        start + std::chrono::milliseconds(want_write ? 5000 : wait_ms(rng));
+    int status = 0;
+    bool exited = false;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (::waitpid(pid, &status, WNOHANG) == pid) {
+        exited = true;
+        break;
+      }
+      bool warm = std::chrono::steady_clock::now() > start + std::chrono::milliseconds(300);
+      if (want_write && warm && fs::exists(out + "/checkpoint.tmp")) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    INFO(ReadText(dir + "/crawler.out"));
+    REQUIRE_FALSE(exited);  // a continuous crawl ends only when stopped
+    during_write += fs::exists(out + "/checkpoint.tmp") ? 1 : 0;
+    ::kill(pid, SIGKILL);
+    WaitExit(pid);
+    ++kills;
+    for (const char* d : {"/checkpoint", "/checkpoint.prev"}) {
+      if (fs::exists(out + d)) {
+        INFO("kill " << kills);
+        CHECK(checkpoint_testing::CheckpointProblem(out + d) == "");
+      }
+    }
+  }
+  // The last run: until every page of the site has been fetched, then a
+  // few rounds of revisits, then Ctrl-C (a continuous crawl's normal end).
+  pid_t pid = Spawn(resume, dir + "/crawler.out");
+  std::set<std::string> fetched;
+  for (int i = 0; i < 1200 && !std::includes(fetched.begin(), fetched.end(),
+                                              truth.begin(), truth.end());
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    fetched.clear();
+    for (const testing::LogLine& l : ReadFetchLog(out + "/fetch-log.jsonl"))
+      if (testing::Attempted(l)) fetched.insert(l.url);
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  ::kill(pid, SIGINT);
+  const int exit_code = testing::WaitExitFor(pid, 120);
+  const std::string output = ReadText(dir + "/crawler.out");
+  INFO(output);
+  REQUIRE(exit_code == 0);
+  site.Stop();
+  WARN(kills << " kills (" << during_write << " during a checkpoint write)");
+  CHECK(during_write >= 1);
+  std::vector<std::string> missing;
+  std::set_difference(truth.begin(), truth.end(), fetched.begin(), fetched.end(),
+                      std::back_inserter(missing));
+  INFO("missing " << missing.size() << (missing.empty() ? "" : ": " + missing[0]));
+  CHECK(missing.empty());
+
+  const std::vector<testing::WarcRecord> records = testing::WarcRecords(out);
+  std::vector<std::string> twice = CapturedTwice(records);
+  INFO("captured twice: " << twice.size() << (twice.empty() ? "" : ": " + twice[0]));
+  CHECK(twice.empty());
+  CHECK(testing::RevisitProblem(records) == "");
+  CHECK(testing::CdxjNotAsWarcio(out) == "");
+  CommandResult stats = RunCommand(kCrawler + " stats " + out + " --json");
+  REQUIRE(stats.exit_code == 0);
+  const json::object crawl = json::parse(stats.output).at("crawl").as_object();
+  size_t revisits = 0;
+  for (const testing::WarcRecord& r : records) revisits += r.type == "revisit";
+  // The history held every page fetched whole before the last run (each was
+  // due again in it): nearly all of them were revisited.
+  std::set<std::string> captured, revisited;
+  for (const testing::WarcRecord& r : records) {
+    if (r.type == "response" && r.status == "200" && !r.uri.ends_with("/robots.txt"))
+      captured.insert(r.uri);
+    if (r.type == "revisit") revisited.insert(r.uri);
+  }
+  WARN(revisits << " revisit records; " << revisited.size() << " of " << captured.size()
+                << " pages captured were revisited");
+  CHECK(revisited.size() * 10 >= captured.size() * 9);
+  CHECK(crawl.at("revisits_not_modified").to_number<uint64_t>() +
+            crawl.at("revisits_identical").to_number<uint64_t>() ==
+        revisits);
+  CHECK(revisits > 0);
+  fs::remove_all(dir);
 }
 
 }  // namespace
