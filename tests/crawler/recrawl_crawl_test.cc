@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,21 @@ boost::json::object CrawlStats(const std::string& out) {
 
 uint64_t Field(const boost::json::object& o, const char* name) {
   return o.at(name).to_number<uint64_t>();
+}
+
+// The history's URLs (the report's interval buckets) against the fetch log:
+// every page that answered, less those forgotten as gone. "" if they agree.
+std::string HistoryNotAsLogged(const std::string& out, const boost::json::object& c) {
+  uint64_t in_history = 0;
+  for (const auto& [bucket, n] : c.at("revisit_intervals").as_object())
+    in_history += n.to_number<uint64_t>();
+  std::set<std::string> answered;
+  for (const testing::LogLine& l : testing::ReadFetchLog(out + "/fetch-log.jsonl"))
+    if (l.final && !l.robots_txt && l.status > 0) answered.insert(l.url);
+  const uint64_t expected = answered.size() - Field(c, "history_forgotten");
+  if (in_history == expected) return "";
+  return std::to_string(in_history) + " URLs in the history's interval buckets, " +
+         std::to_string(expected) + " answered and not forgotten";
 }
 
 // URLs with two full 200 captures in a row of the same page version (the
@@ -76,6 +92,12 @@ TEST_CASE(
   CHECK(not_modified > 100);
   CHECK(changed > 0);
   CHECK(Field(c, "revisit_bytes_saved") > 0);
+  CHECK(HistoryNotAsLogged(out, c) == "");
+  const std::string report =
+      testing::RunCommand(std::string(CRAWLER_BINARY) + " stats " + out).output;
+  CHECK_THAT(report, Catch::Contains("Recrawl") && Catch::Contains("due and not yet queued") &&
+                         Catch::Contains(std::to_string(not_modified) +
+                                         " not modified (304)"));
 
   std::vector<WarcRecord> records = testing::WarcRecords(out);
   CHECK(testing::RevisitProblem(records) == "");
@@ -100,6 +122,7 @@ TEST_CASE(
   REQUIRE(again.exit_code == 0);
   boost::json::object c2 = CrawlStats(out);
   CHECK(Field(c2, "revisits_not_modified") > not_modified);
+  CHECK(HistoryNotAsLogged(out, c2) == "");
   records = testing::WarcRecords(out);
   CHECK(testing::RevisitProblem(records) == "");
   wrong = RecapturedUnchanged(records);

@@ -44,6 +44,9 @@ struct CrawlCounts {
   // history, gone (404/410) on recrawl.forget_gone_after visits in a row.
   uint64_t revisits_not_modified = 0, revisits_identical = 0, revisits_changed = 0;
   uint64_t revisit_bytes_saved = 0, history_forgotten = 0;
+  // The URLs in the history by their revisit interval: key "2^KK" counts
+  // those of at most 2^KK seconds (engine/recrawl.h, IntervalBucket).
+  std::map<std::string, uint64_t> revisit_intervals;
   std::map<std::string, uint64_t> errors;  // by FetchErrorName: failures and truncations
 };
 

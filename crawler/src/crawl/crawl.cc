@@ -51,6 +51,15 @@ double Crawl::Impl::Elapsed() const {
 
 StatsReport Crawl::Impl::Report(bool running) {
   StatsReport r = stats->Build(running, Elapsed(), spilled_base, checkpointer->figures());
+  if (history) {
+    const auto now_ms = static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(
+            std::chrono::system_clock::now().time_since_epoch())
+            .count());
+    r.recrawl.enabled = true;
+    r.recrawl.due = history->CountDue(now_ms, kDueCountCap);
+    r.recrawl.due_capped = r.recrawl.due >= kDueCountCap;
+  }
   if (cluster) {
     cluster->SetCrawlFigures(r.rates.pages, r.rates.pages_per_s_last_minute);
     r.cluster = cluster->figures();

@@ -39,6 +39,16 @@ class Counters {
      : c == 4 ? summary_.bytes_4xx
               : summary_.bytes_5xx) += r.body.size();
   }
+  // A history record's interval moved from bucket `from` to `to` ("": none,
+  // for a URL entering or leaving the history).
+  void MoveInterval(const std::string& from, const std::string& to) EXCLUDES(mu_) {
+    if (from == to) return;
+    MutexLock lock(mu_);
+    auto it = summary_.revisit_intervals.find(from);
+    if (!from.empty() && it != summary_.revisit_intervals.end() && --it->second == 0)
+      summary_.revisit_intervals.erase(it);
+    if (!to.empty()) ++summary_.revisit_intervals[to];
+  }
   void Add(uint64_t CrawlSummary::*field, uint64_t n = 1) EXCLUDES(mu_) {
     if (n == 0) return;
     MutexLock lock(mu_);

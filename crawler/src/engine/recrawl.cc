@@ -133,6 +133,13 @@ HistoryRecord NextRecord(const HistoryRecord* before, const VisitFacts& f,
   return r;
 }
 
+std::string IntervalBucket(uint64_t interval_ms) {
+  int k = 0;
+  while (k < 25 && (uint64_t{1000} << k) < interval_ms) ++k;
+  return std::string("2^") + static_cast<char>('0' + k / 10) +
+         static_cast<char>('0' + k % 10);
+}
+
 bool ShouldForget(const HistoryRecord& r, const RecrawlConfig& c) {
   return c.forget_gone_after > 0 && r.gone >= c.forget_gone_after;
 }

@@ -78,6 +78,10 @@ VisitKind KindOf(const HistoryRecord* before, long status,
 HistoryRecord NextRecord(const HistoryRecord* before, const VisitFacts& f,
                          const RecrawlConfig& config);
 
+// The interval bucket a record counts in (CrawlCounts::revisit_intervals):
+// "2^KK", the smallest power of two seconds at or above it (KK 00..25).
+std::string IntervalBucket(uint64_t interval_ms);
+
 // The record's URL has been gone long enough to leave the history.
 bool ShouldForget(const HistoryRecord& r, const RecrawlConfig& config);
 

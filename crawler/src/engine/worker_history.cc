@@ -73,7 +73,12 @@ Status Worker::Remember(const Gate::Pass& pass, const Completed& c, const Prepar
                .depth = e.depth,
                .url_kind = static_cast<uint8_t>(e.kind)};
   HistoryRecord next = NextRecord(before, f, p_.config.recrawl);
-  if (!ShouldForget(next, p_.config.recrawl)) return p_.history->Put(e.url, next);
+  const std::string was = before != nullptr ? IntervalBucket(before->interval_ms) : "";
+  if (!ShouldForget(next, p_.config.recrawl)) {
+    p_.counters.MoveInterval(was, IntervalBucket(next.interval_ms));
+    return p_.history->Put(e.url, next);
+  }
+  p_.counters.MoveInterval(was, "");
   spdlog::info("{}: gone ({}) on {} visits in a row: forgotten", e.url, r.status,
                next.gone);
   p_.counters.Add(&CrawlSummary::history_forgotten);

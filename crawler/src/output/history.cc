@@ -180,6 +180,18 @@ Result<std::vector<std::pair<std::string, uint64_t>>> History::Due(uint64_t now_
   return out;
 }
 
+uint64_t History::CountDue(uint64_t now_ms, uint64_t cap) const {
+  uint64_t n = 0;
+  std::unique_ptr<rocksdb::Iterator> it(
+      db_->NewIterator(rocksdb::ReadOptions(), cfs_[1]));
+  for (it->SeekToFirst(); it->Valid() && n < cap; it->Next()) {
+    const rocksdb::Slice key = it->key();
+    if (DueOf(std::string_view(key.data(), key.size())) > now_ms) break;
+    ++n;
+  }
+  return n;
+}
+
 uint64_t History::ApproximateCount() const {
   uint64_t n = 0;
   db_->GetIntProperty(cfs_[0], "rocksdb.estimate-num-keys", &n);

@@ -88,6 +88,8 @@ class History {
   // due times.
   Result<std::vector<std::pair<std::string, uint64_t>>> Due(uint64_t now_ms,
                                                             size_t limit) const;
+  // URLs due at or before `now_ms`, counted up to `cap`.
+  uint64_t CountDue(uint64_t now_ms, uint64_t cap) const;
   // Records in the store (RocksDB's estimate, exact after a flush of a store
   // without deletes).
   uint64_t ApproximateCount() const;

@@ -127,6 +127,23 @@ void CrawlFamilies(const StatsReport& r, Text& t) {
         r.rates.pages_per_s_last_minute);
 }
 
+// [recrawl]: the URL history by interval, and the due backlog.
+void RecrawlFamilies(const StatsReport& r, Text& t) {
+  const CrawlCounts& c = r.crawl;
+  if (r.recrawl.enabled) {
+    t.Family("crawler_history_urls", "gauge",
+             "URLs in the URL history ([recrawl]), by revisit interval (at most "
+             "interval_le_s seconds).");
+    for (const auto& [bucket, n] : c.revisit_intervals) {
+      const uint64_t le = uint64_t{1} << std::stoi(bucket.substr(2));
+      t.Sample("crawler_history_urls", Label("interval_le_s", std::to_string(le)), n);
+    }
+    t.One("crawler_recrawl_due_urls", "gauge",
+          "URLs due for a revisit and not yet queued (counted up to 100,000).",
+          r.recrawl.due);
+  }
+}
+
 void FrontierFamilies(const FrontierReport& f, Text& t) {
   t.Family("crawler_frontier_urls", "gauge", "URLs queued, in RAM and on disk.");
   t.Sample("crawler_frontier_urls", Label("where", "memory"), f.queued_memory);
@@ -246,6 +263,7 @@ std::string RenderMetrics(const MetricsInput& in) {
   t.Family("crawler_build_info", "gauge", "The crawler's version (value 1).");
   t.Sample("crawler_build_info", Label("version", Version()), 1);
   CrawlFamilies(in.report, t);
+  RecrawlFamilies(in.report, t);
   FrontierFamilies(in.report.frontier, t);
   DedupFamilies(in.report.dedup, t);
   CheckpointFamilies(in.report.checkpoint, t);

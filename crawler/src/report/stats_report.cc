@@ -140,16 +140,6 @@ Section CrawlSection(const CrawlCounts& c, const CrawlRates& r,
     }
     cr.rows.push_back({"forgotten", row});
   }
-  const uint64_t revisits = c.revisits_not_modified + c.revisits_identical + c.revisits_changed;
-  if (revisits + c.history_forgotten > 0) {
-    cr.rows.push_back(
-        {"revisits", Count(revisits) + ": " + Count(c.revisits_not_modified) +
-                         " not modified (304), " + Count(c.revisits_identical) +
-                         " identical payload, " + Count(c.revisits_changed) +
-                         " changed; " + Bytes(c.revisit_bytes_saved) +
-                         " not stored again; " + Count(c.history_forgotten) +
-                         " gone URLs forgotten"});
-  }
   cr.rows.push_back(
       {"skipped", Count(c.robots_blocked) + " robots.txt, " + Count(c.out_of_scope) +
                       " out of scope, " + Count(c.too_deep) + " too deep, " +
@@ -199,11 +189,45 @@ Section ClusterSection(const ClusterReport& c) {
   return cl;
 }
 
+// "2^KK" (CrawlCounts::revisit_intervals) as a duration: "<= 32 s".
+std::string IntervalLabel(const std::string& bucket) {
+  const int k = bucket.size() == 4 ? std::stoi(bucket.substr(2)) : 0;
+  const uint64_t s = uint64_t{1} << k;
+  if (s < 120) return "<= " + std::to_string(s) + " s";
+  if (s < 7200) return "<= " + std::to_string(s / 60) + " min";
+  if (s < 172800) return "<= " + std::to_string(s / 3600) + " h";
+  return "<= " + std::to_string(s / 86400) + " d";
+}
+
+Section RecrawlSection(const CrawlCounts& c, const RecrawlReport& r) {
+  Section rs{"Recrawl", {}};
+  uint64_t urls = 0;
+  std::string intervals;
+  for (const auto& [bucket, n] : c.revisit_intervals) {
+    urls += n;
+    intervals += (intervals.empty() ? "" : ", ") + IntervalLabel(bucket) + ": " + Count(n);
+  }
+  rs.rows.push_back({"history", Count(urls) + " URLs; " + Count(r.due) +
+                                    (r.due_capped ? " or more" : "") +
+                                    " due and not yet queued"});
+  const uint64_t revisits =
+      c.revisits_not_modified + c.revisits_identical + c.revisits_changed;
+  rs.rows.push_back(
+      {"revisits", Count(revisits) + ": " + Count(c.revisits_not_modified) +
+                       " not modified (304), " + Count(c.revisits_identical) +
+                       " identical payload, " + Count(c.revisits_changed) + " changed; " +
+                       Bytes(c.revisit_bytes_saved) + " not stored again; " +
+                       Count(c.history_forgotten) + " gone URLs forgotten"});
+  rs.rows.push_back({"intervals", intervals.empty() ? "none yet" : intervals});
+  return rs;
+}
+
 std::vector<Section> Sections(const StatsReport& s) {
   std::vector<Section> out = {DedupSection(s.dedup), FrontierSection(s.frontier),
                               CrawlSection(s.crawl, s.rates, s.dedup.variant),
                               CheckpointSection(s.checkpoint)};
   if (!s.cluster.node.empty()) out.push_back(ClusterSection(s.cluster));
+  if (s.recrawl.enabled) out.push_back(RecrawlSection(s.crawl, s.recrawl));
   return out;
 }
 

@@ -28,7 +28,8 @@ BOOST_DESCRIBE_STRUCT(CrawlCounts, (), (fetched, failed, truncated, status_2xx, 
     status_4xx, status_5xx, robots_blocked, out_of_scope, too_deep, trap_guard,
     duplicates, filter_full, too_many_redirects, bytes, bytes_2xx, bytes_3xx, bytes_4xx,
     bytes_5xx, spilled, retries, gave_up, forgotten, cannot_forget, revisits_not_modified,
-    revisits_identical, revisits_changed, revisit_bytes_saved, history_forgotten, errors))
+    revisits_identical, revisits_changed, revisit_bytes_saved, history_forgotten,
+    revisit_intervals, errors))
 // clang-format on
 
 // ---- stats.json ----
@@ -139,6 +140,16 @@ BOOST_DESCRIBE_STRUCT(ClusterReport, (), (node, job, nodes, shards_owned, urls_s
     sends_refused, shards_given, pages, pages_per_s, updated_unix))
 // clang-format on
 
+// "recrawl": a continuous crawl's URL history ([recrawl] on). The due count
+// walks the history's due index: at most this many entries.
+inline constexpr uint64_t kDueCountCap = 100'000;
+struct RecrawlReport {
+  bool enabled = false;
+  uint64_t due = 0;          // URLs due now and not yet queued, counted up to ...
+  bool due_capped = false;   // ... kDueCountCap: more are
+};
+BOOST_DESCRIBE_STRUCT(RecrawlReport, (), (enabled, due, due_capped))
+
 struct StatsReport {
   uint64_t version = 1;
   double updated_unix = 0;
@@ -150,11 +161,12 @@ struct StatsReport {
   CrawlRates rates;
   CheckpointFigures checkpoint;
   ClusterReport cluster;
+  RecrawlReport recrawl;
 };
 // "crawl" is written and read by hand (two structs in one object).
 BOOST_DESCRIBE_STRUCT(StatsReport, (),
                       (version, updated_unix, running, out, dedup, frontier, checkpoint,
-                       cluster))
+                       cluster, recrawl))
 
 boost::json::object ToJson(const StatsReport& r);
 StatsReport StatsReportFromJson(const boost::json::value& v);
