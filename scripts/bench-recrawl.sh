@@ -73,7 +73,7 @@ PY
 first=0
 while sleep 2; do
   kill -0 "$crawler_pid" 2>/dev/null || { echo "bench: the crawler ended early" >&2; cat "$work/crawler.out" >&2; exit 1; }
-  fetched=$(figure "status_2xx - revisits_not_modified - revisits_identical - revisits_changed")
+  fetched=$(figure "status_2xx - revisits_identical - revisits_changed")
   revisited=$(figure "revisits_not_modified + revisits_identical + revisits_changed")
   [ "$first" = 0 ] && [ "$revisited" -gt 0 ] && first=$(date +%s.%N)
   [ "$fetched" -gt 0 ] && [ "$revisited" -ge "$fetched" ] && break

@@ -1,0 +1,220 @@
+// Freshness of a continuous crawl (issue 33, Targets), measured from the
+// ground truth of a changing testsite: page i changes as a Poisson process
+// of its own rate (tests/testsite/site.h), and its ETag names the version
+// served. For each [recrawl] rule the real crawler revisits the site for
+// --seconds, its politeness (--delay-s between fetches of the one host)
+// fixing the fetch budget; then, from the WARC (warcio index), the archived
+// copy of each page at time t is the version of its last full capture, and
+// freshness is the share of (page, t) over [warm-up, end] where that is
+// the page's version at t (Site::Version). Also printed: the freshness that
+// a uniform and the optimal schedule (Cho and Garcia-Molina 2003: the
+// Lagrange solution, each page's rate known) would reach at the budget the
+// crawl used, from the pages' true rates.
+//   build/tests/freshness_bench [--pages 100] [--change-mean-s 6]
+//       [--delay-s 0.25] [--seconds 300] [--warmup-s 60]
+//       [--adapt fixed,adaptive]
+// Prints numbers; asserts nothing.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "crawl_output.h"
+#include "site.h"
+#include "testsite_process.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using crawler::testing::TestSite;
+using crawler::testing::WarcRecord;
+using crawler::testsite::Site;
+using crawler::testsite::SiteOptions;
+
+struct Args {
+  uint32_t pages = 100;
+  double change_mean_s = 6, delay_s = 0.25, seconds = 300, warmup_s = 60;
+  std::vector<std::string> adapt = {"fixed", "adaptive"};
+};
+
+double UnixNow() {
+  return std::chrono::duration<double>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+double WarcTime(const std::string& date) {  // "2026-11-27T15:20:01Z"
+  std::tm tm{};
+  if (strptime(date.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm) == nullptr) return 0;
+  return static_cast<double>(timegm(&tm));
+}
+
+// (1 - e^-x) / x: a page of rate l visited every 1/f seconds is fresh this
+// share of the time.
+double Fresh(double l, double f) {
+  if (l <= 0) return 1;
+  if (f <= 0) return 0;
+  const double x = l / f;
+  return (1 - std::exp(-x)) / x;
+}
+
+// Uniform (every page at frequency f) and optimal (the Lagrange solution:
+// 1 - (1 + x) e^-x = mu l, x = l / f_i, and f_i = 0 where mu l >= 1) mean
+// freshness at mean frequency f.
+std::pair<double, double> Bounds(const std::vector<double>& rates, double f) {
+  double uniform = 0;
+  for (double l : rates) uniform += Fresh(l, f);
+  auto x_of = [](double y) {
+    double lo = 0, hi = 200;
+    for (int i = 0; i < 80; ++i) {
+      const double m = (lo + hi) / 2;
+      (1 - (1 + m) * std::exp(-m) < y ? lo : hi) = m;
+    }
+    return (lo + hi) / 2;
+  };
+  auto freqs = [&](double mu) {
+    std::vector<double> fs;
+    for (double l : rates) fs.push_back(l <= 0 || mu * l >= 1 ? 0 : l / x_of(mu * l));
+    return fs;
+  };
+  double lo = 1e-9, hi = 1e6, mu = 1;
+  for (int i = 0; i < 100; ++i) {
+    mu = std::sqrt(lo * hi);
+    double sum = 0;
+    for (double v : freqs(mu)) sum += v;
+    (sum / static_cast<double>(rates.size()) > f ? lo : hi) = mu;
+  }
+  double optimal = 0;
+  std::vector<double> fs = freqs(mu);
+  for (size_t i = 0; i < rates.size(); ++i) optimal += Fresh(rates[i], fs[i]);
+  const auto n = static_cast<double>(rates.size());
+  return {uniform / n, optimal / n};
+}
+
+struct Capture {
+  double t;
+  uint64_t version;
+};
+
+void RunPolicy(const Args& a, const std::string& adapt, const std::string& dir) {
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const double epoch = UnixNow();
+  const uint64_t seed = 1;
+  char epoch_arg[64];
+  std::snprintf(epoch_arg, sizeof(epoch_arg), "%.3f", epoch);
+  TestSite site("--pages " + std::to_string(a.pages) + " --hosts 1 --seed " +
+                    std::to_string(seed) + " --change-mean-s " +
+                    std::to_string(a.change_mean_s) + " --epoch " + epoch_arg,
+                dir + "/requests.log");
+  site.WriteSeeds(dir + "/seeds.txt");
+  // One revisit of every page per cycle at the politeness limit: the fixed
+  // rule's interval; the adaptive one moves within [1/4, 8] x it.
+  const double interval = a.pages * a.delay_s;
+  const std::string out = dir + "/out";
+  std::ostringstream sets;
+  sets << " --set recrawl.enabled=true --set recrawl.adapt=" << adapt
+       << " --set recrawl.interval_s=" << interval
+       << " --set recrawl.min_interval_s=" << interval / 4
+       << " --set recrawl.max_interval_s=" << interval * 8
+       << " --set crawl.max_duration_s=" << a.seconds
+       << " --set frontier.min_delay_s=" << a.delay_s
+       << " --set 'crawl.include=[\"/p/[0-9]+[.]html$\", \"^http://[^/]+/$\"]'";
+  crawler::testing::CommandResult r = crawler::testing::RunCommand(
+      std::string(CRAWLER_BINARY) + " crawl --seeds " + dir + "/seeds.txt --out " + out +
+      sets.str());
+  if (r.exit_code != 0) {
+    std::fprintf(stderr, "freshness_bench: the crawl failed:\n%s\n", r.output.c_str());
+    std::exit(1);
+  }
+  site.Stop();
+  // Each page's full captures (the archived copy) in time order, and its
+  // fetches after the warm-up (the budget used).
+  std::map<std::string, std::vector<Capture>> captures;
+  std::map<std::string, std::pair<uint32_t, uint32_t>> page;  // URL -> (h, i)
+  uint64_t fetches = 0;
+  for (const WarcRecord& w : crawler::testing::WarcRecords(out)) {
+    if (w.type != "response" && w.type != "revisit") continue;
+    const double t = WarcTime(w.date) - epoch;
+    if (w.type == "revisit" || w.status == "200") fetches += t >= a.warmup_s;
+    unsigned h = 0, i = 0;
+    unsigned long long v = 0;
+    if (w.type != "response" || w.status != "200" ||
+        std::sscanf(w.etag.c_str(), "\"%u-%u-%llu\"", &h, &i, &v) != 3)
+      continue;
+    captures[w.uri].push_back({t, v});
+    page[w.uri] = {h, i};
+  }
+  SiteOptions so;
+  so.pages = a.pages;
+  so.hosts = 1;
+  so.seed = seed;
+  so.change_mean_s = a.change_mean_s;
+  const Site truth(so);
+  double fresh = 0, samples = 0;
+  std::vector<double> rates;
+  for (auto& [url, caps] : captures) {
+    std::sort(caps.begin(), caps.end(),
+              [](const Capture& x, const Capture& y) { return x.t < y.t; });
+    const auto [h, i] = page[url];
+    rates.push_back(truth.ChangeRate(h, i));
+    size_t k = 0;
+    for (double t = a.warmup_s; t < a.seconds; t += 0.2) {
+      while (k < caps.size() && caps[k].t <= t) ++k;
+      fresh += k > 0 && caps[k - 1].version == truth.Version(h, i, t);
+      samples += 1;
+    }
+  }
+  const double f = static_cast<double>(fetches) /
+                   (static_cast<double>(captures.size()) * (a.seconds - a.warmup_s));
+  const auto [uniform, optimal] = Bounds(rates, f);
+  std::printf(
+      "%-9s %zu pages, %llu fetches after the warm-up (%.4f per page per s, "
+      "%.2f per mean change interval): freshness %.3f; at this budget a uniform "
+      "schedule %.3f, the optimal %.3f\n",
+      adapt.c_str(), captures.size(), static_cast<unsigned long long>(fetches), f,
+      f * a.change_mean_s, samples > 0 ? fresh / samples : 0, uniform, optimal);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  for (int k = 1; k + 1 < argc; k += 2) {
+    const std::string flag = argv[k], value = argv[k + 1];
+    if (flag == "--pages") {
+      a.pages = static_cast<uint32_t>(std::stoul(value));
+    } else if (flag == "--change-mean-s") {
+      a.change_mean_s = std::stod(value);
+    } else if (flag == "--delay-s") {
+      a.delay_s = std::stod(value);
+    } else if (flag == "--seconds") {
+      a.seconds = std::stod(value);
+    } else if (flag == "--warmup-s") {
+      a.warmup_s = std::stod(value);
+    } else if (flag == "--adapt") {
+      a.adapt.clear();
+      std::stringstream list(value);
+      for (std::string p; std::getline(list, p, ',');) a.adapt.push_back(p);
+    } else {
+      std::fprintf(stderr, "freshness_bench: unknown flag %s\n", flag.c_str());
+      return 2;
+    }
+  }
+  std::printf(
+      "freshness_bench: %u pages on one host, changing every %.1f s on average (each "
+      "at its own rate, 1/8..8 x), one fetch per %.2f s, %.0f s per rule (the first "
+      "%.0f s not measured)\n",
+      a.pages, a.change_mean_s, a.delay_s, a.seconds, a.warmup_s);
+  for (const std::string& adapt : a.adapt)
+    RunPolicy(a, adapt, (fs::temp_directory_path() / ("crawler-freshness-" + adapt)).string());
+  return 0;
+}
