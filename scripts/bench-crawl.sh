@@ -25,30 +25,9 @@ bash scripts/install-deps.sh --bench >/dev/null
   { echo "bench: build first: cmake -S . -B build -DCRAWLER_BUILD_BENCH=ON && cmake --build build -j2" >&2; exit 2; }
 
 work=${BENCH_DIR:-$(mktemp -d /tmp/crawl-bench.XXXXXX)}
-mkdir -p "$work"
-chmod 755 "$work"  # nginx workers (www-data) read the site from it
-port=$((30000 + RANDOM % 20000))
-echo "bench: generating $pages pages into $work/site"
-[ -f "$work/site/p/$((pages - 1)).html" ] || python3 scripts/bench_site.py "$work/site" "$pages"
-cat >"$work/nginx.conf" <<CONF
-worker_processes 1;
-pid $work/nginx.pid;
-error_log $work/nginx-error.log;
-events { worker_connections 1024; }
-http {
-  access_log $work/access.log;
-  keepalive_requests 1000000;
-  types { text/html html; }
-  server {
-    listen 127.0.0.1:$port;
-    root $work/site;
-  }
-}
-CONF
-: >"$work/access.log"
-nginx -c "$work/nginx.conf"
-trap 'nginx -c "$work/nginx.conf" -s stop 2>/dev/null || true' EXIT
-sleep 0.5
+source scripts/bench_nginx.sh
+bench_site_up "$work" "$pages"
+trap 'bench_site_down "$work"' EXIT
 root="http://127.0.0.1:$port/index.html"
 echo "$root" >"$work/seeds.txt"
 

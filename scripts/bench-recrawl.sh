@@ -21,35 +21,14 @@ bash scripts/install-deps.sh --bench >/dev/null
 [ -x build/crawler/crawler ] || { echo "bench: build first (cmake --preset release)" >&2; exit 2; }
 
 work=${BENCH_DIR:-$(mktemp -d /tmp/recrawl-bench.XXXXXX)}
-mkdir -p "$work"
-chmod 755 "$work"  # nginx workers (www-data) read the site from it
-port=$((30000 + RANDOM % 20000))
-echo "bench: generating $pages pages into $work/site"
-[ -f "$work/site/p/$((pages - 1)).html" ] || python3 scripts/bench_site.py "$work/site" "$pages"
-cat >"$work/nginx.conf" <<CONF
-worker_processes 1;
-pid $work/nginx.pid;
-error_log $work/nginx-error.log;
-events { worker_connections 1024; }
-http {
-  access_log $work/access.log;
-  keepalive_requests 1000000;
-  types { text/html html; }
-  server {
-    listen 127.0.0.1:$port;
-    root $work/site;
-  }
-}
-CONF
-: >"$work/access.log"
-nginx -c "$work/nginx.conf"
+source scripts/bench_nginx.sh
+bench_site_up "$work" "$pages"
 crawler_pid=
 cleanup() {
   [ -n "$crawler_pid" ] && kill "$crawler_pid" 2>/dev/null || true
-  nginx -c "$work/nginx.conf" -s stop 2>/dev/null || true
+  bench_site_down "$work"
 }
 trap cleanup EXIT
-sleep 0.5
 echo "http://127.0.0.1:$port/index.html" >"$work/seeds.txt"
 out="$work/out"
 rm -rf "$out"

@@ -127,9 +127,9 @@ void RunPolicy(const Args& a, const std::string& adapt, const std::string& dir) 
        << " --set crawl.max_duration_s=" << a.seconds
        << " --set frontier.min_delay_s=" << a.delay_s
        << " --set 'crawl.include=[\"/p/[0-9]+[.]html$\", \"^http://[^/]+/$\"]'";
-  crawler::testing::CommandResult r = crawler::testing::RunCommand(
-      std::string(CRAWLER_BINARY) + " crawl --seeds " + dir + "/seeds.txt --out " + out +
-      sets.str());
+  crawler::testing::CommandResult r =
+      crawler::testing::RunCommand(std::string(CRAWLER_BINARY) + " crawl --seeds " + dir +
+                                   "/seeds.txt --out " + out + sets.str());
   if (r.exit_code != 0) {
     std::fprintf(stderr, "freshness_bench: the crawl failed:\n%s\n", r.output.c_str());
     std::exit(1);
@@ -215,6 +215,7 @@ int main(int argc, char** argv) {
       "%.0f s not measured)\n",
       a.pages, a.change_mean_s, a.delay_s, a.seconds, a.warmup_s);
   for (const std::string& adapt : a.adapt)
-    RunPolicy(a, adapt, (fs::temp_directory_path() / ("crawler-freshness-" + adapt)).string());
+    RunPolicy(a, adapt,
+              (fs::temp_directory_path() / ("crawler-freshness-" + adapt)).string());
   return 0;
 }

@@ -251,8 +251,7 @@ TEST_CASE(
     pid_t pid = Spawn(run == 0 ? first : resume, dir + "/crawler.out");
     const bool want_write = kills % 3 == 2;
     auto start = std::chrono::steady_clock::now();
-    auto deadline =
-        start + std::chrono::milliseconds(want_write ? 5000 : wait_ms(rng));
+    auto deadline = start + std::chrono::milliseconds(want_write ? 5000 : wait_ms(rng));
     int status = 0;
     bool exited = false;
     while (std::chrono::steady_clock::now() < deadline) {
@@ -260,7 +259,8 @@ TEST_CASE(
         exited = true;
         break;
       }
-      bool warm = std::chrono::steady_clock::now() > start + std::chrono::milliseconds(300);
+      bool warm =
+          std::chrono::steady_clock::now() > start + std::chrono::milliseconds(300);
       if (want_write && warm && fs::exists(out + "/checkpoint.tmp")) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
@@ -282,7 +282,7 @@ TEST_CASE(
   pid_t pid = Spawn(resume, dir + "/crawler.out");
   std::set<std::string> fetched;
   for (int i = 0; i < 1200 && !std::includes(fetched.begin(), fetched.end(),
-                                              truth.begin(), truth.end());
+                                             truth.begin(), truth.end());
        ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     fetched.clear();

@@ -132,14 +132,15 @@ TEST_CASE("Config mistakes name the file, the line and the key", "[engine][confi
   // [recrawl]: the interval within its bounds, a known rule, no cluster yet.
   auto bounds = LoadConfig("", {"recrawl.interval_s=10", "recrawl.min_interval_s=60"});
   REQUIRE_FALSE(bounds.ok());
-  CHECK_THAT(bounds.status().message(),
-             Catch::Contains("recrawl.interval_s: must be within [recrawl.min_interval_s"));
+  CHECK_THAT(
+      bounds.status().message(),
+      Catch::Contains("recrawl.interval_s: must be within [recrawl.min_interval_s"));
   auto adapt = LoadConfig("", {"recrawl.adapt=sometimes"});
   REQUIRE_FALSE(adapt.ok());
   CHECK_THAT(adapt.status().message(),
              Catch::Contains("recrawl.adapt: must be \"fixed\" or \"adaptive\""));
-  auto both = LoadConfig("", {"recrawl.enabled=true", "cluster.redis=redis://127.0.0.1:6390",
-                              "cluster.node=a"});
+  auto both = LoadConfig("", {"recrawl.enabled=true",
+                              "cluster.redis=redis://127.0.0.1:6390", "cluster.node=a"});
   REQUIRE_FALSE(both.ok());
   CHECK_THAT(both.status().message(),
              Catch::Contains("recrawl.enabled: not supported with [cluster] yet"));

@@ -95,9 +95,9 @@ TEST_CASE(
   CHECK(HistoryNotAsLogged(out, c) == "");
   const std::string report =
       testing::RunCommand(std::string(CRAWLER_BINARY) + " stats " + out).output;
-  CHECK_THAT(report, Catch::Contains("Recrawl") && Catch::Contains("due and not yet queued") &&
-                         Catch::Contains(std::to_string(not_modified) +
-                                         " not modified (304)"));
+  CHECK_THAT(report,
+             Catch::Contains("Recrawl") && Catch::Contains("due and not yet queued") &&
+                 Catch::Contains(std::to_string(not_modified) + " not modified (304)"));
 
   std::vector<WarcRecord> records = testing::WarcRecords(out);
   CHECK(testing::RevisitProblem(records) == "");
@@ -115,9 +115,9 @@ TEST_CASE(
 
   // --resume: the history comes back from the checkpoint, and revisits go
   // on referring to captures in the WARC (cut back to the checkpoint too).
-  CommandResult again = testing::RunCommand(std::string(CRAWLER_BINARY) +
-                                            " crawl --resume " + out +
-                                            " --set crawl.max_duration_s=5");
+  CommandResult again =
+      testing::RunCommand(std::string(CRAWLER_BINARY) + " crawl --resume " + out +
+                          " --set crawl.max_duration_s=5");
   INFO(again.output);
   REQUIRE(again.exit_code == 0);
   boost::json::object c2 = CrawlStats(out);

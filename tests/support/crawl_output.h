@@ -145,12 +145,11 @@ inline std::vector<WarcRecord> WarcRecords(const std::string& out) {
       if (v == nullptr) return "";
       return v->is_string() ? std::string(v->as_string()) : boost::json::serialize(*v);
     };
-    records.push_back({field("warc-type"), field("warc-target-uri"),
-                       field("warc-record-id"), field("warc-date"),
-                       field("warc-payload-digest"), field("warc-profile"),
-                       field("warc-refers-to"), field("warc-refers-to-target-uri"),
-                       field("warc-refers-to-date"), field("http:status"),
-                       field("http:etag")});
+    records.push_back(
+        {field("warc-type"), field("warc-target-uri"), field("warc-record-id"),
+         field("warc-date"), field("warc-payload-digest"), field("warc-profile"),
+         field("warc-refers-to"), field("warc-refers-to-target-uri"),
+         field("warc-refers-to-date"), field("http:status"), field("http:etag")});
   }
   return records;
 }

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "base/file_util.h"
 #include "checkpoint/checkpoint_files.h"
 #include "crawler/checkpoint.h"
 

@@ -52,10 +52,10 @@ double Crawl::Impl::Elapsed() const {
 StatsReport Crawl::Impl::Report(bool running) {
   StatsReport r = stats->Build(running, Elapsed(), spilled_base, checkpointer->figures());
   if (history) {
-    const auto now_ms = static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::milliseconds>(
-            std::chrono::system_clock::now().time_since_epoch())
-            .count());
+    const auto now_ms =
+        static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                  std::chrono::system_clock::now().time_since_epoch())
+                                  .count());
     r.recrawl.enabled = true;
     r.recrawl.due = history->CountDue(now_ms, kDueCountCap);
     r.recrawl.due_capped = r.recrawl.due >= kDueCountCap;
@@ -92,6 +92,19 @@ void Crawl::Impl::Describe(CheckpointInfo* info, bool running) {
                              report.dedup.compaction_s};
   info->stats = ToJson(report);
 }
+
+namespace {
+
+// OUT/history/: a resume restored the checkpoint's image there (resume.cc);
+// a new crawl (`sequence` 0) starts empty (a leftover is past any checkpoint).
+Result<std::unique_ptr<History>> OpenHistory(const std::string& out, uint64_t sequence) {
+  const std::string dir = out + "/" + kHistoryDir;
+  std::error_code ec;
+  if (sequence == 0) std::filesystem::remove_all(dir, ec);
+  return History::Open(dir);
+}
+
+}  // namespace
 
 Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
                                                 const std::string& out, int lock_fd,
@@ -141,12 +154,7 @@ Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
     m->seen = std::move(seen).value();
   }
   if (config.recrawl.enabled) {
-    // A resume restored the checkpoint's image here (resume.cc); a new crawl
-    // starts empty (a leftover is past any checkpoint).
-    const std::string dir = out + "/" + kHistoryDir;
-    std::error_code ec;
-    if (sequence == 0) std::filesystem::remove_all(dir, ec);
-    auto history = History::Open(dir);
+    auto history = OpenHistory(out, sequence);
     if (!history.ok()) return history.status();
     m->history = std::move(history).value();
   }
@@ -171,12 +179,12 @@ Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
           m->seen.get(), m->history.get()},
       sequence);
   Status st;
-  m->workers = Worker::MakeAll(
-      config,
-      {m->config, *m->scope, *m->filter, *m->frontier, m->hosts, *m->log, *m->warc,
-       m->counters, m->gate, m->results, m->state, m->cluster.get(), m->seen.get(),
-       m->history.get()},
-      &st);
+  m->workers =
+      Worker::MakeAll(config,
+                      {m->config, *m->scope, *m->filter, *m->frontier, m->hosts, *m->log,
+                       *m->warc, m->counters, m->gate, m->results, m->state,
+                       m->cluster.get(), m->seen.get(), m->history.get()},
+                      &st);
   if (!st.ok()) return st;
   return m;
 }
@@ -308,10 +316,10 @@ Status StartNodeAndSeed(Crawl::Impl& m, const std::atomic<bool>& stop) {
 // fetch writes the next one. In a gate pass, so a checkpoint's history image
 // and frontier agree.
 Status ScheduleDue(Crawl::Impl& m) {
-  const auto now_ms = static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(
-          std::chrono::system_clock::now().time_since_epoch())
-          .count());
+  const auto now_ms =
+      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count());
   GateUnit unit(m.gate);
   // A bounded batch: a backlog drains over several rounds.
   auto due = m.history->Due(now_ms, 1000);
@@ -346,8 +354,8 @@ Status Supervise(Crawl::Impl& m, const std::atomic<bool>& stop, std::atomic<bool
                       [](const std::atomic<bool>& d) { return d.load(); })) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     if (stop.load() ||
-        (max_s > 0 && std::chrono::duration<double>(Clock::now() - m.run_start).count() >=
-                          max_s))
+        (max_s > 0 &&
+         std::chrono::duration<double>(Clock::now() - m.run_start).count() >= max_s))
       halt = true;
     Status st = m.checkpointer->Poll(false);
     if (!st.ok()) return st;

@@ -44,7 +44,7 @@ struct Crawl::Impl {
   std::unique_ptr<Scope> scope;
   HostTable hosts;
   std::unique_ptr<FetchLog> log;
-  std::unique_ptr<SeenLog> seen;  // a cluster node's with shared_dir (seen_log.h)
+  std::unique_ptr<SeenLog> seen;     // a cluster node's with shared_dir (seen_log.h)
   std::unique_ptr<History> history;  // [recrawl] on: OUT/history/ (output/history.h)
   std::unique_ptr<WarcWriter> warc;
   Counters counters;

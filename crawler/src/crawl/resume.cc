@@ -298,11 +298,10 @@ Result<std::unique_ptr<Crawl>> StartAgain(const std::string& out_dir,
 
 const std::vector<std::string>& Crawl::ResumableKeys() {
   static const std::vector<std::string> keys = {
-      "crawl.max_pages",         "crawl.max_duration_s",  "crawl.workers",
-      "crawl.max_connections",
-      "fetch.connect_timeout_s", "fetch.timeout_s",       "fetch.low_speed_bytes",
-      "fetch.low_speed_time_s",  "checkpoint.interval_s", "checkpoint.interval_pages",
-      "dedup.compact_growth"};
+      "crawl.max_pages",           "crawl.max_duration_s",    "crawl.workers",
+      "crawl.max_connections",     "fetch.connect_timeout_s", "fetch.timeout_s",
+      "fetch.low_speed_bytes",     "fetch.low_speed_time_s",  "checkpoint.interval_s",
+      "checkpoint.interval_pages", "dedup.compact_growth"};
   return keys;
 }
 

@@ -19,7 +19,6 @@
 
 namespace crawler::engine::config_key {
 
-
 // One config key: how to apply a TOML value (returns "" or the problem) and
 // how to print the current value as TOML.
 struct Key {
@@ -141,7 +140,6 @@ Key StringListKey(const char* section, const char* name, Ref ref, bool regexes) 
 
 constexpr int64_t kMax32 = std::numeric_limits<uint32_t>::max();
 constexpr int64_t kMax64 = std::numeric_limits<int64_t>::max();
-
 
 std::vector<Key> ClusterKeys();
 std::vector<Key> MetricsKeys();

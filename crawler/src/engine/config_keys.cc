@@ -83,7 +83,6 @@ std::vector<Key> ClusterKeys() {
   };
 }
 
-
 std::vector<Key> RecrawlKeys() {
   constexpr double kYear = 365 * 86400.0;
   return {

@@ -290,7 +290,8 @@ void Fetcher::Add(const std::string& url, const std::vector<std::string>& header
   // Only the configured proxy: never one from the environment.
   curl_easy_setopt(e, CURLOPT_PROXY, o.proxy.c_str());
   if (o.proxy.empty()) curl_easy_setopt(e, CURLOPT_NOPROXY, "*");
-  for (const std::string& h : headers) t->headers = curl_slist_append(t->headers, h.c_str());
+  for (const std::string& h : headers)
+    t->headers = curl_slist_append(t->headers, h.c_str());
   if (t->headers != nullptr) curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
   impl_->transfers.emplace(e, std::move(t));
   curl_multi_add_handle(impl_->multi, e);

@@ -41,7 +41,8 @@ std::string HeaderValue(std::string_view head, std::string_view name) {
     std::string_view line = head.substr(
         at + 1, end == std::string_view::npos ? std::string_view::npos : end - at - 1);
     size_t colon = line.find(':');
-    if (colon != std::string_view::npos && EqualsNoCase(Trim(line.substr(0, colon)), name))
+    if (colon != std::string_view::npos &&
+        EqualsNoCase(Trim(line.substr(0, colon)), name))
       value = std::string(Trim(line.substr(colon + 1)));
     at = end;
   }

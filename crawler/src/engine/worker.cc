@@ -250,7 +250,8 @@ Result<std::optional<Clock::time_point>> Worker::StartFetches(const Gate::Pass& 
       if (!recalled.ok()) return recalled.status();
       before = std::move(recalled).value();
     }
-    if (d.allowed && !d.over_limit && !StartPage(pass, std::move(lease), std::move(before)))
+    if (d.allowed && !d.over_limit &&
+        !StartPage(pass, std::move(lease), std::move(before)))
       break;
   }
   return std::optional<Clock::time_point>();

@@ -159,7 +159,7 @@ class Worker {
       std::vector<std::string> problems;  // warnings, unresolvable <loc>s
     };
     std::optional<SitemapUrls> sitemap;
-    VisitKind visit = VisitKind::kOther;  // [recrawl]: what the history counts
+    VisitKind visit = VisitKind::kOther;         // [recrawl]: what the history counts
     std::chrono::system_clock::time_point date;  // the records' WARC-Date
   };
   Prepared Prepare(const Completed& c) const;

@@ -58,20 +58,20 @@ Status Worker::Remember(const Gate::Pass& pass, const Completed& c, const Prepar
   }
   // Only a full capture is what later revisits refer to.
   const bool full = p.visit == VisitKind::kFirst || p.visit == VisitKind::kChanged;
-  VisitFacts f{.now_ms = NowMs(),
-               .status = r.status,
-               .kind = p.visit,
-               .response_head = r.response_head,
-               .record_id = full ? std::string_view(p.warc.response_id) : "",
-               .payload_digest = p.warc.payload_digest,
-               .uri = r.url,
-               .capture_ms = static_cast<uint64_t>(
-                   std::chrono::duration_cast<std::chrono::milliseconds>(
-                       p.date.time_since_epoch())
-                       .count()),
-               .bytes = r.body.size(),
-               .depth = e.depth,
-               .url_kind = static_cast<uint8_t>(e.kind)};
+  VisitFacts f{
+      .now_ms = NowMs(),
+      .status = r.status,
+      .kind = p.visit,
+      .response_head = r.response_head,
+      .record_id = full ? std::string_view(p.warc.response_id) : "",
+      .payload_digest = p.warc.payload_digest,
+      .uri = r.url,
+      .capture_ms = static_cast<uint64_t>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(p.date.time_since_epoch())
+              .count()),
+      .bytes = r.body.size(),
+      .depth = e.depth,
+      .url_kind = static_cast<uint8_t>(e.kind)};
   HistoryRecord next = NextRecord(before, f, p_.config.recrawl);
   const std::string was = before != nullptr ? IntervalBucket(before->interval_ms) : "";
   if (!ShouldForget(next, p_.config.recrawl)) {

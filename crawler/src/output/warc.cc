@@ -192,7 +192,7 @@ PreparedExchange WarcWriter::Prepare(const Exchange& ex) const {
   // A revisit's block is the head alone; its payload digest is the earlier
   // capture's (warc.h).
   const std::string_view body = ex.revisit ? std::string_view() : ex.body;
-  out.payload_digest = ex.revisit                    ? ex.revisit->payload_digest
+  out.payload_digest = ex.revisit                   ? ex.revisit->payload_digest
                        : !ex.payload_digest.empty() ? ex.payload_digest
                                                     : WarcDigest(body);
   // The block (head + body) is digested and written from its two parts.

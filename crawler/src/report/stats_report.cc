@@ -205,7 +205,8 @@ Section RecrawlSection(const CrawlCounts& c, const RecrawlReport& r) {
   std::string intervals;
   for (const auto& [bucket, n] : c.revisit_intervals) {
     urls += n;
-    intervals += (intervals.empty() ? "" : ", ") + IntervalLabel(bucket) + ": " + Count(n);
+    intervals +=
+        (intervals.empty() ? "" : ", ") + IntervalLabel(bucket) + ": " + Count(n);
   }
   rs.rows.push_back({"history", Count(urls) + " URLs; " + Count(r.due) +
                                     (r.due_capped ? " or more" : "") +

@@ -145,8 +145,8 @@ BOOST_DESCRIBE_STRUCT(ClusterReport, (), (node, job, nodes, shards_owned, urls_s
 inline constexpr uint64_t kDueCountCap = 100'000;
 struct RecrawlReport {
   bool enabled = false;
-  uint64_t due = 0;          // URLs due now and not yet queued, counted up to ...
-  bool due_capped = false;   // ... kDueCountCap: more are
+  uint64_t due = 0;         // URLs due now and not yet queued, counted up to ...
+  bool due_capped = false;  // ... kDueCountCap: more are
 };
 BOOST_DESCRIBE_STRUCT(RecrawlReport, (), (enabled, due, due_capped))
 
