@@ -138,7 +138,8 @@ TEST_CASE("Config mistakes name the file, the line and the key", "[engine][confi
   auto adapt = LoadConfig("", {"recrawl.adapt=sometimes"});
   REQUIRE_FALSE(adapt.ok());
   CHECK_THAT(adapt.status().message(),
-             Catch::Contains("recrawl.adapt: must be \"fixed\" or \"adaptive\""));
+             Catch::Contains("recrawl.adapt: must be \"fixed\", \"adaptive\" or "
+                             "\"change-rate\""));
   auto both = LoadConfig("", {"recrawl.enabled=true",
                               "cluster.redis=redis://127.0.0.1:6390", "cluster.node=a"});
   REQUIRE_FALSE(both.ok());

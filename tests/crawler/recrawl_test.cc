@@ -3,7 +3,9 @@
 // rule (adaptive and fixed, within bounds) and forgetting a gone URL.
 #include "engine/recrawl.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <string>
 
 namespace crawler::engine {
@@ -185,6 +187,68 @@ TEST_CASE("Recrawl rules: a URL gone (404/410) on forget_gone_after visits in a 
   CHECK(ShouldForget(r, c));
   c.forget_gone_after = 0;
   CHECK_FALSE(ShouldForget(r, c));
+}
+
+TEST_CASE(
+    "Recrawl rules, change-rate: the estimator (Cho and Garcia-Molina), the optimal "
+    "interval at a price, and the price following demand",
+    "[engine][recrawl]") {
+  HistoryRecord r;
+  CHECK(EstimatedRate(r) == 0);  // nothing compared yet
+  r.unchanged = 10;
+  r.observed_ms = 100'000;  // 10 visits 10 s apart, no change: half a change in 100 s
+  CHECK(EstimatedRate(r) == Approx(0.005));
+  r.unchanged = 5;
+  r.changed = 5;  // -ln(5.5 / 10.5) / 10 s
+  CHECK(EstimatedRate(r) == Approx(std::log(10.5 / 5.5) / 10));
+  r.unchanged = 0;
+  r.changed = 10;  // changed at every visit: large, finite
+  CHECK(EstimatedRate(r) == Approx(std::log(21.0) / 10));
+
+  // 1 - (1 + x) e^-x = mu rate, interval = x / rate.
+  const double x1 = OptimalInterval(1.0, 1 - 2 * std::exp(-1.0));
+  CHECK(x1 == Approx(1.0).epsilon(1e-6));
+  // Slow pages: interval ~ sqrt(2 mu / rate), longer the slower.
+  CHECK(OptimalInterval(0.001, 0.01) > OptimalInterval(0.01, 0.01));
+  CHECK(OptimalInterval(0.001, 0.01) == Approx(std::sqrt(2 * 0.01 / 0.001)).epsilon(0.1));
+  // A page changing too often for the price: never worth a visit.
+  CHECK(std::isinf(OptimalInterval(10, 0.2)));
+  CHECK(std::isinf(OptimalInterval(0, 1)));
+
+  RecrawlConfig c = Config("change-rate");
+  CHECK(InitialMu(c) == Approx((1 - 2 * std::exp(-1.0)) * 10));
+  // 100 URLs at one revisit per 10 s: a budget of 10 per s.
+  CHECK(NextMu(1, 40, 100, c) == Approx(2));  // asks 4x: x sqrt(4)
+  CHECK(NextMu(1, 2.5, 100, c) == Approx(0.5));
+  CHECK(NextMu(1, 1000, 100, c) == Approx(2));  // at most x2 a step
+  CHECK(NextMu(1, 10, 100, c) == Approx(1));
+  CHECK(NextMu(1, 5, 0, c) == 1);  // an empty history: unchanged
+
+  // NextRecord: the time base grows between comparisons, and the interval
+  // is the optimal one for the estimate, within bounds.
+  VisitFacts f;
+  f.now_ms = 1'000'000;
+  f.status = 200;
+  f.kind = VisitKind::kFirst;
+  HistoryRecord first = NextRecord(nullptr, f, c, 5);
+  CHECK(first.checked_ms == 1'000'000);
+  CHECK(first.interval_ms == 10'000);  // no estimate yet: interval_s
+  VisitFacts same = f;
+  same.status = 304;
+  same.kind = VisitKind::kNotModified;
+  same.now_ms = 1'010'000;
+  HistoryRecord next = NextRecord(&first, same, c, 5);
+  CHECK(next.observed_ms == 10'000);
+  CHECK(next.unchanged == 1);
+  // Rate 0.5 / 10 s = 0.05: x solves 1 - (1 + x) e^-x = 0.25, interval x / 0.05.
+  CHECK(static_cast<double>(next.interval_ms) ==
+        Approx(std::clamp(OptimalInterval(0.05, 5), 5.0, 20.0) * 1000).epsilon(0.01));
+  VisitFacts changed = f;
+  changed.kind = VisitKind::kChanged;
+  changed.now_ms = 1'020'000;
+  HistoryRecord hot = NextRecord(&next, changed, c, 5);
+  CHECK(hot.observed_ms == 20'000);
+  CHECK(hot.changed == 1);
 }
 
 }  // namespace

@@ -117,8 +117,11 @@ struct RecrawlConfig {
   double min_interval_s = 3600;          // bounds of the adapted interval
   double max_interval_s = 30 * 86400.0;  //
   // How a URL's interval follows what its revisits find: "fixed" (always
-  // interval_s: periodic cycles) or "adaptive" (Nutch's and StormCrawler's
-  // rule: x (1 + inc_rate) when unchanged, x (1 - dec_rate) when changed).
+  // interval_s: periodic cycles), "adaptive" (Nutch's and StormCrawler's
+  // rule: x (1 + inc_rate) when unchanged, x (1 - dec_rate) when changed)
+  // or "change-rate" (each page's change rate estimated, the intervals that
+  // maximize freshness at one revisit per interval_s per URL on average;
+  // engine/recrawl.h).
   std::string adapt = "adaptive";
   double inc_rate = 0.4;
   double dec_rate = 0.2;

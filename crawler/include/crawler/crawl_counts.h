@@ -47,6 +47,9 @@ struct CrawlCounts {
   // The URLs in the history by their revisit interval: key "2^KK" counts
   // those of at most 2^KK seconds (engine/recrawl.h, IntervalBucket).
   std::map<std::string, uint64_t> revisit_intervals;
+  // The revisits per second the history's intervals ask for, in micro-hertz
+  // (each URL's 10^9 / interval_ms, rounded): "change-rate"'s demand.
+  uint64_t revisit_demand_uhz = 0;
   std::map<std::string, uint64_t> errors;  // by FetchErrorName: failures and truncations
 };
 

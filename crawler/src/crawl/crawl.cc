@@ -59,6 +59,7 @@ StatsReport Crawl::Impl::Report(bool running) {
     r.recrawl.enabled = true;
     r.recrawl.due = history->CountDue(now_ms, kDueCountCap);
     r.recrawl.due_capped = r.recrawl.due >= kDueCountCap;
+    r.recrawl.mu = state.recrawl_mu.load();
   }
   if (cluster) {
     cluster->SetCrawlFigures(r.rates.pages, r.rates.pages_per_s_last_minute);
@@ -341,6 +342,18 @@ Status ScheduleDue(Crawl::Impl& m) {
   return Status::Ok();
 }
 
+// "change-rate": the price of freshness follows the history's revisit
+// demand against the budget of one revisit per interval_s per URL.
+void TuneMu(Crawl::Impl& m) {
+  const CrawlSummary s = m.counters.Summary();
+  uint64_t urls = 0;
+  for (const auto& [bucket, n] : s.revisit_intervals) urls += n;
+  const double mu =
+      NextMu(m.state.recrawl_mu.load(), static_cast<double>(s.revisit_demand_uhz) / 1e6,
+             urls, m.config.recrawl);
+  m.state.recrawl_mu.store(mu);
+}
+
 // The Run thread while the workers crawl: checkpoints, stats, progress.
 // Returns the first output failure (the caller stops the workers).
 // `halt` stops the workers: set on `stop` and at crawl.max_duration_s.
@@ -378,6 +391,7 @@ Status Supervise(Crawl::Impl& m, const std::atomic<bool>& stop, std::atomic<bool
     if (m.metrics && m.metrics->Wanted()) m.PublishMetrics(true);
     if (now - last_stats >= std::chrono::seconds(2)) {
       last_stats = now;
+      if (m.history && m.config.recrawl.adapt == "change-rate") TuneMu(m);
       st = m.stats->Write(m.Report(true));
       if (!st.ok()) return st;
     }
@@ -438,6 +452,7 @@ Result<CrawlSummary> Crawl::Run(const std::atomic<bool>& stop, const ProgressFn&
   // done at its start, and each node then ended once it ran out of local
   // work, whatever the others still sent it (cluster_test "Cluster takeover
   // of a big shard*": the takers ended before the big shard loaded).
+  m.state.recrawl_mu.store(InitialMu(m.config.recrawl));
   m.state.busy.fetch_add(1);
   st = StartNodeAndSeed(m, stop);
   m.state.busy.fetch_sub(1);

@@ -100,9 +100,10 @@ std::vector<Key> RecrawlKeys() {
       StringKey(
           "recrawl", "adapt", [](Config & c) -> auto& { return c.recrawl.adapt; },
           [](const std::string& v) {
-            return v == "fixed" || v == "adaptive"
+            return v == "fixed" || v == "adaptive" || v == "change-rate"
                        ? std::string()
-                       : std::string("must be \"fixed\" or \"adaptive\"");
+                       : std::string(
+                             "must be \"fixed\", \"adaptive\" or \"change-rate\"");
           }),
       DoubleKey(
           "recrawl", "inc_rate", [](Config & c) -> auto& { return c.recrawl.inc_rate; },

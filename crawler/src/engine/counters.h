@@ -4,6 +4,7 @@
 #ifndef CRAWLER_COUNTERS_H_
 #define CRAWLER_COUNTERS_H_
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 
@@ -40,10 +41,14 @@ class Counters {
               : summary_.bytes_5xx) += r.body.size();
   }
   // A history record's interval moved from bucket `from` to `to` ("": none,
-  // for a URL entering or leaving the history).
-  void MoveInterval(const std::string& from, const std::string& to) EXCLUDES(mu_) {
-    if (from == to) return;
+  // for a URL entering or leaving the history), its demand (micro-hertz)
+  // from `from_uhz` to `to_uhz`.
+  void MoveInterval(const std::string& from, const std::string& to, uint64_t from_uhz,
+                    uint64_t to_uhz) EXCLUDES(mu_) {
     MutexLock lock(mu_);
+    summary_.revisit_demand_uhz += to_uhz;
+    summary_.revisit_demand_uhz -= std::min(from_uhz, summary_.revisit_demand_uhz);
+    if (from == to) return;
     auto it = summary_.revisit_intervals.find(from);
     if (!from.empty() && it != summary_.revisit_intervals.end() && --it->second == 0)
       summary_.revisit_intervals.erase(it);

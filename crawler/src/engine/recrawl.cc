@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <limits>
 
 namespace crawler::engine {
 
@@ -83,7 +84,7 @@ VisitKind KindOf(const HistoryRecord* before, long status,
 }
 
 HistoryRecord NextRecord(const HistoryRecord* before, const VisitFacts& f,
-                         const RecrawlConfig& c) {
+                         const RecrawlConfig& c, double mu) {
   HistoryRecord r = before != nullptr ? *before : HistoryRecord{};
   r.fetched_ms = f.now_ms;
   r.depth = f.depth;
@@ -100,6 +101,11 @@ HistoryRecord NextRecord(const HistoryRecord* before, const VisitFacts& f,
     if (!etag.empty()) r.etag = etag;
     if (!modified.empty()) r.last_modified = modified;
   }
+  const bool compared = f.kind == VisitKind::kNotModified ||
+                        f.kind == VisitKind::kIdentical || f.kind == VisitKind::kChanged;
+  if (compared && r.checked_ms > 0 && f.now_ms > r.checked_ms)
+    r.observed_ms += f.now_ms - r.checked_ms;
+  if (compared || f.kind == VisitKind::kFirst) r.checked_ms = f.now_ms;
   if (!f.record_id.empty() && f.status == 200) {  // a full capture to refer to
     r.record_id = std::string(f.record_id);
     r.payload_digest = std::string(f.payload_digest);
@@ -128,10 +134,47 @@ HistoryRecord NextRecord(const HistoryRecord* before, const VisitFacts& f,
       break;
   }
   if (c.adapt == "fixed") interval = c.interval_s;
+  if (c.adapt == "change-rate" && r.changed + r.unchanged > 0 && mu > 0)
+    interval = OptimalInterval(EstimatedRate(r), mu);
   interval = std::clamp(interval, c.min_interval_s, c.max_interval_s);
   r.interval_ms = static_cast<uint64_t>(std::max(1.0, std::round(interval * 1000)));
   r.due_ms = f.now_ms + r.interval_ms;
   return r;
+}
+
+double EstimatedRate(const HistoryRecord& r) {
+  const double n = r.changed + r.unchanged, x = r.changed;
+  const double observed_s = static_cast<double>(r.observed_ms) / 1000;
+  if (n == 0 || observed_s <= 0) return 0;
+  if (x == 0) return 0.5 / observed_s;
+  return -std::log((n - x + 0.5) / (n + 0.5)) / (observed_s / n);
+}
+
+double OptimalInterval(double rate, double mu) {
+  if (rate <= 0) return std::numeric_limits<double>::infinity();
+  const double y = mu * rate;
+  if (y >= 1) return std::numeric_limits<double>::infinity();
+  // 1 - (1 + x) e^-x rises from 0 to 1: bisection.
+  double lo = 0, hi = 64;
+  for (int i = 0; i < 60; ++i) {
+    const double m = (lo + hi) / 2;
+    (1 - (1 + m) * std::exp(-m) < y ? lo : hi) = m;
+  }
+  return (lo + hi) / 2 / rate;
+}
+
+double InitialMu(const RecrawlConfig& c) {
+  return (1 - 2 * std::exp(-1.0)) * c.interval_s;  // x = 1 at rate 1 / interval_s
+}
+
+double NextMu(double mu, double demand_per_s, uint64_t urls, const RecrawlConfig& c) {
+  if (urls == 0 || demand_per_s <= 0) return mu;
+  const double budget = static_cast<double>(urls) / c.interval_s;
+  return mu * std::clamp(std::sqrt(demand_per_s / budget), 0.5, 2.0);
+}
+
+uint64_t DemandMicroHertz(uint64_t interval_ms) {
+  return interval_ms == 0 ? 0 : (uint64_t{1'000'000'000} + interval_ms / 2) / interval_ms;
 }
 
 std::string IntervalBucket(uint64_t interval_ms) {

@@ -13,11 +13,19 @@
 //                    the next due time; ShouldForget: gone (404/410) on
 //                    recrawl.forget_gone_after visits in a row.
 //
-// The interval ("adaptive", Nutch's AdaptiveFetchSchedule and
-// StormCrawler's rule): x (1 + inc_rate) after an unchanged visit, x (1 -
-// dec_rate) after a changed one, kept for anything else (an error, a
-// redirect), within [min_interval_s, max_interval_s]. "fixed": interval_s
-// always (periodic cycles).
+// The interval, within [min_interval_s, max_interval_s]:
+//   "adaptive"     Nutch's AdaptiveFetchSchedule and StormCrawler's rule:
+//                  x (1 + inc_rate) after an unchanged visit, x (1 -
+//                  dec_rate) after a changed one, kept for anything else
+//                  (an error, a redirect);
+//   "fixed"        interval_s always (periodic cycles);
+//   "change-rate"  each page's change rate estimated from its visits
+//                  (EstimatedRate, Cho and Garcia-Molina 2003), and the
+//                  interval that maximizes the crawl's freshness for the
+//                  fetches it can afford (OptimalInterval): the Lagrange
+//                  solution of Cho and Garcia-Molina 2000, whose price `mu`
+//                  the crawl tunes so that the history's revisits per
+//                  second match one per interval_s per URL (RecrawlMu).
 #ifndef CRAWLER_SRC_ENGINE_RECRAWL_H_
 #define CRAWLER_SRC_ENGINE_RECRAWL_H_
 
@@ -75,12 +83,35 @@ struct VisitFacts {
 VisitKind KindOf(const HistoryRecord* before, long status,
                  const std::optional<Revisit>& revisit);
 
+// `mu`: "change-rate"'s price (RecrawlMu; unused by the other rules).
 HistoryRecord NextRecord(const HistoryRecord* before, const VisitFacts& f,
-                         const RecrawlConfig& config);
+                         const RecrawlConfig& config, double mu = 0);
+
+// A page's change rate (changes per second) from `r`'s visits: Cho and
+// Garcia-Molina's estimator for n visits at a mean interval I = observed /
+// n of which X found a change, -ln((n - X + 0.5) / (n + 0.5)) / I; with no
+// change seen, half a change over the time observed. 0 before any
+// comparison (n = 0).
+double EstimatedRate(const HistoryRecord& r);
+// The interval (s) that maximizes the mean freshness of pages changing at
+// `rate` under the price `mu` (s): x = rate x interval solves
+// 1 - (1 + x) e^-x = mu x rate; a page with mu x rate >= 1 changes too often
+// to be kept fresh at this budget: +infinity (the caller's max_interval_s).
+double OptimalInterval(double rate, double mu);
+// The first price: a page changing once per interval_s gets interval_s.
+double InitialMu(const RecrawlConfig& config);
+// The next price, from the history's revisit demand (revisits per second
+// its intervals ask for) against the budget (URLs / interval_s): a crawl
+// that asks for more raises the price (longer intervals), and lowers it
+// when it asks for less; damped, at most x2 or x0.5 a step.
+double NextMu(double mu, double demand_per_s, uint64_t urls, const RecrawlConfig& config);
 
 // The interval bucket a record counts in (CrawlCounts::revisit_intervals):
 // "2^KK", the smallest power of two seconds at or above it (KK 00..25).
 std::string IntervalBucket(uint64_t interval_ms);
+
+// A record's share of the revisit demand: 10^9 / interval_ms micro-hertz.
+uint64_t DemandMicroHertz(uint64_t interval_ms);
 
 // The record's URL has been gone long enough to leave the history.
 bool ShouldForget(const HistoryRecord& r, const RecrawlConfig& config);

@@ -61,6 +61,9 @@ class RunState {
   std::atomic<uint64_t> busy{0};
   std::atomic<uint64_t> started{0};  // page fetches started (crawl.max_pages)
   std::atomic<bool> max_pages_hit{false};
+  // [recrawl] adapt = "change-rate": the price of freshness the Run thread
+  // tunes (engine/recrawl.h, NextMu).
+  std::atomic<double> recrawl_mu{0};
 
   // The first error stops the crawl; later ones are dropped.
   void Fail(const Status& st) EXCLUDES(mu_);

@@ -72,13 +72,16 @@ Status Worker::Remember(const Gate::Pass& pass, const Completed& c, const Prepar
       .bytes = r.body.size(),
       .depth = e.depth,
       .url_kind = static_cast<uint8_t>(e.kind)};
-  HistoryRecord next = NextRecord(before, f, p_.config.recrawl);
+  HistoryRecord next =
+      NextRecord(before, f, p_.config.recrawl, p_.state.recrawl_mu.load());
   const std::string was = before != nullptr ? IntervalBucket(before->interval_ms) : "";
+  const uint64_t was_uhz = before != nullptr ? DemandMicroHertz(before->interval_ms) : 0;
   if (!ShouldForget(next, p_.config.recrawl)) {
-    p_.counters.MoveInterval(was, IntervalBucket(next.interval_ms));
+    p_.counters.MoveInterval(was, IntervalBucket(next.interval_ms), was_uhz,
+                             DemandMicroHertz(next.interval_ms));
     return p_.history->Put(e.url, next);
   }
-  p_.counters.MoveInterval(was, "");
+  p_.counters.MoveInterval(was, "", was_uhz, 0);
   spdlog::info("{}: gone ({}) on {} visits in a row: forgotten", e.url, r.status,
                next.gone);
   p_.counters.Add(&CrawlSummary::history_forgotten);

@@ -61,6 +61,8 @@ std::string EncodeHistoryRecord(const HistoryRecord& r) {
   w.U64(r.bytes);
   w.U32(r.depth);
   w.U8(r.kind);
+  w.U64(r.observed_ms);
+  w.U64(r.checked_ms);
   return std::string(w.view());
 }
 
@@ -90,6 +92,8 @@ Result<HistoryRecord> DecodeHistoryRecord(std::string_view bytes, std::string_vi
   r.bytes = in.U64();
   r.depth = in.U32();
   r.kind = in.U8();
+  r.observed_ms = in.U64();
+  r.checked_ms = in.U64();
   if (!in.ok() || !in.AtEnd()) {
     return Status::Error(Status::Code::kCorruption,
                          "history record of " + std::string(url) +

@@ -63,6 +63,9 @@ struct HistoryRecord {
   uint64_t bytes = 0;                   // the last full capture's payload bytes
   uint32_t depth = 0;                   // the URL's link depth (its revisits keep it)
   uint8_t kind = 0;                     // frontier::UrlEntry::Kind (page, sitemap)
+  // The change-rate estimate's time base: the time over which `changed` and
+  // `unchanged` were observed, and the last visit that compared the page.
+  uint64_t observed_ms = 0, checked_ms = 0;
 
   bool operator==(const HistoryRecord&) const = default;
 };

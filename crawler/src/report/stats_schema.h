@@ -29,7 +29,7 @@ BOOST_DESCRIBE_STRUCT(CrawlCounts, (), (fetched, failed, truncated, status_2xx, 
     duplicates, filter_full, too_many_redirects, bytes, bytes_2xx, bytes_3xx, bytes_4xx,
     bytes_5xx, spilled, retries, gave_up, forgotten, cannot_forget, revisits_not_modified,
     revisits_identical, revisits_changed, revisit_bytes_saved, history_forgotten,
-    revisit_intervals, errors))
+    revisit_intervals, revisit_demand_uhz, errors))
 // clang-format on
 
 // ---- stats.json ----
@@ -147,8 +147,9 @@ struct RecrawlReport {
   bool enabled = false;
   uint64_t due = 0;         // URLs due now and not yet queued, counted up to ...
   bool due_capped = false;  // ... kDueCountCap: more are
+  double mu = 0;            // adapt = "change-rate": the price of freshness (s)
 };
-BOOST_DESCRIBE_STRUCT(RecrawlReport, (), (enabled, due, due_capped))
+BOOST_DESCRIBE_STRUCT(RecrawlReport, (), (enabled, due, due_capped, mu))
 
 struct StatsReport {
   uint64_t version = 1;
