@@ -122,7 +122,7 @@ struct RecrawlConfig {
   // or "change-rate" (each page's change rate estimated, the intervals that
   // maximize freshness at one revisit per interval_s per URL on average;
   // engine/recrawl.h).
-  std::string adapt = "adaptive";
+  std::string adapt = "fixed";
   double inc_rate = 0.4;
   double dec_rate = 0.2;
   bool conditional = true;  // send If-None-Match / If-Modified-Since

@@ -59,7 +59,7 @@ StatsReport Crawl::Impl::Report(bool running) {
     r.recrawl.enabled = true;
     r.recrawl.due = history->CountDue(now_ms, kDueCountCap);
     r.recrawl.due_capped = r.recrawl.due >= kDueCountCap;
-    r.recrawl.mu = state.recrawl_mu.load();
+    if (config.recrawl.adapt == "change-rate") r.recrawl.mu = state.recrawl_mu.load();
   }
   if (cluster) {
     cluster->SetCrawlFigures(r.rates.pages, r.rates.pages_per_s_last_minute);
