@@ -222,8 +222,9 @@ Section RecrawlSection(const CrawlCounts& c, const RecrawlReport& r) {
   rs.rows.push_back({"intervals", intervals.empty() ? "none yet" : intervals});
   if (r.mu > 0) {
     rs.rows.push_back(
-        {"change-rate", fmt::format("price mu {:.3g} s; revisits asked for: {:.2f}/s",
-                                    r.mu, static_cast<double>(c.revisit_demand_uhz) / 1e6)});
+        {"change-rate",
+         fmt::format("price mu {:.3g} s; revisits asked for: {:.2f}/s", r.mu,
+                     static_cast<double>(c.revisit_demand_uhz) / 1e6)});
   }
   return rs;
 }
