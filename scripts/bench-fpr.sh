@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# The dedup loss benchmark: are the stats' "wrongly seen (expected)" figures
+# The dedup loss benchmark: are the stats' `wrong "seen" (expected)` figures
 # true? Crawls a generated crawler-testsite web (3 hosts, so every page is
 # allowed by robots.txt; each page has 20-100 in-links, so a page the crawl
 # never fetched was dropped by a false "seen", not missed) once per filter
 # setting, with a filter started far too small, and prints per run: the pages
 # of the site's truth set never fetched, the stats' expected figure, and their
-# ratio. Prints numbers; asserts nothing (testsite_crawl_test "*wrongly seen*"
+# ratio. Prints numbers; asserts nothing (testsite_crawl_test "*lost pages agree*"
 # is the test).
 # Usage: bash scripts/bench-fpr.sh [PAGES] ["CAPACITY:ERROR[:GROWTH] ..."]
 #   defaults: 20000 "100:0.01 200:0.01 400:0.01 1000:0.01 200:0.1"

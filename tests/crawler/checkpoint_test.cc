@@ -468,8 +468,8 @@ TEST_CASE(
   // The text report: its sections, and the same fetched count.
   r = RunCommand(kCrawler + " stats " + out);
   REQUIRE(r.exit_code == 0);
-  for (const char* section :
-       {"\nDedup\n", "\nFrontier\n", "\nCrawl\n", "estimated FPR", "wrongly seen"}) {
+  for (const char* section : {"\nDedup\n", "\nFrontier\n", "\nCrawl\n", "estimated FPR",
+                              "wrong \"seen\" (expected)", "pages lost"}) {
     CHECK(r.output.find(section) != std::string::npos);
   }
 

@@ -319,8 +319,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "Testsite crawl: a grown filter's lost pages agree with the stats' 'wrongly seen "
-    "(expected)' within 1.5x (a chain), stay below it (compacted)",
+    "Testsite crawl: a grown filter's lost pages agree with the stats' 'wrong \"seen\" "
+    "(expected)' within 1.5x (a chain), stay below it (compacted), as 'pages lost' says",
     "[engine][testsite][fpr]") {
   // 20,000 pages on 3 hosts from capacity 200 at 10%: ~180 pages are
   // expected lost, 157 were (scripts/bench-fpr.sh). At 5% (~54 expected,
@@ -360,6 +360,9 @@ TEST_CASE(
   CHECK(expected >= 20);
   CHECK(static_cast<double>(lost) <= 1.5 * expected);
   if (!compacting) CHECK(static_cast<double>(lost) >= expected / 1.5);
+  // What the report says of the pages lost holds: at most the expected
+  // wrong refusals (with compaction on; a chain's loss scatters around it).
+  if (compacting) CHECK(static_cast<double>(lost) <= expected);
   std::filesystem::remove_all(dir);
 }
 

@@ -97,7 +97,7 @@ TEMPLATE_TEST_CASE(
                                        3 * std::sqrt(st.estimated_fpr * kNegatives));
 }
 
-// The crawl's "wrongly seen (expected)" figure: each new key adds its
+// The crawl's `wrong "seen" (expected)` figure: each new key adds its
 // stripe's estimated FPR at its check. Over 200,000 keys through growth from
 // capacity 2,000 at 5%, a few hundred are lost; the count must agree with
 // the measured one within 1.5x (3 sigma of a Poisson count of ~300 is 17%).

@@ -78,9 +78,16 @@ Section DedupSection(const DedupReport& d) {
   dd.rows.push_back({"inserts", Count(d.inserts_new) + " new, " +
                                     Count(d.inserts_duplicate) + " duplicate (" +
                                     Pct(d.duplicate_rate) + " duplicates)"});
-  dd.rows.push_back({"wrongly seen (expected)",
+  // Two figures, each for what it is (docs/stats.md): the filter's expected
+  // wrong answers, and the pages lost, of which they are a bound.
+  dd.rows.push_back({"wrong \"seen\" (expected)",
                      fmt::format("{:.2f}", d.expected_false_seen) +
-                         " new URLs taken for seen so far (sum of FPR at each new URL)"});
+                         " new URLs expected refused as seen so far (the sum of the FPR "
+                         "at each new-URL check)"});
+  dd.rows.push_back(
+      {"pages lost", fmt::format("at most {:.2f}", d.expected_false_seen) +
+                         " (each needs a wrong refusal; with compaction on, fewer: a "
+                         "refused URL is admitted by its next link after a rebuild)"});
   dd.rows.push_back(
       {"relocations / saturations", Count(d.relocations) + " cuckoo kicks, " +
                                         Count(d.saturations) + " saturated counters"});
