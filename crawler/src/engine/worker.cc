@@ -238,18 +238,18 @@ Result<std::optional<Clock::time_point>> Worker::StartFetches(const Gate::Pass& 
     std::string_view path = std::string_view(lease.entry.url).substr(lease.host.size());
     HostTable::PageDecision d = p_.hosts.DecidePage(pass, lease.host, path, Clock::now());
     if (d.refresh_robots) StartRobots(pass, lease.host, lease.host + "/robots.txt", 0);
-    if (d.allowed && d.over_limit) Forget(pass, lease.entry.url);
+    // [recrawl]: the URL's history record, if it is a revisit.
+    auto recalled = Recall(lease.entry.url);
+    if (!recalled.ok()) return recalled.status();
+    std::optional<HistoryRecord> before = std::move(recalled).value();
+    // A URL the history holds is revisited anyway: not forgotten (a later
+    // link would queue it a second time).
+    if (d.allowed && d.over_limit && !before) Forget(pass, lease.entry.url);
     Status st = !d.allowed ? Skip(lease, "robots", &CrawlSummary::robots_blocked)
                 : d.over_limit
                     ? Skip(lease, "max_pages_per_host", &CrawlSummary::trap_guard)
                     : Status::Ok();
     if (!st.ok()) return st;
-    std::optional<HistoryRecord> before;
-    if (d.allowed && !d.over_limit) {
-      auto recalled = Recall(lease.entry.url);
-      if (!recalled.ok()) return recalled.status();
-      before = std::move(recalled).value();
-    }
     if (d.allowed && !d.over_limit &&
         !StartPage(pass, std::move(lease), std::move(before)))
       break;
@@ -456,7 +456,7 @@ Status Worker::FinishPage(const Gate::Pass& pass, const Completed& c, const Prep
   } else {
     if (v.gave_up) {
       p_.counters.Add(&CrawlSummary::gave_up);
-      Forget(pass, e.url);
+      if (!c.before) Forget(pass, e.url);  // a revisit stays in the history
     }
     p_.frontier.Done(c.lease, now, r.seconds, v.signal);
     st = Remember(pass, c, p);
