@@ -13,6 +13,10 @@
 //   build/tests/freshness_bench [--pages 100] [--change-mean-s 6]
 //       [--delay-s 0.25] [--seconds 300] [--warmup-s 60]
 //       [--adapt fixed,adaptive]
+//   build/tests/freshness_bench --bounds [--pages 100] [--change-mean-s 6]
+//       (no crawl: a uniform and the optimal schedule's freshness on the
+//       site's true rates at budgets of 0.1 .. 4 fetches per page per mean
+//       change interval)
 // Prints numbers; asserts nothing.
 #include <algorithm>
 #include <chrono>
@@ -42,6 +46,7 @@ struct Args {
   uint32_t pages = 100;
   double change_mean_s = 6, delay_s = 0.25, seconds = 300, warmup_s = 60;
   std::vector<std::string> adapt = {"fixed", "adaptive"};
+  bool bounds = false;
 };
 
 double UnixNow() {
@@ -184,12 +189,40 @@ void RunPolicy(const Args& a, const std::string& adapt, const std::string& dir) 
   std::fflush(stdout);
 }
 
+// The schedules' bounds on the site's true rates, without a crawl.
+void PrintBounds(const Args& a) {
+  SiteOptions so;
+  so.pages = a.pages;
+  so.hosts = 1;
+  so.seed = 1;
+  so.change_mean_s = a.change_mean_s;
+  const Site truth(so);
+  std::vector<double> rates;
+  for (uint32_t i = 0; i < a.pages; ++i) rates.push_back(truth.ChangeRate(0, i));
+  for (double per_change : {0.1, 0.25, 0.5, 1.0, 2.0, 4.0}) {
+    const auto [uniform, optimal] = Bounds(rates, per_change / a.change_mean_s);
+    std::printf(
+        "%.2f fetches per page per mean change interval: uniform %.3f, optimal %.3f "
+        "(%.2fx)\n",
+        per_change, uniform, optimal, optimal / uniform);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   Args a;
-  for (int k = 1; k + 1 < argc; k += 2) {
-    const std::string flag = argv[k], value = argv[k + 1];
+  for (int k = 1; k < argc; ++k) {
+    const std::string flag = argv[k];
+    if (flag == "--bounds") {
+      a.bounds = true;
+      continue;
+    }
+    if (k + 1 >= argc) {
+      std::fprintf(stderr, "freshness_bench: %s needs a value\n", flag.c_str());
+      return 2;
+    }
+    const std::string value = argv[++k];
     if (flag == "--pages") {
       a.pages = static_cast<uint32_t>(std::stoul(value));
     } else if (flag == "--change-mean-s") {
@@ -208,6 +241,10 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "freshness_bench: unknown flag %s\n", flag.c_str());
       return 2;
     }
+  }
+  if (a.bounds) {
+    PrintBounds(a);
+    return 0;
   }
   std::printf(
       "freshness_bench: %u pages on one host, changing every %.1f s on average (each "

@@ -50,7 +50,9 @@ using testing::Gzip;
 HttpTestServer::Response Route(const std::string& path) {
   HttpTestServer::Response r;
   if (path == "/page.html") {
-    r.headers = {{"Content-Type", "text/html; charset=ISO-8859-1"}};
+    r.headers = {{"Content-Type", "text/html; charset=ISO-8859-1"},
+                 {"etag", "\"v2\""},  // any case
+                 {"Last-Modified", "Fri, 27 Nov 2026 12:00:00 GMT"}};
     r.body = "<html><a href=x>x</a></html>";
   } else if (path == "/missing") {
     r.status = 404;
@@ -93,6 +95,19 @@ TEST_CASE("Fetcher: a page, with the request and response heads kept for WARC",
   CHECK_THAT(r.request_head, Catch::Contains("User-Agent: test-agent/1.0"));
   CHECK_THAT(r.response_head, Catch::StartsWith("HTTP/1.1 200"));
   CHECK_THAT(r.response_head, Catch::EndsWith("\r\n\r\n"));
+  // The validators a revisit sends back ([recrawl]).
+  CHECK(r.etag == "\"v2\"");
+  CHECK(r.last_modified == "Fri, 27 Nov 2026 12:00:00 GMT");
+  FetchResult missing = FetchOne(*f, server.Url("/missing"));
+  CHECK(missing.etag.empty());
+  CHECK(missing.last_modified.empty());
+  // Extra request headers (a revisit's conditional GET) are sent.
+  FetchResult conditional;
+  f->Add(server.Url("/page.html"), {"If-None-Match: \"v2\""},
+         [&conditional](FetchResult&& got) { conditional = std::move(got); });
+  while (f->Run(std::chrono::milliseconds(100)) > 0) {
+  }
+  CHECK_THAT(conditional.request_head, Catch::Contains("If-None-Match: \"v2\"\r\n"));
 }
 
 TEST_CASE("Fetcher: fetch.resolve maps a name to an address without DNS",

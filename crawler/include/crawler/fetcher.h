@@ -73,6 +73,8 @@ struct FetchResult {
   std::string charset;        // Content-Type charset parameter, if any
   std::string location;       // Location header of a 3xx, as sent
   std::string retry_after;    // Retry-After header (its last value), as sent
+  std::string etag;           // ETag and Last-Modified (validators), as sent
+  std::string last_modified;
   std::string ip;
   bool truncated = false;
   // Given up by Abandon before it ended (nothing else is set): not a result.

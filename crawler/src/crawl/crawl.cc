@@ -52,12 +52,8 @@ double Crawl::Impl::Elapsed() const {
 StatsReport Crawl::Impl::Report(bool running) {
   StatsReport r = stats->Build(running, Elapsed(), spilled_base, checkpointer->figures());
   if (history) {
-    const auto now_ms =
-        static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                  std::chrono::system_clock::now().time_since_epoch())
-                                  .count());
     r.recrawl.enabled = true;
-    r.recrawl.due = history->CountDue(now_ms, kDueCountCap);
+    r.recrawl.due = history->CountDue(UnixMs(), kDueCountCap);
     r.recrawl.due_capped = r.recrawl.due >= kDueCountCap;
     if (config.recrawl.adapt == "change-rate") r.recrawl.mu = state.recrawl_mu.load();
   }
@@ -317,13 +313,9 @@ Status StartNodeAndSeed(Crawl::Impl& m, const std::atomic<bool>& stop) {
 // fetch writes the next one. In a gate pass, so a checkpoint's history image
 // and frontier agree.
 Status ScheduleDue(Crawl::Impl& m) {
-  const auto now_ms =
-      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                std::chrono::system_clock::now().time_since_epoch())
-                                .count());
   GateUnit unit(m.gate);
   // A bounded batch: a backlog drains over several rounds.
-  auto due = m.history->Due(now_ms, 1000);
+  auto due = m.history->Due(UnixMs(), 1000);
   if (!due.ok()) return due.status();
   for (const auto& [url, at] : *due) {
     auto record = m.history->Get(url);

@@ -105,6 +105,18 @@ const char* FetchErrorName(FetchError e) {
   return "other";
 }
 
+namespace {
+
+// The value of header `name` in the last response, trimmed ("" if absent).
+std::string LastHeader(CURL* easy, const char* name) {
+  curl_header* h = nullptr;
+  if (curl_easy_header(easy, name, 0, CURLH_HEADER, -1, &h) != CURLHE_OK || h == nullptr)
+    return "";
+  return Trim(h->value);
+}
+
+}  // namespace
+
 struct Fetcher::Impl {
   struct Transfer {
     CURL* easy = nullptr;
@@ -185,18 +197,12 @@ struct Fetcher::Impl {
         r.charset = Trim(v);
       }
     }
-    // The last response's Location (libcurl parses the headers: 7.84+).
-    curl_header* location = nullptr;
-    if (curl_easy_header(easy, "Location", 0, CURLH_HEADER, -1, &location) == CURLHE_OK &&
-        location != nullptr) {
-      r.location = Trim(location->value);
-    }
-    curl_header* retry_after = nullptr;
-    if (curl_easy_header(easy, "Retry-After", 0, CURLH_HEADER, -1, &retry_after) ==
-            CURLHE_OK &&
-        retry_after != nullptr) {
-      r.retry_after = Trim(retry_after->value);
-    }
+    // The last response's headers the engine reads (libcurl parses them:
+    // 7.84+).
+    r.location = LastHeader(easy, "Location");
+    r.retry_after = LastHeader(easy, "Retry-After");
+    r.etag = LastHeader(easy, "ETag");
+    r.last_modified = LastHeader(easy, "Last-Modified");
     curl_easy_getinfo(easy, CURLINFO_TOTAL_TIME, &r.seconds);
     if (t->too_large) {
       r.truncated = true;

@@ -2,52 +2,16 @@
 #include "engine/recrawl.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <limits>
 
 namespace crawler::engine {
-
-namespace {
-
-bool EqualsNoCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() &&
-         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
-    s.remove_suffix(1);
-  return s;
-}
-
-}  // namespace
 
 std::vector<std::string> ConditionalHeaders(const HistoryRecord& r) {
   std::vector<std::string> out;
   if (!r.etag.empty()) out.push_back("If-None-Match: " + r.etag);
   if (!r.last_modified.empty()) out.push_back("If-Modified-Since: " + r.last_modified);
   return out;
-}
-
-std::string HeaderValue(std::string_view head, std::string_view name) {
-  std::string value;
-  size_t at = head.find('\n');  // past the status line
-  while (at != std::string_view::npos && at + 1 < head.size()) {
-    size_t end = head.find('\n', at + 1);
-    std::string_view line = head.substr(
-        at + 1, end == std::string_view::npos ? std::string_view::npos : end - at - 1);
-    size_t colon = line.find(':');
-    if (colon != std::string_view::npos &&
-        EqualsNoCase(Trim(line.substr(0, colon)), name))
-      value = std::string(Trim(line.substr(colon + 1)));
-    at = end;
-  }
-  return value;
 }
 
 std::optional<Revisit> RevisitFor(const HistoryRecord* before, long status,
@@ -93,13 +57,11 @@ HistoryRecord NextRecord(const HistoryRecord* before, const VisitFacts& f,
   // Validators: a full answer's replace the old ones (even by none); a 304
   // may repeat or update them.
   if (f.status > 0 && f.status != 304) {
-    r.etag = HeaderValue(f.response_head, "ETag");
-    r.last_modified = HeaderValue(f.response_head, "Last-Modified");
+    r.etag = std::string(f.etag);
+    r.last_modified = std::string(f.last_modified);
   } else if (f.status == 304) {
-    std::string etag = HeaderValue(f.response_head, "ETag"),
-                modified = HeaderValue(f.response_head, "Last-Modified");
-    if (!etag.empty()) r.etag = etag;
-    if (!modified.empty()) r.last_modified = modified;
+    if (!f.etag.empty()) r.etag = std::string(f.etag);
+    if (!f.last_modified.empty()) r.last_modified = std::string(f.last_modified);
   }
   const bool compared = f.kind == VisitKind::kNotModified ||
                         f.kind == VisitKind::kIdentical || f.kind == VisitKind::kChanged;

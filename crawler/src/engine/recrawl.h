@@ -29,6 +29,7 @@
 #ifndef CRAWLER_SRC_ENGINE_RECRAWL_H_
 #define CRAWLER_SRC_ENGINE_RECRAWL_H_
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -50,13 +51,17 @@ enum class VisitKind {
   kOther,        // any other answer (an error, a redirect, 404) or none
 };
 
+// Unix milliseconds of `t` (the history's clock).
+inline uint64_t UnixMs(std::chrono::system_clock::time_point t) {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch())
+          .count());
+}
+inline uint64_t UnixMs() { return UnixMs(std::chrono::system_clock::now()); }
+
 // "If-None-Match: ..." and "If-Modified-Since: ..." lines for `r` (none for
 // a validator the server did not send).
 std::vector<std::string> ConditionalHeaders(const HistoryRecord& r);
-
-// The value of header `name` (case-insensitive) in a response head ("" if
-// absent; the last one if repeated).
-std::string HeaderValue(std::string_view head, std::string_view name);
 
 // The revisit record a response is written as, if any. `before`: the URL's
 // record (null for a first fetch); `digest`: the response's payload digest
@@ -69,7 +74,7 @@ struct VisitFacts {
   uint64_t now_ms = 0;
   long status = 0;  // 0: no response
   VisitKind kind = VisitKind::kOther;
-  std::string_view response_head;  // its ETag and Last-Modified are kept
+  std::string_view etag, last_modified;  // the response's validators ("": none)
   // The response record written, when it was a full capture.
   std::string_view record_id, payload_digest, uri;
   uint64_t capture_ms = 0;  // its WARC-Date (Unix ms; 0: now_ms)

@@ -10,16 +10,6 @@
 
 namespace crawler::engine {
 
-namespace {
-
-uint64_t NowMs() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                   std::chrono::system_clock::now().time_since_epoch())
-                                   .count());
-}
-
-}  // namespace
-
 Result<std::optional<HistoryRecord>> Worker::Recall(const std::string& url) const {
   if (p_.history == nullptr) return std::optional<HistoryRecord>();
   return p_.history->Get(url);
@@ -58,20 +48,18 @@ Status Worker::Remember(const Gate::Pass& pass, const Completed& c, const Prepar
   }
   // Only a full capture is what later revisits refer to.
   const bool full = p.visit == VisitKind::kFirst || p.visit == VisitKind::kChanged;
-  VisitFacts f{
-      .now_ms = NowMs(),
-      .status = r.status,
-      .kind = p.visit,
-      .response_head = r.response_head,
-      .record_id = full ? std::string_view(p.warc.response_id) : "",
-      .payload_digest = p.warc.payload_digest,
-      .uri = r.url,
-      .capture_ms = static_cast<uint64_t>(
-          std::chrono::duration_cast<std::chrono::milliseconds>(p.date.time_since_epoch())
-              .count()),
-      .bytes = r.body.size(),
-      .depth = e.depth,
-      .url_kind = static_cast<uint8_t>(e.kind)};
+  VisitFacts f{.now_ms = UnixMs(),
+               .status = r.status,
+               .kind = p.visit,
+               .etag = r.etag,
+               .last_modified = r.last_modified,
+               .record_id = full ? std::string_view(p.warc.response_id) : "",
+               .payload_digest = p.warc.payload_digest,
+               .uri = r.url,
+               .capture_ms = UnixMs(p.date),
+               .bytes = r.body.size(),
+               .depth = e.depth,
+               .url_kind = static_cast<uint8_t>(e.kind)};
   HistoryRecord next =
       NextRecord(before, f, p_.config.recrawl, p_.state.recrawl_mu.load());
   const std::string was = before != nullptr ? IntervalBucket(before->interval_ms) : "";
@@ -94,7 +82,7 @@ Status Worker::Postpone(const std::string& url) {
   auto record = p_.history->Get(url);
   if (!record.ok() || !record->has_value()) return record.status();
   HistoryRecord r = std::move(**record);
-  r.due_ms = NowMs() + std::max<uint64_t>(r.interval_ms, 1000);
+  r.due_ms = UnixMs() + std::max<uint64_t>(r.interval_ms, 1000);
   return p_.history->Put(url, r);
 }
 
