@@ -852,5 +852,123 @@ TEST_CASE(
   CheckUnionIsTruth(c.dir, c.truth, {"n1", "n2", "n3", "n4"});
 }
 
+
+// [recrawl] in a cluster: full 200 captures in `records`, by URL, in time
+// order (WARC-Date), each with its node.
+struct Capture {
+  std::string date, node, type, etag, id;
+};
+void AddRecords(const std::string& node, const std::vector<testing::WarcRecord>& records,
+                std::map<std::string, std::vector<Capture>>* by_url) {
+  for (const testing::WarcRecord& r : records)
+    if ((r.type == "response" && r.status == "200") || r.type == "revisit")
+      (*by_url)[r.uri].push_back({r.date, node, r.type, r.etag, r.id});
+}
+
+// URL history records loaded from `node`'s checkpoints, by the log lines
+// "loaded N shards from node NODE checkpoint Q in T s: ..., K URL history
+// records" in `log`.
+uint64_t LoadedHistoryFrom(const std::string& log, const std::string& node) {
+  uint64_t records = 0;
+  const std::string from = "shards from node " + node + " checkpoint ";
+  for (size_t at = log.find(from); at != std::string::npos; at = log.find(from, at + 1)) {
+    const size_t end = log.find(" URL history records", at);
+    if (end == std::string::npos || log.find('\n', at) < end) continue;
+    const size_t start = log.rfind(' ', end - 1) + 1;
+    records += std::stoull(log.substr(start, end - start));
+  }
+  return records;
+}
+
+TEST_CASE(
+    "Cluster recrawl: a shard's URL history moves with it: after a leave, the takers "
+    "revisit the leaver's pages with conditional GETs whose revisit records refer to "
+    "its captures; resumed, it gets shards back by handoff, history and all",
+    "[cluster][takeover][recrawl]") {
+  // Pages change every 60 s on average: most revisits are 304s.
+  ClusterCrawl c("cluster_recrawl", "recrawl",
+                 std::string(kTakeover) +
+                     " --set cluster.lease_s=30 --set recrawl.enabled=true"
+                     " --set recrawl.interval_s=2 --set recrawl.min_interval_s=1"
+                     " --set recrawl.max_interval_s=4 --set crawl.max_duration_s=30",
+                 400, "", "--change-mean-s 60");
+  WaitForCommit(c, "recrawl", "n2");
+  std::this_thread::sleep_for(std::chrono::seconds(3));  // n2 revisits its pages
+  ::kill(c.nodes[1], SIGTERM);  // a leave: its last checkpoint committed, the others take over
+  {
+    int code = WaitExitFor(c.nodes[1], 120);
+    INFO(NodeOutput(c.dir, "n2"));
+    REQUIRE(code == 0);
+  }
+  const std::vector<testing::WarcRecord> left = testing::WarcRecords(c.dir + "/n2");
+  std::set<std::string> n2_ids;
+  std::map<std::string, std::string> n2_urls;  // URL -> its last capture's ETag
+  for (const testing::WarcRecord& r : left) {
+    if (r.type != "response" || r.status != "200") continue;
+    n2_ids.insert(r.id);
+    // Pages (robots.txt follows fetch.robots_cache_s, not the history).
+    if (!r.uri.ends_with("/robots.txt")) n2_urls[r.uri] = r.etag;
+  }
+  REQUIRE(n2_urls.size() > 20);
+  SecondsUntilTaken(c, "recrawl", "n2", 60);
+  std::this_thread::sleep_for(std::chrono::seconds(8));  // the takers revisit
+  // Resumed: rendezvous hashing gives n2 its shards back, handed over by the
+  // takers with the history they kept meanwhile.
+  c.nodes[1] = Spawn(std::string(CRAWLER_BINARY) + " crawl --resume " + c.dir +
+                         "/n2 --set crawl.max_duration_s=12",
+                     c.dir + "/n2.resumed.out");
+  WaitNodes(c.dir, c.nodes);
+  c.site.Stop();
+
+  std::map<std::string, std::vector<Capture>> by_url;
+  std::vector<testing::WarcRecord> all;
+  for (const std::string& n : kNodes) {
+    std::vector<testing::WarcRecord> mine = testing::WarcRecords(c.dir + "/" + n);
+    AddRecords(n, mine, &by_url);
+    all.insert(all.end(), mine.begin(), mine.end());
+  }
+  // Every revisit refers to a full capture, on whichever node made it.
+  CHECK(testing::RevisitProblem(all) == "");
+  size_t revisited = 0, referring_to_n2 = 0;
+  std::string recaptured;  // two full captures of one version in a row
+  std::vector<std::string> not_revisited;
+  for (auto& [url, caps] : by_url) {
+    std::sort(caps.begin(), caps.end(),
+              [](const Capture& a, const Capture& b) { return a.date < b.date; });
+    std::string etag;
+    for (const Capture& k : caps) {
+      if (k.type == "response" && !etag.empty() && k.etag == etag && recaptured.empty())
+        recaptured = url + " " + etag + " again by " + k.node;
+      if (k.type == "response") etag = k.etag;
+    }
+    if (!n2_urls.contains(url)) continue;
+    // n2's pages after it left: revisited by a taker, as revisits of n2's
+    // captures (a 304 or the same digest) or as new captures (changed).
+    bool by_taker = false;
+    for (const testing::WarcRecord& r : all)
+      if (r.uri == url && r.type == "revisit" && n2_ids.contains(r.refers_to)) {
+        by_taker = true;
+        referring_to_n2 += 1;
+      }
+    for (const Capture& k : caps) by_taker |= k.node != "n2" && k.date > caps[0].date;
+    revisited += by_taker;
+    if (!by_taker) not_revisited.push_back(url);
+  }
+  INFO("recaptured unchanged: " << recaptured);
+  CHECK(recaptured.empty());
+  WARN(n2_urls.size() << " URLs n2 captured before it left; " << revisited
+                      << " revisited by the takers; " << referring_to_n2
+                      << " revisit records elsewhere refer to n2's captures");
+  INFO("not revisited by a taker, first: " << (not_revisited.empty() ? "" : not_revisited[0]));
+  CHECK(revisited == n2_urls.size());
+  CHECK(referring_to_n2 > 0);
+  CHECK(LoadedHistoryFrom(ReadText(c.dir + "/n1/crawler.log") +
+                              ReadText(c.dir + "/n3/crawler.log"),
+                          "n2") > 0);
+  // n2, resumed, took shards back from n1 or n3, with their history.
+  const std::string n2_log = ReadText(c.dir + "/n2/crawler.log");
+  CHECK(LoadedHistoryFrom(n2_log, "n1") + LoadedHistoryFrom(n2_log, "n3") > 0);
+}
+
 }  // namespace
 }  // namespace crawler::engine

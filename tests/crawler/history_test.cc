@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 
 namespace crawler::engine {
@@ -163,6 +164,63 @@ TEST_CASE(
   Status st = History::Restore(dir + "/empty", live);
   CHECK(st.code() == Status::Code::kCorruption);
   CHECK(st.message().find(dir + "/empty") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+
+TEST_CASE(
+    "History image read for a cluster's moving shards: the records an image holds for "
+    "the URLs wanted, the image's files untouched; ForEach visits every record once",
+    "[unit][history]") {
+  const std::string dir = TestDir("image");
+  const std::string image = dir + "/checkpoint/history";
+  {
+    auto h = History::Open(dir + "/history");
+    REQUIRE(h.ok());
+    for (int i = 0; i < 300; ++i)
+      REQUIRE((*h)->Put("http://h" + std::to_string(i % 3) + ".test/" + std::to_string(i),
+                        Record(1000 + i))
+                  .ok());
+    size_t visited = 0;
+    REQUIRE((*h)->ForEach([&](std::string_view url, const HistoryRecord& r) {
+                  ++visited;
+                  CHECK(url.starts_with("http://h"));
+                  CHECK(r.due_ms >= 1000);
+                  return Status::Ok();
+                })
+                .ok());
+    CHECK(visited == 300);
+    // f's error stops the walk, and is returned.
+    Status stop = (*h)->ForEach([](std::string_view, const HistoryRecord&) {
+      return Status::Error(Status::Code::kIoError, "enough");
+    });
+    CHECK(stop.message() == "enough");
+    fs::create_directories(dir + "/checkpoint");
+    REQUIRE((*h)->CheckpointTo(image).ok());
+  }
+  std::map<std::string, uintmax_t> before;
+  for (const fs::directory_entry& e : fs::directory_iterator(image))
+    before[e.path().filename().string()] = e.file_size();
+  auto read = History::ReadImage(image, dir + "/scratch", [](std::string_view url) {
+    return url.starts_with("http://h1.test/");
+  });
+  REQUIRE(read.ok());
+  REQUIRE(read->size() == 100);
+  for (const auto& [url, r] : *read) {
+    CHECK(url.starts_with("http://h1.test/"));
+    CHECK(r == Record(1000 + std::stoi(url.substr(std::string("http://h1.test/").size()))));
+  }
+  std::map<std::string, uintmax_t> after;
+  for (const fs::directory_entry& e : fs::directory_iterator(image))
+    after[e.path().filename().string()] = e.file_size();
+  CHECK(after == before);  // nothing written beside the image (RocksDB's LOG)
+  CHECK_FALSE(fs::exists(dir + "/scratch"));
+  // Not an image: named.
+  fs::create_directories(dir + "/empty");
+  auto none = History::ReadImage(dir + "/empty", dir + "/scratch",
+                                 [](std::string_view) { return true; });
+  REQUIRE_FALSE(none.ok());
+  CHECK(none.status().message().find(dir + "/empty") != std::string::npos);
   fs::remove_all(dir);
 }
 

@@ -121,9 +121,12 @@ Status Cluster::KeepHandoffCheckpoint(uint64_t sequence) {
     fs::remove_all(tmp, ec);
     fs::create_directories(tmp, ec);
     if (ec) return IoError(tmp, "create: " + ec.message());
-    for (const auto& e : fs::directory_iterator(found, ec)) {
+    // Its files, and its history/ ([recrawl]: the URL history's image).
+    for (const auto& e : fs::recursive_directory_iterator(found, ec)) {
+      const fs::path to = fs::path(tmp) / fs::relative(e.path(), found);
+      if (e.is_directory()) fs::create_directories(to, ec);
+      if (ec) return IoError(to.string(), "create: " + ec.message());
       if (!e.is_regular_file()) continue;
-      const fs::path to = fs::path(tmp) / e.path().filename();
       fs::create_hard_link(e.path(), to, ec);
       if (ec) {
         ec.clear();

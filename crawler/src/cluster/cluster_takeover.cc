@@ -177,6 +177,15 @@ Result<ShardState> Cluster::LoadFrom(const std::string& dir, const std::string& 
                             [&](uint32_t s) { return want.count(s) > 0; });
   if (!seen.ok()) return seen.status();
   st.seen = std::move(seen).value();
+  if (!cp->history_dir.empty()) {
+    // [recrawl]: the shards' URL history moves with them (read now: the
+    // source's checkpoint/ may rotate before a worker restores it).
+    auto history = History::ReadImage(
+        cp->history_dir, out_dir_ + "/history.import",
+        [&](std::string_view url) { return mine(frontier::HostKey(url)); });
+    if (!history.ok()) return history.status();
+    st.history = std::move(history).value();
+  }
   // Its links for other shards not yet in Redis at the cut: outbox.txt and
   // the spill files (a torn last line was written after the cut).
   if (!cp->outbox.empty() &&
@@ -259,11 +268,11 @@ void Cluster::Loaded(Load load) {
   const ShardState& st = *load.result;
   spdlog::info(
       "cluster: loaded {} shards from {} in {:.3f} s: {} hosts, {} URLs queued, {} "
-      "seen, {} outbox URLs to send again",
+      "seen, {} outbox URLs to send again, {} URL history records",
       load.shards.size(), st.from,
       std::chrono::duration<double>(SteadyClock::now() - load.start).count(),
       st.frontier.hosts.size(), st.frontier.urls.size(), st.seen.size(),
-      st.outbox.size());
+      st.outbox.size(), st.history.size());
   MutexLock lock(mu_);
   loaded_ = std::move(load.result).value();
   has_loaded_ = true;

@@ -446,10 +446,13 @@ inline constexpr const char* kOutboxHeader = "crawler-outbox 1\n";
 inline std::string Hex64(uint64_t v) { return fmt::format("{:016x}", v); }
 
 // "a.b = 1" lines of the job's config as one JSON object, and its hash.
+// crawl.max_duration_s is each node's own run (a node may --resume with
+// another), not the job's.
 inline std::string JobConfigJson(const Config& config) {
   json::object o;
-  for (const auto& [key, value] : ConfigEntries(config, {"crawl", "url", "dedup"}))
-    o[key] = value;
+  for (const auto& [key, value] :
+       ConfigEntries(config, {"crawl", "url", "dedup", "recrawl"}))
+    if (key != "crawl.max_duration_s") o[key] = value;
   return json::serialize(o);
 }
 

@@ -322,9 +322,14 @@ Status ScheduleDue(Crawl::Impl& m) {
     if (!record.ok()) return record.status();
     if (!record->has_value()) continue;
     HistoryRecord r = std::move(**record);
-    r.due_ms = 0;
+    // A cluster node's record of a shard not owned here now: being handed
+    // over (its record travels in the handoff's checkpoint), or arriving (a
+    // takeover's import, before ShardsLoaded). A second later, it is either
+    // owned or gone (erased with the shard: worker_history.cc).
+    const bool owned = m.cluster == nullptr || m.cluster->Owns(url);
+    r.due_ms = owned ? 0 : UnixMs() + 1000;
     Status st = m.history->Put(url, r);
-    if (st.ok()) {
+    if (st.ok() && owned) {
       frontier::UrlEntry e{url, r.depth, "", 0};
       e.kind = static_cast<frontier::UrlEntry::Kind>(r.kind);
       st = m.frontier->Requeue(std::move(e));

@@ -325,12 +325,6 @@ Status Finish(Config& c) {
     return ConfigError("config", "recrawl.interval_s",
                        "must be within [recrawl.min_interval_s, recrawl.max_interval_s]");
   }
-  if (r.enabled && !c.cluster.redis.empty()) {
-    // Issue 33, part 5: a shard's history does not move with the shard yet.
-    return ConfigError("config", "recrawl.enabled",
-                       "not supported with [cluster] yet: a shard's URL history does not "
-                       "move with the shard on handoff or takeover");
-  }
   if (c.fetch.timeout_s < c.fetch.connect_timeout_s) {
     return ConfigError("config", "fetch.timeout_s",
                        "must not be below fetch.connect_timeout_s");

@@ -11,7 +11,7 @@
 //  - admits what other nodes shipped here (TakeInbox, then Admitted);
 //  - fetches a host only while Fetchable (its shard's lease is held);
 //  - restores shards taken over from a dead or leaving node (TakeShardState,
-//    then ShardsLoaded);
+//    then ShardsLoaded), their URL history with them ([recrawl]);
 //  - drains and drops shards handed over to another node (HandoffWork:
 //    Draining/Drained, TakeReleased/Dropped);
 //  - ends only when the whole job is Done.
@@ -29,6 +29,7 @@
 #include "engine/host_table.h"
 #include "frontier/frontier.h"
 #include "frontier/image.h"
+#include "output/history.h"
 #include "output/seen_log.h"
 
 namespace crawler::engine {
@@ -44,6 +45,10 @@ struct ShardState {
   std::vector<HostSnapshot> hosts;
   std::vector<SeenRecord> seen;
   std::vector<frontier::UrlEntry> outbox;  // the source node's, to send again
+  // [recrawl]: the shards' URL history records (a takeover's, from the source
+  // checkpoint's history/; a resume's own records are in the live history
+  // already, restored whole by --resume).
+  History::Records history;
 };
 
 class Placement {

@@ -64,7 +64,10 @@ void Worker::Loop(const std::atomic<bool>& stop) {
     auto due = [&]() -> Result<std::optional<Clock::time_point>> {
       GateUnit unit(p_.gate);
       if (p_.cluster != nullptr) {
-        if (p_.cluster->HandoffWork()) HandOff(unit.pass());
+        if (p_.cluster->HandoffWork()) {
+          Status st = HandOff(unit.pass());
+          if (!st.ok()) return st;
+        }
         // Shards taken over from a dead or leaving node.
         if (std::optional<ShardState> taken = p_.cluster->TakeShardState()) {
           Status st = RestoreShards(unit.pass(), std::move(*taken));
@@ -175,7 +178,14 @@ Status Worker::RestoreShards(const Gate::Pass& pass, ShardState s) {
   if (!theirs.empty()) p_.cluster->Ship(theirs);
   st = Admit(pass, std::move(mine));
   if (!st.ok()) return st;
-  p_.cluster->ShardsLoaded(s.shards);
+  {
+    // Their URL history, and ownership, at once: the Run thread's scheduler
+    // postpones what this node does not own yet (crawl.cc, ScheduleDue).
+    MutexLock moving(p_.state.shards_moving);
+    st = HistoryArrives(s);
+    if (!st.ok()) return st;
+    p_.cluster->ShardsLoaded(s.shards);
+  }
   spdlog::info(
       "cluster: {} {} shards from {}: {} hosts, {} URLs queued, {} of {} seen URLs new "
       "to "
@@ -185,17 +195,19 @@ Status Worker::RestoreShards(const Gate::Pass& pass, ShardState s) {
   return Status::Ok();
 }
 
-void Worker::HandOff(const Gate::Pass& pass) {
+Status Worker::HandOff(const Gate::Pass& pass) {
   std::vector<uint32_t> drop = p_.cluster->TakeReleased();
   if (!drop.empty()) {
     std::sort(drop.begin(), drop.end());
     uint64_t urls = p_.frontier.DropHosts([&](std::string_view host) {
       return std::binary_search(drop.begin(), drop.end(), p_.cluster->ShardOf(host));
     });
+    Status st = EraseShardHistory(drop);
+    if (!st.ok()) return st;
     p_.cluster->Dropped(drop, urls);
   }
   std::vector<uint32_t> draining = p_.cluster->Draining();
-  if (draining.empty()) return;
+  if (draining.empty()) return Status::Ok();
   // The shards with a page or robots.txt fetch in flight (the predicates
   // only note them) are not drained yet.
   std::sort(draining.begin(), draining.end());
@@ -212,6 +224,7 @@ void Worker::HandOff(const Gate::Pass& pass) {
   std::set_difference(draining.begin(), draining.end(), busy.begin(), busy.end(),
                       std::back_inserter(drained));
   if (!drained.empty()) p_.cluster->Drained(drained);
+  return Status::Ok();
 }
 
 // Hands due URLs to the fetcher. Returns when the next URL becomes due, if

@@ -64,6 +64,10 @@ class RunState {
   // [recrawl] adapt = "change-rate": the price of freshness the Run thread
   // tunes (engine/recrawl.h, NextMu).
   std::atomic<double> recrawl_mu{0};
+  // [recrawl] in a cluster: a shard's URL history arriving (the import
+  // through ShardsLoaded) and records of shards given up being erased, one
+  // at a time (worker_history.cc).
+  Mutex shards_moving;
 
   // The first error stops the crawl; later ones are dropped.
   void Fail(const Status& st) EXCLUDES(mu_);
@@ -145,11 +149,12 @@ class Worker {
   void StartRobots(const Gate::Pass& pass, const std::string& host,
                    const std::string& url, int hops);
   // Shards taken over (placement.h): their hosts, queued URLs and seen set
-  // into this node's frontier, host table and filter.
+  // into this node's frontier, host table and filter; their URL history into
+  // this node's ([recrawl]).
   [[nodiscard]] Status RestoreShards(const Gate::Pass& pass, ShardState s);
   // Shards handed over to another node (placement.h, HandoffWork): drops what
-  // was given up, reports the drained.
-  void HandOff(const Gate::Pass& pass);
+  // was given up (and its URL history), reports the drained.
+  [[nodiscard]] Status HandOff(const Gate::Pass& pass);
 
  private:
   struct Prepared {
@@ -179,6 +184,14 @@ class Worker {
                                 const Prepared& p);
   // A revisit not fetched (robots, the page cap): due again an interval on.
   [[nodiscard]] Status Postpone(const std::string& url);
+  // A cluster node's shards on the move (docs/cluster.md): a takeover's
+  // records into the history; on a resume's own restore, the records of the
+  // shards other nodes took meanwhile erased (theirs now). REQUIRES:
+  // RunState::shards_moving held.
+  [[nodiscard]] Status HistoryArrives(const ShardState& s);
+  // The records of shards given up (sorted) leave the history.
+  [[nodiscard]] Status EraseShardHistory(const std::vector<uint32_t>& shards);
+  [[nodiscard]] Status EraseHistoryIf(const std::function<bool(std::string_view)>& pred);
   // The revisit record a response is written as, if any (Prepare).
   static void ClassifyVisit(const Completed& c, Exchange* ex, VisitKind* visit);
   [[nodiscard]] Status Skip(const frontier::Lease& lease, const char* why,

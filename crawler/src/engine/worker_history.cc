@@ -3,6 +3,7 @@
 // output/history.h the store). See worker.h.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "engine/worker.h"
@@ -84,6 +85,63 @@ Status Worker::Postpone(const std::string& url) {
   HistoryRecord r = std::move(**record);
   r.due_ms = UnixMs() + std::max<uint64_t>(r.interval_ms, 1000);
   return p_.history->Put(url, r);
+}
+
+Status Worker::HistoryArrives(const ShardState& s) {
+  if (p_.history == nullptr) return Status::Ok();
+  if (s.own) {
+    // --resume restored this node's whole history; the shards it did not
+    // get back are another node's now, with their records.
+    std::vector<uint32_t> kept = s.shards;
+    std::sort(kept.begin(), kept.end());
+    return EraseHistoryIf([&](std::string_view url) {
+      return !std::binary_search(kept.begin(), kept.end(),
+                                 p_.cluster->ShardOf(frontier::HostKey(url))) &&
+             !p_.cluster->Owns(url);
+    });
+  }
+  for (const auto& [url, r] : s.history) {
+    auto old = p_.history->Get(url);
+    if (!old.ok()) return old.status();
+    const HistoryRecord* was = old->has_value() ? &**old : nullptr;
+    p_.counters.MoveInterval(was != nullptr ? IntervalBucket(was->interval_ms) : "",
+                             IntervalBucket(r.interval_ms),
+                             was != nullptr ? DemandMicroHertz(was->interval_ms) : 0,
+                             DemandMicroHertz(r.interval_ms));
+    Status st = p_.history->Put(url, r);
+    if (!st.ok()) return st;
+  }
+  return Status::Ok();
+}
+
+Status Worker::EraseShardHistory(const std::vector<uint32_t>& shards) {
+  if (p_.history == nullptr) return Status::Ok();
+  MutexLock moving(p_.state.shards_moving);
+  return EraseHistoryIf([&](std::string_view url) {
+    return std::binary_search(shards.begin(), shards.end(),
+                              p_.cluster->ShardOf(frontier::HostKey(url)));
+  });
+}
+
+// A scan of the whole history: O(records) per shard move, a few seconds per
+// million records (docs/cluster.md).
+Status Worker::EraseHistoryIf(const std::function<bool(std::string_view)>& pred) {
+  std::vector<std::pair<std::string, uint64_t>> gone;  // URL, interval
+  Status st = p_.history->ForEach([&](std::string_view url, const HistoryRecord& r) {
+    if (pred(url)) gone.emplace_back(std::string(url), r.interval_ms);
+    return Status::Ok();
+  });
+  for (const auto& [url, interval_ms] : gone) {
+    if (!st.ok()) return st;
+    p_.counters.MoveInterval(IntervalBucket(interval_ms), "",
+                             DemandMicroHertz(interval_ms), 0);
+    st = p_.history->Erase(url);
+  }
+  if (!st.ok()) return st;
+  if (!gone.empty())
+    spdlog::info("cluster: {} URL history records of shards held elsewhere erased here",
+                 gone.size());
+  return Status::Ok();
 }
 
 }  // namespace crawler::engine

@@ -223,6 +223,44 @@ Status History::Compact() {
   return st;
 }
 
+Status History::ForEach(
+    const std::function<Status(std::string_view, const HistoryRecord&)>& f) const {
+  std::unique_ptr<rocksdb::Iterator> it(
+      db_->NewIterator(rocksdb::ReadOptions(), cfs_[0]));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    const std::string_view url(it->key().data(), it->key().size());
+    auto r = DecodeHistoryRecord(std::string_view(it->value().data(), it->value().size()),
+                                 url);
+    if (!r.ok()) return r.status().WithContext(dir_);
+    Status st = f(url, *r);
+    if (!st.ok()) return st;
+  }
+  return FromRocks(it->status(), dir_ + ": records");
+}
+
+Result<History::Records> History::ReadImage(
+    const std::string& image_dir, const std::string& scratch_dir,
+    const std::function<bool(std::string_view)>& want) {
+  // RocksDB writes beside what it opens (LOG, a new MANIFEST), even to read:
+  // the image is another node's checkpoint, so it is opened through a copy
+  // (the table files hard-linked).
+  Status st = Restore(image_dir, scratch_dir);
+  if (!st.ok()) return st;
+  Records out;
+  {
+    auto scratch = Open(scratch_dir);
+    if (!scratch.ok()) return scratch.status();
+    st = (*scratch)->ForEach([&](std::string_view url, const HistoryRecord& r) {
+      if (want(url)) out.emplace_back(std::string(url), r);
+      return Status::Ok();
+    });
+  }
+  std::error_code ec;
+  fs::remove_all(scratch_dir, ec);
+  if (!st.ok()) return st;
+  return out;
+}
+
 Status History::Restore(const std::string& checkpoint_dir, const std::string& live_dir) {
   std::error_code ec;
   if (!fs::exists(checkpoint_dir + "/CURRENT", ec)) {

@@ -29,6 +29,7 @@
 #define CRAWLER_SRC_OUTPUT_HISTORY_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -105,6 +106,17 @@ class History {
   static Status Restore(const std::string& checkpoint_dir, const std::string& live_dir);
   // Flushes and compacts everything (for measuring the size on disk).
   Status Compact();
+  // Calls f(url, record) for every record, in URL order; stops at the first
+  // error f returns.
+  Status ForEach(
+      const std::function<Status(std::string_view, const HistoryRecord&)>& f) const;
+  // A cluster node's shards on the move (docs/cluster.md): the records of an
+  // image under `image_dir` (a checkpoint's history/, left as it was) whose
+  // URL `want`s, read through a scratch copy in `scratch_dir` (removed).
+  using Records = std::vector<std::pair<std::string, HistoryRecord>>;
+  static Result<Records> ReadImage(const std::string& image_dir,
+                                   const std::string& scratch_dir,
+                                   const std::function<bool(std::string_view)>& want);
 
   const std::string& dir() const { return dir_; }
 
