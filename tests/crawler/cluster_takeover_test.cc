@@ -852,7 +852,6 @@ TEST_CASE(
   CheckUnionIsTruth(c.dir, c.truth, {"n1", "n2", "n3", "n4"});
 }
 
-
 // [recrawl] in a cluster: full 200 captures in `records`, by URL, in time
 // order (WARC-Date), each with its node.
 struct Capture {
@@ -894,7 +893,8 @@ TEST_CASE(
                  400, "", "--change-mean-s 60");
   WaitForCommit(c, "recrawl", "n2");
   std::this_thread::sleep_for(std::chrono::seconds(3));  // n2 revisits its pages
-  ::kill(c.nodes[1], SIGTERM);  // a leave: its last checkpoint committed, the others take over
+  ::kill(c.nodes[1],
+         SIGTERM);  // a leave: its last checkpoint committed, the others take over
   {
     int code = WaitExitFor(c.nodes[1], 120);
     INFO(NodeOutput(c.dir, "n2"));
@@ -959,12 +959,13 @@ TEST_CASE(
   WARN(n2_urls.size() << " URLs n2 captured before it left; " << revisited
                       << " revisited by the takers; " << referring_to_n2
                       << " revisit records elsewhere refer to n2's captures");
-  INFO("not revisited by a taker, first: " << (not_revisited.empty() ? "" : not_revisited[0]));
+  INFO("not revisited by a taker, first: " << (not_revisited.empty() ? ""
+                                                                     : not_revisited[0]));
   CHECK(revisited == n2_urls.size());
   CHECK(referring_to_n2 > 0);
-  CHECK(LoadedHistoryFrom(ReadText(c.dir + "/n1/crawler.log") +
-                              ReadText(c.dir + "/n3/crawler.log"),
-                          "n2") > 0);
+  CHECK(LoadedHistoryFrom(
+            ReadText(c.dir + "/n1/crawler.log") + ReadText(c.dir + "/n3/crawler.log"),
+            "n2") > 0);
   // n2, resumed, took shards back from n1 or n3, with their history.
   const std::string n2_log = ReadText(c.dir + "/n2/crawler.log");
   CHECK(LoadedHistoryFrom(n2_log, "n1") + LoadedHistoryFrom(n2_log, "n3") > 0);

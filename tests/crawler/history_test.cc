@@ -167,7 +167,6 @@ TEST_CASE(
   fs::remove_all(dir);
 }
 
-
 TEST_CASE(
     "History image read for a cluster's moving shards: the records an image holds for "
     "the URLs wanted, the image's files untouched; ForEach visits every record once",
@@ -208,7 +207,8 @@ TEST_CASE(
   REQUIRE(read->size() == 100);
   for (const auto& [url, r] : *read) {
     CHECK(url.starts_with("http://h1.test/"));
-    CHECK(r == Record(1000 + std::stoi(url.substr(std::string("http://h1.test/").size()))));
+    CHECK(r ==
+          Record(1000 + std::stoi(url.substr(std::string("http://h1.test/").size()))));
   }
   std::map<std::string, uintmax_t> after;
   for (const fs::directory_entry& e : fs::directory_iterator(image))

@@ -113,6 +113,34 @@ std::string OlderThanDamaged(const std::string& out, uint64_t sequence) {
   return best;
 }
 
+namespace {
+
+// A source node's links for other shards not yet in Redis at its cut
+// (checkpoint `found` of the node whose OUT is `dir`): its outbox.txt
+// (`text`) and its spill files (a torn last line was written after the cut).
+Status ReadSourceOutbox(const std::string& dir, const std::string& found,
+                        const std::string& text, std::vector<frontier::UrlEntry>* out) {
+  if (!text.empty() &&
+      (text.rfind(kOutboxHeader, 0) != 0 ||
+       !ParseLines(std::string_view(text).substr(std::strlen(kOutboxHeader)), out)))
+    return Status::Error(Status::Code::kCorruption, found + "/outbox.txt: malformed");
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir + "/cluster-outbox", ec)) {
+    if (e.path().extension() != ".txt") continue;
+    std::ifstream in(e.path(), std::ios::binary);
+    std::string spill((std::istreambuf_iterator<char>(in)),
+                      std::istreambuf_iterator<char>());
+    if (in.bad()) return IoError(e.path().string(), "read");
+    std::string_view whole(spill);
+    whole = whole.substr(0, whole.rfind('\n') + 1);
+    if (!ParseLines(whole, out))
+      return Status::Error(Status::Code::kCorruption, e.path().string() + ": malformed");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<std::string> Cluster::OutDirOf(const std::string& node) {
   auto rel = redis_->Command({"HGET", Key("outdirs"), node});
   if (!rel.ok()) return rel.status();
@@ -186,25 +214,8 @@ Result<ShardState> Cluster::LoadFrom(const std::string& dir, const std::string& 
     if (!history.ok()) return history.status();
     st.history = std::move(history).value();
   }
-  // Its links for other shards not yet in Redis at the cut: outbox.txt and
-  // the spill files (a torn last line was written after the cut).
-  if (!cp->outbox.empty() &&
-      (cp->outbox.rfind(kOutboxHeader, 0) != 0 ||
-       !ParseLines(std::string_view(cp->outbox).substr(std::strlen(kOutboxHeader)),
-                   &st.outbox)))
-    return Status::Error(Status::Code::kCorruption, found + "/outbox.txt: malformed");
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(dir + "/cluster-outbox", ec)) {
-    if (e.path().extension() != ".txt") continue;
-    std::ifstream in(e.path(), std::ios::binary);
-    std::string text((std::istreambuf_iterator<char>(in)),
-                     std::istreambuf_iterator<char>());
-    if (in.bad()) return IoError(e.path().string(), "read");
-    std::string_view whole(text);
-    whole = whole.substr(0, whole.rfind('\n') + 1);
-    if (!ParseLines(whole, &st.outbox))
-      return Status::Error(Status::Code::kCorruption, e.path().string() + ": malformed");
-  }
+  Status outbox = ReadSourceOutbox(dir, found, cp->outbox, &st.outbox);
+  if (!outbox.ok()) return outbox;
   return st;
 }
 
@@ -271,8 +282,8 @@ void Cluster::Loaded(Load load) {
       "seen, {} outbox URLs to send again, {} URL history records",
       load.shards.size(), st.from,
       std::chrono::duration<double>(SteadyClock::now() - load.start).count(),
-      st.frontier.hosts.size(), st.frontier.urls.size(), st.seen.size(),
-      st.outbox.size(), st.history.size());
+      st.frontier.hosts.size(), st.frontier.urls.size(), st.seen.size(), st.outbox.size(),
+      st.history.size());
   MutexLock lock(mu_);
   loaded_ = std::move(load.result).value();
   has_loaded_ = true;
