@@ -63,7 +63,7 @@ TEST_CASE("History records: encoded and decoded whole; damage and other versions
 
 TEST_CASE(
     "History: put, get, erase; the due index follows each record (earliest first, no "
-    "stale entry after a record's due time moves)",
+    "stale entry after a record's due time moves); due URLs taken in one write",
     "[unit][history]") {
   const std::string dir = TestDir("index");
   auto h = History::Open(dir + "/db");
@@ -104,6 +104,32 @@ TEST_CASE(
   none = history.Get("http://a.test/3");
   REQUIRE(none.ok());
   CHECK_FALSE(none->has_value());
+
+  // Taken for the scheduler: off the due index in one write, each to the
+  // due time next_due gives (0: queued), the rest of the record kept.
+  REQUIRE(history.Put("http://c.test/4", Record(4000)).ok());
+  auto taken = history.TakeDue(4500, 10, [](std::string_view url) -> uint64_t {
+    return url.starts_with("http://c.test/") ? 9000 : 0;
+  });
+  REQUIRE(taken.ok());
+  REQUIRE(taken->size() == 2);
+  CHECK((*taken)[0].first == "http://b.test/2");
+  CHECK((*taken)[0].second == Record(0));
+  CHECK((*taken)[1].first == "http://c.test/4");
+  CHECK((*taken)[1].second == Record(9000));
+  due = history.Due(1'000'000, 10);
+  REQUIRE(due.ok());
+  CHECK(*due == Due{{"http://a.test/1", 5000}, {"http://c.test/4", 9000}});
+  got = history.Get("http://b.test/2");
+  REQUIRE(got.ok());
+  CHECK(**got == Record(0));
+  // At most `limit`; nothing due: nothing taken.
+  taken = history.TakeDue(1'000'000, 1, [](std::string_view) -> uint64_t { return 0; });
+  REQUIRE(taken.ok());
+  CHECK(taken->size() == 1);
+  taken = history.TakeDue(100, 10, [](std::string_view) -> uint64_t { return 0; });
+  REQUIRE(taken.ok());
+  CHECK(taken->empty());
   fs::remove_all(dir);
 }
 

@@ -314,26 +314,21 @@ Status StartNodeAndSeed(Crawl::Impl& m, const std::atomic<bool>& stop) {
 // and frontier agree.
 Status ScheduleDue(Crawl::Impl& m) {
   GateUnit unit(m.gate);
-  // A bounded batch: a backlog drains over several rounds.
-  auto due = m.history->Due(UnixMs(), 1000);
-  if (!due.ok()) return due.status();
-  for (const auto& [url, at] : *due) {
-    auto record = m.history->Get(url);
-    if (!record.ok()) return record.status();
-    if (!record->has_value()) continue;
-    HistoryRecord r = std::move(**record);
-    // A cluster node's record of a shard not owned here now: being handed
-    // over (its record travels in the handoff's checkpoint), or arriving (a
-    // takeover's import, before ShardsLoaded). A second later, it is either
-    // owned or gone (erased with the shard: worker_history.cc).
-    const bool owned = m.cluster == nullptr || m.cluster->Owns(url);
-    r.due_ms = owned ? 0 : UnixMs() + 1000;
-    Status st = m.history->Put(url, r);
-    if (st.ok() && owned) {
-      frontier::UrlEntry e{url, r.depth, "", 0};
-      e.kind = static_cast<frontier::UrlEntry::Kind>(r.kind);
-      st = m.frontier->Requeue(std::move(e));
-    }
+  const uint64_t now = UnixMs();
+  // A bounded batch: a backlog drains over several rounds. A cluster
+  // node's record of a shard not owned here now, being handed over (its
+  // record travels in the handoff's checkpoint) or arriving (a takeover's
+  // import, before ShardsLoaded), is due a second later: by then it is
+  // owned, or gone with its shard (worker_history.cc).
+  auto taken = m.history->TakeDue(now, 1000, [&](std::string_view url) -> uint64_t {
+    return m.cluster == nullptr || m.cluster->Owns(url) ? 0 : now + 1000;
+  });
+  if (!taken.ok()) return taken.status();
+  for (auto& [url, r] : *taken) {
+    if (r.due_ms != 0) continue;
+    frontier::UrlEntry e{std::move(url), r.depth, "", 0};
+    e.kind = static_cast<frontier::UrlEntry::Kind>(r.kind);
+    Status st = m.frontier->Requeue(std::move(e));
     if (!st.ok()) return st;
   }
   return Status::Ok();

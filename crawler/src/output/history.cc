@@ -184,6 +184,38 @@ Result<std::vector<std::pair<std::string, uint64_t>>> History::Due(uint64_t now_
   return out;
 }
 
+Result<History::Records> History::TakeDue(
+    uint64_t now_ms, size_t limit,
+    const std::function<uint64_t(std::string_view)>& next_due) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Records out;
+  rocksdb::WriteBatch batch;
+  {
+    std::unique_ptr<rocksdb::Iterator> it(
+        db_->NewIterator(rocksdb::ReadOptions(), cfs_[1]));
+    for (it->SeekToFirst(); it->Valid() && out.size() < limit; it->Next()) {
+      const rocksdb::Slice key = it->key();
+      if (key.size() < 8) continue;
+      if (DueOf(std::string_view(key.data(), key.size())) > now_ms) break;
+      const std::string url(key.data() + 8, key.size() - 8);
+      batch.Delete(cfs_[1], key);
+      auto r = Get(url);
+      if (!r.ok()) return r.status();
+      if (!r->has_value()) continue;  // an index entry without its record
+      HistoryRecord& record = out.emplace_back(url, std::move(**r)).second;
+      record.due_ms = next_due(url);
+      if (record.due_ms != 0) batch.Put(cfs_[1], DueKey(record.due_ms, url), "");
+      batch.Put(cfs_[0], url, EncodeHistoryRecord(record));
+    }
+    if (!it->status().ok()) return FromRocks(it->status(), dir_ + ": due index");
+  }
+  rocksdb::WriteOptions write;
+  write.disableWAL = true;
+  Status st = FromRocks(db_->Write(write, &batch), dir_ + ": due URLs taken");
+  if (!st.ok()) return st;
+  return out;
+}
+
 uint64_t History::CountDue(uint64_t now_ms, uint64_t cap) const {
   uint64_t n = 0;
   std::unique_ptr<rocksdb::Iterator> it(

@@ -77,6 +77,8 @@ Result<HistoryRecord> DecodeHistoryRecord(std::string_view bytes, std::string_vi
 
 class History {
  public:
+  using Records = std::vector<std::pair<std::string, HistoryRecord>>;
+
   // Opens (creating) the store in `dir`.
   static Result<std::unique_ptr<History>> Open(const std::string& dir);
   ~History();
@@ -92,6 +94,11 @@ class History {
   // due times.
   Result<std::vector<std::pair<std::string, uint64_t>>> Due(uint64_t now_ms,
                                                             size_t limit) const;
+  // Takes up to `limit` URLs due at or before `now_ms`, earliest first, off
+  // the due index: each record's due time becomes `next_due(url)` (0: none,
+  // queued for a visit), in one write. Returns them, with that due time.
+  Result<Records> TakeDue(uint64_t now_ms, size_t limit,
+                          const std::function<uint64_t(std::string_view)>& next_due);
   // URLs due at or before `now_ms`, counted up to `cap`.
   uint64_t CountDue(uint64_t now_ms, uint64_t cap) const;
   // Records in the store (RocksDB's estimate, exact after a flush of a store
@@ -113,7 +120,6 @@ class History {
   // A cluster node's shards on the move (docs/cluster.md): the records of an
   // image under `image_dir` (a checkpoint's history/, left as it was) whose
   // URL `want`s, read through a scratch copy in `scratch_dir` (removed).
-  using Records = std::vector<std::pair<std::string, HistoryRecord>>;
   static Result<Records> ReadImage(const std::string& image_dir,
                                    const std::string& scratch_dir,
                                    const std::function<bool(std::string_view)>& want);
