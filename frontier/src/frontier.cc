@@ -162,7 +162,7 @@ void Frontier::Defer(const Lease& lease, Clock::time_point until) {
   Impl::Host& h = m.hosts[*id];
   m.Unschedule(*id);
   m.CountDepth(entry.depth, 1);
-  h.ram[entry.depth].push_front(std::move(entry));
+  h.ram[Impl::Host::Rank(entry)].push_front(std::move(entry));
   ++h.ram_size;
   ++m.in_memory;
   h.due = std::max(h.due, until);

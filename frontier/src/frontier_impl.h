@@ -36,7 +36,7 @@ constexpr uint64_t kMaxBufferedSpill = 8192;
 struct Frontier::Impl {
   struct Host {
     std::string key;
-    std::map<uint32_t, std::deque<UrlEntry>> ram;  // by depth; FIFO within one
+    std::map<uint32_t, std::deque<UrlEntry>> ram;  // by Rank; FIFO within one
     uint64_t ram_size = 0;
     uint32_t disk_min_depth =
         UINT32_MAX;            // smallest depth spilled since the file was drained
@@ -56,8 +56,12 @@ struct Frontier::Impl {
     bool scheduled = false;
     HostBackoff backoff;
     uint64_t Queued() const { return ram_size + on_disk + write_buf.size(); }
+    // A RAM queue's order: depth, then revisits (UrlEntry::revisit) last.
+    static uint32_t Rank(const UrlEntry& e) {
+      return e.revisit ? UINT32_MAX - 1 : e.depth;
+    }
     void PushRam(UrlEntry e) {
-      ram[e.depth].push_back(std::move(e));
+      ram[Rank(e)].push_back(std::move(e));
       ++ram_size;
     }
     UrlEntry PopRam() {

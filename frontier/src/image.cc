@@ -158,15 +158,16 @@ Status WriteFrontierImage(const Frontier& frontier, Clock::time_point cut, std::
       },
       [&](const UrlEntry& e, bool leased) {
         // 'U' a page, 'R' a page fetched again, 'S' a sitemap (with its
-        // attempt count, always).
+        // attempt count, always); 'V' a revisit, of the kind that follows.
         bool sitemap = e.kind == UrlEntry::Kind::kSitemap;
-        w.U8(sitemap ? 'S' : e.attempt > 0 ? 'R' : 'U');
+        w.U8(e.revisit ? 'V' : sitemap ? 'S' : e.attempt > 0 ? 'R' : 'U');
         w.U8(leased ? 1 : 0);
+        if (e.revisit) w.U8(static_cast<uint8_t>(e.kind));
         w.U32(e.depth);
         w.U32(e.redirects);
         w.Str(e.url);
         w.Str(e.referrer);
-        if (sitemap || e.attempt > 0) w.U32(e.attempt);
+        if (sitemap || e.attempt > 0 || e.revisit) w.U32(e.attempt);
         ++urls;
         return flush(false);
       },
@@ -221,14 +222,16 @@ Result<FrontierImage> DecodeFrontierImage(std::string_view bytes,
       if (r.ok() && (h.key.empty() || HostKey(h.key) != h.key))
         return Damaged(path, "not a host key: " + h.key);
       image.hosts.push_back(std::move(h));
-    } else if (tag == 'U' || tag == 'R' || tag == 'S') {
+    } else if (tag == 'U' || tag == 'R' || tag == 'S' || tag == 'V') {
       UrlEntry e;
       bool leased = r.U8() != 0;
+      e.revisit = tag == 'V';
+      if (e.revisit && r.U8() == 1) e.kind = UrlEntry::Kind::kSitemap;
       e.depth = r.U32();
       e.redirects = r.U32();
       e.url = r.Str();
       e.referrer = r.Str();
-      if (tag == 'R' || tag == 'S') e.attempt = r.U32();
+      if (tag == 'R' || tag == 'S' || tag == 'V') e.attempt = r.U32();
       if (tag == 'S') e.kind = UrlEntry::Kind::kSitemap;
       if (r.ok() && HostKey(e.url).empty()) return Damaged(path, "not a URL: " + e.url);
       image.urls.emplace_back(std::move(e), leased);

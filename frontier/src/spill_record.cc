@@ -11,7 +11,7 @@ void EncodeSpillRecord(const UrlEntry& e, ByteWriter* w) {
   w->U32(e.depth);
   w->U32(e.redirects);
   w->U32(e.attempt);
-  w->U32(static_cast<uint32_t>(e.kind));
+  w->U32(static_cast<uint32_t>(e.kind) | (e.revisit ? kRevisitBit : 0));
   w->U32(static_cast<uint32_t>(e.url.size()));
   w->U32(static_cast<uint32_t>(e.referrer.size()));
   w->Bytes(reinterpret_cast<const uint8_t*>(e.url.data()), e.url.size());
@@ -25,7 +25,9 @@ bool ReadSpillRecord(std::FILE* f, UrlEntry* e, uint64_t* bytes) {
   e->depth = r.U32();
   e->redirects = r.U32();
   e->attempt = r.U32();
-  e->kind = r.U32() == 1 ? UrlEntry::Kind::kSitemap : UrlEntry::Kind::kPage;
+  const uint32_t kind = r.U32();
+  e->kind = (kind & ~kRevisitBit) == 1 ? UrlEntry::Kind::kSitemap : UrlEntry::Kind::kPage;
+  e->revisit = (kind & kRevisitBit) != 0;
   uint32_t url_len = r.U32(), ref_len = r.U32();
   e->url.resize(url_len);
   e->referrer.resize(ref_len);

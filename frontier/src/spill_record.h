@@ -1,6 +1,7 @@
 // The spill file's record (see frontier/frontier.h), through the shared
 // little-endian codec: depth u32 | redirects u32 | attempt u32 | kind u32
-// (0 page, 1 sitemap) | url_len u32 | ref_len u32 | url | referrer.
+// (0 page, 1 sitemap; | 0x100 a revisit) | url_len u32 | ref_len u32 | url |
+// referrer.
 #ifndef FRONTIER_SPILL_RECORD_H_
 #define FRONTIER_SPILL_RECORD_H_
 
@@ -14,6 +15,9 @@
 #include "frontier/frontier.h"
 
 namespace crawler::frontier {
+
+// The kind field's bit for UrlEntry::revisit.
+inline constexpr uint32_t kRevisitBit = 0x100;
 
 void EncodeSpillRecord(const UrlEntry& e, ByteWriter* w);
 

@@ -123,6 +123,43 @@ TEST_CASE("FIFO within a host; the host due longest ago goes first", "[frontier]
   CHECK(f->Empty());
 }
 
+TEST_CASE(
+    "Revisits wait behind a host's new URLs, FIFO among themselves whatever their depth; "
+    "recurring revisits do not starve new URLs",
+    "[frontier]") {
+  auto filter = MakeFilter();
+  auto f = MakeFrontier(FrontierOptions{});
+  // Revisits queued in due order: a deep one, then shallow ones.
+  for (auto [url, depth] : std::vector<std::pair<std::string, uint32_t>>{
+           {"http://a/deep", 3}, {"http://a/", 0}, {"http://a/p1", 1}}) {
+    UrlEntry e{url, depth, "", 0};
+    e.revisit = true;
+    REQUIRE(f->Requeue(std::move(e)).ok());
+  }
+  REQUIRE(f->Admit(Entries({"http://a/new2"}, 2), *filter).ok());
+  REQUIRE(f->Admit(Entries({"http://a/new1"}, 1), *filter).ok());
+  f->OpenHost("http://a", std::nullopt);
+  std::vector<std::string> order;
+  Clock::time_point t = kT0;
+  for (int i = 0; i < 5; ++i) {
+    auto lease = PopAt(*f, t);
+    REQUIRE(lease);
+    order.push_back(lease->entry.url);
+    CHECK(lease->entry.revisit == (i == 2 || i == 4));
+    f->Done(*lease, t, 0);
+    t += seconds(1);
+    // A revisit fetched is due again at once (the history's shortest
+    // interval): queued behind, never ahead of, a new URL found meanwhile.
+    if (i == 2) REQUIRE(f->Admit(Entries({"http://a/new3"}, 3), *filter).ok());
+    if (lease->entry.revisit) {
+      UrlEntry again = lease->entry;
+      REQUIRE(f->Requeue(std::move(again)).ok());
+    }
+  }
+  CHECK(order == std::vector<std::string>{"http://a/new1", "http://a/new2",
+                                          "http://a/deep", "http://a/new3", "http://a/"});
+}
+
 TEST_CASE("Politeness: min_delay, Crawl-delay (capped) and k x response time",
           "[frontier]") {
   auto filter = MakeFilter();

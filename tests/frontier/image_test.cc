@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <string>
 
@@ -73,6 +74,56 @@ TEST_CASE(
   auto again = DecodeFrontierImage(Encode(*g, now), "frontier.bin");
   REQUIRE(again.ok());
   CHECK(again->urls.size() == 3);
+  fs::remove_all(dir);
+}
+
+TEST_CASE(
+    "Frontier image: revisits (record 'V', and spilled) keep their flag, kind and "
+    "attempt through a round trip, and still come after the host's new URLs",
+    "[frontier][image]") {
+  std::string dir =
+      (fs::temp_directory_path() / ("image-revisit-" + std::to_string(::getpid())))
+          .string();
+  auto filter = std::move(dedup::Filter::Create(dedup::FilterOptions{})).value();
+  auto f = Make(dir + "/a");  // two URLs in RAM, the rest spilled
+  auto now = Clock::now();
+  UrlEntry page{"http://a.test/old", 1, "", 0};
+  page.revisit = true;
+  UrlEntry sitemap{"http://a.test/sitemap.xml", 0, "", 0};
+  sitemap.revisit = true;
+  sitemap.kind = UrlEntry::Kind::kSitemap;
+  sitemap.attempt = 2;
+  REQUIRE(f->Requeue(page).ok());
+  REQUIRE(f->Requeue(sitemap).ok());
+  UrlEntry spilled{"http://a.test/older", 2, "", 0};
+  spilled.revisit = true;
+  REQUIRE(f->Requeue(spilled).ok());  // spilled: the kind field's revisit bit
+  auto image = DecodeFrontierImage(Encode(*f, now), "frontier.bin");
+  REQUIRE(image.ok());
+  std::map<std::string, UrlEntry> by_url;
+  for (const auto& [e, leased] : image->urls) by_url[e.url] = e;
+  REQUIRE(by_url.size() == 3);
+  CHECK(by_url["http://a.test/old"].revisit);
+  CHECK(by_url["http://a.test/old"].kind == UrlEntry::Kind::kPage);
+  CHECK(by_url["http://a.test/sitemap.xml"].revisit);
+  CHECK(by_url["http://a.test/sitemap.xml"].kind == UrlEntry::Kind::kSitemap);
+  CHECK(by_url["http://a.test/sitemap.xml"].attempt == 2);
+  CHECK(by_url["http://a.test/older"].revisit);
+  CHECK(by_url["http://a.test/older"].depth == 2);
+
+  // Restored (all in RAM here): a new URL still goes first.
+  FrontierOptions o;
+  o.spill_dir = dir + "/b";
+  o.min_delay_s = 0;
+  auto g = std::move(Frontier::Create(o)).value();
+  REQUIRE(RestoreFrontier(std::move(image).value(), now, g.get()).ok());
+  REQUIRE(g->Admit({{"http://a.test/new", 3, "http://a.test/", 0}}, *filter).ok());
+  g->OpenHost("http://a.test", std::nullopt);
+  auto lease = g->Pop(now);
+  REQUIRE(lease.ok());
+  REQUIRE(lease->has_value());
+  CHECK((*lease)->entry.url == "http://a.test/new");
+  CHECK_FALSE((*lease)->entry.revisit);
   fs::remove_all(dir);
 }
 

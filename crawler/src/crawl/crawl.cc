@@ -328,6 +328,7 @@ Status ScheduleDue(Crawl::Impl& m) {
     if (r.due_ms != 0) continue;
     frontier::UrlEntry e{std::move(url), r.depth, "", 0};
     e.kind = static_cast<frontier::UrlEntry::Kind>(r.kind);
+    e.revisit = true;  // after the host's new URLs, in due order
     Status st = m.frontier->Requeue(std::move(e));
     if (!st.ok()) return st;
   }

@@ -13,7 +13,10 @@
 //     are always at least min_delay apart;
 //   - under max_connections_per_host transfers in flight.
 // Among due hosts the one due longest ago goes first; within a host,
-// breadth-first: the lowest depth first, FIFO within a depth. (A host's
+// breadth-first: the lowest depth first, FIFO within a depth, and revisits
+// (UrlEntry::revisit) after every new URL, FIFO among themselves: a host
+// whose revisits alone would keep it busy still comes to its new URLs, and
+// its revisits come in due order, not shallow pages first. (A host's
 // spilled URLs are read back before its RAM queue whenever the smallest depth
 // ever spilled since its file was last drained is below the RAM queue's.)
 //
@@ -69,6 +72,10 @@ struct UrlEntry {
   // sitemap (its <loc>s admitted). The frontier only keeps it.
   enum class Kind : uint8_t { kPage = 0, kSitemap = 1 };
   Kind kind = Kind::kPage;
+  // Queued again by the crawl's URL history ([recrawl]), not found as a
+  // link: served after the host's new URLs, FIFO among revisits (so in due
+  // order), whatever its depth (which its links still count from).
+  bool revisit = false;
 };
 
 struct FrontierOptions {

@@ -8,6 +8,9 @@
 //   record 'R': as 'U', then attempt u32 (a URL whose fetch failed and is
 //               tried again; older builds refuse the tag, naming it)
 //   record 'S': as 'R', for a sitemap (UrlEntry::Kind::kSitemap)
+//   record 'V': leased u8 | kind u8 (0 page, 1 sitemap) | depth u32 |
+//               redirects u32 | url str | referrer str | attempt u32: a
+//               revisit (UrlEntry::revisit; older builds refuse the tag)
 //   record 'F': a host's spilled URLs kept as a file beside the image (3):
 //               key str | name str | offset u64 | end u64 | count u64 |
 //               min_depth u32 | n u32 | n x (depth u32 | count u64)
