@@ -19,7 +19,8 @@
 // dedup filter (no seen set in Redis).
 //
 // Membership. A node joins with a Lua script that also refuses a config
-// whose [crawl], [url] or [dedup] differs from the job's (naming the keys),
+// whose [crawl], [url], [dedup] or [recrawl] differs from the job's (naming
+// the keys; crawl.max_duration_s is each node's own),
 // a different shard count, and a second live node of the same name
 // (liveness: a key with a TTL of 3 heartbeats). The crawl starts when
 // cluster.min_nodes nodes have joined. Without cluster.shared_dir the node
