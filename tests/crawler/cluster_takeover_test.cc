@@ -997,6 +997,9 @@ TEST_CASE(
   CHECK(LoadedHistoryFrom(
             ReadText(c.dir + "/n1/crawler.log") + ReadText(c.dir + "/n3/crawler.log"),
             "n2") > 0);
+  // A continuous crawl is never idle: the job was never declared done
+  // (its acknowledgements would be the job end's, of the last checkpoint).
+  CHECK_THAT(c.Logs(), !Catch::Contains("is done (every node idle"));
   // n2, resumed, took shards back from n1 or n3, with their history.
   const std::string n2_log = ReadText(c.dir + "/n2/crawler.log");
   CHECK(LoadedHistoryFrom(n2_log, "n1") + LoadedHistoryFrom(n2_log, "n3") > 0);

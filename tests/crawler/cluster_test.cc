@@ -54,6 +54,28 @@ TEST_CASE(
   CHECK(left.output == "0\n");
 }
 
+TEST_CASE(
+    "Cluster recrawl: a continuous crawl is never done while its nodes wait for their "
+    "next due URLs; they run until crawl.max_duration_s and exit 0",
+    "[cluster][recrawl]") {
+  // The first pass is over in a few seconds; then every node waits for its
+  // first revisits (due 30 s after each fetch), with nothing to do.
+  ClusterCrawl c("cluster_recrawl_idle", "idle",
+                 " --set recrawl.enabled=true --set recrawl.interval_s=30 --set "
+                 "recrawl.min_interval_s=1"
+                 " --set crawl.max_duration_s=10",
+                 200);
+  WaitNodes(c.dir, c.nodes);
+  c.site.Stop();
+  // Never declared done: the job's end would acknowledge stream entries as
+  // of each node's last checkpoint, not its previous one (inbox.h).
+  CHECK_THAT(c.Logs(), !Catch::Contains("is done (every node idle"));
+  CommandResult done = RunCommand("redis-cli -p " + std::to_string(c.redis.port()) +
+                                  " EXISTS crawler:{idle}:done");
+  CHECK(done.output == "0\n");
+  CHECK_THAT(c.Logs(), Catch::Contains("crawl stopped in"));
+}
+
 TEST_CASE("Cluster: refusals and faults name what is wrong", "[cluster]") {
   std::string dir = TempDir("cluster_refusals");
   RedisServer redis(dir + "/redis");

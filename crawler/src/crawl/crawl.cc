@@ -297,10 +297,15 @@ Status StartNodeAndSeed(Crawl::Impl& m, const std::atomic<bool>& stop) {
       GateUnit unit(m.gate, std::try_to_lock);
       if (unit.entered()) m.frontier->ForEachQueued(f);
     });
+    // Idle: nothing to do, nor ever again but what other nodes send. So a
+    // continuous crawl ([recrawl], whose history brings its URLs back) is
+    // never idle, as Worker::Finished never ends it: the job would be
+    // marked done (sticky in Redis, and its acknowledgements "last") the
+    // first moment all nodes waited for their next due URL.
     Status st = m.cluster->Start(stop, [&m] {
       GateUnit unit(m.gate, std::try_to_lock);
       return unit.entered() && m.state.busy.load() == 0 && m.results.Empty() &&
-             (m.state.max_pages_hit.load() || m.frontier->Empty());
+             (m.state.max_pages_hit.load() || (m.frontier->Empty() && !m.history));
     });
     if (!st.ok()) return st;
   }
