@@ -5,11 +5,27 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "engine/worker.h"
 #include "output/sha1.h"
 
 namespace crawler::engine {
+namespace {
+
+// The report's interval buckets and the revisit demand follow a record's
+// interval: from `was` (none: a record new here) to `now` (none: it left).
+void CountInterval(Counters& c, std::optional<uint64_t> was,
+                   std::optional<uint64_t> now) {
+  c.MoveInterval(was ? IntervalBucket(*was) : "", now ? IntervalBucket(*now) : "",
+                 was ? DemandMicroHertz(*was) : 0, now ? DemandMicroHertz(*now) : 0);
+}
+
+std::optional<uint64_t> IntervalOf(const HistoryRecord* r) {
+  return r != nullptr ? std::optional<uint64_t>(r->interval_ms) : std::nullopt;
+}
+
+}  // namespace
 
 Result<std::optional<HistoryRecord>> Worker::Recall(const std::string& url) const {
   if (p_.history == nullptr) return std::optional<HistoryRecord>();
@@ -63,14 +79,11 @@ Status Worker::Remember(const Gate::Pass& pass, const Completed& c, const Prepar
                .url_kind = static_cast<uint8_t>(e.kind)};
   HistoryRecord next =
       NextRecord(before, f, p_.config.recrawl, p_.state.recrawl_mu.load());
-  const std::string was = before != nullptr ? IntervalBucket(before->interval_ms) : "";
-  const uint64_t was_uhz = before != nullptr ? DemandMicroHertz(before->interval_ms) : 0;
   if (!ShouldForget(next, p_.config.recrawl)) {
-    p_.counters.MoveInterval(was, IntervalBucket(next.interval_ms), was_uhz,
-                             DemandMicroHertz(next.interval_ms));
+    CountInterval(p_.counters, IntervalOf(before), next.interval_ms);
     return p_.history->Put(e.url, next);
   }
-  p_.counters.MoveInterval(was, "", was_uhz, 0);
+  CountInterval(p_.counters, IntervalOf(before), std::nullopt);
   spdlog::info("{}: gone ({}) on {} visits in a row: forgotten", e.url, r.status,
                next.gone);
   p_.counters.Add(&CrawlSummary::history_forgotten);
@@ -103,11 +116,8 @@ Status Worker::HistoryArrives(const ShardState& s) {
   for (const auto& [url, r] : s.history) {
     auto old = p_.history->Get(url);
     if (!old.ok()) return old.status();
-    const HistoryRecord* was = old->has_value() ? &**old : nullptr;
-    p_.counters.MoveInterval(was != nullptr ? IntervalBucket(was->interval_ms) : "",
-                             IntervalBucket(r.interval_ms),
-                             was != nullptr ? DemandMicroHertz(was->interval_ms) : 0,
-                             DemandMicroHertz(r.interval_ms));
+    CountInterval(p_.counters, IntervalOf(old->has_value() ? &**old : nullptr),
+                  r.interval_ms);
     Status st = p_.history->Put(url, r);
     if (!st.ok()) return st;
   }
@@ -123,8 +133,8 @@ Status Worker::EraseShardHistory(const std::vector<uint32_t>& shards) {
   });
 }
 
-// A scan of the whole history: O(records) per shard move, a few seconds per
-// million records (docs/cluster.md).
+// A walk of the whole history: O(records) per shard move (not yet measured
+// on a big history: docs/recrawl.md).
 Status Worker::EraseHistoryIf(const std::function<bool(std::string_view)>& pred) {
   std::vector<std::pair<std::string, uint64_t>> gone;  // URL, interval
   Status st = p_.history->ForEach([&](std::string_view url, const HistoryRecord& r) {
@@ -133,8 +143,7 @@ Status Worker::EraseHistoryIf(const std::function<bool(std::string_view)>& pred)
   });
   for (const auto& [url, interval_ms] : gone) {
     if (!st.ok()) return st;
-    p_.counters.MoveInterval(IntervalBucket(interval_ms), "",
-                             DemandMicroHertz(interval_ms), 0);
+    CountInterval(p_.counters, interval_ms, std::nullopt);
     st = p_.history->Erase(url);
   }
   if (!st.ok()) return st;

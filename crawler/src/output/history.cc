@@ -276,19 +276,21 @@ Result<History::Records> History::ReadImage(
   // RocksDB writes beside what it opens (LOG, a new MANIFEST), even to read:
   // the image is another node's checkpoint, so it is opened through a copy
   // (the table files hard-linked).
-  Status st = Restore(image_dir, scratch_dir);
-  if (!st.ok()) return st;
   Records out;
-  {
+  Status st = Restore(image_dir, scratch_dir);
+  if (st.ok()) {  // the store is closed at the end of this block
     auto scratch = Open(scratch_dir);
-    if (!scratch.ok()) return scratch.status();
-    st = (*scratch)->ForEach([&](std::string_view url, const HistoryRecord& r) {
-      if (want(url)) out.emplace_back(std::string(url), r);
-      return Status::Ok();
-    });
+    if (scratch.ok()) {
+      st = (*scratch)->ForEach([&](std::string_view url, const HistoryRecord& r) {
+        if (want(url)) out.emplace_back(std::string(url), r);
+        return Status::Ok();
+      });
+    } else {
+      st = scratch.status();
+    }
   }
   std::error_code ec;
-  fs::remove_all(scratch_dir, ec);
+  fs::remove_all(scratch_dir, ec);  // whatever happened, nothing left behind
   if (!st.ok()) return st;
   return out;
 }
