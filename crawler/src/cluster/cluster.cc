@@ -13,6 +13,8 @@
 #include <cstring>
 #include <filesystem>
 #include <random>
+#include <set>
+#include <string_view>
 
 #include "cluster/cluster_job.h"
 #include "cluster/cluster_wire.h"
@@ -96,9 +98,9 @@ uint32_t Cluster::ShardOfStreamKey(std::string_view key) {
 
 NodeJoiner ClusterJoiner() {
   NodeJoiner j;
-  j.join = [](const Config& config, const std::string& out_dir,
-              bool resumed) -> Result<std::unique_ptr<Node>> {
-    auto node = Cluster::Join(config, out_dir, resumed);
+  j.join = [](const Config& config, const std::string& out_dir, bool resumed,
+              const std::vector<std::string>& seeds) -> Result<std::unique_ptr<Node>> {
+    auto node = Cluster::Join(config, out_dir, resumed, seeds);
     if (!node.ok()) return node.status();
     return std::unique_ptr<Node>(std::move(node).value());
   };
@@ -155,12 +157,24 @@ struct JoinRequest {
   std::string incarnation = boost::uuids::to_string(boost::uuids::random_generator()());
   uint64_t seed_candidate = 0;
   std::string config_json, config_hash;
+  std::string weights;  // EncodeWeights
 };
 
-JoinRequest MakeJoinRequest(const Config& config) {
+JoinRequest MakeJoinRequest(const Config& config, const std::vector<std::string>& seeds) {
   JoinRequest j;
   std::random_device rd;
   j.seed_candidate = (uint64_t{rd()} << 32) | rd();
+  // The seed hosts per shard under this seed (the job's, if this node
+  // creates it): each host once.
+  std::vector<uint32_t> weights(config.cluster.shards, 0);
+  std::set<std::string_view> hosts;
+  for (const std::string& s : seeds) {
+    std::string_view host = frontier::HostKey(s);
+    if (!hosts.insert(host).second) continue;
+    weights[XXH3_64bits_withSeed(host.data(), host.size(), j.seed_candidate) %
+            config.cluster.shards] += 1;
+  }
+  j.weights = EncodeWeights(weights);
   j.config_json = JobConfigJson(config);
   j.config_hash = Hex64(XXH3_64bits(j.config_json.data(), j.config_json.size()));
   return j;
@@ -169,7 +183,8 @@ JoinRequest MakeJoinRequest(const Config& config) {
 }  // namespace
 
 Result<std::unique_ptr<Cluster>> Cluster::Join(const Config& config,
-                                               const std::string& out_dir, bool resumed) {
+                                               const std::string& out_dir, bool resumed,
+                                               const std::vector<std::string>& seeds) {
   const ClusterConfig& c = config.cluster;
   auto address = ParseRedisUrl(c.redis);
   if (!address.ok()) return address.status();
@@ -184,7 +199,7 @@ Result<std::unique_ptr<Cluster>> Cluster::Join(const Config& config,
   auto mine = ReadJobIdentity(out_dir);
   if (!mine.ok()) return mine.status();
   if (mine->job != c.job) *mine = JobIdentity{};  // another job's record: not this one's
-  const JoinRequest req = MakeJoinRequest(config);
+  const JoinRequest req = MakeJoinRequest(config, seeds);
   auto prefix = "crawler:{" + c.job + "}:";
   auto ttl_ms = std::to_string(static_cast<int64_t>(c.heartbeat_s * 3000));
   // A node resumed after a crash finds its old liveness key: wait for it to
@@ -196,7 +211,8 @@ Result<std::unique_ptr<Cluster>> Cluster::Join(const Config& config,
         {"EVAL", kJoinScript, "4", prefix + "meta", prefix + "nodes", prefix + "started",
          prefix + "alive:" + c.node, c.node, req.token, std::to_string(c.shards),
          std::to_string(req.seed_candidate), req.config_hash, req.config_json, ttl_ms,
-         c.shared_dir.empty() ? "0" : "1", mine->incarnation, req.incarnation});
+         c.shared_dir.empty() ? "0" : "1", mine->incarnation, req.incarnation,
+         req.weights});
     if (!r.ok()) {
       // Reachable a moment ago: Redis restarting. Reconnect for up to a minute.
       if (SteadyClock::now() > deadline + std::chrono::seconds(60)) return r.status();
@@ -229,6 +245,9 @@ Result<std::unique_ptr<Cluster>> Cluster::Join(const Config& config,
           config, *address, std::move(redis).value(), req.token, seed, out_dir));
       cluster->out_rel_ = *out_rel;
       cluster->incarnation_ = joined.incarnation;
+      cluster->weights_ =
+          DecodeWeights(RedisReply::StrOf(Element(r->raw(), 3)), c.shards);
+      cluster->owners_.SetWeights(cluster->weights_);
       return cluster;
     }
     if (verdict != "duplicate") return JoinRefusal(c, verdict, detail, req.config_json);
@@ -298,12 +317,10 @@ Status Cluster::Start(const std::atomic<bool>& stop, std::function<bool()> local
   std::sort(nodes_.begin(), nodes_.end());
   self_ = static_cast<uint32_t>(std::find(nodes_.begin(), nodes_.end(), cfg_.node) -
                                 nodes_.begin());
-  owner_.resize(cfg_.shards);
+  owner_ = PlaceShards(nodes_, weights_, cfg_.shards);
   std::set<uint32_t> want(resumed_shards_.begin(), resumed_shards_.end());
-  for (uint32_t s = 0; s < cfg_.shards; ++s) {
-    owner_[s] = ShardOwner(nodes_, s);
+  for (uint32_t s = 0; s < cfg_.shards; ++s)
     if (owner_[s] == self_) want.insert(s);
-  }
   my_shards_.assign(want.begin(), want.end());
   {
     MutexLock lock(mu_);

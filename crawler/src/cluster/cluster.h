@@ -147,8 +147,11 @@ class Cluster final : public Node {
   // the address), a refusal (kInvalidArgument, naming the reason).
   // `out_dir`: the crawl's output (the spill files go in OUT/cluster-outbox).
   // `resumed`: Redis may be restarting too; it is waited for (a minute).
-  static Result<std::unique_ptr<Cluster>> Join(const Config& config,
-                                               const std::string& out_dir, bool resumed);
+  // `seeds`: a new crawl's; if this node creates the job, their hosts per
+  // shard become the job's placement weights (shard_owners.h).
+  static Result<std::unique_ptr<Cluster>> Join(
+      const Config& config, const std::string& out_dir, bool resumed,
+      const std::vector<std::string>& seeds = {});
   ~Cluster();
   Cluster(const Cluster&) = delete;
   Cluster& operator=(const Cluster&) = delete;
@@ -482,6 +485,9 @@ class Cluster final : public Node {
   // The job's incarnation (meta's "incarnation"): each heartbeat checks it,
   // so a node whose Redis lost its data stops (exit 2) instead of crawling on.
   std::string incarnation_;
+  // The job's seed hosts per shard (meta's "weights", set at join): the
+  // placement's weights (PlaceShards).
+  std::vector<uint32_t> weights_;
   std::unique_ptr<std::atomic<bool>[]> ready_;
   std::map<uint32_t, std::string> to_load_;  // shard -> source "NODE SEQ"
   std::chrono::steady_clock::time_point retry_load_at_{};

@@ -191,6 +191,7 @@ json::object LeaseFigures(const std::vector<RedisReply>& rep, size_t base,
 // what Redis says of it; `*sum`: their sums.
 json::array NodeFigures(const std::vector<RedisReply>& rep,
                         const std::vector<std::string>& nodes, uint32_t shards,
+                        const std::vector<uint32_t>& weights,
                         const std::map<std::string, uint64_t>& leases_of,
                         ClusterReport* sum) {
   std::map<std::string, ClusterReport> reports;
@@ -202,8 +203,15 @@ json::array NodeFigures(const std::vector<RedisReply>& rep,
       reports[RedisReply::StrOf(all->element[i])] =
           json_fields::ReadLenient<ClusterReport>(v);
   }
+  // Where the placement puts each shard over all the job's nodes, and with
+  // how many seed hosts (shard_owners.h).
   std::vector<uint32_t> owned(nodes.size(), 0);
-  for (uint32_t s = 0; s < shards; ++s) ++owned[ShardOwner(nodes, s)];
+  std::vector<uint64_t> seed_hosts(nodes.size(), 0);
+  const std::vector<uint32_t> owner = PlaceShards(nodes, weights, shards);
+  for (uint32_t s = 0; s < shards; ++s) {
+    ++owned[owner[s]];
+    seed_hosts[owner[s]] += weights[s];
+  }
   std::map<std::string, uint64_t> committed;  // node -> its last committed checkpoint
   const redisReply* commits = rep.back().raw();
   for (size_t i = 0; commits != nullptr && i + 1 < commits->elements; i += 2)
@@ -216,6 +224,7 @@ json::array NodeFigures(const std::vector<RedisReply>& rep,
     json::object n = json::value_from(c).as_object();
     n["alive"] = rep[5 + i].Int() == 1;
     n["shards"] = owned[i];
+    n["seed_hosts"] = seed_hosts[i];
     const auto held = leases_of.find(nodes[i]);
     n["leases"] = held == leases_of.end() ? 0 : held->second;
     n["committed"] = committed[nodes[i]];
@@ -230,12 +239,17 @@ json::array NodeFigures(const std::vector<RedisReply>& rep,
 
 Result<json::object> Collect(Redis& r, const std::string& job) {
   const std::string prefix = "crawler:{" + job + "}:";
-  auto meta = r.Command({"HGET", prefix + "meta", "shards"});
+  auto meta = r.Command({"HMGET", prefix + "meta", "shards", "weights"});
   if (!meta.ok()) return meta.status();
-  if (meta->IsNil())
+  const redisReply* fields = meta->raw();
+  if (fields == nullptr || fields->elements != 2 ||
+      fields->element[0]->type == REDIS_REPLY_NIL)
     return Status::Error(Status::Code::kInvalidArgument,
                          "no cluster job '" + job + "' at " + r.address().Text());
-  uint32_t shards = static_cast<uint32_t>(meta->Int());
+  const uint32_t shards = static_cast<uint32_t>(
+      std::strtoul(RedisReply::StrOf(fields->element[0]).c_str(), nullptr, 10));
+  const std::vector<uint32_t> weights =
+      DecodeWeights(RedisReply::StrOf(fields->element[1]), shards);
   auto members = r.Command({"SMEMBERS", prefix + "nodes"});
   if (!members.ok()) return members.status();
   std::vector<std::string> nodes;
@@ -259,7 +273,7 @@ Result<json::object> Collect(Redis& r, const std::string& job) {
   json::object leases =
       LeaseFigures(rep, base + 3 * static_cast<size_t>(shards), shards, &leases_of);
   ClusterReport sum;
-  json::array node_list = NodeFigures(rep, nodes, shards, leases_of, &sum);
+  json::array node_list = NodeFigures(rep, nodes, shards, weights, leases_of, &sum);
   double per_batch = sum.batches_sent ? static_cast<double>(sum.urls_sent) /
                                             static_cast<double>(sum.batches_sent)
                                       : 0;

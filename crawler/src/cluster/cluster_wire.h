@@ -76,19 +76,22 @@ return 1
 // ARGV: node, token, shards, seed, config hash, config JSON, ttl ms, open
 // ('1': with cluster.shared_dir a new node may join a started job; the
 // shards it is given are handed over to it), the incarnation this node was
-// part of ('': none, a new node), a new incarnation id.
+// part of ('': none, a new node), a new incarnation id, the seed hosts per
+// shard under this seed (shard_owners.h, EncodeWeights: the creator's are
+// the job's, fixed, so the placement never changes under a live set).
 // A node that was part of the job never creates it: the job missing
 // ('missing') or created anew ('incarnation') means Redis lost its data or
 // is another server.
-// Returns {verdict, detail, incarnation}.
+// Returns {verdict, detail, incarnation, weights}.
 inline constexpr const char* kJoinScript = R"lua(#!lua flags=allow-oom
 if redis.call('exists', KEYS[1]) == 0 then
   if ARGV[9] ~= '' then return {'missing', ''} end
   redis.call('hset', KEYS[1], 'shards', ARGV[3], 'seed', ARGV[4],
-             'config_hash', ARGV[5], 'config', ARGV[6], 'incarnation', ARGV[10])
+             'config_hash', ARGV[5], 'config', ARGV[6], 'incarnation', ARGV[10],
+             'weights', ARGV[11])
 end
 local meta = redis.call('hmget', KEYS[1], 'shards', 'seed', 'config_hash', 'config',
-                        'incarnation')
+                        'incarnation', 'weights')
 if ARGV[9] ~= '' and meta[5] ~= ARGV[9] then return {'incarnation', meta[5] or ''} end
 if meta[1] ~= ARGV[3] then return {'shards', meta[1]} end
 if meta[3] ~= ARGV[5] then return {'config', meta[4]} end
@@ -100,7 +103,7 @@ if ARGV[8] ~= '1' and redis.call('exists', KEYS[3]) == 1 and
 end
 redis.call('sadd', KEYS[2], ARGV[1])
 redis.call('set', KEYS[4], ARGV[2], 'PX', ARGV[7])
-return {'ok', meta[2], meta[5] or ''}
+return {'ok', meta[2], meta[5] or '', meta[6] or ''}
 )lua";
 
 // Start barrier. KEYS: nodes, started. ARGV: min nodes. Returns the node set

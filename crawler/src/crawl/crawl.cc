@@ -108,7 +108,8 @@ Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
                                                 std::unique_ptr<dedup::Filter> filter,
                                                 Scope scope, uint64_t sequence,
                                                 std::span<const uint64_t> log_bytes,
-                                                const NodeJoiner* joiner) {
+                                                const NodeJoiner* joiner,
+                                                const std::vector<std::string>& seeds) {
   auto m = std::make_unique<Crawl::Impl>(config, out, lock_fd);
   m->filter = std::move(filter);
   // Before any insert: the log must record every key the filter admits.
@@ -141,7 +142,7 @@ Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
   m->stats = std::move(stats).value();
   if (!config.cluster.redis.empty()) {
     if (joiner == nullptr || !joiner->join) return NoCluster();
-    auto cluster = joiner->join(config, out, /*resumed=*/sequence > 0);
+    auto cluster = joiner->join(config, out, /*resumed=*/sequence > 0, seeds);
     if (!cluster.ok()) return cluster.status();
     m->cluster = std::move(cluster).value();
   }
@@ -250,7 +251,7 @@ Result<std::unique_ptr<Crawl>> Crawl::Create(const Config& config,
     return filter.status().WithContext("dedup");
   }
   auto impl = BuildCrawl(config, out_dir, *lock, std::move(filter).value(),
-                         std::move(scope).value(), 0, {}, joiner);
+                         std::move(scope).value(), 0, {}, joiner, admitted);
   if (!impl.ok()) return impl.status();
   (*impl)->seeds = std::move(admitted);
   return std::unique_ptr<Crawl>(new Crawl(std::move(impl).value()));

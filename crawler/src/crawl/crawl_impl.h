@@ -75,13 +75,13 @@ inline constexpr const char* kHistoryDir = "history";
 
 // Opens OUT's outputs and builds every part around `filter` and `scope`.
 // `sequence`: of the last checkpoint (0 for a new crawl); `log_bytes`: its
-// dedup hash log lengths (CheckpointInfo::dedup_log_bytes; empty: none).
-Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
-                                                const std::string& out, int lock_fd,
-                                                std::unique_ptr<dedup::Filter> filter,
-                                                Scope scope, uint64_t sequence,
-                                                std::span<const uint64_t> log_bytes,
-                                                const NodeJoiner* joiner);
+// dedup hash log lengths (CheckpointInfo::dedup_log_bytes; empty: none);
+// `seeds`: a new crawl's, for the cluster's join (NodeJoiner).
+Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(
+    const Config& config, const std::string& out, int lock_fd,
+    std::unique_ptr<dedup::Filter> filter, Scope scope, uint64_t sequence,
+    std::span<const uint64_t> log_bytes, const NodeJoiner* joiner,
+    const std::vector<std::string>& seeds = {});
 
 // The refusal of a config with cluster.redis set when the crawl was given no
 // NodeJoiner (a program built without the cluster target).

@@ -77,8 +77,11 @@ class Node : public Placement {
 // How a crawl whose config sets cluster.redis gets its Node.
 struct NodeJoiner {
   // Joins the job. `out_dir`: the crawl's output. `resumed`: a resume.
+  // `seeds`: a new crawl's (a job created by this node places its shards by
+  // their seed hosts: shard_owners.h).
   std::function<Result<std::unique_ptr<Node>>(const Config& config,
-                                              const std::string& out_dir, bool resumed)>
+                                              const std::string& out_dir, bool resumed,
+                                              const std::vector<std::string>& seeds)>
       join;
   // A resume with cluster.shared_dir: the sequence of this node's last
   // checkpoint the job committed (nullopt: none yet).
