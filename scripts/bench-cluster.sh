@@ -6,8 +6,9 @@
 #      per in-flight URL, discovery -> owner latency p50/p99)
 #   2. scaling: a latency-bound crawl (crawler-testsite --delay-ms 50, 200
 #      hosts, crawl.max_connections=C per node): 1 node, then each of
-#      BENCH_SCALE_NODES (3 6) with rendezvous hashing alone and with
-#      work-aware placement (cluster.balance); pages/s, and x one node
+#      BENCH_SCALE_NODES (3 6) with rendezvous hashing alone, placed by
+#      seed hosts (cluster.place_by_seeds), and placed + work-aware
+#      balancing (cluster.balance); pages/s, and x one node
 #   3. CPU per page: scripts/bench-crawl.sh's CPU-bound crawl, single machine
 #      and one node in cluster mode (BENCH_CRAWLER_ONLY)
 #   4. control: build/tests/cluster_control_bench, BENCH_NODES (64)
@@ -85,6 +86,9 @@ if not os.path.exists(first):
 x = rate / float(open(first).read())
 print(f'  {sys.argv[3]} node(s) {sys.argv[6]}: {sys.argv[4]} pages in {t:.1f} s = {rate:.1f} pages/s, {x:.2f}x one node')" \
     "$start" "$end" "$nodes" "$total" "$work" "$job"
+  # Pages per node: the spread placement and balancing are for.
+  for i in $(seq 1 "$nodes"); do grep -c '"status"' "$work/$job-n$i/fetch-log.jsonl" || true; done |
+    paste -sd/ | awk '{print "    pages per node: " $0}'
   { grep -h "balance: giving" "$work"/"$job"-n*/crawler.log 2>/dev/null || true; } | wc -l |
     awk '$1 > 0 {print "    " $1 " gives of shards to idle nodes (work-aware placement)"}' 
   # What the nodes sent Redis (URL batches and control traffic), and the CPU
@@ -105,13 +109,15 @@ if [ "$what" = scaling ] || [ "$what" = all ]; then
   build/tests/testsite/crawler-testsite --pages "${BENCH_PAGES:-6000}" --hosts 200 \
     --port "$site_port" --seeds >"$work/seeds.txt"
   crawl_nodes 1 one
-  # Each node count twice, with cluster.shared_dir (handoffs need it):
-  # rendezvous hashing alone, then with work-aware placement.
-  # Each job draws its own seed (host -> shard), so one pair of runs also
-  # compares two draws: BENCH_SCALE_RUNS pairs (default 1) average it out.
+  # Each node count three times, with cluster.shared_dir (handoffs need
+  # it): rendezvous hashing alone, placed by seed hosts, then placed and
+  # balanced. Each job draws its own seed (host -> shard), so one set of
+  # runs also compares draws: BENCH_SCALE_RUNS sets (default 1).
   for n in ${BENCH_SCALE_NODES:-3 6}; do
     for r in $(seq 1 "${BENCH_SCALE_RUNS:-1}"); do
-      crawl_nodes "$n" "hashed$n-$r" --set cluster.shared_dir="$work" --set cluster.balance=false
+      crawl_nodes "$n" "hashed$n-$r" --set cluster.shared_dir="$work" \
+        --set cluster.balance=false --set cluster.place_by_seeds=false
+      crawl_nodes "$n" "placed$n-$r" --set cluster.shared_dir="$work" --set cluster.balance=false
       crawl_nodes "$n" "balanced$n-$r" --set cluster.shared_dir="$work"
     done
   done

@@ -627,9 +627,13 @@ TEST_CASE(
   // The taker's heartbeats went on while it loaded: with the load on the
   // exchange thread its longest gap was the load's time and more.
   CHECK(gaps[taker] < load_s);
-  // No node looked dead but the one killed: nothing was taken from a taker.
-  for (const std::string& n : takers)
-    CHECK_THAT(logs, !Catch::Contains("shards from node " + n + " checkpoint "));
+  // No node looked dead but the one killed: no taker's lease expired or
+  // was taken from it. (A taker may load shards from the other's
+  // checkpoint: the placement over two nodes differs from over three for a
+  // few shards besides the dead node's, and those are handed over.)
+  CHECK_THAT(logs, !Catch::Contains("shards expired (not renewed"));
+  CHECK_THAT(logs, !Catch::Contains("had expired unnoticed"));
+  CHECK_THAT(logs, !Catch::Contains("shards lost"));
 }
 
 TEST_CASE(

@@ -496,12 +496,18 @@ TEST_CASE(
   const RedisServer& redis = c.redis;
   std::this_thread::sleep_for(std::chrono::milliseconds(2000));  // started
   boost::json::object before = ClusterStats(redis, "zombie");
-  uint64_t n2_shards = 0;
+  uint64_t n2_shards = 0, seed_hosts = 0;
   for (const auto& n : before.at("nodes").as_array()) {
+    // Placed by seed hosts (every node was given the 200 hosts' seeds): none
+    // has more than ceil(1.05 x 200 / 3) = 70 (hashing alone: up to 79).
+    INFO(boost::json::serialize(n));
+    CHECK(n.at("seed_hosts").to_number<uint64_t>() <= 70);
+    seed_hosts += n.at("seed_hosts").to_number<uint64_t>();
     if (n.at("node").as_string() != "n2") continue;
     n2_shards = n.at("shards").to_number<uint64_t>();
     CHECK(n.at("leases").to_number<uint64_t>() == n2_shards);
   }
+  CHECK(seed_hosts == 200);
   REQUIRE(n2_shards > 0);
   CHECK(before.at("leases").at("held").to_number<uint64_t>() == 64);
   ::kill(c.nodes[1], SIGSTOP);

@@ -105,6 +105,11 @@ struct ClusterConfig {
   // Work-aware placement (with shared_dir): a node with a backlog of queued
   // URLs hands some of its busiest shards to a node that ran out of work.
   bool balance = true;
+  // A job created by this node places its shards by their seed hosts
+  // (bounded loads: no node gets more than 1.05x its share of the seeds'
+  // hosts); false: by rendezvous hashing alone. The creator's choice is the
+  // job's (it is kept in Redis with the job).
+  bool place_by_seeds = true;
 };
 
 // [recrawl]: continuous crawling (docs/recrawl.md). Every URL fetched is kept

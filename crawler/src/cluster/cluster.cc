@@ -169,6 +169,7 @@ JoinRequest MakeJoinRequest(const Config& config, const std::vector<std::string>
   std::vector<uint32_t> weights(config.cluster.shards, 0);
   std::set<std::string_view> hosts;
   for (const std::string& s : seeds) {
+    if (!config.cluster.place_by_seeds) break;
     std::string_view host = frontier::HostKey(s);
     if (!hosts.insert(host).second) continue;
     weights[XXH3_64bits_withSeed(host.data(), host.size(), j.seed_candidate) %

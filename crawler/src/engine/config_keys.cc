@@ -80,6 +80,9 @@ std::vector<Key> ClusterKeys() {
           [](const std::string&) { return std::string(); }),
       BoolKey(
           "cluster", "balance", [](Config & c) -> auto& { return c.cluster.balance; }),
+      BoolKey(
+          "cluster", "place_by_seeds",
+          [](Config & c) -> auto& { return c.cluster.place_by_seeds; }),
   };
 }
 
