@@ -21,7 +21,9 @@
 # Usage: bash scripts/bench-cluster.sh [exchange|scaling|cpu|control|rebalance|all]
 # (default all)
 # Env: BENCH_URLS (1000000), BENCH_PAGES (scaling, 6000), BENCH_CONNECTIONS (8),
-#      BENCH_SCALE_NODES ("3 6"), BENCH_SCALE_RUNS (1: pairs per node count),
+#      BENCH_SCALE_NODES ("3 6"), BENCH_SCALE_RUNS (1: sets per node count),
+#      BENCH_SCALE_MODES ("hashed placed balanced"), BENCH_ONE_NODE_RATE
+#      (pages/s: skips the one-node run, ~5 min at BENCH_DELAY_MS=150),
 #      BENCH_DELAY_MS (scaling: each response's delay, 50; on 2 cores, 6 nodes
 #      at 50 ms use all the CPU: 200 keeps the crawl latency-bound),
 #      BENCH_CPU_PAGES (50000), BENCH_CRAWLER (scaling: the binary, default
@@ -108,17 +110,26 @@ if [ "$what" = scaling ] || [ "$what" = all ]; then
   site_port=$(awk '{print $2}' "$work/site.out")
   build/tests/testsite/crawler-testsite --pages "${BENCH_PAGES:-6000}" --hosts 200 \
     --port "$site_port" --seeds >"$work/seeds.txt"
-  crawl_nodes 1 one
+  if [ -n "${BENCH_ONE_NODE_RATE:-}" ]; then  # a re-run: the one-node figure known
+    echo "$BENCH_ONE_NODE_RATE" >"$work/one-node-rate"
+    echo "  1 node: $BENCH_ONE_NODE_RATE pages/s (BENCH_ONE_NODE_RATE, not run)"
+  else
+    crawl_nodes 1 one
+  fi
   # Each node count three times, with cluster.shared_dir (handoffs need
   # it): rendezvous hashing alone, placed by seed hosts, then placed and
   # balanced. Each job draws its own seed (host -> shard), so one set of
   # runs also compares draws: BENCH_SCALE_RUNS sets (default 1).
   for n in ${BENCH_SCALE_NODES:-3 6}; do
     for r in $(seq 1 "${BENCH_SCALE_RUNS:-1}"); do
-      crawl_nodes "$n" "hashed$n-$r" --set cluster.shared_dir="$work" \
-        --set cluster.balance=false --set cluster.place_by_seeds=false
-      crawl_nodes "$n" "placed$n-$r" --set cluster.shared_dir="$work" --set cluster.balance=false
-      crawl_nodes "$n" "balanced$n-$r" --set cluster.shared_dir="$work"
+      for mode in ${BENCH_SCALE_MODES:-hashed placed balanced}; do
+        case $mode in
+          hashed) set -- --set cluster.balance=false --set cluster.place_by_seeds=false ;;
+          placed) set -- --set cluster.balance=false ;;
+          *) set -- ;;
+        esac
+        crawl_nodes "$n" "$mode$n-$r" --set cluster.shared_dir="$work" "$@"
+      done
     done
   done
   kill "$site_pid"; site_pid=

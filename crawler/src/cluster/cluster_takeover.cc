@@ -41,6 +41,16 @@ void Cluster::Want(const std::vector<std::string>& live) {
   // Shards being loaded stay asked for (their lease is renewed meanwhile).
   for (const auto& [s, source] : to_load_) want.insert(s);
   my_shards_.assign(want.begin(), want.end());
+  std::set<uint32_t> unheld;
+  bool more = false;
+  for (uint32_t s : want)
+    if (!leases_.Holds(s) && to_load_.count(s) == 0) {
+      unheld.insert(s);
+      more |= unheld_.count(s) == 0;
+    }
+  if (more) eager_until_ = SteadyClock::now() + 2 * leases_.ttl();
+  if (unheld.empty()) eager_until_ = {};
+  unheld_ = std::move(unheld);
 }
 
 void Cluster::Fail(const std::string& why) {
