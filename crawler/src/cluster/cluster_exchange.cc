@@ -117,8 +117,8 @@ bool Cluster::Round(bool* did) {
   if (!Commit()) return false;
   if (!AckPublished()) return false;
   // 4x as often while shards this node wants are not held yet (Want).
-  const double beat_s = now < eager_until_ ? std::max(0.05, cfg_.heartbeat_s / 4)
-                                           : cfg_.heartbeat_s;
+  const double beat_s =
+      now < eager_until_ ? std::max(0.05, cfg_.heartbeat_s / 4) : cfg_.heartbeat_s;
   if (now - last_beat_ > std::chrono::milliseconds(static_cast<int64_t>(beat_s * 1000))) {
     last_beat_ = now;
     state_sent_ = Published::kUnknown;  // a lease taken marks this node busy
