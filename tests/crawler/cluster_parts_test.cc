@@ -206,7 +206,7 @@ TEST_CASE(
     "ShardsToGive: the heaviest shards up to half the backlog; none when the backlog is "
     "small, short at this node's rate, or its rate unknown; a shard over half stays",
     "[engine][cluster]") {
-  const BalanceRule rule;  // 50 URLs, 8 s
+  const BalanceRule rule;  // 50 URLs, 4 s
   // 1,000 queued at 10 pages/s: 100 s of work. Half is 500: 400, then 300
   // would pass it, 100 fits, and nothing after it does.
   std::vector<ShardBacklog> b = {{1, 100}, {2, 400}, {3, 300},
@@ -220,7 +220,7 @@ TEST_CASE(
         std::vector<uint32_t>{4});
   // Not worth a handoff: under 50 URLs; under 8 s at this rate; rate unknown.
   CHECK(ShardsToGive({{1, 30}, {2, 19}}, 1, rule).empty());
-  CHECK(ShardsToGive(b, 200, rule).empty());  // 1,000 URLs in 5 s
+  CHECK(ShardsToGive(b, 300, rule).empty());  // 1,000 URLs in 3.3 s
   CHECK(ShardsToGive(b, 0, rule).empty());
   // One shard holds nearly all: giving it would only move the problem, and
   // what fits beside it (20 URLs) is under half of min_queued.

@@ -368,24 +368,29 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "Cluster join: a fourth node joins a running crawl; the shards rendezvous hashing "
+    "Cluster join: a fourth node joins a running crawl; the shards the placement "
     "gives it are handed over (drained, checkpointed, given up, taken over); no URL is "
     "requested twice, no host by two nodes at once; the truth set, once",
     "[cluster][takeover][join]") {
   // A long lease: the shards move by handoff, not by expiry. A politeness
   // delay long enough that the crawl is still running when n4 has its share.
   // No work-aware placement: n4, idle as it joins, would be given more than
-  // rendezvous hashing's share (cluster_balance_test.cc tests that).
+  // the placement's share (cluster_balance_test.cc tests that).
   const std::string extra = std::string(kTakeover) +
                             " --set cluster.lease_s=30 --set frontier.min_delay_s=0.3"
                             " --set cluster.balance=false";
   ClusterCrawl c("cluster_join", "join", extra,
                  std::max(1000u, EnvOr("CRAWLER_CLUSTER_PAGES", 2000)));
   WaitForCommit(c, "join", "n1");
-  // The shards n4 should end with: rendezvous hashing over all four.
+  // The shards n4 should end with: the placement over all four, by the
+  // job's seed hosts per shard (shard_owners.h).
   const std::vector<std::string> four = {"n1", "n2", "n3", "n4"};
+  std::string weights = RedisCli(c.redis, "HGET crawler:{join}:meta weights");
+  weights.erase(weights.find_last_not_of("\r\n") + 1);
+  REQUIRE(!weights.empty());
+  const std::vector<uint32_t> owner = PlaceShards(four, DecodeWeights(weights, 64), 64);
   size_t expected = 0;
-  for (uint32_t s = 0; s < 64; ++s) expected += four[ShardOwner(four, s)] == "n4";
+  for (uint32_t s = 0; s < 64; ++s) expected += four[owner[s]] == "n4";
   REQUIRE(expected > 0);
   auto start = std::chrono::steady_clock::now();
   pid_t n4 = Spawn(NodeCommand(c.dir, c.redis.Url(), "join", "n4",
@@ -980,7 +985,7 @@ TEST_CASE(
                         << (unasked.empty() ? "" : unasked[0]));
     CHECK(unasked.empty());
   }
-  // Resumed: rendezvous hashing gives n2 its shards back, handed over by the
+  // Resumed: the placement gives n2 its shards back, handed over by the
   // takers with the history they kept meanwhile.
   c.nodes[1] = Spawn(std::string(CRAWLER_BINARY) + " crawl --resume " + c.dir +
                          "/n2 --set crawl.max_duration_s=8",

@@ -117,7 +117,9 @@ void Cluster::Balance(const std::vector<std::string>& idle) {
   const double rate = RecentRate(now);
   const std::vector<ShardBacklog> backlog = HeldBacklog();
   BalanceRule rule;
-  rule.min_s = std::max(rule.min_s, 4 * cfg_.heartbeat_s);  // a handoff takes ~2
+  // A give lands about a heartbeat after it is made: the taker learns of
+  // it at its next heartbeat, then (4x as often, Want) takes the leases.
+  rule.min_s = std::max(rule.min_s, 2 * cfg_.heartbeat_s);
   const std::vector<uint32_t> give = ShardsToGive(backlog, rate, rule);
   if (give.empty()) return;
   static thread_local std::mt19937 rng(std::random_device{}());
