@@ -168,12 +168,12 @@ JoinRequest MakeJoinRequest(const Config& config, const std::vector<std::string>
   // creates it): each host once.
   std::vector<uint32_t> weights(config.cluster.shards, 0);
   std::set<std::string_view> hosts;
-  for (const std::string& s : seeds) {
-    if (!config.cluster.place_by_seeds) break;
-    std::string_view host = frontier::HostKey(s);
-    if (!hosts.insert(host).second) continue;
-    weights[XXH3_64bits_withSeed(host.data(), host.size(), j.seed_candidate) %
-            config.cluster.shards] += 1;
+  if (config.cluster.place_by_seeds) {
+    for (const std::string& s : seeds) {
+      std::string_view host = frontier::HostKey(s);
+      if (!hosts.insert(host).second) continue;
+      weights[ShardOfHost(host, j.seed_candidate, config.cluster.shards)] += 1;
+    }
   }
   j.weights = EncodeWeights(weights);
   j.config_json = JobConfigJson(config);
@@ -246,9 +246,8 @@ Result<std::unique_ptr<Cluster>> Cluster::Join(const Config& config,
           config, *address, std::move(redis).value(), req.token, seed, out_dir));
       cluster->out_rel_ = *out_rel;
       cluster->incarnation_ = joined.incarnation;
-      cluster->weights_ =
-          DecodeWeights(RedisReply::StrOf(Element(r->raw(), 3)), c.shards);
-      cluster->owners_.SetWeights(cluster->weights_);
+      cluster->owners_.SetWeights(
+          DecodeWeights(RedisReply::StrOf(Element(r->raw(), 3)), c.shards));
       return cluster;
     }
     if (verdict != "duplicate") return JoinRefusal(c, verdict, detail, req.config_json);
@@ -316,12 +315,10 @@ Status Cluster::Start(const std::atomic<bool>& stop, std::function<bool()> local
   Status started = WaitForStart(stop);
   if (!started.ok()) return started;
   std::sort(nodes_.begin(), nodes_.end());
-  self_ = static_cast<uint32_t>(std::find(nodes_.begin(), nodes_.end(), cfg_.node) -
-                                nodes_.begin());
-  owner_ = PlaceShards(nodes_, weights_, cfg_.shards);
+  // The placement over every node of the job (no assign read yet).
   std::set<uint32_t> want(resumed_shards_.begin(), resumed_shards_.end());
   for (uint32_t s = 0; s < cfg_.shards; ++s)
-    if (owner_[s] == self_) want.insert(s);
+    if (owners_.OwnerOf(nodes_, s) == cfg_.node) want.insert(s);
   my_shards_.assign(want.begin(), want.end());
   {
     MutexLock lock(mu_);
@@ -415,8 +412,7 @@ void Cluster::RestoreOwn() {
 }
 
 uint32_t Cluster::ShardOf(std::string_view host_key) const {
-  return static_cast<uint32_t>(
-      XXH3_64bits_withSeed(host_key.data(), host_key.size(), seed_) % cfg_.shards);
+  return ShardOfHost(host_key, seed_, cfg_.shards);
 }
 
 bool Cluster::Owns(std::string_view url) const {

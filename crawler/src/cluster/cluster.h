@@ -425,8 +425,6 @@ class Cluster final : public Node {
 
   // Fixed by Start.
   std::vector<std::string> nodes_;
-  std::vector<uint32_t> owner_;  // by shard: index into nodes_
-  uint32_t self_ = 0;
   std::vector<uint32_t> my_shards_;  // in the lease command (Want)
   std::function<bool()> local_idle_;
   BacklogSource backlog_;  // the crawl's queued URLs by host (Balance)
@@ -492,9 +490,6 @@ class Cluster final : public Node {
   // The job's incarnation (meta's "incarnation"): each heartbeat checks it,
   // so a node whose Redis lost its data stops (exit 2) instead of crawling on.
   std::string incarnation_;
-  // The job's seed hosts per shard (meta's "weights", set at join): the
-  // placement's weights (PlaceShards).
-  std::vector<uint32_t> weights_;
   std::unique_ptr<std::atomic<bool>[]> ready_;
   std::map<uint32_t, std::string> to_load_;  // shard -> source "NODE SEQ"
   std::chrono::steady_clock::time_point retry_load_at_{};

@@ -9,6 +9,11 @@
 
 namespace crawler::engine {
 
+uint32_t ShardOfHost(std::string_view host_key, uint64_t seed, uint32_t shards) {
+  return static_cast<uint32_t>(
+      XXH3_64bits_withSeed(host_key.data(), host_key.size(), seed) % shards);
+}
+
 uint32_t ShardOwner(const std::vector<std::string>& nodes, uint32_t shard) {
   uint32_t owner = 0;
   uint64_t best = 0;

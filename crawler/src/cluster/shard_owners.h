@@ -16,6 +16,9 @@
 
 namespace crawler::engine {
 
+// A host's shard: XXH3-64(host key, the job's seed) mod `shards`.
+uint32_t ShardOfHost(std::string_view host_key, uint64_t seed, uint32_t shards);
+
 // Rendezvous hashing: the index in `nodes` (sorted) of `shard`'s owner, the
 // node with the highest XXH3-64(name, seed = shard).
 uint32_t ShardOwner(const std::vector<std::string>& nodes, uint32_t shard);
