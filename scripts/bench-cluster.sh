@@ -92,7 +92,7 @@ print(f'  {sys.argv[3]} node(s) {sys.argv[6]}: {sys.argv[4]} pages in {t:.1f} s 
   for i in $(seq 1 "$nodes"); do grep -c '"status"' "$work/$job-n$i/fetch-log.jsonl" || true; done |
     paste -sd/ | awk '{print "    pages per node: " $0}'
   { grep -h "balance: giving" "$work"/"$job"-n*/crawler.log 2>/dev/null || true; } | wc -l |
-    awk '$1 > 0 {print "    " $1 " gives of shards to idle nodes (work-aware placement)"}' 
+    awk '$1 > 0 {print "    " $1 " gives of shards to less loaded nodes (work-aware placement)"}' 
   # What the nodes sent Redis (URL batches and control traffic), and the CPU
   # Redis spent on it.
   python3 -c "import sys; b=int(sys.argv[2])-int(sys.argv[1]); c=float(sys.argv[4])-float(sys.argv[3]); print(f'    Redis: {b/1e6:.2f} MB received ({b/int(sys.argv[5]):.0f} B per page), {c:.2f} s CPU')" \

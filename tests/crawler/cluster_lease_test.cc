@@ -480,5 +480,65 @@ TEST_CASE(
   CHECK(reclaim("a", "1") == 0);  // nothing left for anyone else
 }
 
+TEST_CASE(
+    "Balance scripts: the members read names the least loaded live node, not the "
+    "caller's, not reserved; a give lands only on a taker whose load is published and "
+    "within the bound, and only with leases the giver holds",
+    "[cluster][lease][balance]") {
+  Protocol p("cluster_balance_script");
+  // The heartbeat's kAliveScript: alive for 60 s, figures, the load.
+  auto beat = [&](const std::string& node, const std::string& load) {
+    p.Run({"EVAL", cluster_wire::kAliveScript, "3", kPrefix + "alive:" + node,
+           kPrefix + "stats", kPrefix + "load", "t-" + node, "60000", node, "{}", load});
+  };
+  for (const char* n : {"n1", "n2", "n3", "n4"}) p.Run({"SADD", kPrefix + "nodes", n});
+  beat("n1", "900");
+  beat("n2", "300");
+  beat("n3", "100");
+  beat("n4", "0");
+  p.Run({"DEL", kPrefix + "alive:n4"});  // n4 died idle
+  auto least = [&](const std::string& caller) {
+    RedisReply r = p.Run({"EVAL", cluster_wire::kMembersScript, "4", kPrefix + "nodes",
+                          kPrefix + "assign_v", kPrefix + "assign", kPrefix + "load",
+                          kPrefix + "alive:", "-", "1", caller, kPrefix + "reserve:"});
+    const redisReply* l = cluster_wire::Element(r.raw(), 4);
+    if (l == nullptr || l->type != REDIS_REPLY_ARRAY) return std::string("none");
+    return RedisReply::StrOf(cluster_wire::Element(l, 0)) + "=" +
+           RedisReply::StrOf(cluster_wire::Element(l, 1));
+  };
+  CHECK(least("n1") == "n3=100");
+  CHECK(p.Run({"ZSCORE", kPrefix + "load", "n4"}).IsNil());  // the dead one's removed
+  CHECK(least("n3") == "n2=300");                            // never the caller
+  p.Run({"SET", kPrefix + "reserve:n3", "1"});
+  CHECK(least("n1") == "n2=300");  // n3 reserved by another giver
+  beat("n2", "-");                 // n2 is taking shards: no taker now
+  CHECK(least("n1") == "none");    // n1 is the caller, n3 reserved
+  p.Run({"DEL", kPrefix + "reserve:n3"});
+
+  // n1 holds shards 5 and 6 (epoch 1 each); it gives 5 and 6 to n3, but
+  // names a stale epoch for 6.
+  CHECK(p.Lease(5, "n1", 0, 60000).epoch == "1");
+  CHECK(p.Lease(6, "n1", 0, 60000).epoch == "1");
+  auto give = [&](const std::string& to, const std::string& max_load) {
+    RedisReply r = p.Run({"EVAL", cluster_wire::kGiveScript, "7", kPrefix + "assign",
+                          kPrefix + "assign_v", kPrefix + "reserve:" + to,
+                          kPrefix + "alive:" + to, kPrefix + "load", kPrefix + "lease:5",
+                          kPrefix + "lease:6", to, "60000", max_load, "n1 1", "n1 0"});
+    std::string given;
+    for (size_t i = 0; i < r.raw()->elements; ++i)
+      given += RedisReply::StrOf(r.raw()->element[i]) + ";";
+    return given;
+  };
+  CHECK(give("n3", "50").empty());  // its load (100) grew past what pays
+  CHECK(p.Int({"EXISTS", kPrefix + "reserve:n3"}) == 0);  // and nothing reserved
+  CHECK(give("n2", "500").empty());                       // n2 publishes no load
+  CHECK(give("n4", "500").empty());                       // dead
+  CHECK(give("n3", "675") == "5;");                       // 6: not with that epoch
+  CHECK(p.Run({"HGET", kPrefix + "assign", "5"}).Str() == "n3");
+  CHECK(p.Run({"HGET", kPrefix + "assign", "6"}).IsNil());
+  CHECK(p.Run({"GET", kPrefix + "assign_v"}).Str() == "1");
+  CHECK(give("n3", "675").empty());  // reserved by this give for its TTL
+}
+
 }  // namespace
 }  // namespace crawler::engine

@@ -203,32 +203,61 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "ShardsToGive: the heaviest shards up to half the backlog; none when the backlog is "
-    "small, short at this node's rate, or its rate unknown; a shard over half stays",
+    "ShardsToGive to an idle node: the heaviest shards up to half the backlog; none when "
+    "the backlog is small, short at this node's rate, or its rate unknown; a shard over "
+    "half stays",
     "[engine][cluster]") {
-  const BalanceRule rule;  // 50 URLs, 4 s
+  const BalanceRule rule;  // 50 URLs, 4 s, a gap of 25%
   // 1,000 queued at 10 pages/s: 100 s of work. Half is 500: 400, then 300
   // would pass it, 100 fits, and nothing after it does.
   std::vector<ShardBacklog> b = {{1, 100}, {2, 400}, {3, 300},
                                  {4, 50},  {5, 50},  {6, 100}};
-  CHECK(ShardsToGive(b, 10, rule) == std::vector<uint32_t>{2, 1});
+  CHECK(ShardsToGive(b, 10, 0, rule) == std::vector<uint32_t>{2, 1});
   // 850: half is 425; 300, then 250 and 150 would pass it, 100 fits.
-  CHECK(ShardsToGive({{1, 300}, {2, 250}, {3, 150}, {4, 100}, {5, 50}}, 10, rule) ==
+  CHECK(ShardsToGive({{1, 300}, {2, 250}, {3, 150}, {4, 100}, {5, 50}}, 10, 0, rule) ==
         std::vector<uint32_t>{1, 4});
   // Ties by shard number: the same answer on every run.
-  CHECK(ShardsToGive({{9, 300}, {4, 300}, {7, 300}, {8, 0}}, 10, rule) ==
+  CHECK(ShardsToGive({{9, 300}, {4, 300}, {7, 300}, {8, 0}}, 10, 0, rule) ==
         std::vector<uint32_t>{4});
-  // Not worth a handoff: under 50 URLs; under 8 s at this rate; rate unknown.
-  CHECK(ShardsToGive({{1, 30}, {2, 19}}, 1, rule).empty());
-  CHECK(ShardsToGive(b, 300, rule).empty());  // 1,000 URLs in 3.3 s
-  CHECK(ShardsToGive(b, 0, rule).empty());
+  // Not worth a handoff: under 50 URLs; under 4 s at this rate; rate unknown.
+  CHECK(ShardsToGive({{1, 30}, {2, 19}}, 1, 0, rule).empty());
+  CHECK(ShardsToGive(b, 300, 0, rule).empty());  // 1,000 URLs in 3.3 s
+  CHECK(ShardsToGive(b, 0, 0, rule).empty());
   // One shard holds nearly all: giving it would only move the problem, and
   // what fits beside it (20 URLs) is under half of min_queued.
-  CHECK(ShardsToGive({{1, 5000}, {2, 10}, {3, 10}}, 10, rule).empty());
-  CHECK(ShardsToGive({{1, 5000}, {2, 15}, {3, 15}}, 10, rule) ==
+  CHECK(ShardsToGive({{1, 5000}, {2, 10}, {3, 10}}, 10, 0, rule).empty());
+  CHECK(ShardsToGive({{1, 5000}, {2, 15}, {3, 15}}, 10, 0, rule) ==
         std::vector<uint32_t>{2, 3});
-  CHECK(ShardsToGive({{1, 5000}}, 10, rule).empty());
-  CHECK(ShardsToGive({}, 10, rule).empty());
+  CHECK(ShardsToGive({{1, 5000}}, 10, 0, rule).empty());
+  CHECK(ShardsToGive({}, 10, 0, rule).empty());
+}
+
+TEST_CASE(
+    "ShardsToGive to a busy node: up to half the gap between the two loads, and only "
+    "when the gap is at least 25% of the giver's and 50 URLs; MaxTakerLoad is the most "
+    "the taker may have for the give to pay",
+    "[engine][cluster]") {
+  const BalanceRule rule;
+  // 1,000 queued here at 10 pages/s, 400 there: the gap is 600, half 300:
+  // 400 would pass it, 300 fits, then nothing else does.
+  const std::vector<ShardBacklog> b = {{1, 100}, {2, 400}, {3, 300},
+                                       {4, 50},  {5, 50},  {6, 100}};
+  CHECK(ShardsToGive(b, 10, 400, rule) == std::vector<uint32_t>{3});
+  // 700 there: a gap of 300 (30%), half 150: 100 fits, then 50.
+  CHECK(ShardsToGive(b, 10, 700, rule) == std::vector<uint32_t>{1, 4});
+  // 800 there: a gap of 200, 20% of this node's: not worth a handoff.
+  CHECK(ShardsToGive(b, 10, 800, rule).empty());
+  CHECK(ShardsToGive(b, 10, 1000, rule).empty());
+  CHECK(ShardsToGive(b, 10, 5000, rule).empty());
+  // A small backlog: a gap of 25% but under 50 URLs.
+  CHECK(ShardsToGive({{1, 60}, {2, 60}, {3, 40}}, 1, 120, rule).empty());
+  // The bound the give script checks: 1,000 - max(25%, 50 URLs); 100 - 50.
+  CHECK(MaxTakerLoad(1000, rule) == 750);
+  CHECK(MaxTakerLoad(100, rule) == 50);
+  CHECK(MaxTakerLoad(40, rule) == 0);
+  // Whatever ShardsToGive gives, the taker's load was at most that bound.
+  for (uint64_t load = 0; load <= 1000; load += 10)
+    if (!ShardsToGive(b, 10, load, rule).empty()) CHECK(load <= MaxTakerLoad(1000, rule));
 }
 
 }  // namespace

@@ -1,17 +1,20 @@
 // Work-aware placement (cluster.h, Balance; issue 31): which of a busy
-// node's shards it hands to a node that ran out of work. Pure logic, no
+// node's shards it hands to the least loaded live node. Pure logic, no
 // Redis; unit-tested without it (cluster_parts_test.cc).
 //
-// Rendezvous hashing spreads shards evenly, but not the work in them: hosts
-// differ in size, and on 200 hosts one of 3 nodes got 79. The crawl then
-// ends when the unluckiest node does. So a node whose queued URLs would
-// keep it busy for a while (at its own rate of the last minute) gives the
-// heaviest of its shards, up to half its backlog, to an idle node, through
-// the handoff a join uses (drained, cut into a checkpoint, taken over).
-// A shard is the unit moved: a shard heavier than half the backlog stays
-// (moving it only moves the problem), and so does a backlog a handoff
-// would not pay for (fewer than `min_queued` URLs, or under `min_s` of work,
-// or under min_queued / 2 URLs that fit in the half).
+// The placement spreads the seed hosts evenly, but not the work in them:
+// hosts differ in size, and the crawl ends when the unluckiest node does.
+// Every node publishes its load (URLs queued for the shards it holds) at
+// each heartbeat, and a node gives the heaviest of its shards, up to half
+// the gap between its load and the least loaded node's, to that node,
+// through the handoff a join uses (drained, cut into a checkpoint, taken
+// over). An idle node has load 0: the gap is the whole backlog, and half of
+// it moves. A busy taker gets work only when the gap is a good part of the
+// giver's load (`min_gap`): a give costs a drain and a checkpoint, and the
+// loads are a heartbeat old. A shard is the unit moved: a shard heavier
+// than the half stays (moving it only moves the problem), and so does a
+// backlog a handoff would not pay for (fewer than `min_queued` URLs, or
+// under `min_s` of work, or under min_queued / 2 URLs that fit in the half).
 #ifndef CRAWLER_CLUSTER_BALANCE_H_
 #define CRAWLER_CLUSTER_BALANCE_H_
 
@@ -32,17 +35,29 @@ struct BalanceRule {
   // (docs/benchmarks.md), three runs each: 8 s 4.98-5.31x one node, 4 s
   // 5.19-5.49x, 2 s 4.93-5.41x (more, smaller gives, each a checkpoint).
   double min_s = 4;
+  // A taker with work of its own gets shards only when the gap is at least
+  // this share of the giver's backlog. 6-node bench (docs/benchmarks.md):
+  // with gives to idle nodes alone, 30 s into a run the busiest node had
+  // 1,429 URLs queued and the least busy 570, and nothing moved until a
+  // node ran dry.
+  double min_gap = 0.25;
 };
 
-// The shards to give: heaviest first, each one taken while the total given
-// stays at most half the backlog. `pages_per_s`: this node's recent rate (0:
+// The shards to give a node with `their_load` URLs queued (0: idle):
+// heaviest first, each one taken while the total given stays at most half
+// the gap between the two loads. `pages_per_s`: this node's recent rate (0:
 // not known yet, nothing is given).
 inline std::vector<uint32_t> ShardsToGive(std::vector<ShardBacklog> backlog,
-                                          double pages_per_s, const BalanceRule& rule) {
+                                          double pages_per_s, uint64_t their_load,
+                                          const BalanceRule& rule) {
   uint64_t total = 0;
   for (const ShardBacklog& b : backlog) total += b.queued;
   if (total < rule.min_queued || pages_per_s <= 0 ||
-      static_cast<double>(total) / pages_per_s < rule.min_s)
+      static_cast<double>(total) / pages_per_s < rule.min_s || their_load >= total)
+    return {};
+  const uint64_t gap = total - their_load;
+  if (static_cast<double>(gap) < rule.min_gap * static_cast<double>(total) ||
+      gap < rule.min_queued)
     return {};
   std::sort(backlog.begin(), backlog.end(),
             [](const ShardBacklog& a, const ShardBacklog& b) {
@@ -52,12 +67,21 @@ inline std::vector<uint32_t> ShardsToGive(std::vector<ShardBacklog> backlog,
   uint64_t given = 0;
   for (const ShardBacklog& b : backlog) {
     if (b.queued == 0) break;
-    if (given + b.queued > total / 2) continue;
+    if (given + b.queued > gap / 2) continue;
     give.push_back(b.shard);
     given += b.queued;
   }
   if (given < rule.min_queued / 2) return {};  // not worth a handoff either
   return give;
+}
+
+// The most a taker may have queued for a give from a node with `total`
+// URLs queued to still pay (ShardsToGive's gap rules): the give script
+// checks it against the taker's load as Redis has it when the give lands.
+inline uint64_t MaxTakerLoad(uint64_t total, const BalanceRule& rule) {
+  const double gap = std::max(rule.min_gap * static_cast<double>(total),
+                              static_cast<double>(rule.min_queued));
+  return static_cast<double>(total) > gap ? total - static_cast<uint64_t>(gap) : 0;
 }
 
 }  // namespace crawler::engine

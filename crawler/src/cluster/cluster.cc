@@ -42,6 +42,7 @@ Cluster::Cluster(const Config& config, RedisAddress address, std::unique_ptr<Red
           config.cluster.node, config.cluster.shards,
           std::chrono::milliseconds(static_cast<int64_t>(config.cluster.lease_s * 1000))),
       takeover_(!config.cluster.shared_dir.empty()),
+      continuous_(config.recrawl.enabled),
       ready_(new std::atomic<bool>[config.cluster.shards]),
       handing_(new std::atomic<bool>[config.cluster.shards]),
       out_dir_(out_dir),

@@ -8,11 +8,11 @@
 // One node of a crawl shared by several machines through Redis ([cluster]).
 //
 // Ownership. host -> shard = XXH3-64(host key, job seed) mod shards; shard ->
-// node by rendezvous hashing over the job's nodes (the owner has the highest
-// XXH3-64(node name, seed = shard)), unless the hash assign names a live
-// node for the shard (shard_owners.h): work-aware placement (balance.h,
-// cluster_balance.cc) gives a busy node's heaviest shards to an idle node,
-// through the handoff a join uses. The job seed and the shard count are
+// node by the placement over the job's live nodes (shard_owners.h:
+// rendezvous hashing with bounded loads by seed hosts), unless the hash
+// assign names a live node for the shard: work-aware placement (balance.h,
+// cluster_balance.cc) gives a busy node's heaviest shards to the least
+// loaded node, through the handoff a join uses. The job seed and the shard count are
 // fixed in Redis when the job is created. A host's URLs, robots.txt,
 // politeness and page cap live on its owner only, so per-host politeness
 // holds across the cluster with no shared lock, and each node keeps its own
@@ -343,13 +343,18 @@ class Cluster final : public Node {
   // the live ones, assign when it moved; then Want, then Balance).
   std::vector<std::string> MembersCommand() const;
   void Members(const redisReply* r);
-  // This node is busy: gives its heaviest shards (ShardsToGive) to one of
-  // the `idle` live nodes (kGiveScript), and starts handing them over.
-  void Balance(const std::vector<std::string>& idle) EXCLUDES(mu_);
+  // This node is busy: gives its heaviest shards (ShardsToGive) to `taker`,
+  // the least loaded live node (`load` URLs queued there; kGiveScript),
+  // and starts handing them over.
+  void Balance(const std::string& taker, uint64_t load) EXCLUDES(mu_);
   // Pages per second over the last 5 s or more (the last minute's until
-  // known), and the queued URLs of the shards held here and ready.
+  // known), and the queued URLs of the shards held here and ready (false:
+  // the crawl could not look now).
   double RecentRate(std::chrono::steady_clock::time_point now) EXCLUDES(mu_);
-  std::vector<ShardBacklog> HeldBacklog();
+  bool HeldBacklog(std::vector<ShardBacklog>* backlog);
+  // The heartbeat's load for kAliveScript: this node's queued URLs (0:
+  // idle), '-' when it is no taker (taking shards, leaving), '' unchanged.
+  std::string LoadToPublish();
   // Shards given up whose lease no node has taken yet (Transfers::UntakenShards):
   // `holders` (HMGET holder of `shards`) says which were taken meanwhile.
   void TakenYet(const std::vector<uint32_t>& shards, const redisReply* holders)
@@ -486,6 +491,10 @@ class Cluster final : public Node {
   // Takeover. takeover_: cluster.shared_dir is set. ready_: the shard's state
   // is here (set at its taking, or when a worker restored what was loaded).
   const bool takeover_;
+  // [recrawl]: a continuous crawl, whose nodes are never idle. Its shards
+  // move by balancing only to an idle node (a history move reads the whole
+  // image: not to be paid for a gap in queues).
+  const bool continuous_;
   std::string out_rel_;  // OUT relative to shared_dir (published for takers)
   // The job's incarnation (meta's "incarnation"): each heartbeat checks it,
   // so a node whose Redis lost its data stops (exit 2) instead of crawling on.

@@ -1,13 +1,12 @@
 // Placement of shards on the live nodes (see cluster.h, Ownership, and
-// balance.h): rendezvous hashing, overridden by the hash assign, which a
-// busy node writes when it gives shards to an idle one; the heartbeat's
-// read of the members and of assign.
+// balance.h): the placement (shard_owners.h), overridden by the hash assign,
+// which a busy node writes when it gives shards to the least loaded one; the
+// heartbeat's read of the members and of assign, and its load.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <charconv>
 #include <map>
-#include <random>
 
 #include "cluster/cluster.h"
 #include "cluster/cluster_wire.h"
@@ -18,18 +17,20 @@ namespace crawler::engine {
 using namespace cluster_wire;  // NOLINT: the formats this file speaks
 
 std::vector<std::string> Cluster::MembersCommand() const {
-  // The idle nodes are listed only for a busy node that may give shards.
-  const bool want_idle = cfg_.balance && backlog_ != nullptr && busy_;
+  // The least loaded node is looked for only by a busy node that may give.
+  const bool want_taker = cfg_.balance && backlog_ != nullptr && busy_;
   return {"EVAL",
           kMembersScript,
           "4",
           Key("nodes"),
           Key("assign_v"),
           Key("assign"),
-          Key("busy"),
+          Key("load"),
           Key("alive:"),
           owners_.version().empty() ? "-" : owners_.version(),
-          want_idle ? "1" : "0"};
+          want_taker ? "1" : "0",
+          cfg_.node,
+          Key("reserve:")};
 }
 
 void Cluster::Members(const redisReply* r) {
@@ -38,16 +39,12 @@ void Cluster::Members(const redisReply* r) {
   const redisReply* alive = Element(r, 1);
   const redisReply* version = Element(r, 2);
   const redisReply* assign = Element(r, 3);
-  const redisReply* idle = Element(r, 4);
-  std::vector<std::string> nodes, live, idle_nodes;
+  const redisReply* least = Element(r, 4);
+  std::vector<std::string> nodes, live;
   for (size_t i = 0; all != nullptr && i < all->elements; ++i)
     nodes.push_back(RedisReply::StrOf(all->element[i]));
   for (size_t i = 0; alive != nullptr && i < alive->elements; ++i)
     live.push_back(RedisReply::StrOf(alive->element[i]));
-  for (size_t i = 0; idle != nullptr && i < idle->elements; ++i) {
-    std::string n = RedisReply::StrOf(idle->element[i]);
-    if (n != cfg_.node) idle_nodes.push_back(std::move(n));
-  }
   if (!nodes.empty()) nodes_ = std::move(nodes);
   if (version != nullptr && assign != nullptr && assign->type == REDIS_REPLY_ARRAY) {
     std::vector<std::pair<std::string, std::string>> pairs;
@@ -61,7 +58,12 @@ void Cluster::Members(const redisReply* r) {
     figures_.nodes = nodes_.size();
   }
   Want(live);
-  if (!idle_nodes.empty()) Balance(idle_nodes);
+  if (least != nullptr && least->type == REDIS_REPLY_ARRAY && least->elements == 2) {
+    const std::string load = RedisReply::StrOf(least->element[1]);
+    uint64_t queued = 0;
+    std::from_chars(load.data(), load.data() + load.size(), queued);
+    Balance(RedisReply::StrOf(least->element[0]), queued);
+  }
 }
 
 double Cluster::RecentRate(SteadyClock::time_point now) {
@@ -87,20 +89,33 @@ double Cluster::RecentRate(SteadyClock::time_point now) {
   return recent_rate_ > 0 ? recent_rate_ : rate;
 }
 
-std::vector<ShardBacklog> Cluster::HeldBacklog() {
+bool Cluster::HeldBacklog(std::vector<ShardBacklog>* backlog) {
   std::map<uint32_t, uint64_t> by_shard;
   // The shards held here and ready (none being handed over).
-  backlog_([&](std::string_view host, uint64_t queued) {
+  const bool looked = backlog_([&](std::string_view host, uint64_t queued) {
     const uint32_t s = ShardOf(host);
     if (ready_[s].load() && !handing_[s].load()) by_shard[s] += queued;
   });
-  std::vector<ShardBacklog> backlog;
   for (const auto& [s, queued] : by_shard)
-    if (leases_.state(s) == Leases::State::kHeld) backlog.push_back({s, queued});
-  return backlog;
+    if (leases_.state(s) == Leases::State::kHeld) backlog->push_back({s, queued});
+  return looked;
 }
 
-void Cluster::Balance(const std::vector<std::string>& idle) {
+std::string Cluster::LoadToPublish() {
+  if (!cfg_.balance || !takeover_ || backlog_ == nullptr) return "";
+  // A node taking shards (a give, a handoff, a takeover) gets no more until
+  // it holds them: its queue does not show them yet.
+  if (failed_.load() || leave_.load() || !unheld_.empty()) return "-";
+  if (!busy_) return "0";
+  if (continuous_) return "-";
+  std::vector<ShardBacklog> backlog;
+  if (!HeldBacklog(&backlog)) return "";
+  uint64_t total = 0;
+  for (const ShardBacklog& b : backlog) total += b.queued;
+  return std::to_string(total);
+}
+
+void Cluster::Balance(const std::string& taker, uint64_t load) {
   if (!cfg_.balance || !takeover_ || backlog_ == nullptr || failed_.load() ||
       leave_.load())
     return;
@@ -115,15 +130,21 @@ void Cluster::Balance(const std::vector<std::string>& idle) {
     if (transfers_.Giving()) return;
   }
   const double rate = RecentRate(now);
-  const std::vector<ShardBacklog> backlog = HeldBacklog();
+  std::vector<ShardBacklog> backlog;
+  if (!HeldBacklog(&backlog)) return;
   BalanceRule rule;
   // A give lands about a heartbeat after it is made: the taker learns of
   // it at its next heartbeat, then (4x as often, Want) takes the leases.
   rule.min_s = std::max(rule.min_s, 2 * cfg_.heartbeat_s);
-  const std::vector<uint32_t> give = ShardsToGive(backlog, rate, rule);
+  const std::vector<uint32_t> give = ShardsToGive(backlog, rate, load, rule);
   if (give.empty()) return;
-  static thread_local std::mt19937 rng(std::random_device{}());
-  const std::string& to = idle[rng() % idle.size()];
+  const std::string& to = taker;
+  std::map<uint32_t, uint64_t> queued;  // of the shards offered
+  uint64_t urls = 0, total = 0, n = 0;
+  for (const ShardBacklog& b : backlog) {
+    total += b.queued;
+    queued[b.shard] = b.queued;
+  }
   std::vector<std::string> cmd = {"EVAL",
                                   kGiveScript,
                                   std::to_string(5 + give.size()),
@@ -131,20 +152,15 @@ void Cluster::Balance(const std::vector<std::string>& idle) {
                                   Key("assign_v"),
                                   Key("reserve:" + to),
                                   Key("alive:" + to),
-                                  Key("busy")};
+                                  Key("load")};
   for (uint32_t s : give) cmd.push_back(Key("lease:" + std::to_string(s)));
   cmd.push_back(to);
   cmd.push_back(std::to_string(static_cast<int64_t>(cfg_.heartbeat_s * 5000)));
+  cmd.push_back(std::to_string(MaxTakerLoad(total, rule)));
   for (uint32_t s : give) cmd.push_back(leases_.Token(s));
   auto r = redis_->Command(cmd);
   last_give_ = now;
   if (!r.ok() || ReplyFailed(*r, "balance")) return;
-  std::map<uint32_t, uint64_t> queued;  // of the shards offered
-  uint64_t urls = 0, total = 0, n = 0;
-  for (const ShardBacklog& b : backlog) {
-    total += b.queued;
-    queued[b.shard] = b.queued;
-  }
   for (size_t i = 0; r->raw() != nullptr && i < r->raw()->elements; ++i) {
     const std::string shard = RedisReply::StrOf(r->raw()->element[i]);
     uint32_t s = 0;
@@ -162,8 +178,9 @@ void Cluster::Balance(const std::vector<std::string>& idle) {
   }
   spdlog::info(
       "cluster: balance: giving {} shards ({} queued URLs of this node's {}, ~{:.0f} s "
-      "of work here) to idle node {}",
-      n, urls, total, rate > 0 ? static_cast<double>(total) / rate : 0.0, to);
+      "of work here) to node {} ({} queued there{})",
+      n, urls, total, rate > 0 ? static_cast<double>(total) / rate : 0.0, to, load,
+      load == 0 ? ": idle" : "");
 }
 
 void Cluster::TakenYet(const std::vector<uint32_t>& shards, const redisReply* holders) {

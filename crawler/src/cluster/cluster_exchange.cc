@@ -345,9 +345,9 @@ bool Cluster::Heartbeat() {
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
           .count();
   std::vector<std::vector<std::string>> cmds = {
-      {"EVAL", kAliveScript, "2", Key("alive:" + cfg_.node), Key("stats"), token_,
-       std::to_string(static_cast<int64_t>(cfg_.heartbeat_s * 3000)), cfg_.node,
-       json::serialize(json::value_from(f))}};
+      {"EVAL", kAliveScript, "3", Key("alive:" + cfg_.node), Key("stats"), Key("load"),
+       token_, std::to_string(static_cast<int64_t>(cfg_.heartbeat_s * 3000)), cfg_.node,
+       json::serialize(json::value_from(f)), LoadToPublish()}};
   // Redis full: this node's sends are refused; every node reads the flag.
   if (refusing_.load())
     cmds.push_back({"EVAL", kFullScript, "1", Key("full"), cfg_.node,

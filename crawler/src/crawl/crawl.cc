@@ -297,6 +297,7 @@ Status StartNodeAndSeed(Crawl::Impl& m, const std::atomic<bool>& stop) {
     m.cluster->SetBacklogSource([&m](const Node::HostVisitor& f) {
       GateUnit unit(m.gate, std::try_to_lock);
       if (unit.entered()) m.frontier->ForEachQueued(f);
+      return unit.entered();
     });
     // Idle: nothing to do, nor ever again but what other nodes send. So a
     // continuous crawl ([recrawl], whose history brings its URLs back) is

@@ -34,10 +34,11 @@ class Node : public Placement {
                                      std::function<bool()> local_idle) = 0;
   // Before Start: how the node reads the crawl's backlog (work-aware
   // placement: a busy node weighs its shards by it). `source(f)` calls
-  // f(host key, URLs queued) for every host with URLs queued; it may be
-  // called from another thread, seldom.
+  // f(host key, URLs queued) for every host with URLs queued, and returns
+  // true; or false if it could not look now (a checkpoint being cut). It
+  // may be called from another thread, once a heartbeat.
   using HostVisitor = std::function<void(std::string_view, uint64_t)>;
-  using BacklogSource = std::function<void(const HostVisitor&)>;
+  using BacklogSource = std::function<bool(const HostVisitor&)>;
   virtual void SetBacklogSource(BacklogSource source) = 0;
   // The error that stops this node (it lost a shard, the job is gone), if any.
   virtual bool Failed() const = 0;

@@ -222,7 +222,7 @@ void ClusterFamilies(const ClusterReport& c, const ClusterHealth& h, Text& t) {
   t.One("crawler_cluster_fetches_deferred_total", "counter",
         "URLs put back because their shard's lease was not held.", c.fetches_deferred);
   t.One("crawler_cluster_shards_given_total", "counter",
-        "Shards this node handed to an idle node (work-aware placement).",
+        "Shards this node handed to a less loaded node (work-aware placement).",
         c.shards_given);
   t.One("crawler_cluster_urls_sent_total", "counter",
         "URLs sent to other nodes (confirmed by Redis).", c.urls_sent);

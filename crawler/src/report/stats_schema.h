@@ -128,7 +128,7 @@ struct ClusterReport {
   uint64_t acks_fenced = 0;       // acknowledges Redis refused (a lease lost)
   uint64_t fetches_deferred = 0;  // URLs put back: their shard's lease not held
   uint64_t sends_refused = 0;     // batch sends Redis refused (full): held, sent again
-  uint64_t shards_given = 0;      // handed to an idle node (work-aware placement)
+  uint64_t shards_given = 0;      // handed to a less loaded node (work-aware placement)
   uint64_t pages = 0;
   double pages_per_s = 0;  // over the last minute
   double updated_unix = 0;
