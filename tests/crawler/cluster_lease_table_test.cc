@@ -17,7 +17,7 @@ using namespace std::chrono_literals;
 
 LeaseReply Reply(const std::string& state, uint64_t epoch,
                  const std::string& holder = "a", const std::string& source = "") {
-  return LeaseReply{state, epoch, holder, source};
+  return LeaseReply{state, epoch, holder, source, ""};
 }
 
 TEST_CASE("Leases: a lease taken is valid until its renewal's TTL, then expires once",

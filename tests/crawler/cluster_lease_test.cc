@@ -4,6 +4,7 @@
 // with a stale epoch is refused and changes nothing. The nodes' use of it is tested with
 // the real binary in cluster_test.cc.
 #include <catch2/catch.hpp>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,7 +22,7 @@ using testing::TempDir;
 const std::string kPrefix = "crawler:{lease}:";
 
 struct Answer {
-  std::string state, epoch, holder, source;
+  std::string state, epoch, holder, source, source_prev;
 };
 
 // A test's own redis-server (in TempDir(name)) and a connection to it.
@@ -72,31 +73,38 @@ class Protocol {
   Answer Lease(uint32_t shard, const std::string& node, uint64_t mine, int ttl_ms,
                bool takeover = false) {
     std::string s = std::to_string(shard);
-    RedisReply r =
-        Run({"EVAL", cluster_wire::kLeaseScript, "7", kPrefix + "lease:" + s,
-             kPrefix + "epoch:" + s, kPrefix + "holder", kPrefix + "source",
-             kPrefix + "state", kPrefix + "holds", kPrefix + "busy", node,
-             std::to_string(ttl_ms), takeover ? "1" : "0", std::to_string(mine)});
+    RedisReply r = Run({"EVAL", cluster_wire::kLeaseScript, "8", kPrefix + "lease:" + s,
+                        kPrefix + "epoch:" + s, kPrefix + "holder", kPrefix + "source",
+                        kPrefix + "state", kPrefix + "holds", kPrefix + "busy",
+                        kPrefix + "source_prev", node, std::to_string(ttl_ms),
+                        takeover ? "1" : "0", std::to_string(mine)});
     const redisReply* one = cluster_wire::Element(r.raw(), 0);
     return Answer{RedisReply::StrOf(cluster_wire::Element(one, 0)),
                   RedisReply::StrOf(cluster_wire::Element(one, 1)),
                   RedisReply::StrOf(cluster_wire::Element(one, 2)),
-                  RedisReply::StrOf(cluster_wire::Element(one, 3))};
+                  RedisReply::StrOf(cluster_wire::Element(one, 3)),
+                  RedisReply::StrOf(cluster_wire::Element(one, 4))};
   }
 
-  // kCommitScript: `node` commits checkpoint `seq` holding {shard, epoch}...
+  // kCommitScript: `node` commits checkpoint `seq` holding {shard, epoch}...;
+  // `from`: by shard, where its state came from if the node's checkpoint
+  // before this one lacks it.
   std::string Commit(const std::string& node, uint64_t seq,
-                     const std::vector<std::pair<uint32_t, uint64_t>>& shards) {
+                     const std::vector<std::pair<uint32_t, uint64_t>>& shards,
+                     const std::map<uint32_t, std::string>& from = {}) {
     std::vector<std::string> cmd = {"EVAL",
                                     cluster_wire::kCommitScript,
-                                    "3",
+                                    "4",
                                     kPrefix + "holder",
                                     kPrefix + "source",
                                     kPrefix + "commits",
+                                    kPrefix + "source_prev",
                                     node,
                                     std::to_string(seq)};
-    for (const auto& [s, e] : shards)
+    for (const auto& [s, e] : shards) {
       cmd.push_back(std::to_string(s) + " " + std::to_string(e));
+      if (from.count(s) > 0) cmd.back() += " " + from.at(s);
+    }
     return RedisReply::StrOf(cluster_wire::Element(Run(cmd).raw(), 0));
   }
   std::string Get(const std::string& key) { return Run({"GET", kPrefix + key}).Str(); }
@@ -240,7 +248,9 @@ TEST_CASE(
 
 TEST_CASE(
     "Commits: a checkpoint becomes its shards' source only while its node holds them "
-    "with that epoch; takeover only without an epoch; release gives a lease up",
+    "with that epoch; takeover only without an epoch; release gives a lease up; "
+    "source_prev names where a first committer got a shard, until its checkpoint before "
+    "holds it",
     "[cluster][lease]") {
   Protocol p("cluster_commit");
   CHECK(p.Lease(0, "a", 0, 400).epoch == "1");
@@ -264,8 +274,11 @@ TEST_CASE(
   // running process that lost it), nor commit with b's epoch.
   CHECK(p.Lease(0, "a", 1, 400, /*takeover=*/true).state == "other");
   CHECK(p.Commit("a", 6, {{0, 2}}) == "fenced");
-  CHECK(p.Commit("b", 1, {{0, 2}}) == "ok");
+  // b's checkpoint 1 is the first of its to hold shard 0, loaded from "a 5".
+  CHECK(p.Commit("b", 1, {{0, 2}}, {{0, "a 5"}}) == "ok");
   CHECK(p.HGet("source", "0") == "b 1");
+  CHECK(p.HGet("source_prev", "0") == "a 5");
+  CHECK(p.Lease(0, "b", 2, 5000).source_prev.empty());  // told only at a taking
 
   // b leaves: a stale value releases nothing; its own does; the holder hash
   // keeps its name (the shard is taken over from its last commit).
@@ -280,6 +293,15 @@ TEST_CASE(
   Answer c = p.Lease(0, "c", 0, 5000, /*takeover=*/true);
   CHECK(c.state == "taken");
   CHECK(c.source == "b 1");
+  // Should "b 1" be damaged, b's checkpoint before it lacks the shard: c
+  // loads it from "a 5" instead (Cluster::LoadElsewhere).
+  CHECK(c.source_prev == "a 5");
+  CHECK(p.Commit("c", 7, {{0, 3}}, {{0, "b 1"}}) == "ok");
+  CHECK(p.HGet("source_prev", "0") == "b 1");
+  // c's next commit: its checkpoint before (7) holds the shard.
+  CHECK(p.Commit("c", 8, {{0, 3}}) == "ok");
+  CHECK(p.Int({"HEXISTS", kPrefix + "source_prev", "0"}) == 0);
+  CHECK(p.HGet("source", "0") == "c 8");
 }
 
 // Calls of COMMAND (lower case) so far, from INFO commandstats.

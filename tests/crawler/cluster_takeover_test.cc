@@ -243,6 +243,119 @@ TEST_CASE(
                                    " is damaged: its shards are loaded from"));
 }
 
+// Spawns n4 into the running job of `c` with `extra`, and stops it (SIGSTOP)
+// the moment its first commit that holds shards is committed: every shard
+// in it came by handoff after its checkpoint before. Returns that sequence.
+uint64_t JoinAndStopAtFirstCommit(ClusterCrawl& c, const std::string& job,
+                                  const std::string& extra, pid_t* n4) {
+  *n4 = Spawn(NodeCommand(c.dir, c.redis.Url(), job, "n4",
+                          c.resolve + " " + WithDir(extra, c.dir) +
+                              " --set checkpoint.interval_s=4"),
+              c.dir + "/n4.out");
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (std::chrono::steady_clock::now() < until) {
+    std::string all = RedisCli(c.redis, "HVALS crawler:{" + job + "}:source");
+    size_t at = all.find("n4 ");
+    if (at != std::string::npos && (at == 0 || all[at - 1] == '\n')) {
+      ::kill(*n4, SIGSTOP);
+      return std::stoull(all.substr(at + 3));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return 0;
+}
+
+// Shards move by handoff (a long lease), and n4 cuts every 4 s: its first
+// commit that holds shards is its newest long enough to stop it there.
+constexpr const char* kJoinDamaged =
+    " --set cluster.lease_s=30 --set frontier.min_delay_s=0.2 --set "
+    "cluster.balance=false";
+
+// n4 joins the crawl of `c` (with `extra`), is killed -9 right after its
+// first commit that holds shards, and that checkpoint is damaged. Returns
+// {its sequence, the fetch log bytes of n4's checkpoint before it}.
+std::pair<uint64_t, uint64_t> JoinKillAndDamage(ClusterCrawl& c, const std::string& job,
+                                                const std::string& extra) {
+  WaitForCommit(c, job, "n1");
+  pid_t n4 = 0;
+  const uint64_t first = JoinAndStopAtFirstCommit(c, job, extra, &n4);
+  REQUIRE(first > 0);
+  const std::string out = c.dir + "/n4";
+  auto cur = ReadManifest(out + "/" + kCheckpointDir);
+  auto prev = ReadManifest(out + "/" + kCheckpointPrevDir);
+  REQUIRE(cur.ok());
+  REQUIRE(prev.ok());
+  REQUIRE(cur->at("sequence").to_number<uint64_t>() == first);  // not cut on since
+  // Redis keeps where each of its shards came from, and the givers their
+  // handoff checkpoints while it names them.
+  std::string from = RedisCli(c.redis, "HVALS crawler:{" + job + "}:source_prev");
+  INFO("source_prev: " << from);
+  CHECK(from.find("n4 ") == std::string::npos);
+  CHECK(!from.empty());
+  ::kill(n4, SIGKILL);
+  ::waitpid(n4, nullptr, 0);
+  std::ofstream(out + "/" + kCheckpointDir + "/MANIFEST.json", std::ios::trunc)
+      << "{damaged";
+  return {first, prev->at("fetch_log").at("bytes").to_number<uint64_t>()};
+}
+
+TEST_CASE(
+    "Cluster join: the newcomer's first checkpoint holding shards is damaged; resumed, "
+    "it "
+    "loads them from the givers' kept handoff checkpoints, not from the one before; the "
+    "truth set, once",
+    "[cluster][takeover][join]") {
+  ClusterCrawl c("cluster_join_damaged", "joindmg", std::string(kTakeover) + kJoinDamaged,
+                 1000);
+  const uint64_t first =
+      JoinKillAndDamage(c, "joindmg", std::string(kTakeover) + kJoinDamaged).first;
+  const std::string out = c.dir + "/n4";
+  pid_t n4 =
+      Spawn(std::string(CRAWLER_BINARY) + " crawl --resume " + out, c.dir + "/n4.out");
+  int code = WaitExitFor(n4, 600);
+  INFO("n4: " << NodeOutput(c.dir, "n4"));
+  CHECK(code == 0);
+  WaitOthers(c);
+  CHECK(WaitExitFor(c.nodes[1], 600) == 0);
+  c.site.Stop();
+  CheckUnionIsTruth(c.dir, c.truth, {"n1", "n2", "n3", "n4"});
+  const std::string log = ReadText(out + "/crawler.log");
+  CHECK_THAT(log, Catch::Contains("the last committed checkpoint, " +
+                                  std::to_string(first) + ", is damaged"));
+  // Taken from another node's checkpoint, not restored from its own.
+  const size_t resumed = log.find("resuming from checkpoint.prev");
+  REQUIRE(resumed != std::string::npos);
+  const size_t took = log.find("(the first from checkpoint 'n", resumed);
+  REQUIRE(took != std::string::npos);
+  CHECK(log.compare(took + 28, 3, "n4 ") != 0);
+}
+
+TEST_CASE(
+    "Cluster join: the newcomer killed -9 with its first checkpoint holding shards "
+    "damaged, not restarted: the takers load its shards from the givers' kept handoff "
+    "checkpoints; the truth set, once",
+    "[cluster][takeover][join]") {
+  ClusterCrawl c("cluster_join_damaged_death", "joindmgd",
+                 std::string(kTakeover) + kJoinDamaged, 1000);
+  // n4's lease 5 s: its shards are taken soon after its death.
+  const uint64_t before_bytes = JoinKillAndDamage(c, "joindmgd",
+                                                  std::string(kTakeover) + kJoinDamaged +
+                                                      " --set cluster.lease_s=5")
+                                    .second;
+  SecondsUntilTaken(c, "joindmgd", "n4", 120);
+  WaitOthers(c);
+  CHECK(WaitExitFor(c.nodes[1], 600) == 0);
+  c.site.Stop();
+  // The takers started from the givers' checkpoints: n4's log counts up to
+  // its checkpoint before the damaged one; its pages since were fetched again.
+  // (Its checkpoint before, cut before it held a shard, may hold no fetch.)
+  std::filesystem::resize_file(c.dir + "/n4/fetch-log.jsonl", before_bytes);
+  CheckUnionIsTruth(
+      c.dir, c.truth,
+      before_bytes > 0 ? std::vector<std::string>{"n1", "n2", "n3", "n4"} : kNodes);
+  CHECK_THAT(c.Logs(), Catch::Contains("is damaged and the one before lacks shard"));
+}
+
 TEST_CASE(
     "Cluster leave: SIGTERM to one of three: it commits its last checkpoint, gives its "
     "leases up and exits 0; the others take over at once; the truth set, once",

@@ -367,9 +367,9 @@ class Cluster final : public Node {
   bool HandOver() EXCLUDES(mu_);
   bool SendReleases();
   Status KeepHandoffCheckpoint(uint64_t sequence) EXCLUDES(mu_);
-  // Removes the kept handoff checkpoints no shard's source names (`sources`:
-  // HGETALL of the source hash).
-  void PruneHandoffDirs(const redisReply* sources) EXCLUDES(mu_);
+  // Removes the kept handoff checkpoints no shard's source or source_prev
+  // names (`hashes`: HGETALL of each).
+  void PruneHandoffDirs(std::initializer_list<const redisReply*> hashes) EXCLUDES(mu_);
   bool Released(uint32_t shard) const EXCLUDES(mu_);
   // Loads the shards waiting in to_load_ from their sources.
   void LoadTaken();
@@ -392,6 +392,11 @@ class Cluster final : public Node {
   };
   // A load ended: its state for a worker, or its error and a retry in 2 s.
   void Loaded(Load load) EXCLUDES(mu_);
+  // The load's source is damaged and some of its shards have a load_prev_:
+  // those go to to_load_ from there (true: nothing loads this round).
+  bool LoadElsewhere(const std::string& dir, const Load& load);
+  // The shards of this node's checkpoint before `sequence` (for the commit).
+  std::set<uint32_t> ShardsOfCheckpointBefore(uint64_t sequence) EXCLUDES(mu_);
   // Claims the pending entries of shards just loaded and reads them.
   bool ClaimLoaded(bool* did_something);
   // Commits the newest published checkpoint (fenced); then acknowledges.
@@ -501,6 +506,14 @@ class Cluster final : public Node {
   std::string incarnation_;
   std::unique_ptr<std::atomic<bool>[]> ready_;
   std::map<uint32_t, std::string> to_load_;  // shard -> source "NODE SEQ"
+  // Taken shards whose source's node got them after its checkpoint before
+  // it: where from ("NODE SEQ"), should the source be damaged (LoadTaken).
+  std::map<uint32_t, std::string> load_prev_;
+  // The checkpoint ("NODE SEQ") this process's state of a shard came from
+  // (loaded, or resumed), until a commit of this node's whose checkpoint
+  // before it holds the shard: the commit names it (kCommitScript).
+  std::map<uint32_t, std::string> state_from_;
+  std::set<uint32_t> last_committed_shards_;  // the shards of the last commit
   std::chrono::steady_clock::time_point retry_load_at_{};
   std::future<Load> loading_;  // the exchange thread's: a load running
   std::optional<ShardState> loaded_ GUARDED_BY(mu_);  // for a worker

@@ -382,7 +382,10 @@ bool Cluster::Heartbeat() {
     for (uint32_t s : untaken) cmds.back().push_back(std::to_string(s));
   }
   size_t all_sources_at = cmds.size();
-  if (kept) cmds.push_back({"HGETALL", Key("source")});
+  if (kept) {
+    cmds.push_back({"HGETALL", Key("source")});
+    cmds.push_back({"HGETALL", Key("source_prev")});
+  }
   size_t lease_at = cmds.size();
   std::vector<uint32_t> asked = my_shards_;
   if (!asked.empty()) {  // the leases; the owned shards' lag, for the metrics
@@ -411,8 +414,8 @@ bool Cluster::Heartbeat() {
   if (!untaken.empty() && !(*r)[holders_at].IsError())
     TakenYet(untaken, (*r)[holders_at].raw());
   if (members && !(*r)[members_at].IsError()) Members((*r)[members_at].raw());
-  if (kept && !(*r)[all_sources_at].IsError())
-    PruneHandoffDirs((*r)[all_sources_at].raw());
+  if (kept && !(*r)[all_sources_at].IsError() && !(*r)[all_sources_at + 1].IsError())
+    PruneHandoffDirs({(*r)[all_sources_at].raw(), (*r)[all_sources_at + 1].raw()});
   if (!released.empty()) SourcesNow(released, (*r)[sources_at].raw());
   const redisReply* lags = r->size() > lease_at + 1 ? (*r)[lease_at + 1].raw() : nullptr;
   RecordHeartbeat(rtt, asked, lags);

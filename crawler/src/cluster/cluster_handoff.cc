@@ -142,15 +142,18 @@ Status Cluster::KeepHandoffCheckpoint(uint64_t sequence) {
   return Status::Ok();
 }
 
-void Cluster::PruneHandoffDirs(const redisReply* sources) {
-  std::set<uint64_t> named;  // sequences of this node that are some shard's source
+void Cluster::PruneHandoffDirs(std::initializer_list<const redisReply*> hashes) {
+  // Sequences of this node that are some shard's source (or source_prev).
+  std::set<uint64_t> named;
   const std::string mine = cfg_.node + " ";
-  for (size_t i = 1;
-       sources != nullptr && sources->type == REDIS_REPLY_ARRAY && i < sources->elements;
-       i += 2) {
-    std::string v = RedisReply::StrOf(sources->element[i]);
-    if (v.rfind(mine, 0) == 0)
-      named.insert(std::strtoull(v.c_str() + mine.size(), nullptr, 10));
+  for (const redisReply* sources : hashes) {
+    for (size_t i = 1; sources != nullptr && sources->type == REDIS_REPLY_ARRAY &&
+                       i < sources->elements;
+         i += 2) {
+      std::string v = RedisReply::StrOf(sources->element[i]);
+      if (v.rfind(mine, 0) == 0)
+        named.insert(std::strtoull(v.c_str() + mine.size(), nullptr, 10));
+    }
   }
   std::vector<uint64_t> gone;
   {

@@ -17,7 +17,7 @@ using namespace cluster_wire;  // NOLINT: the formats this file speaks
 
 std::vector<std::string> Cluster::LeaseCommand() const {
   std::vector<std::string> cmd = {"EVAL", kLeaseScript,
-                                  std::to_string(2 * my_shards_.size() + 5)};
+                                  std::to_string(2 * my_shards_.size() + 6)};
   for (uint32_t s : my_shards_) cmd.push_back(Key("lease:" + std::to_string(s)));
   for (uint32_t s : my_shards_) cmd.push_back(Key("epoch:" + std::to_string(s)));
   cmd.push_back(Key("holder"));
@@ -25,6 +25,7 @@ std::vector<std::string> Cluster::LeaseCommand() const {
   cmd.push_back(Key("state"));
   cmd.push_back(Key("holds"));
   cmd.push_back(Key("busy"));
+  cmd.push_back(Key("source_prev"));
   cmd.push_back(cfg_.node);
   cmd.push_back(std::to_string(leases_.ttl().count()));
   cmd.push_back(takeover_ ? "1" : "0");  // with shared_dir: a dead node's shards
@@ -71,6 +72,7 @@ void Cluster::ApplyLeases(const redisReply* r, SteadyClock::time_point sent) {
     std::from_chars(epoch.data(), epoch.data() + epoch.size(), reply.epoch);
     reply.holder = RedisReply::StrOf(Element(r->element[i], 2));
     reply.source = RedisReply::StrOf(Element(r->element[i], 3));
+    reply.source_prev = RedisReply::StrOf(Element(r->element[i], 4));
     const uint64_t was = leases_.epoch(s);
     const Leases::Outcome o = leases_.Apply(s, reply, until);
     if (o.unnoticed) round.unnoticed.Add(s, o.held ? was : reply.epoch);
@@ -107,15 +109,27 @@ void Cluster::Gained(uint32_t s, const LeaseReply& reply, LeaseRound* round) {
   const bool resumed_here = own_damaged || (own_ && reply.source == resumed_source_ &&
                                             std::binary_search(resumed_shards_.begin(),
                                                                resumed_shards_.end(), s));
-  if (takeover_ && !reply.source.empty() &&
-      (from != cfg_.node || Released(s) || !resumed_here)) {
-    to_load_[s] = reply.source;
+  // The damaged checkpoint was the first of this node's to hold the shard:
+  // the one it resumed from lacks it. Loaded from where it came from.
+  const bool from_prev = own_damaged && takeover_ && !reply.source_prev.empty();
+  if (from_prev || (takeover_ && !reply.source.empty() &&
+                    (from != cfg_.node || Released(s) || !resumed_here))) {
+    to_load_[s] = from_prev ? reply.source_prev : reply.source;
+    // Should the source be damaged, and the checkpoint before it lack the
+    // shard, it is loaded from this one instead (LoadTaken).
+    if (!from_prev && !reply.source_prev.empty()) {
+      load_prev_[s] = reply.source_prev;
+    } else {
+      load_prev_.erase(s);
+    }
     round->takeovers.Add(s, reply.epoch);
-    if (round->took_from.empty()) round->took_from = reply.source;
+    if (round->took_from.empty()) round->took_from = to_load_[s];
   } else if (resumed_here) {
     restore_own_.push_back(s);  // a resumed node's: owned once restored
+    state_from_[s] = resumed_source_;
   } else {
     ready_[s] = true;  // a new shard, or this node's own since it resumed
+    state_from_.erase(s);
   }
 }
 

@@ -203,6 +203,7 @@ Result<ShardState> Cluster::LoadFrom(const std::string& dir, const std::string& 
   ShardState st;
   st.shards = shards;
   st.from = "node " + node + " checkpoint " + std::to_string(cp->info.sequence);
+  st.sequence = cp->info.sequence;
   for (frontier::HostImage& h : cp->frontier.hosts)
     if (mine(h.key)) st.frontier.hosts.push_back(std::move(h));
   for (auto& u : cp->frontier.urls)
@@ -269,11 +270,35 @@ void Cluster::LoadTaken() {
     Loaded(std::move(load));
     return;
   }
+  if (LoadElsewhere(*dir, load)) return;  // at the next rounds
   loading_ = std::async(std::launch::async, [this, load = std::move(load),
                                              dir = std::move(dir).value()]() mutable {
     load.result = LoadFrom(dir, load.node, load.sequence, load.shards);
     return std::move(load);
   });
+}
+
+bool Cluster::LoadElsewhere(const std::string& dir, const Load& load) {
+  std::vector<uint32_t> moved;
+  for (uint32_t s : load.shards)
+    if (load_prev_.count(s) > 0) moved.push_back(s);
+  if (moved.empty() || !CheckpointOfSequence(dir, load.sequence).empty()) {
+    for (uint32_t s : moved) load_prev_.erase(s);
+    return false;
+  }
+  // The source is damaged, and the checkpoint before it on its node's disk
+  // (what LoadFrom falls back to) lacks these shards: they came to that node
+  // after it. They are loaded from where they came from; Redis still keeps
+  // every entry since (acknowledged only once a checkpoint.prev holds them).
+  for (uint32_t s : moved) {
+    spdlog::warn(
+        "cluster: node {}'s checkpoint {} is damaged and the one before lacks shard {}: "
+        "it is loaded from checkpoint '{}', where that node got it from",
+        load.node, load.sequence, s, load_prev_[s]);
+    to_load_[s] = load_prev_[s];
+    load_prev_.erase(s);
+  }
+  return true;
 }
 
 void Cluster::Loaded(Load load) {
@@ -285,8 +310,12 @@ void Cluster::Loaded(Load load) {
     retry_load_at_ = SteadyClock::now() + std::chrono::seconds(2);
     return;
   }
-  for (uint32_t s : load.shards) to_load_.erase(s);
   const ShardState& st = *load.result;
+  for (uint32_t s : load.shards) {
+    to_load_.erase(s);
+    load_prev_.erase(s);
+    state_from_[s] = load.node + " " + std::to_string(st.sequence);
+  }
   spdlog::info(
       "cluster: loaded {} shards from {} in {:.3f} s: {} hosts, {} URLs queued, {} "
       "seen, {} outbox URLs to send again, {} URL history records",
@@ -358,11 +387,22 @@ bool Cluster::Commit() {
     auto it = cut_shards_.find(sequence);
     if (it != cut_shards_.end()) shards = it->second;
   }
-  std::vector<std::string> cmd = {"EVAL",        kCommitScript,           "3",
-                                  Key("holder"), Key("source"),           Key("commits"),
-                                  cfg_.node,     std::to_string(sequence)};
-  for (const auto& [shard, epoch] : shards)
+  std::vector<std::string> cmd = {"EVAL",
+                                  kCommitScript,
+                                  "4",
+                                  Key("holder"),
+                                  Key("source"),
+                                  Key("commits"),
+                                  Key("source_prev"),
+                                  cfg_.node,
+                                  std::to_string(sequence)};
+  const std::set<uint32_t> before = ShardsOfCheckpointBefore(sequence);
+  for (const auto& [shard, epoch] : shards) {
     cmd.push_back(std::to_string(shard) + " " + std::to_string(epoch));
+    auto from = state_from_.find(shard);
+    if (before.count(shard) == 0 && from != state_from_.end())
+      cmd.back() += " " + from->second;
+  }
   auto r = redis_->Command(cmd);
   if (!r.ok()) return false;
   if (ReplyFailed(*r, "commit")) return false;
@@ -382,8 +422,25 @@ bool Cluster::Commit() {
     return true;
   }
   committed_ = sequence;
+  last_committed_shards_.clear();
+  for (const auto& [shard, epoch] : shards) {
+    last_committed_shards_.insert(shard);
+    if (before.count(shard) > 0) state_from_.erase(shard);
+  }
   AfterCommit(sequence);
   return true;
+}
+
+std::set<uint32_t> Cluster::ShardsOfCheckpointBefore(uint64_t sequence) {
+  // Published and not committed (a commit failed or came late), else the
+  // last committed one: checkpoint.prev/ once `sequence` is checkpoint/.
+  MutexLock lock(mu_);
+  auto it = cut_shards_.lower_bound(sequence);
+  if (it == cut_shards_.begin()) return last_committed_shards_;
+  --it;
+  std::set<uint32_t> out;
+  for (const auto& [shard, epoch] : it->second) out.insert(shard);
+  return out;
 }
 
 bool Cluster::Release() {

@@ -338,21 +338,24 @@ return 1
 // TTL; epoch:S only grows (INCR at every taking); the hash holder has, by
 // shard, the last "NODE EPOCH" that took it (it does not expire).
 // Take or renew. KEYS: lease:S..., epoch:S..., holder, source, state, holds,
-// busy (n shards: 2n + 5; holds counts, by node, the shards it is the last holder
-// of, for the end test's O(1) check). A node that takes a shard is marked busy in state
-// at once (the end test must not see its "idle" of before, while it loads). ARGV: node,
-// ttl ms, takeover (1: this node may take a free shard another node held last, if it
-// holds no epoch of it), then per shard the epoch this node holds (0: none). Returns per
-// shard {state, epoch, holder, source}: 'held' (renewed), 'taken' (a new epoch), 'other'
-// (a live lease of another holder), 'waiting' (free, but another node held it last and
-// this node may not take it over); source: "NODE SEQ", the last committed checkpoint that
-// holds the shard. A process that holds no epoch yet (just started or resumed) takes a
+// busy, source_prev (n shards: 2n + 6; holds counts, by node, the shards it is the last
+// holder of, for the end test's O(1) check). A node that takes a shard is marked busy in
+// state at once (the end test must not see its "idle" of before, while it loads). ARGV:
+// node, ttl ms, takeover (1: this node may take a free shard another node held last, if
+// it holds no epoch of it), then per shard the epoch this node holds (0: none). Returns
+// per shard {state, epoch, holder, source}: 'held' (renewed), 'taken' (a new epoch),
+// 'other' (a live lease of another holder), 'waiting' (free, but another node held it
+// last and this node may not take it over); source: "NODE SEQ", the last committed
+// checkpoint that holds the shard; and for a shard 'taken', source_prev (kCommitScript):
+// where the source's node got the shard from, if its checkpoint before the source lacks
+// it
+// (''). A process that holds no epoch yet (just started or resumed) takes a
 // lease of its node's name: that is an earlier process of this node (Join refuses a
 // second live node of one name). A running one never takes it back from a later process:
 // it gets 'other'.
 inline constexpr const char* kLeaseScript =
     "#!lua flags=allow-oom\n" CRAWLER_LUA_STATE R"lua(
-local n = (#KEYS - 5) / 2
+local n = (#KEYS - 6) / 2
 local hk, sk = KEYS[2 * n + 1], KEYS[2 * n + 2]
 local me = ARGV[1] .. ' '
 local ours = function(v) return v and string.sub(v, 1, #me) == me end
@@ -390,27 +393,40 @@ for i = 1, n do
     end
   end
   out[i][4] = redis.call('hget', sk, shard) or ''
+  if out[i][1] == 'taken' then
+    out[i][5] = redis.call('hget', KEYS[2 * n + 6], shard) or ''
+  end
 end
 return out
 )lua";
 #undef CRAWLER_LUA_STATE
 
 // The fenced commit of a published checkpoint. KEYS: holder, source,
-// commits. ARGV: node, sequence, then "SHARD EPOCH" of each shard the
-// checkpoint holds. Refused ({'fenced', shard, its holder}) unless this node
-// is still every one's last holder with that epoch; else the checkpoint
-// becomes each shard's source (where a taker loads it from) and the node's
-// committed one.
+// commits, source_prev. ARGV: node, sequence, then "SHARD EPOCH" of each
+// shard the checkpoint holds, followed by " NODE SEQ" when the node's
+// checkpoint before this one lacks the shard: the checkpoint its state here
+// came from (a takeover's or a handoff's source). Refused ({'fenced', shard,
+// its holder}) unless this node is still every one's last holder with that
+// epoch; else the checkpoint becomes each shard's source (where a taker
+// loads it from) and the node's committed one. source_prev keeps, by shard,
+// where to load it from should this checkpoint be damaged: the one before
+// it on the node's disk falls short (a resume or a taker falls back to it),
+// and the giver keeps its handoff checkpoint while source_prev names it.
 inline constexpr const char* kCommitScript = R"lua(#!lua flags=allow-oom
 local me = ARGV[1] .. ' '
 for i = 3, #ARGV do
-  local shard, epoch = string.match(ARGV[i], '^(%d+) (%d+)$')
+  local shard, epoch = string.match(ARGV[i], '^(%d+) (%d+)')
   local h = redis.call('hget', KEYS[1], shard)
   if h ~= me .. epoch then return {'fenced', shard, h or ''} end
 end
 for i = 3, #ARGV do
-  local shard = string.match(ARGV[i], '^(%d+)')
+  local shard, from = string.match(ARGV[i], '^(%d+) %d+ ?(.*)$')
   redis.call('hset', KEYS[2], shard, me .. ARGV[2])
+  if from == '' then
+    redis.call('hdel', KEYS[4], shard)
+  else
+    redis.call('hset', KEYS[4], shard, from)
+  end
 end
 redis.call('hset', KEYS[3], ARGV[1], ARGV[2])
 return {'ok'}

@@ -40,6 +40,9 @@ struct LeaseReply {
   uint64_t epoch = 0;
   std::string holder;  // the last holder's name
   std::string source;  // the shard's source checkpoint, "NODE SEQ" or ""
+  // Taken: where the source's node got the shard from, if the checkpoint
+  // before the source lacks it ("NODE SEQ"; kCommitScript), or "".
+  std::string source_prev;
 };
 
 class Leases {

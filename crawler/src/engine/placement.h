@@ -40,7 +40,7 @@ struct ShardState {
   std::vector<uint32_t> shards;
   std::string from;       // "node N checkpoint Q", for the log
   bool own = false;       // this node's own checkpoint (a resume), not a takeover
-  uint64_t sequence = 0;  // own: that checkpoint's sequence
+  uint64_t sequence = 0;  // the checkpoint's sequence
   frontier::FrontierImage frontier;
   std::vector<HostSnapshot> hosts;
   std::vector<SeenRecord> seen;
