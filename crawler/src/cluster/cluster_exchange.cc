@@ -382,10 +382,9 @@ bool Cluster::Heartbeat() {
     for (uint32_t s : untaken) cmds.back().push_back(std::to_string(s));
   }
   size_t all_sources_at = cmds.size();
-  if (kept) {
-    cmds.push_back({"HGETALL", Key("source")});
-    cmds.push_back({"HGETALL", Key("source_prev")});
-  }
+  if (kept)
+    cmds.insert(cmds.end(),
+                {{"HGETALL", Key("source")}, {"HGETALL", Key("source_prev")}});
   size_t lease_at = cmds.size();
   std::vector<uint32_t> asked = my_shards_;
   if (!asked.empty()) {  // the leases; the owned shards' lag, for the metrics
