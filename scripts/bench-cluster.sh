@@ -181,10 +181,8 @@ if [ "$what" = rebalance ] || [ "$what" = all ]; then
   site_port=$(awk '{print $2}' "$work/site.out")
   build/tests/testsite/crawler-testsite --pages "${BENCH_PAGES:-6000}" --hosts 200 \
     --port "$site_port" --seeds >"$work/seeds.txt"
-  # No balancing: a give between busy nodes in the first seconds overrides
-  # the placement of a shard, and n4's placement share (what cluster-stats
-  # shows as its "shards") would then never be all its own (two runs: 30.6 s
-  # and 28.7 s, until later gives made up the count).
+  # No balancing: it times the join's and the leave's handoffs alone (gives
+  # between busy nodes add handoffs of their own; docs/cluster.md).
   node() {  # NAME: a node of job "rebalance", in the background
     build/crawler/crawler crawl --seeds "$work/seeds.txt" --out "$work/rebalance-$1" \
       --set cluster.redis="$redis_url" --set cluster.job=rebalance --set cluster.node="$1" \

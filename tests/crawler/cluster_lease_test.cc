@@ -1,8 +1,10 @@
 // The lease and fencing protocol (cluster_wire.h: kLeaseScript, kAckScript,
 // kCommitScript, kReleaseScript), run by a real redis-server: who may take,
 // renew and lose a shard's lease, and that an acknowledge, trim or commit
-// with a stale epoch is refused and changes nothing. The nodes' use of it is tested with
-// the real binary in cluster_test.cc.
+// with a stale epoch is refused and changes nothing; and work-aware
+// placement's scripts (kAliveScript's load, kMembersScript, kGiveScript).
+// The nodes' use of it is tested with the real binary in cluster_test.cc.
+#include <boost/json.hpp>
 #include <catch2/catch.hpp>
 #include <map>
 #include <string>
@@ -11,12 +13,16 @@
 
 #include "cluster/cluster_wire.h"
 #include "cluster/redis.h"
+#include "cluster/shard_owners.h"
 #include "redis_server.h"
+#include "run_command.h"
 
 namespace crawler::engine {
 namespace {
 
+using testing::CommandResult;
 using testing::RedisServer;
+using testing::RunCommand;
 using testing::TempDir;
 
 const std::string kPrefix = "crawler:{lease}:";
@@ -560,6 +566,22 @@ TEST_CASE(
   CHECK(p.Run({"HGET", kPrefix + "assign", "6"}).IsNil());
   CHECK(p.Run({"GET", kPrefix + "assign_v"}).Str() == "1");
   CHECK(give("n3", "675").empty());  // reserved by this give for its TTL
+
+  // crawler cluster-stats counts shard 5 as n3's (it is live), besides the
+  // shards the placement gives it over the job's nodes.
+  p.Run({"HSET", kPrefix + "meta", "shards", "8", "weights", ""});
+  const std::vector<std::string> nodes = {"n1", "n2", "n3", "n4"};
+  const std::vector<uint32_t> placed = PlaceShards(nodes, std::vector<uint32_t>(8, 0), 8);
+  uint64_t n3_shards = placed[5] == 2 ? 0 : 1;
+  for (uint32_t owner : placed) n3_shards += owner == 2;
+  CommandResult stats = RunCommand(std::string(CRAWLER_BINARY) + " cluster-stats " +
+                                   p.server.Url() + " --job lease --json");
+  INFO(stats.output);
+  REQUIRE(stats.exit_code == 0);
+  const boost::json::value report = boost::json::parse(stats.output);
+  for (const auto& n : report.at("nodes").as_array())
+    if (n.at("node").as_string() == "n3")
+      CHECK(n.at("shards").to_number<uint64_t>() == n3_shards);
 }
 
 }  // namespace

@@ -159,6 +159,15 @@ TEST_CASE(
   CHECK_THAT(logs, Catch::Contains("from node n2 checkpoint"));
 }
 
+// The damaged-checkpoint tests below turn work-aware placement off. A give
+// whose handoff checkpoint is the one damaged, loaded by its taker before
+// the damage, is not what they test, and their oracle (n2's log cut to the
+// checkpoint before) would not hold: that taker continues from the damaged
+// one, so n2's pages of that shard since the one before are fetched once,
+// by n2, and cut from its log (a Release CI rehearsal: 3 pages of shard 39
+// "missing"). docs/cluster.md lists that case as not handled for a resume.
+constexpr const char* kNoGives = " --set cluster.balance=false";
+
 // Stops `pid` (node `node` of `job`, its OUT `out`) at a moment when its
 // checkpoint/ is its last committed checkpoint and checkpoint.prev/ the one
 // before, holding fetches (not between a publish and its commit; 300 ms for
@@ -195,9 +204,9 @@ TEST_CASE(
   // n2 stopped when its checkpoint/ is its last committed one, killed -9,
   // that checkpoint damaged, and resumed at once: it falls back to
   // checkpoint.prev/, past the commit (if a node took its shards meanwhile,
-  // it loads that one too).
+  // it loads that one too). No balancing (kNoGives).
   ClusterCrawl c("cluster_prev_shared", "prevshared",
-                 std::string(kTakeover) + " --set cluster.lease_s=3");
+                 std::string(kTakeover) + " --set cluster.lease_s=3" + kNoGives);
   WaitForCommit(c, "prevshared", "n2");
   const std::string out = c.dir + "/n2";
   const uint64_t committed =
@@ -221,7 +230,7 @@ TEST_CASE(
     "one before (nothing Redis no longer keeps is newer); the truth set, once",
     "[cluster][takeover]") {
   ClusterCrawl c("cluster_death_damaged", "deathdmg",
-                 std::string(kTakeover) + " --set cluster.lease_s=3");
+                 std::string(kTakeover) + " --set cluster.lease_s=3" + kNoGives);
   WaitForCommit(c, "deathdmg", "n2");
   const std::string out = c.dir + "/n2";
   auto [committed, before_bytes] =

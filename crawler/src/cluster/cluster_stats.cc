@@ -133,6 +133,7 @@ std::vector<std::vector<std::string>> ReportCommands(
     cmds.push_back({"HGET", prefix + "source", std::to_string(s)});
   }
   cmds.push_back({"HGETALL", prefix + "commits"});  // cluster.shared_dir
+  cmds.push_back({"HGETALL", prefix + "assign"});   // work-aware placement
   return cmds;
 }
 
@@ -203,17 +204,28 @@ json::array NodeFigures(const std::vector<RedisReply>& rep,
       reports[RedisReply::StrOf(all->element[i])] =
           json_fields::ReadLenient<ClusterReport>(v);
   }
-  // Where the placement puts each shard over all the job's nodes, and with
-  // how many seed hosts (shard_owners.h).
+  // Where the placement puts each shard over all the job's nodes, unless
+  // work-aware placement gave it to a live node (assign), and with how many
+  // seed hosts (shard_owners.h).
   std::vector<uint32_t> owned(nodes.size(), 0);
   std::vector<uint64_t> seed_hosts(nodes.size(), 0);
-  const std::vector<uint32_t> owner = PlaceShards(nodes, weights, shards);
+  std::vector<uint32_t> owner = PlaceShards(nodes, weights, shards);
+  const redisReply* assign = rep.back().raw();
+  for (size_t i = 0; assign != nullptr && i + 1 < assign->elements; i += 2) {
+    const uint64_t s =
+        std::strtoull(RedisReply::StrOf(assign->element[i]).c_str(), nullptr, 10);
+    auto to =
+        std::find(nodes.begin(), nodes.end(), RedisReply::StrOf(assign->element[i + 1]));
+    const size_t at = static_cast<size_t>(to - nodes.begin());
+    if (s < shards && to != nodes.end() && rep[5 + at].Int() == 1)
+      owner[s] = static_cast<uint32_t>(at);
+  }
   for (uint32_t s = 0; s < shards; ++s) {
     ++owned[owner[s]];
     seed_hosts[owner[s]] += weights[s];
   }
   std::map<std::string, uint64_t> committed;  // node -> its last committed checkpoint
-  const redisReply* commits = rep.back().raw();
+  const redisReply* commits = rep[rep.size() - 2].raw();
   for (size_t i = 0; commits != nullptr && i + 1 < commits->elements; i += 2)
     committed[RedisReply::StrOf(commits->element[i])] =
         std::strtoull(RedisReply::StrOf(commits->element[i + 1]).c_str(), nullptr, 10);
