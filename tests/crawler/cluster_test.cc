@@ -304,9 +304,10 @@ TEST_CASE(
   INFO("largest stream lag while n2 was stopped: " << max_lag);
   CHECK(max_lag <= 2 * kLimit);
   CHECK(max_lag >= kLimit);
-  std::string logs =
-      ReadText(dir + "/n1/crawler.log") + ReadText(dir + "/n3/crawler.log");
-  CHECK_THAT(logs, Catch::Contains("spilled to"));
+  // (Not checked: the spill's log line. An info line may wait 2 s in the
+  // log's buffer, and the kill -9 comes as soon as the files are there: an
+  // ASan CI run lost n1's line. The files and their taking back are checked
+  // above.)
 }
 
 // A number from redis-cli INFO's "name:value" lines (0 when absent).
