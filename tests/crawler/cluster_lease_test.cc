@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cluster/cluster_wire.h"
+#include "cluster/give_script.h"
 #include "cluster/redis.h"
 #include "cluster/shard_owners.h"
 #include "redis_server.h"

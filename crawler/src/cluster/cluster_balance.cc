@@ -10,6 +10,7 @@
 
 #include "cluster/cluster.h"
 #include "cluster/cluster_wire.h"
+#include "cluster/give_script.h"
 #include "frontier/frontier.h"
 
 namespace crawler::engine {

@@ -159,34 +159,6 @@ end
 return {all, live, v, assign, least}
 )lua";
 
-// Work-aware placement (balance.h): a busy node gives shards to the least
-// loaded one. KEYS: assign, assign_v, reserve:TAKER, alive:TAKER, load, then
-// lease:S of each shard. ARGV: the taker, the reservation's TTL in ms, the
-// most the taker may have queued (MaxTakerLoad), then the giver's "NODE
-// EPOCH" of each shard. Nothing is given unless the taker is alive, its
-// load is published and still at most that, and it is not reserved by
-// another giver (one giver at a time: SET NX with a TTL). Each shard whose
-// lease the giver still holds with that epoch is assigned to the taker
-// (assign: shard -> node, an override of the placement while that node is
-// live), and the version moves so every node reads it. Returns the shards
-// given.
-inline constexpr const char* kGiveScript = R"lua(#!lua flags=allow-oom
-if redis.call('exists', KEYS[4]) == 0 then return {} end
-local load = redis.call('zscore', KEYS[5], ARGV[1])
-if not load or tonumber(load) > tonumber(ARGV[3]) then return {} end
-if not redis.call('set', KEYS[3], '1', 'NX', 'PX', ARGV[2]) then return {} end
-local given = {}
-for i = 6, #KEYS do
-  if redis.call('get', KEYS[i]) == ARGV[i - 2] then
-    local shard = string.match(KEYS[i], '(%d+)$')
-    redis.call('hset', KEYS[1], shard, ARGV[1])
-    given[#given + 1] = shard
-  end
-end
-if #given > 0 then redis.call('incr', KEYS[2]) end
-return given
-)lua";
-
 // A stream's lag: its entries not yet delivered to the group "owners" (all
 // of them before the owner made the group). Acknowledged entries are trimmed
 // at once, so XLEN - pending is what the owner has not read.
