@@ -5,6 +5,13 @@
 // outside this room includes its headers but cli/main.cc (entry.h); the
 // engine reaches a Cluster only as a Node (crawl/node.h).
 //
+// Cluster is the glue: the Node interface and the exchange thread's round.
+// What it decides it asks of its parts, each with its rules in its header
+// and its own unit tests (docs/architecture.md lists them): outbox.h,
+// inbox.h, leases.h, transfer.h and shard_loads.h (a shard's transfer, the
+// giving and the taking side), commits.h, membership.h (join, start, state,
+// end test, leave), shard_owners.h and balance.h (placement), doorbell.h.
+//
 // One node of a crawl shared by several machines through Redis ([cluster]).
 //
 // Ownership. host -> shard = XXH3-64(host key, job seed) mod shards; shard ->
@@ -64,7 +71,7 @@
 // node dead), then, only if that cannot tell, every node idle or dead with
 // no shard (kDoneScript), which marks the job done.
 //
-// Backpressure (outbox.h; spill files: cluster_spill.cc). Every send returns
+// Backpressure (outbox.h; spill files: spill.h, cluster_spill.cc). Every send returns
 // the stream's lag (its entries the owner has not read yet). A shard whose lag reached
 // cluster.max_lag_batches gets no more batches from this node: they wait in
 // RAM (held), and past cluster.outbox_ram_urls held URLs, on disk in
@@ -119,12 +126,16 @@
 #include "base/mutex.h"
 #include "base/status.h"
 #include "cluster/balance.h"
+#include "cluster/commits.h"
 #include "cluster/doorbell.h"
 #include "cluster/inbox.h"
 #include "cluster/leases.h"
+#include "cluster/membership.h"
 #include "cluster/outbox.h"
 #include "cluster/redis.h"
+#include "cluster/shard_loads.h"
 #include "cluster/shard_owners.h"
+#include "cluster/spill.h"
 #include "cluster/transfer.h"
 #include "crawl/node.h"
 #include "crawler/checkpoint.h"
@@ -259,14 +270,8 @@ class Cluster final : public Node {
 
  private:
   using Batch = OutBatch;
-  struct SpillFile {
-    std::string path;
-    uint64_t urls = 0;    // lines in the file
-    uint64_t offset = 0;  // bytes read back (and sent) so far
-  };
 
-  Cluster(const Config& config, RedisAddress address, std::unique_ptr<Redis> redis,
-          std::string token, uint64_t seed, std::string out_dir);
+  Cluster(const Config& config, JoinedJob joined, std::string out_dir);
   std::string Key(const std::string& suffix) const;
   std::string StreamKey(uint32_t shard) const;
   // StreamKey's inverse: the shard of "crawler:{JOB}:s:SHARD".
@@ -283,8 +288,6 @@ class Cluster final : public Node {
   void HoldAll() EXCLUDES(mu_);
   // Held URLs over outbox_ram_urls: all held batches go to new spill files.
   void SpillIfOver() EXCLUDES(mu_, spill_mu_);
-  // Up to `max` batches of `shard` from its spill files.
-  std::vector<Batch> ReadSpill(uint32_t shard, uint64_t max) REQUIRES(spill_mu_);
   // Re-reads the lag of shards with batches waiting (every 100 ms).
   bool RefreshLag();
   // Reads `shards`' streams (all owned ones if null): new entries, or with
@@ -371,32 +374,14 @@ class Cluster final : public Node {
   // names (`hashes`: HGETALL of each).
   void PruneHandoffDirs(std::initializer_list<const redisReply*> hashes) EXCLUDES(mu_);
   bool Released(uint32_t shard) const EXCLUDES(mu_);
-  // Loads the shards waiting in to_load_ from their sources.
+  // Loads the shards taken (loads_) from their sources, a round's step.
   void LoadTaken();
   // Start: waits until the job has started and fills nodes_.
   Status WaitForStart(const std::atomic<bool>& stop);
   // Start: the stashed own state of the shards held again, for a worker.
   void RestoreOwn() EXCLUDES(mu_);
-  // The shards' state from NODE's checkpoint SEQUENCE in `dir` (its OUT on
-  // shared_dir, OutDirOf): files only, run on the load's own thread.
-  Result<ShardState> LoadFrom(const std::string& dir, const std::string& node,
-                              uint64_t sequence,
-                              const std::vector<uint32_t>& shards) const;
+  // NODE's OUT on shared_dir, as it published it (HGET outdirs).
   Result<std::string> OutDirOf(const std::string& node);
-  struct Load {
-    std::string node;
-    uint64_t sequence = 0;
-    std::vector<uint32_t> shards;
-    std::chrono::steady_clock::time_point start;
-    Result<ShardState> result = Status::Error(Status::Code::kIoError, "not loaded");
-  };
-  // A load ended: its state for a worker, or its error and a retry in 2 s.
-  void Loaded(Load load) EXCLUDES(mu_);
-  // The load's source is damaged and some of its shards have a load_prev_:
-  // those go to to_load_ from there (true: nothing loads this round).
-  bool LoadElsewhere(const std::string& dir, const Load& load);
-  // The shards of this node's checkpoint before `sequence` (for the commit).
-  std::set<uint32_t> ShardsOfCheckpointBefore(uint64_t sequence) EXCLUDES(mu_);
   // Claims the pending entries of shards just loaded and reads them.
   bool ClaimLoaded(bool* did_something);
   // Commits the newest published checkpoint (fenced); then acknowledges.
@@ -427,14 +412,14 @@ class Cluster final : public Node {
                const std::function<bool()>& step);
 
   const ClusterConfig cfg_;
-  const uint32_t min_nodes_;
   const RedisAddress address_;
   const std::string token_;
   const uint64_t seed_;
   std::unique_ptr<Redis> redis_;  // the exchange thread's (Join's, before it)
 
-  // Fixed by Start.
-  std::vector<std::string> nodes_;
+  // The job's nodes, this node's state in Redis, the end test (the
+  // exchange thread's; Start's before it).
+  Membership members_;
   std::vector<uint32_t> my_shards_;  // in the lease command (Want)
   std::function<bool()> local_idle_;
   BacklogSource backlog_;  // the crawl's queued URLs by host (Balance)
@@ -450,13 +435,9 @@ class Cluster final : public Node {
   // Lock order: spill_mu_, then mu_ (workers take mu_ only).
   mutable Mutex spill_mu_ ACQUIRED_BEFORE(mu_);
   mutable Mutex mu_;
-  Outbox outbox_ GUARDED_BY(mu_);  // its RAM part (outbox.h)
-  std::map<uint32_t, std::deque<SpillFile>> spill_ GUARDED_BY(spill_mu_);
-  uint64_t spilled_urls_ GUARDED_BY(spill_mu_) = 0;  // not yet read back
-  uint64_t spill_files_made_ GUARDED_BY(spill_mu_) = 0;
-  std::vector<std::string> drained_ GUARDED_BY(spill_mu_);  // read back, not cut
-  std::map<uint64_t, std::vector<std::string>> drained_cut_ GUARDED_BY(spill_mu_);
-  Inbox inbox_ GUARDED_BY(mu_);  // and its entries' ledger (inbox.h)
+  Outbox outbox_ GUARDED_BY(mu_);           // its RAM part (outbox.h)
+  SpillFiles spill_ GUARDED_BY(spill_mu_);  // the outbox's files (spill.h)
+  Inbox inbox_ GUARDED_BY(mu_);             // and its entries' ledger (inbox.h)
   Figures figures_ GUARDED_BY(mu_);
   Health health_ GUARDED_BY(mu_);
 
@@ -485,10 +466,6 @@ class Cluster final : public Node {
   // When to read the streams (doorbell.h): an idle node looks at its bell
   // down to every max(batch_ms, 50) ms, and reads at least every 5 s.
   Doorbell bell_;  // the exchange thread's
-  // This node's state as last written to Redis (Publish).
-  enum class Published : uint8_t { kUnknown, kIdle, kBusy };
-  Published state_sent_ = Published::kUnknown;  // the exchange thread's
-  bool busy_ = false;  // this node's state as Publish last saw it (Balance)
   // Leases, by shard (leases.h): the exchange thread's (Start's before it);
   // workers read only their validity (Fetchable, Lapsed).
   Leases leases_;
@@ -500,36 +477,23 @@ class Cluster final : public Node {
   // move by balancing only to an idle node (a history move reads the whole
   // image: not to be paid for a gap in queues).
   const bool continuous_;
-  std::string out_rel_;  // OUT relative to shared_dir (published for takers)
+  const std::string out_rel_;  // OUT relative to shared_dir (published for takers)
   // The job's incarnation (meta's "incarnation"): each heartbeat checks it,
   // so a node whose Redis lost its data stops (exit 2) instead of crawling on.
-  std::string incarnation_;
+  const std::string incarnation_;
+  // The taking side: shards taken, loading, loaded for a worker.
+  ShardLoads loads_;
   std::unique_ptr<std::atomic<bool>[]> ready_;
-  std::map<uint32_t, std::string> to_load_;  // shard -> source "NODE SEQ"
-  // Taken shards whose source's node got them after its checkpoint before
-  // it: where from ("NODE SEQ"), should the source be damaged (LoadTaken).
-  std::map<uint32_t, std::string> load_prev_;
-  // The checkpoint ("NODE SEQ") this process's state of a shard came from
-  // (loaded, or resumed), until a commit of this node's whose checkpoint
-  // before it holds the shard: the commit names it (kCommitScript).
-  std::map<uint32_t, std::string> state_from_;
-  std::set<uint32_t> last_committed_shards_;  // the shards of the last commit
-  std::chrono::steady_clock::time_point retry_load_at_{};
-  std::future<Load> loading_;  // the exchange thread's: a load running
-  std::optional<ShardState> loaded_ GUARDED_BY(mu_);  // for a worker
-  std::vector<uint32_t> to_claim_ GUARDED_BY(mu_);    // restored: claim their entries
+  std::vector<uint32_t> to_claim_ GUARDED_BY(mu_);  // restored: claim their entries
   // Shards whose own pending entries are being read again (claimed after a
   // takeover or a lost reply), a chunk a round: shard -> the last ID read
   // ("0": none yet). A dead node's unacknowledged batches read at once (400,000
   // URLs) held the exchange thread, and so the heartbeats, for 1.1 s.
   std::map<uint32_t, std::string> pending_from_ GUARDED_BY(mu_);
-  // Commits: the shards (and epochs) each cut holds; published sequences.
-  std::map<uint64_t, std::vector<std::pair<uint32_t, uint64_t>>> cut_shards_
-      GUARDED_BY(mu_);
-  uint64_t published_ GUARDED_BY(mu_) = 0;
+  // Commits (commits.h): the shards (and epochs) each cut holds, what is
+  // published and committed, where each shard's state came from.
+  Commits commits_ GUARDED_BY(mu_);
   std::map<uint32_t, uint64_t> holding_ GUARDED_BY(mu_);  // held shard -> epoch
-  std::atomic<bool> has_loaded_{false};
-  uint64_t committed_ = 0;
   std::vector<uint32_t> resumed_shards_;
   std::string resumed_source_;         // "NODE SEQ" of the checkpoint resumed from
   std::optional<ShardState> own_;      // StashOwn's, until Start
@@ -548,17 +512,8 @@ class Cluster final : public Node {
   std::chrono::steady_clock::time_point last_keep_warn_{};
   const std::string out_dir_;
   Status failure_ GUARDED_BY(mu_);
-  const std::string spill_dir_;
   std::thread thread_;
 };
-
-// The directory under a node's OUT that holds checkpoint `sequence`:
-// handoff/SEQ/, checkpoint/ or checkpoint.prev/ ("" if none does).
-std::string CheckpointOfSequence(const std::string& out, uint64_t sequence);
-// When none does because it is damaged (checkpoint/'s MANIFEST unreadable,
-// or set aside as checkpoint.damaged/ by a resume): the newest readable one
-// of checkpoint/ and checkpoint.prev/ older than `sequence` ("" if none).
-std::string OlderThanDamaged(const std::string& out, uint64_t sequence);
 
 }  // namespace crawler::engine
 

@@ -19,7 +19,7 @@ using namespace cluster_wire;  // NOLINT: the formats this file speaks
 
 std::vector<std::string> Cluster::MembersCommand() const {
   // The least loaded node is looked for only by a busy node that may give.
-  const bool want_taker = cfg_.balance && backlog_ != nullptr && busy_;
+  const bool want_taker = cfg_.balance && backlog_ != nullptr && members_.busy();
   return {"EVAL",
           kMembersScript,
           "4",
@@ -46,7 +46,7 @@ void Cluster::Members(const redisReply* r) {
     nodes.push_back(RedisReply::StrOf(all->element[i]));
   for (size_t i = 0; alive != nullptr && i < alive->elements; ++i)
     live.push_back(RedisReply::StrOf(alive->element[i]));
-  if (!nodes.empty()) nodes_ = std::move(nodes);
+  members_.SetNodes(std::move(nodes));
   if (version != nullptr && assign != nullptr && assign->type == REDIS_REPLY_ARRAY) {
     std::vector<std::pair<std::string, std::string>> pairs;
     for (size_t i = 0; i + 1 < assign->elements; i += 2)
@@ -56,7 +56,7 @@ void Cluster::Members(const redisReply* r) {
   }
   {
     MutexLock lock(mu_);
-    figures_.nodes = nodes_.size();
+    figures_.nodes = members_.nodes().size();
   }
   Want(live);
   if (least != nullptr && least->type == REDIS_REPLY_ARRAY && least->elements == 2) {
@@ -107,7 +107,7 @@ std::string Cluster::LoadToPublish() {
   // A node taking shards (a give, a handoff, a takeover) gets no more until
   // it holds them: its queue does not show them yet.
   if (failed_.load() || leave_.load() || !unheld_.empty()) return "-";
-  if (!busy_) return "0";
+  if (!members_.busy()) return "0";
   if (continuous_) return "-";
   std::vector<ShardBacklog> backlog;
   if (!HeldBacklog(&backlog)) return "";

@@ -104,7 +104,7 @@ Status Cluster::Reconnect() {
   if (!r.ok()) return r.status();
   redis_ = std::move(r).value();
   bell_.Force();  // sends may have rung while it was away
-  state_sent_ = Published::kUnknown;
+  members_.StateUnknown();
   return Status::Ok();
 }
 
@@ -121,7 +121,7 @@ bool Cluster::Round(bool* did) {
       now < eager_until_ ? std::max(0.05, cfg_.heartbeat_s / 4) : cfg_.heartbeat_s;
   if (now - last_beat_ > std::chrono::milliseconds(static_cast<int64_t>(beat_s * 1000))) {
     last_beat_ = now;
-    state_sent_ = Published::kUnknown;  // a lease taken marks this node busy
+    members_.StateUnknown();  // a lease taken marks this node busy
     if (!Heartbeat()) return false;
   }
   if (!HandOver()) return false;
@@ -309,8 +309,7 @@ bool Cluster::Receive(bool pending, bool* did, const std::vector<uint32_t>* only
   const size_t got = ToInbox(streams);
   if (pending && only != nullptr) PendingRead(shards, streams);
   if (!pending) bell_.Read(bell, got);
-  if (!pending && got > 0)
-    state_sent_ = Published::kUnknown;  // the script marked it busy
+  if (!pending && got > 0) members_.StateUnknown();  // the script marked it busy
   if (got > 0) *did = true;
   return true;
 }
@@ -357,7 +356,7 @@ bool Cluster::Heartbeat() {
   const size_t meta_at = cmds.size();
   cmds.push_back({"HGET", Key("meta"), "incarnation"});
   // With takeover: which nodes are alive (the shards this node wants next).
-  bool members = takeover_ && !nodes_.empty();
+  bool members = takeover_ && !members_.nodes().empty();
   const size_t members_at = cmds.size();
   if (members) cmds.push_back(MembersCommand());
   // Shards given up: has their source moved on (their new owner committed)?
@@ -473,19 +472,14 @@ bool Cluster::BellRang(const std::vector<uint32_t>& shards) {
 bool Cluster::Publish(bool* idle_out) {
   bool idle = local_idle_ && local_idle_() && Quiet();
   *idle_out = idle;
-  busy_ = !idle;
   // Written when it changes (a read or a lease taken also mark this node
-  // busy in Redis: kUnknown then), and at every heartbeat.
-  const Published now = idle ? Published::kIdle : Published::kBusy;
-  if (now == state_sent_) return true;
-  auto r = redis_->Command({"EVAL", kStateScript, "2", Key("state"), Key("busy"),
-                            cfg_.node, idle ? "idle" : "busy"});
-  if (!r.ok() || ReplyFailed(*r, "state")) {
-    state_sent_ = Published::kUnknown;
-    return false;
-  }
-  state_sent_ = now;
-  return true;
+  // busy in Redis: unknown then), and at every heartbeat.
+  auto cmd = members_.StateCommand(idle);
+  if (!cmd) return true;
+  auto r = redis_->Command(*cmd);
+  const bool ok = r.ok() && !ReplyFailed(*r, "state");
+  members_.StateWritten(ok);
+  return ok;
 }
 
 bool Cluster::ReplyFailed(const RedisReply& r, const char* what) {
@@ -501,18 +495,10 @@ bool Cluster::ReplyFailed(const RedisReply& r, const char* what) {
 bool Cluster::CheckDone() {
   // The first look costs O(1); the full test, O(nodes), runs only when it
   // cannot tell (every live node idle, every batch read).
-  auto hint = redis_->Command({"EVAL", kDoneHintScript, "4", Key("done"), Key("sent"),
-                               Key("delivered"), Key("busy"), Key("alive:")});
+  auto hint = redis_->Command(members_.DoneHintCommand());
   if (!hint.ok() || ReplyFailed(*hint, "end test")) return false;
   if (hint->Int() == 0) return true;
-  std::vector<std::string> cmd = {
-      "EVAL",       kDoneScript,   std::to_string(6 + nodes_.size()),
-      Key("state"), Key("sent"),   Key("delivered"),
-      Key("done"),  Key("holder"), Key("holds")};
-  for (const std::string& n : nodes_) cmd.push_back(Key("alive:" + n));
-  cmd.push_back(takeover_ ? "1" : "0");
-  cmd.insert(cmd.end(), nodes_.begin(), nodes_.end());
-  auto r = redis_->Command(cmd);
+  auto r = redis_->Command(members_.DoneCommand());
   if (!r.ok() || ReplyFailed(*r, "end test")) return false;
   if (r->Int() == 1 && !done_.exchange(true))
     spdlog::info("cluster: job {} is done (every node idle, every batch applied)",

@@ -238,10 +238,7 @@ bool Cluster::HandOver() {
       for (uint32_t s : shards) {
         transfers_.GaveUp(s, sequence, given_up[s]);
         holding_.erase(s);
-        for (auto& [seq, held] : cut_shards_)
-          held.erase(std::remove_if(held.begin(), held.end(),
-                                    [s](const auto& p) { return p.first == s; }),
-                     held.end());
+        commits_.GaveUp(s);
       }
       handoff_work_ = true;
       figures_.leases_held -= std::min<uint64_t>(figures_.leases_held, shards.size());

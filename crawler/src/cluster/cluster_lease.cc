@@ -102,7 +102,7 @@ void Cluster::Gained(uint32_t s, const LeaseReply& reply, LeaseRound* round) {
   const std::string from = reply.source.substr(0, reply.source.find(' '));
   // This node resumed from checkpoint.prev/ because its newest committed one
   // was damaged (crawl/resume.cc): a source naming that one is restored
-  // from what it resumed from, as a taker would load it (LoadFrom).
+  // from what it resumed from, as a taker would load it (ReadShards).
   const bool own_damaged =
       own_ && from == cfg_.node && !Released(s) &&
       std::strtoull(reply.source.c_str() + from.size(), nullptr, 10) > own_->sequence;
@@ -114,22 +114,20 @@ void Cluster::Gained(uint32_t s, const LeaseReply& reply, LeaseRound* round) {
   const bool from_prev = own_damaged && takeover_ && !reply.source_prev.empty();
   if (from_prev || (takeover_ && !reply.source.empty() &&
                     (from != cfg_.node || Released(s) || !resumed_here))) {
-    to_load_[s] = from_prev ? reply.source_prev : reply.source;
     // Should the source be damaged, and the checkpoint before it lack the
-    // shard, it is loaded from this one instead (LoadTaken).
-    if (!from_prev && !reply.source_prev.empty()) {
-      load_prev_[s] = reply.source_prev;
-    } else {
-      load_prev_.erase(s);
-    }
+    // shard, it is loaded from source_prev instead (shard_loads.h).
+    const std::string& source = from_prev ? reply.source_prev : reply.source;
+    loads_.Want(s, source, from_prev ? "" : reply.source_prev);
     round->takeovers.Add(s, reply.epoch);
-    if (round->took_from.empty()) round->took_from = to_load_[s];
+    if (round->took_from.empty()) round->took_from = source;
   } else if (resumed_here) {
     restore_own_.push_back(s);  // a resumed node's: owned once restored
-    state_from_[s] = resumed_source_;
+    MutexLock lock(mu_);
+    commits_.From(s, resumed_source_);
   } else {
     ready_[s] = true;  // a new shard, or this node's own since it resumed
-    state_from_.erase(s);
+    MutexLock lock(mu_);
+    commits_.Forget(s);
   }
 }
 

@@ -1,6 +1,7 @@
 // Death and leave of cluster nodes (see cluster.h): the shards a node wants,
 // the fenced commit of its checkpoints, loading a dead or leaving node's
-// shards from its last committed checkpoint, and giving leases up.
+// shards from its last committed checkpoint (shard_loads.h), and giving
+// leases up.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -33,18 +34,18 @@ void Cluster::Want(const std::vector<std::string>& live) {
       if (owner == cfg_.node) want.insert(s);
       // Held here, loaded, another live node's now (it joined, or came
       // back): handed over (or, if that node went away meanwhile, kept).
-      if (want.count(s) > 0 && to_load_.count(s) == 0 &&
+      if (want.count(s) > 0 && !loads_.Wants(s) &&
           (ready_[s].load() || handing_[s].load()))
         HandTo(s, owner);
     }
   }
   // Shards being loaded stay asked for (their lease is renewed meanwhile).
-  for (const auto& [s, source] : to_load_) want.insert(s);
+  for (const auto& [s, source] : loads_.wanted()) want.insert(s);
   my_shards_.assign(want.begin(), want.end());
   std::set<uint32_t> unheld;
   bool more = false;
   for (uint32_t s : want)
-    if (!leases_.Holds(s) && to_load_.count(s) == 0) {
+    if (!leases_.Holds(s) && !loads_.Wants(s)) {
       unheld.insert(s);
       more |= unheld_.count(s) == 0;
     }
@@ -69,14 +70,7 @@ Status Cluster::failure() const {
   return failure_;
 }
 
-std::optional<ShardState> Cluster::TakeShardState() {
-  if (!has_loaded_.load()) return std::nullopt;
-  MutexLock lock(mu_);
-  std::optional<ShardState> out;
-  out.swap(loaded_);
-  has_loaded_ = false;
-  return out;
-}
+std::optional<ShardState> Cluster::TakeShardState() { return loads_.Take(); }
 
 void Cluster::ShardsLoaded(const std::vector<uint32_t>& shards) {
   MutexLock lock(mu_);
@@ -87,70 +81,6 @@ void Cluster::ShardsLoaded(const std::vector<uint32_t>& shards) {
   }
 }
 
-std::string CheckpointOfSequence(const std::string& out, uint64_t sequence) {
-  const std::string handoff = std::string(kHandoffDir) + "/" + std::to_string(sequence);
-  // handoff/SEQ/ first: it never changes, while a live node's checkpoint/
-  // and checkpoint.prev/ rotate at its next cut (a taker reading one then
-  // saw a checksum mismatch, and tried again).
-  for (const std::string& name :
-       {handoff, std::string(kCheckpointDir), std::string(kCheckpointPrevDir)}) {
-    auto m = ReadManifest(out + "/" + name);
-    if (m.ok() && m->contains("sequence") &&
-        m->at("sequence").to_number<uint64_t>() == sequence)
-      return out + "/" + name;
-  }
-  return "";
-}
-
-std::string OlderThanDamaged(const std::string& out, uint64_t sequence) {
-  std::error_code ec;
-  const bool damaged =
-      std::filesystem::exists(out + "/" + kCheckpointDamagedDir, ec) ||
-      (std::filesystem::exists(out + "/" + kCheckpointDir + "/MANIFEST.json", ec) &&
-       !ReadManifest(out + "/" + kCheckpointDir).ok());
-  if (!damaged) return "";
-  std::string best;
-  uint64_t best_sequence = 0;
-  for (const char* name : {kCheckpointDir, kCheckpointPrevDir}) {
-    auto m = ReadManifest(out + "/" + name);
-    if (!m.ok() || !m->contains("sequence")) continue;
-    const uint64_t seq = m->at("sequence").to_number<uint64_t>();
-    if (seq < sequence && seq > best_sequence) {
-      best = out + "/" + name;
-      best_sequence = seq;
-    }
-  }
-  return best;
-}
-
-namespace {
-
-// A source node's links for other shards not yet in Redis at its cut
-// (checkpoint `found` of the node whose OUT is `dir`): its outbox.txt
-// (`text`) and its spill files (a torn last line was written after the cut).
-Status ReadSourceOutbox(const std::string& dir, const std::string& found,
-                        const std::string& text, std::vector<frontier::UrlEntry>* out) {
-  if (!text.empty() &&
-      (text.rfind(kOutboxHeader, 0) != 0 ||
-       !ParseLines(std::string_view(text).substr(std::strlen(kOutboxHeader)), out)))
-    return Status::Error(Status::Code::kCorruption, found + "/outbox.txt: malformed");
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(dir + "/cluster-outbox", ec)) {
-    if (e.path().extension() != ".txt") continue;
-    std::ifstream in(e.path(), std::ios::binary);
-    std::string spill((std::istreambuf_iterator<char>(in)),
-                      std::istreambuf_iterator<char>());
-    if (in.bad()) return IoError(e.path().string(), "read");
-    std::string_view whole(spill);
-    whole = whole.substr(0, whole.rfind('\n') + 1);
-    if (!ParseLines(whole, out))
-      return Status::Error(Status::Code::kCorruption, e.path().string() + ": malformed");
-  }
-  return Status::Ok();
-}
-
-}  // namespace
-
 Result<std::string> Cluster::OutDirOf(const std::string& node) {
   auto rel = redis_->Command({"HGET", Key("outdirs"), node});
   if (!rel.ok()) return rel.status();
@@ -160,172 +90,18 @@ Result<std::string> Cluster::OutDirOf(const std::string& node) {
   return cfg_.shared_dir + "/" + rel->Str();
 }
 
-Result<ShardState> Cluster::LoadFrom(const std::string& dir, const std::string& node,
-                                     uint64_t sequence,
-                                     const std::vector<uint32_t>& shards) const {
-  // Test hook, "NODE:MS" ("*": every node): that node's loads are slow (a
-  // big shard, a slow disk), so a test can hold open the window between
-  // taking a shard and having it here.
-  if (const char* hook = std::getenv("CRAWLER_TEST_TAKEOVER_LOAD_MS"); hook != nullptr) {
-    std::string_view h(hook);
-    std::string_view who = h.substr(0, h.find(':'));
-    if ((who == cfg_.node || who == "*") && h.find(':') != std::string_view::npos)
-      std::this_thread::sleep_for(
-          std::chrono::milliseconds(std::atoi(hook + h.find(':') + 1)));
-  }
-  // The checkpoint of that sequence: checkpoint/, or checkpoint.prev/ when a
-  // newer one was published but not committed, or handoff/SEQ/ (a live node
-  // handed the shards over in it, and cut on).
-  std::string found = CheckpointOfSequence(dir, sequence);
-  if (found.empty()) {
-    // Damaged (its node resumed from the one before, or will): the one
-    // before holds every stream entry Redis no longer keeps (inbox.h); the
-    // pages fetched since are fetched again.
-    found = OlderThanDamaged(dir, sequence);
-    if (!found.empty())
-      spdlog::warn(
-          "cluster: node {}'s checkpoint {} is damaged: its shards are loaded from {}, "
-          "the one before; their pages fetched since are fetched again",
-          node, sequence, found);
-  }
-  if (found.empty())
-    return Status::Error(Status::Code::kIoError,
-                         dir + ": no checkpoint " + std::to_string(sequence) +
-                             " in checkpoint/, checkpoint.prev/ or " + kHandoffDir + "/" +
-                             std::to_string(sequence) + "/");
-  auto cp = LoadCheckpoint(found, /*with_filter=*/false);
-  if (!cp.ok()) return cp.status();
-  // Selected by host below, and the node's directory is not ours to keep.
-  Status read = cp->frontier.ReadSpills();
-  if (!read.ok()) return read;
-  std::set<uint32_t> want(shards.begin(), shards.end());
-  auto mine = [&](std::string_view host) { return want.count(ShardOf(host)) > 0; };
-  ShardState st;
-  st.shards = shards;
-  st.from = "node " + node + " checkpoint " + std::to_string(cp->info.sequence);
-  st.sequence = cp->info.sequence;
-  for (frontier::HostImage& h : cp->frontier.hosts)
-    if (mine(h.key)) st.frontier.hosts.push_back(std::move(h));
-  for (auto& u : cp->frontier.urls)
-    if (mine(frontier::HostKey(u.first.url))) st.frontier.urls.push_back(std::move(u));
-  auto hosts = HostTable::Decode(cp->hosts_bin, found + "/hosts.bin");
-  if (!hosts.ok()) return hosts.status();
-  for (HostSnapshot& h : *hosts)
-    if (mine(h.key)) st.hosts.push_back(std::move(h));
-  auto seen = SeenLog::Read(dir + "/seen.log", cp->info.seen_log_bytes,
-                            [&](uint32_t s) { return want.count(s) > 0; });
-  if (!seen.ok()) return seen.status();
-  st.seen = std::move(seen).value();
-  if (!cp->history_dir.empty()) {
-    // [recrawl]: the shards' URL history moves with them (read now: the
-    // source's checkpoint/ may rotate before a worker restores it).
-    auto history = History::ReadImage(
-        cp->history_dir, out_dir_ + "/history.import",
-        [&](std::string_view url) { return mine(frontier::HostKey(url)); });
-    if (!history.ok()) return history.status();
-    st.history = std::move(history).value();
-  }
-  Status outbox = ReadSourceOutbox(dir, found, cp->outbox, &st.outbox);
-  if (!outbox.ok()) return outbox;
-  return st;
-}
-
 void Cluster::LoadTaken() {
-  if (loading_.valid()) {
-    // A load runs on its own thread: heartbeats and lease renewals keep
-    // their period meanwhile (a big shard took seconds on this thread).
-    if (loading_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
-    Loaded(loading_.get());
-    return;
-  }
-  if (to_load_.empty() || has_loaded_.load()) return;
-  auto now = SteadyClock::now();
-  // After a failed load, the next try waits 2 s (the source may appear).
-  if (now < retry_load_at_) return;
-  // One source at a time; the rest at the next rounds. A shard this node
-  // gave up and took back waits until a worker has dropped what it had.
-  std::string source;
-  std::vector<uint32_t> shards;
-  {
-    MutexLock lock(mu_);
-    for (const auto& [s, src] : to_load_) {
-      if (transfers_.Dropping(s)) continue;
-      if (source.empty()) source = src;
-      if (src == source) shards.push_back(s);
-    }
-  }
-  if (shards.empty()) return;
-  std::string node = source.substr(0, source.find(' '));
-  uint64_t sequence = 0;
-  std::string seq_text = source.substr(source.find(' ') + 1);
-  std::from_chars(seq_text.data(), seq_text.data() + seq_text.size(), sequence);
-  Load load;
-  load.node = node;
-  load.sequence = sequence;
-  load.shards = shards;
-  load.start = SteadyClock::now();
-  auto dir = OutDirOf(node);
-  if (!dir.ok()) {
-    load.result = dir.status();
-    Loaded(std::move(load));
-    return;
-  }
-  if (LoadElsewhere(*dir, load)) return;  // at the next rounds
-  loading_ = std::async(std::launch::async, [this, load = std::move(load),
-                                             dir = std::move(dir).value()]() mutable {
-    load.result = LoadFrom(dir, load.node, load.sequence, load.shards);
-    return std::move(load);
-  });
-}
-
-bool Cluster::LoadElsewhere(const std::string& dir, const Load& load) {
-  std::vector<uint32_t> moved;
-  for (uint32_t s : load.shards)
-    if (load_prev_.count(s) > 0) moved.push_back(s);
-  if (moved.empty() || !CheckpointOfSequence(dir, load.sequence).empty()) {
-    for (uint32_t s : moved) load_prev_.erase(s);
-    return false;
-  }
-  // The source is damaged, and the checkpoint before it on its node's disk
-  // (what LoadFrom falls back to) lacks these shards: they came to that node
-  // after it. They are loaded from where they came from; Redis still keeps
-  // every entry since (acknowledged only once a checkpoint.prev holds them).
-  for (uint32_t s : moved) {
-    spdlog::warn(
-        "cluster: node {}'s checkpoint {} is damaged and the one before lacks shard {}: "
-        "it is loaded from checkpoint '{}', where that node got it from",
-        load.node, load.sequence, s, load_prev_[s]);
-    to_load_[s] = load_prev_[s];
-    load_prev_.erase(s);
-  }
-  return true;
-}
-
-void Cluster::Loaded(Load load) {
-  if (!load.result.ok()) {
-    spdlog::error(
-        "cluster: cannot take over {} shards from node {} checkpoint {}: {}; trying "
-        "again",
-        load.shards.size(), load.node, load.sequence, load.result.status().message());
-    retry_load_at_ = SteadyClock::now() + std::chrono::seconds(2);
-    return;
-  }
-  const ShardState& st = *load.result;
-  for (uint32_t s : load.shards) {
-    to_load_.erase(s);
-    load_prev_.erase(s);
-    state_from_[s] = load.node + " " + std::to_string(st.sequence);
-  }
-  spdlog::info(
-      "cluster: loaded {} shards from {} in {:.3f} s: {} hosts, {} URLs queued, {} "
-      "seen, {} outbox URLs to send again, {} URL history records",
-      load.shards.size(), st.from,
-      std::chrono::duration<double>(SteadyClock::now() - load.start).count(),
-      st.frontier.hosts.size(), st.frontier.urls.size(), st.seen.size(), st.outbox.size(),
-      st.history.size());
+  // A shard this node gave up and took back waits until a worker has
+  // dropped what it had.
+  auto done = loads_.Step([this](const std::string& node) { return OutDirOf(node); },
+                          [this](uint32_t s) {
+                            MutexLock lock(mu_);
+                            return transfers_.Dropping(s);
+                          },
+                          SteadyClock::now());
+  if (!done) return;
   MutexLock lock(mu_);
-  loaded_ = std::move(load.result).value();
-  has_loaded_ = true;
+  for (uint32_t s : done->shards) commits_.From(s, done->from);
 }
 
 bool Cluster::ClaimLoaded(bool* did) {
@@ -378,15 +154,14 @@ bool Cluster::Commit() {
   // (which no longer holds them) is committed: Redis never shows this node
   // holding a shard its committed checkpoint lacks.
   if (!SendReleases()) return false;
-  uint64_t sequence = 0;
-  std::vector<std::pair<uint32_t, uint64_t>> shards;
+  std::optional<Commits::Request> req;
+  uint64_t last = 0;
   {
     MutexLock lock(mu_);
-    if (published_ <= committed_) return true;
-    sequence = published_;
-    auto it = cut_shards_.find(sequence);
-    if (it != cut_shards_.end()) shards = it->second;
+    req = commits_.Next();
+    last = commits_.committed();
   }
+  if (!req) return true;
   std::vector<std::string> cmd = {"EVAL",
                                   kCommitScript,
                                   "4",
@@ -395,14 +170,8 @@ bool Cluster::Commit() {
                                   Key("commits"),
                                   Key("source_prev"),
                                   cfg_.node,
-                                  std::to_string(sequence)};
-  const std::set<uint32_t> before = ShardsOfCheckpointBefore(sequence);
-  for (const auto& [shard, epoch] : shards) {
-    cmd.push_back(std::to_string(shard) + " " + std::to_string(epoch));
-    auto from = state_from_.find(shard);
-    if (before.count(shard) == 0 && from != state_from_.end())
-      cmd.back() += " " + from->second;
-  }
+                                  std::to_string(req->sequence)};
+  cmd.insert(cmd.end(), req->args.begin(), req->args.end());
   auto r = redis_->Command(cmd);
   if (!r.ok()) return false;
   if (ReplyFailed(*r, "commit")) return false;
@@ -410,63 +179,48 @@ bool Cluster::Commit() {
     {
       MutexLock lock(mu_);
       ++figures_.acks_fenced;
+      commits_.Refused(*req);  // not again
     }
     fenced_ = true;
-    Fail("the commit of checkpoint " + std::to_string(sequence) +
+    Fail("the commit of checkpoint " + std::to_string(req->sequence) +
          " was refused by Redis (fenced): shard " +
          RedisReply::StrOf(Element(r->raw(), 1)) + " is now '" +
          RedisReply::StrOf(Element(r->raw(), 2)) +
          "'; this node's work since its last committed checkpoint (" +
-         std::to_string(committed_) + ") is void");
-    committed_ = sequence;  // not again
+         std::to_string(last) + ") is void");
     return true;
   }
-  committed_ = sequence;
-  last_committed_shards_.clear();
-  for (const auto& [shard, epoch] : shards) {
-    last_committed_shards_.insert(shard);
-    if (before.count(shard) > 0) state_from_.erase(shard);
+  {
+    MutexLock lock(mu_);
+    commits_.Accepted(*req);
   }
-  AfterCommit(sequence);
+  AfterCommit(req->sequence);
   return true;
-}
-
-std::set<uint32_t> Cluster::ShardsOfCheckpointBefore(uint64_t sequence) {
-  // Published and not committed (a commit failed or came late), else the
-  // last committed one: checkpoint.prev/ once `sequence` is checkpoint/.
-  MutexLock lock(mu_);
-  auto it = cut_shards_.lower_bound(sequence);
-  if (it == cut_shards_.begin()) return last_committed_shards_;
-  --it;
-  std::set<uint32_t> out;
-  for (const auto& [shard, epoch] : it->second) out.insert(shard);
-  return out;
 }
 
 bool Cluster::Release() {
   if (failed_.load()) return true;
   {
     MutexLock lock(mu_);
-    if (published_ > committed_) {
+    if (commits_.Pending()) {
       spdlog::warn(
           "cluster: checkpoint {} is not committed; the leases are kept (they expire)",
-          published_);
+          commits_.published());
       return true;
     }
   }
-  std::vector<std::string> cmd = {"EVAL", kReleaseScript, "0"};
-  std::vector<std::string> values;
-  for (uint32_t s : my_shards_) {
-    if (!leases_.Holds(s)) continue;
-    cmd.push_back(Key("lease:" + std::to_string(s)));
-    values.push_back(leases_.Token(s));
-  }
-  cmd[2] = std::to_string(values.size());
-  cmd.insert(cmd.end(), values.begin(), values.end());
-  auto r = redis_->Pipeline({cmd, {"DEL", Key("alive:" + cfg_.node)}});
+  std::vector<std::pair<uint32_t, std::string>> held;
+  for (uint32_t s : my_shards_)
+    if (leases_.Holds(s)) held.emplace_back(s, leases_.Token(s));
+  auto r = redis_->Pipeline(members_.LeaveCommands(held));
   if (!r.ok() || (*r)[0].IsError()) return false;
+  uint64_t committed = 0;
+  {
+    MutexLock lock(mu_);
+    committed = commits_.committed();
+  }
   spdlog::info("cluster: left job {}: {} leases given up (last commit: checkpoint {})",
-               cfg_.job, (*r)[0].Int(), committed_);
+               cfg_.job, (*r)[0].Int(), committed);
   return true;
 }
 

@@ -1,0 +1,135 @@
+// Shard transfer, the taking side (cluster.h, Death and leave; Handoff):
+// the shards whose lease this node took and whose state it must load from
+// their source checkpoint (a dead, leaving or giving node's, under
+// cluster.shared_dir) before it owns them; the load, on its own thread; and
+// the state loaded (or a resumed node's own, Put), waiting for a worker to
+// restore it inside a gate pass (Take). The exchange thread drives it (Want,
+// Step); workers only Take. What a lease reply means (load, restore, own at
+// once) is the caller's (cluster_lease.cc); reading a checkpoint is
+// ReadShards below. Unit-tested without Redis (cluster_loads_test.cc).
+//
+// The rules it keeps:
+// - one source checkpoint at a time, all of its wanted shards in one load;
+//   a new load starts only once a worker took the last one's state, so at
+//   most one shard set's state is in RAM beside the crawl's;
+// - a shard `skip` names (given up here and taken back: a worker has not
+//   dropped its queue yet) waits;
+// - a failed load (the source not readable yet, its node's directory not
+//   published) is tried again 2 s later, never dropped: its shards stay
+//   wanted, so the crawl is not quiet (Quiet) and cannot end without them;
+// - a source that is damaged (no checkpoint of its sequence on its node's
+//   disk) falls back to the checkpoint before it (ReadShards); a shard that
+//   checkpoint lacks, because its node got the shard after it, is loaded from
+//   where that node got it instead (`prev`, kCommitScript's source_prev).
+#ifndef CRAWLER_CLUSTER_SHARD_LOADS_H_
+#define CRAWLER_CLUSTER_SHARD_LOADS_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/mutex.h"
+#include "base/status.h"
+#include "engine/placement.h"
+
+namespace crawler::engine {
+
+// One load: shards of NODE's checkpoint SEQUENCE, whose OUT is `dir`.
+struct ShardLoad {
+  std::string dir;
+  std::string node;
+  uint64_t sequence = 0;
+  std::vector<uint32_t> shards;
+};
+
+class ShardLoads {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // Reads a load's state (files only; on the load's own thread).
+  using Reader = std::function<Result<ShardState>(const ShardLoad&)>;
+  // A node's OUT as the others read it (from Redis), or an error.
+  using DirOf = std::function<Result<std::string>(const std::string& node)>;
+
+  explicit ShardLoads(Reader reader) : reader_(std::move(reader)) {}
+  ~ShardLoads();  // waits for a load that runs
+  ShardLoads(const ShardLoads&) = delete;
+  ShardLoads& operator=(const ShardLoads&) = delete;
+
+  // `shard` is to load from `source` ("NODE SEQ"); `prev` ("NODE SEQ" or
+  // ""): where the source's node got it, should the source be damaged.
+  void Want(uint32_t shard, const std::string& source, const std::string& prev);
+  bool Wants(uint32_t shard) const { return wanted_.count(shard) > 0; }
+  const std::map<uint32_t, std::string>& wanted() const { return wanted_; }
+
+  // A load that ended: its shards and the checkpoint ("NODE SEQ") their
+  // state came from (the commit names it, kCommitScript).
+  struct Finished {
+    std::vector<uint32_t> shards;
+    std::string from;
+  };
+  // One round: a load that ended puts its state for a worker (returned), or
+  // on error waits 2 s; with none running, the next source's load starts.
+  std::optional<Finished> Step(const DirOf& dir_of,
+                               const std::function<bool(uint32_t)>& skip,
+                               Clock::time_point now);
+
+  // State for a worker that was not loaded here (a resumed node's own).
+  void Put(ShardState state) EXCLUDES(mu_);
+  // A worker's, inside a gate pass: the state to restore, once.
+  std::optional<ShardState> Take() EXCLUDES(mu_);
+  bool Waiting() const { return waiting_.load(); }  // put, not taken yet
+  // Nothing wanted, loading or waiting for a worker (the exchange thread's).
+  bool Quiet() const { return wanted_.empty() && !Waiting(); }
+
+ private:
+  // Shards of `load` with a prev, when its source is damaged: wanted from
+  // there (true: nothing loads this round).
+  bool LoadElsewhere(const ShardLoad& load);
+  // `start`: when it started (for the log); `now`: the round's time.
+  std::optional<Finished> Ended(ShardLoad load, Result<ShardState> result,
+                                Clock::time_point start, Clock::time_point now);
+
+  const Reader reader_;
+  std::map<uint32_t, std::string> wanted_;  // shard -> source "NODE SEQ"
+  std::map<uint32_t, std::string> prev_;    // shard -> "NODE SEQ"
+  Clock::time_point retry_at_{};
+  struct Running {
+    ShardLoad load;
+    Clock::time_point start;
+    Result<ShardState> result = Status::Error(Status::Code::kIoError, "not loaded");
+  };
+  std::future<Running> running_;
+  mutable Mutex mu_;
+  std::optional<ShardState> state_ GUARDED_BY(mu_);
+  std::atomic<bool> waiting_{false};
+};
+
+// The crawl's Reader: the shards' hosts, queued URLs, seen records, URL
+// history ([recrawl]; its image is unpacked under `history_import`) and the
+// source node's outbox, from checkpoint `sequence` of the node whose OUT is
+// `load.dir`: its handoff/SEQ/, checkpoint/ or checkpoint.prev/, or, that
+// one damaged, the newest older readable one. `shard_of`: a host key's shard.
+// `self`: this node's name (the test hook CRAWLER_TEST_TAKEOVER_LOAD_MS,
+// "NODE:MS" or "*:MS", makes its loads slow).
+Result<ShardState> ReadShards(const ShardLoad& load,
+                              const std::function<uint32_t(std::string_view)>& shard_of,
+                              const std::string& history_import, const std::string& self);
+
+// The directory under a node's OUT that holds checkpoint `sequence`:
+// handoff/SEQ/, checkpoint/ or checkpoint.prev/ ("" if none does).
+std::string CheckpointOfSequence(const std::string& out, uint64_t sequence);
+// When none does because it is damaged (checkpoint/'s MANIFEST unreadable,
+// or set aside as checkpoint.damaged/ by a resume): the newest readable one
+// of checkpoint/ and checkpoint.prev/ older than `sequence` ("" if none).
+std::string OlderThanDamaged(const std::string& out, uint64_t sequence);
+
+}  // namespace crawler::engine
+
+#endif  // CRAWLER_CLUSTER_SHARD_LOADS_H_

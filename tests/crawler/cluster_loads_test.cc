@@ -1,0 +1,230 @@
+// Shard transfer, the taking side (cluster/shard_loads.h), without Redis: the
+// order of loads (one source at a time, its shards together), the state kept
+// for a worker until taken and the crawl not quiet until then, a failed load
+// tried again, a shard held back (skip), and a damaged source whose shards
+// came from elsewhere. The reader is the test's (it records the loads); the
+// real reader on real checkpoints is tried by cluster_test.cc ("Cluster
+// takeover*", "Cluster join*", "Cluster death with its last committed
+// checkpoint damaged*").
+#include <unistd.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cluster/shard_loads.h"
+
+namespace crawler::engine {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = ShardLoads::Clock;
+using Shards = std::vector<uint32_t>;
+
+// Records each load; fails the first `fail` of them.
+struct Recorder {
+  std::mutex mu;
+  std::vector<ShardLoad> loads;
+  int fail = 0;
+
+  ShardLoads::Reader reader() {
+    return [this](const ShardLoad& load) -> Result<ShardState> {
+      std::lock_guard<std::mutex> lock(mu);
+      loads.push_back(load);
+      if (fail > 0) {
+        --fail;
+        return Status::Error(Status::Code::kIoError, "not there yet");
+      }
+      ShardState st;
+      st.shards = load.shards;
+      st.sequence = load.sequence;
+      st.from = "node " + load.node + " checkpoint " + std::to_string(load.sequence);
+      return st;
+    };
+  }
+  size_t count() {
+    std::lock_guard<std::mutex> lock(mu);
+    return loads.size();
+  }
+};
+
+const ShardLoads::DirOf kDirs = [](const std::string& node) -> Result<std::string> {
+  return "/nonexistent/out-" + node;
+};
+const auto kNoSkip = [](uint32_t) { return false; };
+
+// Steps (at `now`) until a load ends well (its Finished), or 10 s pass.
+std::optional<ShardLoads::Finished> StepUntilLoaded(
+    ShardLoads* loads, Clock::time_point now, const ShardLoads::DirOf& dirs = kDirs) {
+  const auto deadline = Clock::now() + 10s;
+  while (Clock::now() < deadline) {
+    if (auto done = loads->Step(dirs, kNoSkip, now)) return done;
+    std::this_thread::sleep_for(1ms);
+  }
+  return std::nullopt;
+}
+
+TEST_CASE(
+    "ShardLoads: one source at a time with all its shards; the state waits for a "
+    "worker, and the crawl is not quiet until it took it",
+    "[engine][cluster]") {
+  Recorder rec;
+  ShardLoads loads(rec.reader());
+  const Clock::time_point t0 = Clock::now();
+  CHECK(loads.Quiet());
+  loads.Want(3, "a 5", "");
+  loads.Want(7, "b 2", "");
+  loads.Want(9, "a 5", "");
+  CHECK(loads.Wants(3));
+  CHECK_FALSE(loads.Quiet());
+
+  auto done = StepUntilLoaded(&loads, t0);
+  REQUIRE(done);
+  CHECK(done->shards == Shards{3, 9});
+  CHECK(done->from == "a 5");
+  REQUIRE(rec.count() == 1);
+  CHECK(rec.loads[0].dir == "/nonexistent/out-a");
+  CHECK(rec.loads[0].node == "a");
+  CHECK(rec.loads[0].sequence == 5);
+  CHECK_FALSE(loads.Wants(3));
+  CHECK(loads.Wants(7));
+  CHECK(loads.Waiting());
+
+  // No next load while a worker has not taken this one's state.
+  for (int i = 0; i < 20; ++i) CHECK_FALSE(loads.Step(kDirs, kNoSkip, t0));
+  std::this_thread::sleep_for(20ms);
+  CHECK(rec.count() == 1);
+
+  auto st = loads.Take();
+  REQUIRE(st);
+  CHECK(st->shards == Shards{3, 9});
+  CHECK_FALSE(loads.Take());
+  CHECK_FALSE(loads.Waiting());
+  CHECK_FALSE(loads.Quiet());  // shard 7 still to load
+
+  done = StepUntilLoaded(&loads, t0);
+  REQUIRE(done);
+  CHECK(done->shards == Shards{7});
+  CHECK(done->from == "b 2");
+  CHECK_FALSE(loads.Quiet());  // loaded, not restored yet
+  REQUIRE(loads.Take());
+  CHECK(loads.Quiet());
+}
+
+TEST_CASE(
+    "ShardLoads: a failed load is tried again 2 s later, and its shards stay wanted",
+    "[engine][cluster]") {
+  Recorder rec;
+  rec.fail = 1;
+  ShardLoads loads(rec.reader());
+  const Clock::time_point t0 = Clock::now();
+  loads.Want(4, "a 3", "");
+  // The first try fails: nothing for a worker; no other try before t0 + 2 s.
+  const auto deadline = Clock::now() + 2s;
+  while (Clock::now() < deadline) {
+    CHECK_FALSE(loads.Step(kDirs, kNoSkip, t0));
+    std::this_thread::sleep_for(1ms);
+  }
+  CHECK(rec.count() == 1);
+  CHECK(loads.Wants(4));
+  CHECK_FALSE(loads.Quiet());
+  CHECK_FALSE(loads.Step(kDirs, kNoSkip, t0 + 1900ms));
+  CHECK(rec.count() == 1);
+  auto done = StepUntilLoaded(&loads, t0 + 2s);
+  REQUIRE(done);
+  CHECK(done->shards == Shards{4});
+  CHECK(rec.count() == 2);
+
+  // A node whose directory is not published yet: the same wait, no read.
+  REQUIRE(loads.Take());
+  int asked = 0;
+  const ShardLoads::DirOf unpublished =
+      [&](const std::string& node) -> Result<std::string> {
+    ++asked;
+    return Status::Error(Status::Code::kIoError, "node '" + node + "' published nothing");
+  };
+  loads.Want(5, "c 8", "");
+  const Clock::time_point t1 = t0 + 10s;
+  CHECK_FALSE(loads.Step(unpublished, kNoSkip, t1));
+  CHECK(asked == 1);
+  CHECK_FALSE(loads.Step(unpublished, kNoSkip, t1 + 1s));
+  CHECK(asked == 1);
+  CHECK_FALSE(loads.Step(unpublished, kNoSkip, t1 + 2s));
+  CHECK(asked == 2);
+  CHECK(loads.Wants(5));
+  CHECK(rec.count() == 2);
+}
+
+TEST_CASE("ShardLoads: a shard held back waits; the others of its source load",
+          "[engine][cluster]") {
+  Recorder rec;
+  ShardLoads loads(rec.reader());
+  const Clock::time_point t0 = Clock::now();
+  loads.Want(2, "a 1", "");
+  bool dropping = true;  // shard 2: given up here, its queue not dropped yet
+  const auto skip = [&](uint32_t s) { return s == 2 && dropping; };
+  for (int i = 0; i < 5; ++i) CHECK_FALSE(loads.Step(kDirs, skip, t0));
+  std::this_thread::sleep_for(20ms);
+  CHECK(rec.count() == 0);
+  loads.Want(6, "a 1", "");
+  std::optional<ShardLoads::Finished> done;
+  for (int i = 0; i < 10000 && !done; ++i) {
+    done = loads.Step(kDirs, skip, t0);
+    std::this_thread::sleep_for(1ms);
+  }
+  REQUIRE(done);
+  CHECK(done->shards == Shards{6});
+  REQUIRE(loads.Take());
+  dropping = false;
+  done = StepUntilLoaded(&loads, t0);
+  REQUIRE(done);
+  CHECK(done->shards == Shards{2});
+}
+
+TEST_CASE(
+    "ShardLoads: a damaged source's shards that came to its node after the checkpoint "
+    "before it are loaded from where they came from",
+    "[engine][cluster]") {
+  namespace fs = std::filesystem;
+  const std::string dir =
+      (fs::temp_directory_path() / ("loads-test-" + std::to_string(::getpid()))).string();
+  fs::remove_all(dir);
+  fs::create_directories(dir + "/checkpoint");
+  { std::ofstream(dir + "/checkpoint/MANIFEST.json") << "{damaged"; }
+  const ShardLoads::DirOf dirs = [&](const std::string&) -> Result<std::string> {
+    return dir;
+  };
+  Recorder rec;
+  ShardLoads loads(rec.reader());
+  const Clock::time_point t0 = Clock::now();
+  loads.Want(5, "a 7", "b 3");                 // came to a from b's checkpoint 3
+  loads.Want(6, "a 7", "");                    // a had it in its checkpoint before 7
+  CHECK_FALSE(loads.Step(dirs, kNoSkip, t0));  // 5 moves; nothing loads
+  CHECK(loads.wanted().at(5) == "b 3");
+  CHECK(loads.wanted().at(6) == "a 7");
+  CHECK(rec.count() == 0);
+
+  auto done = StepUntilLoaded(&loads, t0, dirs);
+  REQUIRE(done);
+  CHECK(done->shards == Shards{5});
+  CHECK(done->from == "b 3");
+  REQUIRE(loads.Take());
+  // Shard 6 is read from a's damaged checkpoint 7 (ReadShards falls back to
+  // the one before, which holds it).
+  done = StepUntilLoaded(&loads, t0, dirs);
+  REQUIRE(done);
+  CHECK(done->shards == Shards{6});
+  REQUIRE(rec.count() == 2);
+  CHECK(rec.loads[1].node == "a");
+  CHECK(rec.loads[1].sequence == 7);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace crawler::engine
