@@ -7,10 +7,11 @@
 //
 // Cluster is the glue: the Node interface and the exchange thread's round.
 // What it decides it asks of its parts, each with its rules in its header
-// and its own unit tests (docs/architecture.md lists them): outbox.h,
-// inbox.h, leases.h, transfer.h and shard_loads.h (a shard's transfer, the
-// giving and the taking side), commits.h, membership.h (join, start, state,
-// end test, leave), shard_owners.h and balance.h (placement), doorbell.h.
+// and its own unit tests (docs/architecture.md lists them): outbox.h and
+// spill.h, inbox.h, leases.h, transfer.h and shard_loads.h (a shard's
+// transfer, the giving and the taking side), commits.h, membership.h (join,
+// start, state, end test, leave), shard_owners.h and balance.h (placement),
+// doorbell.h.
 //
 // One node of a crawl shared by several machines through Redis ([cluster]).
 //
