@@ -1,8 +1,8 @@
-// Shard transfer, the taking side (cluster/shard_loads.h), without Redis: the
-// order of loads (one source at a time, its shards together), the state kept
-// for a worker until taken and the crawl not quiet until then, a failed load
-// tried again, a shard held back (skip), and a damaged source whose shards
-// came from elsewhere. The reader is the test's (it records the loads); the
+// Shard transfer, the taking side (cluster/shard_loads.h), without Redis:
+// what a lease gained means (OnGained), the order of loads (one source at a
+// time, its shards together), the state kept for a worker until taken and
+// the crawl not quiet until then, a failed load tried again, a shard held
+// back (skip), and a damaged source whose shards came from elsewhere. The reader is the test's (it records the loads); the
 // real reader on real checkpoints is tried by cluster_test.cc ("Cluster
 // takeover*", "Cluster join*", "Cluster death with its last committed
 // checkpoint damaged*").
@@ -224,6 +224,61 @@ TEST_CASE(
   CHECK(rec.loads[1].node == "a");
   CHECK(rec.loads[1].sequence == 7);
   fs::remove_all(dir);
+}
+
+LeaseReply Taken(const std::string& source, const std::string& source_prev = "") {
+  LeaseReply r;
+  r.state = "taken";
+  r.epoch = 3;
+  r.holder = "";
+  r.source = source;
+  r.source_prev = source_prev;
+  return r;
+}
+
+TEST_CASE(
+    "OnGained: a lease newly this process's is loaded from its source, restored from "
+    "the checkpoint resumed from, or ready at once",
+    "[engine][cluster]") {
+  using A = Gain::Action;
+  // Another node's source: loaded from it, source_prev kept for its damage.
+  Gain g = OnGained(4, Taken("b 7", "c 2"), "a", /*takeover=*/true, false, nullptr);
+  CHECK(g.action == A::kLoad);
+  CHECK(g.source == "b 7");
+  CHECK(g.prev == "c 2");
+  // No shared_dir: nothing to load from; a new shard (no source): empty.
+  CHECK(OnGained(4, Taken("b 7"), "a", false, false, nullptr).action == A::kReady);
+  CHECK(OnGained(4, Taken(""), "a", true, false, nullptr).action == A::kReady);
+  // This node's own source with no resume under way: an earlier process's
+  // checkpoint (the shard was held, lost, and is taken back): loaded.
+  CHECK(OnGained(4, Taken("a 5"), "a", true, false, nullptr).action == A::kLoad);
+
+  const ResumedFrom resumed{5, {1, 4, 9}};
+  // The checkpoint it resumed from holds the shard: restored from it.
+  CHECK(OnGained(4, Taken("a 5"), "a", true, false, &resumed).action == A::kRestoreOwn);
+  CHECK(OnGained(4, Taken("a 5"), "a", false, false, &resumed).action == A::kRestoreOwn);
+  // ... but not a shard it does not hold (no hosts left in it): loaded.
+  g = OnGained(6, Taken("a 5"), "a", true, false, &resumed);
+  CHECK(g.action == A::kLoad);
+  CHECK(g.source == "a 5");
+  // Given up here (a handoff) and taken back: loaded from the handoff's
+  // checkpoint, even though the resumed one lists the shard.
+  g = OnGained(4, Taken("a 5"), "a", true, /*released=*/true, &resumed);
+  CHECK(g.action == A::kLoad);
+  // An older checkpoint of its own: loaded from it.
+  CHECK(OnGained(4, Taken("a 3"), "a", true, false, &resumed).action == A::kLoad);
+
+  // The source names a newer checkpoint of its own, damaged (the node
+  // resumed from checkpoint.prev/, 5): restored from what it resumed from...
+  CHECK(OnGained(4, Taken("a 6"), "a", true, false, &resumed).action == A::kRestoreOwn);
+  CHECK(OnGained(6, Taken("a 6"), "a", true, false, &resumed).action == A::kRestoreOwn);
+  // ... unless that checkpoint was the first to hold it (source_prev): then
+  // from where it came from, with no fallback after it (the bug session 32
+  // found: such a shard was "restored" empty).
+  g = OnGained(6, Taken("a 6", "b 4"), "a", true, false, &resumed);
+  CHECK(g.action == A::kLoad);
+  CHECK(g.source == "b 4");
+  CHECK(g.prev.empty());
 }
 
 }  // namespace

@@ -56,6 +56,7 @@ Cluster::Cluster(const Config& config, JoinedJob joined, std::string out_dir)
       }),
       ready_(new std::atomic<bool>[config.cluster.shards]),
       handing_(new std::atomic<bool>[config.cluster.shards]),
+      kept_(out_dir),
       out_dir_(out_dir) {
   figures_.node = cfg_.node;
   figures_.job = cfg_.job;
@@ -63,19 +64,6 @@ Cluster::Cluster(const Config& config, JoinedJob joined, std::string out_dir)
   for (uint32_t s = 0; s < cfg_.shards; ++s) {
     ready_[s] = false;
     handing_[s] = false;
-  }
-  // Handoff checkpoints kept by an earlier process of this node: removed
-  // once no shard's source names them (PruneHandoffDirs).
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(
-           out_dir_ + "/" + cluster_wire::kHandoffDir, ec)) {
-    const std::string name = e.path().filename().string();
-    uint64_t seq = 0;
-    auto [end, err] = std::from_chars(name.data(), name.data() + name.size(), seq);
-    if (err == std::errc() && end == name.data() + name.size())
-      handoff_dirs_.insert(seq);
-    else
-      std::filesystem::remove_all(e.path(), ec);  // a copy cut short (SEQ.tmp)
   }
 }
 
@@ -185,7 +173,7 @@ Status Cluster::Start(const std::atomic<bool>& stop, std::function<bool()> local
   if (!started.ok()) return started;
   const std::vector<std::string>& nodes = members_.nodes();
   // The placement over every node of the job (no assign read yet).
-  std::set<uint32_t> want(resumed_shards_.begin(), resumed_shards_.end());
+  std::set<uint32_t> want(resumed_.shards.begin(), resumed_.shards.end());
   for (uint32_t s = 0; s < cfg_.shards; ++s)
     if (owners_.OwnerOf(nodes, s) == cfg_.node) want.insert(s);
   my_shards_.assign(want.begin(), want.end());
@@ -212,7 +200,7 @@ Status Cluster::Start(const std::atomic<bool>& stop, std::function<bool()> local
     // names it. (A chaos run hung on that: shard 6, with no hosts, held in
     // checkpoint 9, was taken 3 s after the resume, and every try to load it
     // failed with "no checkpoint 9".)
-    Status kept = KeepHandoffCheckpoint(own_->sequence);
+    Status kept = kept_.Keep(own_->sequence);
     if (!kept.ok()) return kept;
   }
   st = Retry(stop, "taking the shards' leases", [&] { return Heartbeat(); });
@@ -239,12 +227,12 @@ Status Cluster::Start(const std::atomic<bool>& stop, std::function<bool()> local
 }
 
 void Cluster::StashOwn(ShardState own) {
+  std::vector<uint32_t>& shards = resumed_.shards;
   for (const frontier::HostImage& h : own.frontier.hosts)
-    resumed_shards_.push_back(ShardOf(h.key));
-  std::sort(resumed_shards_.begin(), resumed_shards_.end());
-  resumed_shards_.erase(std::unique(resumed_shards_.begin(), resumed_shards_.end()),
-                        resumed_shards_.end());
-  resumed_source_ = cfg_.node + " " + std::to_string(own.sequence);
+    shards.push_back(ShardOf(h.key));
+  std::sort(shards.begin(), shards.end());
+  shards.erase(std::unique(shards.begin(), shards.end()), shards.end());
+  resumed_.sequence = own.sequence;
   own_ = std::move(own);
 }
 

@@ -9,7 +9,8 @@
 // What it decides it asks of its parts, each with its rules in its header
 // and its own unit tests (docs/architecture.md lists them): outbox.h and
 // spill.h, inbox.h, leases.h, transfer.h and shard_loads.h (a shard's
-// transfer, the giving and the taking side), commits.h, membership.h (join,
+// transfer, the giving and the taking side), kept_checkpoints.h (the
+// handoff checkpoints kept for takers), commits.h, membership.h (join,
 // start, state, end test, leave), shard_owners.h and balance.h (placement),
 // doorbell.h.
 //
@@ -130,6 +131,7 @@
 #include "cluster/commits.h"
 #include "cluster/doorbell.h"
 #include "cluster/inbox.h"
+#include "cluster/kept_checkpoints.h"
 #include "cluster/leases.h"
 #include "cluster/membership.h"
 #include "cluster/outbox.h"
@@ -370,10 +372,9 @@ class Cluster final : public Node {
   // OUT/handoff/SEQ/, gives them up here, then their leases (SendReleases).
   bool HandOver() EXCLUDES(mu_);
   bool SendReleases();
-  Status KeepHandoffCheckpoint(uint64_t sequence) EXCLUDES(mu_);
   // Removes the kept handoff checkpoints no shard's source or source_prev
-  // names (`hashes`: HGETALL of each).
-  void PruneHandoffDirs(std::initializer_list<const redisReply*> hashes) EXCLUDES(mu_);
+  // names (`hashes`: HGETALL of each; kept_.Prune).
+  void PruneHandoffDirs(std::initializer_list<const redisReply*> hashes);
   bool Released(uint32_t shard) const EXCLUDES(mu_);
   // Loads the shards taken (loads_) from their sources, a round's step.
   void LoadTaken();
@@ -495,9 +496,8 @@ class Cluster final : public Node {
   // published and committed, where each shard's state came from.
   Commits commits_ GUARDED_BY(mu_);
   std::map<uint32_t, uint64_t> holding_ GUARDED_BY(mu_);  // held shard -> epoch
-  std::vector<uint32_t> resumed_shards_;
-  std::string resumed_source_;         // "NODE SEQ" of the checkpoint resumed from
-  std::optional<ShardState> own_;      // StashOwn's, until Start
+  ResumedFrom resumed_;            // the checkpoint resumed from, its shards (StashOwn)
+  std::optional<ShardState> own_;  // StashOwn's, until Start
   std::vector<uint32_t> restore_own_;  // held again at Start: restored from own_
   std::atomic<bool> failed_{false}, leave_{false};
   std::atomic<bool> fenced_{false};  // failed_ because another node took shards
@@ -509,7 +509,8 @@ class Cluster final : public Node {
   std::atomic<bool> handoff_work_{false};
   // Given up here, lease not yet given up in Redis: shard, "NODE EPOCH".
   std::vector<std::pair<uint32_t, std::string>> releasing_;
-  std::set<uint64_t> handoff_dirs_ GUARDED_BY(mu_);  // OUT/handoff/SEQ/ on disk
+  // OUT/handoff/SEQ/: the exchange thread's (Start's before it).
+  KeptCheckpoints kept_;
   std::chrono::steady_clock::time_point last_keep_warn_{};
   const std::string out_dir_;
   Status failure_ GUARDED_BY(mu_);

@@ -363,12 +363,11 @@ bool Cluster::Heartbeat() {
   // Has their new owner taken the lease yet? Kept handoff checkpoints: does
   // some shard's source still name one?
   std::vector<uint32_t> released, untaken;
-  bool kept = false;
+  const bool kept = !kept_.empty();
   {
     MutexLock lock(mu_);
     released = transfers_.ReleasedShards();
     untaken = transfers_.UntakenShards();
-    kept = !handoff_dirs_.empty();
   }
   size_t sources_at = cmds.size();
   if (!released.empty()) {

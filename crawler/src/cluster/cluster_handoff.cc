@@ -106,42 +106,6 @@ void Cluster::Dropped(const std::vector<uint32_t>& shards, uint64_t urls) {
                shards.size());
 }
 
-Status Cluster::KeepHandoffCheckpoint(uint64_t sequence) {
-  namespace fs = std::filesystem;
-  const std::string dest = out_dir_ + "/" + kHandoffDir + "/" + std::to_string(sequence);
-  const std::string found = CheckpointOfSequence(out_dir_, sequence);
-  if (found.empty())
-    return Status::Error(Status::Code::kIoError,
-                         out_dir_ + ": checkpoint " + std::to_string(sequence) +
-                             " is neither checkpoint/ nor checkpoint.prev/");
-  if (found != dest) {
-    // Built aside, then renamed: a taker never sees half of it.
-    const std::string tmp = dest + ".tmp";
-    std::error_code ec;
-    fs::remove_all(tmp, ec);
-    fs::create_directories(tmp, ec);
-    if (ec) return IoError(tmp, "create: " + ec.message());
-    // Its files, and its history/ ([recrawl]: the URL history's image).
-    for (const auto& e : fs::recursive_directory_iterator(found, ec)) {
-      const fs::path to = fs::path(tmp) / fs::relative(e.path(), found);
-      if (e.is_directory()) fs::create_directories(to, ec);
-      if (ec) return IoError(to.string(), "create: " + ec.message());
-      if (!e.is_regular_file()) continue;
-      fs::create_hard_link(e.path(), to, ec);
-      if (ec) {
-        ec.clear();
-        fs::copy_file(e.path(), to, ec);
-        if (ec) return IoError(to.string(), "copy from " + found + ": " + ec.message());
-      }
-    }
-    if (ec) return IoError(found, "list: " + ec.message());
-    if (std::rename(tmp.c_str(), dest.c_str()) != 0) return IoError(tmp, "rename");
-  }  // else kept already (by an earlier process of this node)
-  MutexLock lock(mu_);
-  handoff_dirs_.insert(sequence);
-  return Status::Ok();
-}
-
 void Cluster::PruneHandoffDirs(std::initializer_list<const redisReply*> hashes) {
   // Sequences of this node that are some shard's source (or source_prev).
   std::set<uint64_t> named;
@@ -155,20 +119,7 @@ void Cluster::PruneHandoffDirs(std::initializer_list<const redisReply*> hashes) 
         named.insert(std::strtoull(v.c_str() + mine.size(), nullptr, 10));
     }
   }
-  std::vector<uint64_t> gone;
-  {
-    MutexLock lock(mu_);
-    for (uint64_t seq : handoff_dirs_)
-      if (named.count(seq) == 0) gone.push_back(seq);
-    for (uint64_t seq : gone) handoff_dirs_.erase(seq);
-  }
-  for (uint64_t seq : gone) {
-    std::error_code ec;
-    std::filesystem::remove_all(out_dir_ + "/" + kHandoffDir + "/" + std::to_string(seq),
-                                ec);
-    spdlog::info(
-        "cluster: kept checkpoint {} removed (no shard's source names it any more)", seq);
-  }
+  kept_.Prune(named);
 }
 
 bool Cluster::SendReleases() {
@@ -209,7 +160,7 @@ bool Cluster::HandOver() {
     // The committed checkpoint that holds them stays readable for their new
     // owner (and any later taker) in OUT/handoff/SEQ/, while this node goes
     // on cutting.
-    Status kept = KeepHandoffCheckpoint(sequence);
+    Status kept = kept_.Keep(sequence);
     if (!kept.ok()) {
       // Held (no cuts meanwhile: HoldCuts) and tried again next round.
       if (SteadyClock::now() - last_keep_warn_ > std::chrono::seconds(10)) {

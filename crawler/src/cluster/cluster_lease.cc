@@ -94,40 +94,26 @@ void Cluster::ApplyLeases(const redisReply* r, SteadyClock::time_point sent) {
 }
 
 void Cluster::Gained(uint32_t s, const LeaseReply& reply, LeaseRound* round) {
-  // A shard this node gave up (handoff) and takes back is loaded from that
-  // checkpoint too: its queue was dropped here, and a checkpoint cut since
-  // does not hold it, even if it still lists some of its hosts (the chaos
-  // test lost 553 URLs when a node killed between handoff and takeover came
-  // back and took its released shards as empty ones).
-  const std::string from = reply.source.substr(0, reply.source.find(' '));
-  // This node resumed from checkpoint.prev/ because its newest committed one
-  // was damaged (crawl/resume.cc): a source naming that one is restored
-  // from what it resumed from, as a taker would load it (ReadShards).
-  const bool own_damaged =
-      own_ && from == cfg_.node && !Released(s) &&
-      std::strtoull(reply.source.c_str() + from.size(), nullptr, 10) > own_->sequence;
-  const bool resumed_here = own_damaged || (own_ && reply.source == resumed_source_ &&
-                                            std::binary_search(resumed_shards_.begin(),
-                                                               resumed_shards_.end(), s));
-  // The damaged checkpoint was the first of this node's to hold the shard:
-  // the one it resumed from lacks it. Loaded from where it came from.
-  const bool from_prev = own_damaged && takeover_ && !reply.source_prev.empty();
-  if (from_prev || (takeover_ && !reply.source.empty() &&
-                    (from != cfg_.node || Released(s) || !resumed_here))) {
-    // Should the source be damaged, and the checkpoint before it lack the
-    // shard, it is loaded from source_prev instead (shard_loads.h).
-    const std::string& source = from_prev ? reply.source_prev : reply.source;
-    loads_.Want(s, source, from_prev ? "" : reply.source_prev);
-    round->takeovers.Add(s, reply.epoch);
-    if (round->took_from.empty()) round->took_from = source;
-  } else if (resumed_here) {
-    restore_own_.push_back(s);  // a resumed node's: owned once restored
-    MutexLock lock(mu_);
-    commits_.From(s, resumed_source_);
-  } else {
-    ready_[s] = true;  // a new shard, or this node's own since it resumed
-    MutexLock lock(mu_);
-    commits_.Forget(s);
+  const Gain g =
+      OnGained(s, reply, cfg_.node, takeover_, Released(s), own_ ? &resumed_ : nullptr);
+  switch (g.action) {
+    case Gain::Action::kLoad:
+      loads_.Want(s, g.source, g.prev);
+      round->takeovers.Add(s, reply.epoch);
+      if (round->took_from.empty()) round->took_from = g.source;
+      break;
+    case Gain::Action::kRestoreOwn: {
+      restore_own_.push_back(s);  // a resumed node's: owned once restored
+      MutexLock lock(mu_);
+      commits_.From(s, cfg_.node + " " + std::to_string(resumed_.sequence));
+      break;
+    }
+    case Gain::Action::kReady: {
+      ready_[s] = true;  // a new shard, or this node's own since it resumed
+      MutexLock lock(mu_);
+      commits_.Forget(s);
+      break;
+    }
   }
 }
 

@@ -3,6 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
@@ -19,6 +20,45 @@
 namespace crawler::engine {
 
 using namespace cluster_wire;  // NOLINT: the formats this file reads
+
+Gain OnGained(uint32_t shard, const LeaseReply& reply, const std::string& node,
+              bool takeover, bool released, const ResumedFrom* resumed) {
+  // A shard this node gave up (handoff) and takes back is loaded from that
+  // checkpoint too: its queue was dropped here, and a checkpoint cut since
+  // does not hold it, even if it still lists some of its hosts (the chaos
+  // test lost 553 URLs when a node killed between handoff and takeover came
+  // back and took its released shards as empty ones).
+  const std::string from = reply.source.substr(0, reply.source.find(' '));
+  // This node resumed from checkpoint.prev/ because its newest committed one
+  // was damaged (crawl/resume.cc): a source naming that one is restored
+  // from what it resumed from, as a taker would load it (ReadShards).
+  const bool own_damaged =
+      resumed != nullptr && from == node && !released &&
+      std::strtoull(reply.source.c_str() + from.size(), nullptr, 10) > resumed->sequence;
+  const bool resumed_here =
+      own_damaged ||
+      (resumed != nullptr &&
+       reply.source == node + " " + std::to_string(resumed->sequence) &&
+       std::binary_search(resumed->shards.begin(), resumed->shards.end(), shard));
+  // The damaged checkpoint was the first of this node's to hold the shard:
+  // the one it resumed from lacks it. Loaded from where it came from.
+  const bool from_prev = own_damaged && takeover && !reply.source_prev.empty();
+  Gain g;
+  if (from_prev) {
+    g.action = Gain::Action::kLoad;
+    g.source = reply.source_prev;
+  } else if (takeover && !reply.source.empty() &&
+             (from != node || released || !resumed_here)) {
+    // Should the source be damaged, and the checkpoint before it lack the
+    // shard, it is loaded from source_prev instead (LoadElsewhere).
+    g.action = Gain::Action::kLoad;
+    g.source = reply.source;
+    g.prev = reply.source_prev;
+  } else if (resumed_here) {
+    g.action = Gain::Action::kRestoreOwn;
+  }
+  return g;
+}
 
 ShardLoads::~ShardLoads() {
   if (running_.valid()) running_.wait();

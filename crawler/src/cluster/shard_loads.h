@@ -37,9 +37,32 @@
 
 #include "base/mutex.h"
 #include "base/status.h"
+#include "cluster/leases.h"
 #include "engine/placement.h"
 
 namespace crawler::engine {
+
+// What a lease newly this process's means for its shard (cluster_lease.cc):
+// its state is loaded from a source checkpoint (kLoad: `source`, and `prev`
+// should that one be damaged), restored from the checkpoint this node
+// resumed from (kRestoreOwn), or it is here already (kReady: a new shard, a
+// shard this node has held since it started, or any shard without
+// cluster.shared_dir).
+struct Gain {
+  enum class Action : uint8_t { kLoad, kRestoreOwn, kReady };
+  Action action = Action::kReady;
+  std::string source, prev;  // kLoad's: "NODE SEQ"
+};
+// A resumed node's own checkpoint, until Start restored it.
+struct ResumedFrom {
+  uint64_t sequence = 0;
+  std::vector<uint32_t> shards;  // sorted: those it held
+};
+// `node`: this node; `takeover`: cluster.shared_dir is set; `released`: this
+// node gave `shard` up (a handoff) and takes it back; `resumed`: null unless
+// this process resumed and has not restored its own yet.
+Gain OnGained(uint32_t shard, const LeaseReply& reply, const std::string& node,
+              bool takeover, bool released, const ResumedFrom* resumed);
 
 // One load: shards of NODE's checkpoint SEQUENCE, whose OUT is `dir`.
 struct ShardLoad {
