@@ -24,7 +24,7 @@ namespace crawler::engine {
 
 using namespace cluster_wire;  // NOLINT: this file's own formats
 
-Cluster::Cluster(const Config& config, JoinedJob joined, std::string out_dir)
+Cluster::Cluster(const Config& config, JoinedJob joined, const std::string& out_dir)
     : cfg_(config.cluster),
       address_(std::move(joined.address)),
       token_(std::move(joined.token)),

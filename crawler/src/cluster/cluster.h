@@ -274,7 +274,7 @@ class Cluster final : public Node {
  private:
   using Batch = OutBatch;
 
-  Cluster(const Config& config, JoinedJob joined, std::string out_dir);
+  Cluster(const Config& config, JoinedJob joined, const std::string& out_dir);
   std::string Key(const std::string& suffix) const;
   std::string StreamKey(uint32_t shard) const;
   // StreamKey's inverse: the shard of "crawler:{JOB}:s:SHARD".
