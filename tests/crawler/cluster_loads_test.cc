@@ -2,10 +2,10 @@
 // what a lease gained means (OnGained), the order of loads (one source at a
 // time, its shards together), the state kept for a worker until taken and
 // the crawl not quiet until then, a failed load tried again, a shard held
-// back (skip), and a damaged source whose shards came from elsewhere. The reader is the test's (it records the loads); the
-// real reader on real checkpoints is tried by cluster_test.cc ("Cluster
-// takeover*", "Cluster join*", "Cluster death with its last committed
-// checkpoint damaged*").
+// back (skip), and a damaged source whose shards came from elsewhere. The
+// reader is the test's (it records the loads); the real reader on real
+// checkpoints is tried by cluster_test.cc ("Cluster takeover*", "Cluster
+// join*", "Cluster death with its last committed checkpoint damaged*").
 #include <unistd.h>
 
 #include <atomic>
