@@ -16,6 +16,7 @@
 #include "cluster/cluster_job.h"
 #include "cluster/cluster_wire.h"
 #include "cluster/doorbell.h"
+#include "cluster/heartbeats.h"
 #include "cluster/redis.h"
 #include "crawl_output.h"
 
@@ -258,6 +259,70 @@ TEST_CASE(
   // Whatever ShardsToGive gives, the taker's load was at most that bound.
   for (uint64_t load = 0; load <= 1000; load += 10)
     if (!ShardsToGive(b, 10, load, rule).empty()) CHECK(load <= MaxTakerLoad(1000, rule));
+}
+
+TEST_CASE(
+    "Heartbeats: every heartbeat_s; 4x as often (50 ms at least) for two lease TTLs "
+    "after "
+    "a wanted shard that is not held appears, normal again once all are held",
+    "[engine][cluster]") {
+  using std::chrono::milliseconds;
+  Heartbeats beats(2.0, std::chrono::seconds(6));
+  const Heartbeats::Clock::time_point t0{std::chrono::hours(1)};
+  CHECK(beats.Due(t0));  // the first
+  CHECK_FALSE(beats.Due(t0 + milliseconds(2000)));
+  CHECK(beats.Due(t0 + milliseconds(2001)));
+  CHECK_FALSE(beats.taking());
+  // A give: shards 4 and 9 wanted, not held. Every 0.5 s now.
+  Heartbeats::Clock::time_point t = t0 + milliseconds(2001);
+  beats.Unheld({4, 9}, t);
+  CHECK(beats.taking());
+  CHECK_FALSE(beats.Due(t + milliseconds(500)));
+  CHECK(beats.Due(t + milliseconds(501)));
+  // Still unheld 12 s later (two TTLs): back to every 2 s, until another
+  // shard appears.
+  beats.Unheld({4, 9}, t + milliseconds(6000));  // nothing new: no new window
+  CHECK(beats.Due(t + milliseconds(12100)));
+  CHECK_FALSE(beats.Due(t + milliseconds(12700)));
+  beats.Unheld({4}, t + milliseconds(12700));  // one taken: nothing new either
+  CHECK_FALSE(beats.Due(t + milliseconds(13000)));
+  beats.Unheld({4, 11}, t + milliseconds(13000));  // a new one: eager again
+  CHECK(beats.Due(t + milliseconds(13000)));
+  CHECK_FALSE(beats.Due(t + milliseconds(13400)));
+  CHECK(beats.Due(t + milliseconds(13600)));
+  // All held: the normal period at once.
+  beats.Unheld({}, t + milliseconds(13700));
+  CHECK_FALSE(beats.taking());
+  CHECK_FALSE(beats.Due(t + milliseconds(14200)));
+  CHECK(beats.Due(t + milliseconds(15601)));
+  // A short heartbeat_s: 4x as often, but not under 50 ms.
+  Heartbeats fast(0.1, std::chrono::milliseconds(300));
+  fast.Unheld({1}, t0);
+  CHECK(fast.Due(t0));
+  CHECK_FALSE(fast.Due(t0 + milliseconds(50)));
+  CHECK(fast.Due(t0 + milliseconds(51)));
+}
+
+TEST_CASE(
+    "RecentRate: the last minute's rate until 5 s have passed, then the rate over the "
+    "last 5 s or more; a page count that went back starts anew",
+    "[engine][cluster]") {
+  using std::chrono::milliseconds;
+  RecentRate r;
+  const RecentRate::Clock::time_point t0{std::chrono::hours(1)};
+  CHECK(r.At(t0, 1000, 20.0) == 20.0);  // nothing measured yet
+  CHECK(r.At(t0 + milliseconds(4999), 1400, 21.0) == 21.0);
+  // 5 s and 500 pages later: 100 pages/s, whatever the minute says.
+  CHECK(r.At(t0 + milliseconds(5000), 1500, 21.0) == Approx(100.0));
+  CHECK(r.At(t0 + milliseconds(7000), 1600, 90.0) ==
+        Approx(100.0));  // kept until 5 s more
+  // The rate fell (fast hosts given away): 10 pages over the next 8 s.
+  CHECK(r.At(t0 + milliseconds(13000), 1510, 90.0) == Approx(1.25));
+  // The count went back (a new process): measured anew from there.
+  CHECK(r.At(t0 + milliseconds(14000), 5, 90.0) == Approx(1.25));
+  CHECK(r.At(t0 + milliseconds(19000), 15, 90.0) == Approx(2.0));
+  // No page at all in 5 s: the minute's rate stands in (0 is not a rate).
+  CHECK(r.At(t0 + milliseconds(24000), 15, 3.0) == 3.0);
 }
 
 }  // namespace

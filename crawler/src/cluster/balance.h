@@ -19,6 +19,7 @@
 #define CRAWLER_CLUSTER_BALANCE_H_
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <vector>
 
@@ -74,6 +75,34 @@ inline std::vector<uint32_t> ShardsToGive(std::vector<ShardBacklog> backlog,
   if (given < rule.min_queued / 2) return {};  // not worth a handoff either
   return give;
 }
+
+// This node's pages per second for ShardsToGive: over the last 5 s or more
+// once known, else the last minute's (the crawl's figure). The last
+// minute's lags behind a node whose rate fell (its fast hosts given away,
+// the slow ones left), and would have it keep a backlog of minutes.
+class RecentRate {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // At `now` the crawl has fetched `pages`, `minute_rate` per second over
+  // the last minute. A count that went back (a new process) starts anew.
+  double At(Clock::time_point now, uint64_t pages, double minute_rate) {
+    if (at_ == Clock::time_point{} || pages < pages_) {
+      at_ = now;
+      pages_ = pages;
+    } else if (now - at_ >= std::chrono::seconds(5)) {
+      rate_ = static_cast<double>(pages - pages_) /
+              std::chrono::duration<double>(now - at_).count();
+      at_ = now;
+      pages_ = pages;
+    }
+    return rate_ > 0 ? rate_ : minute_rate;
+  }
+
+ private:
+  Clock::time_point at_{};
+  uint64_t pages_ = 0;
+  double rate_ = 0;
+};
 
 // The most a taker may have queued for a give from a node with `total`
 // URLs queued to still pay (ShardsToGive's gap rules): the give script

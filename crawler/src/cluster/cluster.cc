@@ -33,13 +33,15 @@ Cluster::Cluster(const Config& config, JoinedJob joined, const std::string& out_
       members_(config.cluster.job, config.cluster.node, config.cluster.min_nodes,
                !config.cluster.shared_dir.empty()),
       owners_(config.cluster.shards),
-      outbox_(config.cluster.shards, config.cluster.batch_urls,
-              std::chrono::milliseconds(config.cluster.batch_ms),
-              config.cluster.max_lag_batches),
-      spill_(out_dir + "/cluster-outbox", config.cluster.shards,
-             config.cluster.batch_urls),
-      bell_(std::chrono::milliseconds(std::max<uint32_t>(config.cluster.batch_ms, 50)),
-            std::chrono::seconds(5)),
+      sender_(
+          config.cluster, [this](const std::string& suffix) { return Key(suffix); },
+          out_dir),
+      receiver_(
+          config.cluster, [this](const std::string& suffix) { return Key(suffix); },
+          [this](const RedisReply& r, const char* what) { return ReplyFailed(r, what); }),
+      beats_(
+          config.cluster.heartbeat_s,
+          std::chrono::milliseconds(static_cast<int64_t>(config.cluster.lease_s * 1000))),
       leases_(
           config.cluster.node, config.cluster.shards,
           std::chrono::milliseconds(static_cast<int64_t>(config.cluster.lease_s * 1000))),
@@ -87,11 +89,12 @@ std::string Cluster::Key(const std::string& suffix) const { return members_.Key(
 std::string Cluster::StreamKey(uint32_t shard) const {
   return Key("s:" + std::to_string(shard));
 }
-uint32_t Cluster::ShardOfStreamKey(std::string_view key) {
-  uint32_t shard = 0;
-  std::string_view num = key.substr(key.rfind(':') + 1);
-  std::from_chars(num.data(), num.data() + num.size(), shard);
-  return shard;
+Receiver::Shards Cluster::Readable(const std::vector<uint32_t>& shards) const {
+  Receiver::Shards out;
+  out.reserve(shards.size());
+  for (uint32_t s : shards)
+    if (ready_[s].load() && LeaseValid(s)) out.emplace_back(s, leases_.epoch(s));
+  return out;
 }
 
 NodeJoiner ClusterJoiner() {
@@ -218,9 +221,8 @@ Status Cluster::Start(const std::atomic<bool>& stop, std::function<bool()> local
       "(epochs up to {})",
       cfg_.job, names, cfg_.node, my_shards_.size(), cfg_.shards, held, max_epoch);
   // A resumed node first re-reads what it was given and has not acknowledged.
-  bool ignored = false;
   st = Retry(stop, "reading pending entries",
-             [&] { return Receive(/*pending=*/true, &ignored); });
+             [&] { return receiver_.ReadOwnPending(*redis_, Readable(my_shards_)); });
   if (!st.ok()) return st;
   thread_ = std::thread([this] { Loop(); });
   return Status::Ok();
@@ -291,28 +293,14 @@ bool Cluster::Fetchable(std::string_view host_key) const {
 }
 
 void Cluster::Ship(const std::vector<frontier::UrlEntry>& entries) {
-  const auto now = SteadyClock::now();
-  MutexLock lock(mu_);
-  for (const frontier::UrlEntry& e : entries)
-    outbox_.Add(ShardOf(frontier::HostKey(e.url)), e, now);
+  sender_.Ship(entries, [this](std::string_view host) { return ShardOf(host); });
 }
 
-std::vector<frontier::UrlEntry> Cluster::TakeInbox() {
-  MutexLock lock(mu_);
-  std::vector<frontier::UrlEntry> out = inbox_.Take();
-  figures_.urls_received += out.size();
-  return out;
-}
+std::vector<frontier::UrlEntry> Cluster::TakeInbox() { return receiver_.Take(); }
 
-void Cluster::Admitted() {
-  MutexLock lock(mu_);
-  inbox_.Admitted();
-}
+void Cluster::Admitted() { receiver_.Admitted(); }
 
-bool Cluster::InboxEmpty() const {
-  MutexLock lock(mu_);
-  return inbox_.Empty();
-}
+bool Cluster::InboxEmpty() const { return receiver_.Empty(); }
 
 bool Cluster::Quiet() const {
   // Shards taken and not loaded yet, loaded and not restored by a worker,
@@ -323,12 +311,11 @@ bool Cluster::Quiet() const {
   // is called from Publish.)
   if (!loads_.Quiet()) return false;
   MutexLock lock(mu_);
-  return inbox_.Quiet() && outbox_.queued_urls() == 0 && to_claim_.empty() &&
-         pending_from_.empty() && transfers_.Quiet();
+  return receiver_.Quiet() && sender_.Quiet() && transfers_.Quiet();
 }
 
 OutboxCut Cluster::OnCut(uint64_t sequence) {
-  MutexLock spill(spill_mu_);  // no batch is between RAM and a spill file now
+  OutboxCut out = sender_.Cut(sequence);
   MutexLock lock(mu_);
   // The shards this checkpoint holds (their state is restored here), and
   // the epochs the commit must still find.
@@ -339,27 +326,13 @@ OutboxCut Cluster::OnCut(uint64_t sequence) {
   commits_.Cut(sequence, std::move(shards));
   // Handoffs drained before this cut: this checkpoint is their source.
   transfers_.Cut(sequence);
-  inbox_.Cut(sequence);
-  OutboxCut out;
-  out.text = kOutboxHeader;
-  outbox_.AppendCut(&out.text);
-  out.spill_files = spill_.Cut(sequence);
+  receiver_.Cut(sequence);
   return out;
 }
 
 Status Cluster::RestoreOutbox(const std::string& text, const std::string& path) {
-  if (text.empty()) return Status::Ok();
-  std::vector<frontier::UrlEntry> entries;
-  if (text.rfind(kOutboxHeader, 0) != 0 ||
-      !ParseLines(std::string_view(text).substr(std::strlen(kOutboxHeader)), &entries)) {
-    return Status::Error(Status::Code::kCorruption,
-                         path + ": not a cluster outbox (bad header or line)");
-  }
-  if (!entries.empty())
-    spdlog::info("cluster: {} URLs from the checkpoint's outbox queued again",
-                 entries.size());
-  Ship(entries);
-  return Status::Ok();
+  return sender_.RestoreOutbox(text, path,
+                               [this](std::string_view host) { return ShardOf(host); });
 }
 
 void Cluster::OnPublished(uint64_t sequence) {
@@ -370,31 +343,24 @@ void Cluster::OnPublished(uint64_t sequence) {
 
 bool Cluster::CommitPending() const {
   MutexLock lock(mu_);
-  return takeover_ && commits_.published() > inbox_.committed();
+  return takeover_ && commits_.published() > receiver_.committed();
 }
 
 void Cluster::AfterCommit(uint64_t sequence) {
-  {
-    MutexLock spill(spill_mu_);
-    spill_.Committed(sequence);
-  }
-  MutexLock lock(mu_);
+  sender_.Committed(sequence);
   // Acknowledged once checkpoint.prev/ holds them (inbox.h); at the job's
   // end, when nothing will be resumed, once committed.
-  inbox_.Committed(sequence, /*last=*/done_.load());
+  receiver_.Committed(sequence, /*last=*/done_.load());
 }
 
 Cluster::Figures Cluster::figures() const {
-  uint64_t on_disk = 0;
+  Figures f;
   {
-    MutexLock spill(spill_mu_);
-    on_disk = spill_.urls();
+    MutexLock lock(mu_);
+    f = figures_;
   }
-  MutexLock lock(mu_);
-  Figures f = figures_;
-  f.urls_queued = outbox_.queued_urls();
-  f.urls_held = outbox_.held_urls();
-  f.urls_on_disk = on_disk;
+  sender_.Report(&f);
+  receiver_.Report(&f);
   f.fetches_deferred = deferred_.load();
   return f;
 }

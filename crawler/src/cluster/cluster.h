@@ -7,12 +7,14 @@
 //
 // Cluster is the glue: the Node interface and the exchange thread's round.
 // What it decides it asks of its parts, each with its rules in its header
-// and its own unit tests (docs/architecture.md lists them): outbox.h and
-// spill.h, inbox.h, leases.h, transfer.h and shard_loads.h (a shard's
+// and its own unit tests (docs/architecture.md lists them): sender.h (the
+// sending side: outbox.h, spill.h and the back-off after refusals),
+// receiver.h (the receiving side: inbox.h, doorbell.h, the reads, claims
+// and reclaims), leases.h, transfer.h and shard_loads.h (a shard's
 // transfer, the giving and the taking side), kept_checkpoints.h (the
 // handoff checkpoints kept for takers), commits.h, membership.h (join,
-// start, state, end test, leave), shard_owners.h and balance.h (placement),
-// doorbell.h.
+// start, state, end test, leave), shard_owners.h and balance.h
+// (placement).
 //
 // One node of a crawl shared by several machines through Redis ([cluster]).
 //
@@ -59,7 +61,7 @@
 // (zlib-compressed lines "url \t depth \t redirects \t referrer"), pipelined.
 // It reads its own shards' streams through the consumer group "owners"
 // (XREADGROUP) into the inbox when its doorbell rang (each send rings its
-// shard's lease holder's; BellRang says when it reads anyway), which the
+// shard's lease holder's; doorbell.h says when it reads anyway), which the
 // workers admit like any link: the
 // filter drops what the node has seen, so a batch delivered twice is
 // harmless. Entries are acknowledged (XACK) and trimmed (XTRIM MINID, never
@@ -73,7 +75,7 @@
 // node dead), then, only if that cannot tell, every node idle or dead with
 // no shard (kDoneScript), which marks the job done.
 //
-// Backpressure (outbox.h; spill files: spill.h, cluster_spill.cc). Every send returns
+// Backpressure (sender.h: outbox.h, spill files: spill.h). Every send returns
 // the stream's lag (its entries the owner has not read yet). A shard whose lag reached
 // cluster.max_lag_batches gets no more batches from this node: they wait in
 // RAM (held), and past cluster.outbox_ram_urls held URLs, on disk in
@@ -129,16 +131,15 @@
 #include "base/status.h"
 #include "cluster/balance.h"
 #include "cluster/commits.h"
-#include "cluster/doorbell.h"
-#include "cluster/inbox.h"
+#include "cluster/heartbeats.h"
 #include "cluster/kept_checkpoints.h"
 #include "cluster/leases.h"
 #include "cluster/membership.h"
-#include "cluster/outbox.h"
+#include "cluster/receiver.h"
 #include "cluster/redis.h"
+#include "cluster/sender.h"
 #include "cluster/shard_loads.h"
 #include "cluster/shard_owners.h"
-#include "cluster/spill.h"
 #include "cluster/transfer.h"
 #include "crawl/node.h"
 #include "crawler/checkpoint.h"
@@ -255,14 +256,14 @@ class Cluster final : public Node {
   // counts as done in a checkpoint only once its links are durable, in
   // Redis or in that checkpoint.
   // Also names the spill files the checkpoint writer must fsync.
-  OutboxCut OnCut(uint64_t sequence) override EXCLUDES(mu_, spill_mu_);
+  OutboxCut OnCut(uint64_t sequence) override EXCLUDES(mu_);
   // A resumed node's outbox, queued to be sent again (duplicates are
   // dropped by the owners' filters). Errors: a malformed file.
   [[nodiscard]] Status RestoreOutbox(const std::string& text,
                                      const std::string& path) override;
   // A resumed node's spill files, taken back as they are (a torn last line,
   // written after the last checkpoint, is cut off). Errors: a malformed file.
-  [[nodiscard]] Status RestoreSpill() override EXCLUDES(mu_, spill_mu_);
+  [[nodiscard]] Status RestoreSpill() override { return sender_.RestoreSpill(); }
   void OnPublished(uint64_t sequence) override EXCLUDES(mu_);
 
   Figures figures() const override EXCLUDES(mu_);
@@ -272,51 +273,17 @@ class Cluster final : public Node {
   void SetCrawlFigures(uint64_t pages, double pages_per_s) override EXCLUDES(mu_);
 
  private:
-  using Batch = OutBatch;
-
   Cluster(const Config& config, JoinedJob joined, const std::string& out_dir);
   std::string Key(const std::string& suffix) const;
   std::string StreamKey(uint32_t shard) const;
-  // StreamKey's inverse: the shard of "crawler:{JOB}:s:SHARD".
-  static uint32_t ShardOfStreamKey(std::string_view key);
+  // Those of `shards` readable now (state here, lease valid by this node's
+  // clock), with their leases' epochs: what the receiver reads.
+  Receiver::Shards Readable(const std::vector<uint32_t>& shards) const;
   void Loop();
   // One round of the exchange thread; false: the connection broke.
   bool Round(bool* did_something);
-  bool SendDue(bool flush_all, bool* did_something);
-  // Backpressure (cluster_spill.cc). The batches to send now (in flight in
-  // the outbox until Sent): the outbox's choice (Outbox::Select), then
-  // batches read back from the spill files of shards with room left.
-  void Select(bool flush_all, std::vector<Batch>* due) EXCLUDES(mu_, spill_mu_);
-  // Redis down: every due batch is held.
-  void HoldAll() EXCLUDES(mu_);
-  // Held URLs over outbox_ram_urls: all held batches go to new spill files.
-  void SpillIfOver() EXCLUDES(mu_, spill_mu_);
-  // Re-reads the lag of shards with batches waiting (every 100 ms).
-  bool RefreshLag();
-  // Reads `shards`' streams (all owned ones if null): new entries, or with
-  // `pending` this node's own unacknowledged ones: all of them when
-  // `shards` is null (a resumed node's start), else the next
-  // kPendingChunk entries of each from pending_from_.
-  bool Receive(bool pending, bool* did_something,
-               const std::vector<uint32_t>* shards = nullptr);
-  // Entries a chunked pending read takes of each stream: 16 batches of up to
-  // batch_urls URLs (~4,000 at the default 256). 64 took 0.2 s a round
-  // while a worker restored a big shard beside it.
-  static constexpr uint32_t kPendingChunk = 16;
-  // After a chunked pending read of `asked` (the shards read): each one's
-  // last ID read, or none left (the shard leaves pending_from_).
-  void PendingRead(const std::vector<uint32_t>& asked, const redisReply* streams)
-      EXCLUDES(mu_);
-  // cluster_inbox.cc. The entries of an XREADGROUP-shaped reply
-  // ({{stream, {{id, fields}...}}...}) into the inbox; how many.
-  size_t ToInbox(const redisReply* streams) EXCLUDES(mu_);
-  // Every lease_s: entries of the owned shards' streams left pending for
-  // another consumer (which read them, then lost the shard or died) longer
-  // than lease_s become this node's and go to the inbox.
-  bool Reclaim(bool* did_something);
-  // Was anything sent to this node since its last read of `shards` (its
-  // doorbell, kSendScript)? One GET instead of a read of every stream.
-  bool BellRang(const std::vector<uint32_t>& shards);
+  // Reads the owned shards' new entries (the receiver's doorbell says when).
+  bool Receive(bool* did_something);
   bool AckPublished();
   // Renews the owned shards' leases (takes them at Start) in the same
   // pipeline as the liveness key, the node's figures and the lag.
@@ -353,10 +320,8 @@ class Cluster final : public Node {
   // the least loaded live node (`load` URLs queued there; kGiveScript),
   // and starts handing them over.
   void Balance(const std::string& taker, uint64_t load) EXCLUDES(mu_);
-  // Pages per second over the last 5 s or more (the last minute's until
-  // known), and the queued URLs of the shards held here and ready (false:
-  // the crawl could not look now).
-  double RecentRate(std::chrono::steady_clock::time_point now) EXCLUDES(mu_);
+  // The queued URLs of the shards held here and ready (false: the crawl
+  // could not look now).
   bool HeldBacklog(std::vector<ShardBacklog>* backlog);
   // The heartbeat's load for kAliveScript: this node's queued URLs (0:
   // idle), '-' when it is no taker (taking shards, leaving), '' unchanged.
@@ -384,11 +349,12 @@ class Cluster final : public Node {
   void RestoreOwn() EXCLUDES(mu_);
   // NODE's OUT on shared_dir, as it published it (HGET outdirs).
   Result<std::string> OutDirOf(const std::string& node);
-  // Claims the pending entries of shards just loaded and reads them.
+  // Claims the pending entries of shards just loaded and reads them
+  // (Receiver::ClaimAndRead).
   bool ClaimLoaded(bool* did_something);
   // Commits the newest published checkpoint (fenced); then acknowledges.
   bool Commit();
-  void AfterCommit(uint64_t sequence) EXCLUDES(mu_, spill_mu_);
+  void AfterCommit(uint64_t sequence) EXCLUDES(mu_);
   bool Release();
   void Fail(const std::string& why) EXCLUDES(mu_);  // kIoError: exit 1
   void Fail(const Status& failure) EXCLUDES(mu_);   // its code: exit 2 if not I/O
@@ -405,10 +371,6 @@ class Cluster final : public Node {
   // True if `r` is an error reply: a refusal (RefusalOf) is kept in
   // round_refusal_, another error is logged with `what`.
   bool ReplyFailed(const RedisReply& r, const char* what);
-  // Sends refused (full): held, paused with back-off; logged once, then
-  // every 30 s; SendsAccepted logs the end of it.
-  void SendsRefused(const std::string& error, uint64_t batches) REQUIRES(mu_);
-  void SendsAccepted() REQUIRES(mu_);
   // Runs `step` until it succeeds, reconnecting with back-off (Start's).
   Status Retry(const std::atomic<bool>& stop, const char* what,
                const std::function<bool()>& step);
@@ -429,45 +391,32 @@ class Cluster final : public Node {
   // (shard_owners.h), when this node last gave shards.
   ShardOwners owners_;
   std::chrono::steady_clock::time_point last_give_{};
-  // This node's pages per second over the last 5 s or more (Balance).
-  std::chrono::steady_clock::time_point rate_at_{};
-  uint64_t rate_pages_ = 0;
-  double recent_rate_ = 0;
+  RecentRate rate_;  // this node's pages per second (Balance)
 
-  // Lock order: spill_mu_, then mu_ (workers take mu_ only).
-  mutable Mutex spill_mu_ ACQUIRED_BEFORE(mu_);
+  // The sending side: the outbox, its spill files, the back-off after
+  // refusals (sender.h). Its own locks, taken after mu_ (Quiet) or alone.
+  Sender sender_;
+  // The receiving side: the inbox and its entries' ledger, the doorbell,
+  // the shards to claim and read again (receiver.h). Its own lock, taken
+  // after mu_ or alone.
+  Receiver receiver_;
   mutable Mutex mu_;
-  Outbox outbox_ GUARDED_BY(mu_);           // its RAM part (outbox.h)
-  SpillFiles spill_ GUARDED_BY(spill_mu_);  // the outbox's files (spill.h)
-  Inbox inbox_ GUARDED_BY(mu_);             // and its entries' ledger (inbox.h)
   Figures figures_ GUARDED_BY(mu_);
   Health health_ GUARDED_BY(mu_);
 
   std::atomic<bool> done_{false}, stop_{false};
-  std::atomic<uint64_t> sent_batches_{0}, applied_batches_{0};
   // The exchange thread's.
-  std::chrono::steady_clock::time_point down_since_{}, last_beat_{}, last_state_{},
-      last_lag_{}, last_reclaim_{};
-  // The shards this node wants and does not hold yet (a handoff or a
-  // takeover under way, Want), and until when, since the last one joined
-  // them, heartbeats come 4x as often: its lease round takes each shard
-  // soon after its holder gives it up, not up to a heartbeat later (a
-  // balancing give took 3.8 s to land, 2 heartbeats, on a 57 s crawl).
-  std::set<uint32_t> unheld_;
-  std::chrono::steady_clock::time_point eager_until_{};
+  std::chrono::steady_clock::time_point down_since_{}, last_state_{}, last_reclaim_{};
+  // When heartbeats are due: 4x as often while shards this node wants are
+  // not held yet (Want; heartbeats.h).
+  Heartbeats beats_;
   // Refusals (Redis full, a replica, cannot persist): the exchange thread's.
   std::string round_refusal_;
-  std::atomic<bool> refusing_{false};  // sends refused until one is taken again
   // Steady ns when a heartbeat last saw Redis flagged full, and of the last
   // checkpoint wanted for it (CheckpointWanted).
   std::atomic<int64_t> full_seen_ns_{0};
   mutable std::atomic<int64_t> full_cut_ns_{0};
-  std::chrono::steady_clock::time_point refusing_since_{}, sends_paused_until_{},
-      last_refusal_log_{};
-  std::chrono::milliseconds send_backoff_{100};
-  // When to read the streams (doorbell.h): an idle node looks at its bell
-  // down to every max(batch_ms, 50) ms, and reads at least every 5 s.
-  Doorbell bell_;  // the exchange thread's
+  std::chrono::steady_clock::time_point last_refusal_log_{};
   // Leases, by shard (leases.h): the exchange thread's (Start's before it);
   // workers read only their validity (Fetchable, Lapsed).
   Leases leases_;
@@ -486,12 +435,6 @@ class Cluster final : public Node {
   // The taking side: shards taken, loading, loaded for a worker.
   ShardLoads loads_;
   std::unique_ptr<std::atomic<bool>[]> ready_;
-  std::vector<uint32_t> to_claim_ GUARDED_BY(mu_);  // restored: claim their entries
-  // Shards whose own pending entries are being read again (claimed after a
-  // takeover or a lost reply), a chunk a round: shard -> the last ID read
-  // ("0": none yet). A dead node's unacknowledged batches read at once (400,000
-  // URLs) held the exchange thread, and so the heartbeats, for 1.1 s.
-  std::map<uint32_t, std::string> pending_from_ GUARDED_BY(mu_);
   // Commits (commits.h): the shards (and epochs) each cut holds, what is
   // published and committed, where each shard's state came from.
   Commits commits_ GUARDED_BY(mu_);

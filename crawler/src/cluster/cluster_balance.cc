@@ -67,29 +67,6 @@ void Cluster::Members(const redisReply* r) {
   }
 }
 
-double Cluster::RecentRate(SteadyClock::time_point now) {
-  double rate = 0;
-  uint64_t pages = 0;
-  {
-    MutexLock lock(mu_);
-    rate = figures_.pages_per_s;  // over the last minute
-    pages = figures_.pages;
-  }
-  // The rate of the last 5 s or more, once known: the last minute's lags
-  // behind a node whose rate fell (its fast hosts given away, the slow ones
-  // left), and would have it keep a backlog of minutes.
-  if (rate_at_ == SteadyClock::time_point{} || pages < rate_pages_) {
-    rate_at_ = now;
-    rate_pages_ = pages;
-  } else if (now - rate_at_ >= std::chrono::seconds(5)) {
-    recent_rate_ = static_cast<double>(pages - rate_pages_) /
-                   std::chrono::duration<double>(now - rate_at_).count();
-    rate_at_ = now;
-    rate_pages_ = pages;
-  }
-  return recent_rate_ > 0 ? recent_rate_ : rate;
-}
-
 bool Cluster::HeldBacklog(std::vector<ShardBacklog>* backlog) {
   std::map<uint32_t, uint64_t> by_shard;
   // The shards held here and ready (none being handed over).
@@ -106,7 +83,7 @@ std::string Cluster::LoadToPublish() {
   if (!cfg_.balance || !takeover_ || backlog_ == nullptr) return "";
   // A node taking shards (a give, a handoff, a takeover) gets no more until
   // it holds them: its queue does not show them yet.
-  if (failed_.load() || leave_.load() || !unheld_.empty()) return "-";
+  if (failed_.load() || leave_.load() || beats_.taking()) return "-";
   if (!members_.busy()) return "0";
   if (continuous_) return "-";
   std::vector<ShardBacklog> backlog;
@@ -130,7 +107,11 @@ void Cluster::Balance(const std::string& taker, uint64_t load) {
     MutexLock lock(mu_);
     if (transfers_.Giving()) return;
   }
-  const double rate = RecentRate(now);
+  double rate = 0;
+  {
+    MutexLock lock(mu_);
+    rate = rate_.At(now, figures_.pages, figures_.pages_per_s);
+  }
   std::vector<ShardBacklog> backlog;
   if (!HeldBacklog(&backlog)) return;
   BalanceRule rule;

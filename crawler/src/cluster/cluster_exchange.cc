@@ -93,8 +93,7 @@ void Cluster::HoldFor(std::chrono::milliseconds wait) {
   // Outbound batches are held meanwhile (RAM, then spill files).
   for (auto slept = std::chrono::milliseconds(0); slept < wait && !stop_.load();
        slept += std::chrono::milliseconds(100)) {
-    HoldAll();
-    SpillIfOver();
+    sender_.Hold();
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
 }
@@ -103,7 +102,7 @@ Status Cluster::Reconnect() {
   auto r = Redis::Connect(address_, 2);
   if (!r.ok()) return r.status();
   redis_ = std::move(r).value();
-  bell_.Force();  // sends may have rung while it was away
+  receiver_.Reconnected();  // sends may have rung while it was away
   members_.StateUnknown();
   return Status::Ok();
 }
@@ -111,23 +110,23 @@ Status Cluster::Reconnect() {
 bool Cluster::Round(bool* did) {
   auto now = SteadyClock::now();
   CheckLeaseExpiry();
-  if (!SendDue(stop_.load(), did)) return false;
-  if (!Receive(false, did)) return false;
+  if (!sender_.SendDue(*redis_, stop_.load(), did)) return false;
+  if (!Receive(did)) return false;
   if (!ClaimLoaded(did)) return false;
   if (!Commit()) return false;
   if (!AckPublished()) return false;
   // 4x as often while shards this node wants are not held yet (Want).
-  const double beat_s =
-      now < eager_until_ ? std::max(0.05, cfg_.heartbeat_s / 4) : cfg_.heartbeat_s;
-  if (now - last_beat_ > std::chrono::milliseconds(static_cast<int64_t>(beat_s * 1000))) {
-    last_beat_ = now;
+  if (beats_.Due(now)) {
     members_.StateUnknown();  // a lease taken marks this node busy
     if (!Heartbeat()) return false;
   }
   if (!HandOver()) return false;
   if (now - last_reclaim_ > leases_.ttl()) {
     last_reclaim_ = now;
-    if (!Reclaim(did)) return false;
+    // Entries of the owned shards left pending for another consumer (which
+    // read them, then lost the shard or died) longer than lease_s.
+    if (!receiver_.Reclaim(*redis_, Readable(my_shards_), leases_.ttl(), did))
+      return false;
   }
   LoadTaken();
   if (now - last_state_ >
@@ -141,200 +140,11 @@ bool Cluster::Round(bool* did) {
   return true;
 }
 
-bool Cluster::SendDue(bool flush_all, bool* did) {
-  if (refusing_.load() && SteadyClock::now() < sends_paused_until_) {
-    // Redis refused the last sends (full): the due batches wait, held.
-    HoldAll();
-    SpillIfOver();
-    return true;
-  }
-  if (!RefreshLag()) return false;
-  std::vector<Batch> due;
-  Select(flush_all, &due);  // in flight in the outbox: in a cut meanwhile
-  SpillIfOver();
-  if (due.empty()) return true;
-  *did = true;
-  // After a refusal, one batch goes as a probe and the rest wait: all of
-  // them, refused one by one at every retry, made 2,839 refused XADDs in 4 s
-  // of MISCONF (cluster_test "Cluster: Redis unable to persist*").
-  std::vector<Batch> later;
-  if (refusing_.load() && due.size() > 1) {
-    later.assign(std::make_move_iterator(due.begin() + 1),
-                 std::make_move_iterator(due.end()));
-    due.resize(1);
-  }
-  std::vector<std::vector<std::string>> cmds;
-  for (const Batch& b : due) {
-    cmds.push_back({"EVAL", kSendScript, "3", StreamKey(b.shard), Key("sent"),
-                    Key("lease:" + std::to_string(b.shard)), Compress(b.lines),
-                    std::to_string(b.urls), std::to_string(b.lines.size()), cfg_.node,
-                    Key("bell:")});
-  }
-  auto replies = redis_->Pipeline(cmds);
-  MutexLock lock(mu_);
-  outbox_.Sent();
-  for (Batch& b : later) outbox_.Hold(std::move(b));
-  if (!replies.ok()) {
-    // Unconfirmed: held for the next connection (a batch Redis did take is
-    // then sent twice; its owner's filter drops the copies).
-    for (Batch& b : due) outbox_.Hold(std::move(b));
-    return false;
-  }
-  // Each reply on its own: a batch Redis refused (full, a replica, ...) is
-  // held and sent again after a pause; the others are confirmed.
-  std::string refusal;
-  uint64_t refused = 0;
-  for (size_t i = 0; i < due.size(); ++i) {
-    Batch& b = due[i];
-    const RedisReply& r = (*replies)[i];
-    if (r.IsError()) {
-      if (refusal.empty()) refusal = r.Str();
-      ++refused;
-      outbox_.Hold(std::move(b));
-      continue;
-    }
-    figures_.urls_sent += b.urls;
-    ++figures_.batches_sent;
-    const redisReply* lag = Element(r.raw(), 1);
-    std::optional<uint64_t> stream_lag;
-    if (lag != nullptr && lag->type == REDIS_REPLY_INTEGER)
-      stream_lag = static_cast<uint64_t>(std::max<long long>(0, lag->integer));
-    outbox_.Confirmed(b, stream_lag);
-  }
-  figures_.sends_refused += refused;
-  if (refused > 0)
-    SendsRefused(refusal, refused);
-  else if (refusing_.load())
-    SendsAccepted();
+bool Cluster::Receive(bool* did) {
+  size_t got = 0;
+  if (!receiver_.ReadNew(*redis_, Readable(my_shards_), did, &got)) return false;
+  if (got > 0) members_.StateUnknown();  // the read script marked this node busy
   return true;
-}
-
-void Cluster::SendsRefused(const std::string& error, uint64_t batches) {
-  auto now = SteadyClock::now();
-  if (!refusing_.load()) {
-    refusing_ = true;
-    refusing_since_ = now;
-    send_backoff_ = std::chrono::milliseconds(100);
-  }
-  // One line, then one every 30 s at most (a Redis at its limit flaps).
-  if (now - last_refusal_log_ > std::chrono::seconds(30)) {
-    last_refusal_log_ = now;
-    std::string why = RefusalOf(error);
-    spdlog::warn(
-        "redis: sends refused: {}; {} batches for other nodes wait here (RAM, then "
-        "spill files) and are sent again with back-off (one as a probe), while "
-        "heartbeats, reads, commits, acknowledgements and trims go on where Redis takes "
-        "them ({} sends refused in all)",
-        why.empty() ? "an error reply (" + error + ")" : "Redis is " + why, batches,
-        figures_.sends_refused);
-  }
-  sends_paused_until_ = now + send_backoff_;
-  send_backoff_ = std::min(send_backoff_ * 2, std::chrono::milliseconds(2000));
-}
-
-void Cluster::SendsAccepted() {
-  refusing_ = false;
-  double s = std::chrono::duration<double>(SteadyClock::now() - refusing_since_).count();
-  if (s >= 5)
-    spdlog::info("redis: takes batches again after {:.1f} s ({} sends refused in all)", s,
-                 figures_.sends_refused);
-}
-
-bool Cluster::Receive(bool pending, bool* did, const std::vector<uint32_t>* only) {
-  // Only the streams of shards this node owns (lease held, state here).
-  std::vector<uint32_t> shards;
-  for (uint32_t s : only != nullptr ? *only : my_shards_)
-    if (ready_[s].load() && LeaseValid(s)) shards.push_back(s);
-  if (pending && only != nullptr) {
-    // A shard no longer held (given up, lost) leaves pending_from_: its new
-    // owner claims what is pending. One held but not readable now (lapsed,
-    // or loading) stays, and is read once it is.
-    MutexLock lock(mu_);
-    for (uint32_t s : *only)
-      if (!leases_.Holds(s)) pending_from_.erase(s);
-  }
-  if (shards.empty()) return true;
-  if (!pending && !BellRang(shards)) return true;
-  std::vector<std::string> cmd;
-  if (pending) {
-    // This node's own unacknowledged entries (after ID 0, or the last one
-    // read): not counted again.
-    const bool chunked = only != nullptr;
-    cmd = {"XREADGROUP", "GROUP", "owners",
-           cfg_.node,    "COUNT", chunked ? std::to_string(kPendingChunk) : "1000000",
-           "STREAMS"};
-    for (uint32_t s : shards) cmd.push_back(StreamKey(s));
-    MutexLock lock(mu_);
-    for (uint32_t s : shards) {
-      auto it = pending_from_.find(s);
-      cmd.push_back(chunked && it != pending_from_.end() ? it->second : "0");
-    }
-  } else {
-    cmd = {"EVAL",       kReceiveScript,   std::to_string(4 + 2 * shards.size()),
-           Key("state"), Key("delivered"), Key("bell:" + cfg_.node),
-           Key("busy")};
-    for (uint32_t s : shards) cmd.push_back(StreamKey(s));
-    for (uint32_t s : shards) cmd.push_back(Key("lease:" + std::to_string(s)));
-    cmd.push_back(cfg_.node);
-    cmd.push_back("64");
-    for (uint32_t s : shards) cmd.push_back(leases_.Token(s));
-  }
-  auto r = redis_->Command(cmd);
-  if (!r.ok()) {
-    // Redis may have delivered entries (now pending for this node) and died
-    // before its reply came: read again from the pending list once it is
-    // back (ClaimLoaded), or they stay pending forever: their URLs lost and
-    // the streams' lag stuck for every sender (a chaos run hung on it, with
-    // redis-server killed just after it delivered).
-    if (!pending) {
-      MutexLock lock(mu_);
-      to_claim_.insert(to_claim_.end(), shards.begin(), shards.end());
-    }
-    bell_.Force();
-    return false;
-  }
-  if (r->IsError()) {
-    if (r->Str().rfind("NOGROUP", 0) != 0) return !ReplyFailed(*r, "read");
-    spdlog::warn("redis: read: {}", r->Str());
-    // A stream or its group was deleted (by hand?): made again from the
-    // start of what is left (a batch read twice is harmless).
-    std::vector<std::vector<std::string>> create;
-    for (uint32_t s : my_shards_)
-      create.push_back({"XGROUP", "CREATE", StreamKey(s), "owners", "0", "MKSTREAM"});
-    return redis_->Pipeline(create).ok();
-  }
-  const redisReply* streams = r->raw();
-  const std::string bell = pending ? "" : RedisReply::StrOf(Element(streams, 0));
-  if (!pending) streams = Element(streams, 1);
-  const size_t got = ToInbox(streams);
-  if (pending && only != nullptr) PendingRead(shards, streams);
-  if (!pending) bell_.Read(bell, got);
-  if (!pending && got > 0) members_.StateUnknown();  // the script marked it busy
-  if (got > 0) *did = true;
-  return true;
-}
-
-void Cluster::PendingRead(const std::vector<uint32_t>& asked, const redisReply* streams) {
-  std::map<uint32_t, std::string> last;  // the shards with entries in the reply
-  for (size_t i = 0;
-       streams != nullptr && streams->type == REDIS_REPLY_ARRAY && i < streams->elements;
-       ++i) {
-    const redisReply* list = Element(streams->element[i], 1);
-    if (list == nullptr || list->elements == 0) continue;
-    const uint32_t shard =
-        ShardOfStreamKey(RedisReply::StrOf(Element(streams->element[i], 0)));
-    last[shard] = RedisReply::StrOf(Element(list->element[list->elements - 1], 0));
-  }
-  MutexLock lock(mu_);
-  for (uint32_t s : asked) {
-    auto it = last.find(s);
-    // None left: done with it.
-    if (it == last.end() || it->second.empty()) {
-      pending_from_.erase(s);
-    } else {
-      pending_from_[s] = it->second;
-    }
-  }
 }
 
 // One pipelined round trip, read back in send order.
@@ -348,7 +158,7 @@ bool Cluster::Heartbeat() {
        token_, std::to_string(static_cast<int64_t>(cfg_.heartbeat_s * 3000)), cfg_.node,
        json::serialize(json::value_from(f)), LoadToPublish()}};
   // Redis full: this node's sends are refused; every node reads the flag.
-  if (refusing_.load())
+  if (sender_.refusing())
     cmds.push_back({"EVAL", kFullScript, "1", Key("full"), cfg_.node,
                     std::to_string(static_cast<int64_t>(cfg_.heartbeat_s * 3000))});
   const size_t full_at = cmds.size();
@@ -448,24 +258,6 @@ void Cluster::RecordHeartbeat(double rtt, const std::vector<uint32_t>& asked,
       health_.owned_lag.emplace_back(asked[i], lag);
     }
   }
-}
-
-bool Cluster::BellRang(const std::vector<uint32_t>& shards) {
-  Doorbell::Shards read;
-  read.reserve(shards.size());
-  for (uint32_t s : shards) read.emplace_back(s, leases_.epoch(s));
-  switch (bell_.Before(std::move(read), SteadyClock::now())) {
-    case Doorbell::Next::kRead:
-      return true;
-    case Doorbell::Next::kSkip:
-      return false;
-    case Doorbell::Next::kLook:
-      break;
-  }
-  auto r = redis_->Command({"GET", Key("bell:" + cfg_.node)});
-  // A broken connection or an error: the full read meets it and says so.
-  if (!r.ok() || r->IsError()) return true;
-  return bell_.Looked(r->IsNil() ? std::string("0") : r->Str(), SteadyClock::now());
 }
 
 bool Cluster::Publish(bool* idle_out) {

@@ -28,12 +28,12 @@ void Cluster::HandTo(uint32_t shard, const std::string& to) {
                  shard, *was);
     handing_[shard] = false;
     ready_[shard] = true;
-    // Its pending entries are read again (ClaimLoaded): a shard restored or
+    // Its pending entries are read again (Receiver::Claim): a shard restored or
     // taken over and handed at once was skipped when they were read (not
     // ready then), and entries delivered to this node's previous process
     // would stay pending forever: their URLs lost, and the stream's lag
     // (backpressure) stuck for every sender (a chaos run hung on it).
-    to_claim_.push_back(shard);
+    receiver_.Claim(shard);
     handoff_work_ = transfers_.Work();
     return;
   }
@@ -67,7 +67,7 @@ bool Cluster::CheckpointWanted() const {
   // Redis full: entries read since the last cut, or cut but waiting for a
   // later commit to be acknowledged (AfterCommit), free Redis's memory only
   // through checkpoints.
-  if (full && inbox_.AwaitingCut()) {
+  if (full && receiver_.AwaitingCut()) {
     full_cut_ns_ = now;
     return true;
   }
@@ -127,12 +127,7 @@ bool Cluster::SendReleases() {
   // one is confirmed. Each deletes a lease only while it is still this
   // node's with that epoch, so a second one is harmless.
   if (releasing_.empty()) return true;
-  std::vector<std::string> cmd = {"EVAL", kReleaseScript,
-                                  std::to_string(releasing_.size())};
-  for (const auto& [s, lease] : releasing_)
-    cmd.push_back(Key("lease:" + std::to_string(s)));
-  for (const auto& [s, lease] : releasing_) cmd.push_back(lease);
-  auto r = redis_->Command(cmd);
+  auto r = redis_->Command(members_.ReleaseCommand(releasing_));
   if (!r.ok()) return false;
   if (r->IsError()) {
     spdlog::warn("redis: handoff: {}", r->Str());
@@ -151,7 +146,7 @@ bool Cluster::HandOver() {
   std::string to;
   {
     MutexLock lock(mu_);
-    by_sequence = transfers_.Committed(inbox_.committed(), &to);
+    by_sequence = transfers_.Committed(receiver_.committed(), &to);
   }
   for (auto& entry : by_sequence) {
     // Named, not bound: clang 14 does not capture structured bindings.

@@ -174,11 +174,7 @@ void Cluster::CheckLeaseExpiry() {
 // hold wait (for a lease taken again); Redis refuses those of an epoch it no
 // longer has.
 bool Cluster::AckPublished() {
-  std::vector<StreamEntry> acks;
-  {
-    MutexLock lock(mu_);
-    acks = inbox_.TakeAcks();
-  }
+  std::vector<StreamEntry> acks = receiver_.TakeAcks();
   if (acks.empty()) return true;
   std::map<uint32_t, std::vector<std::string>> by_shard;
   std::vector<StreamEntry> keep;
@@ -235,9 +231,9 @@ bool Cluster::AckPublished() {
     for (auto& [shard, ids] : by_shard)
       for (std::string& id : ids) keep.push_back(StreamEntry{shard, std::move(id)});
   }
+  receiver_.Retry(std::move(keep));
   MutexLock lock(mu_);
   figures_.acks_fenced += fenced;
-  inbox_.Retry(std::move(keep));
   return replies.ok();
 }
 

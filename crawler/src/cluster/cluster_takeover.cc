@@ -43,15 +43,9 @@ void Cluster::Want(const std::vector<std::string>& live) {
   for (const auto& [s, source] : loads_.wanted()) want.insert(s);
   my_shards_.assign(want.begin(), want.end());
   std::set<uint32_t> unheld;
-  bool more = false;
   for (uint32_t s : want)
-    if (!leases_.Holds(s) && !loads_.Wants(s)) {
-      unheld.insert(s);
-      more |= unheld_.count(s) == 0;
-    }
-  if (more) eager_until_ = SteadyClock::now() + 2 * leases_.ttl();
-  if (unheld.empty()) eager_until_ = {};
-  unheld_ = std::move(unheld);
+    if (!leases_.Holds(s) && !loads_.Wants(s)) unheld.insert(s);
+  beats_.Unheld(std::move(unheld), SteadyClock::now());
 }
 
 void Cluster::Fail(const std::string& why) {
@@ -76,7 +70,7 @@ void Cluster::ShardsLoaded(const std::vector<uint32_t>& shards) {
   MutexLock lock(mu_);
   for (uint32_t s : shards) {
     ready_[s] = true;
-    to_claim_.push_back(s);
+    receiver_.Claim(s);
     transfers_.TakenBack(s);  // given up once, taken back: this node's again
   }
 }
@@ -105,42 +99,9 @@ void Cluster::LoadTaken() {
 }
 
 bool Cluster::ClaimLoaded(bool* did) {
-  std::vector<uint32_t> shards;
-  {
-    MutexLock lock(mu_);
-    shards.swap(to_claim_);
-  }
-  std::sort(shards.begin(), shards.end());  // queued more than once: claimed once
-  shards.erase(std::unique(shards.begin(), shards.end()), shards.end());
-  // Every entry still pending in their streams (the dead node's included)
-  // becomes this node's, then is read like a resumed node's own: a chunk a
-  // round (Receive), from the first.
-  for (uint32_t s : shards) {
-    std::string cursor = "0-0";
-    do {
-      auto r = redis_->Command({"XAUTOCLAIM", StreamKey(s), "owners", cfg_.node, "0",
-                                cursor, "COUNT", "10000", "JUSTID"});
-      if (!r.ok()) {
-        MutexLock lock(mu_);
-        to_claim_.insert(to_claim_.end(), shards.begin(), shards.end());
-        return false;
-      }
-      if (r->IsError()) {
-        spdlog::warn("redis: claim of shard {}: {}", s, r->Str());
-        break;
-      }
-      cursor = RedisReply::StrOf(Element(r->raw(), 0));
-    } while (cursor != "0-0" && !cursor.empty());
-  }
-  std::vector<uint32_t> reading;
-  {
-    MutexLock lock(mu_);
-    for (uint32_t s : shards) pending_from_[s] = "0";
-    for (const auto& [s, from] : pending_from_) reading.push_back(s);
-  }
-  if (reading.empty()) return true;
-  // A failed read keeps each shard's place in pending_from_: tried again.
-  return Receive(/*pending=*/true, did, &reading);
+  return receiver_.ClaimAndRead(
+      *redis_, [this](const std::vector<uint32_t>& shards) { return Readable(shards); },
+      [this](uint32_t shard) { return leases_.Holds(shard); }, did);
 }
 
 bool Cluster::Commit() {

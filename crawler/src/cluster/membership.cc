@@ -225,14 +225,19 @@ std::vector<std::string> Membership::DoneCommand() const {
   return cmd;
 }
 
-std::vector<std::vector<std::string>> Membership::LeaveCommands(
+std::vector<std::string> Membership::ReleaseCommand(
     const std::vector<std::pair<uint32_t, std::string>>& leases) const {
   std::vector<std::string> release = {"EVAL", kReleaseScript,
                                       std::to_string(leases.size())};
   for (const auto& [shard, token] : leases)
     release.push_back(Key("lease:" + std::to_string(shard)));
   for (const auto& [shard, token] : leases) release.push_back(token);
-  return {release, {"DEL", Key("alive:" + node_)}};
+  return release;
+}
+
+std::vector<std::vector<std::string>> Membership::LeaveCommands(
+    const std::vector<std::pair<uint32_t, std::string>>& leases) const {
+  return {ReleaseCommand(leases), {"DEL", Key("alive:" + node_)}};
 }
 
 }  // namespace crawler::engine

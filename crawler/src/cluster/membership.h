@@ -80,7 +80,12 @@ class Membership {
   std::vector<std::string> DoneHintCommand() const;
   std::vector<std::string> DoneCommand() const;
 
-  // The leave: gives up `leases` (shard, "NODE EPOCH") and the liveness key.
+  // Gives up `leases` (shard, "NODE EPOCH"): each is deleted only while it
+  // is still that token's (kReleaseScript), so a release sent twice is
+  // harmless. Replies how many it deleted.
+  std::vector<std::string> ReleaseCommand(
+      const std::vector<std::pair<uint32_t, std::string>>& leases) const;
+  // The leave: gives up `leases` and the liveness key.
   std::vector<std::vector<std::string>> LeaveCommands(
       const std::vector<std::pair<uint32_t, std::string>>& leases) const;
 

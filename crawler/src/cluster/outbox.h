@@ -3,7 +3,7 @@
 // sending under each shard's lag limit, held when over it, and what a
 // checkpoint cut must keep. Pure logic, no Redis and no files: the exchange
 // thread sends what Select gives and reports each reply (Confirmed, Hold);
-// the spill files (cluster_spill.cc) take what TakeHeld gives and feed back
+// the spill files (spill.h, sender.cc) take what TakeHeld gives and feed back
 // through Sending. Not thread-safe: the Cluster guards it with its mutex.
 // Unit-tested without Redis (cluster_outbox_test.cc).
 //
