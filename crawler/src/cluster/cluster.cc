@@ -26,10 +26,9 @@ using namespace cluster_wire;  // NOLINT: this file's own formats
 
 Cluster::Cluster(const Config& config, JoinedJob joined, const std::string& out_dir)
     : cfg_(config.cluster),
-      address_(std::move(joined.address)),
       token_(std::move(joined.token)),
       seed_(joined.seed),
-      redis_(std::move(joined.redis)),
+      redis_(std::move(joined.address), std::move(joined.redis)),
       members_(config.cluster.job, config.cluster.node, config.cluster.min_nodes,
                !config.cluster.shared_dir.empty()),
       owners_(config.cluster.shards),
@@ -38,7 +37,9 @@ Cluster::Cluster(const Config& config, JoinedJob joined, const std::string& out_
           out_dir),
       receiver_(
           config.cluster, [this](const std::string& suffix) { return Key(suffix); },
-          [this](const RedisReply& r, const char* what) { return ReplyFailed(r, what); }),
+          [this](const RedisReply& r, const char* what) {
+            return redis_.Failed(r, what);
+          }),
       beats_(
           config.cluster.heartbeat_s,
           std::chrono::milliseconds(static_cast<int64_t>(config.cluster.lease_s * 1000))),
@@ -124,26 +125,7 @@ Result<std::unique_ptr<Cluster>> Cluster::Join(const Config& config,
 
 Status Cluster::Retry(const std::atomic<bool>& stop, const char* what,
                       const std::function<bool()>& step) {
-  auto backoff = std::chrono::milliseconds(100);
-  for (;;) {
-    if (redis_ && step()) return Status::Ok();
-    if (stop.load())
-      return Status::Error(Status::Code::kIoError,
-                           std::string("cluster: stopped while ") + what);
-    if (redis_) {
-      spdlog::warn("redis: {} failed; reconnecting", what);
-      redis_.reset();
-      down_since_ = SteadyClock::now();
-    }
-    std::this_thread::sleep_for(backoff);
-    backoff = std::min(backoff * 2, std::chrono::milliseconds(2000));
-    Status st = Reconnect();
-    if (!st.ok())
-      spdlog::warn(
-          "redis: down {:.0f} s ({}); retrying",
-          std::chrono::duration<double>(SteadyClock::now() - down_since_).count(),
-          st.message());
-  }
+  return redis_.Retry(stop, what, step, [this] { Reconnected(); });
 }
 
 // Waits until the job has started (cluster.min_nodes have joined), with a

@@ -14,7 +14,8 @@
 // transfer, the giving and the taking side), kept_checkpoints.h (the
 // handoff checkpoints kept for takers), commits.h, membership.h (join,
 // start, state, end test, leave), shard_owners.h and balance.h
-// (placement).
+// (placement), heartbeats.h (when the heartbeat is due) and redis_link.h
+// (the connection, its loss and Redis's refusals).
 //
 // One node of a crawl shared by several machines through Redis ([cluster]).
 //
@@ -137,6 +138,7 @@
 #include "cluster/membership.h"
 #include "cluster/receiver.h"
 #include "cluster/redis.h"
+#include "cluster/redis_link.h"
 #include "cluster/sender.h"
 #include "cluster/shard_loads.h"
 #include "cluster/shard_owners.h"
@@ -362,24 +364,24 @@ class Cluster final : public Node {
   // This node's idle or busy, in Redis (*idle: which); the end test.
   bool Publish(bool* idle);
   bool CheckDone();
-  Status Reconnect();
-  // Redis refused something this round other than a send (round_refusal_
-  // says what): logs it (every 30 s at most) and waits `backoff`, holding.
+  // A new connection: read at the next round, state written again.
+  void Reconnected();
+  // Redis refused something this round other than a send
+  // (RedisLink::refusal says what): logs it (every 30 s at most) and waits
+  // `backoff`, holding.
   void WaitOutRefusal(std::chrono::milliseconds backoff) EXCLUDES(mu_);
   // Holds every due batch (RAM, then spill files) for `wait`.
   void HoldFor(std::chrono::milliseconds wait) EXCLUDES(mu_);
-  // True if `r` is an error reply: a refusal (RefusalOf) is kept in
-  // round_refusal_, another error is logged with `what`.
-  bool ReplyFailed(const RedisReply& r, const char* what);
-  // Runs `step` until it succeeds, reconnecting with back-off (Start's).
+  // RedisLink::Retry, Start's, with Reconnected.
   Status Retry(const std::atomic<bool>& stop, const char* what,
                const std::function<bool()>& step);
 
   const ClusterConfig cfg_;
-  const RedisAddress address_;
   const std::string token_;
   const uint64_t seed_;
-  std::unique_ptr<Redis> redis_;  // the exchange thread's (Join's, before it)
+  // The exchange thread's connection (Join's, then Start's, before it), its
+  // loss, reconnects and refusals (redis_link.h).
+  RedisLink redis_;
 
   // The job's nodes, this node's state in Redis, the end test (the
   // exchange thread's; Start's before it).
@@ -406,17 +408,14 @@ class Cluster final : public Node {
 
   std::atomic<bool> done_{false}, stop_{false};
   // The exchange thread's.
-  std::chrono::steady_clock::time_point down_since_{}, last_state_{}, last_reclaim_{};
+  std::chrono::steady_clock::time_point last_state_{}, last_reclaim_{};
   // When heartbeats are due: 4x as often while shards this node wants are
   // not held yet (Want; heartbeats.h).
   Heartbeats beats_;
-  // Refusals (Redis full, a replica, cannot persist): the exchange thread's.
-  std::string round_refusal_;
   // Steady ns when a heartbeat last saw Redis flagged full, and of the last
   // checkpoint wanted for it (CheckpointWanted).
   std::atomic<int64_t> full_seen_ns_{0};
   mutable std::atomic<int64_t> full_cut_ns_{0};
-  std::chrono::steady_clock::time_point last_refusal_log_{};
   // Leases, by shard (leases.h): the exchange thread's (Start's before it);
   // workers read only their validity (Fetchable, Lapsed).
   Leases leases_;

@@ -142,7 +142,7 @@ void Cluster::Balance(const std::string& taker, uint64_t load) {
   for (uint32_t s : give) cmd.push_back(leases_.Token(s));
   auto r = redis_->Command(cmd);
   last_give_ = now;
-  if (!r.ok() || ReplyFailed(*r, "balance")) return;
+  if (!r.ok() || redis_.Failed(*r, "balance")) return;
   for (size_t i = 0; r->raw() != nullptr && i < r->raw()->elements; ++i) {
     const std::string shard = RedisReply::StrOf(r->raw()->element[i]);
     uint32_t s = 0;

@@ -22,12 +22,11 @@ void Cluster::Loop() {
   auto backoff = std::chrono::milliseconds(100);
   while (true) {
     bool stopping = stop_.load();
-    if (!redis_) {
-      Status st = Reconnect();
+    if (!redis_.up()) {
+      Status st = redis_.Reconnect();
       if (!st.ok()) {
         if (stopping) return;
-        double down =
-            std::chrono::duration<double>(SteadyClock::now() - down_since_).count();
+        const double down = redis_.down_s(SteadyClock::now());
         {
           MutexLock lock(mu_);
           figures_.redis_down_s = down;
@@ -39,21 +38,21 @@ void Cluster::Loop() {
         continue;
       }
       backoff = std::chrono::milliseconds(100);
+      Reconnected();
       MutexLock lock(mu_);
       figures_.redis_down_s = 0;
-      spdlog::info("redis: reconnected to {}", address_.Text());
+      spdlog::info("redis: reconnected to {}", redis_.address().Text());
     }
     bool did = false;
     if (!Round(&did)) {
       if (stopping) return;
-      if (!round_refusal_.empty()) {
+      if (!redis_.refusal().empty()) {
         // Redis answers but refuses (full, a replica, cannot persist): no
         // reconnect, which would meet the same refusal at once.
         WaitOutRefusal(backoff);
       } else {
-        spdlog::warn("redis: connection to {} lost", address_.Text());
-        redis_.reset();
-        down_since_ = SteadyClock::now();
+        spdlog::warn("redis: connection to {} lost", redis_.address().Text());
+        redis_.Lost(SteadyClock::now());
         std::this_thread::sleep_for(backoff);  // no hot loop on a failing command
       }
       backoff = std::min(backoff * 2, std::chrono::milliseconds(2000));
@@ -79,12 +78,9 @@ void Cluster::Loop() {
 }
 
 void Cluster::WaitOutRefusal(std::chrono::milliseconds backoff) {
-  auto now = SteadyClock::now();
-  if (now - last_refusal_log_ > std::chrono::seconds(30)) {
-    last_refusal_log_ = now;
-    spdlog::warn("redis: {}; trying again with back-off", round_refusal_);
-  }
-  round_refusal_.clear();
+  const std::string refusal = redis_.refusal();
+  if (redis_.TakeRefusal(SteadyClock::now()))
+    spdlog::warn("redis: {}; trying again with back-off", refusal);
   CheckLeaseExpiry();
   HoldFor(backoff);
 }
@@ -98,13 +94,9 @@ void Cluster::HoldFor(std::chrono::milliseconds wait) {
   }
 }
 
-Status Cluster::Reconnect() {
-  auto r = Redis::Connect(address_, 2);
-  if (!r.ok()) return r.status();
-  redis_ = std::move(r).value();
+void Cluster::Reconnected() {
   receiver_.Reconnected();  // sends may have rung while it was away
   members_.StateUnknown();
-  return Status::Ok();
 }
 
 bool Cluster::Round(bool* did) {
@@ -203,9 +195,9 @@ bool Cluster::Heartbeat() {
   auto start = SteadyClock::now();
   auto r = redis_->Pipeline(cmds);
   double rtt = std::chrono::duration<double>(SteadyClock::now() - start).count();
-  if (!r.ok() || ReplyFailed((*r)[0], "heartbeat")) return false;
+  if (!r.ok() || redis_.Failed((*r)[0], "heartbeat")) return false;
   if (!asked.empty()) {
-    if (ReplyFailed((*r)[lease_at], "lease renewal")) return false;
+    if (redis_.Failed((*r)[lease_at], "lease renewal")) return false;
     ApplyLeases((*r)[lease_at].raw(), start);
   }
   if (!incarnation_.empty() && !(*r)[meta_at].IsError() &&
@@ -213,7 +205,7 @@ bool Cluster::Heartbeat() {
     // Redis lost its data (restarted empty) or is another server now.
     JobIdentity mine{cfg_.job, incarnation_, seed_};
     Fail(JobLost((*r)[meta_at].IsNil() ? "missing" : "incarnation", (*r)[meta_at].Str(),
-                 mine, address_));
+                 mine, redis_.address()));
     return true;
   }
   if ((*r)[full_at].Int() == 1)
@@ -268,29 +260,19 @@ bool Cluster::Publish(bool* idle_out) {
   auto cmd = members_.StateCommand(idle);
   if (!cmd) return true;
   auto r = redis_->Command(*cmd);
-  const bool ok = r.ok() && !ReplyFailed(*r, "state");
+  const bool ok = r.ok() && !redis_.Failed(*r, "state");
   members_.StateWritten(ok);
   return ok;
-}
-
-bool Cluster::ReplyFailed(const RedisReply& r, const char* what) {
-  if (!r.IsError()) return false;
-  std::string why = RefusalOf(r.Str());
-  if (why.empty())
-    spdlog::warn("redis: {}: {}", what, r.Str());
-  else
-    round_refusal_ = std::string(what) + " refused: Redis is " + why;
-  return true;
 }
 
 bool Cluster::CheckDone() {
   // The first look costs O(1); the full test, O(nodes), runs only when it
   // cannot tell (every live node idle, every batch read).
   auto hint = redis_->Command(members_.DoneHintCommand());
-  if (!hint.ok() || ReplyFailed(*hint, "end test")) return false;
+  if (!hint.ok() || redis_.Failed(*hint, "end test")) return false;
   if (hint->Int() == 0) return true;
   auto r = redis_->Command(members_.DoneCommand());
-  if (!r.ok() || ReplyFailed(*r, "end test")) return false;
+  if (!r.ok() || redis_.Failed(*r, "end test")) return false;
   if (r->Int() == 1 && !done_.exchange(true))
     spdlog::info("cluster: job {} is done (every node idle, every batch applied)",
                  cfg_.job);

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "cluster/cluster.h"
 #include "cluster/entry.h"
 #include "cluster/redis.h"
+#include "cluster/shard_owners.h"
 #include "output/json_fields.h"
 #include "report/stats_schema.h"
 

@@ -135,7 +135,7 @@ bool Cluster::Commit() {
   cmd.insert(cmd.end(), req->args.begin(), req->args.end());
   auto r = redis_->Command(cmd);
   if (!r.ok()) return false;
-  if (ReplyFailed(*r, "commit")) return false;
+  if (redis_.Failed(*r, "commit")) return false;
   if (RedisReply::StrOf(Element(r->raw(), 0)) == "fenced") {
     {
       MutexLock lock(mu_);
