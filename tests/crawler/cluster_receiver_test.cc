@@ -26,18 +26,14 @@ namespace crawler::engine {
 namespace {
 
 struct ReceiverFixture {
-  std::string dir = (std::filesystem::temp_directory_path() /
-                     ("receiver-test-" + std::to_string(::getpid())))
-                        .string();
-  std::unique_ptr<testing::RedisServer> server;
+  testing::ScratchRedis scratch{"receiver-test"};
+  const std::string dir = scratch.dir();
+  testing::RedisServer* server = &scratch.server();
   std::unique_ptr<Redis> redis;
   ClusterConfig cfg;
   std::vector<std::string> failures;  // what ReplyFailed was given
 
   ReceiverFixture() {
-    std::filesystem::remove_all(dir);
-    std::filesystem::create_directories(dir + "/out");
-    server = std::make_unique<testing::RedisServer>(dir + "/redis");
     redis = Connect();
     cfg.node = "n1";
     cfg.shards = 4;
@@ -50,11 +46,6 @@ struct ReceiverFixture {
     for (uint32_t s = 0; s < 3; ++s)
       REQUIRE(Ok({"SET", Key("lease:" + std::to_string(s)), "n1 2"}));
     REQUIRE(Ok({"SET", Key("lease:3"), "n9 5"}));
-  }
-  ~ReceiverFixture() {
-    redis.reset();
-    server.reset();
-    std::filesystem::remove_all(dir);
   }
   std::unique_ptr<Redis> Connect() {
     auto address = ParseRedisUrl(server->Url());

@@ -20,22 +20,14 @@ namespace crawler::engine {
 namespace {
 
 struct LinkFixture {
-  std::string dir = (std::filesystem::temp_directory_path() /
-                     ("redis-link-test-" + std::to_string(::getpid())))
-                        .string();
-  std::unique_ptr<testing::RedisServer> server;
+  testing::ScratchRedis scratch{"redis-link-test"};
+  testing::RedisServer* server = &scratch.server();
   RedisAddress address;
 
   LinkFixture() {
-    std::filesystem::remove_all(dir);
-    server = std::make_unique<testing::RedisServer>(dir);
     auto a = ParseRedisUrl(server->Url());
     REQUIRE(a.ok());
     address = *a;
-  }
-  ~LinkFixture() {
-    server.reset();
-    std::filesystem::remove_all(dir);
   }
   RedisLink Link() {
     auto r = Redis::Connect(address, 5);

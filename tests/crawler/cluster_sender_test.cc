@@ -65,17 +65,13 @@ TEST_CASE(
 }
 
 struct SenderFixture {
-  std::string dir =
-      (fs::temp_directory_path() / ("sender-test-" + std::to_string(::getpid())))
-          .string();
-  std::unique_ptr<RedisServer> server;
+  testing::ScratchRedis scratch{"sender-test"};
+  const std::string dir = scratch.dir();
+  RedisServer* server = &scratch.server();
   std::unique_ptr<Redis> redis;
   ClusterConfig cfg;
 
   SenderFixture() {
-    fs::remove_all(dir);
-    fs::create_directories(dir + "/out");
-    server = std::make_unique<RedisServer>(dir + "/redis");
     auto address = ParseRedisUrl(server->Url());
     REQUIRE(address.ok());
     auto r = Redis::Connect(*address, 5);
@@ -85,11 +81,6 @@ struct SenderFixture {
     cfg.shards = 8;
     cfg.batch_urls = 4;
     cfg.batch_ms = 1;
-  }
-  ~SenderFixture() {
-    redis.reset();
-    server.reset();
-    fs::remove_all(dir);
   }
   std::unique_ptr<Sender> MakeSender() {
     return std::make_unique<Sender>(

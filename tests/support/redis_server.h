@@ -10,6 +10,8 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -58,6 +60,34 @@ class RedisServer {
   std::string dir_;
   std::string args_;
   unsigned port_;
+};
+
+// A part's test bench: a fresh directory (TMP/NAME-PID, emptied first,
+// removed after; OUT in DIR/out) and a redis-server of its own (DIR/redis).
+class ScratchRedis {
+ public:
+  explicit ScratchRedis(const std::string& name)
+      : dir_(Fresh(name)), server_(std::make_unique<RedisServer>(dir_ + "/redis")) {}
+  ~ScratchRedis() {
+    server_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  ScratchRedis(const ScratchRedis&) = delete;
+  ScratchRedis& operator=(const ScratchRedis&) = delete;
+  const std::string& dir() const { return dir_; }
+  RedisServer& server() { return *server_; }
+
+ private:
+  static std::string Fresh(const std::string& name) {
+    const std::string dir = (std::filesystem::temp_directory_path() /
+                             (name + "-" + std::to_string(::getpid())))
+                                .string();
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir + "/out");
+    return dir;
+  }
+  std::string dir_;
+  std::unique_ptr<RedisServer> server_;
 };
 
 }  // namespace crawler::testing
