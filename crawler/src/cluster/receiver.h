@@ -56,7 +56,7 @@ class Receiver {
   // "NODE EPOCH" (a fenced read of a shard whose lease moved on takes
   // nothing).
   using Shards = Doorbell::Shards;
-  // An error reply of `what`: true (the round fails). Cluster::ReplyFailed:
+  // An error reply of `what`: true (the round fails). RedisLink::Failed:
   // a refusal (full, a replica) is waited out, another error logged.
   using ReplyFailed = std::function<bool(const RedisReply&, const char* what)>;
   // Entries a chunked pending read takes of each stream: 16 batches of up to
