@@ -135,6 +135,7 @@
 #include "cluster/heartbeats.h"
 #include "cluster/kept_checkpoints.h"
 #include "cluster/leases.h"
+#include "cluster/log_every.h"
 #include "cluster/membership.h"
 #include "cluster/receiver.h"
 #include "cluster/redis.h"
@@ -453,7 +454,7 @@ class Cluster final : public Node {
   std::vector<std::pair<uint32_t, std::string>> releasing_;
   // OUT/handoff/SEQ/: the exchange thread's (Start's before it).
   KeptCheckpoints kept_;
-  std::chrono::steady_clock::time_point last_keep_warn_{};
+  LogEvery keep_warn_{std::chrono::seconds(10)};  // a handoff checkpoint not kept
   const std::string out_dir_;
   Status failure_ GUARDED_BY(mu_);
   std::thread thread_;

@@ -158,8 +158,7 @@ bool Cluster::HandOver() {
     Status kept = kept_.Keep(sequence);
     if (!kept.ok()) {
       // Held (no cuts meanwhile: HoldCuts) and tried again next round.
-      if (SteadyClock::now() - last_keep_warn_ > std::chrono::seconds(10)) {
-        last_keep_warn_ = SteadyClock::now();
+      if (keep_warn_.Due(SteadyClock::now())) {
         spdlog::warn("cluster: cannot keep handoff checkpoint {}: {}; trying again",
                      sequence, kept.message());
       }

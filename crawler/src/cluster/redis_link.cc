@@ -36,11 +36,7 @@ bool RedisLink::Failed(const RedisReply& r, const char* what) {
 
 bool RedisLink::TakeRefusal(Clock::time_point now) {
   refusal_.clear();
-  if (last_refusal_log_ != Clock::time_point{} &&
-      now - last_refusal_log_ <= std::chrono::seconds(30))
-    return false;
-  last_refusal_log_ = now;
-  return true;
+  return refusal_log_.Due(now);
 }
 
 Status RedisLink::Retry(const std::atomic<bool>& stop, const char* what,

@@ -25,6 +25,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "cluster/log_every.h"
 #include "cluster/redis.h"
 
 namespace crawler::engine {
@@ -70,7 +71,7 @@ class RedisLink {
   std::unique_ptr<Redis> redis_;
   Clock::time_point down_since_{};
   std::string refusal_;
-  Clock::time_point last_refusal_log_{};
+  LogEvery refusal_log_{std::chrono::seconds(30)};
 };
 
 }  // namespace crawler::engine

@@ -24,10 +24,7 @@ bool SendBackoff::Refused(Clock::time_point now) {
   }
   paused_until_ = now + pause_;
   pause_ = std::min(pause_ * 2, std::chrono::milliseconds(2000));
-  if (last_log_ != Clock::time_point{} && now - last_log_ <= std::chrono::seconds(30))
-    return false;
-  last_log_ = now;
-  return true;
+  return log_.Due(now);
 }
 
 std::optional<double> SendBackoff::Accepted(Clock::time_point now) {

@@ -38,6 +38,7 @@
 
 #include "base/mutex.h"
 #include "base/status.h"
+#include "cluster/log_every.h"
 #include "cluster/outbox.h"
 #include "cluster/redis.h"
 #include "cluster/spill.h"
@@ -66,8 +67,9 @@ class SendBackoff {
 
  private:
   bool refusing_ = false;
-  Clock::time_point since_{}, paused_until_{}, last_log_{};
+  Clock::time_point since_{}, paused_until_{};
   std::chrono::milliseconds pause_{100};
+  LogEvery log_{std::chrono::seconds(30)};
 };
 
 class Sender {
