@@ -27,7 +27,10 @@
 #      BENCH_DELAY_MS (scaling: each response's delay, 50; on 2 cores, 6 nodes
 #      at 50 ms use all the CPU: 200 keeps the crawl latency-bound),
 #      BENCH_CPU_PAGES (50000), BENCH_CRAWLER (scaling: the binary, default
-#      build/crawler/crawler; to compare with another build's).
+#      build/crawler/crawler; to compare with another build's),
+#      BENCH_HUGE_BYTES (scaling: the body of each host's /huge page; the
+#      site's default, 12 MiB, is cut at fetch.max_body_bytes, 10 MiB: 150
+#      such bodies are 97% of the crawl's bytes, fetched in its first seconds).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
@@ -104,7 +107,8 @@ if [ "$what" = scaling ] || [ "$what" = all ]; then
   echo "== scaling (every response delayed ${BENCH_DELAY_MS:-50} ms; ${BENCH_CONNECTIONS:-8} connections per node)"
   fresh_redis
   build/tests/testsite/crawler-testsite --pages "${BENCH_PAGES:-6000}" --hosts 200 --port 0 \
-    --slow-ms 10 --delay-ms "${BENCH_DELAY_MS:-50}" >"$work/site.out" &
+    --slow-ms 10 --delay-ms "${BENCH_DELAY_MS:-50}" ${BENCH_HUGE_BYTES:+--huge-bytes "$BENCH_HUGE_BYTES"} \
+    >"$work/site.out" &
   site_pid=$!
   for _ in $(seq 1 100); do [ -s "$work/site.out" ] && break; sleep 0.05; done
   site_port=$(awk '{print $2}' "$work/site.out")
