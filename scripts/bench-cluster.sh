@@ -14,10 +14,15 @@
 #   4. control: build/tests/cluster_control_bench, BENCH_NODES (64)
 #      exchange-only nodes on BENCH_SHARDS (4096) shards, no URL traffic:
 #      Redis CPU, lease renewal p50/p99, the time to detect the end
-#   5. rebalance: 3 nodes crawl the delayed site with shared_dir; a fourth
-#      joins (the time until it holds the shards rendezvous hashing gives
-#      it: handoffs), then n2 leaves with SIGTERM (the time until the others
-#      hold all of its shards: takeovers); from `crawler cluster-stats`
+#   5. rebalance: BENCH_REBALANCE_NODES (3) nodes crawl the delayed site
+#      with shared_dir; one more joins (the time until it holds the shards
+#      the placement gives it: handoffs), then n2 leaves with SIGTERM (the
+#      time until the others hold all of its shards: takeovers); from
+#      `crawler cluster-stats`. BENCH_SHARDS, if set, is the job's shards
+#      (else the config's, 256). 64 nodes: BENCH_REBALANCE_NODES=64
+#      BENCH_SHARDS=4096 BENCH_DELAY_MS=1000 (the crawl lasts ~2 min);
+#      BENCH_CHECKPOINT_S (2): each node's checkpoint.interval_s (a handoff
+#      or a leave cuts its own checkpoint whatever it is).
 # Usage: bash scripts/bench-cluster.sh [exchange|scaling|cpu|control|rebalance|all]
 # (default all)
 # Env: BENCH_URLS (1000000), BENCH_PAGES (scaling, 6000), BENCH_CONNECTIONS (8),
@@ -28,7 +33,7 @@
 #      at 50 ms use all the CPU: 200 keeps the crawl latency-bound),
 #      BENCH_CPU_PAGES (50000), BENCH_CRAWLER (scaling: the binary, default
 #      build/crawler/crawler; to compare with another build's),
-#      BENCH_HUGE_BYTES (scaling: the body of each host's /huge page; the
+#      BENCH_HUGE_BYTES (scaling, rebalance: the body of each host's /huge page; the
 #      site's default, 12 MiB, is cut at fetch.max_body_bytes, 10 MiB: 150
 #      such bodies are 97% of the crawl's bytes, fetched in its first seconds).
 set -euo pipefail
@@ -179,7 +184,8 @@ if [ "$what" = rebalance ] || [ "$what" = all ]; then
   echo "== rebalance (shared_dir; every response delayed ${BENCH_DELAY_MS:-50} ms)"
   fresh_redis
   build/tests/testsite/crawler-testsite --pages "${BENCH_PAGES:-6000}" --hosts 200 --port 0 \
-    --delay-ms "${BENCH_DELAY_MS:-50}" >"$work/site.out" &
+    --delay-ms "${BENCH_DELAY_MS:-50}" ${BENCH_HUGE_BYTES:+--huge-bytes "$BENCH_HUGE_BYTES"} \
+    >"$work/site.out" &
   site_pid=$!
   for _ in $(seq 1 100); do [ -s "$work/site.out" ] && break; sleep 0.05; done
   site_port=$(awk '{print $2}' "$work/site.out")
@@ -187,25 +193,30 @@ if [ "$what" = rebalance ] || [ "$what" = all ]; then
     --port "$site_port" --seeds >"$work/seeds.txt"
   # No balancing: it times the join's and the leave's handoffs alone (gives
   # between busy nodes add handoffs of their own; docs/cluster.md).
+  nodes=${BENCH_REBALANCE_NODES:-3} pids=()
+  joiner=n$((nodes + 1))
   node() {  # NAME: a node of job "rebalance", in the background
     build/crawler/crawler crawl --seeds "$work/seeds.txt" --out "$work/rebalance-$1" \
       --set cluster.redis="$redis_url" --set cluster.job=rebalance --set cluster.node="$1" \
-      --set cluster.min_nodes=3 --set cluster.shared_dir="$work" --set cluster.balance=false \
+      --set cluster.min_nodes="$nodes" --set cluster.shared_dir="$work" \
+      --set cluster.balance=false ${BENCH_SHARDS:+--set cluster.shards="$BENCH_SHARDS"} \
       --set crawl.max_connections="${BENCH_CONNECTIONS:-8}" --set crawl.max_depth=5 \
-      --set frontier.min_delay_s=0 --set checkpoint.interval_s=2 \
+      --set frontier.min_delay_s=0 --set checkpoint.interval_s="${BENCH_CHECKPOINT_S:-2}" \
       >"$work/rebalance-$1.out" 2>&1 &
+    pids+=($!)
   }
-  node n1; p1=$!; node n2; p2=$!; node n3; p3=$!
-  echo "  3 nodes started: $(seconds_until rebalance "s['leases']['held'] == s['streams']['shards']" 60) s until every shard's lease is held"
+  for i in $(seq 1 "$nodes"); do node "n$i"; done
+  p2=${pids[1]}
+  echo "  $nodes nodes started: $(seconds_until rebalance "s['leases']['held'] == s['streams']['shards']" 120) s until every shard's lease is held"
   sleep 5
-  node n4; p4=$!
-  echo "  join: n4 holds its rendezvous share of the shards $(seconds_until rebalance \
-    "'n4' in node and node['n4']['leases'] >= node['n4']['shards'] > 0" 120) s after it was started (its join, the handoffs: drain, checkpoint, commit, take over)"
+  node "$joiner"
+  echo "  join: $joiner holds its rendezvous share of the shards $(seconds_until rebalance \
+    "'$joiner' in node and node['$joiner']['leases'] >= node['$joiner']['shards'] > 0" 120) s after it was started (its join, the handoffs: drain, checkpoint, commit, take over)"
   kill -TERM "$p2"
   echo "  leave: the others hold all of n2's shards $(seconds_until rebalance \
     "node['n2']['leases'] == 0 and s['leases']['held'] == s['streams']['shards']" 120) s after its SIGTERM (its last commit, leases given up, takeovers)"
-  kill "$p1" "$p3" "$p4" 2>/dev/null || true
-  wait "$p1" "$p2" "$p3" "$p4" 2>/dev/null || true
+  kill "${pids[@]}" 2>/dev/null || true
+  wait "${pids[@]}" 2>/dev/null || true
   kill "$site_pid"; site_pid=
 fi
 
