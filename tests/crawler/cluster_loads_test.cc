@@ -14,10 +14,12 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "cluster/own_state.h"
 #include "cluster/shard_loads.h"
 
 namespace crawler::engine {
@@ -279,6 +281,65 @@ TEST_CASE(
   CHECK(g.action == A::kLoad);
   CHECK(g.source == "b 4");
   CHECK(g.prev.empty());
+}
+
+TEST_CASE(
+    "OwnState: a resumed node's own state is restored only for the shards it holds again",
+    "[engine][cluster]") {
+  // Hosts a.example, b.example, c.example are in shards 1, 2, 3.
+  OwnState::ShardOf shard_of = [](std::string_view host) -> uint32_t {
+    if (host.find("a.example") != std::string_view::npos) return 1;
+    return host.find("b.example") != std::string_view::npos ? 2 : 3;
+  };
+  ShardState own;
+  own.from = "node a checkpoint 9";
+  own.sequence = 9;
+  for (const char* h : {"http://c.example", "http://a.example", "http://b.example"}) {
+    frontier::HostImage image;
+    image.key = h;
+    own.frontier.hosts.push_back(image);
+    HostSnapshot snapshot;
+    snapshot.key = h;
+    own.hosts.push_back(snapshot);
+  }
+  for (const char* u : {"http://a.example/1", "http://b.example/1", "http://b.example/2",
+                        "http://c.example/1", "http://a.example/2"}) {
+    frontier::UrlEntry e;
+    e.url = u;
+    own.frontier.urls.emplace_back(e, false);
+  }
+  OwnState state;
+  CHECK(state.resumed() == nullptr);
+  state.Stash(std::move(own), shard_of);
+  REQUIRE(state.resumed() != nullptr);
+  CHECK(state.from().sequence == 9);
+  CHECK(state.from().shards == Shards{1, 2, 3});  // sorted, each once
+
+  // This process holds shards 3 and 1 again; shard 2 was taken over meanwhile.
+  state.Restore(3);
+  state.Restore(1);
+  size_t dropped = 99;
+  std::optional<ShardState> st = state.Take(shard_of, &dropped);
+  REQUIRE(st);
+  CHECK(st->own);
+  CHECK(st->from == "node a checkpoint 9");
+  CHECK(st->shards == Shards{3, 1});
+  std::vector<std::string> hosts, urls, table;
+  for (const auto& h : st->frontier.hosts) hosts.push_back(h.key);
+  for (const auto& u : st->frontier.urls) urls.push_back(u.first.url);
+  for (const auto& h : st->hosts) table.push_back(h.key);
+  CHECK(hosts == std::vector<std::string>{"http://c.example", "http://a.example"});
+  CHECK(urls == std::vector<std::string>{"http://a.example/1", "http://c.example/1",
+                                         "http://a.example/2"});
+  CHECK(table == hosts);
+  CHECK(dropped == 2);  // b.example's two URLs: left to its new owner
+
+  // Taken once: OnGained reads no resumed state any more; the checkpoint
+  // resumed from is still known.
+  CHECK(state.resumed() == nullptr);
+  CHECK(state.from().sequence == 9);
+  CHECK_FALSE(state.Take(shard_of, &dropped));
+  CHECK(dropped == 0);
 }
 
 }  // namespace

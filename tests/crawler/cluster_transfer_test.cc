@@ -51,8 +51,16 @@ TEST_CASE(
   CHECK(ready == std::map<uint64_t, Shards>{{7, {4}}});
   CHECK(to == "c");
 
-  // Given up in 7 with its lease "a 3".
+  // Given up in 7 with its lease "a 3", which goes to Redis next (until
+  // Redis confirms it).
+  CHECK(t.ToRelease().empty());
   t.GaveUp(4, 7, "a 3");
+  using Leases = std::vector<std::pair<uint32_t, std::string>>;
+  CHECK(t.ToRelease() == Leases{{4, "a 3"}});
+  t.ReleasesSent(0);  // Redis did not answer
+  CHECK(t.ToRelease() == Leases{{4, "a 3"}});
+  t.ReleasesSent(1);
+  CHECK(t.ToRelease().empty());
   CHECK_FALSE(t.Handing(4));
   CHECK_FALSE(t.HoldCuts());
   CHECK(t.Released(4));
@@ -102,6 +110,26 @@ TEST_CASE("Transfers: a shard given up and taken back is this node's again",
   CHECK_FALSE(t.Released(2));
   CHECK(t.UntakenShards().empty());
   CHECK(t.Quiet());
+}
+
+TEST_CASE("Transfers: leases given up go to Redis until it confirms them, in order",
+          "[engine][cluster]") {
+  Transfers t;
+  for (uint32_t s : {2u, 5u}) {
+    t.Begin(s, "b");
+    t.Drained({s});
+  }
+  t.Cut(3);
+  t.GaveUp(2, 3, "a 1");
+  // Sent with shard 2's; shard 5 is given up before the reply: only the
+  // first is confirmed, shard 5's goes next.
+  const size_t sent = t.ToRelease().size();
+  t.GaveUp(5, 3, "a 2");
+  t.ReleasesSent(sent);
+  using Leases = std::vector<std::pair<uint32_t, std::string>>;
+  CHECK(t.ToRelease() == Leases{{5, "a 2"}});
+  t.ReleasesSent(5);  // more than there are: all
+  CHECK(t.ToRelease().empty());
 }
 
 TEST_CASE("Transfers: a cut holds only the shards drained before it",

@@ -158,7 +158,7 @@ Status Cluster::Start(const std::atomic<bool>& stop, std::function<bool()> local
   if (!started.ok()) return started;
   const std::vector<std::string>& nodes = members_.nodes();
   // The placement over every node of the job (no assign read yet).
-  std::set<uint32_t> want(resumed_.shards.begin(), resumed_.shards.end());
+  std::set<uint32_t> want(own_.from().shards.begin(), own_.from().shards.end());
   for (uint32_t s = 0; s < cfg_.shards; ++s)
     if (owners_.OwnerOf(nodes, s) == cfg_.node) want.insert(s);
   my_shards_.assign(want.begin(), want.end());
@@ -175,7 +175,7 @@ Status Cluster::Start(const std::atomic<bool>& stop, std::function<bool()> local
   Status st = Retry(stop, "creating the consumer groups",
                     [&] { return redis_->Pipeline(create).ok(); });
   if (!st.ok()) return st;
-  if (takeover_ && own_) {
+  if (takeover_ && own_.resumed() != nullptr) {
     // The checkpoint resumed from is the source of every shard it held. The
     // shards this process does not take at once (a node that joined
     // meanwhile has them now, or the lease of one with no hosts left, which
@@ -185,7 +185,7 @@ Status Cluster::Start(const std::atomic<bool>& stop, std::function<bool()> local
     // names it. (A chaos run hung on that: shard 6, with no hosts, held in
     // checkpoint 9, was taken 3 s after the resume, and every try to load it
     // failed with "no checkpoint 9".)
-    Status kept = kept_.Keep(own_->sequence);
+    Status kept = kept_.Keep(own_.from().sequence);
     if (!kept.ok()) return kept;
   }
   st = Retry(stop, "taking the shards' leases", [&] { return Heartbeat(); });
@@ -211,43 +211,20 @@ Status Cluster::Start(const std::atomic<bool>& stop, std::function<bool()> local
 }
 
 void Cluster::StashOwn(ShardState own) {
-  std::vector<uint32_t>& shards = resumed_.shards;
-  for (const frontier::HostImage& h : own.frontier.hosts)
-    shards.push_back(ShardOf(h.key));
-  std::sort(shards.begin(), shards.end());
-  shards.erase(std::unique(shards.begin(), shards.end()), shards.end());
-  resumed_.sequence = own.sequence;
-  own_ = std::move(own);
+  own_.Stash(std::move(own), [this](std::string_view host) { return ShardOf(host); });
 }
 
 void Cluster::RestoreOwn() {
-  if (!own_) return;
-  std::set<uint32_t> keep(restore_own_.begin(), restore_own_.end());
-  ShardState st;
-  st.own = true;
-  st.from = own_->from;
-  st.shards = restore_own_;
-  auto mine = [&](std::string_view host) { return keep.count(ShardOf(host)) > 0; };
-  for (frontier::HostImage& h : own_->frontier.hosts)
-    if (mine(h.key)) st.frontier.hosts.push_back(std::move(h));
   size_t dropped = 0;
-  for (auto& u : own_->frontier.urls) {
-    if (mine(frontier::HostKey(u.first.url))) {
-      st.frontier.urls.push_back(std::move(u));
-    } else {
-      ++dropped;
-    }
-  }
-  for (HostSnapshot& h : own_->hosts)
-    if (mine(h.key)) st.hosts.push_back(std::move(h));
-  own_.reset();
-  restore_own_.clear();
+  std::optional<ShardState> st =
+      own_.Take([this](std::string_view host) { return ShardOf(host); }, &dropped);
+  if (!st) return;
   if (dropped > 0)
     spdlog::warn(
         "cluster: {} queued URLs of this node's checkpoint belong to shards other nodes "
         "took over while it was away: left to them",
         dropped);
-  loads_.Put(std::move(st));
+  loads_.Put(std::move(*st));
 }
 
 uint32_t Cluster::ShardOf(std::string_view host_key) const {

@@ -11,7 +11,8 @@
 // sending side: outbox.h, spill.h and the back-off after refusals),
 // receiver.h (the receiving side: inbox.h, doorbell.h, the reads, claims
 // and reclaims), leases.h, transfer.h and shard_loads.h (a shard's
-// transfer, the giving and the taking side), kept_checkpoints.h (the
+// transfer, the giving and the taking side), own_state.h (a resumed node's
+// own state until Start), kept_checkpoints.h (the
 // handoff checkpoints kept for takers), commits.h, membership.h (join,
 // start, state, end test, leave), shard_owners.h and balance.h
 // (placement), heartbeats.h (when the heartbeat is due) and redis_link.h
@@ -137,6 +138,7 @@
 #include "cluster/leases.h"
 #include "cluster/log_every.h"
 #include "cluster/membership.h"
+#include "cluster/own_state.h"
 #include "cluster/receiver.h"
 #include "cluster/redis.h"
 #include "cluster/redis_link.h"
@@ -339,7 +341,7 @@ class Cluster final : public Node {
   // Gives up the shards whose handoff checkpoint is committed: keeps it in
   // OUT/handoff/SEQ/, gives them up here, then their leases (SendReleases).
   bool HandOver() EXCLUDES(mu_);
-  bool SendReleases();
+  bool SendReleases() EXCLUDES(mu_);
   // Removes the kept handoff checkpoints no shard's source or source_prev
   // names (`hashes`: HGETALL of each; kept_.Prune).
   void PruneHandoffDirs(std::initializer_list<const redisReply*> hashes);
@@ -439,9 +441,9 @@ class Cluster final : public Node {
   // published and committed, where each shard's state came from.
   Commits commits_ GUARDED_BY(mu_);
   std::map<uint32_t, uint64_t> holding_ GUARDED_BY(mu_);  // held shard -> epoch
-  ResumedFrom resumed_;            // the checkpoint resumed from, its shards (StashOwn)
-  std::optional<ShardState> own_;  // StashOwn's, until Start
-  std::vector<uint32_t> restore_own_;  // held again at Start: restored from own_
+  // A resumed node's own checkpoint state, from StashOwn until Start
+  // restores the shards held again (own_state.h).
+  OwnState own_;
   std::atomic<bool> failed_{false}, leave_{false};
   std::atomic<bool> fenced_{false};  // failed_ because another node took shards
   // Handoff (see HandoffWork): the shards being given away (transfer.h).
@@ -450,8 +452,6 @@ class Cluster final : public Node {
   Transfers transfers_ GUARDED_BY(mu_);
   std::unique_ptr<std::atomic<bool>[]> handing_;
   std::atomic<bool> handoff_work_{false};
-  // Given up here, lease not yet given up in Redis: shard, "NODE EPOCH".
-  std::vector<std::pair<uint32_t, std::string>> releasing_;
   // OUT/handoff/SEQ/: the exchange thread's (Start's before it).
   KeptCheckpoints kept_;
   LogEvery keep_warn_{std::chrono::seconds(10)};  // a handoff checkpoint not kept

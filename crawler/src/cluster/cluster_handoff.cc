@@ -126,16 +126,22 @@ bool Cluster::SendReleases() {
   // Redis may apply a release and die before it replies: sent again until
   // one is confirmed. Each deletes a lease only while it is still this
   // node's with that epoch, so a second one is harmless.
-  if (releasing_.empty()) return true;
-  auto r = redis_->Command(members_.ReleaseCommand(releasing_));
+  std::vector<std::pair<uint32_t, std::string>> leases;
+  {
+    MutexLock lock(mu_);
+    leases = transfers_.ToRelease();
+  }
+  if (leases.empty()) return true;
+  auto r = redis_->Command(members_.ReleaseCommand(leases));
   if (!r.ok()) return false;
   if (r->IsError()) {
     spdlog::warn("redis: handoff: {}", r->Str());
     return false;
   }
   spdlog::info("cluster: {} leases given up ({} shards handed over)", r->Int(),
-               releasing_.size());
-  releasing_.clear();
+               leases.size());
+  MutexLock lock(mu_);
+  transfers_.ReleasesSent(leases.size());
   return true;
 }
 
@@ -169,7 +175,6 @@ bool Cluster::HandOver() {
     std::map<uint32_t, std::string> given_up;
     for (uint32_t s : shards) {
       given_up[s] = leases_.Token(s);
-      releasing_.emplace_back(s, given_up[s]);
       leases_.GiveUp(s);
     }
     my_shards_.erase(std::remove_if(my_shards_.begin(), my_shards_.end(),

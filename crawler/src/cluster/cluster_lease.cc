@@ -94,8 +94,7 @@ void Cluster::ApplyLeases(const redisReply* r, SteadyClock::time_point sent) {
 }
 
 void Cluster::Gained(uint32_t s, const LeaseReply& reply, LeaseRound* round) {
-  const Gain g =
-      OnGained(s, reply, cfg_.node, takeover_, Released(s), own_ ? &resumed_ : nullptr);
+  const Gain g = OnGained(s, reply, cfg_.node, takeover_, Released(s), own_.resumed());
   switch (g.action) {
     case Gain::Action::kLoad:
       loads_.Want(s, g.source, g.prev);
@@ -103,9 +102,9 @@ void Cluster::Gained(uint32_t s, const LeaseReply& reply, LeaseRound* round) {
       if (round->took_from.empty()) round->took_from = g.source;
       break;
     case Gain::Action::kRestoreOwn: {
-      restore_own_.push_back(s);  // a resumed node's: owned once restored
+      own_.Restore(s);  // a resumed node's: owned once restored
       MutexLock lock(mu_);
-      commits_.From(s, cfg_.node + " " + std::to_string(resumed_.sequence));
+      commits_.From(s, cfg_.node + " " + std::to_string(own_.from().sequence));
       break;
     }
     case Gain::Action::kReady: {

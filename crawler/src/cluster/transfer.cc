@@ -2,6 +2,7 @@
 #include "cluster/transfer.h"
 
 #include <algorithm>
+#include <cstddef>
 
 namespace crawler::engine {
 
@@ -72,8 +73,15 @@ std::map<uint64_t, std::vector<uint32_t>> Transfers::Committed(uint64_t committe
 void Transfers::GaveUp(uint32_t shard, uint64_t sequence, const std::string& lease) {
   released_[shard] = sequence;
   untaken_[shard] = lease;
+  to_release_.emplace_back(shard, lease);
   handoff_.erase(shard);
   to_drop_.push_back(shard);
+}
+
+void Transfers::ReleasesSent(size_t n) {
+  to_release_.erase(
+      to_release_.begin(),
+      to_release_.begin() + static_cast<std::ptrdiff_t>(std::min(n, to_release_.size())));
 }
 
 std::vector<uint32_t> Transfers::TakeDrops() {

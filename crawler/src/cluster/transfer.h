@@ -11,8 +11,9 @@
 //     reports no fetch of them in flight) -> Drained -> drained (a
 //     checkpoint is wanted: CutWanted) -> Cut(N) -> cut (in checkpoint N; no
 //     other cut until it is kept: HoldCuts) -> Committed(N or later) lists
-//     it -> GaveUp: released (N is its source until the new owner commits
-//     its own: SourceIs), untaken (until the new owner holds the lease:
+//     it -> GaveUp: its lease to give up in Redis (ToRelease, ReleasesSent),
+//     released (N is its source until the new owner commits its own:
+//     SourceIs), untaken (until the new owner holds the lease:
 //     HolderIs), to drop (its queued URLs, by a worker: TakeDrops, Dropped).
 // A handoff cancelled before the lease is given up (the new owner went
 // away) leaves the shard here (Cancel). A shard given up and taken back is
@@ -30,6 +31,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace crawler::engine {
@@ -62,6 +64,14 @@ class Transfers {
   // `shard` is given up here, in checkpoint `sequence`, its lease `lease`
   // ("NODE EPOCH") given up in Redis next.
   void GaveUp(uint32_t shard, uint64_t sequence, const std::string& lease);
+  // The leases given up here and not yet in Redis (shard, "NODE EPOCH"), in
+  // the order given up: sent until Redis confirms (each release deletes a
+  // lease only while it is still this node's with that epoch, so one sent
+  // twice is harmless); ReleasesSent(n): the first n were confirmed.
+  const std::vector<std::pair<uint32_t, std::string>>& ToRelease() const {
+    return to_release_;
+  }
+  void ReleasesSent(size_t n);
 
   // Given up: its queued URLs to drop now (by a worker), then Dropped.
   std::vector<uint32_t> TakeDrops();
@@ -100,8 +110,9 @@ class Transfers {
   std::map<uint32_t, Handoff> handoff_;
   std::map<uint32_t, uint64_t> released_;    // shard -> its handoff checkpoint
   std::map<uint32_t, std::string> untaken_;  // shard -> "NODE EPOCH" given up
-  std::vector<uint32_t> to_drop_;            // for a worker
-  std::set<uint32_t> dropping_;              // taken by a worker
+  std::vector<std::pair<uint32_t, std::string>> to_release_;  // in Redis next
+  std::vector<uint32_t> to_drop_;                             // for a worker
+  std::set<uint32_t> dropping_;                               // taken by a worker
   Clock::time_point last_drain_{};
 };
 
