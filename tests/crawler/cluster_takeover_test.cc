@@ -1089,12 +1089,16 @@ TEST_CASE(
     "revisit the leaver's pages with conditional GETs whose revisit records refer to "
     "its captures; resumed, it gets shards back by handoff, history and all",
     "[cluster][takeover][recrawl]") {
-  // Pages change every 60 s on average: most revisits are 304s.
+  // Pages change every 60 s on average: most revisits are 304s. The test
+  // stops n1 and n3 (SIGINT); max_duration_s only bounds a failed run. It
+  // must outlast the test's own waits: at 120 s, an ASan CI run whose first
+  // pass and leave took ~130 s saw n1 and n3 stop before they revisited
+  // n2's pages (the check below failed, 242 s into the test).
   ClusterCrawl c("cluster_recrawl", "recrawl",
                  std::string(kTakeover) +
                      " --set cluster.lease_s=30 --set recrawl.enabled=true"
                      " --set recrawl.interval_s=3 --set recrawl.min_interval_s=1"
-                     " --set recrawl.max_interval_s=6 --set crawl.max_duration_s=120",
+                     " --set recrawl.max_interval_s=6 --set crawl.max_duration_s=600",
                  400, "", "--change-mean-s 60");
   // The first pass over, on every node: from then on they revisit (under
   // ASan a node still in its first pass may not come to a revisit of the
