@@ -197,13 +197,21 @@ class Server : public ServerOptions {
   }
 
   // Host 0's port: no listener for down_ms, its connections closed, then a
-  // listener again. The port stays bound meanwhile (refusing connections):
-  // closed, another test's testsite looking for free ports took it once,
-  // and this one could not listen again. False: that happened all the same.
+  // listener again. The port stays bound meanwhile (refusing connections),
+  // and without SO_REUSEADDR: Linux lets sockets that all set it share a
+  // port none listens on, so another test's testsite looking for free ports
+  // bound and listened on it during the outage, and this one could not
+  // listen again (a Release ctest, 2026-11-28: "cannot listen on port 20001
+  // again", 2 pages lost). Bound with it (its closed connections' TIME_WAITs
+  // would refuse a bind without), cleared until the listen. False: the port
+  // was taken all the same (between the close and the bind).
   bool GoDown() {
     went_down_ = true;
     ::close(listen_fds_[0]);
     listen_fds_[0] = Bind(base_);
+    int reuse = 0;
+    if (listen_fds_[0] >= 0)
+      ::setsockopt(listen_fds_[0], SOL_SOCKET, SO_REUSEADDR, &reuse, sizeof(reuse));
     {
       std::lock_guard<std::mutex> lock(conn_mu_);
       for (const auto& [fd, listener] : conn_fds_)
@@ -212,6 +220,9 @@ class Server : public ServerOptions {
     std::fprintf(stderr, "crawler-testsite: port %u down for %u ms after %u pages\n",
                  static_cast<unsigned>(base_), down_ms, host0_pages_.load());
     for (uint32_t waited = 0; waited < down_ms && !g_stop; waited += 10) ::usleep(10000);
+    reuse = 1;
+    if (listen_fds_[0] >= 0)
+      ::setsockopt(listen_fds_[0], SOL_SOCKET, SO_REUSEADDR, &reuse, sizeof(reuse));
     if (listen_fds_[0] >= 0 && ::listen(listen_fds_[0], 512) != 0) {
       ::close(listen_fds_[0]);
       listen_fds_[0] = -1;
