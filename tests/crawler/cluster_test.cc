@@ -120,6 +120,49 @@ TEST_CASE("Cluster: refusals and faults name what is wrong", "[cluster]") {
     ::kill(first, SIGINT);
     CHECK(WaitExitFor(first, 60) >= 0);
   }
+  SECTION(
+      "a signal while a node waits to join (its name's liveness key held) ends the "
+      "wait: exit 1 at once, naming it, the job untouched") {
+    pid_t first = Spawn(NodeCommand(dir, redis.Url(), "job", "n1"), dir + "/n1.out");
+    const std::string cli = "redis-cli -p " + std::to_string(redis.port()) + " ";
+    for (int i = 0;
+         i < 200 && RunCommand(cli + "exists crawler:{job}:alive:n1").output.find('1') ==
+                        std::string::npos;
+         ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    // A second n1 waits for the first's key to lapse: up to 4 heartbeats,
+    // 40 s here (the first keeps it fresh). Before the handlers were set
+    // ahead of the join, SIGTERM here ended it by the signal (-1).
+    pid_t twin = Spawn(
+        NodeCommand(dir, redis.Url(), "job", "n1",
+                    "--set cluster.heartbeat_s=10 --set cluster.lease_s=30", "n1-twin"),
+        dir + "/twin.out");
+    const std::string said = "liveness key is held";
+    for (int i = 0; i < 600 && ReadText(dir + "/n1-twin/crawler.log").find(said) ==
+                                   std::string::npos;
+         ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    REQUIRE_THAT(ReadText(dir + "/n1-twin/crawler.log"), Catch::Contains(said));
+    const auto sent = std::chrono::steady_clock::now();
+    ::kill(twin, SIGTERM);
+    const int code = WaitExitFor(twin, 60);
+    const double took =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count();
+    INFO(ReadText(dir + "/twin.out"));
+    CHECK(code == 1);
+    CHECK(took < 30);  // its own wait would have run on to 40 s
+    CHECK_THAT(ReadText(dir + "/twin.out"),
+               Catch::Contains("stopped by a signal while waiting to join job job: "
+                               "nothing of this run crawled"));
+    // The first n1 is still in the job, and alone in it.
+    int status = 0;
+    CHECK(::waitpid(first, &status, WNOHANG) == 0);
+    CHECK(RunCommand(cli + "smembers crawler:{job}:nodes").output == "n1\n");
+    ::kill(first, SIGINT);
+    CHECK(WaitExitFor(first, 60) >= 0);
+  }
   SECTION("a replica is refused at once (exit 2), naming its primary") {
     RedisServer replica(dir + "/redis-replica",
                         "--replicaof 127.0.0.1 " + std::to_string(redis.port()));

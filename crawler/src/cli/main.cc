@@ -153,10 +153,12 @@ void PrintSummary(const crawler::engine::CrawlSummary& s, const std::string& dir
 
 // How a crawl with [cluster] redis joins its job: the cluster target's; none
 // in a build without it (cmake -DCRAWLER_CLUSTER=OFF), which then refuses
-// such a config.
+// such a config. A signal ends the join's waits (for Redis, for a previous
+// process's liveness key): the node stops before it runs.
 const crawler::engine::NodeJoiner* Joiner() {
 #if CRAWLER_WITH_CLUSTER
-  static const crawler::engine::NodeJoiner joiner = crawler::engine::ClusterJoiner();
+  static const crawler::engine::NodeJoiner joiner =
+      crawler::engine::ClusterJoiner(&g_stop);
   return &joiner;
 #else
   return nullptr;
@@ -200,6 +202,14 @@ int RunCrawl(const std::string& seeds_path, const std::string& config_path,
   using crawler::engine::Crawl;
   crawler::Result<std::unique_ptr<Crawl>> crawl =
       crawler::Status::Error(crawler::Status::Code::kInvalidArgument, "");
+  // Before the setup: a signal while a cluster node waits to join ends the
+  // wait (exit 1, nothing done); one during the rest of the setup stops the
+  // crawl as soon as it runs (a checkpoint, and on SIGTERM the leave). Set
+  // later, a signal in a resumed node's join wait (up to a minute) ended it
+  // as kill -9 would.
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnTerm);
+  std::signal(SIGUSR1, OnCheckpointSignal);
   if (!resume.empty()) {
     if (std::filesystem::is_directory(resume)) SetUpLog(resume);
     std::string warning;
@@ -236,9 +246,6 @@ int RunCrawl(const std::string& seeds_path, const std::string& config_path,
   }
   if (std::string m = (*crawl)->MetricsUrl(); !m.empty())
     std::fprintf(stderr, "crawler: metrics: serving %s\n", m.c_str());
-  std::signal(SIGINT, OnSignal);
-  std::signal(SIGTERM, OnTerm);
-  std::signal(SIGUSR1, OnCheckpointSignal);
   auto summary = [&] {
     Progress progress;  // its destructor ends the status line
     return (*crawl)->Run(g_stop, std::ref(progress), &g_checkpoint);

@@ -98,26 +98,28 @@ Receiver::Shards Cluster::Readable(const std::vector<uint32_t>& shards) const {
   return out;
 }
 
-NodeJoiner ClusterJoiner() {
+NodeJoiner ClusterJoiner(const std::atomic<bool>* stop) {
   NodeJoiner j;
-  j.join = [](const Config& config, const std::string& out_dir, bool resumed,
-              const std::vector<std::string>& seeds) -> Result<std::unique_ptr<Node>> {
-    auto node = Cluster::Join(config, out_dir, resumed, seeds);
+  j.join = [stop](
+               const Config& config, const std::string& out_dir, bool resumed,
+               const std::vector<std::string>& seeds) -> Result<std::unique_ptr<Node>> {
+    auto node = Cluster::Join(config, out_dir, resumed, seeds, stop);
     if (!node.ok()) return node.status();
     return std::unique_ptr<Node>(std::move(node).value());
   };
-  j.last_commit = [](const Config& config) -> Result<std::optional<uint64_t>> {
+  j.last_commit = [stop](const Config& config) -> Result<std::optional<uint64_t>> {
     auto address = ParseRedisUrl(config.cluster.redis);
     if (!address.ok()) return address.status();
-    return ReadLastCommit(*address, config.cluster.job, config.cluster.node);
+    return ReadLastCommit(*address, config.cluster.job, config.cluster.node, stop);
   };
   return j;
 }
 
 Result<std::unique_ptr<Cluster>> Cluster::Join(const Config& config,
                                                const std::string& out_dir, bool resumed,
-                                               const std::vector<std::string>& seeds) {
-  auto joined = JoinJob(config, out_dir, resumed, seeds);
+                                               const std::vector<std::string>& seeds,
+                                               const std::atomic<bool>* stop) {
+  auto joined = JoinJob(config, out_dir, resumed, seeds, stop);
   if (!joined.ok()) return joined.status();
   return std::unique_ptr<Cluster>(
       new Cluster(config, std::move(joined).value(), out_dir));

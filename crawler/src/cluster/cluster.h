@@ -168,10 +168,12 @@ class Cluster final : public Node {
   // `out_dir`: the crawl's output (the spill files go in OUT/cluster-outbox).
   // `resumed`: Redis may be restarting too; it is waited for (a minute).
   // `seeds`: a new crawl's; if this node creates the job, their hosts per
-  // shard become the job's placement weights (shard_owners.h).
-  static Result<std::unique_ptr<Cluster>> Join(
-      const Config& config, const std::string& out_dir, bool resumed,
-      const std::vector<std::string>& seeds = {});
+  // shard become the job's placement weights (shard_owners.h). A set `stop`
+  // (a signal before the node runs) ends the join's waits (JoinJob).
+  static Result<std::unique_ptr<Cluster>> Join(const Config& config,
+                                               const std::string& out_dir, bool resumed,
+                                               const std::vector<std::string>& seeds = {},
+                                               const std::atomic<bool>* stop = nullptr);
   ~Cluster();
   Cluster(const Cluster&) = delete;
   Cluster& operator=(const Cluster&) = delete;

@@ -124,11 +124,13 @@ Status CheckRedisSettings(Redis& redis, const RedisAddress& address) {
 
 Result<std::optional<uint64_t>> ReadLastCommit(const RedisAddress& address,
                                                const std::string& job,
-                                               const std::string& node) {
+                                               const std::string& node,
+                                               const std::atomic<bool>* stop) {
   auto bad = [](const std::string& m) {
     return Status::Error(Status::Code::kInvalidArgument, "cluster.redis: " + m);
   };
-  auto redis = Redis::ConnectWaiting(address, 5, 60);  // it may be restarting too
+  auto redis = Redis::ConnectWaiting(address, 5, 60, stop);  // it may be restarting too
+  if (!redis.ok() && StopSet(stop)) return redis.status();
   if (!redis.ok()) return bad(redis.status().message());
   // A Redis just restarted answers LOADING while it reads its AOF.
   auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -136,6 +138,7 @@ Result<std::optional<uint64_t>> ReadLastCommit(const RedisAddress& address,
   auto r = (*redis)->Command(get);
   while (r.ok() && r->IsError() && r->Str().rfind("LOADING", 0) == 0 &&
          std::chrono::steady_clock::now() < until) {
+    if (StopSet(stop)) return StoppedWhile("reading this node's last commit");
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     r = (*redis)->Command(get);
   }

@@ -44,10 +44,12 @@ Status CheckRedisSettings(Redis& redis, const RedisAddress& address);
 // The sequence of `node`'s last checkpoint the job committed (nullopt: none),
 // for a resume with cluster.shared_dir (crawl/resume.cc). Waits up to a
 // minute for a Redis that is restarting (unreachable, or LOADING its AOF).
-// Errors (kInvalidArgument) name cluster.redis and what Redis answered.
+// Errors (kInvalidArgument) name cluster.redis and what Redis answered; a
+// set `stop` (a signal) ends the waits (StoppedWhile).
 Result<std::optional<uint64_t>> ReadLastCommit(const RedisAddress& address,
                                                const std::string& job,
-                                               const std::string& node);
+                                               const std::string& node,
+                                               const std::atomic<bool>* stop = nullptr);
 
 }  // namespace crawler::engine
 

@@ -4,14 +4,17 @@
 #ifndef CRAWLER_CLUSTER_ENTRY_H_
 #define CRAWLER_CLUSTER_ENTRY_H_
 
+#include <atomic>
 #include <string>
 
 #include "crawl/node.h"
 
 namespace crawler::engine {
 
-// Joins a job as a Cluster (cluster.h); reads a node's last commit.
-NodeJoiner ClusterJoiner();
+// Joins a job as a Cluster (cluster.h); reads a node's last commit. `stop`
+// (the command's signal flag, set before the node runs) ends their waits
+// for Redis and for a previous process's liveness key.
+NodeJoiner ClusterJoiner(const std::atomic<bool>* stop = nullptr);
 
 // `crawler cluster-stats redis://HOST:PORT --job J [--json]`: a cluster job as
 // Redis sees it: nodes (alive, pages/s, shards), stream lag per shard,

@@ -91,21 +91,32 @@ JoinRequest MakeJoinRequest(const Config& config, const std::vector<std::string>
   return j;
 }
 
+// The join's connection, its settings checked. A new crawl fails at once on
+// a wrong address (a setup error, exit 2, not an output failure); a resumed
+// node waits a minute, or until `stop`.
+Result<std::unique_ptr<Redis>> ConnectToJoin(const RedisAddress& address, bool resumed,
+                                             const std::atomic<bool>* stop) {
+  auto redis = Redis::ConnectWaiting(address, 5, resumed ? 60 : 0, stop);
+  if (!redis.ok() && StopSet(stop)) return redis.status();
+  if (!redis.ok())
+    return Status::Error(Status::Code::kInvalidArgument,
+                         "cluster.redis: " + redis.status().message());
+  if (Status st = CheckRedisSettings(**redis, address); !st.ok()) return st;
+  return redis;
+}
+
 }  // namespace
 
 Result<JoinedJob> JoinJob(const Config& config, const std::string& out_dir, bool resumed,
-                          const std::vector<std::string>& seeds) {
+                          const std::vector<std::string>& seeds,
+                          const std::atomic<bool>* stop) {
   const ClusterConfig& c = config.cluster;
   auto address = ParseRedisUrl(c.redis);
   if (!address.ok()) return address.status();
   auto out_rel = OutUnderShared(c, out_dir);
   if (!out_rel.ok()) return out_rel.status();
-  // A new crawl fails at once on a wrong address; a resumed node waits.
-  auto redis = Redis::ConnectWaiting(*address, 5, resumed ? 60 : 0);
-  if (!redis.ok())  // at start: a setup error (exit 2), not an output failure
-    return Status::Error(Status::Code::kInvalidArgument,
-                         "cluster.redis: " + redis.status().message());
-  if (Status st = CheckRedisSettings(**redis, *address); !st.ok()) return st;
+  auto redis = ConnectToJoin(*address, resumed, stop);
+  if (!redis.ok()) return redis.status();
   auto mine = ReadJobIdentity(out_dir);
   if (!mine.ok()) return mine.status();
   if (mine->job != c.job) *mine = JobIdentity{};  // another job's record: not this one's
@@ -116,7 +127,10 @@ Result<JoinedJob> JoinJob(const Config& config, const std::string& out_dir, bool
   // expire (3 heartbeats); a node that is really alive keeps it fresh.
   auto deadline = SteadyClock::now() +
                   std::chrono::milliseconds(static_cast<int64_t>(c.heartbeat_s * 4000));
+  const std::string waiting = "waiting to join job " + c.job;
+  bool said_waiting = false;
   for (;;) {
+    if (StopSet(stop)) return StoppedWhile(waiting);
     auto r = (*redis)->Command(
         {"EVAL", kJoinScript, "4", prefix + "meta", prefix + "nodes", prefix + "started",
          prefix + "alive:" + c.node, c.node, req.token, std::to_string(c.shards),
@@ -163,6 +177,12 @@ Result<JoinedJob> JoinJob(const Config& config, const std::string& out_dir, bool
     if (SteadyClock::now() > deadline)
       return Refused(c.job, "a live node named '" + c.node +
                                 "' is already in the job (cluster.node must be unique)");
+    if (!said_waiting)
+      spdlog::info(
+          "cluster: node {}'s liveness key is held (by its previous process?): "
+          "waiting up to {:.0f} s for it to lapse",
+          c.node, c.heartbeat_s * 4);
+    said_waiting = true;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
 }

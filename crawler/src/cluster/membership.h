@@ -49,9 +49,11 @@ struct JoinedJob {
 // Connects and joins `config`'s job. Errors: Redis unreachable
 // (kInvalidArgument, naming cluster.redis), a refusal (naming the reason),
 // the job lost or another (JobLost, exit 2). `resumed`: Redis may be
-// restarting too; it is waited for (a minute). `seeds`: a new crawl's.
+// restarting too; it is waited for (a minute). `seeds`: a new crawl's. A
+// set `stop` (a signal) ends each wait here (StoppedWhile: nothing done).
 Result<JoinedJob> JoinJob(const Config& config, const std::string& out_dir, bool resumed,
-                          const std::vector<std::string>& seeds);
+                          const std::vector<std::string>& seeds,
+                          const std::atomic<bool>* stop = nullptr);
 
 class Membership {
  public:

@@ -101,12 +101,14 @@ Result<std::unique_ptr<Redis>> Redis::Connect(const RedisAddress& address,
 }
 
 Result<std::unique_ptr<Redis>> Redis::ConnectWaiting(const RedisAddress& address,
-                                                     double timeout_s, double wait_s) {
+                                                     double timeout_s, double wait_s,
+                                                     const std::atomic<bool>* stop) {
   auto until = std::chrono::steady_clock::now() +
                std::chrono::milliseconds(static_cast<int64_t>(wait_s * 1000));
   for (bool logged = false;; logged = true) {
     auto r = Connect(address, timeout_s);
     if (r.ok() || std::chrono::steady_clock::now() >= until) return r;
+    if (StopSet(stop)) return StoppedWhile("connecting to " + address.Text());
     if (!logged)
       spdlog::warn("{}; trying again for up to {:.0f} s", r.status().message(), wait_s);
     std::this_thread::sleep_for(std::chrono::milliseconds(200));

@@ -9,6 +9,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -81,9 +82,11 @@ class Redis {
   static Result<std::unique_ptr<Redis>> Connect(const RedisAddress& address,
                                                 double timeout_s);
   // Connect, tried again every 200 ms for up to `wait_s` (a resumed node
-  // whose Redis is restarting too); logs once that it waits.
-  static Result<std::unique_ptr<Redis>> ConnectWaiting(const RedisAddress& address,
-                                                       double timeout_s, double wait_s);
+  // whose Redis is restarting too); logs once that it waits. A set `stop`
+  // (a signal, before the node runs) ends the wait: StoppedWhile's error.
+  static Result<std::unique_ptr<Redis>> ConnectWaiting(
+      const RedisAddress& address, double timeout_s, double wait_s,
+      const std::atomic<bool>* stop = nullptr);
   ~Redis();
   Redis(const Redis&) = delete;
   Redis& operator=(const Redis&) = delete;
@@ -113,6 +116,18 @@ class Redis {
   const RedisAddress address_;
   redisContext* c_;
 };
+
+// A signal's stop flag, set (cli/main.cc) while a node still waits to join:
+// true once set. nullptr: never.
+inline bool StopSet(const std::atomic<bool>* stop) {
+  return stop != nullptr && stop->load();
+}
+// The error of a wait a signal ended (kIoError: exit 1), `what` the wait.
+inline Status StoppedWhile(const std::string& what) {
+  return Status::Error(
+      Status::Code::kIoError,
+      "cluster: stopped by a signal while " + what + ": nothing of this run crawled");
+}
 
 }  // namespace crawler::engine
 
