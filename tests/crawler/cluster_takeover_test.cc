@@ -1091,19 +1091,22 @@ TEST_CASE(
     "[cluster][takeover][recrawl]") {
   // Pages change every 60 s on average: most revisits are 304s. The test
   // stops n1 and n3 (SIGINT); max_duration_s only bounds a failed run. It
-  // must outlast the test's own waits: at 120 s, an ASan CI run whose first
-  // pass and leave took ~130 s saw n1 and n3 stop before they revisited
-  // n2's pages (the check below failed, 242 s into the test).
+  // must outlast the test's own waits (at most 300 + 120 + 60 + 90 + 120 s
+  // below): at 120 s, an ASan CI run whose first pass and leave took ~130 s
+  // saw n1 and n3 stop before they revisited n2's pages (the check below
+  // failed, 242 s into the test).
   ClusterCrawl c("cluster_recrawl", "recrawl",
                  std::string(kTakeover) +
                      " --set cluster.lease_s=30 --set recrawl.enabled=true"
                      " --set recrawl.interval_s=3 --set recrawl.min_interval_s=1"
-                     " --set recrawl.max_interval_s=6 --set crawl.max_duration_s=600",
+                     " --set recrawl.max_interval_s=6 --set crawl.max_duration_s=900",
                  400, "", "--change-mean-s 60");
   // The first pass over, on every node: from then on they revisit (under
   // ASan a node still in its first pass may not come to a revisit of the
-  // shards it took before they are handed back).
-  for (const std::string& n : kNodes) REQUIRE(WaitForRevisits(c.dir + "/" + n, 120));
+  // shards it took before they are handed back). ~25 s in Release; a
+  // rehearsal's ASan run on a slow day passed 120 s (the first REQUIRE
+  // failed at 121 s), so 300.
+  for (const std::string& n : kNodes) REQUIRE(WaitForRevisits(c.dir + "/" + n, 300));
   // A leave: its last checkpoint committed, the others take over.
   ::kill(c.nodes[1], SIGTERM);
   {
