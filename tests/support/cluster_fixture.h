@@ -72,9 +72,9 @@ inline void CheckPoliteness(const std::vector<ServedRequest>& all, double delay)
 // The nodes' body limit (fetch.max_body_bytes), and the size of each host's
 // /huge page just above it (so it is still cut). Not the defaults' 10 MiB and
 // 12 MiB: 200 hosts' /huge pages were 2 GiB of bodies per crawl, copied,
-// digested and compressed into the WARCs (perf: libdeflate ~24% of the
-// nodes' CPU in a 400-page crawl), which cost every cluster test and
-// exercised nothing of the cluster.
+// digested and compressed into the WARCs (perf -a of a 400-page crawl:
+// libdeflate 24% of all the CPU samples, 34% of the nodes'), which cost
+// every cluster test and exercised nothing of the cluster.
 inline constexpr unsigned kBodyLimit = 256 * 1024;
 
 inline std::string NodeCommand(const std::string& dir, const std::string& redis,
