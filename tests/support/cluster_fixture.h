@@ -71,8 +71,9 @@ inline void CheckPoliteness(const std::vector<ServedRequest>& all, double delay)
 
 // The nodes' body limit (fetch.max_body_bytes), and the size of each host's
 // /huge page just above it (so it is still cut). Not the defaults' 10 MiB and
-// 12 MiB: 200 hosts' /huge pages were 2 GiB of bodies per crawl, copied,
-// digested and compressed into the WARCs (perf -a of a 400-page crawl:
+// 12 MiB: the 150 /huge pages a crawl fetches (the other 50 hosts' robots.txt
+// answers 500) were 1.5 GiB of bodies per crawl, copied, digested and
+// compressed into the WARCs (perf -a of a 400-page crawl:
 // libdeflate 24% of all the CPU samples, 34% of the nodes'), which cost
 // every cluster test and exercised nothing of the cluster.
 inline constexpr unsigned kBodyLimit = 256 * 1024;
