@@ -8,8 +8,16 @@
 # before its first ';' plus '*', or by '*' plus the part after its last ';',
 # whichever matches that case alone; the ctest name shows ';' as ','.
 #
-# In: TEST_EXECUTABLE, TEST_PREFIX, TEST_LABELS ('|'-separated), CTEST_FILE.
+# Each entry runs its case with test_costs.cmake's arguments (-w NoTests),
+# fails on "no assertions" and has the default TIMEOUT (the measured costs
+# replace it: tests/CMakeLists.txt). A case tagged with one of
+# TEST_TAG_LABELS also gets that tag as a label (the sanitizer presets
+# exclude the label no-sanitizers).
+#
+# In: TEST_EXECUTABLE, TEST_PREFIX, TEST_LABELS ('|'-separated), CTEST_FILE,
+# TEST_TAG_LABELS ('|'-separated tags, without brackets).
 cmake_policy(SET CMP0007 NEW)  # list() keeps empty elements (then filtered)
+include("${CMAKE_CURRENT_LIST_DIR}/test_costs.cmake")
 execute_process(COMMAND "${TEST_EXECUTABLE}" --list-test-names-only
                 OUTPUT_VARIABLE out RESULT_VARIABLE rc)
 # Catch exits with the number of cases listed; a crash is a word ("Segmentation fault").
@@ -23,6 +31,26 @@ string(REPLACE "]" "<close>" out "${out}")
 string(REPLACE "\n" ";" lines "${out}")
 list(FILTER lines EXCLUDE REGEX "^$")
 string(REPLACE "|" ";" labels "${TEST_LABELS}")
+
+# The names of the cases tagged [TAG], each as set tag_<md5 of the name>.
+string(REPLACE "|" ";" tag_labels "${TEST_TAG_LABELS}")
+foreach(tag IN LISTS tag_labels)
+  execute_process(COMMAND "${TEST_EXECUTABLE}" "[${tag}]" --list-test-names-only
+                  OUTPUT_VARIABLE tagged RESULT_VARIABLE rc)
+  if(NOT rc MATCHES "^[0-9]+$")
+    message(FATAL_ERROR "${TEST_EXECUTABLE} [${tag}] --list-test-names-only failed: ${rc}")
+  endif()
+  string(REPLACE ";" "<semi>" tagged "${tagged}")
+  string(REPLACE "[" "<open>" tagged "${tagged}")
+  string(REPLACE "]" "<close>" tagged "${tagged}")
+  string(REPLACE "\n" ";" tagged "${tagged}")
+  foreach(t IN LISTS tagged)
+    if(NOT t STREQUAL "")
+      string(MD5 key "${t}")
+      list(APPEND tag_${key} "${tag}")
+    endif()
+  endforeach()
+endforeach()
 
 # Catch's spec syntax: ',' separates specs, '[' opens a tag, '\' escapes.
 function(escape_spec text var)
@@ -63,6 +91,7 @@ function(count_matches part mode var)
   set(${var} ${n} PARENT_SCOPE)
 endfunction()
 
+string(JOIN " " catch_args ${CRAWLER_CATCH_ARGS})
 set(script "")
 foreach(line IN LISTS lines)
   restore("${line}" ";" name)
@@ -91,9 +120,13 @@ foreach(line IN LISTS lines)
     message(FATAL_ERROR "${TEST_EXECUTABLE}: '${name}' starts with '-', "
                         "which Catch reads as an option: rename the case")
   endif()
+  string(MD5 key "${line}")
+  set(case_labels ${labels} ${tag_${key}})
   string(APPEND script "add_test([==[${TEST_PREFIX}${ctest_name}]==] \"${TEST_EXECUTABLE}\" "
-                       "[==[${spec}]==] --durations no)\n"
+                       "[==[${spec}]==] ${catch_args})\n"
                        "set_tests_properties([==[${TEST_PREFIX}${ctest_name}]==] "
-                       "PROPERTIES LABELS \"${labels}\")\n")
+                       "PROPERTIES LABELS \"${case_labels}\" "
+                       "FAIL_REGULAR_EXPRESSION [==[${CRAWLER_CATCH_FAIL_REGEX}]==] "
+                       "TIMEOUT ${CRAWLER_DEFAULT_TIMEOUT})\n")
 endforeach()
 file(WRITE "${CTEST_FILE}" "${script}")

@@ -358,7 +358,7 @@ double InkShare(const std::string& png) {
 TEST_CASE(
     "Graceful stop and the stats report: SIGTERM -> exit 0 + fresh checkpoint; stats "
     "match the log",
-    "[checkpoint][graceful]") {
+    "[.][checkpoint][graceful]") {
   std::string dir = TempDir("graceful");
   TestSite site("--pages 1200 --hosts 2", dir + "/requests.log");
   site.WriteSeeds(dir + "/seeds.txt");
