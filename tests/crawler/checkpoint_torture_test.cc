@@ -161,6 +161,9 @@ TEST_CASE("Crash torture: kill -9 at random moments and resume, until the crawl 
     CommandResult stats = RunCommand(kCrawler + " stats " + out + " --json");
     REQUIRE(stats.exit_code == 0);
     const json::object dedup = json::parse(stats.output).at("dedup").as_object();
+    // The filter that ran is the one configs/VARIANT.toml names, through
+    // every resume (each loads the filter from its checkpoint).
+    CHECK(dedup.at("variant").as_string() == variant);
     // Without compaction: 6-7 layers (500 x 2^6 > 20,000 / 16 stripes...).
     CHECK(dedup.at("layers_max").to_number<uint64_t>() <= 3);
     CHECK(compactions_fell == 0);

@@ -77,6 +77,13 @@ TEST_CASE("Testsite crawl: each dedup variant fetches exactly the truth set, onc
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     site.Stop();
+    // The filter that ran is the one the config names (a config that did not
+    // reach the filter would pass every other check here).
+    CommandResult stats = testing::RunCommand(std::string(CRAWLER_BINARY) + " stats " +
+                                              dir + "/out --json");
+    REQUIRE(stats.exit_code == 0);
+    CHECK(boost::json::parse(stats.output).at("dedup").at("variant").as_string() ==
+          variant);
 
     std::vector<LogLine> log = ReadFetchLog(dir + "/out/fetch-log.jsonl");
     std::multiset<std::string> attempted;

@@ -1,0 +1,168 @@
+// The command line's smaller verbs, with the real binary: `crawler
+// --version`, `crawler index` (the CDXJ index of WARC files, written again
+// from the files and checked against warcio's), and SIGUSR1 (a checkpoint
+// now, while the crawl goes on).
+#include <signal.h>
+
+#include <boost/json.hpp>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <thread>
+
+#include "crawl_output.h"
+#include "run_command.h"
+#include "testsite_process.h"
+
+namespace crawler::engine {
+namespace {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+using testing::CommandResult;
+using testing::kCrawler;
+using testing::ReadText;
+using testing::RunCommand;
+using testing::TempDir;
+using testing::TestSite;
+
+TEST_CASE("CLI: --version names the crawler, its build and its libraries, exit 0",
+          "[engine][cli]") {
+  CommandResult r = RunCommand(kCrawler + " --version");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.rfind("crawler/", 0) == 0);
+  CHECK_THAT(r.output, Catch::Contains(" build)"));
+  CHECK_THAT(r.output, Catch::Contains("libcurl "));
+}
+
+// Each .cdxj in OUT/warc, by file name.
+std::map<std::string, std::string> Indexes(const std::string& out) {
+  std::map<std::string, std::string> got;
+  for (const auto& e : fs::directory_iterator(out + "/warc")) {
+    if (e.path().extension() == ".cdxj")
+      got[e.path().filename().string()] = ReadText(e.path().string());
+  }
+  return got;
+}
+
+size_t Lines(const std::string& text) {
+  return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+TEST_CASE(
+    "CLI: crawler index writes each WARC file's CDXJ again, as the crawl wrote it and "
+    "as warcio indexes it; a file that is no WARC is named, exit 2, the others indexed",
+    "[engine][cli][cdxj]") {
+  std::string dir = TempDir("cli-index");
+  TestSite site("--pages 300 --hosts 2", dir + "/requests.log");
+  site.WriteSeeds(dir + "/seeds.txt");
+  const std::string out = dir + "/out";
+  // Small WARC files, so that the crawl writes several.
+  CommandResult crawl =
+      RunCommand(kCrawler + " crawl --seeds " + dir + "/seeds.txt --out " + out +
+                 " --set frontier.min_delay_s=0 --set output.warc_rotate_bytes=1048576");
+  INFO(crawl.output);
+  REQUIRE(crawl.exit_code == 0);
+  site.Stop();
+  const std::map<std::string, std::string> written = Indexes(out);
+  REQUIRE(written.size() >= 2);
+  for (const auto& [name, text] : written) fs::remove(out + "/warc/" + name);
+
+  CommandResult index = RunCommand(kCrawler + " index " + out + "/warc/*.warc.gz");
+  INFO(index.output);
+  REQUIRE(index.exit_code == 0);
+  CHECK(Indexes(out) == written);
+  CHECK(testing::CdxjNotAsWarcio(out) == "");
+  // One line per file: "FILE: N records indexed", N its index's lines.
+  for (const auto& [name, text] : written) {
+    const std::string warc = name.substr(0, name.size() - 5) + ".warc.gz";
+    CHECK_THAT(index.output, Catch::Contains(warc + ": " + std::to_string(Lines(text)) +
+                                             " records indexed"));
+  }
+
+  // Bad input among good: the fetch log (not gzip) and a file that is not
+  // there, each named, exit 2; the WARC file after them is indexed all the
+  // same.
+  const std::string first = out + "/warc/" + written.begin()->first;
+  fs::remove(first);
+  const std::string warc_of_first = first.substr(0, first.size() - 5) + ".warc.gz";
+  CommandResult bad = RunCommand(kCrawler + " index " + out + "/fetch-log.jsonl " + dir +
+                                 "/missing.warc.gz " + warc_of_first);
+  INFO(bad.output);
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.output, Catch::Contains("crawler index: "));
+  CHECK_THAT(bad.output, Catch::Contains("fetch-log.jsonl"));
+  CHECK_THAT(bad.output, Catch::Contains("missing.warc.gz"));
+  CHECK(ReadText(first) == written.begin()->second);
+  fs::remove_all(dir);
+}
+
+// The sequence number of OUT's current checkpoint (0: none readable yet; a
+// read racing the checkpoint's renames counts as none).
+uint64_t CheckpointSequence(const std::string& out) {
+  try {
+    const json::value m = json::parse(ReadText(out + "/checkpoint/MANIFEST.json"));
+    return m.at("sequence").to_number<uint64_t>();
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+// Polls `done` every 20 ms until it holds or `seconds` pass; whether it held.
+template <typename F>
+bool WaitFor(F done, double seconds) {
+  const auto until =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
+TEST_CASE(
+    "CLI: kill -USR1 writes a checkpoint now, mid-crawl, with a checkpoint interval of "
+    "an hour; the crawl goes on and ends on SIGTERM with exit 0",
+    "[engine][cli][checkpoint]") {
+  std::string dir = TempDir("cli-usr1");
+  // 2 hosts x ~300 pages at 0.05 s each: ~15 s of crawl, far more than the
+  // test needs, ended by SIGTERM.
+  TestSite site("--pages 600 --hosts 2", dir + "/requests.log");
+  site.WriteSeeds(dir + "/seeds.txt");
+  const std::string out = dir + "/out";
+  pid_t pid =
+      testing::Spawn(kCrawler + " crawl --seeds " + dir + "/seeds.txt --out " + out +
+                         " --set frontier.min_delay_s=0.05"
+                         " --set checkpoint.interval_s=3600",
+                     dir + "/crawler.out");
+  // The crawl's first checkpoint (written as it starts), then pages fetched.
+  const bool started = WaitFor(
+      [&] {
+        return CheckpointSequence(out) == 1 && fs::exists(out + "/fetch-log.jsonl") &&
+               fs::file_size(out + "/fetch-log.jsonl") > 0;
+      },
+      60);
+  INFO(ReadText(dir + "/crawler.out"));
+  REQUIRE(started);
+  REQUIRE(::kill(pid, SIGUSR1) == 0);
+  REQUIRE(WaitFor([&] { return CheckpointSequence(out) >= 2; }, 60));
+  // Taken mid-crawl: it records fetch-log lines, and the crawl was still
+  // running after it (the process had not exited).
+  const json::value m = json::parse(ReadText(out + "/checkpoint/MANIFEST.json"));
+  CHECK(m.at("sequence").to_number<uint64_t>() == 2);
+  CHECK(m.at("fetch_log").at("bytes").to_number<uint64_t>() > 0);
+  int status = 0;
+  CHECK(::waitpid(pid, &status, WNOHANG) == 0);
+  REQUIRE(::kill(pid, SIGTERM) == 0);
+  CHECK(testing::WaitExitFor(pid, 120) == 0);
+  // SIGTERM's own checkpoint follows.
+  CHECK(CheckpointSequence(out) == 3);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace crawler::engine
