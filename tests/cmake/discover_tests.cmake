@@ -18,37 +18,40 @@
 # TEST_TAG_LABELS ('|'-separated tags, without brackets).
 cmake_policy(SET CMP0007 NEW)  # list() keeps empty elements (then filtered)
 include("${CMAKE_CURRENT_LIST_DIR}/test_costs.cmake")
-execute_process(COMMAND "${TEST_EXECUTABLE}" --list-test-names-only
-                OUTPUT_VARIABLE out RESULT_VARIABLE rc)
-# Catch exits with the number of cases listed; a crash is a word ("Segmentation fault").
-if(NOT rc MATCHES "^[0-9]+$" OR out STREQUAL "")
-  message(FATAL_ERROR "${TEST_EXECUTABLE} --list-test-names-only failed: ${rc}\n${out}")
+
+# Sets VAR to the names of the cases the test spec SPEC ("": all but the
+# hidden ones) selects, as a list: ';' and brackets, which would break it,
+# held as placeholders.
+function(case_names spec var)
+  execute_process(COMMAND "${TEST_EXECUTABLE}" ${spec} --list-test-names-only
+                  OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+  # Catch exits with the number of cases listed; a crash is a word
+  # ("Segmentation fault").
+  if(NOT rc MATCHES "^[0-9]+$")
+    message(FATAL_ERROR "${TEST_EXECUTABLE} ${spec} --list-test-names-only failed: "
+                        "${rc}\n${out}")
+  endif()
+  string(REPLACE ";" "<semi>" out "${out}")
+  string(REPLACE "[" "<open>" out "${out}")
+  string(REPLACE "]" "<close>" out "${out}")
+  string(REPLACE "\n" ";" names "${out}")
+  list(FILTER names EXCLUDE REGEX "^$")
+  set(${var} "${names}" PARENT_SCOPE)
+endfunction()
+
+case_names("" lines)
+if(lines STREQUAL "")
+  message(FATAL_ERROR "${TEST_EXECUTABLE} --list-test-names-only listed no case")
 endif()
-# ';' and brackets would break the list of lines: held as placeholders.
-string(REPLACE ";" "<semi>" out "${out}")
-string(REPLACE "[" "<open>" out "${out}")
-string(REPLACE "]" "<close>" out "${out}")
-string(REPLACE "\n" ";" lines "${out}")
-list(FILTER lines EXCLUDE REGEX "^$")
 string(REPLACE "|" ";" labels "${TEST_LABELS}")
 
 # The names of the cases tagged [TAG], each as set tag_<md5 of the name>.
 string(REPLACE "|" ";" tag_labels "${TEST_TAG_LABELS}")
 foreach(tag IN LISTS tag_labels)
-  execute_process(COMMAND "${TEST_EXECUTABLE}" "[${tag}]" --list-test-names-only
-                  OUTPUT_VARIABLE tagged RESULT_VARIABLE rc)
-  if(NOT rc MATCHES "^[0-9]+$")
-    message(FATAL_ERROR "${TEST_EXECUTABLE} [${tag}] --list-test-names-only failed: ${rc}")
-  endif()
-  string(REPLACE ";" "<semi>" tagged "${tagged}")
-  string(REPLACE "[" "<open>" tagged "${tagged}")
-  string(REPLACE "]" "<close>" tagged "${tagged}")
-  string(REPLACE "\n" ";" tagged "${tagged}")
+  case_names("[${tag}]" tagged)
   foreach(t IN LISTS tagged)
-    if(NOT t STREQUAL "")
-      string(MD5 key "${t}")
-      list(APPEND tag_${key} "${tag}")
-    endif()
+    string(MD5 key "${t}")
+    list(APPEND tag_${key} "${tag}")
   endforeach()
 endforeach()
 

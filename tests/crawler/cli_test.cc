@@ -4,6 +4,7 @@
 // now, while the crawl goes on).
 #include <signal.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -28,6 +29,7 @@ using testing::ReadText;
 using testing::RunCommand;
 using testing::TempDir;
 using testing::TestSite;
+using testing::WaitFor;
 
 TEST_CASE("CLI: --version names the crawler, its build and its libraries, exit 0",
           "[engine][cli]") {
@@ -110,18 +112,6 @@ uint64_t CheckpointSequence(const std::string& out) {
   } catch (const std::exception&) {
     return 0;
   }
-}
-
-// Polls `done` every 20 ms until it holds or `seconds` pass; whether it held.
-template <typename F>
-bool WaitFor(F done, double seconds) {
-  const auto until =
-      std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (!done()) {
-    if (std::chrono::steady_clock::now() >= until) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return true;
 }
 
 TEST_CASE(

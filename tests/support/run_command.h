@@ -65,6 +65,20 @@ inline int WaitExitFor(pid_t pid, double timeout_s) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+// Polls `done` (observable state: a file, a manifest, a counter) every 20 ms
+// until it holds or `seconds` pass; whether it held. A test REQUIREs the
+// answer: a wait that ran out is a failure, not a pass.
+template <typename Done>
+bool WaitFor(Done done, double seconds) {
+  const auto until =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
 }  // namespace crawler::testing
 
 #endif  // TESTS_SUPPORT_RUN_COMMAND_H_
