@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 
+#include "checkpoint_helpers.h"
 #include "crawl_output.h"
 #include "run_command.h"
 #include "testsite_process.h"
@@ -107,8 +108,9 @@ TEST_CASE(
 // read racing the checkpoint's renames counts as none).
 uint64_t CheckpointSequence(const std::string& out) {
   try {
-    const json::value m = json::parse(ReadText(out + "/checkpoint/MANIFEST.json"));
-    return m.at("sequence").to_number<uint64_t>();
+    return checkpoint_testing::Manifest(out + "/checkpoint")
+        .at("sequence")
+        .to_number<uint64_t>();
   } catch (const std::exception&) {
     return 0;
   }
@@ -142,7 +144,7 @@ TEST_CASE(
   REQUIRE(WaitFor([&] { return CheckpointSequence(out) >= 2; }, 60));
   // Taken mid-crawl: it records fetch-log lines, and the crawl was still
   // running after it (the process had not exited).
-  const json::value m = json::parse(ReadText(out + "/checkpoint/MANIFEST.json"));
+  const json::object m = checkpoint_testing::Manifest(out + "/checkpoint");
   CHECK(m.at("sequence").to_number<uint64_t>() == 2);
   CHECK(m.at("fetch_log").at("bytes").to_number<uint64_t>() > 0);
   int status = 0;
