@@ -30,6 +30,7 @@ struct ServedRequest {
   std::string authority;  // "HOST:PORT": one per site host
   int status = 0;
   std::string target;
+  std::string local;  // --web: the address the request came to ("" otherwise)
   std::string Url() const { return "http://" + authority + target; }
 };
 
@@ -63,7 +64,10 @@ class TestSite {
     }
     port_ = port;
     hosts_ = hosts;
-    if (std::string(mode) != "ports") vhost_domain_ = mode;
+    if (std::string(mode).rfind("web:", 0) == 0)
+      dns_port_ = static_cast<unsigned>(std::stoul(mode + 4));
+    else if (std::string(mode) != "ports")
+      vhost_domain_ = mode;
   }
   ~TestSite() { Stop(); }
   TestSite(const TestSite&) = delete;
@@ -78,6 +82,8 @@ class TestSite {
   }
 
   unsigned port() const { return port_; }
+  // --web: the DNS's port on 127.0.0.1 (0 otherwise).
+  unsigned dns_port() const { return dns_port_; }
   // "HOST:PORT" of site host h (as the testsite's Site::Authority).
   std::string Authority(unsigned h) const {
     if (!vhost_domain_.empty())
@@ -122,18 +128,23 @@ class TestSite {
   std::vector<ServedRequest> Requests() const {
     std::vector<ServedRequest> out;
     std::ifstream in(log_);
-    ServedRequest r;
-    while (in >> r.start_us >> r.reply_us >> r.end_us >> r.authority >> r.status >>
-           r.target)
-      out.push_back(r);
+    for (std::string line; std::getline(in, line);) {
+      std::istringstream fields(line);
+      ServedRequest r;
+      if (fields >> r.start_us >> r.reply_us >> r.end_us >> r.authority >> r.status >>
+          r.target) {
+        fields >> r.local;
+        out.push_back(r);
+      }
+    }
     return out;
   }
 
  private:
   std::string args_, log_;
   pid_t pid_ = -1;
-  unsigned port_ = 0, hosts_ = 0;
-  std::string vhost_domain_;  // "" in port mode
+  unsigned port_ = 0, hosts_ = 0, dns_port_ = 0;
+  std::string vhost_domain_;  // "" in port mode and --web
 };
 
 }  // namespace crawler::testing

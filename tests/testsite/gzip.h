@@ -9,9 +9,10 @@
 
 namespace crawler::testing {
 
-inline std::string Gzip(const std::string& data) {
+// `level`: zlib's (1 fastest, 9 smallest).
+inline std::string Gzip(const std::string& data, int level = Z_DEFAULT_COMPRESSION) {
   z_stream z{};
-  deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+  deflateInit2(&z, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
   std::string out(deflateBound(&z, static_cast<uLong>(data.size())), '\0');
   z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
   z.avail_in = static_cast<uInt>(data.size());

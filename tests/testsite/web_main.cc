@@ -1,0 +1,335 @@
+// crawler-testsite --web: serves the synthetic internet of web.h, with its
+// DNS (dns_server.h), or prints its ground truth.
+//
+//   crawler-testsite --web [--hosts N] [--addresses A] [--seed S] [--port P]
+//                    [--dns-port D] [--log FILE] [--page-bytes B] [...]
+//   crawler-testsite --web ... --truth | --seeds | --resolve | --describe
+//
+// Serving: every address 127.1.x.y of the web listens on port P (0: the
+// first port from 20000 up free on all of them), and the Host header picks
+// the host; a host asked for at an address that is not its own (now) gets
+// 421 Misdirected Request, an unknown one 404. The DNS listens on UDP and
+// TCP 127.0.0.1:D (0: a free port). When all listen it prints
+// "listening P N web:D" (N: normal hosts).
+// --log FILE gets one line per request, as the site mode's, with the
+// address the request came to (the accepted socket's local address):
+//   <start_us> <reply_us> <end_us> <host:port> <status> <target> <address>
+// --truth prints every URL a correct crawl fetches, --seeds every normal
+// host's root, --resolve "NAME:P:ADDRESS" for every normal host (the
+// crawler's fetch.resolve), --describe the web's shape in figures.
+// SIGTERM/SIGINT: stop, flush the log, exit 0.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cinttypes>
+#include <condition_variable>
+#include <csignal>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "dns_server.h"
+#include "gzip.h"
+#include "http_connection.h"
+#include "web.h"
+
+namespace {
+
+using crawler::testing::HttpConnection;
+using crawler::testing::HttpRequest;
+using crawler::testsite::DnsServer;
+using crawler::testsite::HostKind;
+using crawler::testsite::HostRef;
+using crawler::testsite::Web;
+using crawler::testsite::WebOptions;
+using crawler::testsite::WebPage;
+
+std::atomic<bool> g_web_stop{false};
+extern "C" void OnWebSignal(int) { g_web_stop = true; }
+
+// Listening sockets on `port` of every address (0: the first port from
+// 20000 up that all of them have free). Empty on failure.
+std::vector<int> ListenAll(const Web& web, uint16_t* port) {
+  for (uint32_t p = *port != 0 ? *port : 20000; p < 65000; ++p) {
+    std::vector<int> fds;
+    for (uint32_t a = 0; a < web.options().addresses; ++a) {
+      int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+      int one = 1;
+      ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+      sockaddr_in addr{};
+      addr.sin_family = AF_INET;
+      addr.sin_addr.s_addr = htonl(Web::AddressIp(a));
+      addr.sin_port = htons(static_cast<uint16_t>(p));
+      if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+          ::listen(fd, 512) != 0) {
+        ::close(fd);
+        break;
+      }
+      fds.push_back(fd);
+    }
+    if (fds.size() == web.options().addresses) {
+      *port = static_cast<uint16_t>(p);
+      return fds;
+    }
+    for (int fd : fds) ::close(fd);
+    if (*port != 0) break;
+  }
+  return {};
+}
+
+class WebServer {
+ public:
+  WebServer(const Web& web, std::FILE* log, std::vector<int> listen_fds,
+            std::chrono::steady_clock::time_point start)
+      : web_(web), log_(log), listen_fds_(std::move(listen_fds)), start_(start) {}
+
+  void Run() {
+    int ep = ::epoll_create1(0);
+    for (uint32_t a = 0; a < listen_fds_.size(); ++a) {
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.u32 = a;
+      ::epoll_ctl(ep, EPOLL_CTL_ADD, listen_fds_[a], &ev);
+    }
+    std::vector<epoll_event> events(64);
+    while (!g_web_stop) {
+      int n = ::epoll_wait(ep, events.data(), static_cast<int>(events.size()), 100);
+      for (int k = 0; k < n; ++k) Accept(listen_fds_[events[k].data.u32]);
+    }
+    ::close(ep);
+    for (int fd : listen_fds_) ::close(fd);
+    std::unique_lock<std::mutex> lock(conn_mu_);
+    for (int fd : conn_fds_) ::shutdown(fd, SHUT_RDWR);
+    conn_cv_.wait(lock, [&] { return conn_fds_.empty(); });
+  }
+
+ private:
+  void Accept(int listener) {
+    for (;;) {
+      int fd = ::accept4(listener, nullptr, nullptr, 0);
+      if (fd < 0) return;
+      int one = 1;
+      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+      std::lock_guard<std::mutex> lock(conn_mu_);
+      conn_fds_.insert(fd);
+      std::thread([this, fd] {
+        Serve(fd);
+        std::lock_guard<std::mutex> done(conn_mu_);
+        ::shutdown(fd, SHUT_RDWR);
+        ::close(fd);
+        conn_fds_.erase(fd);
+        conn_cv_.notify_all();
+      }).detach();
+    }
+  }
+
+  void Serve(int fd) {
+    sockaddr_in local{};
+    socklen_t len = sizeof(local);
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len);
+    const uint32_t ip = ntohl(local.sin_addr.s_addr);
+    const int64_t address = web_.AddressIndex(ip);
+    HttpConnection conn(fd);
+    HttpRequest req;
+    while (!g_web_stop && conn.Read(&req)) {
+      const uint64_t start = HttpConnection::NowUs();
+      std::string host = req.host;
+      for (char& c : host) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
+      std::string name = host.substr(0, host.rfind(':'));
+      if (!name.empty() && name.back() == '.') name.pop_back();
+      const HostRef ref = web_.Lookup(name);
+      const bool served = ref.kind == HostKind::kNormal || ref.kind == HostKind::kTrap ||
+                          ref.kind == HostKind::kFarm;
+      WebPage page;
+      if (!served) {
+        page.status = 404;
+        page.body = "no such virtual host\n";
+      } else if (address < 0 || web_.AddressOf(ref, Elapsed()) != address) {
+        page.status = 421;
+        page.body = "not served at this address\n";
+      } else {
+        page = web_.Serve(ref, req.target);
+      }
+      namespace http = boost::beast::http;
+      http::response<http::string_body> res{static_cast<http::status>(page.status), 11};
+      res.set(http::field::content_type, page.content_type);
+      if (page.gzip_ok && req.accept_gzip) {
+        res.body() = crawler::testing::Gzip(page.body, 1);
+        res.set(http::field::content_encoding, "gzip");
+      } else {
+        res.body() = std::move(page.body);
+      }
+      const bool ok = conn.Write(res);
+      const uint64_t end = HttpConnection::NowUs();
+      Log(start, conn.reply_us() != 0 ? conn.reply_us() : end, end,
+          host.empty() || host.find(' ') != std::string::npos ? "-" : host, page.status,
+          req.target, Web::IpText(ip));
+      if (!ok || !req.keep_alive) return;
+    }
+  }
+
+  double Elapsed() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+  void Log(uint64_t start, uint64_t reply, uint64_t end, const std::string& authority,
+           int status, const std::string& target, const std::string& local) {
+    if (log_ == nullptr) return;
+    std::lock_guard<std::mutex> lock(log_mu_);
+    std::fprintf(log_, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %s %d %s %s\n", start, reply,
+                 end, authority.c_str(), status, target.c_str(), local.c_str());
+    std::fflush(log_);
+  }
+
+  const Web& web_;
+  std::FILE* log_;
+  std::vector<int> listen_fds_;
+  const std::chrono::steady_clock::time_point start_;
+  std::mutex log_mu_;
+  std::mutex conn_mu_;
+  std::set<int> conn_fds_;
+  std::condition_variable conn_cv_;
+};
+
+// --describe: the shape in figures (the benchmark prints them beside its own).
+void Describe(const Web& web) {
+  const WebOptions& o = web.options();
+  std::vector<uint32_t> per_address(o.addresses), sizes(o.hosts), in_degree(o.hosts);
+  uint64_t pages = 0, page_bytes = 0, sampled = 0;
+  for (uint32_t h = 0; h < o.hosts; ++h) {
+    ++per_address[web.HostAddress(h)];
+    sizes[h] = web.Pages(h);
+    pages += sizes[h];
+    if (h % 97 == 0) {
+      page_bytes += web.Serve({HostKind::kNormal, h, 0}, "/").body.size();
+      ++sampled;
+    }
+    for (const auto& [t, page] : web.CrossLinks(h, 0)) ++in_degree[t];
+  }
+  auto sorted = [](std::vector<uint32_t> v) {
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  const std::vector<uint32_t> a = sorted(per_address), s = sorted(sizes), d = sorted(in_degree);
+  const auto ones = std::count(a.begin(), a.end(), 1u);
+  std::printf("hosts %u in %u registered domains, %" PRIu64 " pages\n", o.hosts, web.domains(),
+              pages);
+  std::printf("addresses %u: hosts per address median %u, max %u; %ld carry one host\n",
+              o.addresses, a[a.size() / 2], a.back(), static_cast<long>(ones));
+  std::printf("site size: median %u, p99 %u, max %u pages\n", s[s.size() / 2],
+              s[s.size() * 99 / 100], s.back());
+  std::printf("in-degree from other roots (3 links each): median %u, max %u\n", d[d.size() / 2],
+              d.back());
+  std::printf("root page bytes (every 97th host): mean %" PRIu64 "\n",
+              sampled > 0 ? page_bytes / sampled : 0);
+}
+
+int PrintWeb(const Web& web, bool truth, bool seeds, bool resolve) {
+  if (web.options().port == 0) {
+    std::fprintf(stderr, "crawler-testsite: --truth, --seeds and --resolve need --port\n");
+    return 2;
+  }
+  if (truth) {
+    web.ForEachTruthUrl([](const std::string& url) { std::printf("%s\n", url.c_str()); });
+  } else {
+    for (uint32_t h = 0; h < web.options().hosts; ++h) {
+      if (seeds) std::printf("%s\n", web.Url(h, 0).c_str());
+      if (resolve)
+        std::printf("%s:%u:%s\n", web.HostName(h).c_str(), web.options().port,
+                    Web::IpText(Web::AddressIp(web.HostAddress(h))).c_str());
+    }
+  }
+  return 0;
+}
+
+// Every address needs a listening socket, and each connection a descriptor.
+void RaiseFileLimit() {
+  rlimit r{};
+  if (::getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+    r.rlim_cur = r.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &r);
+  }
+}
+
+}  // namespace
+
+int WebMain(int argc, char** argv) {
+  CLI::App app{"crawler-testsite --web: a synthetic internet with its own DNS (web.h)"};
+  WebOptions o;
+  bool web = false, truth = false, seeds = false, resolve = false, describe = false;
+  std::string log_path;
+  uint16_t dns_port = 0;
+  uint32_t dns_delay_ms = 0;
+  app.add_flag("--web", web, "serve the synthetic internet");
+  app.add_option("--hosts", o.hosts, "normal hosts")->check(CLI::Range(1u, 1'000'000u));
+  app.add_option("--addresses", o.addresses, "addresses they share (127.1.x.y)")
+      ->check(CLI::Range(1u, Web::kMaxAddresses));
+  app.add_option("--address-zipf", o.address_zipf, "exponent of the sharing");
+  app.add_option("--seed", o.seed, "generator seed");
+  app.add_option("--port", o.port, "the port of every address (0: find one)");
+  app.add_option("--dns-port", dns_port, "the DNS's port on 127.0.0.1 (0: find one)");
+  app.add_option("--dns-delay-ms", dns_delay_ms, "every DNS answer waits this long");
+  app.add_option("--log", log_path, "request log file");
+  app.add_option("--page-bytes", o.page_bytes, "mean page size");
+  app.add_option("--max-site-pages", o.max_site_pages, "largest site");
+  app.add_option("--site-xmin", o.site_xmin, "Pareto law of site sizes: scale");
+  app.add_option("--site-alpha", o.site_alpha, "... and exponent")->check(CLI::Range(1.01, 10.0));
+  app.add_option("--farm-domains", o.farm_domains, "registered domains of the spam farm")
+      ->check(CLI::Range(1u, 1000u));
+  app.add_option("--dead", o.dead, "hosts of each dead kind (NXDOMAIN, SERVFAIL, silent)");
+  app.add_option("--move-after-s", o.move_after_s, "host 1 changes address after this");
+  app.add_flag("--truth", truth, "print the URLs a correct crawl fetches, and exit");
+  app.add_flag("--seeds", seeds, "print every normal host's root URL, and exit");
+  app.add_flag("--resolve", resolve, "print NAME:PORT:ADDRESS lines, and exit");
+  app.add_flag("--describe", describe, "print the web's shape in figures, and exit");
+  CLI11_PARSE(app, argc, argv);
+
+  if (describe) {
+    Describe(Web(o));
+    return 0;
+  }
+  if (truth || seeds || resolve) return PrintWeb(Web(o), truth, seeds, resolve);
+
+  RaiseFileLimit();
+  std::FILE* log = nullptr;
+  if (!log_path.empty() && (log = std::fopen(log_path.c_str(), "w")) == nullptr) {
+    std::fprintf(stderr, "crawler-testsite: %s: %s\n", log_path.c_str(), std::strerror(errno));
+    return 2;
+  }
+  std::vector<int> fds = ListenAll(Web(o), &o.port);
+  if (fds.empty()) {
+    std::fprintf(stderr, "crawler-testsite: cannot listen on one port of %u addresses\n",
+                 o.addresses);
+    return 1;
+  }
+  const Web w(o);
+  const auto start = std::chrono::steady_clock::now();
+  DnsServer dns(w, start, dns_delay_ms, g_web_stop);
+  if (!dns.Listen(&dns_port)) {
+    std::fprintf(stderr, "crawler-testsite: cannot listen for DNS on 127.0.0.1:%u\n",
+                 static_cast<unsigned>(dns_port));
+    return 1;
+  }
+  std::signal(SIGINT, OnWebSignal);
+  std::signal(SIGTERM, OnWebSignal);
+  std::signal(SIGPIPE, SIG_IGN);
+  std::printf("listening %u %u web:%u\n", static_cast<unsigned>(o.port), o.hosts,
+              static_cast<unsigned>(dns_port));
+  std::fflush(stdout);
+  std::thread dns_thread([&dns] { dns.Run(); });
+  WebServer(w, log, std::move(fds), start).Run();
+  dns_thread.join();
+  if (log != nullptr) std::fclose(log);
+  return 0;
+}

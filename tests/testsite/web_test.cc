@@ -1,0 +1,316 @@
+// The synthetic internet (web.h, dns_server.h, `crawler-testsite --web`):
+// its model (deterministic, heavy-tailed, traps that never end), its DNS
+// asked over real UDP and TCP sockets, and a crawl of it by the real binary
+// checked at the server: every page of every host exactly once, each
+// request at the host's own address.
+#include "web.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "crawl_output.h"
+#include "dns_server.h"
+#include "testsite_crawl.h"
+#include "testsite_process.h"
+
+namespace crawler::testsite {
+namespace {
+
+using testing::ServedRequest;
+using testing::TempDir;
+using testing::TestSite;
+
+uint32_t Median(std::vector<uint32_t> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+TEST_CASE("Synthetic internet: the model is deterministic and heavy-tailed", "[testsite][web]") {
+  WebOptions o;
+  o.port = 8080;
+  const Web a(o), b(o);
+  o.seed = 2;
+  const Web other(o);
+  uint32_t differ = 0;
+  std::vector<uint32_t> sizes, per_address(a.options().addresses), in_degree(a.options().hosts);
+  for (uint32_t h = 0; h < a.options().hosts; ++h) {
+    REQUIRE(a.Pages(h) == b.Pages(h));
+    REQUIRE(a.HostAddress(h) == b.HostAddress(h));
+    REQUIRE(a.Links(h, 0) == b.Links(h, 0));
+    differ += a.Pages(h) != other.Pages(h) ? 1 : 0;
+    sizes.push_back(a.Pages(h));
+    ++per_address[a.HostAddress(h)];
+    for (const auto& [t, page] : a.CrossLinks(h, 0)) ++in_degree[t];
+    // Every name is its host's, and every link of its root resolves.
+    const HostRef ref = a.Lookup(a.HostName(h));
+    REQUIRE((ref.kind == HostKind::kNormal && ref.index == h));
+  }
+  CHECK(differ > a.options().hosts / 2);  // the seed matters
+  // Heavy tails: most sites are tiny, a few are large; most hosts are
+  // linked from one other root or none, a few from hundreds; a few
+  // addresses carry hundreds of hosts.
+  const uint32_t max_size = *std::max_element(sizes.begin(), sizes.end());
+  CHECK(Median(sizes) <= 2);
+  CHECK(max_size >= 50);
+  CHECK(*std::max_element(in_degree.begin(), in_degree.end()) >= 100 * (Median(in_degree) + 1));
+  CHECK(*std::max_element(per_address.begin(), per_address.end()) >= 10 * Median(per_address));
+  CHECK(*std::min_element(per_address.begin(), per_address.end()) >= 1);
+  // Pages: a tree from "/", ~30 KB of text on average.
+  uint64_t bytes = 0, pages = 0;
+  for (uint32_t h = 0; h < 200; ++h) {
+    for (uint32_t i = 0; i < a.Pages(h); ++i) {
+      const WebPage p = a.Serve({HostKind::kNormal, h, 0}, Web::PagePath(i));
+      REQUIRE(p.status == 200);
+      bytes += p.body.size();
+      ++pages;
+      if (2 * i + 1 < a.Pages(h))
+        REQUIRE(p.body.find("href=\"" + Web::PagePath(2 * i + 1) + "\"") != std::string::npos);
+    }
+    CHECK(a.Serve({HostKind::kNormal, h, 0}, Web::PagePath(a.Pages(h))).status == 404);
+  }
+  CHECK(bytes / pages > 20000);
+  CHECK(bytes / pages < 40000);
+}
+
+TEST_CASE("Synthetic internet: traps and the spam farm never end", "[testsite][web]") {
+  WebOptions o;
+  o.port = 8080;
+  const Web web(o);
+  auto links_of = [&](const HostRef& ref, const std::string& target) {
+    const WebPage p = web.Serve(ref, target);
+    REQUIRE(p.status == 200);
+    std::vector<std::string> hrefs;
+    for (size_t at = 0; (at = p.body.find("href=\"", at)) != std::string::npos;) {
+      at += 6;
+      hrefs.push_back(p.body.substr(at, p.body.find('"', at) - at));
+    }
+    return hrefs;
+  };
+  // Follow the first link of each trap 200 times: every step a new URL.
+  for (uint32_t t = 0; t < kTraps; ++t) {
+    const HostRef ref = web.Lookup(Web::TrapName(t));
+    REQUIRE(ref.kind == HostKind::kTrap);
+    std::set<std::string> seen;
+    std::string target = "/";
+    for (int step = 0; step < 200; ++step) {
+      REQUIRE(seen.insert(target).second);
+      std::string href = links_of(ref, target).at(0);
+      if (href[0] != '/') href = target.substr(0, target.rfind('/') + 1) + href;  // relative
+      target = href;
+    }
+    INFO(Web::TrapName(t) << " after 200 steps: " << target);
+    CHECK(seen.size() == 200);
+  }
+  CHECK(links_of(web.Lookup("www.calendar.test"), "/cal/2026/12").at(0) == "/cal/2027/1");
+  CHECK(links_of(web.Lookup("www.query.test"), "/q?k0=v0").at(0) == "/q?k0=v0&k1=v1");
+  // The farm links only farm hosts, always new ones, on 3 addresses.
+  std::set<uint32_t> addresses;
+  HostRef farm = web.Lookup("p7.farm1.test");
+  REQUIRE(farm.kind == HostKind::kFarm);
+  std::set<std::string> hosts;
+  for (int step = 0; step < 100; ++step) {
+    const std::string next = links_of(farm, "/").at(0);
+    REQUIRE(next.find(".farm") != std::string::npos);
+    const std::string name = next.substr(7, next.rfind(':') - 7);
+    hosts.insert(name);
+    farm = web.Lookup(name);
+    REQUIRE(farm.kind == HostKind::kFarm);
+    addresses.insert(web.AddressOf(farm));
+  }
+  CHECK(hosts.size() >= 95);
+  CHECK(addresses.size() <= 3);
+  // Each trap, the farm and each dead host is linked from some normal root.
+  std::string roots;
+  for (uint32_t h = 0; h < o.hosts; ++h)
+    for (const std::string& url : web.Links(h, 0)) roots += url + "\n";
+  for (const std::string name : {"www.calendar.test", "www.session.test", "www.repeat.test",
+                                 "www.query.test", "www.soft404.test", ".farm0.test",
+                                 "www.gone0.test", "www.broken0.test", "www.silent0.test"})
+    CHECK(roots.find(name) != std::string::npos);
+}
+
+// One DNS exchange with the server: over UDP (nothing within `wait_ms`:
+// none) or TCP.
+std::optional<std::string> Ask(unsigned port, const std::string& query, bool tcp,
+                               int wait_ms = 2000) {
+  int fd = ::socket(AF_INET, tcp ? SOCK_STREAM : SOCK_DGRAM, 0);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  to.sin_port = htons(static_cast<uint16_t>(port));
+  std::string sent = query;
+  if (tcp) sent = std::string{static_cast<char>(query.size() >> 8), static_cast<char>(query.size() & 255)} + query;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)) != 0 ||
+      ::send(fd, sent.data(), sent.size(), 0) != static_cast<ssize_t>(sent.size())) {
+    ::close(fd);
+    return std::nullopt;
+  }
+  std::string got;
+  char buf[4096];
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, wait_ms) <= 0) break;
+    ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+    if (!tcp) break;
+    if (got.size() >= 2 && got.size() >= 2u + DnsMessage::Word(got, 0)) break;
+  }
+  ::close(fd);
+  if (got.empty()) return std::nullopt;
+  return tcp ? got.substr(2) : got;
+}
+
+// An answer read back: rcode, the A addresses and CNAME targets of its
+// answer section, the TTL of its last record, whether it carries an SOA.
+struct Reply {
+  int rcode = -1;
+  std::vector<std::string> addresses, aliases;
+  uint32_t ttl = 0;
+  bool soa = false;
+};
+Reply Read(const std::string& m) {
+  Reply r;
+  REQUIRE(m.size() >= 12);
+  r.rcode = DnsMessage::Byte(m, 3) & 15;
+  const uint16_t qd = DnsMessage::Word(m, 4), an = DnsMessage::Word(m, 6), ns = DnsMessage::Word(m, 8);
+  size_t at = 12;
+  std::string name;
+  for (uint16_t k = 0; k < qd; ++k) {
+    REQUIRE(DnsMessage::ParseName(m, &at, &name));
+    at += 4;
+  }
+  for (uint32_t k = 0; k < uint32_t{an} + ns; ++k) {
+    REQUIRE(DnsMessage::ParseName(m, &at, &name));
+    const uint16_t type = DnsMessage::Word(m, at), len = DnsMessage::Word(m, at + 8);
+    r.ttl = DnsMessage::Long(m, at + 4);
+    size_t data = at + 10;
+    if (type == 1) r.addresses.push_back(Web::IpText(DnsMessage::Long(m, data)));
+    if (type == 5) {
+      std::string target;
+      REQUIRE(DnsMessage::ParseName(m, &data, &target));
+      r.aliases.push_back(target);
+    }
+    if (type == 6) r.soa = true;
+    at += 10 + len;
+  }
+  REQUIRE(at == m.size());
+  return r;
+}
+
+TEST_CASE("Synthetic internet DNS: A, CNAME chains, NXDOMAIN, SERVFAIL, silence, a move",
+          "[testsite][web]") {
+  std::string dir = TempDir("web-dns");
+  TestSite site("--web --hosts 200 --addresses 20 --move-after-s 1", dir + "/requests.log");
+  REQUIRE(site.dns_port() != 0);
+  WebOptions o;
+  o.hosts = 200;
+  o.addresses = 20;
+  o.port = static_cast<uint16_t>(site.port());
+  o.move_after_s = 1;
+  const Web web(o);
+  auto ask = [&](const std::string& name, uint16_t type, bool tcp) {
+    std::optional<std::string> m = Ask(site.dns_port(), DnsMessage::Query(0x4242, name, type), tcp);
+    REQUIRE(m.has_value());
+    REQUIRE(DnsMessage::Word(*m, 0) == 0x4242);
+    return Read(*m);
+  };
+  for (bool tcp : {false, true}) {
+    INFO((tcp ? "TCP" : "UDP"));
+    for (uint32_t h : {0u, 3u, 7u, 150u}) {
+      const Reply r = ask(web.HostName(h), 1, tcp);
+      CHECK(r.rcode == 0);
+      CHECK(r.addresses == std::vector<std::string>{Web::IpText(Web::AddressIp(web.HostAddress(h)))});
+      CHECK(r.aliases.size() == (h % 10 == 3 ? 1u : h % 10 == 7 ? 2u : 0u));
+      CHECK(r.ttl == web.Ttl(h));
+    }
+    const Reply aaaa = ask(web.HostName(0), 28, tcp);  // no data: NOERROR, the SOA
+    CHECK((aaaa.rcode == 0 && aaaa.addresses.empty() && aaaa.soa));
+    const Reply gone = ask("www.gone0.test", 1, tcp);
+    CHECK((gone.rcode == 3 && gone.soa && gone.ttl == Web::kNegativeTtl));
+    CHECK(ask("www.broken0.test", 1, tcp).rcode == 2);
+    CHECK(ask("www.example.com", 1, tcp).rcode == 5);
+    CHECK(ask("WWW.Calendar.TEST", 1, tcp).addresses.size() == 1);
+    CHECK_FALSE(Ask(site.dns_port(), DnsMessage::Query(1, "www.silent0.test", 1), tcp, 300));
+  }
+  // Host 1 moves after a second: a new address, the old one refuses it.
+  const std::string before = ask(web.HostName(1), 1, false).addresses.at(0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1300));
+  const Reply after = ask(web.HostName(1), 1, false);
+  CHECK(after.ttl == 60);
+  CHECK(after.addresses.at(0) != before);
+  CHECK(after.addresses.at(0) == Web::IpText(Web::AddressIp(web.HostAddress(1, 2.0))));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("Synthetic internet crawl: every page of every host once, at its own address",
+          "[testsite][web]") {
+#if defined(__SANITIZE_ADDRESS__)
+  const std::string shape = "--web --hosts 500 --addresses 20 --page-bytes 4000";
+#else
+  const std::string shape = "--web --hosts 2000 --addresses 50 --page-bytes 4000";
+#endif
+  std::string dir = TempDir("web-crawl");
+  TestSite site(shape, dir + "/requests.log");
+  site.WriteSeeds(dir + "/seeds.txt");
+  const std::set<std::string> truth = site.Truth();
+  // No DNS yet: fetch.resolve maps every normal host to its address, and
+  // the default scope (the seeds' hosts) keeps the traps, the farm and the
+  // dead hosts out, so no name is ever looked up.
+  std::map<std::string, std::string> address_of;
+  {
+    std::ofstream config(dir + "/web.toml");
+    config << "[fetch]\nresolve = [";
+    for (const std::string& r : site.Resolve()) {
+      config << "\"" << r << "\",";
+      const size_t colon = r.find(':'), last = r.rfind(':');
+      address_of[r.substr(0, last)] = r.substr(last + 1);
+      REQUIRE(colon != last);
+    }
+    config << "]\n";
+  }
+  testing::CommandResult r = engine::testsite_crawl::Crawl(
+      dir + "/seeds.txt", dir + "/out",
+      "--config " + dir + "/web.toml --set frontier.min_delay_s=0 "
+      "--set frontier.max_connections_per_host=4 " +
+          std::string(engine::testsite_crawl::kExactDedup));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  site.Stop();
+  std::multiset<std::string> attempted;
+  for (const std::string& url : testing::AttemptedUrls(dir + "/out/fetch-log.jsonl"))
+    if (url.size() < 11 || url.compare(url.size() - 11, 11, "/robots.txt") != 0)
+      attempted.insert(url);
+  CHECK(std::set<std::string>(attempted.begin(), attempted.end()) == truth);
+  CHECK(attempted.size() == truth.size());
+  // At the server: each page served once, with 200, each request at the
+  // address its host resolves to, no name but the normal hosts'.
+  std::map<std::string, int> served;
+  size_t wrong_address = 0, not_ok = 0;
+  for (const ServedRequest& q : site.Requests()) {
+    if (q.target != "/robots.txt") ++served[q.Url()];
+    if (address_of.count(q.authority) == 0 || address_of[q.authority] != q.local) ++wrong_address;
+    if (q.status != 200 && q.target != "/robots.txt") ++not_ok;
+  }
+  CHECK(wrong_address == 0);
+  CHECK(not_ok == 0);
+  CHECK(served.size() == truth.size());
+  CHECK(std::all_of(served.begin(), served.end(), [](const auto& s) { return s.second == 1; }));
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace crawler::testsite
