@@ -100,6 +100,7 @@ class ResultQueue {
   void Push(std::vector<Completed>* batch) EXCLUDES(mu_);
   std::optional<Completed> TryPop() EXCLUDES(mu_);
   bool Empty() const EXCLUDES(mu_);
+  size_t Size() const EXCLUDES(mu_);
   // Waits until a result is queued or `deadline`.
   void WaitUntil(frontier::Clock::time_point deadline) EXCLUDES(mu_);
 
