@@ -47,17 +47,25 @@ LD_PRELOAD=$preload "$bin" crawl --seeds "$work/seeds.txt" --config "$work/confi
   --out "$work/out" "${sets[@]}" > "$work/crawl.out" 2>&1 &
 pid=$!
 echo "pages=$pages hosts=$hosts huge=${HUGE:-0} malloc=${MALLOC:-glibc} bin=$bin"
-printf '%8s %10s %10s\n' seconds rss_mb fetched
+printf '%8s %10s %8s %8s %10s %12s %12s\n' seconds rss_mb anon_mb file_mb fetched queued_ram queued_disk
 elapsed=0
+hwm=-
 while kill -0 "$pid" 2>/dev/null; do
   sleep "$interval"
   elapsed=$((elapsed + interval))
   rss=$(awk '/VmRSS/ {print int($2/1024)}' "/proc/$pid/status" 2>/dev/null || echo -)
+  # Heap and stacks (anonymous) against mapped files (spooled bodies, libraries).
+  anon=$(awk '/RssAnon/ {print int($2/1024)}' "/proc/$pid/status" 2>/dev/null || echo -)
+  file=$(awk '/RssFile/ {print int($2/1024)}' "/proc/$pid/status" 2>/dev/null || echo -)
   hwm=$(awk '/VmHWM/ {print int($2/1024)}' "/proc/$pid/status" 2>/dev/null || echo "$hwm")
   fetched=$(wc -l < "$work/out/fetch-log.jsonl" 2>/dev/null || echo 0)
-  [ "$rss" = - ] || printf '%8d %10s %10s\n' "$elapsed" "$rss" "$fetched"
+  queued=$(python3 -c 'import json, sys
+try: f = json.load(open(sys.argv[1]))["frontier"]; print(f["queued_memory"], f["queued_disk"])
+except Exception: print("- -")' "$work/out/stats.json")
+  [ "$rss" = - ] || printf '%8d %10s %8s %8s %10s %12s %12s\n' "$elapsed" "$rss" "$anon" "$file" \
+    "$fetched" $queued
 done
-wait "$pid" || true
+wait "$pid" || echo "crawler exited with status $?: $(tail -3 "$work/crawl.out")"
 echo "peak RSS (VmHWM at the last sample): ${hwm:-?} MB"
 summary=$(grep -m1 -E "crawl (done|stopped) in" "$work/crawl.out" || true)
 echo "$summary"

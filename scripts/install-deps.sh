@@ -3,7 +3,8 @@
 # Idempotent: does nothing (no apt-get update, no network) when all are present.
 # Usage: sudo bash scripts/install-deps.sh [--bench]   (root on a fresh Debian 12)
 #   --bench: also what scripts/bench-crawl.sh compares against (wget,
-#            Scrapy) and measures with (GNU time).
+#            Scrapy) and measures with (GNU time), and the allocators
+#            scripts/bench-memory.sh and bench-web.sh compare (MALLOC=).
 set -euo pipefail
 
 packages=(
@@ -21,7 +22,7 @@ packages=(
   procps  # pgrep: .ci/run stops its background builds on the way out
 )
 if [ "${1:-}" = "--bench" ]; then
-  packages+=(wget python3-scrapy time libisal-dev)
+  packages+=(wget python3-scrapy time libisal-dev libjemalloc2 libmimalloc2.0)
 fi
 
 missing=()

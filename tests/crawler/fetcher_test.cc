@@ -8,11 +8,14 @@
 #include <zlib.h>
 
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "../testsite/gzip.h"
+#include "crawl_output.h"
 #include "http_test_server.h"
 #include "loopback.h"
 
@@ -148,6 +151,47 @@ TEST_CASE("Fetcher: a body over the cap is cut and marked truncated",
   CHECK(r.error == FetchError::kTooLarge);
   CHECK(r.body.size() == 10'000);
   CHECK(r.status == 200);
+}
+
+TEST_CASE("Fetcher: a body past spool_body_bytes waits in an unlinked file, not in RAM",
+          "[engine][fetcher]") {
+  HttpTestServer server(Route);
+  const std::string dir = testing::TempDir("spool");
+  FetchOptions o;
+  o.spool_dir = dir + "/spool";
+  o.spool_body_bytes = 10'000;
+  o.max_body_bytes = 60'000;
+  auto f = MakeFetcher(o);
+  auto results = FetchAll(*f, {server.Url("/big"), server.Url("/page.html")});
+  const FetchResult& big = results[server.Url("/big")];
+  const FetchResult& small = results[server.Url("/page.html")];
+  // Cut at max_body_bytes as in RAM, the bytes the same.
+  CHECK(big.body.spooled());
+  CHECK(big.truncated);
+  CHECK(big.body == std::string(60'000, 'b'));
+  CHECK_FALSE(small.body.spooled());
+  CHECK(small.body == "<html><a href=x>x</a></html>");
+  // The files have no names: nothing to clean up, even after a kill -9.
+  CHECK(std::filesystem::is_empty(o.spool_dir));
+  // Moved, the body keeps its mapping; copied, it is held in RAM.
+  FetchResult moved = std::move(results[server.Url("/big")]);
+  CHECK(moved.body.size() == 60'000);
+  Body copy = moved.body;
+  CHECK_FALSE(copy.spooled());
+  CHECK(copy == moved.body.view());
+
+  // A spool directory that goes away: the fetch fails, naming the file.
+  std::filesystem::remove_all(o.spool_dir);
+  FetchResult lost = FetchOne(*f, server.Url("/big"));
+  CHECK(lost.error == FetchError::kOther);
+  CHECK(lost.error_message.find("spool file in " + o.spool_dir) != std::string::npos);
+  // One that cannot be made: Create says so.
+  std::ofstream(dir + "/file") << "x";
+  o.spool_dir = dir + "/file/spool";
+  auto refused = Fetcher::Create(o);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().message().find("spool directory " + o.spool_dir) != std::string::npos);
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE(

@@ -52,6 +52,7 @@ struct FetchConfig {
   uint64_t low_speed_bytes = 1000;  // abort below this many bytes/s ...
   double low_speed_time_s = 30;     // ... for this long
   uint64_t max_body_bytes = 10 * 1024 * 1024;
+  uint64_t spool_body_bytes = 256 * 1024;  // past this a body goes to a file (OUT/spool/)
   uint32_t max_redirects = 5;
   double robots_cache_s = 86400;
   std::vector<std::string> resolve;  // "HOST:PORT:ADDRESS", as curl --resolve

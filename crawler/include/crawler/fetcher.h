@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "crawler/body.h"
 
 namespace crawler::engine {
 
@@ -32,6 +33,10 @@ struct FetchOptions {
   uint64_t low_speed_bytes = 1000;
   double low_speed_time_s = 30;
   uint64_t max_body_bytes = 10 * 1024 * 1024;
+  // A body past spool_body_bytes goes on in an unlinked file in spool_dir
+  // (made if missing; "": bodies stay in RAM), mapped when it ends (body.h).
+  uint64_t spool_body_bytes = 256 * 1024;
+  std::string spool_dir;
   uint32_t max_connections = 64;  // this Fetcher's open connections at most
   // A safety net: the frontier already hands out at most this many per host.
   // Time a transfer waits for a free connection counts against timeout_s, so
@@ -68,7 +73,7 @@ struct FetchResult {
   long status = 0;            // 0: no HTTP response
   std::string request_head;   // the request as sent (for WARC)
   std::string response_head;  // status line + headers as received
-  std::string body;           // decoded
+  Body body;                  // decoded (body.h: in RAM, or a mapped file)
   std::string content_type;   // lowercased media type without parameters
   std::string charset;        // Content-Type charset parameter, if any
   std::string location;       // Location header of a 3xx, as sent

@@ -181,7 +181,7 @@ Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
       Worker::MakeAll(config,
                       {m->config, *m->scope, *m->filter, *m->frontier, m->hosts, *m->log,
                        *m->warc, m->counters, m->gate, m->results, m->state,
-                       m->cluster.get(), m->seen.get(), m->history.get()},
+                       m->cluster.get(), m->seen.get(), m->history.get(), out + "/spool"},
                       &st);
   if (!st.ok()) return st;
   return m;

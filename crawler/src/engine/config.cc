@@ -102,6 +102,9 @@ std::vector<Key> FetchKeys() {
       IntKey<uint64_t>(
           "fetch", "max_body_bytes",
           [](Config & c) -> auto& { return c.fetch.max_body_bytes; }, 1, kMax64),
+      IntKey<uint64_t>(
+          "fetch", "spool_body_bytes",
+          [](Config & c) -> auto& { return c.fetch.spool_body_bytes; }, 0, kMax64),
       IntKey<uint32_t>(
           "fetch", "max_redirects",
           [](Config & c) -> auto& { return c.fetch.max_redirects; }, 0, 100),

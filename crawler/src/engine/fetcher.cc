@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <mutex>
 #include <unordered_map>
 
@@ -189,12 +190,12 @@ struct Fetcher::Impl {
     size_t bytes = size * n;
     size_t room = t->max_body - std::min<uint64_t>(t->max_body, t->result.body.size());
     if (bytes > room) {
-      t->result.body.append(data, room);
+      t->result.body.Append(data, room);
       t->too_large = true;
       return 0;  // abort the transfer: CURLE_WRITE_ERROR, reported as truncated
     }
-    t->result.body.append(data, bytes);
-    return bytes;
+    // A spool file that cannot be written ends the transfer (kOther).
+    return t->result.body.Append(data, bytes) ? bytes : 0;
   }
   static size_t OnHeader(char* data, size_t size, size_t n, void* user) {
     auto* t = static_cast<Transfer*>(user);
@@ -242,7 +243,10 @@ struct Fetcher::Impl {
     r.etag = LastHeader(easy, "ETag");
     r.last_modified = LastHeader(easy, "Last-Modified");
     curl_easy_getinfo(easy, CURLINFO_TOTAL_TIME, &r.seconds);
-    if (t->too_large) {
+    if (!r.body.Finish()) {
+      r.error = FetchError::kOther;
+      r.error_message = r.body.error();
+    } else if (t->too_large) {
       r.truncated = true;
       r.error = FetchError::kTooLarge;
       r.error_message =
@@ -268,6 +272,13 @@ Fetcher::~Fetcher() = default;
 
 Result<std::unique_ptr<Fetcher>> Fetcher::Create(const FetchOptions& options) {
   CurlGlobal::Get();
+  if (!options.spool_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(options.spool_dir, ec);
+    if (ec)
+      return Status::Error(Status::Code::kIoError,
+                           "spool directory " + options.spool_dir + ": " + ec.message());
+  }
   auto impl = std::make_unique<Impl>(options);
   impl->multi = curl_multi_init();
   if (impl->multi == nullptr) {
@@ -294,6 +305,7 @@ void Fetcher::Add(const std::string& url, const std::vector<std::string>& header
   t->result.url = url;
   t->done = std::move(done);
   t->max_body = impl_->options.max_body_bytes;
+  t->result.body.SpoolPast(impl_->options.spool_body_bytes, impl_->options.spool_dir);
   CURL* e = curl_easy_init();
   t->easy = e;
   const FetchOptions& o = impl_->options;

@@ -580,6 +580,8 @@ std::vector<std::unique_ptr<Worker>> Worker::MakeAll(const Config& config,
     fetch.low_speed_bytes = config.fetch.low_speed_bytes;
     fetch.low_speed_time_s = config.fetch.low_speed_time_s;
     fetch.max_body_bytes = config.fetch.max_body_bytes;
+    fetch.spool_body_bytes = config.fetch.spool_body_bytes;
+    fetch.spool_dir = parts.spool_dir;
     fetch.resolve = config.fetch.resolve;
     fetch.ca_file = config.fetch.ca_file;
     fetch.insecure = config.fetch.insecure;

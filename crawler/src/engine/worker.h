@@ -126,6 +126,8 @@ struct WorkerParts {
   Placement* cluster;  // null: a single-machine crawl (placement.h)
   SeenLog* seen;       // a cluster node's with shared_dir; else null
   History* history;    // [recrawl] on: the URL history (worker_history.cc); else null
+  // Where bodies past fetch.spool_body_bytes wait (OUT/spool; "": in RAM).
+  std::string spool_dir = {};
 };
 
 class Worker {
