@@ -21,13 +21,7 @@ site=build/tests/testsite/crawler-testsite
 work=$(mktemp -d /tmp/bench-memory.XXXXXX)
 trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
 
-preload=""
-case "${MALLOC:-}" in
-  jemalloc) preload=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 ;;
-  mimalloc) preload=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 ;;
-  "") ;;
-  *) echo "MALLOC: jemalloc or mimalloc" >&2; exit 2 ;;
-esac
+source scripts/malloc-preload.sh
 
 "$site" --pages "$pages" --hosts "$hosts" --vhosts site.test --port 0 > "$work/site.out" &
 for _ in $(seq 100); do [ -s "$work/site.out" ] && break; sleep 0.1; done
@@ -46,7 +40,7 @@ sets=(--set "crawl.exclude=[$exclude]" --set frontier.min_delay_s=0
 LD_PRELOAD=$preload "$bin" crawl --seeds "$work/seeds.txt" --config "$work/config.toml" \
   --out "$work/out" "${sets[@]}" > "$work/crawl.out" 2>&1 &
 pid=$!
-echo "pages=$pages hosts=$hosts huge=${HUGE:-0} malloc=${MALLOC:-glibc} bin=$bin"
+echo "pages=$pages hosts=$hosts huge=${HUGE:-0} malloc=${MALLOC:-linked} bin=$bin"
 printf '%8s %10s %8s %8s %10s %12s %12s\n' seconds rss_mb anon_mb file_mb fetched queued_ram queued_disk
 elapsed=0
 hwm=-

@@ -4,7 +4,8 @@
 # Usage: sudo bash scripts/install-deps.sh [--bench]   (root on a fresh Debian 12)
 #   --bench: also what scripts/bench-crawl.sh compares against (wget,
 #            Scrapy) and measures with (GNU time), and the allocators
-#            scripts/bench-memory.sh and bench-web.sh compare (MALLOC=).
+#            scripts/bench-memory.sh and bench-web.sh compare (MALLOC=)
+#            beside jemalloc, the crawler's own.
 set -euo pipefail
 
 packages=(
@@ -16,13 +17,14 @@ packages=(
   libpsl-dev  # the public suffix list: which hosts are one site (page requisites)
   libzip-dev  # WACZ packages (crawler wacz)
   librocksdb-dev  # the URL history of a crawl that revisits (crawler/src/output/history.h)
+  libjemalloc-dev  # the crawler's allocator (crawler/CMakeLists.txt says why)
   clang libclang-rt-14-dev clang-format clang-tidy
   python3 python3-prometheus-client chromium
   nginx tinyproxy microsocks stunnel4 openssl
   procps  # pgrep: .ci/run stops its background builds on the way out
 )
 if [ "${1:-}" = "--bench" ]; then
-  packages+=(wget python3-scrapy time libisal-dev libjemalloc2 libmimalloc2.0)
+  packages+=(wget python3-scrapy time libisal-dev libmimalloc2.0)
 fi
 
 missing=()

@@ -35,6 +35,7 @@
 #include <thread>
 #include <vector>
 
+#include "server_parts.h"
 #include "web.h"
 
 namespace crawler::testsite {
@@ -177,9 +178,9 @@ class DnsServer {
   // Binds `*port` (0: one the kernel picks, free for both protocols).
   bool Listen(uint16_t* port) {
     for (int attempt = 0; attempt < 50; ++attempt) {
-      udp_ = Bind(SOCK_DGRAM, *port);
+      udp_ = BindLoopback(SOCK_DGRAM, *port);
       uint16_t got = udp_ >= 0 ? LocalPort(udp_) : 0;
-      tcp_ = udp_ >= 0 ? Bind(SOCK_STREAM, got) : -1;
+      tcp_ = udp_ >= 0 ? BindLoopback(SOCK_STREAM, got) : -1;
       if (tcp_ >= 0 && ::listen(tcp_, 128) == 0) {
         *port = got;
         return true;
@@ -223,20 +224,6 @@ class DnsServer {
 
   double Elapsed() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  }
-  static int Bind(int type, uint16_t port) {
-    int fd = ::socket(AF_INET, type, 0);
-    int one = 1;
-    if (type == SOCK_STREAM) ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(port);
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-      ::close(fd);
-      return -1;
-    }
-    return fd;
   }
   static uint16_t LocalPort(int fd) {
     sockaddr_in addr{};

@@ -88,6 +88,7 @@
 #include <vector>
 
 #include "gzip.h"
+#include "rng.h"
 
 namespace crawler::testsite {
 
@@ -387,19 +388,8 @@ class Site {
     std::string normalized;  // what the crawler must make of it
   };
 
-  // splitmix64: a tiny, well-mixed deterministic generator.
-  struct Rng {
-    uint64_t s;
-    uint64_t Next() {
-      uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
-      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-      z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-      return z ^ (z >> 31);
-    }
-    uint32_t Below(uint32_t n) { return static_cast<uint32_t>(Next() % n); }
-  };
-  // A uniform draw in [0, 1).
-  static double Unit(Rng& rng) { return static_cast<double>(rng.Next() >> 11) * 0x1p-53; }
+  using Rng = SplitMix64;  // rng.h
+  static double Unit(Rng& rng) { return rng.Unit(); }
   // Calls visit(k, time of change k) for k = 1, 2, ... while it returns true
   // (never, for a page that does not change).
   template <typename Visit>

@@ -71,6 +71,7 @@
 
 #include "gzip.h"
 #include "http_connection.h"
+#include "server_parts.h"
 #include "site.h"
 
 namespace {
@@ -95,20 +96,7 @@ double NowUnix() {
 
 // A socket bound to 127.0.0.1:port, not listening (connections to it are
 // refused, and no one else can take the port), or -1.
-int Bind(uint16_t port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  int one = 1;
-  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(port);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
+int Bind(uint16_t port) { return crawler::testsite::BindLoopback(SOCK_STREAM, port); }
 
 int Listen(uint16_t port) {
   int fd = Bind(port);
@@ -165,9 +153,7 @@ class Server : public ServerOptions {
     for (auto& t : acceptors) t.join();
     // Connection threads are detached (a long crawl makes tens of
     // thousands): wake them, then wait for the last to end.
-    std::unique_lock<std::mutex> lock(conn_mu_);
-    for (const auto& [fd, listener] : conn_fds_) ::shutdown(fd, SHUT_RDWR);
-    conn_cv_.wait(lock, [&] { return conn_fds_.empty(); });
+    connections_.StopAll();
   }
 
  private:
@@ -182,16 +168,7 @@ class Server : public ServerOptions {
       if (fd < 0) continue;
       int one = 1;
       ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-      std::lock_guard<std::mutex> lock(conn_mu_);
-      conn_fds_[fd] = h;
-      std::thread([this, fd, h] {
-        Serve(fd, h);
-        std::lock_guard<std::mutex> done(conn_mu_);
-        ::shutdown(fd, SHUT_RDWR);
-        ::close(fd);
-        conn_fds_.erase(fd);
-        conn_cv_.notify_all();
-      }).detach();
+      connections_.Start(fd, h, [this, h](int conn) { Serve(conn, h); });
     }
     ::close(listen_fds_[h]);
   }
@@ -212,11 +189,7 @@ class Server : public ServerOptions {
     int reuse = 0;
     if (listen_fds_[0] >= 0)
       ::setsockopt(listen_fds_[0], SOL_SOCKET, SO_REUSEADDR, &reuse, sizeof(reuse));
-    {
-      std::lock_guard<std::mutex> lock(conn_mu_);
-      for (const auto& [fd, listener] : conn_fds_)
-        if (listener == 0) ::shutdown(fd, SHUT_RDWR);
-    }
+    connections_.Shutdown(0);
     std::fprintf(stderr, "crawler-testsite: port %u down for %u ms after %u pages\n",
                  static_cast<unsigned>(base_), down_ms, host0_pages_.load());
     for (uint32_t waited = 0; waited < down_ms && !g_stop; waited += 10) ::usleep(10000);
@@ -426,9 +399,7 @@ class Server : public ServerOptions {
   const uint16_t base_;
   std::atomic<uint32_t> host0_pages_{0};
   bool went_down_ = false;  // host 0's acceptor's
-  std::mutex conn_mu_;
-  std::map<int, uint32_t> conn_fds_;  // open connections: fd -> listener
-  std::condition_variable conn_cv_;   // a connection ended
+  crawler::testsite::ConnectionThreads connections_;  // tagged by listener
 };
 
 }  // namespace

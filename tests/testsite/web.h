@@ -62,6 +62,8 @@
 #include <utility>
 #include <vector>
 
+#include "rng.h"
+
 namespace crawler::testsite {
 
 struct WebOptions {
@@ -379,18 +381,8 @@ class Web {
       for (uint32_t i = 0, n = Pages(h); i < n; ++i) visit(Url(h, i));
   }
 
-  // splitmix64.
-  struct Rng {
-    uint64_t s;
-    uint64_t Next() {
-      uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
-      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-      z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-      return z ^ (z >> 31);
-    }
-    uint32_t Below(uint32_t n) { return n == 0 ? 0 : static_cast<uint32_t>(Next() % n); }
-  };
-  static double Unit(Rng& rng) { return static_cast<double>(rng.Next() >> 11) * 0x1p-53; }
+  using Rng = SplitMix64;  // rng.h
+  static double Unit(Rng& rng) { return rng.Unit(); }
 
   // The host a cross-host link goes to: rank r with P(r) ~ 1/(r+1) (a
   // continuous Zipf law of exponent 1), through a fixed permutation of the

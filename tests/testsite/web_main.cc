@@ -42,6 +42,7 @@
 #include "dns_server.h"
 #include "gzip.h"
 #include "http_connection.h"
+#include "server_parts.h"
 #include "web.h"
 
 namespace {
@@ -109,9 +110,7 @@ class WebServer {
     }
     ::close(ep);
     for (int fd : listen_fds_) ::close(fd);
-    std::unique_lock<std::mutex> lock(conn_mu_);
-    for (int fd : conn_fds_) ::shutdown(fd, SHUT_RDWR);
-    conn_cv_.wait(lock, [&] { return conn_fds_.empty(); });
+    connections_.StopAll();
   }
 
  private:
@@ -121,16 +120,7 @@ class WebServer {
       if (fd < 0) return;
       int one = 1;
       ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-      std::lock_guard<std::mutex> lock(conn_mu_);
-      conn_fds_.insert(fd);
-      std::thread([this, fd] {
-        Serve(fd);
-        std::lock_guard<std::mutex> done(conn_mu_);
-        ::shutdown(fd, SHUT_RDWR);
-        ::close(fd);
-        conn_fds_.erase(fd);
-        conn_cv_.notify_all();
-      }).detach();
+      connections_.Start(fd, 0, [this](int conn) { Serve(conn); });
     }
   }
 
@@ -197,9 +187,7 @@ class WebServer {
   std::vector<int> listen_fds_;
   const std::chrono::steady_clock::time_point start_;
   std::mutex log_mu_;
-  std::mutex conn_mu_;
-  std::set<int> conn_fds_;
-  std::condition_variable conn_cv_;
+  crawler::testsite::ConnectionThreads connections_;
 };
 
 // --describe: the shape in figures (the benchmark prints them beside its own).

@@ -363,12 +363,14 @@ CLI::App* AddWacz(CLI::App& app, std::string* out, std::string* wacz) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // glibc gives a worker thread's freed memory back to the kernel as soon as
-  // 128 KB sit free at the top of its arena (madvise), and every page parsed
-  // next faults it in again; each madvise also flushes the TLB of every core.
-  // That churn cost a third of the crawl's CPU on the 50,000-page benchmark
-  // (docs/benchmarks.md). Keep up to 64 MB per arena, and stop glibc from
-  // moving the mmap threshold (large bodies still get their own mapping).
+  // Where glibc's malloc is the allocator (-DCRAWLER_JEMALLOC=OFF; the
+  // sanitizers bring their own, and the default build links jemalloc, which
+  // ignores this): glibc gives a worker thread's freed memory back to the
+  // kernel as soon as 128 KB sit free at the top of its arena (madvise), and
+  // every page parsed next faults it in again; each madvise also flushes the
+  // TLB of every core. That churn cost a third of the crawl's CPU on the
+  // 50,000-page benchmark (docs/benchmarks.md). Keep up to 64 MB per arena,
+  // and stop glibc from moving the mmap threshold.
   mallopt(M_TRIM_THRESHOLD, 64 << 20);
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   // Until OUT/crawler.log is set up, the engine's log goes nowhere: spdlog's

@@ -132,48 +132,75 @@ struct Fetcher::Impl {
     ~Transfer() { curl_slist_free_all(headers); }
   };
 
-  // fetch.resolve, indexed by "host:port": libcurl loads a CURLOPT_RESOLVE
+  // fetch.resolve, indexed by "host:port". libcurl loads a CURLOPT_RESOLVE
   // list into the DNS cache at every transfer's start, entry by entry under
   // the share's lock, so handing each transfer the whole list cost O(entries)
-  // per fetch. With 2,000 entries (crawler-testsite --web --hosts 2000) a
-  // crawl of 6,834 fetches took 40.6 s, most of it in that lock and memcmp;
-  // each transfer now gets its own host's entry (and the entries that are
-  // not for one host:port, such as curl's "*" or "-" forms).
+  // per fetch: with 2,000 entries (crawler-testsite --web --hosts 2000) a
+  // crawl of 6,834 fetches took 40.6 s, most of it in that lock and memcmp.
+  // Each entry it loads also stays in the cache for good, and libcurl walks
+  // the whole cache after every transfer (its prune of old entries): with
+  // 100,000 hosts that walk took three quarters of the crawl's CPU (68
+  // pages/s; scripts/bench-web.sh, perf). So an entry of one address goes
+  // to its own host's transfers as CURLOPT_CONNECT_TO ("HOST:PORT:ADDRESS:
+  // PORT": the Host header and the TLS name stay the URL's), which caches
+  // only the numeric address, like any lookup, for dns_cache_timeout; an
+  // entry of several addresses to its host's transfers as CURLOPT_RESOLVE;
+  // the entries that are not for one host:port (curl's "*", "+" and "-"
+  // forms) to every transfer.
   explicit Impl(const FetchOptions& o) : options(o) {
     for (const std::string& entry : o.resolve) {
       const size_t colon = entry.find(':'), second = entry.find(':', colon + 1);
       const bool indexed = !entry.empty() && entry[0] != '+' && entry[0] != '-' &&
                            entry[0] != '*' && entry[0] != '[' && second != std::string::npos;
-      curl_slist*& list =
-          indexed ? resolve_by_authority[LowerAscii(entry.substr(0, second))]
-                  : resolve_any;
-      list = curl_slist_append(list, entry.c_str());
+      if (!indexed) {
+        resolve_any = curl_slist_append(resolve_any, entry.c_str());
+        continue;
+      }
+      const std::string key = LowerAscii(entry.substr(0, second));
+      std::string address = entry.substr(second + 1);
+      if (address.find(',') == std::string::npos && !address.empty()) {
+        if (address.find(':') != std::string::npos && address[0] != '[')
+          address = "[" + address + "]";  // IPv6
+        const std::string connect = entry.substr(0, second) + ":" + address + ":" +
+                                    entry.substr(colon + 1, second - colon - 1);
+        connect_to_by_authority[key] =
+            curl_slist_append(connect_to_by_authority[key], connect.c_str());
+      } else {
+        resolve_by_authority[key] = curl_slist_append(resolve_by_authority[key], entry.c_str());
+      }
     }
   }
-  // The CURLOPT_RESOLVE list for a transfer of `url` (null: none).
-  curl_slist* ResolveFor(const std::string& url) {
-    if (resolve_by_authority.empty()) return resolve_any;
+  // What a transfer of `url` gets of fetch.resolve (nulls: nothing).
+  struct Route {
+    curl_slist* connect_to = nullptr;
+    curl_slist* resolve = nullptr;
+  };
+  Route RouteFor(const std::string& url) {
+    if (resolve_by_authority.empty() && connect_to_by_authority.empty())
+      return {nullptr, resolve_any};
     const size_t start = url.find("://");
-    if (start == std::string::npos) return resolve_any;
+    if (start == std::string::npos) return {nullptr, resolve_any};
     std::string_view rest = std::string_view(url).substr(start + 3);
     rest = rest.substr(0, rest.find_first_of("/?#"));
     rest = rest.substr(rest.rfind('@') == std::string_view::npos ? 0 : rest.rfind('@') + 1);
     std::string key = LowerAscii(rest);
     if (key.find(':') == std::string::npos)
       key += ascii::StartsWithIgnoreCase(url, "https:") ? ":443" : ":80";
+    if (auto c = connect_to_by_authority.find(key); c != connect_to_by_authority.end())
+      return {c->second, resolve_any};
     auto it = resolve_by_authority.find(key);
-    if (it == resolve_by_authority.end()) return resolve_any;
-    if (resolve_any == nullptr) return it->second;
+    if (it == resolve_by_authority.end()) return {nullptr, resolve_any};
+    if (resolve_any == nullptr) return {nullptr, it->second};
     // Rare (both kinds of entries): this host's and the general ones.
     curl_slist*& both = resolve_both[key];
     if (both == nullptr) {
       for (curl_slist* l : {it->second, resolve_any})
         for (; l != nullptr; l = l->next) both = curl_slist_append(both, l->data);
     }
-    return both;
+    return {nullptr, both};
   }
   ~Impl() {
-    for (auto* lists : {&resolve_by_authority, &resolve_both})
+    for (auto* lists : {&resolve_by_authority, &resolve_both, &connect_to_by_authority})
       for (auto& [key, list] : *lists) curl_slist_free_all(list);
     curl_slist_free_all(resolve_any);
     for (auto& [easy, t] : transfers) {
@@ -261,8 +288,9 @@ struct Fetcher::Impl {
 
   const FetchOptions options;
   CURLM* multi = nullptr;
-  // options.resolve, for CURLOPT_RESOLVE (ResolveFor).
-  std::unordered_map<std::string, curl_slist*> resolve_by_authority, resolve_both;
+  // options.resolve, for CURLOPT_CONNECT_TO and CURLOPT_RESOLVE (RouteFor).
+  std::unordered_map<std::string, curl_slist*> resolve_by_authority, resolve_both,
+      connect_to_by_authority;
   curl_slist* resolve_any = nullptr;
   std::unordered_map<CURL*, std::unique_ptr<Transfer>> transfers;
 };
@@ -332,8 +360,9 @@ void Fetcher::Add(const std::string& url, const std::vector<std::string>& header
   curl_easy_setopt(e, CURLOPT_VERBOSE,
                    1L);  // needed for the debug callback (request head)
   curl_easy_setopt(e, CURLOPT_PRIVATE, t.get());
-  if (curl_slist* resolve = impl_->ResolveFor(url); resolve != nullptr)
-    curl_easy_setopt(e, CURLOPT_RESOLVE, resolve);
+  const Impl::Route route = impl_->RouteFor(url);
+  if (route.connect_to != nullptr) curl_easy_setopt(e, CURLOPT_CONNECT_TO, route.connect_to);
+  if (route.resolve != nullptr) curl_easy_setopt(e, CURLOPT_RESOLVE, route.resolve);
   // The same trust for an https:// proxy's own certificate (libcurl keeps
   // separate settings for it: a proxy with a private CA failed before).
   if (!o.ca_file.empty()) {

@@ -91,6 +91,7 @@ void Worker::Loop(const std::atomic<bool>& stop) {
         if (!st.ok()) return st;
       }
       StartDueRobots(unit.pass());
+      AddWaitingRobots();
       return StartFetches(unit.pass());
     }();
     if (!due.ok()) return p_.state.Fail(due.status());

@@ -151,6 +151,8 @@ class Worker {
                              std::vector<frontier::UrlEntry> entries);
   void StartRobots(const Gate::Pass& pass, const std::string& host,
                    const std::string& url, int hops);
+  // Hands waiting robots.txt fetches to the fetcher while it has room.
+  void AddWaitingRobots();
   // Shards taken over (placement.h): their hosts, queued URLs and seen set
   // into this node's frontier, host table and filter; their URL history into
   // this node's ([recrawl]).
@@ -236,6 +238,9 @@ class Worker {
     int hops = 0;
   };
   std::vector<RobotsRetry> robots_retry_;  // this thread only
+  // robots.txt fetches started, waiting for room in the fetcher (`at`
+  // unused); this thread only, or before the workers run (the seeds).
+  std::deque<RobotsRetry> robots_waiting_;
   // A cluster node: transfers of hosts whose shard lease lapsed are
   // abandoned (checked every 50 ms; placement.h, Lapsed).
   void AbandonLapsed();

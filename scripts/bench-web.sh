@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# A crawl of the synthetic internet (crawler-testsite --web, tests/testsite/
+# web.h): HOSTS hosts on ADDRESSES addresses, sites of Pareto size, ~30 KB
+# pages. Prints, per tenth of the crawl's time (scripts/bench_web.py): pages/s,
+# RSS, URLs queued in RAM and on disk, hosts known and with work queued, the
+# most requests at once and the shortest gap between two requests that any
+# one address saw (from the server's log), the share of requests in traps
+# and the spam farm; then coverage of the truth and the run's figures.
+#
+#   bash scripts/bench-web.sh [SECONDS]     (0, the default: to the end)
+#   env: HOSTS=100000 ADDRESSES=5000 ZIPF=1.1 XMIN=4 ALPHA=1.25 PAGE_BYTES=30000
+#        PER_HOST=4 DELAY=0 INTERVAL=10 CRAWLER_BIN=build/crawler/crawler
+#        MALLOC=jemalloc|mimalloc (LD_PRELOAD'd; scripts/malloc-preload.sh)
+#        KEEP=1 (keep the work directory: OUT, the request log, the samples)
+#
+# The crawler has no DNS of its own yet: every normal host is given to it
+# by fetch.resolve, and the default scope (the seeds' hosts: every normal
+# root) keeps the traps, the farm and the dead hosts out, so no name is
+# looked up anywhere. Politeness is per host only (DELAY s, PER_HOST
+# connections).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-0}
+interval=${INTERVAL:-10}
+bin=${CRAWLER_BIN:-build/crawler/crawler}
+site=build/tests/testsite/crawler-testsite
+shape=(--web --hosts "${HOSTS:-100000}" --addresses "${ADDRESSES:-5000}"
+       --address-zipf "${ZIPF:-1.1}" --site-xmin "${XMIN:-4}" --site-alpha "${ALPHA:-1.25}"
+       --page-bytes "${PAGE_BYTES:-30000}")
+work=$(mktemp -d /tmp/bench-web.XXXXXX)
+trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
+
+source scripts/malloc-preload.sh
+
+"$site" "${shape[@]}" --describe
+"$site" "${shape[@]}" --port 0 --log "$work/requests.log" > "$work/site.out" &
+for _ in $(seq 300); do [ -s "$work/site.out" ] && break; sleep 0.1; done
+port=$(awk '{print $2}' "$work/site.out")
+"$site" "${shape[@]}" --port "$port" --seeds > "$work/seeds.txt"
+"$site" "${shape[@]}" --port "$port" --truth > "$work/truth.txt"
+"$site" "${shape[@]}" --port "$port" --resolve |
+  sed 's/.*/"&",/' | tr -d '\n' | sed 's/^/resolve = [/; s/$/]\n/' > "$work/resolve.toml"
+awk -v file="$work/resolve.toml" '/^resolve = / { while ((getline l < file) > 0) print l; next } 1' \
+  configs/default.toml > "$work/config.toml"
+
+LD_PRELOAD=$preload "$bin" crawl --seeds "$work/seeds.txt" --config "$work/config.toml" \
+  --out "$work/out" --set "frontier.min_delay_s=${DELAY:-0}" \
+  --set "frontier.max_connections_per_host=${PER_HOST:-4}" \
+  --set "crawl.max_duration_s=$seconds" > "$work/crawl.out" 2>&1 &
+pid=$!
+echo "crawling: $(wc -l < "$work/seeds.txt") seeds, $(wc -l < "$work/truth.txt") pages in the truth," \
+  "malloc=${MALLOC:-linked}, per host: ${PER_HOST:-4} connections, ${DELAY:-0} s apart"
+start=$(date +%s.%N)
+while kill -0 "$pid" 2>/dev/null; do
+  sleep "$interval"
+  rss=$(awk '/VmRSS/ {print int($2/1024)}' "/proc/$pid/status" 2>/dev/null || true)
+  [ -n "$rss" ] || break
+  python3 - "$work/out/stats.json" "$rss" "$start" >> "$work/samples.jsonl" <<'EOF'
+import json, sys, time
+try:
+    f = json.load(open(sys.argv[1]))["frontier"]
+except Exception:
+    f = {}
+active = sum(f.get(k, 0) for k in ("hosts_ready", "hosts_waiting_politeness",
+                                   "hosts_waiting_robots", "hosts_backing_off"))
+print(json.dumps({"t": time.time() - float(sys.argv[3]), "rss_mb": int(sys.argv[2]),
+                  "queued_memory": f.get("queued_memory", 0),
+                  "queued_disk": f.get("queued_disk", 0),
+                  "hosts": f.get("hosts", 0), "hosts_active": active}))
+EOF
+done
+wait "$pid" || true
+grep -m1 -E "crawl (done|stopped) in" "$work/crawl.out" || tail -5 "$work/crawl.out"
+kill "$(jobs -p)" 2>/dev/null || true
+wait 2>/dev/null || true
+python3 scripts/bench_web.py "$work/samples.jsonl" "$work/requests.log" "$work/truth.txt"
