@@ -31,6 +31,7 @@ PUBLIC = {
     "config.h": "engine",
     "seeds.h": "engine",
     "fetcher.h": "engine",
+    "body.h": "engine",
     "crawl_counts.h": "engine",
     "stats_report.h": "report",
     "version.h": "report",

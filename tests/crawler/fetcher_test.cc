@@ -190,7 +190,8 @@ TEST_CASE("Fetcher: a body past spool_body_bytes waits in an unlinked file, not 
   o.spool_dir = dir + "/file/spool";
   auto refused = Fetcher::Create(o);
   REQUIRE_FALSE(refused.ok());
-  CHECK(refused.status().message().find("spool directory " + o.spool_dir) != std::string::npos);
+  CHECK(refused.status().message().find("spool directory " + o.spool_dir) !=
+        std::string::npos);
   std::filesystem::remove_all(dir);
 }
 

@@ -100,14 +100,17 @@ class DnsMessage {
     std::string q;
     PutWord(&q, id);
     PutWord(&q, 0x0100);
-    for (uint16_t w : {uint16_t{1}, uint16_t{0}, uint16_t{0}, uint16_t{0}}) PutWord(&q, w);
+    for (uint16_t w : {uint16_t{1}, uint16_t{0}, uint16_t{0}, uint16_t{0}})
+      PutWord(&q, w);
     q += EncodeName(name);
     PutWord(&q, qtype);
     PutWord(&q, 1);
     return q;
   }
 
-  static uint8_t Byte(std::string_view m, size_t at) { return static_cast<uint8_t>(m[at]); }
+  static uint8_t Byte(std::string_view m, size_t at) {
+    return static_cast<uint8_t>(m[at]);
+  }
   static uint16_t Word(std::string_view m, size_t at) {
     return static_cast<uint16_t>(Byte(m, at) << 8 | Byte(m, at + 1));
   }
@@ -141,12 +144,13 @@ class DnsMessage {
   }
   // ID from the query; QR, AA, RD as asked, RA; the question echoed.
   static std::string Header(std::string_view query, uint8_t rcode, uint16_t answers,
-                            bool authority, uint16_t questions, const std::string& question) {
+                            bool authority, uint16_t questions,
+                            const std::string& question) {
     std::string out(query.substr(0, 2));
     out.push_back(static_cast<char>(0x84 | (Byte(query, 2) & 0x01)));
     out.push_back(static_cast<char>(0x80 | rcode));
-    for (uint16_t w : {questions, answers, static_cast<uint16_t>(authority ? 1 : 0),
-                       uint16_t{0}})
+    for (uint16_t w :
+         {questions, answers, static_cast<uint16_t>(authority ? 1 : 0), uint16_t{0}})
       PutWord(&out, w);
     return out + question;
   }
@@ -165,8 +169,8 @@ class DnsMessage {
 // The server: UDP and TCP sockets on one port of 127.0.0.1.
 class DnsServer {
  public:
-  DnsServer(const Web& web, std::chrono::steady_clock::time_point start, uint32_t delay_ms,
-            const std::atomic<bool>& stop)
+  DnsServer(const Web& web, std::chrono::steady_clock::time_point start,
+            uint32_t delay_ms, const std::atomic<bool>& stop)
       : web_(web), start_(start), delay_ms_(delay_ms), stop_(stop) {}
   ~DnsServer() {
     for (int fd : {udp_, tcp_})
@@ -202,13 +206,16 @@ class DnsServer {
       if (::poll(&p, 1, 100) <= 0) continue;
       sockaddr_in from{};
       socklen_t len = sizeof(from);
-      ssize_t n = ::recvfrom(udp_, buf, sizeof(buf), 0, reinterpret_cast<sockaddr*>(&from), &len);
+      ssize_t n =
+          ::recvfrom(udp_, buf, sizeof(buf), 0, reinterpret_cast<sockaddr*>(&from), &len);
       if (n <= 0) continue;
-      std::optional<std::string> answer = DnsMessage::Answer(web_, std::string_view(buf, n), Elapsed());
+      std::optional<std::string> answer =
+          DnsMessage::Answer(web_, std::string_view(buf, n), Elapsed());
       if (!answer) continue;
       std::lock_guard<std::mutex> lock(mu_);
-      queue_.emplace(std::chrono::steady_clock::now() + std::chrono::milliseconds(delay_ms_),
-                     Pending{from, std::move(*answer)});
+      queue_.emplace(
+          std::chrono::steady_clock::now() + std::chrono::milliseconds(delay_ms_),
+          Pending{from, std::move(*answer)});
       cv_.notify_one();
     }
     cv_.notify_all();
@@ -223,7 +230,8 @@ class DnsServer {
   };
 
   double Elapsed() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_)
+        .count();
   }
   static uint16_t LocalPort(int fd) {
     sockaddr_in addr{};
@@ -247,8 +255,8 @@ class DnsServer {
       Pending p = std::move(first->second);
       queue_.erase(first);
       lock.unlock();
-      ::sendto(udp_, p.bytes.data(), p.bytes.size(), 0, reinterpret_cast<sockaddr*>(&p.to),
-               sizeof(p.to));
+      ::sendto(udp_, p.bytes.data(), p.bytes.size(), 0,
+               reinterpret_cast<sockaddr*>(&p.to), sizeof(p.to));
       lock.lock();
     }
   }
@@ -285,7 +293,8 @@ class DnsServer {
       if (!ReadFull(fd, query.data(), query.size())) break;
       std::optional<std::string> answer = DnsMessage::Answer(web_, query, Elapsed());
       if (!answer) continue;  // silent: the client times out
-      if (delay_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms_));
+      if (delay_ms_ > 0)
+        std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms_));
       std::string framed{static_cast<char>(answer->size() >> 8),
                          static_cast<char>(answer->size() & 0xff)};
       framed += *answer;

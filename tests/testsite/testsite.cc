@@ -398,7 +398,7 @@ class Server : public ServerOptions {
   std::vector<int> listen_fds_;
   const uint16_t base_;
   std::atomic<uint32_t> host0_pages_{0};
-  bool went_down_ = false;  // host 0's acceptor's
+  bool went_down_ = false;                            // host 0's acceptor's
   crawler::testsite::ConnectionThreads connections_;  // tagged by listener
 };
 

@@ -76,17 +76,27 @@ struct WebOptions {
   double site_xmin = 1, site_alpha = 1.5;  // Pareto law of site sizes
   uint32_t page_bytes = 30000;             // mean page size
   uint32_t farm_domains = 2;
-  uint32_t dead = 3;         // hosts of each dead kind (NXDOMAIN, SERVFAIL, silent)
-  double move_after_s = 0;   // > 0: MovedHost() changes address after this
+  uint32_t dead = 3;        // hosts of each dead kind (NXDOMAIN, SERVFAIL, silent)
+  double move_after_s = 0;  // > 0: MovedHost() changes address after this
 };
 
 // What a host name is.
-enum class HostKind { kNone, kNormal, kTrap, kFarm, kGone, kBroken, kSilent, kCdnA, kCdnAlias };
+enum class HostKind {
+  kNone,
+  kNormal,
+  kTrap,
+  kFarm,
+  kGone,
+  kBroken,
+  kSilent,
+  kCdnA,
+  kCdnAlias
+};
 enum Trap : uint32_t { kCalendar, kSession, kRepeat, kQuery, kSoft404, kTraps };
 
 struct HostRef {
   HostKind kind = HostKind::kNone;
-  uint32_t index = 0;  // normal, cdn: host; trap: Trap; farm: I; dead: K
+  uint32_t index = 0;   // normal, cdn: host; trap: Trap; farm: I; dead: K
   uint32_t domain = 0;  // farm: K
 };
 
@@ -109,7 +119,7 @@ struct DnsRecord {
 struct DnsAnswer {
   enum Rcode : uint8_t { kNoError = 0, kServFail = 2, kNxDomain = 3, kRefused = 5 };
   Rcode rcode = kNoError;
-  bool silent = false;  // no reply at all
+  bool silent = false;             // no reply at all
   std::vector<DnsRecord> records;  // the chain, CNAMEs first
   bool negative_soa = false;       // NXDOMAIN or no data: the zone's SOA
 };
@@ -153,18 +163,21 @@ class Web {
   // Names.
   std::string HostName(uint32_t h) const {
     const uint32_t d = DomainOf(h), j = h - domain_first_[d];
-    return (j == 0 ? "www" : "h" + std::to_string(j)) + ".d" + std::to_string(d) + ".test";
+    return (j == 0 ? "www" : "h" + std::to_string(j)) + ".d" + std::to_string(d) +
+           ".test";
   }
   static std::string TrapName(uint32_t t) {
-    static constexpr std::array<const char*, kTraps> kNames = {"calendar", "session",
-                                                               "repeat", "query", "soft404"};
+    static constexpr std::array<const char*, kTraps> kNames = {
+        "calendar", "session", "repeat", "query", "soft404"};
     return std::string("www.") + kNames[t] + ".test";
   }
   static std::string FarmName(uint32_t i, uint32_t k) {
     return "p" + std::to_string(i) + ".farm" + std::to_string(k) + ".test";
   }
   static const char* DeadWord(HostKind kind) {
-    return kind == HostKind::kGone ? "gone" : kind == HostKind::kBroken ? "broken" : "silent";
+    return kind == HostKind::kGone     ? "gone"
+           : kind == HostKind::kBroken ? "broken"
+                                       : "silent";
   }
   static std::string DeadName(HostKind kind, uint32_t k) {
     return std::string("www.") + DeadWord(kind) + std::to_string(k) + ".test";
@@ -172,7 +185,9 @@ class Web {
   std::string Origin(const std::string& name) const {
     return "http://" + name + ":" + std::to_string(o_.port);
   }
-  std::string Url(uint32_t h, uint32_t i) const { return Origin(HostName(h)) + PagePath(i); }
+  std::string Url(uint32_t h, uint32_t i) const {
+    return Origin(HostName(h)) + PagePath(i);
+  }
   static std::string PagePath(uint32_t i) {
     return i == 0 ? "/" : "/p/" + std::to_string(i) + ".html";
   }
@@ -189,7 +204,8 @@ class Web {
       std::string_view dom = rest.substr(4);
       for (uint32_t t = 0; t < kTraps; ++t)
         if (TrapName(t) == name) return {HostKind::kTrap, t, 0};
-      if (Number(dom, "d", &a) && a < domains()) return {HostKind::kNormal, domain_first_[a], a};
+      if (Number(dom, "d", &a) && a < domains())
+        return {HostKind::kNormal, domain_first_[a], a};
       for (HostKind k : {HostKind::kGone, HostKind::kBroken, HostKind::kSilent})
         if (Number(dom, DeadWord(k), &a) && a < o_.dead) return {k, a, 0};
       return r;
@@ -202,7 +218,8 @@ class Web {
       return {HostKind::kNormal, domain_first_[b] + a, b};
     if (Number(first, "p", &a) && Number(dom, "farm", &b) && b < o_.farm_domains)
       return {HostKind::kFarm, a, b};
-    if (dom == "cdn" && Number(first, "e", &a) && a < o_.hosts && (a % 10 == 3 || a % 10 == 7))
+    if (dom == "cdn" && Number(first, "e", &a) && a < o_.hosts &&
+        (a % 10 == 3 || a % 10 == 7))
       return {HostKind::kCdnA, a, 0};
     if (dom == "cdn" && Number(first, "g", &a) && a < o_.hosts && a % 10 == 7)
       return {HostKind::kCdnAlias, a, 0};
@@ -219,7 +236,8 @@ class Web {
   }
   // The address index of `ip`, or -1 for none of ours.
   int64_t AddressIndex(uint32_t ip) const {
-    if ((ip >> 16) != ((127u << 8) | 1u) || (ip & 255) == 0 || (ip & 255) > 250) return -1;
+    if ((ip >> 16) != ((127u << 8) | 1u) || (ip & 255) == 0 || (ip & 255) > 250)
+      return -1;
     const uint32_t a = ((ip >> 8) & 255) * 250 + (ip & 255) - 1;
     return a < o_.addresses ? a : -1;
   }
@@ -241,7 +259,9 @@ class Web {
       case HostKind::kTrap:
         return ZipfAddress(Rng{Mix(0x7a, ref.index)});
       case HostKind::kFarm:
-        return o_.addresses - 1 - static_cast<uint32_t>(Mix(0xfa, ref.index) % std::min<uint32_t>(3, o_.addresses));
+        return o_.addresses - 1 -
+               static_cast<uint32_t>(Mix(0xfa, ref.index) %
+                                     std::min<uint32_t>(3, o_.addresses));
       default:
         return 0;
     }
@@ -255,8 +275,8 @@ class Web {
   DnsAnswer Resolve(std::string_view name, uint16_t qtype, double elapsed_s) const {
     DnsAnswer ans;
     const std::string_view kTld = ".test";
-    if (name != "test" && (name.size() <= kTld.size() ||
-                           name.substr(name.size() - kTld.size()) != kTld)) {
+    if (name != "test" &&
+        (name.size() <= kTld.size() || name.substr(name.size() - kTld.size()) != kTld)) {
       ans.rcode = DnsAnswer::kRefused;  // not our zone
       return ans;
     }
@@ -287,12 +307,15 @@ class Web {
       at = ans.records.back().target;
     }
     if ((ref.kind == HostKind::kNormal && h % 10 == 3) ||
-        (ref.kind == HostKind::kNormal && h % 10 == 7) || ref.kind == HostKind::kCdnAlias) {
+        (ref.kind == HostKind::kNormal && h % 10 == 7) ||
+        ref.kind == HostKind::kCdnAlias) {
       ans.records.push_back({at, 5, ttl, 0, "e" + std::to_string(h) + ".cdn.test"});
       at = ans.records.back().target;
     }
-    if (qtype == 1) ans.records.push_back({at, 1, ttl, AddressIp(AddressOf(ref, elapsed_s)), ""});
-    else ans.negative_soa = true;  // no data of that type (AAAA, ...)
+    if (qtype == 1)
+      ans.records.push_back({at, 1, ttl, AddressIp(AddressOf(ref, elapsed_s)), ""});
+    else
+      ans.negative_soa = true;  // no data of that type (AAAA, ...)
     return ans;
   }
 
@@ -300,7 +323,8 @@ class Web {
   uint32_t Pages(uint32_t h) const {
     Rng rng{Mix(0x5e, h)};
     double n = std::floor(o_.site_xmin * std::pow(1 - Unit(rng), -1 / o_.site_alpha));
-    return static_cast<uint32_t>(std::clamp(n, 1.0, double(std::max<uint32_t>(o_.max_site_pages, 1))));
+    return static_cast<uint32_t>(
+        std::clamp(n, 1.0, double(std::max<uint32_t>(o_.max_site_pages, 1))));
   }
   uint64_t TotalPages() const {
     uint64_t n = 0;
@@ -328,11 +352,13 @@ class Web {
       for (uint32_t t = 0; t <= kTraps; ++t)
         for (uint32_t w = 0; w < 2; ++w)
           if (Linker(t, w) == h)
-            out.push_back(t < kTraps ? Origin(TrapName(t)) + "/" : Origin(FarmName(h, 0)) + "/");
+            out.push_back(t < kTraps ? Origin(TrapName(t)) + "/"
+                                     : Origin(FarmName(h, 0)) + "/");
       for (uint32_t k = 0; k < o_.dead; ++k) {
         HostKind kinds[] = {HostKind::kGone, HostKind::kBroken, HostKind::kSilent};
         for (uint32_t d = 0; d < 3; ++d)
-          if (Linker(kTraps + 1 + 3 * k + d, 0) == h) out.push_back(Origin(DeadName(kinds[d], k)) + "/");
+          if (Linker(kTraps + 1 + 3 * k + d, 0) == h)
+            out.push_back(Origin(DeadName(kinds[d], k)) + "/");
       }
     }
     return out;
@@ -426,11 +452,10 @@ class Web {
 
   static void Filler(Rng& rng, size_t bytes, std::string* out) {
     static constexpr std::array<std::string_view, 32> kWords = {
-        "the",     "crawler", "archive", "web",     "page",    "link",   "host",
-        "address", "domain",  "shared",  "server",  "request", "answer", "record",
-        "time",    "memory",  "queue",   "polite",  "budget",  "trap",   "spam",
-        "farm",    "of",      "and",     "to",      "in",      "is",     "on",
-        "a",       "with",    "for",     "each"};
+        "the",    "crawler", "archive", "web",     "page",   "link",   "host", "address",
+        "domain", "shared",  "server",  "request", "answer", "record", "time", "memory",
+        "queue",  "polite",  "budget",  "trap",    "spam",   "farm",   "of",   "and",
+        "to",     "in",      "is",      "on",      "a",      "with",   "for",  "each"};
     out->append("<p>");
     const size_t end = out->size() + bytes;
     while (out->size() < end) {
@@ -443,9 +468,9 @@ class Web {
   WebPage NormalPage(uint32_t h, std::string_view path) const {
     WebPage p;
     uint32_t i = 0;
-    if (path != "/" && !(path.size() > 8 && path.substr(path.size() - 5) == ".html" &&
-                         Number(path.substr(0, path.size() - 5), "/p/", &i) && i > 0 &&
-                         i < Pages(h))) {
+    if (path != "/" &&
+        !(path.size() > 8 && path.substr(path.size() - 5) == ".html" &&
+          Number(path.substr(0, path.size() - 5), "/p/", &i) && i > 0 && i < Pages(h))) {
       p.status = 404;
       p.body = "<html><body>not found</body></html>";
       return p;
@@ -470,7 +495,8 @@ class Web {
     return x;
   }
 
-  static WebPage LinksPage(const std::string& title, const std::vector<std::string>& hrefs) {
+  static WebPage LinksPage(const std::string& title,
+                           const std::vector<std::string>& hrefs) {
     WebPage p;
     p.body = "<html><head><title>" + title + "</title></head><body>\n";
     for (const std::string& href : hrefs) p.body += "<a href=\"" + href + "\">more</a>\n";
@@ -480,7 +506,8 @@ class Web {
 
   WebPage TrapPage(uint32_t t, std::string_view target) const {
     const std::string_view path = target.substr(0, target.find('?'));
-    const std::string query(target.size() > path.size() ? target.substr(path.size() + 1) : "");
+    const std::string query(target.size() > path.size() ? target.substr(path.size() + 1)
+                                                        : "");
     const uint64_t hash = Fnv(target);
     uint32_t y = 0, m = 0, n = 0;
     switch (t) {
@@ -490,15 +517,18 @@ class Web {
             m <= 12 && path == "/cal/" + std::to_string(y) + "/" + std::to_string(m)) {
           const uint32_t ny = m == 12 ? y + 1 : y, nm = m == 12 ? 1 : m + 1;
           const uint32_t py = m == 1 ? y - 1 : y, pm = m == 1 ? 12 : m - 1;
-          return LinksPage("calendar", {"/cal/" + std::to_string(ny) + "/" + std::to_string(nm),
-                                        "/cal/" + std::to_string(py) + "/" + std::to_string(pm),
-                                        "/cal/" + std::to_string(y + 1) + "/" + std::to_string(m)});
+          return LinksPage("calendar",
+                           {"/cal/" + std::to_string(ny) + "/" + std::to_string(nm),
+                            "/cal/" + std::to_string(py) + "/" + std::to_string(pm),
+                            "/cal/" + std::to_string(y + 1) + "/" + std::to_string(m)});
         }
         break;
       case kSession:
         if (path == "/" || (Number(path, "/s/", &n) && n < 20))
-          return LinksPage("session", {"/s/" + std::to_string((n + 1) % 20) + "?sid=" + std::to_string(hash % 1000000007),
-                                       "/s/" + std::to_string((n + 7) % 20) + "?sid=" + std::to_string(hash % 998244353)});
+          return LinksPage("session", {"/s/" + std::to_string((n + 1) % 20) +
+                                           "?sid=" + std::to_string(hash % 1000000007),
+                                       "/s/" + std::to_string((n + 7) % 20) +
+                                           "?sid=" + std::to_string(hash % 998244353)});
         break;
       case kRepeat: {
         // "/" or "/a/", "/a/b/", "/a/b/a/", ...: one more segment each.
@@ -510,12 +540,16 @@ class Web {
       }
       case kQuery:
         if (path == "/" || path == "/q") {
-          const uint32_t k = query.empty() ? 0 : 1 + static_cast<uint32_t>(std::count(query.begin(), query.end(), '&'));
-          return LinksPage("query", {"/q?" + query + (query.empty() ? "" : "&") + "k" + std::to_string(k) + "=v" + std::to_string(k)});
+          const uint32_t k = query.empty() ? 0
+                                           : 1 + static_cast<uint32_t>(std::count(
+                                                     query.begin(), query.end(), '&'));
+          return LinksPage("query", {"/q?" + query + (query.empty() ? "" : "&") + "k" +
+                                     std::to_string(k) + "=v" + std::to_string(k)});
         }
         break;
       case kSoft404:
-        return LinksPage("soft 404", {"/x" + std::to_string(hash % 1000003), "/y" + std::to_string(hash % 999983),
+        return LinksPage("soft 404", {"/x" + std::to_string(hash % 1000003),
+                                      "/y" + std::to_string(hash % 999983),
                                       "/z" + std::to_string(hash % 999979)});
       default:
         break;
@@ -531,9 +565,12 @@ class Web {
     std::vector<std::string> hrefs;
     Rng rng{hash};
     for (int k = 0; k < 5; ++k)
-      hrefs.push_back(Origin(FarmName(static_cast<uint32_t>(rng.Next() % 1000000000),
-                                      static_cast<uint32_t>(rng.Below(o_.farm_domains)))) + "/");
-    for (int k = 0; k < 3; ++k) hrefs.push_back("/w" + std::to_string(rng.Next() % 1000000007));
+      hrefs.push_back(
+          Origin(FarmName(static_cast<uint32_t>(rng.Next() % 1000000000),
+                          static_cast<uint32_t>(rng.Below(o_.farm_domains)))) +
+          "/");
+    for (int k = 0; k < 3; ++k)
+      hrefs.push_back("/w" + std::to_string(rng.Next() % 1000000007));
     return LinksPage("cheap pills", hrefs);
   }
 

@@ -170,7 +170,8 @@ class WebServer {
   }
 
   double Elapsed() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_)
+        .count();
   }
 
   void Log(uint64_t start, uint64_t reply, uint64_t end, const std::string& authority,
@@ -209,23 +210,25 @@ void Describe(const Web& web) {
     std::sort(v.begin(), v.end());
     return v;
   };
-  const std::vector<uint32_t> a = sorted(per_address), s = sorted(sizes), d = sorted(in_degree);
+  const std::vector<uint32_t> a = sorted(per_address), s = sorted(sizes),
+                              d = sorted(in_degree);
   const auto ones = std::count(a.begin(), a.end(), 1u);
-  std::printf("hosts %u in %u registered domains, %" PRIu64 " pages\n", o.hosts, web.domains(),
-              pages);
+  std::printf("hosts %u in %u registered domains, %" PRIu64 " pages\n", o.hosts,
+              web.domains(), pages);
   std::printf("addresses %u: hosts per address median %u, max %u; %ld carry one host\n",
               o.addresses, a[a.size() / 2], a.back(), static_cast<long>(ones));
   std::printf("site size: median %u, p99 %u, max %u pages\n", s[s.size() / 2],
               s[s.size() * 99 / 100], s.back());
-  std::printf("in-degree from other roots (3 links each): median %u, max %u\n", d[d.size() / 2],
-              d.back());
+  std::printf("in-degree from other roots (3 links each): median %u, max %u\n",
+              d[d.size() / 2], d.back());
   std::printf("root page bytes (every 97th host): mean %" PRIu64 "\n",
               sampled > 0 ? page_bytes / sampled : 0);
 }
 
 int PrintWeb(const Web& web, bool truth, bool seeds, bool resolve) {
   if (web.options().port == 0) {
-    std::fprintf(stderr, "crawler-testsite: --truth, --seeds and --resolve need --port\n");
+    std::fprintf(stderr,
+                 "crawler-testsite: --truth, --seeds and --resolve need --port\n");
     return 2;
   }
   if (truth) {
@@ -272,10 +275,12 @@ int WebMain(int argc, char** argv) {
   app.add_option("--page-bytes", o.page_bytes, "mean page size");
   app.add_option("--max-site-pages", o.max_site_pages, "largest site");
   app.add_option("--site-xmin", o.site_xmin, "Pareto law of site sizes: scale");
-  app.add_option("--site-alpha", o.site_alpha, "... and exponent")->check(CLI::Range(1.01, 10.0));
+  app.add_option("--site-alpha", o.site_alpha, "... and exponent")
+      ->check(CLI::Range(1.01, 10.0));
   app.add_option("--farm-domains", o.farm_domains, "registered domains of the spam farm")
       ->check(CLI::Range(1u, 1000u));
-  app.add_option("--dead", o.dead, "hosts of each dead kind (NXDOMAIN, SERVFAIL, silent)");
+  app.add_option("--dead", o.dead,
+                 "hosts of each dead kind (NXDOMAIN, SERVFAIL, silent)");
   app.add_option("--move-after-s", o.move_after_s, "host 1 changes address after this");
   app.add_flag("--truth", truth, "print the URLs a correct crawl fetches, and exit");
   app.add_flag("--seeds", seeds, "print every normal host's root URL, and exit");
@@ -292,7 +297,8 @@ int WebMain(int argc, char** argv) {
   RaiseFileLimit();
   std::FILE* log = nullptr;
   if (!log_path.empty() && (log = std::fopen(log_path.c_str(), "w")) == nullptr) {
-    std::fprintf(stderr, "crawler-testsite: %s: %s\n", log_path.c_str(), std::strerror(errno));
+    std::fprintf(stderr, "crawler-testsite: %s: %s\n", log_path.c_str(),
+                 std::strerror(errno));
     return 2;
   }
   std::vector<int> fds = ListenAll(Web(o), &o.port);

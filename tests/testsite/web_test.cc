@@ -38,14 +38,16 @@ uint32_t Median(std::vector<uint32_t> v) {
   return v[v.size() / 2];
 }
 
-TEST_CASE("Synthetic internet: the model is deterministic and heavy-tailed", "[testsite][web]") {
+TEST_CASE("Synthetic internet: the model is deterministic and heavy-tailed",
+          "[testsite][web]") {
   WebOptions o;
   o.port = 8080;
   const Web a(o), b(o);
   o.seed = 2;
   const Web other(o);
   uint32_t differ = 0;
-  std::vector<uint32_t> sizes, per_address(a.options().addresses), in_degree(a.options().hosts);
+  std::vector<uint32_t> sizes, per_address(a.options().addresses),
+      in_degree(a.options().hosts);
   for (uint32_t h = 0; h < a.options().hosts; ++h) {
     REQUIRE(a.Pages(h) == b.Pages(h));
     REQUIRE(a.HostAddress(h) == b.HostAddress(h));
@@ -65,8 +67,10 @@ TEST_CASE("Synthetic internet: the model is deterministic and heavy-tailed", "[t
   const uint32_t max_size = *std::max_element(sizes.begin(), sizes.end());
   CHECK(Median(sizes) <= 2);
   CHECK(max_size >= 50);
-  CHECK(*std::max_element(in_degree.begin(), in_degree.end()) >= 100 * (Median(in_degree) + 1));
-  CHECK(*std::max_element(per_address.begin(), per_address.end()) >= 10 * Median(per_address));
+  CHECK(*std::max_element(in_degree.begin(), in_degree.end()) >=
+        100 * (Median(in_degree) + 1));
+  CHECK(*std::max_element(per_address.begin(), per_address.end()) >=
+        10 * Median(per_address));
   CHECK(*std::min_element(per_address.begin(), per_address.end()) >= 1);
   // Pages: a tree from "/", ~30 KB of text on average.
   uint64_t bytes = 0, pages = 0;
@@ -77,7 +81,8 @@ TEST_CASE("Synthetic internet: the model is deterministic and heavy-tailed", "[t
       bytes += p.body.size();
       ++pages;
       if (2 * i + 1 < a.Pages(h))
-        REQUIRE(p.body.find("href=\"" + Web::PagePath(2 * i + 1) + "\"") != std::string::npos);
+        REQUIRE(p.body.find("href=\"" + Web::PagePath(2 * i + 1) + "\"") !=
+                std::string::npos);
     }
     CHECK(a.Serve({HostKind::kNormal, h, 0}, Web::PagePath(a.Pages(h))).status == 404);
   }
@@ -108,7 +113,8 @@ TEST_CASE("Synthetic internet: traps and the spam farm never end", "[testsite][w
     for (int step = 0; step < 200; ++step) {
       REQUIRE(seen.insert(target).second);
       std::string href = links_of(ref, target).at(0);
-      if (href[0] != '/') href = target.substr(0, target.rfind('/') + 1) + href;  // relative
+      if (href[0] != '/')
+        href = target.substr(0, target.rfind('/') + 1) + href;  // relative
       target = href;
     }
     INFO(Web::TrapName(t) << " after 200 steps: " << target);
@@ -136,9 +142,10 @@ TEST_CASE("Synthetic internet: traps and the spam farm never end", "[testsite][w
   std::string roots;
   for (uint32_t h = 0; h < o.hosts; ++h)
     for (const std::string& url : web.Links(h, 0)) roots += url + "\n";
-  for (const std::string name : {"www.calendar.test", "www.session.test", "www.repeat.test",
-                                 "www.query.test", "www.soft404.test", ".farm0.test",
-                                 "www.gone0.test", "www.broken0.test", "www.silent0.test"})
+  for (const std::string name :
+       {"www.calendar.test", "www.session.test", "www.repeat.test", "www.query.test",
+        "www.soft404.test", ".farm0.test", "www.gone0.test", "www.broken0.test",
+        "www.silent0.test"})
     CHECK(roots.find(name) != std::string::npos);
 }
 
@@ -152,7 +159,10 @@ std::optional<std::string> Ask(unsigned port, const std::string& query, bool tcp
   to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   to.sin_port = htons(static_cast<uint16_t>(port));
   std::string sent = query;
-  if (tcp) sent = std::string{static_cast<char>(query.size() >> 8), static_cast<char>(query.size() & 255)} + query;
+  if (tcp)
+    sent = std::string{static_cast<char>(query.size() >> 8),
+                       static_cast<char>(query.size() & 255)} +
+           query;
   if (::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)) != 0 ||
       ::send(fd, sent.data(), sent.size(), 0) != static_cast<ssize_t>(sent.size())) {
     ::close(fd);
@@ -186,7 +196,8 @@ Reply Read(const std::string& m) {
   Reply r;
   REQUIRE(m.size() >= 12);
   r.rcode = DnsMessage::Byte(m, 3) & 15;
-  const uint16_t qd = DnsMessage::Word(m, 4), an = DnsMessage::Word(m, 6), ns = DnsMessage::Word(m, 8);
+  const uint16_t qd = DnsMessage::Word(m, 4), an = DnsMessage::Word(m, 6),
+                 ns = DnsMessage::Word(m, 8);
   size_t at = 12;
   std::string name;
   for (uint16_t k = 0; k < qd; ++k) {
@@ -214,7 +225,8 @@ Reply Read(const std::string& m) {
 TEST_CASE("Synthetic internet DNS: A, CNAME chains, NXDOMAIN, SERVFAIL, silence, a move",
           "[testsite][web]") {
   std::string dir = TempDir("web-dns");
-  TestSite site("--web --hosts 200 --addresses 20 --move-after-s 1", dir + "/requests.log");
+  TestSite site("--web --hosts 200 --addresses 20 --move-after-s 1",
+                dir + "/requests.log");
   REQUIRE(site.dns_port() != 0);
   WebOptions o;
   o.hosts = 200;
@@ -223,7 +235,8 @@ TEST_CASE("Synthetic internet DNS: A, CNAME chains, NXDOMAIN, SERVFAIL, silence,
   o.move_after_s = 1;
   const Web web(o);
   auto ask = [&](const std::string& name, uint16_t type, bool tcp) {
-    std::optional<std::string> m = Ask(site.dns_port(), DnsMessage::Query(0x4242, name, type), tcp);
+    std::optional<std::string> m =
+        Ask(site.dns_port(), DnsMessage::Query(0x4242, name, type), tcp);
     REQUIRE(m.has_value());
     REQUIRE(DnsMessage::Word(*m, 0) == 0x4242);
     return Read(*m);
@@ -233,7 +246,8 @@ TEST_CASE("Synthetic internet DNS: A, CNAME chains, NXDOMAIN, SERVFAIL, silence,
     for (uint32_t h : {0u, 3u, 7u, 150u}) {
       const Reply r = ask(web.HostName(h), 1, tcp);
       CHECK(r.rcode == 0);
-      CHECK(r.addresses == std::vector<std::string>{Web::IpText(Web::AddressIp(web.HostAddress(h)))});
+      CHECK(r.addresses ==
+            std::vector<std::string>{Web::IpText(Web::AddressIp(web.HostAddress(h)))});
       CHECK(r.aliases.size() == (h % 10 == 3 ? 1u : h % 10 == 7 ? 2u : 0u));
       CHECK(r.ttl == web.Ttl(h));
     }
@@ -244,7 +258,8 @@ TEST_CASE("Synthetic internet DNS: A, CNAME chains, NXDOMAIN, SERVFAIL, silence,
     CHECK(ask("www.broken0.test", 1, tcp).rcode == 2);
     CHECK(ask("www.example.com", 1, tcp).rcode == 5);
     CHECK(ask("WWW.Calendar.TEST", 1, tcp).addresses.size() == 1);
-    CHECK_FALSE(Ask(site.dns_port(), DnsMessage::Query(1, "www.silent0.test", 1), tcp, 300));
+    CHECK_FALSE(
+        Ask(site.dns_port(), DnsMessage::Query(1, "www.silent0.test", 1), tcp, 300));
   }
   // Host 1 moves after a second: a new address, the old one refuses it.
   const std::string before = ask(web.HostName(1), 1, false).addresses.at(0);
@@ -282,11 +297,12 @@ TEST_CASE("Synthetic internet crawl: every page of every host once, at its own a
     }
     config << "]\n";
   }
-  testing::CommandResult r = engine::testsite_crawl::Crawl(
-      dir + "/seeds.txt", dir + "/out",
-      "--config " + dir + "/web.toml --set frontier.min_delay_s=0 "
-      "--set frontier.max_connections_per_host=4 " +
-          std::string(engine::testsite_crawl::kExactDedup));
+  testing::CommandResult r =
+      engine::testsite_crawl::Crawl(dir + "/seeds.txt", dir + "/out",
+                                    "--config " + dir +
+                                        "/web.toml --set frontier.min_delay_s=0 "
+                                        "--set frontier.max_connections_per_host=4 " +
+                                        std::string(engine::testsite_crawl::kExactDedup));
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   site.Stop();
@@ -302,13 +318,15 @@ TEST_CASE("Synthetic internet crawl: every page of every host once, at its own a
   size_t wrong_address = 0, not_ok = 0;
   for (const ServedRequest& q : site.Requests()) {
     if (q.target != "/robots.txt") ++served[q.Url()];
-    if (address_of.count(q.authority) == 0 || address_of[q.authority] != q.local) ++wrong_address;
+    if (address_of.count(q.authority) == 0 || address_of[q.authority] != q.local)
+      ++wrong_address;
     if (q.status != 200 && q.target != "/robots.txt") ++not_ok;
   }
   CHECK(wrong_address == 0);
   CHECK(not_ok == 0);
   CHECK(served.size() == truth.size());
-  CHECK(std::all_of(served.begin(), served.end(), [](const auto& s) { return s.second == 1; }));
+  CHECK(std::all_of(served.begin(), served.end(),
+                    [](const auto& s) { return s.second == 1; }));
   std::filesystem::remove_all(dir);
 }
 

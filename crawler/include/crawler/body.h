@@ -61,8 +61,8 @@ class Body {
   std::string ram_;
   uint64_t spool_bytes_ = 0;
   std::string spool_dir_;
-  int fd_ = -1;        // the spool file, once past spool_bytes_
-  size_t size_ = 0;    // bytes in it
+  int fd_ = -1;          // the spool file, once past spool_bytes_
+  size_t size_ = 0;      // bytes in it
   void* map_ = nullptr;  // its mapping, after Finish (null for an empty file)
   std::string error_;
 };

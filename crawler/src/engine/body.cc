@@ -60,7 +60,8 @@ bool Body::Append(const char* data, size_t n) {
     ssize_t w = ::write(fd_, data + done, n - done);
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) {
-      error_ = "spool file in " + spool_dir_ + ": " + std::strerror(w < 0 ? errno : ENOSPC);
+      error_ =
+          "spool file in " + spool_dir_ + ": " + std::strerror(w < 0 ? errno : ENOSPC);
       return false;
     }
     done += static_cast<size_t>(w);

@@ -151,7 +151,8 @@ struct Fetcher::Impl {
     for (const std::string& entry : o.resolve) {
       const size_t colon = entry.find(':'), second = entry.find(':', colon + 1);
       const bool indexed = !entry.empty() && entry[0] != '+' && entry[0] != '-' &&
-                           entry[0] != '*' && entry[0] != '[' && second != std::string::npos;
+                           entry[0] != '*' && entry[0] != '[' &&
+                           second != std::string::npos;
       if (!indexed) {
         resolve_any = curl_slist_append(resolve_any, entry.c_str());
         continue;
@@ -166,7 +167,8 @@ struct Fetcher::Impl {
         connect_to_by_authority[key] =
             curl_slist_append(connect_to_by_authority[key], connect.c_str());
       } else {
-        resolve_by_authority[key] = curl_slist_append(resolve_by_authority[key], entry.c_str());
+        resolve_by_authority[key] =
+            curl_slist_append(resolve_by_authority[key], entry.c_str());
       }
     }
   }
@@ -182,7 +184,8 @@ struct Fetcher::Impl {
     if (start == std::string::npos) return {nullptr, resolve_any};
     std::string_view rest = std::string_view(url).substr(start + 3);
     rest = rest.substr(0, rest.find_first_of("/?#"));
-    rest = rest.substr(rest.rfind('@') == std::string_view::npos ? 0 : rest.rfind('@') + 1);
+    rest =
+        rest.substr(rest.rfind('@') == std::string_view::npos ? 0 : rest.rfind('@') + 1);
     std::string key = LowerAscii(rest);
     if (key.find(':') == std::string::npos)
       key += ascii::StartsWithIgnoreCase(url, "https:") ? ":443" : ":80";
@@ -361,7 +364,8 @@ void Fetcher::Add(const std::string& url, const std::vector<std::string>& header
                    1L);  // needed for the debug callback (request head)
   curl_easy_setopt(e, CURLOPT_PRIVATE, t.get());
   const Impl::Route route = impl_->RouteFor(url);
-  if (route.connect_to != nullptr) curl_easy_setopt(e, CURLOPT_CONNECT_TO, route.connect_to);
+  if (route.connect_to != nullptr)
+    curl_easy_setopt(e, CURLOPT_CONNECT_TO, route.connect_to);
   if (route.resolve != nullptr) curl_easy_setopt(e, CURLOPT_RESOLVE, route.resolve);
   // The same trust for an https:// proxy's own certificate (libcurl keeps
   // separate settings for it: a proxy with a private CA failed before).
