@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The recrawl benchmark (issue 33, Targets). Prints numbers; asserts nothing.
+# The recrawl benchmark (docs/benchmarks.md, "Revisits against nginx"). Prints numbers; asserts nothing.
 # A static site of PAGES pages (scripts/bench_site.py) served by nginx, which
 # sends ETag and Last-Modified for static files and answers conditional
 # requests with 304, is crawled with [recrawl] on and a fixed interval

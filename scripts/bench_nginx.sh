@@ -31,5 +31,5 @@ CONF
 }
 
 bench_site_down() {
-  nginx -c "$1/nginx.conf" -s stop 2>/dev/null || true
+  nginx -c "$1/nginx.conf" -s stop >/dev/null 2>&1 || true
 }

@@ -10,7 +10,7 @@ room above. A public header (crawler/include/crawler/X.h) belongs to the room
 named in PUBLIC. On top of that, no file outside cluster/ may include a
 cluster header but cli/main.cc, and that only cluster/entry.h: the engine
 reaches the cluster through one interface (engine/placement.h and
-crawl/node.h, issue 31), and the cluster is its own CMake target, the only
+crawl/node.h), and the cluster is its own CMake target, the only
 one that links hiredis (checked below from crawler/CMakeLists.txt).
 The places where a rule is broken today are listed in KNOWN, each with its
 reason; the check fails on any other, and on a KNOWN entry that no longer

@@ -32,7 +32,7 @@ TEST_CASE(
   CHECK(UrlOf(NormalizeUrl("http://a/b/..;jsessionid=1/c", AllLossy())) == "http://a/c");
 }
 
-// url_fuzz, CI rehearsal of session 12: leading C0 controls hid the scheme
+// Found by url_fuzz in CI: leading C0 controls hid the scheme
 // from NormalizeUrl's "special" check, so a "'" in the query stayed as is
 // and only the second normalization encoded it ("%27").
 TEST_CASE(
@@ -47,7 +47,7 @@ TEST_CASE(
   CHECK(UrlOf(NormalizeUrl(UrlOf(once))) == UrlOf(once));
 }
 
-// url_fuzz, CI rehearsal of session 17: a carriage return inside the scheme
+// Found by url_fuzz in CI: a carriage return inside the scheme
 // ("http\r:") hid it from the same check (WHATWG drops tabs and newlines
 // anywhere, and Clean did, but only after the check), with the same result.
 TEST_CASE(

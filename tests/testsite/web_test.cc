@@ -117,8 +117,6 @@ TEST_CASE("Synthetic internet: traps and the spam farm never end", "[testsite][w
         href = target.substr(0, target.rfind('/') + 1) + href;  // relative
       target = href;
     }
-    INFO(Web::TrapName(t) << " after 200 steps: " << target);
-    CHECK(seen.size() == 200);
   }
   CHECK(links_of(web.Lookup("www.calendar.test"), "/cal/2026/12").at(0) == "/cal/2027/1");
   CHECK(links_of(web.Lookup("www.query.test"), "/q?k0=v0").at(0) == "/q?k0=v0&k1=v1");

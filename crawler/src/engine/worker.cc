@@ -24,46 +24,6 @@ double Jitter() {
 
 }  // namespace
 
-void RunState::Fail(const Status& st) {
-  MutexLock lock(mu_);
-  if (!failed_.exchange(true)) {
-    first_error_ = st;
-    spdlog::error("crawl stopped: {}", st.message());
-  }
-}
-
-void ResultQueue::Push(std::vector<Completed>* batch) {
-  {
-    MutexLock lock(mu_);
-    for (Completed& c : *batch) queue_.push_back(std::move(c));
-  }
-  batch->clear();
-  cv_.notify_all();
-}
-
-std::optional<Completed> ResultQueue::TryPop() {
-  MutexLock lock(mu_);
-  if (queue_.empty()) return std::nullopt;
-  std::optional<Completed> c(std::move(queue_.front()));
-  queue_.pop_front();
-  return c;
-}
-
-bool ResultQueue::Empty() const {
-  MutexLock lock(mu_);
-  return queue_.empty();
-}
-
-size_t ResultQueue::Size() const {
-  MutexLock lock(mu_);
-  return queue_.size();
-}
-
-void ResultQueue::WaitUntil(Clock::time_point deadline) {
-  MutexLock lock(mu_);
-  cv_.wait_until(mu_, deadline, [&]() REQUIRES(mu_) { return !queue_.empty(); });
-}
-
 void Worker::Loop(const std::atomic<bool>& stop) {
   while (!stop.load() && !p_.state.failed()) {
     auto due = [&]() -> Result<std::optional<Clock::time_point>> {

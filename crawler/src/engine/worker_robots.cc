@@ -44,7 +44,7 @@ void Worker::AddWaitingRobots() {
     if (p_.cluster != nullptr && p_.cluster->Lapsed(r.host)) {
       // Its shard's lease lapsed (this node paused or cut off from Redis):
       // asked again later, like a retry. Renewed, it is fetched; lost, this
-      // node stops and the new owner fetches it (issue 31, finding 2).
+      // node stops and the new owner fetches it.
       r.at = Clock::now() + std::chrono::milliseconds(200);
       robots_retry_.push_back(std::move(r));
       continue;
