@@ -10,14 +10,15 @@
 #   bash scripts/bench-web.sh [SECONDS]     (0, the default: to the end)
 #   env: HOSTS=100000 ADDRESSES=5000 ZIPF=1.1 XMIN=4 ALPHA=1.25 PAGE_BYTES=30000
 #        PER_HOST=4 DELAY=0 INTERVAL=10 CRAWLER_BIN=build/crawler/crawler
+#        DNS_DELAY=0 (ms the site's DNS waits before each answer)
+#        DNS=0 (no lookups: every host given by fetch.resolve instead)
 #        MALLOC=jemalloc|mimalloc (LD_PRELOAD'd; scripts/malloc-preload.sh)
 #        KEEP=1 (keep the work directory: OUT, the request log, the samples)
 #
-# The crawler has no DNS of its own yet: every normal host is given to it
-# by fetch.resolve, and the default scope (the seeds' hosts: every normal
-# root) keeps the traps, the farm and the dead hosts out, so no name is
-# looked up anywhere. Politeness is per host only (DELAY s, PER_HOST
-# connections).
+# Every name is looked up in the site's DNS (fetch.dns_servers), and the
+# default scope (the seeds' hosts: every normal root) keeps the traps, the
+# farm and the dead hosts out. Politeness is per host only (DELAY s,
+# PER_HOST connections).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-0}
@@ -33,13 +34,19 @@ trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; [ -n "${KEE
 source scripts/malloc-preload.sh
 
 "$site" "${shape[@]}" --describe
-"$site" "${shape[@]}" --port 0 --log "$work/requests.log" > "$work/site.out" &
+"$site" "${shape[@]}" --port 0 --log "$work/requests.log" \
+  --dns-delay-ms "${DNS_DELAY:-0}" > "$work/site.out" &
 for _ in $(seq 300); do [ -s "$work/site.out" ] && break; sleep 0.1; done
 port=$(awk '{print $2}' "$work/site.out")
 "$site" "${shape[@]}" --port "$port" --seeds > "$work/seeds.txt"
 "$site" "${shape[@]}" --port "$port" --truth > "$work/truth.txt"
-"$site" "${shape[@]}" --port "$port" --resolve |
-  sed 's/.*/"&",/' | tr -d '\n' | sed 's/^/resolve = [/; s/$/]\n/' > "$work/resolve.toml"
+if [ "${DNS:-1}" = 0 ]; then
+  "$site" "${shape[@]}" --port "$port" --resolve |
+    sed 's/.*/"&",/' | tr -d '\n' | sed 's/^/resolve = [/; s/$/]\n/' > "$work/resolve.toml"
+else
+  dns=$(awk '{print $4}' "$work/site.out" | sed 's/^web://')
+  echo "dns_servers = [\"127.0.0.1:$dns\"]" > "$work/resolve.toml"
+fi
 awk -v file="$work/resolve.toml" '/^resolve = / { while ((getline l < file) > 0) print l; next } 1' \
   configs/default.toml > "$work/config.toml"
 
@@ -49,7 +56,8 @@ LD_PRELOAD=$preload "$bin" crawl --seeds "$work/seeds.txt" --config "$work/confi
   --set "crawl.max_duration_s=$seconds" > "$work/crawl.out" 2>&1 &
 pid=$!
 echo "crawling: $(wc -l < "$work/seeds.txt") seeds, $(wc -l < "$work/truth.txt") pages in the truth," \
-  "malloc=${MALLOC:-linked}, per host: ${PER_HOST:-4} connections, ${DELAY:-0} s apart"
+  "malloc=${MALLOC:-linked}, per host: ${PER_HOST:-4} connections, ${DELAY:-0} s apart," \
+  "DNS: $([ "${DNS:-1}" = 0 ] && echo "none (fetch.resolve)" || echo "the site's, ${DNS_DELAY:-0} ms")"
 start=$(date +%s.%N)
 while kill -0 "$pid" 2>/dev/null; do
   sleep "$interval"
@@ -58,15 +66,18 @@ while kill -0 "$pid" 2>/dev/null; do
   python3 - "$work/out/stats.json" "$rss" "$start" >> "$work/samples.jsonl" <<'EOF'
 import json, sys, time
 try:
-    f = json.load(open(sys.argv[1]))["frontier"]
+    stats = json.load(open(sys.argv[1]))
+    f, d = stats["frontier"], stats.get("dns", {})
 except Exception:
-    f = {}
+    f, d = {}, {}
 active = sum(f.get(k, 0) for k in ("hosts_ready", "hosts_waiting_politeness",
                                    "hosts_waiting_robots", "hosts_backing_off"))
 print(json.dumps({"t": time.time() - float(sys.argv[3]), "rss_mb": int(sys.argv[2]),
                   "queued_memory": f.get("queued_memory", 0),
                   "queued_disk": f.get("queued_disk", 0),
-                  "hosts": f.get("hosts", 0), "hosts_active": active}))
+                  "hosts": f.get("hosts", 0), "hosts_active": active,
+                  "dns_queries": d.get("queries", 0), "dns_hit_ratio": d.get("hit_ratio", 0),
+                  "dns_p99_ms": d.get("latency_p99_ms", 0)}))
 EOF
 done
 wait "$pid" || true

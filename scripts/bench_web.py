@@ -3,8 +3,8 @@
 
   bench_web.py SAMPLES REQUESTS_LOG TRUTH
 
-SAMPLES: one JSON object per line (t, rss_mb and stats.json's frontier
-figures), written by bench-web.sh while the crawl runs. REQUESTS_LOG: the
+SAMPLES: one JSON object per line (t, rss_mb, stats.json's frontier
+figures and its DNS lookups, hit ratio and p99 latency), written by bench-web.sh while the crawl runs. REQUESTS_LOG: the
 testsite's request log (--web: 7 fields, the last the address the request
 came to). TRUTH: `crawler-testsite --web ... --truth`.
 """
@@ -62,7 +62,7 @@ def main():
     for r in reqs:
         tenth[min(9, (r[0] - t0) * 10 // span)].append(r)
     print("tenth  pages/s  rss_mb  queued_ram  queued_disk  hosts_known  hosts_active"
-          "  max_conn_per_addr  min_gap_ms  trap_share")
+          "  max_conn_per_addr  min_gap_ms  trap_share  dns_queries  dns_hit  dns_p99_ms")
     sample_t0 = samples[0]["t"] if samples else 0
     for k in range(10):
         rs = tenth[k]
@@ -76,7 +76,9 @@ def main():
         print(f"{k + 1:5d}  {pages / secs:7.0f}  {max((s['rss_mb'] for s in inside), default=0):6d}"
               f"  {last.get('queued_memory', 0):10d}  {last.get('queued_disk', 0):11d}"
               f"  {last.get('hosts', 0):11d}  {last.get('hosts_active', 0):12d}"
-              f"  {most:17d}  {gap:10.1f}  {trap / max(len(rs), 1):10.3f}")
+              f"  {most:17d}  {gap:10.1f}  {trap / max(len(rs), 1):10.3f}"
+              f"  {last.get('dns_queries', 0):11d}  {last.get('dns_hit_ratio', 0):7.3f}"
+              f"  {last.get('dns_p99_ms', 0):10.1f}")
     fetched = set()
     seen = defaultdict(int)
     for r in reqs:

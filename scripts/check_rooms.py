@@ -32,6 +32,7 @@ PUBLIC = {
     "seeds.h": "engine",
     "fetcher.h": "engine",
     "body.h": "engine",
+    "resolver.h": "engine",
     "crawl_counts.h": "engine",
     "stats_report.h": "report",
     "version.h": "report",

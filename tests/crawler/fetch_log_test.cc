@@ -18,7 +18,8 @@ TEST_CASE("FetchLog: one JSON line per entry, escaped, with the response's field
   FetchLogResponse r{.content_type = "text/html",
                      .bytes = 3,
                      .seconds = 0.25,
-                     .location = "/next\"quoted\""};
+                     .location = "/next\"quoted\"",
+                     .ip = "127.1.0.9"};
   std::string line =
       FetchLog::Line({"http://a.test/\x01", 301, &r, 2, "http://a.test/", "", false});
   boost::json::object o = boost::json::parse(line).as_object();
@@ -27,6 +28,7 @@ TEST_CASE("FetchLog: one JSON line per entry, escaped, with the response's field
   CHECK(o.at("bytes").to_number<uint64_t>() == 3);
   CHECK(o.at("fetch_ms").as_int64() == 250);
   CHECK(o.at("location").as_string() == "/next\"quoted\"");
+  CHECK(o.at("ip").as_string() == "127.1.0.9");
   CHECK(o.at("depth").to_number<uint64_t>() == 2);
   CHECK_FALSE(o.contains("error"));
   std::string skip =

@@ -14,14 +14,18 @@ FetchResult With(long status, FetchError error = FetchError::kNone) {
   return r;
 }
 
-TEST_CASE("Transient failures: connect, timeout, reset, 5xx, 429, 408; not DNS or 4xx",
-          "[engine][retry]") {
+TEST_CASE(
+    "Transient failures: connect, timeout, reset, a failed lookup, 5xx, 429, 421, 408; "
+    "not NXDOMAIN or 4xx",
+    "[engine][retry]") {
   CHECK(Transient(With(0, FetchError::kConnect)));
   CHECK(Transient(With(0, FetchError::kTimeout)));
   CHECK(Transient(With(0, FetchError::kProtocol)));
   CHECK_FALSE(Transient(With(0, FetchError::kDns)));
+  CHECK(Transient(With(0, FetchError::kDnsFailure)));
   CHECK_FALSE(Transient(With(0, FetchError::kOther)));
-  for (long s : {500L, 502L, 503L, 504L, 599L, 429L, 408L}) CHECK(Transient(With(s)));
+  for (long s : {500L, 502L, 503L, 504L, 599L, 429L, 421L, 408L})
+    CHECK(Transient(With(s)));
   for (long s : {200L, 301L, 404L, 403L, 410L}) CHECK_FALSE(Transient(With(s)));
   FetchResult big = With(200, FetchError::kTooLarge);
   CHECK_FALSE(Transient(big));

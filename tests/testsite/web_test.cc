@@ -12,12 +12,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <boost/json.hpp>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -269,8 +271,26 @@ TEST_CASE("Synthetic internet DNS: A, CNAME chains, NXDOMAIN, SERVFAIL, silence,
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("Synthetic internet crawl: every page of every host once, at its own address",
-          "[testsite][web]") {
+// Reads OUT/stats.json's "dns" object.
+boost::json::object DnsStats(const std::string& out) {
+  std::ifstream in(out + "/stats.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  return boost::json::parse(text.str()).as_object().at("dns").as_object();
+}
+
+// The fetch log's lines, parsed.
+std::vector<boost::json::object> FetchLogLines(const std::string& out) {
+  std::vector<boost::json::object> lines;
+  std::ifstream in(out + "/fetch-log.jsonl");
+  for (std::string line; std::getline(in, line);)
+    lines.push_back(boost::json::parse(line).as_object());
+  return lines;
+}
+
+TEST_CASE(
+    "Synthetic internet crawl: its DNS, every page of every host once, at its address",
+    "[testsite][web]") {
 #if defined(__SANITIZE_ADDRESS__)
   const std::string shape = "--web --hosts 500 --addresses 20 --page-bytes 4000";
 #else
@@ -280,23 +300,27 @@ TEST_CASE("Synthetic internet crawl: every page of every host once, at its own a
   TestSite site(shape, dir + "/requests.log");
   site.WriteSeeds(dir + "/seeds.txt");
   const std::set<std::string> truth = site.Truth();
-  // No DNS yet: fetch.resolve maps every normal host to its address, and
-  // the default scope (the seeds' hosts) keeps the traps, the farm and the
-  // dead hosts out, so no name is ever looked up.
-  std::map<std::string, std::string> address_of;
+  // Every name is looked up in the site's DNS; the default scope (the seeds'
+  // hosts) keeps the traps and the farm out. Three dead hosts are seeds too:
+  // one NXDOMAIN, one SERVFAIL, one whose lookups are never answered.
+  const std::string port = std::to_string(site.port());
+  const std::vector<std::string> dead = {"www.gone0.test", "www.broken0.test",
+                                         "www.silent0.test"};
   {
+    std::ofstream seeds(dir + "/seeds.txt", std::ios::app);
+    for (const std::string& d : dead) seeds << "http://" << d << ":" << port << "/\n";
     std::ofstream config(dir + "/web.toml");
-    config << "[fetch]\nresolve = [";
-    for (const std::string& r : site.Resolve()) {
-      config << "\"" << r << "\",";
-      const size_t colon = r.find(':'), last = r.rfind(':');
-      address_of[r.substr(0, last)] = r.substr(last + 1);
-      REQUIRE(colon != last);
-    }
-    config << "]\n";
+    config << "[fetch]\ndns_servers = [\"127.0.0.1:" << site.dns_port()
+           << "\"]\ndns_timeout_s = 0.2\nretry_base_s = 0.05\n";
   }
+  std::map<std::string, std::string> address_of;
+  for (const std::string& r : site.Resolve()) {
+    const size_t last = r.rfind(':');
+    address_of[r.substr(0, last)] = r.substr(last + 1);
+  }
+  const std::string out = dir + "/out";
   testing::CommandResult r =
-      engine::testsite_crawl::Crawl(dir + "/seeds.txt", dir + "/out",
+      engine::testsite_crawl::Crawl(dir + "/seeds.txt", out,
                                     "--config " + dir +
                                         "/web.toml --set frontier.min_delay_s=0 "
                                         "--set frontier.max_connections_per_host=4 " +
@@ -305,11 +329,33 @@ TEST_CASE("Synthetic internet crawl: every page of every host once, at its own a
   REQUIRE(r.exit_code == 0);
   site.Stop();
   std::multiset<std::string> attempted;
-  for (const std::string& url : testing::AttemptedUrls(dir + "/out/fetch-log.jsonl"))
-    if (url.size() < 11 || url.compare(url.size() - 11, 11, "/robots.txt") != 0)
-      attempted.insert(url);
+  std::map<std::string, std::string> dead_pages;  // URL: its skip reason
+  size_t with_ip = 0, pages = 0;
+  for (const boost::json::object& line : FetchLogLines(out)) {
+    const std::string url(line.at("url").as_string());
+    if (url.size() >= 11 && url.compare(url.size() - 11, 11, "/robots.txt") == 0)
+      continue;
+    if (std::any_of(dead.begin(), dead.end(), [&](const std::string& d) {
+          return url.find(d) != std::string::npos;
+        })) {
+      dead_pages[url] = std::string(line.at("error").as_string());
+      continue;
+    }
+    attempted.insert(url);
+    ++pages;
+    // The address each page came from, as in its WARC-IP-Address.
+    if (line.contains("ip")) {
+      const std::string authority = url.substr(7, url.find('/', 7) - 7);
+      CHECK(std::string(line.at("ip").as_string()) == address_of[authority]);
+      ++with_ip;
+    }
+  }
   CHECK(std::set<std::string>(attempted.begin(), attempted.end()) == truth);
   CHECK(attempted.size() == truth.size());
+  CHECK(with_ip == pages);
+  // The dead hosts' pages: skipped, for their names.
+  CHECK(dead_pages.size() == dead.size());
+  for (const auto& [url, why] : dead_pages) CHECK(why == "dns");
   // At the server: each page served once, with 200, each request at the
   // address its host resolves to, no name but the normal hosts'.
   std::map<std::string, int> served;
@@ -325,6 +371,71 @@ TEST_CASE("Synthetic internet crawl: every page of every host once, at its own a
   CHECK(served.size() == truth.size());
   CHECK(std::all_of(served.begin(), served.end(),
                     [](const auto& s) { return s.second == 1; }));
+  // The DNS figures: one lookup per host (TTLs of a minute and more outlast
+  // the crawl), the dead hosts' failures by kind.
+  const boost::json::object dns = DnsStats(out);
+  CHECK(dns.at("enabled").as_bool());
+  CHECK(dns.at("not_found").to_number<uint64_t>() == 1);
+  CHECK(dns.at("failed").to_number<uint64_t>() >= 1);
+  CHECK(dns.at("timeouts").to_number<uint64_t>() >= 1);
+  CHECK(dns.at("queries").to_number<uint64_t>() >= address_of.size() + dead.size());
+  CHECK(dns.at("hits").to_number<uint64_t>() > 0);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("Synthetic internet crawl: a host that moves is fetched at its new address",
+          "[testsite][web]") {
+  // A seed whose moving host has 20 pages or more: at 0.1 s apart, its
+  // crawl spans the move at 1 s.
+  WebOptions o;
+  o.hosts = 20;
+  o.addresses = 5;
+  o.move_after_s = 1;
+  while (Web(o).Pages(Web(o).MovedHost()) < 20) ++o.seed;
+  const Web web(o);
+  const uint32_t moved = web.MovedHost();
+  std::string dir = TempDir("web-move");
+  TestSite site(
+      "--web --hosts 20 --addresses 5 --move-after-s 1 --seed " + std::to_string(o.seed),
+      dir + "/requests.log");
+  const std::string origin =
+      "http://" + web.HostName(moved) + ":" + std::to_string(site.port());
+  {
+    std::ofstream(dir + "/seeds.txt") << origin << "/\n";
+    std::ofstream config(dir + "/web.toml");
+    config << "[fetch]\ndns_servers = [\"127.0.0.1:" << site.dns_port()
+           << "\"]\ndns_min_ttl_s = 0\ndns_max_ttl_s = 0.2\nmax_retries = 5\n"
+              "retry_base_s = 0.05\n[frontier]\nmin_delay_s = 0.1\n";
+  }
+  testing::CommandResult r =
+      engine::testsite_crawl::Crawl(dir + "/seeds.txt", dir + "/out",
+                                    "--config " + dir + "/web.toml " +
+                                        std::string(engine::testsite_crawl::kExactDedup));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  site.Stop();
+  const std::string before = Web::IpText(Web::AddressIp(web.HostAddress(moved)));
+  const std::string after = Web::IpText(Web::AddressIp(web.HostAddress(moved, 2.0)));
+  REQUIRE(before != after);
+  // Every page once with 200, some at the old address and some at the new;
+  // a request at the old one after the move (421) only before a new lookup.
+  std::map<std::string, int> ok;
+  std::map<std::string, int> at;
+  for (const ServedRequest& q : site.Requests()) {
+    if (q.target == "/robots.txt") continue;
+    if (q.status == 200) {
+      ++ok[q.target];
+      ++at[q.local];
+    } else {
+      CHECK(q.status == 421);
+      CHECK(q.local == before);
+    }
+  }
+  CHECK(ok.size() == web.Pages(moved));
+  CHECK(std::all_of(ok.begin(), ok.end(), [](const auto& s) { return s.second == 1; }));
+  CHECK(at[before] > 0);
+  CHECK(at[after] > 0);
+  CHECK(at.size() == 2);
   std::filesystem::remove_all(dir);
 }
 

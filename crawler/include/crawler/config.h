@@ -56,10 +56,20 @@ struct FetchConfig {
   uint32_t max_redirects = 5;
   double robots_cache_s = 86400;
   std::vector<std::string> resolve;  // "HOST:PORT:ADDRESS", as curl --resolve
-  std::string ca_file;               // PEM CA certificates to trust; empty: the system's
-  bool insecure = false;             // no TLS certificate checks (logged loudly)
-  std::string proxy;  // http://, https://, socks5[h]://HOST:PORT; empty: none
-  // Transient failures (connect errors, timeouts, resets, 5xx, 429, 408) are
+  // The crawler's DNS (crawler/resolver.h): its servers ("ADDRESS[:PORT]";
+  // empty: /etc/resolv.conf's), the bounds on an answer's TTL, how long a
+  // name that does not exist is remembered, and each lookup's first try's
+  // timeout (two tries, the second twice as long).
+  std::vector<std::string> dns_servers;
+  double dns_min_ttl_s = 60;
+  double dns_max_ttl_s = 21600;
+  double dns_negative_ttl_s = 300;
+  double dns_timeout_s = 2;
+  std::string ca_file;    // PEM CA certificates to trust; empty: the system's
+  bool insecure = false;  // no TLS certificate checks (logged loudly)
+  std::string proxy;      // http://, https://, socks5[h]://HOST:PORT; empty: none
+  // Transient failures (connect errors, timeouts, resets, failed DNS
+  // lookups, 5xx, 429, 421, 408) are
   // fetched again up to max_retries times, after retry_base_s x 2^attempt
   // (x 0.5..1.5 jitter), or the server's Retry-After, at most retry_max_s.
   uint32_t max_retries = 3;

@@ -22,6 +22,7 @@ struct CrawlCounts {
   uint64_t truncated = 0;
   uint64_t status_2xx = 0, status_3xx = 0, status_4xx = 0, status_5xx = 0;
   uint64_t robots_blocked = 0;
+  uint64_t unresolved = 0;    // pages of hosts whose name did not resolve (DNS)
   uint64_t out_of_scope = 0;  // links and redirect targets left out
   uint64_t too_deep = 0;
   uint64_t trap_guard = 0;          // max_pages_per_host reached

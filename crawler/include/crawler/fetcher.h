@@ -1,6 +1,8 @@
 // HTTP fetching with the libcurl multi interface: many transfers at once on
 // one thread, connections kept alive and reused, HTTP/2 where offered,
-// gzip/br/zstd decoded, one DNS cache shared by every Fetcher of the process.
+// gzip/br/zstd decoded. Host names are looked up by the crawler's Resolver
+// (crawler/resolver.h) when one is given, else by libcurl, whose DNS cache
+// every Fetcher of the process shares.
 //
 // Redirects are NOT followed: a 3xx result carries its Location, and the
 // engine sends the target through normalize -> scope -> dedup like any link.
@@ -26,6 +28,8 @@
 
 namespace crawler::engine {
 
+class Resolver;  // crawler/resolver.h
+
 struct FetchOptions {
   std::string user_agent = "crawler/0.1";
   double connect_timeout_s = 10;
@@ -45,6 +49,10 @@ struct FetchOptions {
   // "HOST:PORT:ADDRESS[,ADDRESS...]" entries, as curl --resolve: these names
   // connect to these addresses without DNS (Host header and TLS name kept).
   std::vector<std::string> resolve;
+  // Looks up the other hosts (not addresses, not fetch.resolve's, not
+  // through a proxy) before their transfers start, which wait meanwhile
+  // in Run without blocking it; null: libcurl resolves.
+  Resolver* resolver = nullptr;
   // TLS: a PEM file of CA certificates to trust instead of the system's
   // (empty: the system's); `insecure` skips certificate and host name checks.
   // Both apply to an https:// proxy's certificate too.
@@ -58,12 +66,13 @@ struct FetchOptions {
 
 enum class FetchError {
   kNone,
-  kDns,       // host name did not resolve
-  kConnect,   // refused / unreachable
-  kTimeout,   // connect, total or low-speed limit
-  kTooLarge,  // body over max_body_bytes (result is truncated, not failed)
-  kProtocol,  // malformed response, bad encoding, connection dropped mid-response
-  kTls,       // TLS handshake failed or the certificate was not trusted
+  kDns,         // host name did not resolve (NXDOMAIN, no address)
+  kDnsFailure,  // the lookup failed: SERVFAIL, no answer (transient)
+  kConnect,     // refused / unreachable
+  kTimeout,     // connect, total or low-speed limit
+  kTooLarge,    // body over max_body_bytes (result is truncated, not failed)
+  kProtocol,    // malformed response, bad encoding, connection dropped mid-response
+  kTls,         // TLS handshake failed or the certificate was not trusted
   kOther,
 };
 const char* FetchErrorName(FetchError e);

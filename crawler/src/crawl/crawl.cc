@@ -101,6 +101,16 @@ Result<std::unique_ptr<History>> OpenHistory(const std::string& out, uint64_t se
   return History::Open(dir);
 }
 
+// The crawler's DNS (crawler/resolver.h); none with a proxy (it resolves).
+Result<std::unique_ptr<Resolver>> MakeResolver(const FetchConfig& fetch) {
+  if (!fetch.proxy.empty()) return std::unique_ptr<Resolver>();
+  return Resolver::Create({.servers = fetch.dns_servers,
+                           .min_ttl_s = fetch.dns_min_ttl_s,
+                           .max_ttl_s = fetch.dns_max_ttl_s,
+                           .negative_ttl_s = fetch.dns_negative_ttl_s,
+                           .timeout_s = fetch.dns_timeout_s});
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
@@ -137,7 +147,11 @@ Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
   auto log = FetchLog::Open(out + "/fetch-log.jsonl");
   if (!log.ok()) return log.status();
   m->log = std::move(log).value();
-  auto stats = StatsWriter::Open(out, {*m->filter, *m->frontier, m->hosts, m->counters});
+  auto resolver = MakeResolver(config.fetch);
+  if (!resolver.ok()) return resolver.status();
+  m->resolver = std::move(resolver).value();
+  auto stats = StatsWriter::Open(
+      out, {*m->filter, *m->frontier, m->hosts, m->counters, m->resolver.get()});
   if (!stats.ok()) return stats.status();
   m->stats = std::move(stats).value();
   if (!config.cluster.redis.empty()) {
@@ -177,12 +191,12 @@ Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
           m->seen.get(), m->history.get()},
       sequence);
   Status st;
-  m->workers =
-      Worker::MakeAll(config,
-                      {m->config, *m->scope, *m->filter, *m->frontier, m->hosts, *m->log,
-                       *m->warc, m->counters, m->gate, m->results, m->state,
-                       m->cluster.get(), m->seen.get(), m->history.get(), out + "/spool"},
-                      &st);
+  m->workers = Worker::MakeAll(
+      config,
+      {m->config, *m->scope, *m->filter, *m->frontier, m->hosts, *m->log, *m->warc,
+       m->counters, m->gate, m->results, m->state, m->cluster.get(), m->seen.get(),
+       m->history.get(), out + "/spool", m->resolver.get()},
+      &st);
   if (!st.ok()) return st;
   return m;
 }

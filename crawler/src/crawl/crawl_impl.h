@@ -16,6 +16,7 @@
 #include "checkpoint/checkpointer.h"
 #include "crawl/node.h"
 #include "crawler/crawl.h"
+#include "crawler/resolver.h"
 #include "engine/counters.h"
 #include "engine/gate.h"
 #include "engine/host_table.h"
@@ -44,6 +45,8 @@ struct Crawl::Impl {
   std::unique_ptr<Scope> scope;
   HostTable hosts;
   std::unique_ptr<FetchLog> log;
+  // The crawler's DNS (crawler/resolver.h); null with a proxy (it resolves).
+  std::unique_ptr<Resolver> resolver;
   std::unique_ptr<SeenLog> seen;     // a cluster node's with shared_dir (seen_log.h)
   std::unique_ptr<History> history;  // [recrawl] on: OUT/history/ (output/history.h)
   std::unique_ptr<WarcWriter> warc;

@@ -1,6 +1,7 @@
 // Config loading and validation; see crawler/config.h.
 #include "crawler/config.h"
 
+#include <arpa/inet.h>
 #include <toml++/toml.h>
 
 #include <algorithm>
@@ -113,6 +114,21 @@ std::vector<Key> FetchKeys() {
           [](Config & c) -> auto& { return c.fetch.robots_cache_s; }, 0, 365 * 86400.0),
       StringListKey(
           "fetch", "resolve", [](Config & c) -> auto& { return c.fetch.resolve; }, false),
+      StringListKey(
+          "fetch", "dns_servers", [](Config & c) -> auto& { return c.fetch.dns_servers; },
+          false),
+      DoubleKey(
+          "fetch", "dns_min_ttl_s",
+          [](Config & c) -> auto& { return c.fetch.dns_min_ttl_s; }, 0, 7 * 86400.0),
+      DoubleKey(
+          "fetch", "dns_max_ttl_s",
+          [](Config & c) -> auto& { return c.fetch.dns_max_ttl_s; }, 0, 7 * 86400.0),
+      DoubleKey(
+          "fetch", "dns_negative_ttl_s",
+          [](Config & c) -> auto& { return c.fetch.dns_negative_ttl_s; }, 0, 7 * 86400.0),
+      DoubleKey(
+          "fetch", "dns_timeout_s",
+          [](Config & c) -> auto& { return c.fetch.dns_timeout_s; }, 0.01, 60, true),
       IntKey<uint32_t>(
           "fetch", "max_retries", [](Config & c) -> auto& { return c.fetch.max_retries; },
           0, 100),
@@ -322,6 +338,40 @@ Status Finish(Config& c) {
       return ConfigError("config", "fetch.resolve",
                          "'" + r + "' is not HOST:PORT:ADDRESS (as curl --resolve)");
     }
+  }
+  for (const std::string& server : c.fetch.dns_servers) {
+    // ADDRESS or ADDRESS:PORT, [V6] or [V6]:PORT (c-ares's server form).
+    std::string host = server, port;
+    if (!host.empty() && host[0] == '[') {
+      size_t close = host.find(']');
+      port =
+          close == std::string::npos || close + 1 >= host.size() || host[close + 1] != ':'
+              ? ""
+              : host.substr(close + 2);
+      host = close == std::string::npos ? "" : host.substr(1, close - 1);
+    } else if (size_t colon = host.find(':'); colon != std::string::npos) {
+      port = host.substr(colon + 1);
+      host = host.substr(0, colon);
+    }
+    in6_addr scratch{};
+    bool address = inet_pton(AF_INET, host.c_str(), &scratch) == 1 ||
+                   inet_pton(AF_INET6, host.c_str(), &scratch) == 1;
+    bool port_ok =
+        port.empty() ||
+        (port.size() <= 5 && port.find_first_not_of("0123456789") == std::string::npos &&
+         std::stoul(port) <= 65535);
+    if (!address || !port_ok ||
+        (server.find(':') != std::string::npos && port.empty() && server[0] == '[' &&
+         server.back() != ']')) {
+      return ConfigError("config", "fetch.dns_servers",
+                         "'" + server +
+                             "' is not ADDRESS or ADDRESS:PORT (as 127.0.0.1:5353 or "
+                             "[::1]:53; a name server is given by address)");
+    }
+  }
+  if (c.fetch.dns_min_ttl_s > c.fetch.dns_max_ttl_s) {
+    return ConfigError("config", "fetch.dns_min_ttl_s",
+                       "must not be above fetch.dns_max_ttl_s");
   }
   const RecrawlConfig& r = c.recrawl;
   if (r.min_interval_s > r.interval_s || r.interval_s > r.max_interval_s) {

@@ -1,6 +1,7 @@
 // libcurl multi fetcher; see crawler/fetcher.h.
 #include "crawler/fetcher.h"
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <unordered_map>
 
 #include "base/ascii.h"
+#include "crawler/resolver.h"
 
 namespace crawler::engine {
 namespace {
@@ -90,6 +92,8 @@ const char* FetchErrorName(FetchError e) {
       return "none";
     case FetchError::kDns:
       return "dns";
+    case FetchError::kDnsFailure:
+      return "dns-failure";
     case FetchError::kConnect:
       return "connect";
     case FetchError::kTimeout:
@@ -126,10 +130,17 @@ struct Fetcher::Impl {
     uint64_t max_body = 0;
     bool too_large = false;
     curl_slist* headers = nullptr;  // extra request headers (Add's)
+    // The host options.resolver looks up (empty: libcurl connects by
+    // itself), and the CURLOPT_CONNECT_TO entry its answer made.
+    std::string dns_host;
+    curl_slist* connect_to = nullptr;
     Transfer() = default;
     Transfer(const Transfer&) = delete;
     Transfer& operator=(const Transfer&) = delete;
-    ~Transfer() { curl_slist_free_all(headers); }
+    ~Transfer() {
+      curl_slist_free_all(headers);
+      curl_slist_free_all(connect_to);
+    }
   };
 
   // fetch.resolve, indexed by "host:port". libcurl loads a CURLOPT_RESOLVE
@@ -177,18 +188,40 @@ struct Fetcher::Impl {
     curl_slist* connect_to = nullptr;
     curl_slist* resolve = nullptr;
   };
-  Route RouteFor(const std::string& url) {
-    if (resolve_by_authority.empty() && connect_to_by_authority.empty())
-      return {nullptr, resolve_any};
+  // "host:port" of `url`, lowercase (the port made explicit); "" if none.
+  static std::string Authority(const std::string& url) {
     const size_t start = url.find("://");
-    if (start == std::string::npos) return {nullptr, resolve_any};
+    if (start == std::string::npos) return "";
     std::string_view rest = std::string_view(url).substr(start + 3);
     rest = rest.substr(0, rest.find_first_of("/?#"));
     rest =
         rest.substr(rest.rfind('@') == std::string_view::npos ? 0 : rest.rfind('@') + 1);
     std::string key = LowerAscii(rest);
-    if (key.find(':') == std::string::npos)
+    if (key.empty()) return "";
+    if (key.find(':', key[0] == '[' ? key.find(']') : 0) == std::string::npos)
       key += ascii::StartsWithIgnoreCase(url, "https:") ? ":443" : ":80";
+    return key;
+  }
+  // The name options.resolver should look up for `url`: none for an
+  // address, or a host fetch.resolve routes, or through a proxy (it
+  // resolves: the crawler's lookups would only leak names).
+  std::string DnsHost(const std::string& url, const Route& route) const {
+    if (options.resolver == nullptr || !options.proxy.empty() ||
+        route.connect_to != nullptr ||
+        (route.resolve != nullptr && route.resolve != resolve_any))
+      return "";
+    std::string host = Authority(url);
+    host = host.substr(0, host.rfind(':'));
+    in6_addr scratch{};
+    if (host.empty() || host[0] == '[' || inet_pton(AF_INET, host.c_str(), &scratch) == 1)
+      return "";
+    return host;
+  }
+  Route RouteFor(const std::string& url) {
+    if (resolve_by_authority.empty() && connect_to_by_authority.empty())
+      return {nullptr, resolve_any};
+    std::string key = Authority(url);
+    if (key.empty()) return {nullptr, resolve_any};
     if (auto c = connect_to_by_authority.find(key); c != connect_to_by_authority.end())
       return {c->second, resolve_any};
     auto it = resolve_by_authority.find(key);
@@ -273,6 +306,9 @@ struct Fetcher::Impl {
     r.etag = LastHeader(easy, "ETag");
     r.last_modified = LastHeader(easy, "Last-Modified");
     curl_easy_getinfo(easy, CURLINFO_TOTAL_TIME, &r.seconds);
+    // 421: this address does not serve the host (any more): its next fetch
+    // looks it up again (retry.h: fetched again after a back-off).
+    if (r.status == 421 && !t->dns_host.empty()) options.resolver->Forget(t->dns_host);
     if (!r.body.Finish()) {
       r.error = FetchError::kOther;
       r.error_message = r.body.error();
@@ -289,8 +325,54 @@ struct Fetcher::Impl {
     t->done(std::move(r));
   }
 
+  // Hands transfer `easy` to libcurl with its host's address, or holds it
+  // while the lookup runs (dns_waiting), or ends it with the lookup's
+  // failure (dns_failed). Returns false while it waits.
+  bool Resolve(CURL* easy, bool first) {
+    Transfer& t = *transfers.at(easy);
+    const Resolver::Answer a = options.resolver->Lookup(t.dns_host, first);
+    switch (a.kind) {
+      case Resolver::Kind::kPending:
+        if (first) dns_waiting.push_back(easy);
+        return false;
+      case Resolver::Kind::kAddress: {
+        const bool v6 = a.address.find(':') != std::string::npos;
+        t.connect_to = curl_slist_append(
+            t.connect_to,
+            ("::" + (v6 ? "[" + a.address + "]" : a.address) + ":").c_str());
+        curl_easy_setopt(easy, CURLOPT_CONNECT_TO, t.connect_to);
+        curl_multi_add_handle(multi, easy);
+        return true;
+      }
+      case Resolver::Kind::kNotFound:
+      case Resolver::Kind::kFailed:
+        t.result.error = a.kind == Resolver::Kind::kNotFound ? FetchError::kDns
+                                                             : FetchError::kDnsFailure;
+        t.result.error_message = t.dns_host + ": " + a.error;
+        dns_failed.push_back(easy);
+        return true;
+    }
+    return true;
+  }
+  // The waiting transfers whose lookups ended go on; the failed end.
+  void PollDns() {
+    if (!dns_waiting.empty() && options.resolver->generation() != dns_generation) {
+      dns_generation = options.resolver->generation();
+      std::erase_if(dns_waiting, [&](CURL* easy) { return Resolve(easy, false); });
+    }
+    for (CURL* easy : std::exchange(dns_failed, {})) {
+      auto it = transfers.find(easy);
+      std::unique_ptr<Transfer> t = std::move(it->second);
+      transfers.erase(it);
+      curl_easy_cleanup(easy);
+      t->done(std::move(t->result));
+    }
+  }
+
   const FetchOptions options;
   CURLM* multi = nullptr;
+  std::vector<CURL*> dns_waiting, dns_failed;  // in `transfers`, not in `multi`
+  uint64_t dns_generation = 0;
   // options.resolve, for CURLOPT_CONNECT_TO and CURLOPT_RESOLVE (RouteFor).
   std::unordered_map<std::string, curl_slist*> resolve_by_authority, resolve_both,
       connect_to_by_authority;
@@ -385,11 +467,18 @@ void Fetcher::Add(const std::string& url, const std::vector<std::string>& header
   for (const std::string& h : headers)
     t->headers = curl_slist_append(t->headers, h.c_str());
   if (t->headers != nullptr) curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
+  t->dns_host = impl_->DnsHost(url, route);
+  const bool lookup = !t->dns_host.empty();
   impl_->transfers.emplace(e, std::move(t));
-  curl_multi_add_handle(impl_->multi, e);
+  if (lookup) {
+    impl_->Resolve(e, true);
+  } else {
+    curl_multi_add_handle(impl_->multi, e);
+  }
 }
 
 size_t Fetcher::Run(std::chrono::milliseconds max_wait) {
+  impl_->PollDns();
   int running = 0;
   curl_multi_perform(impl_->multi, &running);
   int messages = 0;
@@ -417,6 +506,8 @@ size_t Fetcher::Abandon(const std::function<bool(const std::string& url)>& pred)
       continue;
     }
     curl_multi_remove_handle(impl_->multi, it->first);
+    std::erase(impl_->dns_waiting, it->first);
+    std::erase(impl_->dns_failed, it->first);
     curl_easy_cleanup(it->first);
     gone.push_back(std::move(it->second));
     it = impl_->transfers.erase(it);

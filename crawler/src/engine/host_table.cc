@@ -45,6 +45,7 @@ std::optional<double> HostTable::RobotsDone(const Gate::Pass&, const std::string
   h.robots_time = now;
   h.robots_state = RobotsState::kKnown;
   h.robots_outcome = outcome;
+  h.unresolved = false;
   h.robots_body = outcome == parsers::RobotsFetch::kOk
                       ? std::string(body.substr(0, kMaxRobotsBody))
                       : "";
@@ -78,6 +79,7 @@ HostTable::PageDecision HostTable::DecidePage(const Gate::Pass&, const std::stri
   MutexLock lock(mu_);
   Host& h = hosts_[host];
   d.allowed = h.robots.Allowed(path.empty() ? "/" : path);
+  d.unresolved = !d.allowed && h.unresolved;
   d.over_limit = h.fetched >= max_pages_per_host_;
   if (d.allowed && !d.over_limit) ++h.fetched;
   if (h.robots_state == RobotsState::kKnown &&
@@ -86,6 +88,12 @@ HostTable::PageDecision HostTable::DecidePage(const Gate::Pass&, const std::stri
     d.refresh_robots = true;
   }
   return d;
+}
+
+void HostTable::SetUnresolved(const Gate::Pass&, const std::string& host,
+                              bool unresolved) {
+  MutexLock lock(mu_);
+  hosts_[host].unresolved = unresolved;
 }
 
 bool HostTable::RobotsFetching(const Gate::Pass&,

@@ -88,7 +88,14 @@ class HostTable {
     bool over_limit = false;  // max_pages_per_host reached
     bool refresh_robots =
         false;  // the cached rules are older than robots_cache_s: fetch again
+    bool unresolved = false;  // not allowed: the host's name did not resolve
   };
+  // Whether `host`'s last robots.txt fetch ended because its name did not
+  // resolve (then its pages are not allowed, and skipped as such; RobotsDone
+  // clears it). Not in hosts.bin: after a resume such a host's pages count
+  // as robots-blocked.
+  void SetUnresolved(const Gate::Pass&, const std::string& host, bool unresolved)
+      EXCLUDES(mu_);
   // May a page at `path` of `host` be fetched now? Counts it if so.
   PageDecision DecidePage(const Gate::Pass&, const std::string& host,
                           std::string_view path, frontier::Clock::time_point now)
@@ -135,6 +142,7 @@ class HostTable {
     std::string robots_url;
     uint32_t robots_hops = 0;
     uint32_t robots_failures = 0;  // in a row (not in hosts.bin: a resume starts over)
+    bool unresolved = false;       // SetUnresolved (not in hosts.bin)
     uint64_t fetched = 0;
   };
   static bool Known(RobotsState s) {

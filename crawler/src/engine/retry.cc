@@ -14,9 +14,12 @@ namespace crawler::engine {
 bool Transient(const FetchResult& r) {
   if (r.status == 0) {
     return r.error == FetchError::kConnect || r.error == FetchError::kTimeout ||
-           r.error == FetchError::kProtocol;
+           r.error == FetchError::kProtocol || r.error == FetchError::kDnsFailure;
   }
-  return r.status == 408 || r.status == 429 || (r.status >= 500 && r.status <= 599);
+  // 421 Misdirected Request: the address no longer serves the host (a move
+  // the DNS cache had not seen yet; the fetcher forgets that address).
+  return r.status == 408 || r.status == 421 || r.status == 429 ||
+         (r.status >= 500 && r.status <= 599);
 }
 
 frontier::HostSignal SignalOf(const FetchResult& r) {

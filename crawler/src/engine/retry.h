@@ -16,8 +16,9 @@
 namespace crawler::engine {
 
 // A failure worth another attempt: no response because the connection was
-// refused or reset, timed out or broke mid-response; or a 5xx, 429 or 408.
-// DNS failures, 4xx and truncated bodies are final.
+// refused or reset, timed out or broke mid-response; a DNS lookup that
+// failed (SERVFAIL, no answer); or a 5xx, 429, 421 or 408. A name that does
+// not exist (NXDOMAIN), other 4xx and truncated bodies are final.
 bool Transient(const FetchResult& r);
 
 // What a fetch says about its host, for the frontier's host back-off and

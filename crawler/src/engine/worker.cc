@@ -232,7 +232,8 @@ Result<std::optional<Clock::time_point>> Worker::StartFetches(const Gate::Pass& 
     // A URL the history holds is revisited anyway: not forgotten (a later
     // link would queue it a second time).
     if (d.allowed && d.over_limit && !before) Forget(pass, lease.entry.url);
-    Status st = !d.allowed ? Skip(lease, "robots", &CrawlSummary::robots_blocked)
+    Status st = d.unresolved ? Skip(lease, "dns", &CrawlSummary::unresolved)
+                : !d.allowed ? Skip(lease, "robots", &CrawlSummary::robots_blocked)
                 : d.over_limit
                     ? Skip(lease, "max_pages_per_host", &CrawlSummary::trap_guard)
                     : Status::Ok();
@@ -357,7 +358,8 @@ Status Worker::Record(const FetchResult& r, const Prepared& p,
                                   .bytes = r.body.size(),
                                   .seconds = r.seconds,
                                   .truncated = r.truncated,
-                                  .location = r.location};
+                                  .location = r.location,
+                                  .ip = r.ip};
   if (page == nullptr) {
     return p_.log.Append(
         {r.url, r.status, &response, 0, "", error, true, robots_attempt, final});
@@ -376,7 +378,9 @@ Status Worker::RobotsFailed(const Gate::Pass& pass, const Completed& c,
                             const Prepared& p) {
   const FetchResult& r = c.result;
   uint32_t failures = p_.hosts.RobotsFailed(pass, c.host);
-  bool again = failures <= p_.config.fetch.max_retries;
+  // A name that does not exist is not asked again (the resolver's negative
+  // entry would answer): the host is settled at once.
+  bool again = failures <= p_.config.fetch.max_retries && r.error != FetchError::kDns;
   Status st = Record(r, p, nullptr, /*final=*/!again, failures);
   if (!st.ok()) return st;
   std::string why = r.error == FetchError::kNone
@@ -402,6 +406,9 @@ Status Worker::RobotsFailed(const Gate::Pass& pass, const Completed& c,
       c.host, why, r.status, failures - 1);
   std::optional<double> delay = p_.hosts.RobotsDone(
       pass, c.host, parsers::RobotsFetchForStatus(r.status), r.body, Clock::now());
+  // A host whose name did not resolve: its pages are skipped as "dns".
+  if (r.error == FetchError::kDns || r.error == FetchError::kDnsFailure)
+    p_.hosts.SetUnresolved(pass, c.host, true);
   p_.frontier.OpenHost(c.host, delay, Clock::now());
   return Status::Ok();
 }
@@ -544,6 +551,7 @@ std::vector<std::unique_ptr<Worker>> Worker::MakeAll(const Config& config,
     fetch.spool_body_bytes = config.fetch.spool_body_bytes;
     fetch.spool_dir = parts.spool_dir;
     fetch.resolve = config.fetch.resolve;
+    fetch.resolver = parts.resolver;
     fetch.ca_file = config.fetch.ca_file;
     fetch.insecure = config.fetch.insecure;
     fetch.proxy = config.fetch.proxy;

@@ -36,6 +36,7 @@
 #include "base/mutex.h"
 #include "crawler/config.h"
 #include "crawler/fetcher.h"
+#include "crawler/resolver.h"
 #include "crawler/warc.h"
 #include "dedup/filter.h"
 #include "engine/counters.h"
@@ -128,6 +129,7 @@ struct WorkerParts {
   History* history;    // [recrawl] on: the URL history (worker_history.cc); else null
   // Where bodies past fetch.spool_body_bytes wait (OUT/spool; "": in RAM).
   std::string spool_dir = {};
+  Resolver* resolver = nullptr;  // the crawler's DNS; null: libcurl resolves
 };
 
 class Worker {

@@ -23,6 +23,7 @@ std::string FetchLog::Line(const FetchLogEntry& e) {
     o["fetch_ms"] = static_cast<int64_t>(r->seconds * 1000);
     if (r->truncated) o["truncated"] = true;
     if (!r->location.empty()) o["location"] = r->location;
+    if (!r->ip.empty()) o["ip"] = r->ip;
   }
   o["depth"] = e.depth;
   o["referrer"] = e.referrer;

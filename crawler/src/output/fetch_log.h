@@ -8,7 +8,7 @@
 // OUT/fetch-log.jsonl: one JSON line per URL the crawl admitted and then
 // fetched or skipped, and per robots.txt fetch:
 //   {"url":…,"status":…,["content_type","bytes","fetch_ms",["truncated"],
-//    ["location"]],"depth":…,"referrer":…,["error"],["robots_txt":true]}
+//    ["location"],["ip"]],"depth":…,"referrer":…,["error"],["robots_txt":true]}
 // Lines are built with Boost.JSON and written with one write(2) each
 // (append_log.h). A failed write is returned as an error naming the file;
 // the crawl stops on it.
@@ -35,6 +35,7 @@ struct FetchLogResponse {
   double seconds = 0;
   bool truncated = false;
   std::string_view location;  // a redirect's target, as sent
+  std::string_view ip;        // the address connected to (as WARC-IP-Address)
 };
 
 struct FetchLogEntry {

@@ -118,7 +118,8 @@ void CrawlFamilies(const StatsReport& r, Text& t) {
       {"trap_guard", c.trap_guard},
       {"filter_full", c.filter_full},
       {"too_many_redirects", c.too_many_redirects},
-      {"robots_blocked", c.robots_blocked}};
+      {"robots_blocked", c.robots_blocked},
+      {"unresolved", c.unresolved}};
   for (const auto& [reason, n] : dropped)
     t.Sample("crawler_urls_dropped_total", Label("reason", reason), n);
   t.One("crawler_crawl_elapsed_seconds", "gauge", "Crawl time over all runs.",
@@ -142,6 +143,29 @@ void RecrawlFamilies(const StatsReport& r, Text& t) {
           "URLs due for a revisit and not yet queued (counted up to 100,000).",
           r.recrawl.due);
   }
+}
+
+// The crawler's own DNS (crawler/resolver.h), when it resolves.
+void DnsFamilies(const DnsReport& d, Text& t) {
+  if (!d.enabled) return;
+  t.One("crawler_dns_queries_total", "counter", "DNS lookups sent (refreshes included).",
+        d.queries);
+  t.Family("crawler_dns_cache_total", "counter",
+           "Fetches whose host the DNS cache answered (hit) or that waited for a lookup "
+           "(miss).");
+  t.Sample("crawler_dns_cache_total", Label("result", "hit"), d.hits);
+  t.Sample("crawler_dns_cache_total", Label("result", "miss"), d.misses);
+  t.Family("crawler_dns_failures_total", "counter", "DNS lookups that failed, by kind.");
+  t.Sample("crawler_dns_failures_total", Label("kind", "not_found"), d.not_found);
+  t.Sample("crawler_dns_failures_total", Label("kind", "failed"), d.failed);
+  t.Sample("crawler_dns_failures_total", Label("kind", "timeout"), d.timeouts);
+  t.One("crawler_dns_cache_entries", "gauge", "Host names in the DNS cache.", d.entries);
+  t.Family("crawler_dns_latency_seconds", "gauge",
+           "DNS lookup latency quantiles (answered lookups, within 19%).");
+  t.Sample("crawler_dns_latency_seconds", Label("quantile", "0.5"),
+           d.latency_p50_ms / 1000);
+  t.Sample("crawler_dns_latency_seconds", Label("quantile", "0.99"),
+           d.latency_p99_ms / 1000);
 }
 
 void FrontierFamilies(const FrontierReport& f, Text& t) {
@@ -265,6 +289,7 @@ std::string RenderMetrics(const MetricsInput& in) {
   CrawlFamilies(in.report, t);
   RecrawlFamilies(in.report, t);
   FrontierFamilies(in.report.frontier, t);
+  DnsFamilies(in.report.dns, t);
   DedupFamilies(in.report.dedup, t);
   CheckpointFamilies(in.report.checkpoint, t);
   if (in.cluster != nullptr) ClusterFamilies(in.report.cluster, *in.cluster, t);

@@ -148,11 +148,12 @@ Section CrawlSection(const CrawlCounts& c, const CrawlRates& r,
     cr.rows.push_back({"forgotten", row});
   }
   cr.rows.push_back(
-      {"skipped", Count(c.robots_blocked) + " robots.txt, " + Count(c.out_of_scope) +
-                      " out of scope, " + Count(c.too_deep) + " too deep, " +
-                      Count(c.trap_guard) + " trap guard, " +
-                      Count(c.too_many_redirects) + " redirect limit, " +
-                      Count(c.filter_full) + " refused by a full fixed-size filter"});
+      {"skipped", Count(c.robots_blocked) + " robots.txt, " + Count(c.unresolved) +
+                      " host not resolved, " + Count(c.out_of_scope) + " out of scope, " +
+                      Count(c.too_deep) + " too deep, " + Count(c.trap_guard) +
+                      " trap guard, " + Count(c.too_many_redirects) +
+                      " redirect limit, " + Count(c.filter_full) +
+                      " refused by a full fixed-size filter"});
   cr.rows.push_back({"pages/s", fmt::format("{:.1f}", r.pages_per_s) + " overall, " +
                                     fmt::format("{:.1f}", r.pages_per_s_last_minute) +
                                     " over the last minute"});
@@ -236,12 +237,28 @@ Section RecrawlSection(const CrawlCounts& c, const RecrawlReport& r) {
   return rs;
 }
 
+Section DnsSection(const DnsReport& d) {
+  Section ds{"DNS", {}};
+  ds.rows.push_back({"lookups", Count(d.queries) + " sent (" + Count(d.refreshes) +
+                                    " refreshes ahead of expiry); " + Count(d.entries) +
+                                    " names cached"});
+  ds.rows.push_back(
+      {"cache", fmt::format("{:.1f}% of fetches answered at once ({} of {})",
+                            100 * d.hit_ratio, Count(d.hits), Count(d.hits + d.misses))});
+  ds.rows.push_back({"failures", Count(d.not_found) + " not found, " + Count(d.failed) +
+                                     " failed, " + Count(d.timeouts) + " timed out"});
+  ds.rows.push_back({"latency", fmt::format("p50 {:.1f} ms, p99 {:.1f} ms",
+                                            d.latency_p50_ms, d.latency_p99_ms)});
+  return ds;
+}
+
 std::vector<Section> Sections(const StatsReport& s) {
   std::vector<Section> out = {DedupSection(s.dedup), FrontierSection(s.frontier),
                               CrawlSection(s.crawl, s.rates, s.dedup.variant),
                               CheckpointSection(s.checkpoint)};
   if (!s.cluster.node.empty()) out.push_back(ClusterSection(s.cluster));
   if (s.recrawl.enabled) out.push_back(RecrawlSection(s.crawl, s.recrawl));
+  if (s.dns.enabled) out.push_back(DnsSection(s.dns));
   return out;
 }
 

@@ -25,7 +25,7 @@ namespace crawler::engine {
 
 // clang-format off
 BOOST_DESCRIBE_STRUCT(CrawlCounts, (), (fetched, failed, truncated, status_2xx, status_3xx,
-    status_4xx, status_5xx, robots_blocked, out_of_scope, too_deep, trap_guard,
+    status_4xx, status_5xx, robots_blocked, unresolved, out_of_scope, too_deep, trap_guard,
     duplicates, filter_full, too_many_redirects, bytes, bytes_2xx, bytes_3xx, bytes_4xx,
     bytes_5xx, spilled, retries, gave_up, forgotten, cannot_forget, revisits_not_modified,
     revisits_identical, revisits_changed, revisit_bytes_saved, history_forgotten,
@@ -151,6 +151,25 @@ struct RecrawlReport {
 };
 BOOST_DESCRIBE_STRUCT(RecrawlReport, (), (enabled, due, due_capped, mu))
 
+// "dns": the crawler's own DNS (crawler/resolver.h), this run's figures
+// (the cache is not checkpointed: a resume looks each host up again).
+struct DnsReport {
+  bool enabled = false;    // false: libcurl resolves (a proxy, or no resolver)
+  uint64_t queries = 0;    // lookups sent, refreshes included
+  uint64_t hits = 0;       // fetches whose host was answered from the cache
+  uint64_t misses = 0;     // fetches that waited for a lookup
+  double hit_ratio = 0;    // hits / (hits + misses)
+  uint64_t refreshes = 0;  // lookups sent ahead of an entry's expiry
+  uint64_t not_found = 0;  // NXDOMAIN or no address record
+  uint64_t failed = 0;     // SERVFAIL, REFUSED, malformed answers
+  uint64_t timeouts = 0;   // no answer after every try
+  uint64_t entries = 0;    // in the cache now
+  double latency_p50_ms = 0, latency_p99_ms = 0;  // answered lookups (within 19%)
+};
+BOOST_DESCRIBE_STRUCT(DnsReport, (),
+                      (enabled, queries, hits, misses, hit_ratio, refreshes, not_found,
+                       failed, timeouts, entries, latency_p50_ms, latency_p99_ms))
+
 struct StatsReport {
   uint64_t version = 1;
   double updated_unix = 0;
@@ -163,11 +182,12 @@ struct StatsReport {
   CheckpointFigures checkpoint;
   ClusterReport cluster;
   RecrawlReport recrawl;
+  DnsReport dns;
 };
 // "crawl" is written and read by hand (two structs in one object).
 BOOST_DESCRIBE_STRUCT(StatsReport, (),
                       (version, updated_unix, running, out, dedup, frontier, checkpoint,
-                       cluster, recrawl))
+                       cluster, recrawl, dns))
 
 boost::json::object ToJson(const StatsReport& r);
 StatsReport StatsReportFromJson(const boost::json::value& v);

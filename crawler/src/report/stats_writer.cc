@@ -121,6 +121,24 @@ StatsReport StatsWriter::Build(bool running, double elapsed, uint64_t spilled_ba
       window > 0.5 ? static_cast<double>(r.pages - rate_samples_.front().second) / window
                    : 0.0;
   for (const auto& [fetched, host] : hosts.top) r.top_hosts.push_back({host, fetched});
+  if (src_.resolver != nullptr) {
+    const DnsFigures d = src_.resolver->Figures();
+    report.dns = DnsReport{
+        true,
+        d.queries,
+        d.hits,
+        d.misses,
+        d.hits + d.misses > 0
+            ? static_cast<double>(d.hits) / static_cast<double>(d.hits + d.misses)
+            : 0.0,
+        d.refreshes,
+        d.not_found,
+        d.failed,
+        d.timeouts,
+        d.entries,
+        d.latency_p50_ms,
+        d.latency_p99_ms};
+  }
   return report;
 }
 

@@ -21,6 +21,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "crawler/resolver.h"
 #include "dedup/filter.h"
 #include "engine/counters.h"
 #include "engine/host_table.h"
@@ -35,7 +36,8 @@ class StatsWriter {
     const dedup::Filter& filter;
     const frontier::Frontier& frontier;
     const HostTable& hosts;
-    Counters& counters;  // its FPR estimate is refreshed by every Build
+    Counters& counters;                  // its FPR estimate is refreshed by every Build
+    const Resolver* resolver = nullptr;  // null: libcurl resolves
   };
   static Result<std::unique_ptr<StatsWriter>> Open(const std::string& out,
                                                    const Sources& sources);

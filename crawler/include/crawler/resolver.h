@@ -1,0 +1,105 @@
+// The crawler's own DNS: asynchronous lookups with c-ares (Debian's
+// libc-ares-dev) on one thread of their own, and a cache of their answers
+// that every Fetcher of the crawl shares.
+//
+// Why not libcurl's resolver: it runs a thread per lookup, keeps its own
+// cache with one timeout for every answer (no TTLs, no negative entries we
+// control) and takes the system's servers only. Here a host's first fetch
+// waits in its Fetcher, not in a worker, while its lookup runs; the answer
+// goes to libcurl as CURLOPT_CONNECT_TO (the URL's name stays the Host
+// header and the TLS name).
+//
+// The cache, by host name:
+//   - an address, kept for the answer's TTL (the least TTL along a CNAME
+//     chain), clamped to [min_ttl_s, max_ttl_s]; looked up again, in the
+//     background, once 90% of it has passed, so a busy host never waits;
+//     once it has passed, its fetches wait for the new answer (a host that
+//     moved is fetched at its new address);
+//   - a name that does not exist (NXDOMAIN, or no A and no AAAA record):
+//     kept negative_ttl_s;
+//   - a failure (SERVFAIL, REFUSED, a timeout after `tries` tries): kept 1 s,
+//     long enough to reach the fetches waiting for it, which are then tried
+//     again with back-off like any transient failure (fetch.max_retries).
+//     A refresh that fails keeps the address until it expires.
+// IPv4 first: AAAA is asked only for a name without an A record.
+//
+// Thread-safe. Lookup never blocks on the network.
+#ifndef CRAWLER_RESOLVER_H_
+#define CRAWLER_RESOLVER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+
+namespace crawler::engine {
+
+struct ResolverOptions {
+  // "ADDRESS" or "ADDRESS:PORT" ("[V6]:PORT"); empty: /etc/resolv.conf's.
+  std::vector<std::string> servers;
+  double min_ttl_s = 60;
+  double max_ttl_s = 21600;
+  double negative_ttl_s = 300;
+  double timeout_s = 2;  // the first try's; c-ares doubles it for each further try
+  int tries = 2;
+  // Lookups sent at once at most; the others wait their turn in order.
+  size_t max_in_flight = 256;
+};
+
+// The figures stats.json, the report and /metrics carry.
+struct DnsFigures {
+  uint64_t queries = 0;    // lookups sent (refreshes included)
+  uint64_t hits = 0;       // Lookup answered from the cache
+  uint64_t misses = 0;     // Lookup that had to wait for an answer
+  uint64_t refreshes = 0;  // lookups sent ahead of an entry's expiry
+  uint64_t not_found = 0;  // answers: NXDOMAIN or no address record
+  uint64_t failed = 0;     // SERVFAIL, REFUSED, malformed, refused connection
+  uint64_t timeouts = 0;   // no answer after every try
+  uint64_t entries = 0;    // in the cache now
+  double latency_p50_ms = 0, latency_p99_ms = 0;  // of answered lookups
+};
+
+class Resolver {
+ public:
+  // Errors: a bad server address, or c-ares failing to start.
+  static Result<std::unique_ptr<Resolver>> Create(const ResolverOptions& options);
+  ~Resolver();
+  Resolver(const Resolver&) = delete;
+  Resolver& operator=(const Resolver&) = delete;
+
+  enum class Kind : uint8_t {
+    kPending,   // a lookup is under way: ask again later
+    kAddress,   // `address`: numeric, IPv6 without brackets
+    kNotFound,  // the name does not exist (final)
+    kFailed,    // the lookup failed (transient)
+  };
+  struct Answer {
+    Kind kind = Kind::kPending;
+    std::string address;
+    std::string error;  // kNotFound, kFailed: what happened, for the fetch log
+  };
+  // `host` as in a URL, lowercase, without port or brackets. Starts a lookup
+  // when the cache has nothing valid. `count`: false for a caller asking
+  // again about a lookup it already counted (a waiting fetch).
+  Answer Lookup(std::string_view host, bool count = true);
+  // Drops `host`'s entry (unless a lookup of it is under way): its next
+  // Lookup asks again. For an address that answered 421 Misdirected Request
+  // (the host is no longer served there).
+  void Forget(std::string_view host);
+  // Grows each time a lookup ends: a caller holding kPending answers asks
+  // again only when it has changed.
+  uint64_t generation() const;
+  DnsFigures Figures() const;
+
+ private:
+  struct Impl;
+  explicit Resolver(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace crawler::engine
+
+#endif  // CRAWLER_RESOLVER_H_

@@ -1,0 +1,153 @@
+// The crawler's DNS (crawler/resolver.h) against a real DNS server: the
+// synthetic internet's (`crawler-testsite --web`, UDP and TCP on
+// 127.0.0.1), whose answers the test knows from the same model (web.h).
+#include "crawler/resolver.h"
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "crawl_output.h"
+#include "testsite_process.h"
+#include "web.h"
+
+namespace crawler::engine {
+namespace {
+
+using testing::TempDir;
+using testing::TestSite;
+using testsite::Web;
+using testsite::WebOptions;
+
+// Asks until the answer is no longer pending (at most `limit`).
+Resolver::Answer Settle(Resolver& r, const std::string& host,
+                        std::chrono::milliseconds limit = std::chrono::seconds(10)) {
+  Resolver::Answer a = r.Lookup(host);
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (a.kind == Resolver::Kind::kPending && std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    a = r.Lookup(host, /*count=*/false);
+  }
+  return a;
+}
+
+struct Site {
+  explicit Site(const std::string& args)
+      : dir(TempDir("resolver")), site("--web " + args, dir + "/requests.log") {
+    REQUIRE(site.dns_port() != 0);
+  }
+  std::string server() const { return "127.0.0.1:" + std::to_string(site.dns_port()); }
+  std::string dir;
+  TestSite site;
+};
+
+TEST_CASE("Resolver: addresses, CNAME chains, the cache and its TTL bounds",
+          "[engine][resolver]") {
+  Site s("--hosts 100 --addresses 10");
+  WebOptions o;
+  o.hosts = 100;
+  o.addresses = 10;
+  o.port = static_cast<uint16_t>(s.site.port());
+  const Web web(o);
+  auto made =
+      Resolver::Create({.servers = {s.server()}, .min_ttl_s = 0.3, .max_ttl_s = 0.3});
+  REQUIRE(made.ok());
+  Resolver& r = **made;
+  // Hosts 3 and 7 answer through CNAME chains of one and two hops.
+  for (uint32_t h : {0u, 3u, 7u, 42u}) {
+    INFO(web.HostName(h));
+    const Resolver::Answer a = Settle(r, web.HostName(h));
+    REQUIRE(a.kind == Resolver::Kind::kAddress);
+    CHECK(a.address == Web::IpText(Web::AddressIp(web.HostAddress(h))));
+  }
+  DnsFigures f = r.Figures();
+  CHECK(f.queries == 4);
+  CHECK(f.misses == 4);
+  CHECK(f.entries == 4);
+  // Answered from the cache, no query sent.
+  CHECK(r.Lookup(web.HostName(0)).kind == Resolver::Kind::kAddress);
+  CHECK(r.Figures().hits == 1);
+  CHECK(r.Figures().queries == 4);
+  // Past 90% of the (clamped) TTL a lookup is sent ahead while the
+  // address still answers; past all of it, the name waits for a new one.
+  std::this_thread::sleep_for(std::chrono::milliseconds(280));
+  CHECK(r.Lookup(web.HostName(0)).kind == Resolver::Kind::kAddress);
+  CHECK(r.Figures().refreshes == 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  CHECK(r.Lookup(web.HostName(42)).kind == Resolver::Kind::kPending);
+  CHECK(Settle(r, web.HostName(42)).kind == Resolver::Kind::kAddress);
+  f = r.Figures();
+  CHECK(f.queries == 6);
+  CHECK(f.not_found + f.failed + f.timeouts == 0);
+  CHECK(f.latency_p99_ms > 0);
+  CHECK(f.latency_p50_ms <= f.latency_p99_ms);
+}
+
+TEST_CASE("Resolver: NXDOMAIN is kept, SERVFAIL and silence fail and are asked again",
+          "[engine][resolver]") {
+  Site s("--hosts 10 --addresses 2");
+  auto made = Resolver::Create(
+      {.servers = {s.server()}, .negative_ttl_s = 60, .timeout_s = 0.1, .tries = 2});
+  REQUIRE(made.ok());
+  Resolver& r = **made;
+  const Resolver::Answer gone = Settle(r, "www.gone0.test");
+  CHECK(gone.kind == Resolver::Kind::kNotFound);
+  CHECK(gone.error.find("NXDOMAIN") != std::string::npos);
+  CHECK(r.Lookup("www.gone0.test").kind == Resolver::Kind::kNotFound);  // kept
+  const Resolver::Answer broken = Settle(r, "www.broken0.test");
+  CHECK(broken.kind == Resolver::Kind::kFailed);
+  // Silence: two tries, 0.1 s then 0.2 s.
+  const auto start = std::chrono::steady_clock::now();
+  const Resolver::Answer silent = Settle(r, "www.silent0.test");
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(silent.kind == Resolver::Kind::kFailed);
+  CHECK(waited >= 0.25);
+  // A failure is kept a second only: then the name is asked again.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  CHECK(r.Lookup("www.broken0.test").kind == Resolver::Kind::kPending);
+  CHECK(Settle(r, "www.broken0.test").kind == Resolver::Kind::kFailed);
+  const DnsFigures f = r.Figures();
+  CHECK(f.not_found == 1);
+  CHECK(f.failed == 2);
+  CHECK(f.timeouts == 1);
+  CHECK(f.queries == 4);
+}
+
+TEST_CASE("Resolver: a host that moved is found at its new address",
+          "[engine][resolver]") {
+  Site s("--hosts 10 --addresses 5 --move-after-s 1");
+  WebOptions o;
+  o.hosts = 10;
+  o.addresses = 5;
+  o.move_after_s = 1;
+  const Web web(o);
+  const std::string name = web.HostName(web.MovedHost());
+  auto made =
+      Resolver::Create({.servers = {s.server()}, .min_ttl_s = 0, .max_ttl_s = 0.2});
+  REQUIRE(made.ok());
+  Resolver& r = **made;
+  const std::string before =
+      Web::IpText(Web::AddressIp(web.HostAddress(web.MovedHost())));
+  const std::string after =
+      Web::IpText(Web::AddressIp(web.HostAddress(web.MovedHost(), 2.0)));
+  REQUIRE(before != after);
+  CHECK(Settle(r, name).address == before);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1300));
+  // Expired: the new answer, not the old address.
+  CHECK(Settle(r, name).address == after);
+  // Forget drops an entry at once (a 421 from its address).
+  r.Forget(name);
+  CHECK(r.Lookup(name).kind == Resolver::Kind::kPending);
+}
+
+TEST_CASE("Resolver: a server that is not an address is refused by name",
+          "[engine][resolver]") {
+  auto made = Resolver::Create({.servers = {"dns.example:53"}});
+  REQUIRE_FALSE(made.ok());
+  CHECK(made.status().message().find("dns.example:53") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace crawler::engine
