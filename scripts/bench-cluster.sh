@@ -78,7 +78,9 @@ crawl_nodes() {  # N NAME [FLAGS...]: N nodes crawl the delayed site; prints pag
       --set cluster.redis="$redis_url" --set cluster.job="$job" --set cluster.node="n$i" \
       --set cluster.min_nodes="$nodes" --set crawl.max_connections="${BENCH_CONNECTIONS:-8}" \
       --set crawl.max_depth=5 --set frontier.min_delay_s=0 \
-      --set frontier.max_connections_per_host=1 "$@" >"$work/$job-n$i.out" 2>&1 &
+      --set frontier.max_connections_per_host=1 \
+      --set frontier.max_connections_per_ip=100000 `# 200 hosts on 127.0.0.1 stand for 200 servers` \
+      "$@" >"$work/$job-n$i.out" 2>&1 &
     pids+=($!)
   done
   wait "${pids[@]}"
@@ -202,7 +204,7 @@ if [ "$what" = rebalance ] || [ "$what" = all ]; then
       --set cluster.balance=false ${BENCH_SHARDS:+--set cluster.shards="$BENCH_SHARDS"} \
       --set crawl.max_connections="${BENCH_CONNECTIONS:-8}" --set crawl.max_depth=5 \
       --set frontier.min_delay_s=0 --set checkpoint.interval_s="${BENCH_CHECKPOINT_S:-2}" \
-      >"$work/rebalance-$1.out" 2>&1 &
+      --set frontier.max_connections_per_ip=100000 >"$work/rebalance-$1.out" 2>&1 &
     pids+=($!)
   }
   for i in $(seq 1 "$nodes"); do node "n$i"; done

@@ -27,6 +27,7 @@ port=$(awk '{print $2}' "$work/site.out")
   "${site[@]}" --port "$port" --resolve | sed 's/.*/  "&",/'; echo "]"; } >"$work/resolve.toml"
 build/crawler/crawler crawl --seeds "$work/seeds.txt" --config "$work/resolve.toml" \
   --out "$work/out" --set metrics.listen=127.0.0.1:0 --set frontier.min_delay_s=0.05 \
+  --set frontier.min_delay_ip_s=0 --set frontier.max_connections_per_ip=100000 \
   2>"$work/crawl.err" >/dev/null &
 crawl_pid=$!
 url=

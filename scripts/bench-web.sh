@@ -41,13 +41,16 @@ port=$(awk '{print $2}' "$work/site.out")
 "$site" "${shape[@]}" --port "$port" --seeds > "$work/seeds.txt"
 "$site" "${shape[@]}" --port "$port" --truth > "$work/truth.txt"
 if [ "${DNS:-1}" = 0 ]; then
+  key=resolve
   "$site" "${shape[@]}" --port "$port" --resolve |
     sed 's/.*/"&",/' | tr -d '\n' | sed 's/^/resolve = [/; s/$/]\n/' > "$work/resolve.toml"
 else
+  key=dns_servers
   dns=$(awk '{print $4}' "$work/site.out" | sed 's/^web://')
   echo "dns_servers = [\"127.0.0.1:$dns\"]" > "$work/resolve.toml"
 fi
-awk -v file="$work/resolve.toml" '/^resolve = / { while ((getline l < file) > 0) print l; next } 1' \
+awk -v file="$work/resolve.toml" -v key="$key" \
+  '$1 == key && $2 == "=" { while ((getline l < file) > 0) print l; next } 1' \
   configs/default.toml > "$work/config.toml"
 
 LD_PRELOAD=$preload "$bin" crawl --seeds "$work/seeds.txt" --config "$work/config.toml" \

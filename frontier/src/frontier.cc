@@ -33,7 +33,11 @@ Result<std::unique_ptr<Frontier>> Frontier::Create(const FrontierOptions& option
     return bad("frontier delays must be >= 0");
   }
   if (options.spill_chunk == 0) return bad("frontier.spill_chunk must be at least 1");
-  return std::unique_ptr<Frontier>(new Frontier(std::make_unique<Impl>(options)));
+  FrontierOptions o = options;
+  if (o.min_delay_ip_s < 0) o.min_delay_ip_s = o.min_delay_s / 4;
+  if (o.max_connections_per_ip == 0)
+    o.max_connections_per_ip = 4 * o.max_connections_per_host;
+  return std::unique_ptr<Frontier>(new Frontier(std::make_unique<Impl>(o)));
 }
 
 Result<AdmitResult> Frontier::Admit(std::vector<UrlEntry> entries, dedup::Filter& filter,
@@ -74,7 +78,8 @@ void Frontier::OpenHost(std::string_view host, std::optional<double> crawl_delay
                         std::optional<Clock::time_point> fetched_at) {
   MutexLock lock(impl_->mu);
   size_t id = impl_->HostFor(host, nullptr);
-  impl_->Unschedule(id);
+  impl_->Unschedule(id);  // if it was its address's waker, another takes over
+  impl_->WakeIp(impl_->hosts[id].ip);
   Impl::Host& h = impl_->hosts[id];
   h.open = true;
   h.crawl_delay_s = crawl_delay_s.value_or(0);
@@ -90,11 +95,19 @@ Result<std::optional<Lease>> Frontier::Pop(Clock::time_point now,
                                            Clock::time_point* next_due) {
   Impl& m = *impl_;
   MutexLock lock(m.mu);
-  if (m.schedule.empty()) return std::optional<Lease>();
-  auto [due, id] = *m.schedule.begin();
-  if (due > now) {
-    if (next_due != nullptr) *next_due = due;
-    return std::optional<Lease>();
+  // The first due host whose address is free too; the others wait for
+  // their addresses (HoldForIp), each once.
+  size_t id = 0;
+  for (;;) {
+    if (m.schedule.empty()) return std::optional<Lease>();
+    auto [due, first] = *m.schedule.begin();
+    if (due > now) {
+      if (next_due != nullptr) *next_due = due;
+      return std::optional<Lease>();
+    }
+    id = first;
+    if (!m.IpHolds(id, now)) break;
+    m.HoldForIp(id);
   }
   m.Unschedule(id);
   Impl::Host& h = m.hosts[id];
@@ -108,6 +121,10 @@ Result<std::optional<Lease>> Frontier::Pop(Clock::time_point now,
   --m.in_memory;
   ++h.in_flight;
   ++m.in_flight;
+  if (h.ip != Impl::kNoIp) {
+    m.IpStarted(m.ips[h.ip], now);
+    m.WakeIp(h.ip);  // the next host in its line, for when the address is due
+  }
   // Request starts to one host are at least min_delay apart.
   h.due =
       std::max(h.due, now + std::chrono::duration_cast<Clock::duration>(
@@ -126,12 +143,59 @@ void Frontier::Done(const Lease& lease, Clock::time_point now, double response_s
   m.Unschedule(*id);
   m.AfterFetch(h, now, response_s, signal);
   m.MaybeSchedule(*id);
+  m.WakeIp(h.ip);  // if it was its address's waker and is done, the next one
+}
+
+void Frontier::SetAddress(std::string_view host, std::string_view address) {
+  Impl& m = *impl_;
+  MutexLock lock(m.mu);
+  auto it = m.host_index.find(std::string(host));
+  if (it == m.host_index.end() || address.empty()) return;
+  const size_t id = it->second;
+  const uint32_t to = m.IpFor(address), from = m.hosts[id].ip;
+  if (to == from) return;
+  Impl::Host& h = m.hosts[id];
+  m.Unschedule(id);
+  if (from != Impl::kNoIp) {
+    Impl::Ip& old = m.ips[from];
+    old.in_flight -= h.in_flight;
+    if (h.ip_parked) {
+      old.parked.erase(std::find(old.parked.begin(), old.parked.end(), id));
+      h.ip_parked = false;
+    }
+  }
+  h.ip = to;
+  m.ips[to].in_flight += h.in_flight;
+  m.WakeIp(from);
+  m.MaybeSchedule(id);
+  m.WakeIp(to);
+}
+
+bool Frontier::TryStartAt(std::string_view address, Clock::time_point now) {
+  Impl& m = *impl_;
+  MutexLock lock(m.mu);
+  Impl::Ip& ip = m.ips[m.IpFor(address)];
+  if (m.IpBlocked(ip, now)) return false;
+  m.IpStarted(ip, now);
+  return true;
+}
+
+void Frontier::EndAt(std::string_view address) {
+  Impl& m = *impl_;
+  MutexLock lock(m.mu);
+  auto it = m.ip_index.find(std::string(address));
+  if (it == m.ip_index.end() || m.ips[it->second].in_flight == 0) return;
+  --m.ips[it->second].in_flight;
+  m.WakeIp(it->second);
 }
 
 void Frontier::Release(const Lease& lease) {
   MutexLock lock(impl_->mu);
   std::optional<size_t> id = impl_->EndLease(lease);
-  if (id) impl_->MaybeSchedule(*id);
+  if (id) {
+    impl_->MaybeSchedule(*id);
+    impl_->WakeIp(impl_->hosts[*id].ip);
+  }
 }
 
 Status Frontier::Retry(const Lease& lease, Clock::time_point now, double response_s,
@@ -149,7 +213,9 @@ Status Frontier::Retry(const Lease& lease, Clock::time_point now, double respons
   bool hold_host =
       signal == HostSignal::kOverloaded || signal == HostSignal::kUnreachable;
   if (hold_host || h.Queued() == 0) h.due = std::max(h.due, until);
-  return m.Push(std::move(entry), nullptr);  // schedules the host again
+  Status st = m.Push(std::move(entry), nullptr);  // schedules the host again
+  m.WakeIp(h.ip);
+  return st;
 }
 
 void Frontier::Defer(const Lease& lease, Clock::time_point until) {
@@ -167,6 +233,7 @@ void Frontier::Defer(const Lease& lease, Clock::time_point until) {
   ++m.in_memory;
   h.due = std::max(h.due, until);
   m.MaybeSchedule(*id);
+  m.WakeIp(h.ip);
 }
 
 bool Frontier::Parked(std::string_view host) const {
@@ -184,6 +251,7 @@ FrontierStats Frontier::Stats(Clock::time_point now) const {
   s.queued_disk = m.on_disk;
   s.in_flight = m.in_flight;
   s.hosts = m.hosts.size();
+  s.addresses = m.ips.size();
   s.admitted = m.admitted;
   s.duplicates = m.duplicates;
   s.refused_full = m.refused_full;
@@ -195,8 +263,10 @@ FrontierStats Frontier::Stats(Clock::time_point now) const {
     if (!h.open) {
       ++s.hosts_waiting_robots;
     } else if (h.Queued() > 0) {
-      bool ready = h.due <= now && h.in_flight < m.options.max_connections_per_host;
+      bool ready = h.due <= now && h.in_flight < m.options.max_connections_per_host &&
+                   !h.ip_parked;
       ++(ready ? s.hosts_ready : s.hosts_waiting_politeness);
+      if (h.ip_parked) ++s.hosts_waiting_ip;
     }
   }
   return s;
@@ -225,6 +295,7 @@ uint64_t Frontier::DropHosts(const std::function<bool(std::string_view)>& handed
     h.write_buf.clear();
     h.on_disk = 0;
     h.disk_min_depth = UINT32_MAX;
+    m.WakeIp(h.ip);  // it may have been its address's waker
   }
   return dropped;
 }

@@ -34,6 +34,9 @@ namespace crawler::frontier {
 constexpr uint64_t kMaxBufferedSpill = 8192;
 
 struct Frontier::Impl {
+  static constexpr uint32_t kNoIp = UINT32_MAX;
+  static constexpr size_t kNoHost = SIZE_MAX;
+
   struct Host {
     std::string key;
     std::map<uint32_t, std::deque<UrlEntry>> ram;  // by Rank; FIFO within one
@@ -54,6 +57,10 @@ struct Frontier::Impl {
     Clock::time_point due{};
     uint32_t in_flight = 0;
     bool scheduled = false;
+    // Its address (Ip index; kNoIp: not known yet), and whether it waits in
+    // that address's line (Ip::parked) instead of the schedule.
+    uint32_t ip = kNoIp;
+    bool ip_parked = false;
     HostBackoff backoff;
     uint64_t Queued() const { return ram_size + on_disk + write_buf.size(); }
     // A RAM queue's order: depth, then revisits (UrlEntry::revisit) last.
@@ -79,6 +86,16 @@ struct Frontier::Impl {
     bool Spilling() const { return on_disk + write_buf.size() > 0; }
   };
 
+  // One address's politeness over all its hosts.
+  struct Ip {
+    std::string address;
+    Clock::time_point due{};  // the next request start allowed
+    uint32_t in_flight = 0;
+    // Hosts due but held for this address, first come first served; at most
+    // one host (`waker`) is scheduled to come back when it is due.
+    std::deque<size_t> parked;
+    size_t waker = kNoHost;
+  };
   explicit Impl(const FrontierOptions& o) : options(o) {}
 
   ~Impl() {
@@ -108,6 +125,62 @@ struct Frontier::Impl {
   std::map<uint64_t, std::pair<size_t, UrlEntry>> leased GUARDED_BY(mu);
   std::map<uint32_t, uint64_t> depth_counts GUARDED_BY(mu);  // queued URLs by depth
   std::vector<std::string> drained GUARDED_BY(mu);           // read-back spill files
+  std::vector<Ip> ips GUARDED_BY(mu);
+  std::unordered_map<std::string, uint32_t> ip_index GUARDED_BY(mu);
+
+  uint32_t IpFor(std::string_view address) REQUIRES(mu) {
+    auto [it, fresh] =
+        ip_index.try_emplace(std::string(address), static_cast<uint32_t>(ips.size()));
+    if (fresh) {
+      ips.emplace_back();
+      ips.back().address = std::string(address);
+    }
+    return it->second;
+  }
+  // May a request start at address `ip` now?
+  bool IpBlocked(const Ip& ip, Clock::time_point now) const {
+    return ip.in_flight >= options.max_connections_per_ip || ip.due > now;
+  }
+  // A request starts at `ip` now: the next waits min_delay_ip_s.
+  void IpStarted(Ip& ip, Clock::time_point now) {
+    ++ip.in_flight;
+    ip.due = now + std::chrono::duration_cast<Clock::duration>(
+                       std::chrono::duration<double>(options.min_delay_ip_s));
+  }
+  // May host `id` start a request at its address now? Not if the address
+  // is busy, or if another host is first in its line (its waker).
+  bool IpHolds(size_t id, Clock::time_point now) const REQUIRES(mu) {
+    const Host& h = hosts[id];
+    if (h.ip == kNoIp) return false;
+    const Ip& ip = ips[h.ip];
+    return IpBlocked(ip, now) || (ip.waker != kNoHost && ip.waker != id);
+  }
+  // Host `id`, due, may not start at its address now: it joins the back of
+  // the address's line; the line's first is scheduled for when the address
+  // is due (WakeIp), so hosts take turns, first come first served.
+  void HoldForIp(size_t id) REQUIRES(mu) {
+    Unschedule(id);
+    Host& h = hosts[id];
+    h.ip_parked = true;
+    ips[h.ip].parked.push_back(id);
+    WakeIp(h.ip);
+  }
+  // A connection of address `ip` is free, or its waker left: the first host
+  // in its line that can go is scheduled for when the address is due.
+  void WakeIp(uint32_t index) REQUIRES(mu) {
+    if (index == kNoIp) return;
+    Ip& ip = ips[index];
+    while (ip.waker == kNoHost && ip.in_flight < options.max_connections_per_ip &&
+           !ip.parked.empty()) {
+      const size_t id = ip.parked.front();
+      ip.parked.pop_front();
+      Host& h = hosts[id];
+      h.ip_parked = false;
+      h.due = std::max(h.due, ip.due);
+      MaybeSchedule(id);
+      if (h.scheduled) ip.waker = id;
+    }
+  }
 
   void CountDepth(uint32_t depth, int64_t delta) REQUIRES(mu) {
     auto it = depth_counts.try_emplace(depth, 0).first;
@@ -128,7 +201,7 @@ struct Frontier::Impl {
 
   void MaybeSchedule(size_t id) REQUIRES(mu) {
     Host& h = hosts[id];
-    if (h.open && !h.scheduled && h.Queued() > 0 &&
+    if (h.open && !h.scheduled && !h.ip_parked && h.Queued() > 0 &&
         h.in_flight < options.max_connections_per_host) {
       schedule.emplace(h.due, id);
       h.scheduled = true;
@@ -140,6 +213,7 @@ struct Frontier::Impl {
     if (h.scheduled) {
       schedule.erase({h.due, id});
       h.scheduled = false;
+      if (h.ip != kNoIp && ips[h.ip].waker == id) ips[h.ip].waker = kNoHost;
     }
   }
 
@@ -278,6 +352,10 @@ struct Frontier::Impl {
     leased.erase(it);
     --hosts[id].in_flight;
     --in_flight;
+    if (hosts[id].ip != kNoIp) {
+      --ips[hosts[id].ip].in_flight;
+      WakeIp(hosts[id].ip);
+    }
     return id;
   }
 

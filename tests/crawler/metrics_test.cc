@@ -79,7 +79,12 @@ TEST_CASE(
       {"crawler_checkpoints", "counter"},
       {"crawler_checkpoint_last_duration_seconds", "gauge"},
       {"crawler_checkpoint_last_pause_seconds", "gauge"},
-      {"crawler_metrics_render_seconds", "counter"}};
+      {"crawler_metrics_render_seconds", "counter"},
+      {"crawler_frontier_addresses", "gauge"},
+      {"crawler_dns_queries", "counter"},
+      {"crawler_dns_cache", "counter"},
+      {"crawler_dns_failures", "counter"},
+      {"crawler_dns_latency_seconds", "gauge"}};
   for (const auto& [family, type] : expected) {
     INFO(family);
     CHECK(second.types.count(family) == 1);
@@ -94,7 +99,7 @@ TEST_CASE(
   CHECK(pages_second > 0);
   CHECK(pages_second >= pages_first);
   CHECK(second.Get("crawler_fetched_bytes_total{class=2xx}") > 0);
-  CHECK(second.Count("crawler_hosts") == 4);
+  CHECK(second.Count("crawler_hosts") == 5);  // ready, politeness, ip, robots, blocked
   // Every page fetched was admitted through the filter first.
   CHECK(second.Get("crawler_dedup_items{}") >=
         second.Get("crawler_pages_total{class=2xx}"));

@@ -88,6 +88,9 @@ inline std::string NodeCommand(const std::string& dir, const std::string& redis,
          " --set cluster.min_nodes=3 --set cluster.shards=64"
          " --set cluster.heartbeat_s=0.5 --set crawl.max_depth=5"
          " --set crawl.max_connections=8 --set frontier.min_delay_s=0.02"
+         // 200 virtual hosts on one loopback address stand for 200 servers:
+         // no politeness per address.
+         " --set frontier.min_delay_ip_s=0 --set frontier.max_connections_per_ip=100000"
          " --set dedup.capacity=2000 --set dedup.error_rate=1e-7"
          " --set fetch.max_body_bytes=" +
          std::to_string(kBodyLimit) + " " + extra;

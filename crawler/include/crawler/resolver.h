@@ -53,7 +53,7 @@ struct ResolverOptions {
 struct DnsFigures {
   uint64_t queries = 0;    // lookups sent (refreshes included)
   uint64_t hits = 0;       // Lookup answered from the cache
-  uint64_t misses = 0;     // Lookup that had to wait for an answer
+  uint64_t misses = 0;     // Lookup that had to start a lookup (and wait)
   uint64_t refreshes = 0;  // lookups sent ahead of an entry's expiry
   uint64_t not_found = 0;  // answers: NXDOMAIN or no address record
   uint64_t failed = 0;     // SERVFAIL, REFUSED, malformed, refused connection
@@ -82,8 +82,9 @@ class Resolver {
     std::string error;  // kNotFound, kFailed: what happened, for the fetch log
   };
   // `host` as in a URL, lowercase, without port or brackets. Starts a lookup
-  // when the cache has nothing valid. `count`: false for a caller asking
-  // again about a lookup it already counted (a waiting fetch).
+  // when the cache has nothing valid (a miss). `count`: an answer from the
+  // cache counts as a hit (false: a caller asking again about a lookup it
+  // waits for).
   Answer Lookup(std::string_view host, bool count = true);
   // Drops `host`'s entry (unless a lookup of it is under way): its next
   // Lookup asks again. For an address that answered 421 Misdirected Request

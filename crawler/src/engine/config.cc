@@ -191,6 +191,14 @@ std::vector<Key> FrontierKeys() {
       DoubleKey(
           "frontier", "park_s", [](Config & c) -> auto& { return c.frontier.park_s; }, 0,
           86400),
+      // -1: min_delay_s / 4; 0: 4 x max_connections_per_host (frontier.h).
+      DoubleKey(
+          "frontier", "min_delay_ip_s",
+          [](Config & c) -> auto& { return c.frontier.min_delay_ip_s; }, -1, 86400),
+      IntKey<uint32_t>(
+          "frontier", "max_connections_per_ip",
+          [](Config & c) -> auto& { return c.frontier.max_connections_per_ip; }, 0,
+          100000),
   };
 }
 
@@ -368,6 +376,10 @@ Status Finish(Config& c) {
                              "' is not ADDRESS or ADDRESS:PORT (as 127.0.0.1:5353 or "
                              "[::1]:53; a name server is given by address)");
     }
+  }
+  if (c.frontier.min_delay_ip_s < 0 && c.frontier.min_delay_ip_s != -1) {
+    return ConfigError("config", "frontier.min_delay_ip_s",
+                       "must be -1 (a quarter of min_delay_s) or at least 0");
   }
   if (c.fetch.dns_min_ttl_s > c.fetch.dns_max_ttl_s) {
     return ConfigError("config", "fetch.dns_min_ttl_s",

@@ -315,6 +315,7 @@ Resolver::Answer Resolver::Lookup(std::string_view host, bool count) {
       e.kind = Kind::kPending;
       if (!e.querying) {
         impl_->Queue(it->first, &e);
+        ++impl_->figures.misses;
         wake = true;
       }
     } else if (e.kind == Kind::kAddress && e.refresh_ms <= now && !e.querying) {
@@ -328,7 +329,7 @@ Resolver::Answer Resolver::Lookup(std::string_view host, bool count) {
     } else if (a.kind != Kind::kPending) {
       a.error = e.address;
     }
-    if (count) ++(a.kind == Kind::kPending ? impl_->figures.misses : impl_->figures.hits);
+    if (count && a.kind != Kind::kPending) ++impl_->figures.hits;
   }
   if (wake) impl_->Wake();
   return a;

@@ -294,6 +294,8 @@ void Worker::Forget(const Gate::Pass&, const std::string& url) {
 Status Worker::ProcessOne() {
   std::optional<Completed> c = p_.results.TryPop();
   if (!c) return Status::Ok();
+  // A robots.txt fetch counted at its address (AddWaitingRobots) ends there.
+  if (!c->started_at.empty()) p_.frontier.EndAt(c->started_at);
   if (c->result.abandoned) return Abandoned(*c);
   Prepared prepared = Prepare(*c);  // outside the gate: a checkpoint need not wait for it
   Status st;
@@ -435,6 +437,8 @@ Status Worker::FinishPage(const Gate::Pass& pass, const Completed& c, const Prep
   const RetryPolicy policy{.max_retries = p_.config.fetch.max_retries,
                            .base_s = p_.config.fetch.retry_base_s,
                            .max_s = p_.config.fetch.retry_max_s};
+  // The host moves with its address (politeness per address).
+  if (!r.ip.empty()) p_.frontier.SetAddress(c.lease.host, r.ip);
   const Verdict v = Classify(r, e.attempt, policy, Jitter(), std::time(nullptr));
   Status st = Record(r, p, &e, v.final);
   if (!st.ok()) return st;

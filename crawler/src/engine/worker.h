@@ -94,6 +94,8 @@ struct Completed {
   // [recrawl]: the page's history record when its fetch started (none: its
   // first fetch, or recrawl off).
   std::optional<HistoryRecord> before;
+  // robots: the address it was counted at (Frontier::TryStartAt), if any.
+  std::string started_at = {};
 };
 
 class ResultQueue {
@@ -155,6 +157,7 @@ class Worker {
                    const std::string& url, int hops);
   // Hands waiting robots.txt fetches to the fetcher while it has room.
   void AddWaitingRobots();
+  std::optional<std::string> RobotsAddress(const std::string& url) const;
   // Shards taken over (placement.h): their hosts, queued URLs and seen set
   // into this node's frontier, host table and filter; their URL history into
   // this node's ([recrawl]).

@@ -37,8 +37,32 @@ void Worker::StartRobots(const Gate::Pass& pass, const std::string& host,
   robots_waiting_.push_back({Clock::time_point{}, host, url, hops});
 }
 
+// Where a robots.txt fetch of `url` will connect, for politeness per
+// address: "" if not known (a name fetch.resolve routes, or a proxy), the
+// resolver's answer (nullopt while its lookup runs: the fetch waits here,
+// not in a transfer slot), or the address the URL names.
+std::optional<std::string> Worker::RobotsAddress(const std::string& url) const {
+  std::string host(frontier::HostKey(url));
+  host = host.substr(host.find("://") + 3);
+  if (!host.empty() && host[0] == '[') return host.substr(1, host.find(']') - 1);
+  host = host.substr(0, host.rfind(':'));
+  if (!host.empty() && host.find_first_not_of("0123456789.") == std::string::npos)
+    return host;
+  if (p_.resolver == nullptr || !p_.config.fetch.proxy.empty()) return std::string();
+  for (const std::string& entry : p_.config.fetch.resolve)
+    if (entry.compare(0, host.size() + 1, host + ":") == 0) return std::string();
+  Resolver::Answer a = p_.resolver->Lookup(host, /*count=*/false);
+  if (a.kind == Resolver::Kind::kPending) return std::nullopt;
+  return a.address;  // "" for a failed lookup: the fetch ends with it at once
+}
+
+// Starts waiting robots.txt fetches while the fetcher has room, each once
+// its address's politeness allows; one held goes to the back of the line
+// (at most 256 looked at per call).
 void Worker::AddWaitingRobots() {
-  while (!robots_waiting_.empty() && fetcher_->Running() < max_running_) {
+  size_t looked = 0;
+  while (!robots_waiting_.empty() && fetcher_->Running() < max_running_ &&
+         looked++ < 256) {
     RobotsRetry r = std::move(robots_waiting_.front());
     robots_waiting_.pop_front();
     if (p_.cluster != nullptr && p_.cluster->Lapsed(r.host)) {
@@ -49,9 +73,16 @@ void Worker::AddWaitingRobots() {
       robots_retry_.push_back(std::move(r));
       continue;
     }
-    fetcher_->Add(r.url, [this, host = r.host, hops = r.hops](FetchResult&& result) {
+    std::optional<std::string> address = RobotsAddress(r.url);
+    if (!address ||
+        (!address->empty() && !p_.frontier.TryStartAt(*address, Clock::now()))) {
+      robots_waiting_.push_back(std::move(r));
+      continue;
+    }
+    fetcher_->Add(r.url, [this, host = r.host, hops = r.hops,
+                          at = std::move(*address)](FetchResult&& result) {
       completed_.push_back(
-          Completed{true, host, hops, {}, std::move(result), std::nullopt});
+          Completed{true, host, hops, {}, std::move(result), std::nullopt, at});
     });
   }
 }
@@ -76,6 +107,7 @@ Status Worker::FinishRobots(const Gate::Pass& pass, const Completed& c,
   std::vector<std::string> sitemaps;
   std::optional<double> delay =
       p_.hosts.RobotsDone(pass, c.host, outcome, r.body, Clock::now(), &sitemaps);
+  p_.frontier.SetAddress(c.host, r.ip);  // its pages' politeness per address
   p_.frontier.OpenHost(c.host, delay, Clock::now());
   return OfferSitemaps(pass, c.host, sitemaps);
 }

@@ -151,8 +151,8 @@ void DnsFamilies(const DnsReport& d, Text& t) {
   t.One("crawler_dns_queries_total", "counter", "DNS lookups sent (refreshes included).",
         d.queries);
   t.Family("crawler_dns_cache_total", "counter",
-           "Fetches whose host the DNS cache answered (hit) or that waited for a lookup "
-           "(miss).");
+           "Fetches whose host the DNS cache answered (hit); lookups started for want of "
+           "a valid answer, waited for (miss).");
   t.Sample("crawler_dns_cache_total", Label("result", "hit"), d.hits);
   t.Sample("crawler_dns_cache_total", Label("result", "miss"), d.misses);
   t.Family("crawler_dns_failures_total", "counter", "DNS lookups that failed, by kind.");
@@ -176,10 +176,13 @@ void FrontierFamilies(const FrontierReport& f, Text& t) {
   t.One("crawler_frontier_spilled_urls_total", "counter",
         "URLs the frontier wrote to disk (its RAM bound).", f.spilled);
   t.One("crawler_frontier_hosts", "gauge", "Hosts the frontier knows.", f.hosts);
+  t.One("crawler_frontier_addresses", "gauge",
+        "Addresses the frontier's hosts are on (politeness per address).", f.addresses);
   t.Family("crawler_hosts", "gauge", "Hosts with queued URLs, by state.");
   t.Sample("crawler_hosts", Label("state", "ready"), f.hosts_ready);
   t.Sample("crawler_hosts", Label("state", "waiting_politeness"),
            f.hosts_waiting_politeness);
+  t.Sample("crawler_hosts", Label("state", "waiting_ip"), f.hosts_waiting_ip);
   t.Sample("crawler_hosts", Label("state", "waiting_robots"), f.hosts_waiting_robots);
   t.Sample("crawler_hosts", Label("state", "blocked_robots"), f.hosts_blocked_robots);
   t.Family("crawler_hosts_backoff", "gauge",

@@ -107,12 +107,15 @@ Section FrontierSection(const FrontierReport& f) {
                                    Count(f.in_flight) + " in flight"});
   fr.rows.push_back(
       {"hosts", Count(f.hosts) + " total: " + Count(f.hosts_ready) + " ready, " +
-                    Count(f.hosts_waiting_politeness) + " waiting (politeness), " +
+                    Count(f.hosts_waiting_politeness) + " waiting (politeness; " +
+                    Count(f.hosts_waiting_ip) + " for their address), " +
                     Count(f.hosts_waiting_robots) + " waiting for robots.txt, " +
                     Count(f.hosts_blocked_robots) + " blocked by robots.txt"});
   fr.rows.push_back(
       {"hosts backing off", Count(f.hosts_backing_off) + " slowed down (429/503), " +
                                 Count(f.hosts_parked) + " parked (unreachable)"});
+  fr.rows.push_back(
+      {"addresses", Count(f.addresses) + " known (politeness per address)"});
   std::string depths;
   for (const DepthCount& d : f.depths)
     depths += (depths.empty() ? "" : "  ") + Count(d.depth) + ":" + Count(d.urls);

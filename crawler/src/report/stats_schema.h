@@ -76,6 +76,8 @@ BOOST_DESCRIBE_STRUCT(DepthCount, (), (depth, urls))
 struct FrontierReport {
   uint64_t queued_memory = 0, queued_disk = 0, in_flight = 0;
   uint64_t hosts = 0, hosts_ready = 0, hosts_waiting_politeness = 0;
+  uint64_t hosts_waiting_ip = 0;  // of those: held for their address (per-IP politeness)
+  uint64_t addresses = 0;         // addresses the hosts are on (known so far)
   uint64_t hosts_waiting_robots = 0, hosts_blocked_robots = 0;
   uint64_t hosts_backing_off = 0, hosts_parked = 0;  // any state besides
   uint64_t spilled = 0;  // URLs ever written to disk, over all runs
@@ -83,7 +85,8 @@ struct FrontierReport {
 };
 // clang-format off
 BOOST_DESCRIBE_STRUCT(FrontierReport, (), (queued_memory, queued_disk, in_flight, hosts,
-    hosts_ready, hosts_waiting_politeness, hosts_waiting_robots, hosts_blocked_robots,
+    hosts_ready, hosts_waiting_politeness, hosts_waiting_ip, addresses,
+    hosts_waiting_robots, hosts_blocked_robots,
     hosts_backing_off, hosts_parked, spilled, depths))
 // clang-format on
 
@@ -157,7 +160,7 @@ struct DnsReport {
   bool enabled = false;    // false: libcurl resolves (a proxy, or no resolver)
   uint64_t queries = 0;    // lookups sent, refreshes included
   uint64_t hits = 0;       // fetches whose host was answered from the cache
-  uint64_t misses = 0;     // fetches that waited for a lookup
+  uint64_t misses = 0;     // lookups started for want of a valid answer (waited for)
   double hit_ratio = 0;    // hits / (hits + misses)
   uint64_t refreshes = 0;  // lookups sent ahead of an entry's expiry
   uint64_t not_found = 0;  // NXDOMAIN or no address record

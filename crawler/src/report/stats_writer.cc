@@ -63,6 +63,8 @@ FrontierReport Frontier(const frontier::FrontierStats& s, uint64_t spilled_base,
   f.hosts = s.hosts;
   f.hosts_ready = s.hosts_ready;
   f.hosts_waiting_politeness = s.hosts_waiting_politeness;
+  f.hosts_waiting_ip = s.hosts_waiting_ip;
+  f.addresses = s.addresses;
   f.hosts_waiting_robots = s.hosts_waiting_robots;
   f.hosts_backing_off = s.hosts_backing_off;
   f.hosts_parked = s.hosts_parked;

@@ -97,6 +97,14 @@ struct FrontierOptions {
   // every further failure. Its queue is kept.
   uint32_t park_after = 5;
   double park_s = 60.0;
+  // Politeness per address as well as per host (shared hosting puts
+  // thousands of hosts on one address): over every host on one address
+  // (SetAddress), request starts at least min_delay_ip_s apart and at most
+  // max_connections_per_ip at once. Defaults derived from the per-host
+  // limits: -1 is min_delay_s / 4 and 0 is 4 x max_connections_per_host,
+  // so an address serves at most four hosts' worth of requests.
+  double min_delay_ip_s = -1;
+  uint32_t max_connections_per_ip = 0;
 };
 
 // What a fetch's outcome says about its host (Frontier::Done, Retry).
@@ -146,6 +154,8 @@ struct FrontierStats {
   uint64_t hosts_waiting_robots = 0;  // not opened yet
   uint64_t hosts_ready = 0;           // open, non-empty, due now
   uint64_t hosts_waiting_politeness = 0;
+  uint64_t hosts_waiting_ip = 0;   // of those: their address is busy
+  uint64_t addresses = 0;          // addresses known (SetAddress)
   uint64_t hosts_backing_off = 0;  // slowed down after 429/503 (any state)
   uint64_t hosts_parked = 0;       // unreachable park_after times in a row
   uint64_t admitted = 0;           // URLs that passed dedup
@@ -197,6 +207,17 @@ class Frontier {
   // `signal` updates the host's back-off and parking (FrontierOptions).
   void Done(const Lease& lease, Clock::time_point now, double response_s,
             HostSignal signal = HostSignal::kAnswered);
+  // `host` is served at `address` (its last fetch's): it shares that
+  // address's politeness from now on (FrontierOptions::min_delay_ip_s,
+  // max_connections_per_ip), with its URLs in flight. A host whose address
+  // changes moves with it. Not in the checkpoint: a resumed host's address
+  // is learned again from its next fetch.
+  void SetAddress(std::string_view host, std::string_view address);
+  // A fetch outside the queues (a robots.txt) at `address`: true, and
+  // counted as started there, if the address's politeness allows one now;
+  // EndAt when it ends.
+  bool TryStartAt(std::string_view address, Clock::time_point now);
+  void EndAt(std::string_view address);
   // `lease` was not fetched (e.g. robots.txt forbids it): frees its slot
   // without a politeness delay.
   void Release(const Lease& lease);

@@ -1,0 +1,147 @@
+// Politeness per address (frontier/frontier.h, SetAddress): hosts sharing an
+// address share its request gap and its connection limit, on a fake clock.
+#include <catch2/catch.hpp>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "frontier/frontier.h"
+
+namespace crawler::frontier {
+namespace {
+namespace ip_test {
+
+using std::chrono::milliseconds;
+
+const Clock::time_point kStart = Clock::time_point{} + std::chrono::hours(1);
+
+FrontierOptions Options(uint32_t per_host, double ip_delay_s, uint32_t per_ip) {
+  FrontierOptions o;
+  o.max_connections_per_host = per_host;
+  o.min_delay_ip_s = ip_delay_s;
+  o.max_connections_per_ip = per_ip;
+  return o;
+}
+
+struct Setup {
+  explicit Setup(FrontierOptions o) {
+    dedup::FilterOptions fo;
+    fo.capacity = 10'000;
+    fo.error_rate = 1e-6;
+    filter = std::move(dedup::Filter::Create(fo)).value();
+    o.min_delay_s = 0;
+    f = std::move(Frontier::Create(o)).value();
+  }
+  // `pages` URLs on each of `hosts`, opened, at `address`.
+  void Hosts(const std::vector<std::string>& hosts, const std::string& address,
+             int pages = 3) {
+    std::vector<UrlEntry> entries;
+    for (const std::string& h : hosts)
+      for (int i = 0; i < pages; ++i)
+        entries.push_back(UrlEntry{h + "/" + std::to_string(i), 1, ""});
+    REQUIRE(f->Admit(entries, *filter).ok());
+    for (const std::string& h : hosts) {
+      f->OpenHost(h, std::nullopt);
+      f->SetAddress(h, address);
+    }
+  }
+  std::optional<Lease> Pop(Clock::time_point t, Clock::time_point* next = nullptr) {
+    auto r = f->Pop(t, next);
+    REQUIRE(r.ok());
+    return std::move(r).value();
+  }
+  std::unique_ptr<dedup::Filter> filter;
+  std::unique_ptr<Frontier> f;
+};
+
+TEST_CASE("Per address: request starts min_delay_ip_s apart over all its hosts",
+          "[frontier][ip]") {
+  Setup s(Options(1, 1.0, 10));
+  s.Hosts({"http://a", "http://b", "http://c"}, "10.0.0.1");
+  s.Hosts({"http://d"}, "10.0.0.2", 1);
+  // One from the shared address, one from the other; then nothing until the
+  // shared address is due, whatever the hosts' own delays (0).
+  std::optional<Lease> first = s.Pop(kStart);
+  REQUIRE(first);
+  std::optional<Lease> other = s.Pop(kStart);
+  REQUIRE(other);
+  CHECK(other->host == "http://d");
+  s.f->Done(*first, kStart + milliseconds(10), 0.01, HostSignal::kAnswered);
+  s.f->Done(*other, kStart + milliseconds(10), 0.01, HostSignal::kAnswered);
+  Clock::time_point next{};
+  CHECK_FALSE(s.Pop(kStart + milliseconds(30), &next));
+  CHECK(next == kStart + std::chrono::seconds(1));
+  // Each second, one of a, b, c in turn: the eight pages left (a had three,
+  // one fetched) in eight seconds.
+  std::vector<std::string> order;
+  for (int i = 1; i <= 8; ++i) {
+    const Clock::time_point t = kStart + std::chrono::seconds(i);
+    CHECK_FALSE(s.Pop(t - milliseconds(1)).has_value());
+    std::optional<Lease> l = s.Pop(t);
+    REQUIRE(l);
+    CHECK(l->host != "http://d");
+    order.push_back(l->host);
+    CHECK_FALSE(s.Pop(t).has_value());
+    s.f->Done(*l, t + milliseconds(5), 0.005, HostSignal::kAnswered);
+  }
+  // In turn: no host twice before each other waiting host had its go.
+  CHECK(std::vector<std::string>(order.begin(), order.begin() + 3) !=
+        std::vector<std::string>(3, order[0]));
+  for (size_t i = 3; i < 6; ++i) CHECK(order[i] == order[i - 3]);
+  CHECK(std::set<std::string>(order.begin(), order.begin() + 3).size() == 3);
+  CHECK_FALSE(s.Pop(kStart + std::chrono::seconds(30)).has_value());
+  FrontierStats st = s.f->Stats(kStart + std::chrono::seconds(20));
+  CHECK(st.addresses == 2);
+  CHECK(st.hosts_waiting_ip == 0);
+}
+
+TEST_CASE("Per address: at most max_connections_per_ip in flight over its hosts",
+          "[frontier][ip]") {
+  Setup s(Options(1, 0, 2));
+  s.Hosts({"http://a", "http://b", "http://c", "http://e"}, "10.0.0.1");
+  std::optional<Lease> one = s.Pop(kStart), two = s.Pop(kStart);
+  REQUIRE(one);
+  REQUIRE(two);
+  CHECK(one->host != two->host);
+  CHECK_FALSE(s.Pop(kStart).has_value());
+  CHECK(s.f->Stats(kStart).hosts_waiting_ip == 2);
+  // A robots.txt fetch at the same address waits for a free connection too.
+  CHECK_FALSE(s.f->TryStartAt("10.0.0.1", kStart));
+  s.f->Done(*one, kStart + milliseconds(1), 0.001, HostSignal::kAnswered);
+  CHECK(s.f->TryStartAt("10.0.0.1", kStart + milliseconds(1)));
+  CHECK_FALSE(s.Pop(kStart + milliseconds(2)).has_value());
+  s.f->EndAt("10.0.0.1");
+  std::optional<Lease> three = s.Pop(kStart + milliseconds(3));
+  REQUIRE(three);
+  CHECK(three->host != one->host);
+  CHECK(three->host != two->host);
+  // Release (not fetched) frees the address's connection as well.
+  s.f->Release(*two);
+  CHECK(s.Pop(kStart + milliseconds(4)).has_value());
+}
+
+TEST_CASE("Per address: a host that moves takes its fetches in flight along",
+          "[frontier][ip]") {
+  Setup s(Options(2, 0, 2));
+  s.Hosts({"http://a"}, "10.0.0.1", 4);
+  std::optional<Lease> a1 = s.Pop(kStart), a2 = s.Pop(kStart);
+  REQUIRE(a1);
+  REQUIRE(a2);
+  s.Hosts({"http://b"}, "10.0.0.1", 4);
+  CHECK_FALSE(s.Pop(kStart).has_value());  // the address's two connections are a's
+  // It moves: its two fetches count at the new address, the old one is free.
+  s.f->SetAddress(a1->host, "10.0.0.9");
+  std::optional<Lease> b1 = s.Pop(kStart);
+  REQUIRE(b1);
+  CHECK(b1->host == "http://b");
+  CHECK(s.f->TryStartAt("10.0.0.1", kStart));
+  CHECK_FALSE(s.f->TryStartAt("10.0.0.9", kStart));
+  s.f->Done(*a1, kStart + milliseconds(1), 0.001, HostSignal::kAnswered);
+  CHECK(s.f->TryStartAt("10.0.0.9", kStart + milliseconds(1)));
+}
+
+}  // namespace ip_test
+}  // namespace
+}  // namespace crawler::frontier
