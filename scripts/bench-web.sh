@@ -12,6 +12,7 @@
 #        PER_HOST=4 DELAY=0 INTERVAL=10 CRAWLER_BIN=build/crawler/crawler
 #        DNS_DELAY=0 (ms the site's DNS waits before each answer)
 #        DNS=0 (no lookups: every host given by fetch.resolve instead)
+#        SETS="--set frontier.max_connections_per_ip=2 ..." (more crawler settings)
 #        MALLOC=jemalloc|mimalloc (LD_PRELOAD'd; scripts/malloc-preload.sh)
 #        KEEP=1 (keep the work directory: OUT, the request log, the samples)
 #
@@ -56,7 +57,7 @@ awk -v file="$work/resolve.toml" -v key="$key" \
 LD_PRELOAD=$preload "$bin" crawl --seeds "$work/seeds.txt" --config "$work/config.toml" \
   --out "$work/out" --set "frontier.min_delay_s=${DELAY:-0}" \
   --set "frontier.max_connections_per_host=${PER_HOST:-4}" \
-  --set "crawl.max_duration_s=$seconds" > "$work/crawl.out" 2>&1 &
+  --set "crawl.max_duration_s=$seconds" ${SETS:-} > "$work/crawl.out" 2>&1 &
 pid=$!
 echo "crawling: $(wc -l < "$work/seeds.txt") seeds, $(wc -l < "$work/truth.txt") pages in the truth," \
   "malloc=${MALLOC:-linked}, per host: ${PER_HOST:-4} connections, ${DELAY:-0} s apart," \

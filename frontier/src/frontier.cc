@@ -137,7 +137,7 @@ void Frontier::Done(const Lease& lease, Clock::time_point now, double response_s
                     HostSignal signal) {
   Impl& m = *impl_;
   MutexLock lock(m.mu);
-  std::optional<size_t> id = m.EndLease(lease);
+  std::optional<size_t> id = m.EndLease(lease, now);
   if (!id) return;
   Impl::Host& h = m.hosts[*id];
   m.Unschedule(*id);
@@ -180,12 +180,12 @@ bool Frontier::TryStartAt(std::string_view address, Clock::time_point now) {
   return true;
 }
 
-void Frontier::EndAt(std::string_view address) {
+void Frontier::EndAt(std::string_view address, Clock::time_point now) {
   Impl& m = *impl_;
   MutexLock lock(m.mu);
   auto it = m.ip_index.find(std::string(address));
   if (it == m.ip_index.end() || m.ips[it->second].in_flight == 0) return;
-  --m.ips[it->second].in_flight;
+  m.IpEnded(m.ips[it->second], now);
   m.WakeIp(it->second);
 }
 
@@ -206,7 +206,7 @@ Status Frontier::Retry(const Lease& lease, Clock::time_point now, double respons
   if (it == m.leased.end()) return Status::Ok();
   UrlEntry entry = it->second.second;
   ++entry.attempt;
-  std::optional<size_t> id = m.EndLease(lease);
+  std::optional<size_t> id = m.EndLease(lease, now);
   Impl::Host& h = m.hosts[*id];
   m.Unschedule(*id);
   m.AfterFetch(h, now, response_s, signal);

@@ -155,6 +155,17 @@ struct Frontier::Impl {
     const Ip& ip = ips[h.ip];
     return IpBlocked(ip, now) || (ip.waker != kNoHost && ip.waker != id);
   }
+  // A request at `ip` ended at `ended` (none: not sent): the next start
+  // waits min_delay_ip_s after it too, so with one connection per address
+  // the server sees every gap at least that long, whatever the lag between
+  // a request's start here and its arrival there.
+  void IpEnded(Ip& ip, std::optional<Clock::time_point> ended) {
+    if (ip.in_flight > 0) --ip.in_flight;
+    if (ended)
+      ip.due = std::max(
+          ip.due, *ended + std::chrono::duration_cast<Clock::duration>(
+                               std::chrono::duration<double>(options.min_delay_ip_s)));
+  }
   // Host `id`, due, may not start at its address now: it joins the back of
   // the address's line; the line's first is scheduled for when the address
   // is due (WakeIp), so hosts take turns, first come first served.
@@ -345,7 +356,11 @@ struct Frontier::Impl {
 
   // Frees the lease's connection slot; returns its host, or nullopt for a
   // lease this frontier did not hand out (ignored). REQUIRES: mu held.
-  std::optional<size_t> EndLease(const Lease& lease) REQUIRES(mu) {
+  // `ended`: when its request ended (its address's next start waits
+  // min_delay_ip_s after it); none: it was not fetched.
+  std::optional<size_t> EndLease(const Lease& lease,
+                                 std::optional<Clock::time_point> ended = std::nullopt)
+      REQUIRES(mu) {
     auto it = leased.find(lease.id);
     if (it == leased.end()) return std::nullopt;
     size_t id = it->second.first;
@@ -353,7 +368,7 @@ struct Frontier::Impl {
     --hosts[id].in_flight;
     --in_flight;
     if (hosts[id].ip != kNoIp) {
-      --ips[hosts[id].ip].in_flight;
+      IpEnded(ips[hosts[id].ip], ended);
       WakeIp(hosts[id].ip);
     }
     return id;

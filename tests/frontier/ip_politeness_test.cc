@@ -72,19 +72,22 @@ TEST_CASE("Per address: request starts min_delay_ip_s apart over all its hosts",
   s.f->Done(*other, kStart + milliseconds(10), 0.01, HostSignal::kAnswered);
   Clock::time_point next{};
   CHECK_FALSE(s.Pop(kStart + milliseconds(30), &next));
-  CHECK(next == kStart + std::chrono::seconds(1));
+  CHECK(next == kStart + std::chrono::seconds(1));  // a second after the start ...
+  // ... but the address is due a second after that request's end (10 ms) too.
+  CHECK_FALSE(s.Pop(kStart + std::chrono::seconds(1), &next));
+  CHECK(next == kStart + milliseconds(1010));
   // Each second, one of a, b, c in turn: the eight pages left (a had three,
   // one fetched) in eight seconds.
   std::vector<std::string> order;
   for (int i = 1; i <= 8; ++i) {
-    const Clock::time_point t = kStart + std::chrono::seconds(i);
+    const Clock::time_point t = kStart + milliseconds(10) + std::chrono::seconds(i);
     CHECK_FALSE(s.Pop(t - milliseconds(1)).has_value());
     std::optional<Lease> l = s.Pop(t);
     REQUIRE(l);
     CHECK(l->host != "http://d");
     order.push_back(l->host);
     CHECK_FALSE(s.Pop(t).has_value());
-    s.f->Done(*l, t + milliseconds(5), 0.005, HostSignal::kAnswered);
+    s.f->Done(*l, t, 0, HostSignal::kAnswered);  // answered at once
   }
   // In turn: no host twice before each other waiting host had its go.
   CHECK(std::vector<std::string>(order.begin(), order.begin() + 3) !=
@@ -112,7 +115,7 @@ TEST_CASE("Per address: at most max_connections_per_ip in flight over its hosts"
   s.f->Done(*one, kStart + milliseconds(1), 0.001, HostSignal::kAnswered);
   CHECK(s.f->TryStartAt("10.0.0.1", kStart + milliseconds(1)));
   CHECK_FALSE(s.Pop(kStart + milliseconds(2)).has_value());
-  s.f->EndAt("10.0.0.1");
+  s.f->EndAt("10.0.0.1", kStart + milliseconds(2));
   std::optional<Lease> three = s.Pop(kStart + milliseconds(3));
   REQUIRE(three);
   CHECK(three->host != one->host);

@@ -295,7 +295,7 @@ Status Worker::ProcessOne() {
   std::optional<Completed> c = p_.results.TryPop();
   if (!c) return Status::Ok();
   // A robots.txt fetch counted at its address (AddWaitingRobots) ends there.
-  if (!c->started_at.empty()) p_.frontier.EndAt(c->started_at);
+  if (!c->started_at.empty()) p_.frontier.EndAt(c->started_at, Clock::now());
   if (c->result.abandoned) return Abandoned(*c);
   Prepared prepared = Prepare(*c);  // outside the gate: a checkpoint need not wait for it
   Status st;

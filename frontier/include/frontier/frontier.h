@@ -99,7 +99,8 @@ struct FrontierOptions {
   double park_s = 60.0;
   // Politeness per address as well as per host (shared hosting puts
   // thousands of hosts on one address): over every host on one address
-  // (SetAddress), request starts at least min_delay_ip_s apart and at most
+  // (SetAddress), request starts at least min_delay_ip_s apart and each at
+  // least min_delay_ip_s after the last request there ended, and at most
   // max_connections_per_ip at once. Defaults derived from the per-host
   // limits: -1 is min_delay_s / 4 and 0 is 4 x max_connections_per_host,
   // so an address serves at most four hosts' worth of requests.
@@ -217,7 +218,7 @@ class Frontier {
   // counted as started there, if the address's politeness allows one now;
   // EndAt when it ends.
   bool TryStartAt(std::string_view address, Clock::time_point now);
-  void EndAt(std::string_view address);
+  void EndAt(std::string_view address, Clock::time_point now);
   // `lease` was not fetched (e.g. robots.txt forbids it): frees its slot
   // without a politeness delay.
   void Release(const Lease& lease);
