@@ -118,7 +118,7 @@ class Fetcher {
   size_t Running() const;
   // Ends at once the transfers whose URL `pred` picks: each `done` is called
   // (here, before this returns) with a result marked abandoned. Returns how
-  // many. (A cluster node whose lease lapsed: issue 31, finding 2.)
+  // many. (A cluster node whose lease lapsed: placement.h, Lapsed.)
   size_t Abandon(const std::function<bool(const std::string& url)>& pred);
 
  private:

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <iterator>
 
+#include "base/ascii.h"
 #include "engine/worker.h"
 
 namespace crawler::engine {
@@ -37,6 +38,13 @@ void Worker::StartRobots(const Gate::Pass& pass, const std::string& host,
   robots_waiting_.push_back({Clock::time_point{}, host, url, hops});
 }
 
+std::unordered_set<std::string> Worker::ResolveHosts(const Config& config) {
+  std::unordered_set<std::string> hosts;
+  for (const std::string& entry : config.fetch.resolve)
+    hosts.insert(ascii::LowerAscii(entry.substr(0, entry.find(':'))));
+  return hosts;
+}
+
 // Where a robots.txt fetch of `url` will connect, for politeness per
 // address: "" if not known (a name fetch.resolve routes, or a proxy), the
 // resolver's answer (nullopt while its lookup runs: the fetch waits here,
@@ -49,8 +57,7 @@ std::optional<std::string> Worker::RobotsAddress(const std::string& url) const {
   if (!host.empty() && host.find_first_not_of("0123456789.") == std::string::npos)
     return host;
   if (p_.resolver == nullptr || !p_.config.fetch.proxy.empty()) return std::string();
-  for (const std::string& entry : p_.config.fetch.resolve)
-    if (entry.compare(0, host.size() + 1, host + ":") == 0) return std::string();
+  if (resolve_hosts_.count(host) != 0) return std::string();
   Resolver::Answer a = p_.resolver->Lookup(host, /*count=*/false);
   if (a.kind == Resolver::Kind::kPending) return std::nullopt;
   return a.address;  // "" for a failed lookup: the fetch ends with it at once

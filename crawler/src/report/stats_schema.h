@@ -216,7 +216,7 @@ BOOST_DESCRIBE_STRUCT(ManifestFile, (), (bytes, xxh3, from))
 struct ManifestCounts {
   uint64_t started = 0;
   double expected_false_seen = 0;
-  uint64_t compactions = 0;  // absent before session 16: 0
+  uint64_t compactions = 0;  // absent in older manifests: 0
   double compaction_s = 0;
 };
 BOOST_DESCRIBE_STRUCT(ManifestCounts, (),
@@ -252,7 +252,7 @@ struct ManifestDoc {
   double pause_ms = 0;
   boost::json::object stats;  // a StatsReport
   std::map<std::string, ManifestFile> files;
-  ByteCounts dedup_log;  // per stripe (absent before session 16: logs are scanned)
+  ByteCounts dedup_log;  // per stripe (absent in older manifests: logs are scanned)
 };
 // clang-format off
 BOOST_DESCRIBE_STRUCT(ManifestDoc, (), (format, version, sequence, created_unix, elapsed_s,
