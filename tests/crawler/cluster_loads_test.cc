@@ -275,8 +275,8 @@ TEST_CASE(
   CHECK(OnGained(4, Taken("a 6"), "a", true, false, &resumed).action == A::kRestoreOwn);
   CHECK(OnGained(6, Taken("a 6"), "a", true, false, &resumed).action == A::kRestoreOwn);
   // ... unless that checkpoint was the first to hold it (source_prev): then
-  // from where it came from, with no fallback after it (the bug session 32
-  // found: such a shard was "restored" empty).
+  // from where it came from, with no fallback after it (restoring it from
+  // this node's own checkpoint once gave back an empty shard).
   g = OnGained(6, Taken("a 6", "b 4"), "a", true, false, &resumed);
   CHECK(g.action == A::kLoad);
   CHECK(g.source == "b 4");

@@ -147,9 +147,9 @@ TEST_CASE(
   ::kill(c.nodes[1], SIGKILL);
   ::waitpid(c.nodes[1], nullptr, 0);
   double took = SecondsUntilTaken(c, "death", "n2", 120);
-  // The figure for the issue's target (printed: Catch2's WARN).
+  // The takeover time, printed (Catch2's WARN).
   WARN("n2's " << had << " shards taken over " << took << " s after its kill -9");
-  CHECK(took <= kLease + 15);  // the issue's target: TTL + 15 s
+  CHECK(took <= kLease + 15);  // taken over within the lease TTL + 15 s
   WaitOthers(c);
   c.site.Stop();
   CheckUnionWithDead(c, "death", "n2");
@@ -164,8 +164,8 @@ TEST_CASE(
 // the damage, is not what they test, and their oracle (n2's log cut to the
 // checkpoint before) would not hold: that taker continues from the damaged
 // one, so n2's pages of that shard since the one before are fetched once,
-// by n2, and cut from its log (a Release CI rehearsal: 3 pages of shard 39
-// "missing"). docs/cluster.md lists that case as not handled for a resume.
+// by n2, and cut from its log (seen once in a Release CI run: 3 pages of
+// shard 39 "missing"). docs/cluster.md lists that case as not handled for a resume.
 constexpr const char* kNoGives = " --set cluster.balance=false";
 
 // Stops `pid` (node `node` of `job`, its OUT `out`) at a moment when its
@@ -528,7 +528,7 @@ TEST_CASE(
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   double took = Seconds(std::chrono::steady_clock::now() - start).count();
   size_t held = ShardsHeldBy(c, "join", "n4");
-  // The figure for the issue's target (printed: Catch2's WARN).
+  // The time the joiner took to hold its shards, printed (Catch2's WARN).
   WARN("n4 held " << held << " of its " << expected << " shards " << took
                   << " s after it started");
   CHECK(held == expected);
@@ -650,7 +650,7 @@ std::map<std::string, double> LongestHeartbeatGaps(const RedisServer& redis,
   return longest;
 }
 
-// Finding 6 of issue 31: a taker loads a dead node's shards on a thread of
+// A taker loads a dead node's shards on a thread of
 // its own, so a big shard does not hold up its heartbeats and lease
 // renewals (on the exchange thread, a big load stalled them past the
 // liveness TTL: the taker looked dead too, and the takeovers cascaded).
@@ -751,7 +751,7 @@ TEST_CASE(
   CHECK_THAT(logs, !Catch::Contains("cluster: job big is done"));
   REQUIRE(!taker.empty());  // the big shard was taken over, whole
   for (const std::string& n : takers) {
-    // The figures for the issue (printed: Catch2's WARN).
+    // The heartbeat gaps, printed (Catch2's WARN).
     WARN(n << ": longest time between heartbeats " << gaps[n] << " s, from the kill of "
            << owner << " until 2 s after " << taker << " loaded its big shard in "
            << load_s << " s");
@@ -1104,7 +1104,7 @@ TEST_CASE(
   // The first pass over, on every node: from then on they revisit (under
   // ASan a node still in its first pass may not come to a revisit of the
   // shards it took before they are handed back). ~25 s in Release; a
-  // rehearsal's ASan run on a slow day passed 120 s (the first REQUIRE
+  // CI's ASan run on a slow day passed 120 s (the first REQUIRE
   // failed at 121 s), so 300.
   for (const std::string& n : kNodes) REQUIRE(WaitForRevisits(c.dir + "/" + n, 300));
   // A leave: its last checkpoint committed, the others take over.

@@ -448,7 +448,7 @@ TEST_CASE(
     "[cluster]") {
   // A sparse site (testsite --sparse): each page has one link to it, from
   // another host, mostly another node's. A stream entry acknowledged before
-  // checkpoint.prev holds it is a URL nobody finds again (issue 31, finding 5).
+  // checkpoint.prev holds it is a URL nobody finds again.
   // 1,200 pages on 200 hosts: chains of 6, all within max_depth 5.
   ClusterCrawl c("cluster_prev", "prev", "--set checkpoint.interval_pages=15", 1200, "",
                  "--sparse --delay-ms 40");

@@ -140,7 +140,7 @@ TEST_CASE("Config mistakes name the file, the line and the key", "[engine][confi
   CHECK_THAT(adapt.status().message(),
              Catch::Contains("recrawl.adapt: must be \"fixed\", \"adaptive\" or "
                              "\"change-rate\""));
-  // With [cluster] (issue 33, part 5: the history moves with its shard).
+  // With [cluster] (the URL history moves with its shard).
   auto both = LoadConfig("", {"recrawl.enabled=true",
                               "cluster.redis=redis://127.0.0.1:6390", "cluster.node=a"});
   CHECK(both.ok());

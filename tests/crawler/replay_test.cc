@@ -1,4 +1,4 @@
-// Archives that archivists' tools open (issue 32, part 4): a crawl of the
+// Archives that archivists' tools open: a crawl of the
 // testsite's pages with their requisites (stylesheets that @import, images
 // with srcset, fonts, an icon), packaged by `crawler wacz`, opened in
 // ReplayWeb.page (npm replaywebpage's prebuilt ui.js and sw.js, served by
