@@ -282,5 +282,21 @@ TEST_CASE("Fetcher: many transfers at once, connections kept alive and reused",
   CHECK(a.connections() + b.connections() + c.connections() <= 6);
 }
 
+TEST_CASE(
+    "Fetcher::AddressFor: an address as it is, fetch.resolve's hosts and no resolver "
+    "unknown",
+    "[engine][fetcher]") {
+  FetchOptions o;
+  o.resolve = {"routed.test:80:127.0.0.9"};
+  auto f = Fetcher::Create(o);
+  REQUIRE(f.ok());
+  CHECK((*f)->AddressFor("http://127.0.0.2:8080/x") ==
+        std::optional<std::string>("127.0.0.2"));
+  CHECK((*f)->AddressFor("http://[::1]:8080/") == std::optional<std::string>("::1"));
+  // Routed by fetch.resolve, or a name with no resolver: libcurl connects.
+  CHECK((*f)->AddressFor("http://routed.test/") == std::optional<std::string>(""));
+  CHECK((*f)->AddressFor("http://other.test/") == std::optional<std::string>(""));
+}
+
 }  // namespace
 }  // namespace crawler::engine

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -115,6 +116,11 @@ class Fetcher {
   // Drives transfers, waiting at most `max_wait` for activity; calls the
   // callbacks of finished transfers. Returns the number still running.
   size_t Run(std::chrono::milliseconds max_wait);
+  // Where a fetch of `url` would connect, asked before it starts: the URL's
+  // own address, or options.resolver's answer for its name (nullopt while
+  // the lookup, started here, runs; "" if it failed); "" when not known
+  // here (a host fetch.resolve routes, a proxy, no resolver).
+  std::optional<std::string> AddressFor(const std::string& url);
   size_t Running() const;
   // Ends at once the transfers whose URL `pred` picks: each `done` is called
   // (here, before this returns) with a result marked abandoned. Returns how

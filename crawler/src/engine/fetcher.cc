@@ -498,6 +498,19 @@ size_t Fetcher::Run(std::chrono::milliseconds max_wait) {
 
 size_t Fetcher::Running() const { return impl_->transfers.size(); }
 
+std::optional<std::string> Fetcher::AddressFor(const std::string& url) {
+  std::string host = Impl::Authority(url);
+  host = host.substr(0, host.rfind(':'));
+  if (!host.empty() && host[0] == '[') return host.substr(1, host.size() - 2);
+  in_addr scratch{};
+  if (inet_pton(AF_INET, host.c_str(), &scratch) == 1) return host;
+  const std::string name = impl_->DnsHost(url, impl_->RouteFor(url));
+  if (name.empty()) return std::string();
+  Resolver::Answer a = impl_->options.resolver->Lookup(name, /*count=*/false);
+  if (a.kind == Resolver::Kind::kPending) return std::nullopt;
+  return a.address;
+}
+
 size_t Fetcher::Abandon(const std::function<bool(const std::string& url)>& pred) {
   std::vector<std::unique_ptr<Impl::Transfer>> gone;
   for (auto it = impl_->transfers.begin(); it != impl_->transfers.end();) {

@@ -31,7 +31,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 #include "base/mutex.h"
@@ -138,10 +137,7 @@ struct WorkerParts {
 class Worker {
  public:
   Worker(const WorkerParts& parts, std::unique_ptr<Fetcher> fetcher, size_t max_running)
-      : p_(parts),
-        fetcher_(std::move(fetcher)),
-        max_running_(max_running),
-        resolve_hosts_(ResolveHosts(parts.config)) {}
+      : p_(parts), fetcher_(std::move(fetcher)), max_running_(max_running) {}
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
 
@@ -161,7 +157,6 @@ class Worker {
                    const std::string& url, int hops);
   // Hands waiting robots.txt fetches to the fetcher while it has room.
   void AddWaitingRobots();
-  std::optional<std::string> RobotsAddress(const std::string& url) const;
   // Shards taken over (placement.h): their hosts, queued URLs and seen set
   // into this node's frontier, host table and filter; their URL history into
   // this node's ([recrawl]).
@@ -237,14 +232,9 @@ class Worker {
   // robots.txt fetches that failed transiently, started again when due.
   void StartDueRobots(const Gate::Pass& pass);
 
-  // The host names fetch.resolve routes (looked up once per robots.txt
-  // fetch: a scan of the list cost O(entries) each, 100,000 at 10^5 hosts).
-  static std::unordered_set<std::string> ResolveHosts(const Config& config);
-
   WorkerParts p_;
   std::unique_ptr<Fetcher> fetcher_;
   const size_t max_running_;
-  const std::unordered_set<std::string> resolve_hosts_;
   std::vector<Completed> completed_;  // filled by fetcher callbacks, this thread only
   struct RobotsRetry {
     frontier::Clock::time_point at;

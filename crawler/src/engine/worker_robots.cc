@@ -5,7 +5,6 @@
 #include <chrono>
 #include <iterator>
 
-#include "base/ascii.h"
 #include "engine/worker.h"
 
 namespace crawler::engine {
@@ -38,31 +37,6 @@ void Worker::StartRobots(const Gate::Pass& pass, const std::string& host,
   robots_waiting_.push_back({Clock::time_point{}, host, url, hops});
 }
 
-std::unordered_set<std::string> Worker::ResolveHosts(const Config& config) {
-  std::unordered_set<std::string> hosts;
-  for (const std::string& entry : config.fetch.resolve)
-    hosts.insert(ascii::LowerAscii(entry.substr(0, entry.find(':'))));
-  return hosts;
-}
-
-// Where a robots.txt fetch of `url` will connect, for politeness per
-// address: "" if not known (a name fetch.resolve routes, or a proxy), the
-// resolver's answer (nullopt while its lookup runs: the fetch waits here,
-// not in a transfer slot), or the address the URL names.
-std::optional<std::string> Worker::RobotsAddress(const std::string& url) const {
-  std::string host(frontier::HostKey(url));
-  host = host.substr(host.find("://") + 3);
-  if (!host.empty() && host[0] == '[') return host.substr(1, host.find(']') - 1);
-  host = host.substr(0, host.rfind(':'));
-  if (!host.empty() && host.find_first_not_of("0123456789.") == std::string::npos)
-    return host;
-  if (p_.resolver == nullptr || !p_.config.fetch.proxy.empty()) return std::string();
-  if (resolve_hosts_.count(host) != 0) return std::string();
-  Resolver::Answer a = p_.resolver->Lookup(host, /*count=*/false);
-  if (a.kind == Resolver::Kind::kPending) return std::nullopt;
-  return a.address;  // "" for a failed lookup: the fetch ends with it at once
-}
-
 // Starts waiting robots.txt fetches while the fetcher has room, each once
 // its address's politeness allows; one held goes to the back of the line
 // (at most 256 looked at per call).
@@ -80,7 +54,9 @@ void Worker::AddWaitingRobots() {
       robots_retry_.push_back(std::move(r));
       continue;
     }
-    std::optional<std::string> address = RobotsAddress(r.url);
+    // Its address (politeness per address); while its name is looked up it
+    // waits here, not in a transfer slot.
+    std::optional<std::string> address = fetcher_->AddressFor(r.url);
     if (!address ||
         (!address->empty() && !p_.frontier.TryStartAt(*address, Clock::now()))) {
       robots_waiting_.push_back(std::move(r));
