@@ -2,7 +2,8 @@
 // DNS (dns_server.h), or prints its ground truth.
 //
 //   crawler-testsite --web [--hosts N] [--addresses A] [--seed S] [--port P]
-//                    [--dns-port D] [--log FILE] [--page-bytes B] [...]
+//                    [--dns-port D] [--log FILE] [--page-bytes B]
+//                    [--dns-delay-ms M] [--reply-delay-ms M] [...]
 //   crawler-testsite --web ... --truth | --seeds | --resolve | --describe
 //
 // Serving: every address 127.1.x.y of the web listens on port P (0: the
@@ -92,8 +93,12 @@ std::vector<int> ListenAll(const Web& web, uint16_t* port) {
 class WebServer {
  public:
   WebServer(const Web& web, std::FILE* log, std::vector<int> listen_fds,
-            std::chrono::steady_clock::time_point start)
-      : web_(web), log_(log), listen_fds_(std::move(listen_fds)), start_(start) {}
+            std::chrono::steady_clock::time_point start, uint32_t reply_delay_ms)
+      : web_(web),
+        log_(log),
+        listen_fds_(std::move(listen_fds)),
+        start_(start),
+        reply_delay_(std::chrono::milliseconds(reply_delay_ms)) {}
 
   void Run() {
     int ep = ::epoll_create1(0);
@@ -151,6 +156,9 @@ class WebServer {
       } else {
         page = web_.Serve(ref, req.target);
       }
+      // A server's think time: requests at one address overlap as they do
+      // on a real one, however slowly the client runs (a sanitizer build).
+      if (reply_delay_.count() > 0) std::this_thread::sleep_for(reply_delay_);
       namespace http = boost::beast::http;
       http::response<http::string_body> res{static_cast<http::status>(page.status), 11};
       res.set(http::field::content_type, page.content_type);
@@ -187,6 +195,7 @@ class WebServer {
   std::FILE* log_;
   std::vector<int> listen_fds_;
   const std::chrono::steady_clock::time_point start_;
+  const std::chrono::milliseconds reply_delay_;
   std::mutex log_mu_;
   crawler::testsite::ConnectionThreads connections_;
 };
@@ -261,7 +270,7 @@ int WebMain(int argc, char** argv) {
   bool web = false, truth = false, seeds = false, resolve = false, describe = false;
   std::string log_path;
   uint16_t dns_port = 0;
-  uint32_t dns_delay_ms = 0;
+  uint32_t dns_delay_ms = 0, reply_delay_ms = 0;
   app.add_flag("--web", web, "serve the synthetic internet");
   app.add_option("--hosts", o.hosts, "normal hosts")->check(CLI::Range(1u, 1'000'000u));
   app.add_option("--addresses", o.addresses, "addresses they share (127.1.x.y)")
@@ -271,6 +280,7 @@ int WebMain(int argc, char** argv) {
   app.add_option("--port", o.port, "the port of every address (0: find one)");
   app.add_option("--dns-port", dns_port, "the DNS's port on 127.0.0.1 (0: find one)");
   app.add_option("--dns-delay-ms", dns_delay_ms, "every DNS answer waits this long");
+  app.add_option("--reply-delay-ms", reply_delay_ms, "every HTTP reply waits this long");
   app.add_option("--log", log_path, "request log file");
   app.add_option("--page-bytes", o.page_bytes, "mean page size");
   app.add_option("--max-site-pages", o.max_site_pages, "largest site");
@@ -322,7 +332,7 @@ int WebMain(int argc, char** argv) {
               static_cast<unsigned>(dns_port));
   std::fflush(stdout);
   std::thread dns_thread([&dns] { dns.Run(); });
-  WebServer(w, log, std::move(fds), start).Run();
+  WebServer(w, log, std::move(fds), start, reply_delay_ms).Run();
   dns_thread.join();
   if (log != nullptr) std::fclose(log);
   return 0;
