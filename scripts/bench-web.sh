@@ -15,11 +15,14 @@
 #        SETS="--set frontier.max_connections_per_ip=2 ..." (more crawler settings)
 #        MALLOC=jemalloc|mimalloc (LD_PRELOAD'd; scripts/malloc-preload.sh)
 #        KEEP=1 (keep the work directory: OUT, the request log, the samples)
+#        TRAPS=1 (crawl.scope_domains = ["test"]: the traps, the spam farm and
+#        the dead hosts in scope, ended by the trap guards and the budgets
+#        per registered domain at their defaults)
 #
-# Every name is looked up in the site's DNS (fetch.dns_servers), and the
+# Every name is looked up in the site's DNS (fetch.dns_servers). The
 # default scope (the seeds' hosts: every normal root) keeps the traps, the
-# farm and the dead hosts out. Politeness is per host only (DELAY s,
-# PER_HOST connections).
+# farm and the dead hosts out; TRAPS=1 lets them in. Politeness per host:
+# DELAY s, PER_HOST connections; per address: the defaults.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-0}
@@ -57,7 +60,9 @@ awk -v file="$work/resolve.toml" -v key="$key" \
 LD_PRELOAD=$preload "$bin" crawl --seeds "$work/seeds.txt" --config "$work/config.toml" \
   --out "$work/out" --set "frontier.min_delay_s=${DELAY:-0}" \
   --set "frontier.max_connections_per_host=${PER_HOST:-4}" \
-  --set "crawl.max_duration_s=$seconds" ${SETS:-} > "$work/crawl.out" 2>&1 &
+  --set "crawl.max_duration_s=$seconds" \
+  $([ "${TRAPS:-0}" = 1 ] && echo '--set crawl.scope_domains=["test"]') \
+  ${SETS:-} > "$work/crawl.out" 2>&1 &
 pid=$!
 echo "crawling: $(wc -l < "$work/seeds.txt") seeds, $(wc -l < "$work/truth.txt") pages in the truth," \
   "malloc=${MALLOC:-linked}, per host: ${PER_HOST:-4} connections, ${DELAY:-0} s apart," \

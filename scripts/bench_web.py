@@ -95,6 +95,15 @@ def main():
     print(f"URLs requested more than once: {sum(1 for n in seen.values() if n > 1)}")
     print(f"most requests at once at one address: {most} ({most_at});"
           f" shortest gap at one address: {gap:.2f} ms ({gap_at})")
+    trapped = defaultdict(int)
+    for r in reqs:
+        host = r[2].split(":")[0]
+        if host in TRAPS or ".farm" in host:
+            trapped[".".join(host.split(".")[-2:])] += 1
+    most_trap = max(trapped.items(), key=lambda kv: kv[1], default=("-", 0))
+    print(f"requests to the traps and the farm: {sum(trapped.values())} of {len(reqs)}"
+          f" = {100 * sum(trapped.values()) / len(reqs):.2f}%;"
+          f" most to one of their registered domains: {most_trap[1]} ({most_trap[0]})")
     print(f"peak RSS: {max((s['rss_mb'] for s in samples), default=0)} MB;"
           f" pages/s over the run: {len(fetched) / (span / 1e6):.0f}")
     return 0

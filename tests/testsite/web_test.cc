@@ -27,6 +27,7 @@
 #include "dns_server.h"
 #include "testsite_crawl.h"
 #include "testsite_process.h"
+#include "web_crawl.h"
 
 namespace crawler::testsite {
 namespace {
@@ -269,40 +270,6 @@ TEST_CASE("Synthetic internet DNS: A, CNAME chains, NXDOMAIN, SERVFAIL, silence,
   CHECK(after.addresses.at(0) != before);
   CHECK(after.addresses.at(0) == Web::IpText(Web::AddressIp(web.HostAddress(1, 2.0))));
   std::filesystem::remove_all(dir);
-}
-
-// Reads OUT/stats.json's "dns" object.
-boost::json::object DnsStats(const std::string& out) {
-  std::ifstream in(out + "/stats.json");
-  std::stringstream text;
-  text << in.rdbuf();
-  return boost::json::parse(text.str()).as_object().at("dns").as_object();
-}
-
-// The most requests in progress at once at each address (from a request's
-// arrival to its answer's first byte: inside the crawler's own span).
-std::map<std::string, int> PeakPerAddress(const std::vector<ServedRequest>& requests) {
-  std::map<std::string, std::vector<std::pair<uint64_t, int>>> events;
-  for (const ServedRequest& q : requests) {
-    events[q.local].push_back({q.start_us, +1});
-    events[q.local].push_back({q.reply_us, -1});
-  }
-  std::map<std::string, int> peak;
-  for (auto& [address, ev] : events) {
-    std::sort(ev.begin(), ev.end());  // an end before a start at the same instant
-    int open = 0;
-    for (const auto& [t, d] : ev) peak[address] = std::max(peak[address], open += d);
-  }
-  return peak;
-}
-
-// The fetch log's lines, parsed.
-std::vector<boost::json::object> FetchLogLines(const std::string& out) {
-  std::vector<boost::json::object> lines;
-  std::ifstream in(out + "/fetch-log.jsonl");
-  for (std::string line; std::getline(in, line);)
-    lines.push_back(boost::json::parse(line).as_object());
-  return lines;
 }
 
 TEST_CASE(

@@ -25,8 +25,24 @@ struct CrawlConfig {
   uint32_t workers = 0;           // 0: one per core
   uint32_t max_connections = 64;  // concurrent transfers, all workers together
   uint32_t max_depth = 20;
-  uint64_t max_pages = 0;                  // 0: no limit
-  uint64_t max_pages_per_host = 100'000;   // trap guard
+  uint64_t max_pages = 0;                 // 0: no limit
+  uint64_t max_pages_per_host = 100'000;  // trap guard
+  // Trap guards on a URL's shape (engine/url_guards.h; 0: off): its length,
+  // its path's segments, a run of segments repeated back to back, its query
+  // parameters. Budgets per registered domain (engine/domain_budgets.h):
+  // pages and URLs queued for every domain (0: no limit); a domain no seed
+  // is on gets domain_budget pages, plus domain_budget_per_linker for each
+  // other domain linking to it, at most domain_budget_max (domain_budget
+  // 0: no such budget).
+  uint32_t max_url_length = 2083;
+  uint32_t max_path_segments = 20;
+  uint32_t max_repeated_segments = 2;
+  uint32_t max_query_params = 32;
+  uint64_t max_pages_per_domain = 0;
+  uint64_t max_urls_per_domain = 0;
+  uint64_t domain_budget = 100;
+  uint64_t domain_budget_per_linker = 100;
+  uint64_t domain_budget_max = 10'000;
   std::vector<std::string> scope_hosts;    // empty: the seeds' hosts
   std::vector<std::string> scope_domains;  // a host matches if it ends in one
   std::vector<std::string> include;        // regexes; empty: everything in scope

@@ -52,6 +52,11 @@ struct CrawlCounts {
   // (each URL's 10^9 / interval_ms, rounded): "change-rate"'s demand.
   uint64_t revisit_demand_uhz = 0;
   std::map<std::string, uint64_t> errors;  // by FetchErrorName: failures and truncations
+  // URLs the trap guards and the domain budgets kept out, by reason:
+  // url_length, path_segments, repeated_segments, query_params (links, at
+  // admission), domain_urls (links past their domain's URL budget),
+  // domain_pages (queued URLs popped past their domain's page budget).
+  std::map<std::string, uint64_t> guarded;
 };
 
 struct CrawlSummary : CrawlCounts {

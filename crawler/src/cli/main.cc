@@ -130,6 +130,12 @@ class Progress {
   int ticks_ = 0;
 };
 
+uint64_t Guarded(const crawler::engine::CrawlSummary& s) {
+  uint64_t n = 0;
+  for (const auto& [reason, count] : s.guarded) n += count;
+  return n;
+}
+
 // The crawl's last words on stdout (and in crawler.log).
 void PrintSummary(const crawler::engine::CrawlSummary& s, const std::string& dir) {
   const char* how = s.stopped ? "stopped" : "done";
@@ -138,7 +144,8 @@ void PrintSummary(const crawler::engine::CrawlSummary& s, const std::string& dir
   fmt::print(
       "crawl {} in {:.1f} s: {} fetched (2xx {}, 3xx {}, 4xx {}, 5xx {}), {} failed, "
       "{} truncated, {:.1f} MB\n"
-      "  skipped: {} robots, {} out of scope, {} too deep, {} trap guard; "
+      "  skipped: {} robots, {} out of scope, {} too deep, {} trap guard, {} guards and "
+      "budgets; "
       "{} duplicate links, {} refused by a full fixed-size filter\n"
       "  frontier: spilled to disk: {} URLs\n"
       "  WARC: {}/\n  fetch log: {}\n  log: {}/crawler.log\n"
@@ -146,8 +153,8 @@ void PrintSummary(const crawler::engine::CrawlSummary& s, const std::string& dir
       "stats {})\n",
       how, s.seconds, s.fetched, s.status_2xx, s.status_3xx, s.status_4xx, s.status_5xx,
       s.failed, s.truncated, static_cast<double>(s.bytes) / 1e6, s.robots_blocked,
-      s.out_of_scope, s.too_deep, s.trap_guard, s.duplicates, s.filter_full, s.spilled,
-      s.warc_dir, s.fetch_log, dir, dir, dir, dir);
+      s.out_of_scope, s.too_deep, s.trap_guard, Guarded(s), s.duplicates, s.filter_full,
+      s.spilled, s.warc_dir, s.fetch_log, dir, dir, dir, dir);
   std::fflush(stdout);
 }
 

@@ -305,6 +305,9 @@ Result<ShardState> ReadShards(const ShardLoad& load,
   if (!hosts.ok()) return hosts.status();
   for (HostSnapshot& h : *hosts)
     if (mine(h.key)) st.hosts.push_back(std::move(h));
+  auto domains = HostTable::DecodeDomains(cp->hosts_bin, *found + "/hosts.bin");
+  if (!domains.ok()) return domains.status();
+  st.domains = std::move(domains).value();
   auto seen = SeenLog::Read(load.dir + "/seen.log", cp->info.seen_log_bytes,
                             [&](uint32_t s) { return want.count(s) > 0; });
   if (!seen.ok()) return seen.status();

@@ -34,7 +34,8 @@ struct Crawl::Impl {
       : config(c),
         out(std::move(out_dir)),
         lock_fd(lock),
-        hosts(c.crawl.user_agent, c.crawl.max_pages_per_host, c.fetch.robots_cache_s) {}
+        hosts(c.crawl.user_agent, c.crawl.max_pages_per_host, c.fetch.robots_cache_s,
+              BudgetsOf(c.crawl)) {}
   ~Impl();
 
   const Config config;

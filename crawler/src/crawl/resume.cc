@@ -237,6 +237,11 @@ Status Restore(Crawl::Impl& m, LoadedCheckpoint& cp) {
   m.spilled_base = info.summary.spilled;
   auto hosts = HostTable::Decode(cp.hosts_bin, cp.dir + "/hosts.bin");
   if (!hosts.ok()) return hosts.status();
+  // The domains' budgets: this node's, whichever shards it holds (a cluster
+  // node counts what it admits).
+  auto domains = HostTable::DecodeDomains(cp.hosts_bin, cp.dir + "/hosts.bin");
+  if (!domains.ok()) return domains.status();
+  m.hosts.RestoreDomains(std::move(domains).value());
   auto now = Clock::now();
   auto leased = cp.frontier.LeasedPerHost();
   uint64_t in_flight = 0;

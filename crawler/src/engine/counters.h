@@ -4,9 +4,15 @@
 #ifndef CRAWLER_COUNTERS_H_
 #define CRAWLER_COUNTERS_H_
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <unordered_set>
 
 #include "base/mutex.h"
 #include "crawler/crawl_counts.h"
@@ -60,6 +66,27 @@ class Counters {
     summary_.*field += n;
   }
 
+  // A URL a trap guard or a domain budget kept out, by reason.
+  void Guarded(const char* reason, uint64_t n = 1) EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    summary_.guarded[reason] += n;
+  }
+  // True the first time `host` has a URL skipped for `reason` (then it is
+  // logged). At most kMaxSkipLogged pairs are remembered: past them (a
+  // spam farm's endless hosts) nothing more is logged, and that is said once.
+  bool FirstSkip(const std::string& host, const char* reason) EXCLUDES(mu_) {
+    const uint64_t key =
+        std::hash<std::string>()(host) * 31 + std::hash<std::string_view>()(reason);
+    MutexLock lock(mu_);
+    if (skip_logged_.size() >= kMaxSkipLogged) {
+      if (!skip_log_full_)
+        spdlog::info("{} hosts' skipped URLs logged: no more are", kMaxSkipLogged);
+      skip_log_full_ = true;
+      return false;
+    }
+    return skip_logged_.insert(key).second;
+  }
+
   CrawlSummary Summary() const EXCLUDES(mu_) {
     MutexLock lock(mu_);
     return summary_;
@@ -86,6 +113,9 @@ class Counters {
   mutable Mutex mu_;
   CrawlSummary summary_ GUARDED_BY(mu_);
   DedupCarried carried_ GUARDED_BY(mu_);
+  static constexpr size_t kMaxSkipLogged = 100'000;
+  std::unordered_set<uint64_t> skip_logged_ GUARDED_BY(mu_);
+  bool skip_log_full_ GUARDED_BY(mu_) = false;
 };
 
 }  // namespace crawler::engine

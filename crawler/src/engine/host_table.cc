@@ -6,6 +6,7 @@
 
 #include "base/bytes.h"
 #include "base/file_util.h"
+#include "engine/scope.h"
 
 namespace crawler::engine {
 namespace {
@@ -13,7 +14,7 @@ namespace {
 using frontier::Clock;
 
 constexpr char kMagic[8] = {'C', 'R', 'W', 'L', 'H', 'O', 'S', 'T'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;  // 1: no 'D' records
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
@@ -69,7 +70,43 @@ uint32_t HostTable::RobotsFailures(const Gate::Pass&, const std::string& host) c
 void HostTable::Uncount(const Gate::Pass&, const std::string& host) {
   MutexLock lock(mu_);
   auto it = hosts_.find(host);
-  if (it != hosts_.end() && it->second.fetched > 0) --it->second.fetched;
+  if (it == hosts_.end() || it->second.fetched == 0) return;
+  --it->second.fetched;
+  if (it->second.domain != nullptr && it->second.domain->fetched > 0)
+    --it->second.domain->fetched;
+}
+
+DomainBudgets::Domain& HostTable::DomainOf(const std::string& key, Host& h) {
+  if (h.domain == nullptr) h.domain = &domains_.Get(SiteOfHostKey(key));
+  return *h.domain;
+}
+
+std::vector<const char*> HostTable::ReserveUrls(
+    const Gate::Pass&, const std::vector<frontier::UrlEntry>& entries,
+    const std::vector<std::string>& domains, const std::vector<std::string>& from) {
+  std::vector<const char*> out(entries.size(), nullptr);
+  MutexLock lock(mu_);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    DomainBudgets::Domain& d = domains_.Get(domains[i]);
+    const frontier::UrlEntry& e = entries[i];
+    if (e.depth == 0 && e.referrer.empty() && e.kind == frontier::UrlEntry::Kind::kPage)
+      d.seeded = true;
+    if (!from[i].empty() && from[i] != domains[i]) domains_.Link(d, from[i]);
+    if (d.queued >= domains_.UrlBudget(d)) {
+      out[i] = "domain_urls";
+    } else {
+      ++d.queued;
+    }
+  }
+  return out;
+}
+
+void HostTable::ReturnUrls(const Gate::Pass&, const std::vector<std::string>& domains) {
+  MutexLock lock(mu_);
+  for (const std::string& name : domains) {
+    DomainBudgets::Domain& d = domains_.Get(name);
+    if (d.queued > 0) --d.queued;
+  }
 }
 
 HostTable::PageDecision HostTable::DecidePage(const Gate::Pass&, const std::string& host,
@@ -81,7 +118,12 @@ HostTable::PageDecision HostTable::DecidePage(const Gate::Pass&, const std::stri
   d.allowed = h.robots.Allowed(path.empty() ? "/" : path);
   d.unresolved = !d.allowed && h.unresolved;
   d.over_limit = h.fetched >= max_pages_per_host_;
-  if (d.allowed && !d.over_limit) ++h.fetched;
+  DomainBudgets::Domain* domain = budgets_enabled_ ? &DomainOf(host, h) : nullptr;
+  d.over_budget = domain != nullptr && domain->fetched >= domains_.PageBudget(*domain);
+  if (d.allowed && !d.over_limit && !d.over_budget) {
+    ++h.fetched;
+    if (domain != nullptr) ++domain->fetched;
+  }
   if (h.robots_state == RobotsState::kKnown &&
       Seconds(now - h.robots_time) > robots_cache_s_) {
     h.robots_state = RobotsState::kRefreshing;
@@ -120,6 +162,7 @@ HostTable::Figures HostTable::Summarize(size_t n) const {
       }
       f.top.emplace_back(h.fetched, key);
     }
+    domains_.Count(&f.domains, &f.domains_at_budget);
   }
   auto by_count = [](const auto& a, const auto& b) {
     return a.first > b.first || (a.first == b.first && a.second < b.second);
@@ -148,6 +191,14 @@ Status HostTable::Write(std::FILE* out, const std::string& path,
     w.Str(h.robots_url);
     w.Str(h.robots_body);
   }
+  for (const DomainSnapshot& d : domains_.Snapshot()) {
+    w.U8('D');
+    w.Str(d.name);
+    w.U8(d.seeded ? 1 : 0);
+    w.U64(d.queued);
+    w.U32(static_cast<uint32_t>(d.linkers.size()));
+    for (uint64_t l : d.linkers) w.U64(l);
+  }
   w.U8('E');
   w.U64(hosts_.size());
   std::string_view bytes = w.view();
@@ -156,8 +207,12 @@ Status HostTable::Write(std::FILE* out, const std::string& path,
   return Status::Ok();
 }
 
-Result<std::vector<HostSnapshot>> HostTable::Decode(std::string_view bytes,
-                                                    const std::string& path) {
+namespace {
+
+// hosts.bin's records: hosts into `hosts`, domains into `domains`.
+Status Parse(std::string_view bytes, const std::string& path,
+             std::vector<HostSnapshot>* hosts, std::vector<DomainSnapshot>* domains,
+             uint32_t* version_out = nullptr) {
   auto damaged = [&](const std::string& what) {
     return Status::Error(Status::Code::kCorruption, path + ": " + what);
   };
@@ -167,18 +222,31 @@ Result<std::vector<HostSnapshot>> HostTable::Decode(std::string_view bytes,
   ByteReader r(bytes.substr(8));
   uint32_t version = r.U32();
   r.U32();
-  if (version != kVersion) {
+  if (version != 1 && version != kVersion) {
     return Status::Error(Status::Code::kBadVersion,
                          path + ": host table version " + std::to_string(version));
   }
-  std::vector<HostSnapshot> hosts;
+  if (version_out != nullptr) *version_out = version;
   while (r.ok() && !r.AtEnd()) {
     uint8_t tag = r.U8();
     if (tag == 'E') {
       uint64_t n = r.U64();
       if (!r.ok() || !r.AtEnd()) break;
-      if (n != hosts.size()) return damaged("record count does not match its end record");
-      return hosts;
+      if (n != hosts->size())
+        return damaged("record count does not match its end record");
+      return Status::Ok();
+    }
+    if (tag == 'D' && version >= 2) {
+      DomainSnapshot d;
+      d.name = r.Str();
+      d.seeded = r.U8() != 0;
+      d.queued = r.U64();
+      const uint32_t n = r.U32();
+      if (!r.ok() || n > r.remaining() / 8) break;
+      d.linkers.resize(n);
+      for (uint64_t& l : d.linkers) l = r.U64();
+      domains->push_back(std::move(d));
+      continue;
     }
     if (tag != 'H') return damaged("unknown record tag " + std::to_string(tag));
     HostSnapshot h;
@@ -193,9 +261,40 @@ Result<std::vector<HostSnapshot>> HostTable::Decode(std::string_view bytes,
       return damaged("bad robots state for host " + h.key);
     h.robots_state = static_cast<RobotsState>(state);
     h.robots_outcome = static_cast<parsers::RobotsFetch>(outcome);
-    hosts.push_back(std::move(h));
+    hosts->push_back(std::move(h));
   }
   return damaged("truncated or trailing bytes");
+}
+
+}  // namespace
+
+Result<std::vector<HostSnapshot>> HostTable::Decode(std::string_view bytes,
+                                                    const std::string& path) {
+  std::vector<HostSnapshot> hosts;
+  std::vector<DomainSnapshot> domains;
+  Status st = Parse(bytes, path, &hosts, &domains);
+  if (!st.ok()) return st;
+  return hosts;
+}
+
+Result<std::vector<DomainSnapshot>> HostTable::DecodeDomains(std::string_view bytes,
+                                                             const std::string& path) {
+  std::vector<HostSnapshot> hosts;
+  std::vector<DomainSnapshot> domains;
+  uint32_t version = 0;
+  Status st = Parse(bytes, path, &hosts, &domains, &version);
+  if (!st.ok()) return st;
+  // A crawl checkpointed before budgets existed: its domains keep none.
+  if (version == 1) {
+    for (const HostSnapshot& h : hosts)
+      domains.push_back({SiteOfHostKey(h.key), true, 0, {}});
+  }
+  return domains;
+}
+
+void HostTable::RestoreDomains(std::vector<DomainSnapshot> domains) {
+  MutexLock lock(mu_);
+  domains_.Restore(std::move(domains));
 }
 
 std::vector<RobotsFetchToStart> HostTable::Restore(
@@ -208,6 +307,8 @@ std::vector<RobotsFetchToStart> HostTable::Restore(
     auto again = leased.find(s.key);
     uint64_t in_flight = again == leased.end() ? 0 : again->second;
     h.fetched = s.fetched > in_flight ? s.fetched - in_flight : 0;
+    // A domain's pages started: its hosts' (hosts.bin keeps no second count).
+    if (budgets_enabled_) DomainOf(s.key, h).fetched += h.fetched;
     if (Known(s.robots_state)) {
       h.robots = parsers::Robots::ForFetch(s.robots_outcome, s.robots_body, user_agent_);
       h.robots_state =

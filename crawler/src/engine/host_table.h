@@ -1,11 +1,14 @@
 // The engine's per-host state beside the frontier's queues: robots.txt (its
 // fetch state and rules, RFC 9309) and the page count for the trap guard
-// (crawl.max_pages_per_host). Owns its checkpoint file, hosts.bin:
+// (crawl.max_pages_per_host); and per registered domain, its budgets
+// (domain_budgets.h). Owns its checkpoint file, hosts.bin:
 //
-//   "CRWLHOST" | version u32 (1) | 0 u32 | record* | 'E' hosts u64
+//   "CRWLHOST" | version u32 (2; 1 has no 'D') | 0 u32 | record* |
+//   'E' hosts u64
 //   record 'H': key str | robots_state u8 | robots_outcome u8 |
 //               robots_age_s f64 | fetched u64 | robots_hops u32 |
 //               robots_url str | robots_body str
+//   record 'D': domain str | seeded u8 | queued u64 | n u32 | linker u64 * n
 //   (little-endian, base/bytes.h; str := len u32 | bytes)
 //
 // Thread-safety: one mutex. Methods that workers call take a Gate::Pass
@@ -26,6 +29,7 @@
 
 #include "base/mutex.h"
 #include "base/status.h"
+#include "engine/domain_budgets.h"
 #include "engine/gate.h"
 #include "frontier/frontier.h"
 #include "parsers/robots.h"
@@ -61,10 +65,13 @@ inline constexpr size_t kMaxRobotsBody = 512 * 1024;
 
 class HostTable {
  public:
-  HostTable(std::string user_agent, uint64_t max_pages_per_host, double robots_cache_s)
+  HostTable(std::string user_agent, uint64_t max_pages_per_host, double robots_cache_s,
+            DomainBudgetOptions budgets = {})
       : user_agent_(std::move(user_agent)),
         max_pages_per_host_(max_pages_per_host),
-        robots_cache_s_(robots_cache_s) {}
+        robots_cache_s_(robots_cache_s),
+        budgets_enabled_(DomainBudgets(budgets).enabled()),
+        domains_(budgets) {}
 
   // A robots.txt fetch of `host` starts at `url`, `hops` redirects in.
   void RobotsStarted(const Gate::Pass&, const std::string& host, const std::string& url,
@@ -84,8 +91,9 @@ class HostTable {
   uint32_t RobotsFailures(const Gate::Pass&, const std::string& host) const EXCLUDES(mu_);
 
   struct PageDecision {
-    bool allowed = false;     // robots.txt allows the path
-    bool over_limit = false;  // max_pages_per_host reached
+    bool allowed = false;      // robots.txt allows the path
+    bool over_limit = false;   // max_pages_per_host reached
+    bool over_budget = false;  // its registered domain's page budget is spent
     bool refresh_robots =
         false;  // the cached rules are older than robots_cache_s: fetch again
     bool unresolved = false;  // not allowed: the host's name did not resolve
@@ -103,6 +111,22 @@ class HostTable {
   // A page DecidePage counted was not fetched after all (abandoned in flight).
   void Uncount(const Gate::Pass&, const std::string& host) EXCLUDES(mu_);
 
+  // Admission: may each URL be queued, by its registered domain's URL
+  // budget? `domains[i]` is entry i's domain, `from[i]` its referrer's ("":
+  // none), both by SiteOf. Counts each one allowed as queued; records the
+  // referrer's domain as linking to it; an entry with depth 0 and no
+  // referrer is a seed, and makes its domain a seeded one. Returns, per
+  // entry, nullptr (allowed) or the reason ("domain_urls").
+  std::vector<const char*> ReserveUrls(const Gate::Pass&,
+                                       const std::vector<frontier::UrlEntry>& entries,
+                                       const std::vector<std::string>& domains,
+                                       const std::vector<std::string>& from)
+      EXCLUDES(mu_);
+  // Those of them the frontier did not take (duplicates): not queued.
+  void ReturnUrls(const Gate::Pass&, const std::vector<std::string>& domains)
+      EXCLUDES(mu_);
+  bool budgets_enabled() const { return budgets_enabled_; }
+
   // Is a robots.txt fetch under way for a host `which(key)` selects? (A
   // cluster node drains a shard's fetches before handing it over.)
   bool RobotsFetching(const Gate::Pass&,
@@ -113,6 +137,8 @@ class HostTable {
   // or unreachable), and the `n` hosts with the most pages started.
   struct Figures {
     uint64_t blocked_by_robots = 0;
+    uint64_t domains = 0;            // registered domains with a budget record
+    uint64_t domains_at_budget = 0;  // ... whose page budget is spent
     std::vector<std::pair<uint64_t, std::string>> top;
   };
   Figures Summarize(size_t n) const EXCLUDES(mu_);
@@ -124,6 +150,9 @@ class HostTable {
       NO_THREAD_SAFETY_ANALYSIS;
   static Result<std::vector<HostSnapshot>> Decode(std::string_view bytes,
                                                   const std::string& path);
+  // The same file's domain records (none in a version 1 file).
+  static Result<std::vector<DomainSnapshot>> DecodeDomains(std::string_view bytes,
+                                                           const std::string& path);
   // Rebuilds the table (setup only). `leased`: pages that were in flight at
   // the cut, per host, which will be fetched again (their count is taken
   // back). Returns the robots.txt fetches to start again.
@@ -131,6 +160,10 @@ class HostTable {
       std::vector<HostSnapshot> hosts,
       const std::unordered_map<std::string, uint64_t>& leased,
       frontier::Clock::time_point now) EXCLUDES(mu_);
+  // The domains' records, merged into those known (seeded if either is, the
+  // larger URL count, the union of linkers); their pages come from
+  // Restore's hosts.
+  void RestoreDomains(std::vector<DomainSnapshot> domains) EXCLUDES(mu_);
 
  private:
   struct Host {
@@ -144,6 +177,7 @@ class HostTable {
     uint32_t robots_failures = 0;  // in a row (not in hosts.bin: a resume starts over)
     bool unresolved = false;       // SetUnresolved (not in hosts.bin)
     uint64_t fetched = 0;
+    DomainBudgets::Domain* domain = nullptr;  // when budgets apply: set at first use
   };
   static bool Known(RobotsState s) {
     return s == RobotsState::kKnown || s == RobotsState::kRefreshing;
@@ -152,8 +186,13 @@ class HostTable {
   const std::string user_agent_;
   const uint64_t max_pages_per_host_;
   const double robots_cache_s_;
+  const bool budgets_enabled_;
   mutable Mutex mu_;
+  // `key`'s domain record (budgets enabled).
+  DomainBudgets::Domain& DomainOf(const std::string& key, Host& h) REQUIRES(mu_);
+
   std::unordered_map<std::string, Host> hosts_ GUARDED_BY(mu_);
+  DomainBudgets domains_ GUARDED_BY(mu_);
 };
 
 }  // namespace crawler::engine

@@ -43,6 +43,9 @@ struct ShardState {
   uint64_t sequence = 0;  // the checkpoint's sequence
   frontier::FrontierImage frontier;
   std::vector<HostSnapshot> hosts;
+  // A takeover's: the source checkpoint's domain budgets, all of them (a
+  // domain spans shards), merged into this node's (HostTable::RestoreDomains).
+  std::vector<DomainSnapshot> domains;
   std::vector<SeenRecord> seen;
   std::vector<frontier::UrlEntry> outbox;  // the source node's, to send again
   // [recrawl]: the shards' URL history records (a takeover's, from the source

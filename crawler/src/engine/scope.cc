@@ -70,6 +70,10 @@ std::string SiteOf(std::string_view host_name) {
   return site != nullptr ? std::string(site) : name;
 }
 
+std::string SiteOfHostKey(std::string_view host_key) {
+  return SiteOf(HostName(host_key));
+}
+
 bool Scope::AllowsRequisite(std::string_view url, std::string_view from) const {
   if (Allows(url)) return true;
   if (requisites_ == "scope") return false;

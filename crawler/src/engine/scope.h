@@ -54,6 +54,8 @@ class Scope {
 // "static.example.org", "example.co.uk" for "www.example.co.uk"; the name
 // itself for an IP address or a public suffix. Exposed for tests.
 std::string SiteOf(std::string_view host_name);
+// The same for a host key ("http://static.example.org:8080": "example.org").
+std::string SiteOfHostKey(std::string_view host_key);
 
 }  // namespace crawler::engine
 

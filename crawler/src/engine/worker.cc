@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "engine/retry.h"
+#include "engine/url_guards.h"
 
 namespace crawler::engine {
 
@@ -92,37 +93,11 @@ bool Worker::Finished(const Gate::Pass&) const {
          (p_.cluster == nullptr || p_.cluster->Done());
 }
 
-Status Worker::Admit(const Gate::Pass& pass, std::vector<frontier::UrlEntry> entries) {
-  if (entries.empty()) return Status::Ok();
-  // A cluster node with shared_dir records what it admits, by shard (seen_log.h).
-  std::vector<SeenRecord> seen;
-  std::vector<size_t> inserted;
-  if (p_.seen != nullptr) {
-    for (const frontier::UrlEntry& e : entries)
-      seen.push_back(
-          {p_.cluster->ShardOf(frontier::HostKey(e.url)), dedup::HashKey(e.url)});
-  }
-  auto admitted =
-      p_.frontier.Admit(std::move(entries), p_.filter, p_.seen ? &inserted : nullptr);
-  if (!admitted.ok()) return admitted.status();
-  if (p_.seen != nullptr && !inserted.empty()) {
-    std::vector<SeenRecord> keep;
-    keep.reserve(inserted.size());
-    for (size_t i : inserted) keep.push_back(seen[i]);
-    Status st = p_.seen->Append(keep);
-    if (!st.ok()) return st;
-  }
-  p_.counters.Add(&CrawlSummary::duplicates, admitted->duplicates);
-  p_.counters.Add(&CrawlSummary::filter_full, admitted->refused_full);
-  for (const std::string& host : admitted->new_hosts)
-    StartRobots(pass, host, host + "/robots.txt", 0);
-  return Status::Ok();
-}
-
 Status Worker::RestoreShards(const Gate::Pass& pass, ShardState s) {
   auto now = Clock::now();
   size_t hosts = s.frontier.hosts.size(), urls = s.frontier.urls.size();
   auto robots = p_.hosts.Restore(std::move(s.hosts), s.frontier.LeasedPerHost(), now);
+  p_.hosts.RestoreDomains(std::move(s.domains));
   Status st = frontier::RestoreFrontier(std::move(s.frontier), now, &p_.frontier);
   if (!st.ok()) return st;
   // The shards' seen set: into the filter, and into this node's own seen
@@ -231,14 +206,16 @@ Result<std::optional<Clock::time_point>> Worker::StartFetches(const Gate::Pass& 
     std::optional<HistoryRecord> before = std::move(recalled).value();
     // A URL the history holds is revisited anyway: not forgotten (a later
     // link would queue it a second time).
-    if (d.allowed && d.over_limit && !before) Forget(pass, lease.entry.url);
+    if (d.allowed && (d.over_limit || d.over_budget) && !before)
+      Forget(pass, lease.entry.url);
     Status st = d.unresolved ? Skip(lease, "dns", &CrawlSummary::unresolved)
                 : !d.allowed ? Skip(lease, "robots", &CrawlSummary::robots_blocked)
                 : d.over_limit
                     ? Skip(lease, "max_pages_per_host", &CrawlSummary::trap_guard)
-                    : Status::Ok();
+                : d.over_budget ? Skip(lease, "domain_pages", nullptr)
+                                : Status::Ok();
     if (!st.ok()) return st;
-    if (d.allowed && !d.over_limit &&
+    if (d.allowed && !d.over_limit && !d.over_budget &&
         !StartPage(pass, std::move(lease), std::move(before)))
       break;
   }
@@ -274,7 +251,11 @@ bool Worker::StartPage(const Gate::Pass&, frontier::Lease lease,
 // line, no fetch. Runs inside the gate (StartFetches).
 Status Worker::Skip(const frontier::Lease& lease, const char* why,
                     uint64_t CrawlSummary::*counter) {
-  p_.counters.Add(counter);
+  if (counter != nullptr) {
+    p_.counters.Add(counter);
+  } else {
+    Guarded(lease.entry.url, why);
+  }
   p_.frontier.Release(lease);
   p_.state.busy.fetch_sub(1);
   Status st = Postpone(lease.entry.url);
@@ -471,6 +452,7 @@ Status Worker::OfferLinks(const Gate::Pass& pass, const frontier::UrlEntry& e,
   std::vector<frontier::UrlEntry> next, theirs;
   uint64_t too_deep = 0, out_of_scope = 0;
   using Kind = frontier::UrlEntry::Kind;
+  const UrlGuards guards_ = GuardsOf(p_.config.crawl);
   // A sitemap's depth is its nesting (sitemap_max_depth bounds it), not a
   // link distance.
   auto offer = [&](const std::string& url, uint32_t depth, uint32_t redirects, Kind kind,
@@ -480,6 +462,8 @@ Status Worker::OfferLinks(const Gate::Pass& pass, const frontier::UrlEntry& e,
     } else if (!(requisite ? p_.scope.AllowsRequisite(url, e.url)
                            : p_.scope.Allows(url))) {
       ++out_of_scope;
+    } else if (const char* guard = TrippedGuard(url, guards_)) {
+      Guarded(url, guard);
     } else {
       // Another cluster node's host: to its owner.
       frontier::UrlEntry entry{url, depth, e.url, redirects};

@@ -203,8 +203,16 @@ class Worker {
   [[nodiscard]] Status EraseHistoryIf(const std::function<bool(std::string_view)>& pred);
   // The revisit record a response is written as, if any (Prepare).
   static void ClassifyVisit(const Completed& c, Exchange* ex, VisitKind* visit);
+  // `counter` null: counted by Counters::Guarded, as `why`.
   [[nodiscard]] Status Skip(const frontier::Lease& lease, const char* why,
                             uint64_t CrawlSummary::*counter);
+  // A URL a trap guard or a domain budget kept out: counted by `reason`,
+  // logged once per host and reason (worker_admit.cc).
+  void Guarded(const std::string& url, const char* reason);
+  // Admit's budgets: drops the entries their domains' URL budgets refuse;
+  // returns the others' domains, in their new order ("" for a revisit).
+  std::vector<std::string> ApplyBudgets(const Gate::Pass& pass,
+                                        std::vector<frontier::UrlEntry>* entries);
   // Erases `url` from the filter (given up, or over max_pages_per_host), so
   // that a later link admits it again; counted as forgotten, or as
   // cannot_forget by a filter that cannot erase (bloom, allow_erase off).

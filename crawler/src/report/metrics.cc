@@ -122,6 +122,9 @@ void CrawlFamilies(const StatsReport& r, Text& t) {
       {"unresolved", c.unresolved}};
   for (const auto& [reason, n] : dropped)
     t.Sample("crawler_urls_dropped_total", Label("reason", reason), n);
+  // The trap guards and domain budgets (engine/url_guards.h, domain_budgets.h).
+  for (const auto& [reason, n] : c.guarded)
+    t.Sample("crawler_urls_dropped_total", Label("reason", reason), n);
   t.One("crawler_crawl_elapsed_seconds", "gauge", "Crawl time over all runs.",
         r.rates.elapsed_s);
   t.One("crawler_pages_per_second", "gauge", "Pages per second over the last minute.",

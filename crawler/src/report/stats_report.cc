@@ -157,6 +157,10 @@ Section CrawlSection(const CrawlCounts& c, const CrawlRates& r,
                       " trap guard, " + Count(c.too_many_redirects) +
                       " redirect limit, " + Count(c.filter_full) +
                       " refused by a full fixed-size filter"});
+  std::string guarded;
+  for (const auto& [reason, n] : c.guarded)
+    guarded += (guarded.empty() ? "" : ", ") + reason + " " + Count(n);
+  cr.rows.push_back({"guards, budgets", guarded.empty() ? "none" : guarded});
   cr.rows.push_back({"pages/s", fmt::format("{:.1f}", r.pages_per_s) + " overall, " +
                                     fmt::format("{:.1f}", r.pages_per_s_last_minute) +
                                     " over the last minute"});

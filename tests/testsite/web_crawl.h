@@ -1,0 +1,60 @@
+// What the crawls of the synthetic internet (web_test.cc,
+// web_guards_test.cc) read back: the crawl's stats.json and fetch log, and
+// the server's requests per address.
+#ifndef TESTS_TESTSITE_WEB_CRAWL_H_
+#define TESTS_TESTSITE_WEB_CRAWL_H_
+
+#include <algorithm>
+#include <boost/json.hpp>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "testsite_process.h"
+
+namespace crawler::testsite {
+
+// Reads OUT/stats.json's object `key` ("dns", "crawl", ...).
+inline boost::json::object StatsPart(const std::string& out, const char* key) {
+  std::ifstream in(out + "/stats.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  return boost::json::parse(text.str()).as_object().at(key).as_object();
+}
+inline boost::json::object DnsStats(const std::string& out) {
+  return StatsPart(out, "dns");
+}
+
+// The most requests in progress at once at each address (from a request's
+// arrival to its answer's first byte: inside the crawler's own span).
+inline std::map<std::string, int> PeakPerAddress(
+    const std::vector<testing::ServedRequest>& requests) {
+  std::map<std::string, std::vector<std::pair<uint64_t, int>>> events;
+  for (const testing::ServedRequest& q : requests) {
+    events[q.local].push_back({q.start_us, +1});
+    events[q.local].push_back({q.reply_us, -1});
+  }
+  std::map<std::string, int> peak;
+  for (auto& [address, ev] : events) {
+    std::sort(ev.begin(), ev.end());  // an end before a start at the same instant
+    int open = 0;
+    for (const auto& [t, d] : ev) peak[address] = std::max(peak[address], open += d);
+  }
+  return peak;
+}
+
+// The fetch log's lines, parsed.
+inline std::vector<boost::json::object> FetchLogLines(const std::string& out) {
+  std::vector<boost::json::object> lines;
+  std::ifstream in(out + "/fetch-log.jsonl");
+  for (std::string line; std::getline(in, line);)
+    lines.push_back(boost::json::parse(line).as_object());
+  return lines;
+}
+
+}  // namespace crawler::testsite
+
+#endif  // TESTS_TESTSITE_WEB_CRAWL_H_
