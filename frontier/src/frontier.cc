@@ -123,6 +123,7 @@ Result<std::optional<Lease>> Frontier::Pop(Clock::time_point now,
   ++m.in_flight;
   if (h.ip != Impl::kNoIp) {
     m.IpStarted(m.ips[h.ip], now);
+    m.lease_ip.emplace(lease.id, h.ip);
     m.WakeIp(h.ip);  // the next host in its line, for when the address is due
   }
   // Request starts to one host are at least min_delay apart.
@@ -156,16 +157,20 @@ void Frontier::SetAddress(std::string_view host, std::string_view address) {
   if (to == from) return;
   Impl::Host& h = m.hosts[id];
   m.Unschedule(id);
-  if (from != Impl::kNoIp) {
+  // Its requests still under way count at the new address.
+  for (auto& [lease_id, ip] : m.lease_ip) {
+    auto l = m.leased.find(lease_id);
+    if (l == m.leased.end() || l->second.first != id || ip == to) continue;
+    if (m.ips[ip].in_flight > 0) --m.ips[ip].in_flight;
+    ++m.ips[to].in_flight;
+    ip = to;
+  }
+  if (from != Impl::kNoIp && h.ip_parked) {
     Impl::Ip& old = m.ips[from];
-    old.in_flight -= h.in_flight;
-    if (h.ip_parked) {
-      old.parked.erase(std::find(old.parked.begin(), old.parked.end(), id));
-      h.ip_parked = false;
-    }
+    old.parked.erase(std::find(old.parked.begin(), old.parked.end(), id));
+    h.ip_parked = false;
   }
   h.ip = to;
-  m.ips[to].in_flight += h.in_flight;
   m.WakeIp(from);
   m.MaybeSchedule(id);
   m.WakeIp(to);
@@ -187,6 +192,11 @@ void Frontier::EndAt(std::string_view address, Clock::time_point now) {
   if (it == m.ip_index.end() || m.ips[it->second].in_flight == 0) return;
   m.IpEnded(m.ips[it->second], now);
   m.WakeIp(it->second);
+}
+
+void Frontier::Ended(const Lease& lease, Clock::time_point ended) {
+  MutexLock lock(impl_->mu);
+  impl_->FreeAddress(lease.id, ended);
 }
 
 void Frontier::Release(const Lease& lease) {

@@ -123,6 +123,9 @@ struct Frontier::Impl {
   uint64_t next_lease GUARDED_BY(mu) = 1;
   // by lease id (= Pop order)
   std::map<uint64_t, std::pair<size_t, UrlEntry>> leased GUARDED_BY(mu);
+  // Leases holding a connection of an address (by lease id: the address's
+  // index), until Ended or the lease's end frees it.
+  std::unordered_map<uint64_t, uint32_t> lease_ip GUARDED_BY(mu);
   std::map<uint32_t, uint64_t> depth_counts GUARDED_BY(mu);  // queued URLs by depth
   std::vector<std::string> drained GUARDED_BY(mu);           // read-back spill files
   std::vector<Ip> ips GUARDED_BY(mu);
@@ -354,6 +357,17 @@ struct Frontier::Impl {
     h.file_depths.clear();
   }
 
+  // Lease `id`'s connection at its address (the one it started at, wherever
+  // its host has moved since) is free, if it still held one.
+  void FreeAddress(uint64_t id, std::optional<Clock::time_point> ended) REQUIRES(mu) {
+    auto it = lease_ip.find(id);
+    if (it == lease_ip.end()) return;
+    const uint32_t ip = it->second;
+    lease_ip.erase(it);
+    IpEnded(ips[ip], ended);
+    WakeIp(ip);
+  }
+
   // Frees the lease's connection slot; returns its host, or nullopt for a
   // lease this frontier did not hand out (ignored). REQUIRES: mu held.
   // `ended`: when its request ended (its address's next start waits
@@ -367,10 +381,7 @@ struct Frontier::Impl {
     leased.erase(it);
     --hosts[id].in_flight;
     --in_flight;
-    if (hosts[id].ip != kNoIp) {
-      IpEnded(ips[hosts[id].ip], ended);
-      WakeIp(hosts[id].ip);
-    }
+    FreeAddress(lease.id, ended);
     return id;
   }
 

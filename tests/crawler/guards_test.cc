@@ -77,6 +77,8 @@ TEST_CASE("HostTable budgets: a domain grows with the domains linking to it",
   o.domain_budget_per_linker = 1;
   o.domain_budget_max = 4;
   HostTable t("crawler", 1000, 86400, o);
+  // A known host: each URL costs 1 (a new host's first costs 2, below).
+  t.RobotsStarted(u.pass(), "http://www.farm.test", "http://www.farm.test/robots.txt", 0);
   auto links = [](int n) {
     std::vector<UrlEntry> v;
     for (int i = 0; i < n; ++i)
@@ -113,15 +115,24 @@ TEST_CASE("HostTable budgets: a domain grows with the domains linking to it",
   CHECK_FALSE(
       t.DecidePage(u.pass(), "http://www.farm.test", "/", Clock::now()).over_budget);
   CHECK(t.Summarize(0).domains_at_budget == 1);
+  // A host not seen yet: its robots.txt counts against the budget too.
+  // (3: 2 and 1 linker). Once its robots.txt has started, 1 a URL.
+  CHECK(Reserve(t, u, {Link("http://a.spam.test/1", "http://x.test/")}, "spam.test",
+                "x.test")[0] == nullptr);
+  t.RobotsStarted(u.pass(), "http://a.spam.test", "http://a.spam.test/robots.txt", 0);
+  CHECK(Reserve(t, u, {Link("http://a.spam.test/2", "http://x.test/")}, "spam.test",
+                "x.test")[0] == nullptr);
+  CHECK(Reserve(t, u, {Link("http://b.spam.test/1", "http://x.test/")}, "spam.test",
+                "x.test")[0] != nullptr);
 }
 
 TEST_CASE("HostTable budgets: a seed's domain has none; hosts.bin keeps them",
           "[engine][guards]") {
   BudgetUnit u;
   DomainBudgetOptions o;
-  o.domain_budget = 1;
+  o.domain_budget = 2;
   o.domain_budget_per_linker = 1;
-  o.domain_budget_max = 1;
+  o.domain_budget_max = 2;
   HostTable t("crawler", 1000, 86400, o);
   UrlEntry seed;
   seed.url = "http://www.site.test/";
@@ -130,6 +141,7 @@ TEST_CASE("HostTable budgets: a seed's domain has none; hosts.bin keeps them",
     many.push_back(Link("http://www.site.test/" + std::to_string(i), seed.url));
   auto r = Reserve(t, u, many, "site.test", "site.test");
   CHECK(std::count(r.begin(), r.end(), nullptr) == 51);
+  // o.test: 2, its first URL's host new (robots.txt and the page).
   CHECK(Reserve(t, u, {Link("http://o.test/1", seed.url)}, "o.test", "site.test")[0] ==
         nullptr);
   CHECK(Reserve(t, u, {Link("http://o.test/2", seed.url)}, "o.test", "site.test")[0] !=

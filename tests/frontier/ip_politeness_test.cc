@@ -145,6 +145,30 @@ TEST_CASE("Per address: a host that moves takes its fetches in flight along",
   CHECK(s.f->TryStartAt("10.0.0.9", kStart + milliseconds(1)));
 }
 
+TEST_CASE("Per address: a request that ended frees its address before its result is done",
+          "[frontier][ip]") {
+  Setup s(Options(1, 0.01, 1));
+  s.Hosts({"http://a", "http://b"}, "10.0.0.1", 2);
+  std::optional<Lease> first = s.Pop(kStart);
+  REQUIRE(first);
+  CHECK_FALSE(s.Pop(kStart + milliseconds(50)).has_value());  // one connection
+  // Its response is in (parsing waits): the other host may go once
+  // min_delay_ip_s has passed since that end, not before.
+  s.f->Ended(*first, kStart + milliseconds(50));
+  CHECK_FALSE(s.Pop(kStart + milliseconds(55)).has_value());
+  std::optional<Lease> second = s.Pop(kStart + milliseconds(61));
+  REQUIRE(second);
+  CHECK(second->host != first->host);
+  // Done later frees the host's slot, not the address's a second time.
+  s.f->Done(*first, kStart + milliseconds(70), 0.01, HostSignal::kAnswered);
+  CHECK_FALSE(s.Pop(kStart + milliseconds(200)).has_value());
+  s.f->Ended(*second, kStart + milliseconds(200));
+  s.f->Ended(*second, kStart + milliseconds(200));  // twice: once counted
+  s.f->Done(*second, kStart + milliseconds(200), 0.01, HostSignal::kAnswered);
+  CHECK(s.Pop(kStart + milliseconds(211)).has_value());
+  CHECK_FALSE(s.Pop(kStart + milliseconds(300)).has_value());
+}
+
 }  // namespace ip_test
 }  // namespace
 }  // namespace crawler::frontier

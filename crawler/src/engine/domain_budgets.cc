@@ -15,7 +15,7 @@ uint64_t Limit(uint64_t v) { return v == 0 ? kNoLimit : v; }
 }  // namespace
 
 void DomainBudgets::Link(Domain& to, std::string_view from) {
-  if (to.seeded || o_.domain_budget == 0 || o_.domain_budget_per_linker == 0) return;
+  if (!Budgeted(to) || o_.domain_budget_per_linker == 0) return;
   // Linkers past those that reach domain_budget_max change nothing: not kept.
   const uint64_t room =
       o_.domain_budget_max > o_.domain_budget
@@ -30,7 +30,7 @@ void DomainBudgets::Link(Domain& to, std::string_view from) {
 
 uint64_t DomainBudgets::PageBudget(const Domain& d) const {
   const uint64_t all = Limit(o_.max_pages_per_domain);
-  if (d.seeded || o_.domain_budget == 0) return all;
+  if (!Budgeted(d)) return all;
   const uint64_t star =
       std::min(o_.domain_budget_max,
                o_.domain_budget + o_.domain_budget_per_linker * d.linkers.size());
@@ -39,7 +39,7 @@ uint64_t DomainBudgets::PageBudget(const Domain& d) const {
 
 uint64_t DomainBudgets::UrlBudget(const Domain& d) const {
   const uint64_t all = Limit(o_.max_urls_per_domain);
-  if (d.seeded || o_.domain_budget == 0) return all;
+  if (!Budgeted(d)) return all;
   return std::min(all, PageBudget(d));
 }
 

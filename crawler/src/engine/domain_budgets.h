@@ -6,8 +6,9 @@
 // A spam farm whose domains link only each other stays small; a site the
 // web links to from many places grows. Each domain's URLs queued over the
 // crawl are bounded too: by max_urls_per_domain, and for a domain on a
-// budget by that budget (its pages cannot use more), so a farm's endless
-// hosts cost no robots.txt fetch past it.
+// budget by that budget, where a URL of a new host counts twice (its
+// robots.txt fetch and the page): its fetches, robots.txt included, stay
+// within the budget, however many hosts a farm makes up.
 //
 // Plain data: HostTable holds it under its mutex and writes it into
 // hosts.bin (host_table.h: 'D' records).
@@ -70,6 +71,8 @@ class DomainBudgets {
   Domain& Get(const std::string& name) { return domains_[name]; }
   // A page of domain `from` links to `to` (`from` != `to`'s name).
   void Link(Domain& to, std::string_view from);
+  // True if `d` is on a STAR budget (no seed on it, domain_budget set).
+  bool Budgeted(const Domain& d) const { return !d.seeded && o_.domain_budget != 0; }
   // The pages `d` may fetch, and the URLs it may queue, over the crawl.
   uint64_t PageBudget(const Domain& d) const;
   uint64_t UrlBudget(const Domain& d) const;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <unordered_set>
 
 #include "base/bytes.h"
 #include "base/file_util.h"
@@ -85,6 +86,7 @@ std::vector<const char*> HostTable::ReserveUrls(
     const Gate::Pass&, const std::vector<frontier::UrlEntry>& entries,
     const std::vector<std::string>& domains, const std::vector<std::string>& from) {
   std::vector<const char*> out(entries.size(), nullptr);
+  std::unordered_set<std::string> new_hosts;  // of this batch, charged already
   MutexLock lock(mu_);
   for (size_t i = 0; i < entries.size(); ++i) {
     DomainBudgets::Domain& d = domains_.Get(domains[i]);
@@ -92,10 +94,17 @@ std::vector<const char*> HostTable::ReserveUrls(
     if (e.depth == 0 && e.referrer.empty() && e.kind == frontier::UrlEntry::Kind::kPage)
       d.seeded = true;
     if (!from[i].empty() && from[i] != domains[i]) domains_.Link(d, from[i]);
-    if (d.queued >= domains_.UrlBudget(d)) {
+    // On a domain with a budget, a URL of a host not seen yet costs its
+    // robots.txt fetch too: a farm's endless hosts spend the budget.
+    uint64_t cost = 1;
+    if (domains_.Budgeted(d)) {
+      std::string key(frontier::HostKey(e.url));
+      if (hosts_.count(key) == 0 && new_hosts.insert(std::move(key)).second) cost = 2;
+    }
+    if (d.queued + cost > domains_.UrlBudget(d)) {
       out[i] = "domain_urls";
     } else {
-      ++d.queued;
+      d.queued += cost;
     }
   }
   return out;

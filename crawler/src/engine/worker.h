@@ -237,6 +237,8 @@ class Worker {
                               const frontier::UrlEntry* page, bool final = true,
                               uint32_t robots_attempt = 1);
   bool Finished(const Gate::Pass& pass) const;
+  // completed_'s requests are over: their addresses' connections are free.
+  void ConnectionsFreed(const Gate::Pass& pass);
   // robots.txt fetches that failed transiently, started again when due.
   void StartDueRobots(const Gate::Pass& pass);
 

@@ -219,6 +219,12 @@ class Frontier {
   // EndAt when it ends.
   bool TryStartAt(std::string_view address, Clock::time_point now);
   void EndAt(std::string_view address, Clock::time_point now);
+  // The request of `lease` ended at `ended` (its response is in, to be
+  // processed): its address's connection is free for another host's
+  // request (max_connections_per_ip counts requests, not results waiting
+  // to be parsed), min_delay_ip_s after `ended`. The host's own slot is
+  // freed by Done, Retry or Release, as before.
+  void Ended(const Lease& lease, Clock::time_point ended);
   // `lease` was not fetched (e.g. robots.txt forbids it): frees its slot
   // without a politeness delay.
   void Release(const Lease& lease);
