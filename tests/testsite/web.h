@@ -47,7 +47,7 @@
 // (K < dead).
 // The truth: seeds are every normal host's root, so a correct crawl fetches
 // every page of every normal host (Truth). Of the traps, a crawl guarded by
-// URL shape fetches exactly GuardedTrapPaths of the repeated segments and
+// URL shape fetches exactly GuardedTrapPaths (web_crawl.h) of the repeated segments and
 // the ever-longer query; the calendar, the session ids, the soft 404s and
 // the farm have no shape to tell them by: only a budget per registered
 // domain ends them (what a crawl fetches there depends on its order; the
@@ -408,35 +408,6 @@ class Web {
   void ForEachTruthUrl(Visit visit) const {
     for (uint32_t h = 0; h < o_.hosts; ++h)
       for (uint32_t i = 0, n = Pages(h); i < n; ++i) visit(Url(h, i));
-  }
-
-  // The paths of trap t (kRepeat or kQuery) a crawl fetches when a run of
-  // path segments may repeat at most `max_repeats` times in a row and a
-  // query have at most `max_params` parameters (0: no limit), following
-  // the trap's one link per page from "/" (each limit must be > 0: the
-  // trap has no end). Other traps: empty.
-  static std::vector<std::string> GuardedTrapPaths(uint32_t t, uint32_t max_repeats,
-                                                   uint32_t max_params) {
-    std::vector<std::string> out = {"/"};
-    if (t == kRepeat) {
-      // n segments "a/b/a/..." hold floor(n/2) copies of "a/b/" in a row,
-      // and no segment twice in a row.
-      std::string path = "/";
-      for (uint32_t n = 1; n / 2 <= max_repeats; ++n) {
-        path += n % 2 == 1 ? "a/" : "b/";
-        out.push_back(path);
-      }
-    } else if (t == kQuery) {
-      std::string query;
-      for (uint32_t k = 0; k < max_params; ++k) {
-        query += (k == 0 ? "" : "&") + std::string("k") + std::to_string(k) + "=v" +
-                 std::to_string(k);
-        out.push_back("/q?" + query);
-      }
-    } else {
-      out.clear();
-    }
-    return out;
   }
 
   using Rng = SplitMix64;  // rng.h

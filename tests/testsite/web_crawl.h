@@ -1,6 +1,6 @@
 // What the crawls of the synthetic internet (web_test.cc,
-// web_guards_test.cc) read back: the crawl's stats.json and fetch log, and
-// the server's requests per address.
+// web_guards_test.cc) check against: the traps' truth under the guards;
+// the crawl's stats.json and fetch log; the server's requests per address.
 #ifndef TESTS_TESTSITE_WEB_CRAWL_H_
 #define TESTS_TESTSITE_WEB_CRAWL_H_
 
@@ -14,8 +14,38 @@
 #include <vector>
 
 #include "testsite_process.h"
+#include "web.h"
 
 namespace crawler::testsite {
+
+// The paths of trap t (kRepeat or kQuery, web.h) a crawl fetches when a run of
+// path segments may repeat at most `max_repeats` times in a row and a
+// query have at most `max_params` parameters (0: no limit), following
+// the trap's one link per page from "/" (each limit must be > 0: the
+// trap has no end). Other traps: empty.
+inline std::vector<std::string> GuardedTrapPaths(uint32_t t, uint32_t max_repeats,
+                                                 uint32_t max_params) {
+  std::vector<std::string> out = {"/"};
+  if (t == kRepeat) {
+    // n segments "a/b/a/..." hold floor(n/2) copies of "a/b/" in a row,
+    // and no segment twice in a row.
+    std::string path = "/";
+    for (uint32_t n = 1; n / 2 <= max_repeats; ++n) {
+      path += n % 2 == 1 ? "a/" : "b/";
+      out.push_back(path);
+    }
+  } else if (t == kQuery) {
+    std::string query;
+    for (uint32_t k = 0; k < max_params; ++k) {
+      query += (k == 0 ? "" : "&") + std::string("k") + std::to_string(k) + "=v" +
+               std::to_string(k);
+      out.push_back("/q?" + query);
+    }
+  } else {
+    out.clear();
+  }
+  return out;
+}
 
 // Reads OUT/stats.json's object `key` ("dns", "crawl", ...).
 inline boost::json::object StatsPart(const std::string& out, const char* key) {

@@ -97,7 +97,7 @@ TEST_CASE("Synthetic internet crawl: traps and the farm end at their guards and 
   }));
   // The traps with a shape: exactly what their guards let through.
   for (uint32_t t : {uint32_t{kRepeat}, uint32_t{kQuery}}) {
-    const std::vector<std::string> want = Web::GuardedTrapPaths(t, 2, 8);
+    const std::vector<std::string> want = GuardedTrapPaths(t, 2, 8);
     INFO(Web::TrapName(t));
     CHECK(trap_paths[t] == std::set<std::string>(want.begin(), want.end()));
   }
