@@ -63,8 +63,8 @@ UrlEntry Link(const std::string& url, const std::string& from) {
 
 // Reserves `entries`, each of domain `domain`, linked from `from` (domains).
 std::vector<const char*> Reserve(HostTable& t, const BudgetUnit& u,
-                                 std::vector<UrlEntry> entries, const std::string& domain,
-                                 const std::string& from) {
+                                 const std::vector<UrlEntry>& entries,
+                                 const std::string& domain, const std::string& from) {
   std::vector<std::string> d(entries.size(), domain), f(entries.size(), from);
   return t.ReserveUrls(u.pass(), entries, d, f);
 }

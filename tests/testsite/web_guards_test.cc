@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 
+#include "crawl_output.h"
 #include "testsite_crawl.h"
 #include "testsite_process.h"
 #include "web.h"

@@ -49,34 +49,6 @@ std::vector<Key> CrawlKeys() {
       IntKey<uint64_t>(
           "crawl", "max_pages_per_host",
           [](Config & c) -> auto& { return c.crawl.max_pages_per_host; }, 1, kMax64),
-      IntKey<uint32_t>(
-          "crawl", "max_url_length",
-          [](Config & c) -> auto& { return c.crawl.max_url_length; }, 0, 1u << 20),
-      IntKey<uint32_t>(
-          "crawl", "max_path_segments",
-          [](Config & c) -> auto& { return c.crawl.max_path_segments; }, 0, 10000),
-      IntKey<uint32_t>(
-          "crawl", "max_repeated_segments",
-          [](Config & c) -> auto& { return c.crawl.max_repeated_segments; }, 0, 10000),
-      IntKey<uint32_t>(
-          "crawl", "max_query_params",
-          [](Config & c) -> auto& { return c.crawl.max_query_params; }, 0, 100000),
-      IntKey<uint64_t>(
-          "crawl", "max_pages_per_domain",
-          [](Config & c) -> auto& { return c.crawl.max_pages_per_domain; }, 0, kMax64),
-      IntKey<uint64_t>(
-          "crawl", "max_urls_per_domain",
-          [](Config & c) -> auto& { return c.crawl.max_urls_per_domain; }, 0, kMax64),
-      IntKey<uint64_t>(
-          "crawl", "domain_budget",
-          [](Config & c) -> auto& { return c.crawl.domain_budget; }, 0, kMax64),
-      IntKey<uint64_t>(
-          "crawl", "domain_budget_per_linker",
-          [](Config & c) -> auto& { return c.crawl.domain_budget_per_linker; }, 0,
-          kMax64),
-      IntKey<uint64_t>(
-          "crawl", "domain_budget_max",
-          [](Config & c) -> auto& { return c.crawl.domain_budget_max; }, 0, kMax64),
       StringListKey(
           "crawl", "scope_hosts", [](Config & c) -> auto& { return c.crawl.scope_hosts; },
           false),
@@ -112,6 +84,39 @@ std::vector<Key> CrawlKeys() {
           "crawl", "max_duration_s",
           [](Config & c) -> auto& { return c.crawl.max_duration_s; }, 0, 3650 * 86400.0),
   };
+}
+
+// [crawl]'s trap guards and budgets per registered domain.
+std::vector<Key> GuardKeys() {
+  return {
+      IntKey<uint32_t>(
+          "crawl", "max_url_length",
+          [](Config & c) -> auto& { return c.crawl.max_url_length; }, 0, 1u << 20),
+      IntKey<uint32_t>(
+          "crawl", "max_path_segments",
+          [](Config & c) -> auto& { return c.crawl.max_path_segments; }, 0, 10000),
+      IntKey<uint32_t>(
+          "crawl", "max_repeated_segments",
+          [](Config & c) -> auto& { return c.crawl.max_repeated_segments; }, 0, 10000),
+      IntKey<uint32_t>(
+          "crawl", "max_query_params",
+          [](Config & c) -> auto& { return c.crawl.max_query_params; }, 0, 100000),
+      IntKey<uint64_t>(
+          "crawl", "max_pages_per_domain",
+          [](Config & c) -> auto& { return c.crawl.max_pages_per_domain; }, 0, kMax64),
+      IntKey<uint64_t>(
+          "crawl", "max_urls_per_domain",
+          [](Config & c) -> auto& { return c.crawl.max_urls_per_domain; }, 0, kMax64),
+      IntKey<uint64_t>(
+          "crawl", "domain_budget",
+          [](Config & c) -> auto& { return c.crawl.domain_budget; }, 0, kMax64),
+      IntKey<uint64_t>(
+          "crawl", "domain_budget_per_linker",
+          [](Config & c) -> auto& { return c.crawl.domain_budget_per_linker; }, 0,
+          kMax64),
+      IntKey<uint64_t>(
+          "crawl", "domain_budget_max",
+          [](Config & c) -> auto& { return c.crawl.domain_budget_max; }, 0, kMax64)};
 }
 
 std::vector<Key> FetchKeys() {
@@ -319,9 +324,9 @@ std::vector<Key> CheckpointKeys() {
 const std::vector<Key>& Schema() {
   static const std::vector<Key> keys = [] {
     std::vector<Key> all;
-    for (auto part : {CrawlKeys, FetchKeys, FrontierKeys, DedupKeys, UrlKeys, OutputKeys,
-                      CheckpointKeys, config_key::ClusterKeys, config_key::MetricsKeys,
-                      config_key::RecrawlKeys}) {
+    for (auto part : {CrawlKeys, GuardKeys, FetchKeys, FrontierKeys, DedupKeys, UrlKeys,
+                      OutputKeys, CheckpointKeys, config_key::ClusterKeys,
+                      config_key::MetricsKeys, config_key::RecrawlKeys}) {
       for (Key& k : part()) all.push_back(std::move(k));
     }
     return all;
