@@ -635,11 +635,11 @@ int RunMemoryTable(const Args& a) {
   return 0;
 }
 
-// The single-key targets (issue 14: one thread >= 0.9x the plain filter, two
-// threads >= 1.3x one) on a shared VM. Run one after another, the three
-// contenders meet different neighbours: the plain filter alone ranged 4.1 to
-// 8.9 Mops/s between runs of the same command here. So they take turns on
-// slices of 2^18 keys (the order rotates each slice), each contender's time
+// The single-key targets (one thread >= 0.9x the plain filter, so the
+// lock-striped wrapper costs little; two threads >= 1.3x one, so it scales) on a shared
+// VM. Run one after another, the three contenders meet different neighbours: the plain
+// filter alone ranged 4.1 to 8.9 Mops/s between runs of the same command here. So they
+// take turns on slices of 2^18 keys (the order rotates each slice), each contender's time
 // is summed over its slices, and the ratios come from the same minutes.
 // "1 thr" and "2 thr" are two right-sized filters of the variant fed the same
 // keys; "2 thr" splits each slice over two threads.

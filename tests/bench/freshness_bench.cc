@@ -1,4 +1,4 @@
-// Freshness of a continuous crawl (issue 33, Targets), measured from the
+// Freshness of a continuous crawl (what [recrawl] is for), measured from the
 // ground truth of a changing testsite: page i changes as a Poisson process
 // of its own rate (tests/testsite/site.h), and its ETag names the version
 // served. For each [recrawl] rule the real crawler revisits the site for

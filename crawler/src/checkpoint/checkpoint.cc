@@ -184,8 +184,8 @@ namespace {
 // A crash between 1 and 2 leaves checkpoint/ older than checkpoint.prev/,
 // and a resume swaps them back (RepairCutPublish). The order this replaces
 // removed checkpoint.prev/ file by file before its renames: a kill -9 then
-// left it part-deleted, and a damaged checkpoint/ had no fallback (CI of
-// stop 39: "checkpoint.prev/dedup.bin: missing").
+// left it part-deleted, and a damaged checkpoint/ had no fallback (a CI run
+// failed with "checkpoint.prev/dedup.bin: missing").
 Status Publish(const std::string& out, const std::string& tmp) {
   const std::string cur = out + "/" + kCheckpointDir,
                     prev = out + "/" + kCheckpointPrevDir;

@@ -20,7 +20,7 @@ namespace {
 using frontier::Clock;
 
 // Sanitizer builds write in-process: a child forked while other threads
-// allocate can deadlock in GCC 12's ASan or TSan allocator (a CI rehearsal's
+// allocate can deadlock in GCC 12's ASan or TSan allocator (a CI run's
 // TSan join test hung on a forked writer waiting for the allocator's lock in
 // boost::json, its parent in waitpid). glibc's malloc, in other builds, is
 // made safe across fork by glibc itself.

@@ -1,4 +1,4 @@
-// Work-aware placement (cluster.h, Balance; issue 31): which of a busy
+// Work-aware placement (cluster.h, Balance): which of a busy
 // node's shards it hands to the least loaded live node. Pure logic, no
 // Redis; unit-tested without it (cluster_parts_test.cc).
 //

@@ -268,7 +268,7 @@ bool Cluster::Quiet() const {
   // with entries to claim again, being handed over, or given up and not yet
   // taken by their new owner (Transfers::Quiet) are work: a taker
   // that published "idle" while it loaded could let the job end without
-  // them (issue 31, finding 1). (ShardLoads::Quiet is the exchange thread's: Quiet
+  // them, and lose them. (ShardLoads::Quiet is the exchange thread's: Quiet
   // is called from Publish.)
   if (!loads_.Quiet()) return false;
   MutexLock lock(mu_);

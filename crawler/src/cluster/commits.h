@@ -14,8 +14,8 @@
 // - a commit names, for each shard the node's checkpoint before it lacks,
 //   where its state came from ("SHARD EPOCH NODE SEQ"): should this
 //   checkpoint be damaged, a taker loads the shard from there, as the one
-//   before cannot give it (the bug of session 32: a moved shard "restored"
-//   empty);
+//   before cannot give it (without it a moved shard was
+//   "restored" empty);
 // - that name is dropped at the first commit whose checkpoint before holds
 //   the shard;
 // - a shard given up (handoff) leaves every cut not committed yet: no later

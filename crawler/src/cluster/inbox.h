@@ -12,8 +12,8 @@
 // worker: its URLs are in the frontier, or being admitted) -> cut (in
 // checkpoint N) -> to acknowledge (a later checkpoint is committed, so
 // checkpoint.prev/ holds N: a resume that finds checkpoint/ damaged falls
-// back to it, and it must hold every entry Redis no longer keeps; issue 31,
-// finding 5) -> acknowledged. At the job's end, when nothing will be resumed,
+// back to it, and it must hold every entry Redis no longer keeps) ->
+// acknowledged. At the job's end, when nothing will be resumed,
 // a commit acknowledges its own cut too.
 #ifndef CRAWLER_CLUSTER_INBOX_H_
 #define CRAWLER_CLUSTER_INBOX_H_

@@ -1,5 +1,5 @@
 // The exchange thread's connection to Redis (cluster.h, "Redis lost
-// mid-crawl"; issue 31, finding 3): the connection while it is up, its
+// mid-crawl"): the connection while it is up, its
 // loss and the time since, reconnecting, and what an error reply means.
 // A reply that is an error fails the round either way, but differently:
 // - a refusal (RefusalOf: Redis full, a replica, unable to persist) is kept

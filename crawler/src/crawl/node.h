@@ -1,8 +1,8 @@
 // Room crawl/ (docs/architecture.md): a node of a multi-machine job, as the
-// crawl sees it (issue 31, finding 9). It is the workers' Placement
-// (engine/placement.h), plus what the crawl's Run thread and checkpoints need:
-// start, failure, the checkpoint hooks, a resume's restores, its figures.
-// The cluster (crawler/src/cluster/, its own CMake target, the only one that
+// crawl sees it, behind an interface so the crawl does not depend on Redis. It is the
+// workers' Placement (engine/placement.h), plus what the crawl's Run thread and
+// checkpoints need: start, failure, the checkpoint hooks, a resume's restores, its
+// figures. The cluster (crawler/src/cluster/, its own CMake target, the only one that
 // links hiredis) implements it; the crawl gets one only through a NodeJoiner,
 // which the `crawler` command passes in (cli/main.cc). Without one, a config
 // with [cluster] redis set is refused.

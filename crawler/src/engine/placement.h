@@ -1,7 +1,8 @@
 // Room engine/ (docs/architecture.md): where a host lives, as the workers see
-// it (issue 31, finding 9). This and crawl/node.h are the only way the engine
-// reaches a multi-machine crawl: no engine file includes a cluster header, and
-// only the cluster's own CMake target (crawler/src/cluster/) links hiredis.
+// it, kept to an interface so the engine does not depend on Redis. This and crawl/node.h
+// are the only way the engine reaches a multi-machine crawl: no engine file includes a
+// cluster header, and only the cluster's own CMake target (crawler/src/cluster/) links
+// hiredis.
 //
 // A single-machine crawl has no Placement (a null pointer: every host is this
 // machine's). A node of a multi-machine job is one: its hosts are split into

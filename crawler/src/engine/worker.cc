@@ -93,12 +93,12 @@ void Worker::Loop(const std::atomic<bool>& stop) {
 // address's max_connections_per_ip held back requests no server was
 // serving (10^5 hosts: 5,600 hosts waiting for their address, docs/
 // benchmarks.md).
-void Worker::ConnectionsFreed(const Gate::Pass&) {
+void Worker::ConnectionsFreed(const Gate::Pass&) const {
   const auto now = Clock::now();
-  for (Completed& c : completed_) {
+  for (const Completed& c : completed_) {
     if (c.robots) {
+      // Counted at its address when it started (AddWaitingRobots).
       if (!c.started_at.empty()) p_.frontier.EndAt(c.started_at, now);
-      c.started_at.clear();
     } else if (!c.result.abandoned) {
       p_.frontier.Ended(c.lease, now);
     }
@@ -296,8 +296,6 @@ void Worker::Forget(const Gate::Pass&, const std::string& url) {
 Status Worker::ProcessOne() {
   std::optional<Completed> c = p_.results.TryPop();
   if (!c) return Status::Ok();
-  // A robots.txt fetch counted at its address (AddWaitingRobots) ends there.
-  if (!c->started_at.empty()) p_.frontier.EndAt(c->started_at, Clock::now());
   if (c->result.abandoned) return Abandoned(*c);
   Prepared prepared = Prepare(*c);  // outside the gate: a checkpoint need not wait for it
   Status st;

@@ -94,7 +94,8 @@ struct Completed {
   // [recrawl]: the page's history record when its fetch started (none: its
   // first fetch, or recrawl off).
   std::optional<HistoryRecord> before;
-  // robots: the address it was counted at (Frontier::TryStartAt), if any.
+  // robots: the address it was counted at (Frontier::TryStartAt), if any;
+  // ended there when the fetch ends (ConnectionsFreed).
   std::string started_at = {};
 };
 
@@ -238,7 +239,7 @@ class Worker {
                               uint32_t robots_attempt = 1);
   bool Finished(const Gate::Pass& pass) const;
   // completed_'s requests are over: their addresses' connections are free.
-  void ConnectionsFreed(const Gate::Pass& pass);
+  void ConnectionsFreed(const Gate::Pass& pass) const;
   // robots.txt fetches that failed transiently, started again when due.
   void StartDueRobots(const Gate::Pass& pass);
 

@@ -1,4 +1,4 @@
-// The URL history of a crawl that revisits (issue 33): one record per URL
+// The URL history of a crawl that revisits ([recrawl]): one record per URL
 // fetched, with what a revisit needs (the validators for a conditional GET,
 // the last full capture for a WARC revisit record, the revisit interval and
 // when the URL is next due), and an index of the URLs by due time for the
