@@ -86,7 +86,8 @@ print(json.dumps({"t": time.time() - float(sys.argv[3]), "rss_mb": int(sys.argv[
                   "queued_disk": f.get("queued_disk", 0),
                   "hosts": f.get("hosts", 0), "hosts_active": active,
                   "dns_queries": d.get("queries", 0), "dns_hit_ratio": d.get("hit_ratio", 0),
-                  "dns_p99_ms": d.get("latency_p99_ms", 0)}))
+                  "dns_p99_ms": d.get("latency_p99_ms", 0),
+                  "memory": stats.get("memory", {}) if f else {}}))
 EOF
 done
 wait "$pid" || true

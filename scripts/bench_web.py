@@ -106,7 +106,34 @@ def main():
           f" most to one of their registered domains: {most_trap[1]} ({most_trap[0]})")
     print(f"peak RSS: {max((s['rss_mb'] for s in samples), default=0)} MB;"
           f" pages/s over the run: {len(fetched) / (span / 1e6):.0f}")
+    print_memory(samples)
     return 0
+
+
+PARTS = ("filter", "frontier_urls", "frontier_hosts", "host_table", "dns", "bodies", "other")
+
+
+def print_memory(samples):
+    """The crawler's memory by part (stats.json "memory") at the sample of the
+    highest RSS, per host known and per URL queued in RAM."""
+    withmem = [s for s in samples if s.get("memory", {}).get("rss")]
+    if not withmem:
+        return
+    s = max(withmem, key=lambda s: s["memory"]["rss"])
+    m = s["memory"]
+    mb = lambda b: f"{b / 1e6:.1f}"
+    print(f"memory at {s['t']:.0f} s (stats.json): resident {mb(m['rss'])} MB"
+          f" ({m['allocator']}: {mb(m['allocated'])} MB allocated) = "
+          + " + ".join(f"{p} {mb(m.get(p, 0))}" for p in PARTS))
+    hosts, urls = s.get("hosts", 0), s.get("queued_memory", 0)
+    if hosts:
+        per_host = m["frontier_hosts"] + m["host_table"] + m["dns"]
+        print(f"per host known ({hosts}): {m['rss'] / hosts:.0f} B resident,"
+              f" {per_host / hosts:.0f} B in the per-host parts"
+              f" (frontier {m['frontier_hosts'] / hosts:.0f}, host table"
+              f" {m['host_table'] / hosts:.0f}, DNS {m['dns'] / hosts:.0f})")
+    if urls:
+        print(f"per URL queued in RAM ({urls}): {m['frontier_urls'] / urls:.0f} B")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "ascii.h"
+#include "base/heap_bytes.h"
 
 namespace crawler::parsers {
 namespace {
@@ -239,6 +240,15 @@ Robots Robots::Parse(std::string_view body, std::string_view product_token) {
 
   SelectGroups(groups, token, &r.rules_, &r.crawl_delay_);
   return r;
+}
+
+uint64_t Robots::HeapBytes() const {
+  uint64_t n = heap_bytes::Buffer(rules_) + heap_bytes::Buffer(sitemaps_) +
+               heap_bytes::Buffer(warnings_);
+  for (const Rule& r : rules_) n += heap_bytes::Of(r.pattern);
+  for (const std::string& s : sitemaps_) n += heap_bytes::Of(s);
+  for (const std::string& w : warnings_) n += heap_bytes::Of(w);
+  return n;
 }
 
 bool Robots::Allowed(std::string_view path) const {

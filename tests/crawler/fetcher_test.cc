@@ -195,6 +195,30 @@ TEST_CASE("Fetcher: a body past spool_body_bytes waits in an unlinked file, not 
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("Body::RamBytes: the heap every body in RAM holds, none once spooled or gone",
+          "[engine][fetcher][memory]") {
+  const uint64_t before = Body::RamBytes();
+  const std::string dir = testing::TempDir("body_ram");
+  {
+    Body a;
+    a.SpoolPast(100'000, dir);
+    const std::string chunk(4096, 'a');
+    for (int i = 0; i < 10; ++i) REQUIRE(a.Append(chunk.data(), chunk.size()));
+    CHECK(Body::RamBytes() - before >= 40'960);
+    const uint64_t held = Body::RamBytes() - before;
+    Body moved = std::move(a);  // the count moves with the buffer
+    CHECK(Body::RamBytes() - before == held);
+    Body copy = moved;  // a copy holds a buffer of its own
+    CHECK(Body::RamBytes() - before >= held + 40'960);
+    // Past the threshold the body goes to its file: its RAM is given back.
+    for (int i = 0; i < 20; ++i) REQUIRE(moved.Append(chunk.data(), chunk.size()));
+    REQUIRE(moved.spooled());
+    CHECK(Body::RamBytes() - before < held + 50'000);
+  }
+  CHECK(Body::RamBytes() == before);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE(
     "Fetcher: timeouts, refused connections, malformed and silent servers each end "
     "in one result naming the failure",

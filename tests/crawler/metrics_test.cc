@@ -84,7 +84,9 @@ TEST_CASE(
       {"crawler_dns_queries", "counter"},
       {"crawler_dns_cache", "counter"},
       {"crawler_dns_failures", "counter"},
-      {"crawler_dns_latency_seconds", "gauge"}};
+      {"crawler_dns_latency_seconds", "gauge"},
+      {"crawler_resident_bytes", "gauge"},
+      {"crawler_memory_bytes", "gauge"}};
   for (const auto& [family, type] : expected) {
     INFO(family);
     CHECK(second.types.count(family) == 1);
@@ -104,6 +106,15 @@ TEST_CASE(
   CHECK(second.Get("crawler_dedup_items{}") >=
         second.Get("crawler_pages_total{class=2xx}"));
   CHECK(second.Get("crawler_checkpoints_total{result=written}") >= 1);
+  // The parts and "other" add up to the resident set; the filter's part
+  // holds at least its tables; three hosts are known.
+  const double rss = second.Get("crawler_resident_bytes{}");
+  CHECK(rss > 1e6);
+  CHECK(second.Count("crawler_memory_bytes") == 7);
+  CHECK(second.Sum("crawler_memory_bytes") == Approx(rss).epsilon(1e-9));
+  CHECK(second.Get("crawler_memory_bytes{part=filter}") >=
+        second.Get("crawler_dedup_bytes{}"));
+  CHECK(second.Get("crawler_memory_bytes{part=frontier_hosts}") > 3 * 20);
 
   REQUIRE(WaitExitFor(pid, 300) == 0);
   site.Stop();

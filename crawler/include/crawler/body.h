@@ -19,16 +19,20 @@ namespace crawler::engine {
 class Body {
  public:
   Body() = default;
-  explicit Body(std::string text) : ram_(std::move(text)) {}
+  explicit Body(std::string text) : ram_(std::move(text)) { Recount(); }
   Body(Body&& other) noexcept { *this = std::move(other); }
   Body& operator=(Body&& other) noexcept;
   // A copy is held in RAM (the tests' and small bodies' case).
-  Body(const Body& other) : ram_(other.view()) {}
+  Body(const Body& other) : ram_(other.view()) { Recount(); }
   Body& operator=(const Body& other) {
     if (this != &other) *this = Body(std::string(other.view()));
     return *this;
   }
-  ~Body() { Release(); }
+  ~Body();
+  // The heap bytes held by every Body in RAM now (the fetches under way,
+  // the results waiting to be parsed, the one being parsed): the stats
+  // report's "memory" part "bodies". Spooled bodies are the files'.
+  static uint64_t RamBytes();
 
   // Writing (the fetcher). Past `spool_bytes` in RAM the body moves to a
   // temporary file in `spool_dir` ("": never). False: the file could not be
@@ -57,6 +61,9 @@ class Body {
  private:
   void Release();
   bool Spool();
+  void Recount();  // the process-wide count follows ram_'s buffer
+
+  size_t counted_ = 0;  // ram_'s buffer as last counted
 
   std::string ram_;
   uint64_t spool_bytes_ = 0;

@@ -51,14 +51,15 @@ struct ResolverOptions {
 
 // The figures stats.json, the report and /metrics carry.
 struct DnsFigures {
-  uint64_t queries = 0;    // lookups sent (refreshes included)
-  uint64_t hits = 0;       // Lookup answered from the cache
-  uint64_t misses = 0;     // Lookup that had to start a lookup (and wait)
-  uint64_t refreshes = 0;  // lookups sent ahead of an entry's expiry
-  uint64_t not_found = 0;  // answers: NXDOMAIN or no address record
-  uint64_t failed = 0;     // SERVFAIL, REFUSED, malformed, refused connection
-  uint64_t timeouts = 0;   // no answer after every try
-  uint64_t entries = 0;    // in the cache now
+  uint64_t queries = 0;       // lookups sent (refreshes included)
+  uint64_t hits = 0;          // Lookup answered from the cache
+  uint64_t misses = 0;        // Lookup that had to start a lookup (and wait)
+  uint64_t refreshes = 0;     // lookups sent ahead of an entry's expiry
+  uint64_t not_found = 0;     // answers: NXDOMAIN or no address record
+  uint64_t failed = 0;        // SERVFAIL, REFUSED, malformed, refused connection
+  uint64_t timeouts = 0;      // no answer after every try
+  uint64_t entries = 0;       // in the cache now
+  uint64_t memory_bytes = 0;  // heap the cache and queue hold (c-ares's own not)
   double latency_p50_ms = 0, latency_p99_ms = 0;  // of answered lookups
 };
 

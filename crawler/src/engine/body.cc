@@ -4,15 +4,39 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
+#include "base/heap_bytes.h"
+
 namespace crawler::engine {
+
+namespace {
+std::atomic<uint64_t> g_ram_bytes{0};
+}  // namespace
+
+uint64_t Body::RamBytes() { return g_ram_bytes.load(std::memory_order_relaxed); }
+
+void Body::Recount() {
+  const size_t now = heap_bytes::Of(ram_);
+  if (now > counted_) g_ram_bytes.fetch_add(now - counted_, std::memory_order_relaxed);
+  if (now < counted_) g_ram_bytes.fetch_sub(counted_ - now, std::memory_order_relaxed);
+  counted_ = now;
+}
+
+Body::~Body() {
+  Release();
+  g_ram_bytes.fetch_sub(counted_, std::memory_order_relaxed);
+}
 
 Body& Body::operator=(Body&& other) noexcept {
   if (this == &other) return *this;
   Release();
+  g_ram_bytes.fetch_sub(counted_, std::memory_order_relaxed);
   ram_ = std::move(other.ram_);
+  counted_ = other.counted_;
+  other.counted_ = 0;
   spool_bytes_ = other.spool_bytes_;
   spool_dir_ = std::move(other.spool_dir_);
   error_ = std::move(other.error_);
@@ -44,6 +68,7 @@ bool Body::Spool() {
   }
   std::string held = std::move(ram_);
   ram_ = std::string();
+  Recount();
   return Append(held.data(), held.size());
 }
 
@@ -52,6 +77,7 @@ bool Body::Append(const char* data, size_t n) {
   if (fd_ < 0) {
     if (spool_dir_.empty() || ram_.size() + n <= spool_bytes_) {
       ram_.append(data, n);
+      Recount();
       return true;
     }
     if (!Spool()) return false;

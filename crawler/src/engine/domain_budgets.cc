@@ -7,6 +7,8 @@
 #include <iterator>
 #include <limits>
 
+#include "base/heap_bytes.h"
+
 namespace crawler::engine {
 
 namespace {
@@ -68,6 +70,13 @@ void DomainBudgets::Count(uint64_t* all, uint64_t* at_budget) const {
   *all = domains_.size();
   *at_budget = 0;
   for (const auto& [name, d] : domains_) *at_budget += d.fetched >= PageBudget(d);
+}
+
+uint64_t DomainBudgets::HeapBytes() const {
+  uint64_t n = heap_bytes::Nodes(domains_);
+  for (const auto& [name, d] : domains_)
+    n += heap_bytes::Of(name) + heap_bytes::Buffer(d.linkers);
+  return n;
 }
 
 void DomainBudgets::ClearFetched() {

@@ -80,6 +80,7 @@ class DomainBudgets {
   size_t size() const { return domains_.size(); }
   // Domains, and those whose page budget is spent.
   void Count(uint64_t* all, uint64_t* at_budget) const;
+  uint64_t HeapBytes() const;  // base/heap_bytes.h
   std::vector<DomainSnapshot> Snapshot() const;
   void Restore(std::vector<DomainSnapshot> domains);
   // Pages started are rebuilt from the hosts' counts (HostTable::Restore).

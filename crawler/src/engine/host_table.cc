@@ -7,6 +7,7 @@
 
 #include "base/bytes.h"
 #include "base/file_util.h"
+#include "base/heap_bytes.h"
 #include "engine/scope.h"
 
 namespace crawler::engine {
@@ -163,7 +164,10 @@ HostTable::Figures HostTable::Summarize(size_t n) const {
   Figures f;
   {
     MutexLock lock(mu_);
+    f.memory_bytes = heap_bytes::Nodes(hosts_) + domains_.HeapBytes();
     for (const auto& [key, h] : hosts_) {
+      f.memory_bytes += heap_bytes::Of(key) + h.robots.HeapBytes() +
+                        heap_bytes::Of(h.robots_body) + heap_bytes::Of(h.robots_url);
       if (Known(h.robots_state) &&
           (h.robots_outcome == parsers::RobotsFetch::kServerError ||
            h.robots_outcome == parsers::RobotsFetch::kUnreachable)) {

@@ -139,6 +139,7 @@ class HostTable {
     uint64_t blocked_by_robots = 0;
     uint64_t domains = 0;            // registered domains with a budget record
     uint64_t domains_at_budget = 0;  // ... whose page budget is spent
+    uint64_t memory_bytes = 0;       // heap held: hosts, robots rules, domains
     std::vector<std::pair<uint64_t, std::string>> top;
   };
   Figures Summarize(size_t n) const EXCLUDES(mu_);

@@ -18,6 +18,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "base/heap_bytes.h"
 #include "base/mutex.h"
 
 namespace crawler::engine {
@@ -347,6 +348,11 @@ DnsFigures Resolver::Figures() const {
   MutexLock lock(impl_->mu);
   DnsFigures f = impl_->figures;
   f.entries = impl_->cache.size();
+  f.memory_bytes = heap_bytes::Nodes(impl_->cache) + heap_bytes::Buffer(impl_->waiting);
+  for (const auto& [host, e] : impl_->cache) {
+    f.memory_bytes += heap_bytes::Of(host) + heap_bytes::Of(e.address);
+  }
+  for (const std::string& host : impl_->waiting) f.memory_bytes += heap_bytes::Of(host);
   f.latency_p50_ms = impl_->latencies.QuantileMs(0.5);
   f.latency_p99_ms = impl_->latencies.QuantileMs(0.99);
   return f;

@@ -171,6 +171,23 @@ void DnsFamilies(const DnsReport& d, Text& t) {
            d.latency_p99_ms / 1000);
 }
 
+// The resident set and the bytes each part holds (MemoryReport).
+void MemoryFamilies(const MemoryReport& m, Text& t) {
+  t.One("crawler_resident_bytes", "gauge", "The crawler's resident set size.", m.rss);
+  t.Family("crawler_memory_bytes", "gauge",
+           "Bytes held by each part of the crawl, counted from its structures; other: "
+           "the resident set minus the parts.");
+  const std::pair<const char*, uint64_t> parts[] = {{"filter", m.filter},
+                                                    {"frontier_urls", m.frontier_urls},
+                                                    {"frontier_hosts", m.frontier_hosts},
+                                                    {"host_table", m.host_table},
+                                                    {"dns", m.dns},
+                                                    {"bodies", m.bodies},
+                                                    {"other", m.other}};
+  for (const auto& [part, bytes] : parts)
+    t.Sample("crawler_memory_bytes", Label("part", part), bytes);
+}
+
 void FrontierFamilies(const FrontierReport& f, Text& t) {
   t.Family("crawler_frontier_urls", "gauge", "URLs queued, in RAM and on disk.");
   t.Sample("crawler_frontier_urls", Label("where", "memory"), f.queued_memory);
@@ -296,6 +313,7 @@ std::string RenderMetrics(const MetricsInput& in) {
   RecrawlFamilies(in.report, t);
   FrontierFamilies(in.report.frontier, t);
   DnsFamilies(in.report.dns, t);
+  MemoryFamilies(in.report.memory, t);
   DedupFamilies(in.report.dedup, t);
   CheckpointFamilies(in.report.checkpoint, t);
   if (in.cluster != nullptr) ClusterFamilies(in.report.cluster, *in.cluster, t);

@@ -259,6 +259,27 @@ Section DnsSection(const DnsReport& d) {
   return ds;
 }
 
+// The resident set by part (MemoryReport), and per host known.
+Section MemorySection(const MemoryReport& m, uint64_t hosts) {
+  Section ms{"Memory", {}};
+  ms.rows.push_back({"resident", Bytes(m.rss) + " (" + m.allocator + ": " +
+                                     Bytes(m.allocated) + " allocated)"});
+  ms.rows.push_back({"parts", "filter " + Bytes(m.filter) + ", frontier URLs " +
+                                  Bytes(m.frontier_urls) + ", frontier hosts " +
+                                  Bytes(m.frontier_hosts) + ", host table " +
+                                  Bytes(m.host_table) + ", DNS " + Bytes(m.dns) +
+                                  ", bodies " + Bytes(m.bodies)});
+  ms.rows.push_back(
+      {"other", Bytes(m.other) + " (code, stacks, libraries, the allocator's spare)"});
+  if (hosts > 0) {
+    const uint64_t per_host = m.frontier_hosts + m.host_table + m.dns;
+    ms.rows.push_back(
+        {"per host", Bytes(m.rss / hosts) + " resident, " + Bytes(per_host / hosts) +
+                         " in the per-host parts (" + Count(hosts) + " hosts known)"});
+  }
+  return ms;
+}
+
 std::vector<Section> Sections(const StatsReport& s) {
   std::vector<Section> out = {DedupSection(s.dedup), FrontierSection(s.frontier),
                               CrawlSection(s.crawl, s.rates, s.dedup.variant),
@@ -266,6 +287,7 @@ std::vector<Section> Sections(const StatsReport& s) {
   if (!s.cluster.node.empty()) out.push_back(ClusterSection(s.cluster));
   if (s.recrawl.enabled) out.push_back(RecrawlSection(s.crawl, s.recrawl));
   if (s.dns.enabled) out.push_back(DnsSection(s.dns));
+  if (s.memory.rss > 0) out.push_back(MemorySection(s.memory, s.frontier.hosts));
   return out;
 }
 

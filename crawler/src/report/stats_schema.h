@@ -173,6 +173,24 @@ BOOST_DESCRIBE_STRUCT(DnsReport, (),
                       (enabled, queries, hits, misses, hit_ratio, refreshes, not_found,
                        failed, timeouts, entries, latency_p50_ms, latency_p99_ms))
 
+// "memory": the process's memory and the bytes each part holds, counted
+// from its structures at each refresh (base/heap_bytes.h; docs/stats.md).
+struct MemoryReport {
+  std::string allocator;        // "jemalloc" (the crawler's) or "glibc"
+  uint64_t rss = 0;             // resident set size
+  uint64_t allocated = 0;       // heap in use, as the allocator counts it
+  uint64_t filter = 0;          // the dedup filter's tables and log buffers
+  uint64_t frontier_urls = 0;   // URLs queued in RAM, leased, buffered for spill
+  uint64_t frontier_hosts = 0;  // the frontier's per-host and per-address state
+  uint64_t host_table = 0;      // robots.txt rules, per-host counts, domain budgets
+  uint64_t dns = 0;             // the DNS cache and its queue
+  uint64_t bodies = 0;          // response bodies in RAM: transfers, results waiting
+  uint64_t other = 0;  // rss minus the parts (code, stacks, libraries, allocator)
+};
+BOOST_DESCRIBE_STRUCT(MemoryReport, (),
+                      (allocator, rss, allocated, filter, frontier_urls, frontier_hosts,
+                       host_table, dns, bodies, other))
+
 struct StatsReport {
   uint64_t version = 1;
   double updated_unix = 0;
@@ -186,11 +204,12 @@ struct StatsReport {
   ClusterReport cluster;
   RecrawlReport recrawl;
   DnsReport dns;
+  MemoryReport memory;
 };
 // "crawl" is written and read by hand (two structs in one object).
 BOOST_DESCRIBE_STRUCT(StatsReport, (),
                       (version, updated_unix, running, out, dedup, frontier, checkpoint,
-                       cluster, recrawl, dns))
+                       cluster, recrawl, dns, memory))
 
 boost::json::object ToJson(const StatsReport& r);
 StatsReport StatsReportFromJson(const boost::json::value& v);

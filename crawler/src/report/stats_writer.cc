@@ -5,7 +5,9 @@
 #include <chrono>
 
 #include "base/file_util.h"
+#include "crawler/body.h"
 #include "crawler/checkpoint.h"
+#include "report/process_memory.h"
 
 namespace crawler::engine {
 namespace {
@@ -74,6 +76,43 @@ FrontierReport Frontier(const frontier::FrontierStats& s, uint64_t spilled_base,
   return f;
 }
 
+DnsReport Dns(const DnsFigures& d) {
+  const uint64_t asked = d.hits + d.misses;
+  return DnsReport{
+      true,
+      d.queries,
+      d.hits,
+      d.misses,
+      asked > 0 ? static_cast<double>(d.hits) / static_cast<double>(asked) : 0.0,
+      d.refreshes,
+      d.not_found,
+      d.failed,
+      d.timeouts,
+      d.entries,
+      d.latency_p50_ms,
+      d.latency_p99_ms};
+}
+
+// The parts' bytes, and the rest of the resident set as "other".
+MemoryReport Memory(const dedup::FilterStats& fs, const frontier::FrontierMemory& fm,
+                    uint64_t host_table, uint64_t dns) {
+  ProcessMemory p = ReadProcessMemory();
+  MemoryReport m;
+  m.allocator = p.allocator;
+  m.rss = p.rss;
+  m.allocated = p.allocated;
+  m.filter = fs.bytes + fs.log_buffer_bytes;
+  m.frontier_urls = fm.urls;
+  m.frontier_hosts = fm.hosts;
+  m.host_table = host_table;
+  m.dns = dns;
+  m.bodies = Body::RamBytes();
+  const uint64_t parts =
+      m.filter + m.frontier_urls + m.frontier_hosts + m.host_table + m.dns + m.bodies;
+  m.other = m.rss > parts ? m.rss - parts : 0;
+  return m;
+}
+
 double WallNow() {
   return std::chrono::duration<double>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -123,24 +162,13 @@ StatsReport StatsWriter::Build(bool running, double elapsed, uint64_t spilled_ba
       window > 0.5 ? static_cast<double>(r.pages - rate_samples_.front().second) / window
                    : 0.0;
   for (const auto& [fetched, host] : hosts.top) r.top_hosts.push_back({host, fetched});
+  uint64_t dns_bytes = 0;
   if (src_.resolver != nullptr) {
     const DnsFigures d = src_.resolver->Figures();
-    report.dns = DnsReport{
-        true,
-        d.queries,
-        d.hits,
-        d.misses,
-        d.hits + d.misses > 0
-            ? static_cast<double>(d.hits) / static_cast<double>(d.hits + d.misses)
-            : 0.0,
-        d.refreshes,
-        d.not_found,
-        d.failed,
-        d.timeouts,
-        d.entries,
-        d.latency_p50_ms,
-        d.latency_p99_ms};
+    report.dns = Dns(d);
+    dns_bytes = d.memory_bytes;
   }
+  report.memory = Memory(fs, src_.frontier.Memory(), hosts.memory_bytes, dns_bytes);
   return report;
 }
 

@@ -166,6 +166,15 @@ struct FrontierStats {
   std::vector<std::pair<uint32_t, uint64_t>> depths;  // queued URLs by depth (ascending)
 };
 
+// Heap bytes the frontier holds (base/heap_bytes.h: counted from its
+// containers): the URLs queued in RAM, leased or buffered for a spill file
+// (each entry and its strings), and everything kept per host and per
+// address (keys, queues' shells, the schedule, the indexes).
+struct FrontierMemory {
+  uint64_t urls = 0;
+  uint64_t hosts = 0;
+};
+
 struct AdmitResult {
   uint64_t admitted = 0;
   uint64_t duplicates = 0;
@@ -245,6 +254,9 @@ class Frontier {
                              Clock::time_point until, HostSignal signal);
 
   FrontierStats Stats(Clock::time_point now) const;
+  // Walks every host and every URL in RAM under the lock (~1 ms per
+  // 100,000 URLs): for the stats report, not per request.
+  FrontierMemory Memory() const;
   // `host` ("scheme://host[:port]") is parked (FrontierOptions::park_after).
   bool Parked(std::string_view host) const;
 

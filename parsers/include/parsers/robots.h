@@ -79,6 +79,8 @@ class Robots {
   const std::vector<Rule>& rules() const { return rules_; }
   bool disallow_all() const { return disallow_all_; }
   bool truncated() const { return truncated_; }  // body was over 500 KiB
+  // Heap bytes its rules, sitemaps and warnings hold (base/heap_bytes.h).
+  uint64_t HeapBytes() const;
 
  private:
   std::vector<Rule> rules_;
