@@ -94,12 +94,11 @@ Status Frontier::ForEachEntry(
     if (!st.ok()) return st;
   }
   for (const Impl::Host& h : m.hosts) {
-    for (const auto& [depth, fifo] : h.ram) {
-      for (const UrlEntry& e : fifo) {
-        Status st = url(e, false);
-        if (!st.ok()) return st;
-      }
-    }
+    Status written;
+    h.ram.ForEachInOrder([&](const UrlEntry& e) {
+      if (written.ok()) written = url(e, false);
+    });
+    if (!written.ok()) return written;
     bool taken = false;
     if (h.on_disk > 0 && spill) {
       SpillRange range{

@@ -150,7 +150,7 @@ void Frontier::Done(const Lease& lease, Clock::time_point now, double response_s
 void Frontier::SetAddress(std::string_view host, std::string_view address) {
   Impl& m = *impl_;
   MutexLock lock(m.mu);
-  auto it = m.host_index.find(std::string(host));
+  auto it = m.host_index.find(host);
   if (it == m.host_index.end() || address.empty()) return;
   const size_t id = it->second;
   const uint32_t to = m.IpFor(address), from = m.hosts[id].ip;
@@ -238,8 +238,7 @@ void Frontier::Defer(const Lease& lease, Clock::time_point until) {
   Impl::Host& h = m.hosts[*id];
   m.Unschedule(*id);
   m.CountDepth(entry.depth, 1);
-  h.ram[Impl::Host::Rank(entry)].push_front(std::move(entry));
-  ++h.ram_size;
+  h.ram.PushFront(std::move(entry));
   ++m.in_memory;
   h.due = std::max(h.due, until);
   m.MaybeSchedule(*id);
@@ -249,7 +248,7 @@ void Frontier::Defer(const Lease& lease, Clock::time_point until) {
 bool Frontier::Parked(std::string_view host) const {
   const Impl& m = *impl_;
   MutexLock lock(m.mu);
-  auto it = m.host_index.find(std::string(host));
+  auto it = m.host_index.find(host);
   return it != m.host_index.end() && m.hosts[it->second].backoff.Parked(m.options);
 }
 
@@ -290,18 +289,18 @@ uint64_t Frontier::DropHosts(const std::function<bool(std::string_view)>& handed
     Impl::Host& h = m.hosts[id];
     if (h.Queued() == 0 || !handed(h.key)) continue;
     m.Unschedule(id);
-    for (const auto& [depth, fifo] : h.ram)
-      m.CountDepth(depth, -static_cast<int64_t>(fifo.size()));
+    std::vector<uint32_t> depths;
+    h.ram.ForEachInOrder([&](const UrlEntry& e) { depths.push_back(e.depth); });
+    for (uint32_t depth : depths) m.CountDepth(depth, -1);
     for (const UrlEntry& e : h.write_buf) m.CountDepth(e.depth, -1);
     for (const auto& [depth, n] : h.file_depths)
       m.CountDepth(depth, -static_cast<int64_t>(n));
     if (h.on_disk > 0) m.DrainedFile(h);
     dropped += h.Queued();
-    m.in_memory -= h.ram_size + h.write_buf.size();
+    m.in_memory -= h.ram.size() + h.write_buf.size();
     m.buffered -= h.write_buf.size();
     m.on_disk -= h.on_disk;
-    h.ram.clear();
-    h.ram_size = 0;
+    h.ram.Clear();
     h.write_buf.clear();
     h.on_disk = 0;
     h.disk_min_depth = UINT32_MAX;

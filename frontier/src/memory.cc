@@ -27,14 +27,11 @@ FrontierMemory Frontier::Memory() const {
   r.hosts = hb::Buffer(m.hosts);
   for (const Impl::Host& h : m.hosts) {
     r.hosts += hb::Of(h.key) + hb::Of(h.spill_path) + hb::Nodes(h.file_depths);
-    r.urls += hb::Nodes(h.ram) + hb::Buffer(h.write_buf) + EntriesHeap(h.write_buf);
-    for (const auto& [rank, queue] : h.ram)
-      r.urls += hb::Buffer(queue) + EntriesHeap(queue);
+    r.urls += h.ram.HeapBytes() + hb::Buffer(h.write_buf) + EntriesHeap(h.write_buf);
   }
   r.hosts += hb::Nodes(m.host_index) + hb::Nodes(m.schedule) + hb::Nodes(m.lease_ip) +
              hb::Nodes(m.depth_counts) + hb::Buffer(m.drained) + hb::Buffer(m.ips) +
              hb::Nodes(m.ip_index);
-  for (const auto& [key, index] : m.host_index) r.hosts += hb::Of(key);
   for (const std::string& path : m.drained) r.hosts += hb::Of(path);
   for (const Impl::Ip& ip : m.ips) r.hosts += hb::Of(ip.address) + hb::Buffer(ip.parked);
   for (const auto& [address, index] : m.ip_index) r.hosts += hb::Of(address);

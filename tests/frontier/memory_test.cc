@@ -6,6 +6,7 @@
 
 #include "dedup/filter.h"
 #include "frontier/frontier.h"
+#include "ram_queue.h"
 
 namespace crawler::frontier {
 namespace {
@@ -47,6 +48,41 @@ TEST_CASE("Frontier memory: URLs count while queued or leased, hosts while known
   for (const Lease& lease : leases) f->Done(lease, t, 0.01);
   CHECK(f->Memory().urls == 0);
   CHECK(f->Memory().hosts > empty.hosts + 10 * 20);  // hosts are known for good
+}
+
+TEST_CASE(
+    "RamQueue: by depth, revisits last, FIFO within one, a deferred URL first; "
+    "sequences renumbered in order when they run out",
+    "[frontier][memory]") {
+  for (uint32_t start : {uint32_t{1} << 31, UINT32_MAX - 3, uint32_t{3}}) {
+    INFO(start);
+    RamQueue q(start);
+    auto entry = [](const std::string& url, uint32_t depth, bool revisit = false) {
+      UrlEntry e{url, depth, ""};
+      e.revisit = revisit;
+      return e;
+    };
+    q.PushBack(entry("d2-a", 2));
+    q.PushBack(entry("r0", 0, true));
+    q.PushBack(entry("d1-a", 1));
+    q.PushBack(entry("d2-b", 2));
+    q.PushBack(entry("d1-b", 1));
+    q.PushFront(entry("d2-deferred", 2));
+    q.PushFront(entry("d1-deferred", 1));
+    q.PushBack(entry("d1-c", 1));
+    q.PushFront(entry("d1-deferred-again", 1));
+    const std::vector<std::string> want = {
+        "d1-deferred-again", "d1-deferred", "d1-a", "d1-b", "d1-c",
+        "d2-deferred",       "d2-a",        "d2-b", "r0"};
+    std::vector<std::string> listed;
+    q.ForEachInOrder([&](const UrlEntry& e) { listed.push_back(e.url); });
+    CHECK(listed == want);
+    CHECK(q.MinRank() == 1);
+    std::vector<std::string> popped;
+    while (!q.empty()) popped.push_back(q.Pop().url);
+    CHECK(popped == want);
+    CHECK(q.HeapBytes() == 0);  // an empty queue gives its buffer back
+  }
 }
 
 }  // namespace
