@@ -15,6 +15,8 @@
 #        SETS="--set frontier.max_connections_per_ip=2 ..." (more crawler settings)
 #        MALLOC=jemalloc|mimalloc (LD_PRELOAD'd; scripts/malloc-preload.sh)
 #        KEEP=1 (keep the work directory: OUT, the request log, the samples)
+#        WRAP="heaptrack -o /tmp/crawl" (runs the crawler under it; the RSS
+#        samples are then the wrapper's process, not the crawler's)
 #        TRAPS=1 (crawl.scope_domains = ["test"]: the traps, the spam farm and
 #        the dead hosts in scope, ended by the trap guards and the budgets
 #        per registered domain at their defaults)
@@ -57,7 +59,7 @@ awk -v file="$work/resolve.toml" -v key="$key" \
   '$1 == key && $2 == "=" { while ((getline l < file) > 0) print l; next } 1' \
   configs/default.toml > "$work/config.toml"
 
-LD_PRELOAD=$preload "$bin" crawl --seeds "$work/seeds.txt" --config "$work/config.toml" \
+LD_PRELOAD=$preload ${WRAP:-} "$bin" crawl --seeds "$work/seeds.txt" --config "$work/config.toml" \
   --out "$work/out" --set "frontier.min_delay_s=${DELAY:-0}" \
   --set "frontier.max_connections_per_host=${PER_HOST:-4}" \
   --set "crawl.max_duration_s=$seconds" \

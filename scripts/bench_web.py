@@ -110,7 +110,8 @@ def main():
     return 0
 
 
-PARTS = ("filter", "frontier_urls", "frontier_hosts", "host_table", "dns", "bodies", "other")
+PARTS = ("filter", "frontier_urls", "frontier_hosts", "host_table", "dns", "scope", "bodies",
+         "other")
 
 
 def print_memory(samples):
@@ -127,11 +128,12 @@ def print_memory(samples):
           + " + ".join(f"{p} {mb(m.get(p, 0))}" for p in PARTS))
     hosts, urls = s.get("hosts", 0), s.get("queued_memory", 0)
     if hosts:
-        per_host = m["frontier_hosts"] + m["host_table"] + m["dns"]
+        per_host = m["frontier_hosts"] + m["host_table"] + m["dns"] + m.get("scope", 0)
         print(f"per host known ({hosts}): {m['rss'] / hosts:.0f} B resident,"
               f" {per_host / hosts:.0f} B in the per-host parts"
               f" (frontier {m['frontier_hosts'] / hosts:.0f}, host table"
-              f" {m['host_table'] / hosts:.0f}, DNS {m['dns'] / hosts:.0f})")
+              f" {m['host_table'] / hosts:.0f}, DNS {m['dns'] / hosts:.0f},"
+              f" scope {m.get('scope', 0) / hosts:.0f})")
     if urls:
         print(f"per URL queued in RAM ({urls}): {m['frontier_urls'] / urls:.0f} B")
 

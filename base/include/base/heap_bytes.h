@@ -18,6 +18,7 @@
 #include <string>
 #include <type_traits>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 // jemalloc's size class of an allocation; null when jemalloc is not linked.
@@ -80,6 +81,15 @@ size_t Nodes(const std::unordered_map<K, V, H, E, A>& m) {
   const size_t buckets =
       m.bucket_count() > 1 ? Alloc(m.bucket_count() * sizeof(void*)) : 0;
   return buckets + m.size() * Alloc(sizeof(void*) + sizeof(Value) + hash);
+}
+
+// An unordered_set's, likewise.
+template <class K, class H, class E, class A>
+size_t Nodes(const std::unordered_set<K, H, E, A>& m) {
+  const size_t hash = std::is_integral_v<K> ? 0 : sizeof(size_t);
+  const size_t buckets =
+      m.bucket_count() > 1 ? Alloc(m.bucket_count() * sizeof(void*)) : 0;
+  return buckets + m.size() * Alloc(sizeof(void*) + sizeof(K) + hash);
 }
 
 }  // namespace crawler::heap_bytes

@@ -150,8 +150,8 @@ Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
   auto resolver = MakeResolver(config.fetch);
   if (!resolver.ok()) return resolver.status();
   m->resolver = std::move(resolver).value();
-  auto stats = StatsWriter::Open(
-      out, {*m->filter, *m->frontier, m->hosts, m->counters, m->resolver.get()});
+  auto stats = StatsWriter::Open(out, {*m->filter, *m->frontier, m->hosts, m->counters,
+                                       m->resolver.get(), m->scope.get()});
   if (!stats.ok()) return stats.status();
   m->stats = std::move(stats).value();
   if (!config.cluster.redis.empty()) {

@@ -20,6 +20,17 @@ constexpr uint32_t kVersion = 2;  // 1: no 'D' records
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
+// What a host with no rules kept is judged by: no rules, all allowed.
+const parsers::Robots kNoRules;
+
+// Rules worth keeping: any rule, or all disallowed (a Robots with neither
+// allows everything, as kNoRules does). Crawl-delay and sitemaps are read
+// before.
+std::unique_ptr<const parsers::Robots> Kept(parsers::Robots robots) {
+  if (robots.rules().empty() && !robots.disallow_all()) return nullptr;
+  return std::make_unique<const parsers::Robots>(std::move(robots));
+}
+
 }  // namespace
 
 void HostTable::RobotsStarted(const Gate::Pass&, const std::string& host,
@@ -44,7 +55,7 @@ std::optional<double> HostTable::RobotsDone(const Gate::Pass&, const std::string
   if (sitemaps != nullptr && !robots.disallow_all()) *sitemaps = robots.sitemaps();
   MutexLock lock(mu_);
   Host& h = hosts_[host];
-  h.robots = std::move(robots);
+  h.robots = Kept(std::move(robots));
   h.robots_time = now;
   h.robots_state = RobotsState::kKnown;
   h.robots_outcome = outcome;
@@ -53,6 +64,7 @@ std::optional<double> HostTable::RobotsDone(const Gate::Pass&, const std::string
                       ? std::string(body.substr(0, kMaxRobotsBody))
                       : "";
   h.robots_url.clear();
+  h.robots_url.shrink_to_fit();
   h.robots_hops = 0;
   h.robots_failures = 0;
   return delay;
@@ -125,7 +137,7 @@ HostTable::PageDecision HostTable::DecidePage(const Gate::Pass&, const std::stri
   PageDecision d;
   MutexLock lock(mu_);
   Host& h = hosts_[host];
-  d.allowed = h.robots.Allowed(path.empty() ? "/" : path);
+  d.allowed = (h.robots ? *h.robots : kNoRules).Allowed(path.empty() ? "/" : path);
   d.unresolved = !d.allowed && h.unresolved;
   d.over_limit = h.fetched >= max_pages_per_host_;
   DomainBudgets::Domain* domain = budgets_enabled_ ? &DomainOf(host, h) : nullptr;
@@ -166,8 +178,11 @@ HostTable::Figures HostTable::Summarize(size_t n) const {
     MutexLock lock(mu_);
     f.memory_bytes = heap_bytes::Nodes(hosts_) + domains_.HeapBytes();
     for (const auto& [key, h] : hosts_) {
-      f.memory_bytes += heap_bytes::Of(key) + h.robots.HeapBytes() +
-                        heap_bytes::Of(h.robots_body) + heap_bytes::Of(h.robots_url);
+      f.memory_bytes +=
+          heap_bytes::Of(key) +
+          (h.robots ? heap_bytes::Alloc(sizeof(parsers::Robots)) + h.robots->HeapBytes()
+                    : 0) +
+          heap_bytes::Of(h.robots_body) + heap_bytes::Of(h.robots_url);
       if (Known(h.robots_state) &&
           (h.robots_outcome == parsers::RobotsFetch::kServerError ||
            h.robots_outcome == parsers::RobotsFetch::kUnreachable)) {
@@ -323,7 +338,8 @@ std::vector<RobotsFetchToStart> HostTable::Restore(
     // A domain's pages started: its hosts' (hosts.bin keeps no second count).
     if (budgets_enabled_) DomainOf(s.key, h).fetched += h.fetched;
     if (Known(s.robots_state)) {
-      h.robots = parsers::Robots::ForFetch(s.robots_outcome, s.robots_body, user_agent_);
+      h.robots =
+          Kept(parsers::Robots::ForFetch(s.robots_outcome, s.robots_body, user_agent_));
       h.robots_state =
           RobotsState::kKnown;  // a refresh under way at the cut starts again when due
       h.robots_outcome = s.robots_outcome;

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -169,7 +170,9 @@ class HostTable {
  private:
   struct Host {
     RobotsState robots_state = RobotsState::kUnknown;
-    parsers::Robots robots;
+    // The rules; null when there are none (not known yet, or a robots.txt
+    // that allows all): most hosts, so 8 bytes, not a Robots (96).
+    std::unique_ptr<const parsers::Robots> robots;
     parsers::RobotsFetch robots_outcome = parsers::RobotsFetch::kOk;
     frontier::Clock::time_point robots_time{};
     std::string robots_body;

@@ -41,10 +41,20 @@ class Scope {
   bool AllowsRequisite(std::string_view url, std::string_view from) const;
   // The host list (for the checkpoint manifest).
   const std::vector<std::string>& hosts() const { return hosts_; }
+  // Heap bytes of the host list and its index (base/heap_bytes.h).
+  uint64_t HeapBytes() const;
+
+  // Moves only: the index holds views of the list's strings (a move keeps
+  // them where they are; a copy would not).
+  Scope(Scope&&) = default;
+  Scope& operator=(Scope&&) = default;
+  Scope(const Scope&) = delete;
+  Scope& operator=(const Scope&) = delete;
 
  private:
+  Scope() = default;
   std::vector<std::string> hosts_;
-  std::unordered_set<std::string> host_set_;
+  std::unordered_set<std::string_view> host_set_;
   std::vector<std::string> domains_;
   std::vector<std::regex> include_, exclude_;
   std::string requisites_ = "site";

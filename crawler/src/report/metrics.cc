@@ -182,6 +182,7 @@ void MemoryFamilies(const MemoryReport& m, Text& t) {
                                                     {"frontier_hosts", m.frontier_hosts},
                                                     {"host_table", m.host_table},
                                                     {"dns", m.dns},
+                                                    {"scope", m.scope},
                                                     {"bodies", m.bodies},
                                                     {"other", m.other}};
   for (const auto& [part, bytes] : parts)

@@ -25,6 +25,7 @@
 #include "dedup/filter.h"
 #include "engine/counters.h"
 #include "engine/host_table.h"
+#include "engine/scope.h"
 #include "frontier/frontier.h"
 #include "report/stats_schema.h"
 
@@ -38,6 +39,7 @@ class StatsWriter {
     const HostTable& hosts;
     Counters& counters;                  // its FPR estimate is refreshed by every Build
     const Resolver* resolver = nullptr;  // null: libcurl resolves
+    const Scope* scope = nullptr;        // its host list's bytes ("memory")
   };
   static Result<std::unique_ptr<StatsWriter>> Open(const std::string& out,
                                                    const Sources& sources);
