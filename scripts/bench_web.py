@@ -124,7 +124,8 @@ def print_memory(samples):
     m = s["memory"]
     mb = lambda b: f"{b / 1e6:.1f}"
     print(f"memory at {s['t']:.0f} s (stats.json): resident {mb(m['rss'])} MB"
-          f" ({m['allocator']}: {mb(m['allocated'])} MB allocated) = "
+          f" ({m['allocator']}: {mb(m['allocated'])} MB allocated,"
+          f" {mb(m.get('allocator_resident', 0))} MB resident) = "
           + " + ".join(f"{p} {mb(m.get(p, 0))}" for p in PARTS))
     hosts, urls = s.get("hosts", 0), s.get("queued_memory", 0)
     if hosts:

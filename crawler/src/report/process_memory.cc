@@ -12,6 +12,17 @@ extern "C" int mallctl(const char* name, void* oldp, size_t* oldlenp, void* newp
 
 namespace crawler::engine {
 
+namespace {
+
+// A jemalloc statistic in bytes (0 if it cannot be read).
+uint64_t JemallocStat(const char* name) {
+  size_t value = 0;
+  size_t len = sizeof(value);
+  return mallctl(name, &value, &len, nullptr, 0) == 0 ? value : 0;
+}
+
+}  // namespace
+
 ProcessMemory ReadProcessMemory() {
   ProcessMemory m;
   if (std::FILE* f = std::fopen("/proc/self/statm", "re")) {
@@ -26,15 +37,14 @@ ProcessMemory ReadProcessMemory() {
     uint64_t epoch = 1;
     size_t len = sizeof(epoch);
     mallctl("epoch", &epoch, &len, &epoch, len);  // refreshes the statistics
-    size_t allocated = 0;
-    len = sizeof(allocated);
-    if (mallctl("stats.allocated", &allocated, &len, nullptr, 0) == 0)
-      m.allocated = allocated;
+    m.allocated = JemallocStat("stats.allocated");
+    m.allocator_resident = JemallocStat("stats.resident");
     return m;
   }
   m.allocator = "glibc";
   struct mallinfo2 info = ::mallinfo2();
   m.allocated = info.uordblks + info.hblkhd;
+  m.allocator_resident = info.arena + info.hblkhd;
   return m;
 }
 

@@ -15,7 +15,11 @@ namespace crawler::engine {
 struct ProcessMemory {
   uint64_t rss = 0;        // 0 when /proc cannot be read
   uint64_t allocated = 0;  // heap bytes in use by the program's allocations
-  std::string allocator;   // "jemalloc" or "glibc"
+  // Pages the allocator holds resident: its own metadata and the freed
+  // pages it keeps for reuse beside `allocated` (jemalloc's
+  // stats.resident; glibc: the arena's bytes, mallinfo2's arena + hblkhd).
+  uint64_t allocator_resident = 0;
+  std::string allocator;  // "jemalloc" or "glibc"
 };
 
 ProcessMemory ReadProcessMemory();

@@ -263,7 +263,8 @@ Section DnsSection(const DnsReport& d) {
 Section MemorySection(const MemoryReport& m, uint64_t hosts) {
   Section ms{"Memory", {}};
   ms.rows.push_back({"resident", Bytes(m.rss) + " (" + m.allocator + ": " +
-                                     Bytes(m.allocated) + " allocated)"});
+                                     Bytes(m.allocated) + " allocated, " +
+                                     Bytes(m.allocator_resident) + " resident)"});
   ms.rows.push_back({"parts", "filter " + Bytes(m.filter) + ", frontier URLs " +
                                   Bytes(m.frontier_urls) + ", frontier hosts " +
                                   Bytes(m.frontier_hosts) + ", host table " +

@@ -176,9 +176,11 @@ BOOST_DESCRIBE_STRUCT(DnsReport, (),
 // "memory": the process's memory and the bytes each part holds, counted
 // from its structures at each refresh (base/heap_bytes.h; docs/stats.md).
 struct MemoryReport {
-  std::string allocator;        // "jemalloc" (the crawler's) or "glibc"
-  uint64_t rss = 0;             // resident set size
-  uint64_t allocated = 0;       // heap in use, as the allocator counts it
+  std::string allocator;   // "jemalloc" (the crawler's) or "glibc"
+  uint64_t rss = 0;        // resident set size
+  uint64_t allocated = 0;  // heap in use, as the allocator counts it
+  uint64_t allocator_resident =
+      0;                        // the allocator's resident pages (allocated and spare)
   uint64_t filter = 0;          // the dedup filter's tables and log buffers
   uint64_t frontier_urls = 0;   // URLs queued in RAM, leased, buffered for spill
   uint64_t frontier_hosts = 0;  // the frontier's per-host and per-address state
@@ -189,8 +191,9 @@ struct MemoryReport {
   uint64_t other = 0;  // rss minus the parts (code, stacks, libraries, allocator)
 };
 BOOST_DESCRIBE_STRUCT(MemoryReport, (),
-                      (allocator, rss, allocated, filter, frontier_urls, frontier_hosts,
-                       host_table, dns, scope, bodies, other))
+                      (allocator, rss, allocated, allocator_resident, filter,
+                       frontier_urls, frontier_hosts, host_table, dns, scope, bodies,
+                       other))
 
 struct StatsReport {
   uint64_t version = 1;

@@ -101,6 +101,7 @@ MemoryReport Memory(const dedup::FilterStats& fs, const frontier::FrontierMemory
   m.allocator = p.allocator;
   m.rss = p.rss;
   m.allocated = p.allocated;
+  m.allocator_resident = p.allocator_resident;
   m.filter = fs.bytes + fs.log_buffer_bytes;
   m.frontier_urls = fm.urls;
   m.frontier_hosts = fm.hosts;
