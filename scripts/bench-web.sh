@@ -42,7 +42,7 @@ source scripts/malloc-preload.sh
 "$site" "${shape[@]}" --describe
 "$site" "${shape[@]}" --port 0 --log "$work/requests.log" \
   --dns-delay-ms "${DNS_DELAY:-0}" > "$work/site.out" &
-for _ in $(seq 300); do [ -s "$work/site.out" ] && break; sleep 0.1; done
+for _ in $(seq 3000); do [ -s "$work/site.out" ] && break; sleep 0.1; done  # 10^6 hosts: ~1 min
 port=$(awk '{print $2}' "$work/site.out")
 "$site" "${shape[@]}" --port "$port" --seeds > "$work/seeds.txt"
 "$site" "${shape[@]}" --port "$port" --truth > "$work/truth.txt"

@@ -301,7 +301,7 @@ uint64_t Frontier::DropHosts(const std::function<bool(std::string_view)>& handed
     m.buffered -= h.write_buf.size();
     m.on_disk -= h.on_disk;
     h.ram.Clear();
-    h.write_buf.clear();
+    std::vector<UrlEntry>().swap(h.write_buf);
     h.on_disk = 0;
     h.disk_min_depth = UINT32_MAX;
     m.WakeIp(h.ip);  // it may have been its address's waker
