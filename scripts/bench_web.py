@@ -110,8 +110,8 @@ def main():
     return 0
 
 
-PARTS = ("filter", "frontier_urls", "frontier_hosts", "host_table", "dns", "scope", "bodies",
-         "other")
+PARTS = ("filter", "frontier_urls", "frontier_hosts", "host_table", "dns", "scope",
+         "robots_queue", "bodies", "other")
 
 
 def print_memory(samples):

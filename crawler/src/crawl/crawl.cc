@@ -111,6 +111,19 @@ Result<std::unique_ptr<Resolver>> MakeResolver(const FetchConfig& fetch) {
                            .timeout_s = fetch.dns_timeout_s});
 }
 
+// OUT/warc/'s writer, as the [output] keys say.
+WarcOptions WarcOptionsOf(const Config& config, const std::string& out) {
+  WarcOptions wo;
+  wo.dir = out + "/warc";
+  wo.prefix = config.output.warc_prefix;
+  wo.rotate_bytes = config.output.warc_rotate_bytes;
+  wo.gzip_level = config.output.warc_gzip_level;
+  wo.cdxj = config.output.cdxj;
+  wo.operator_info = config.crawl.user_agent;
+  wo.software = Software();
+  return wo;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
@@ -133,15 +146,7 @@ Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
   auto fr = frontier::Frontier::Create(fo);
   if (!fr.ok()) return fr.status();
   m->frontier = std::move(fr).value();
-  WarcOptions wo;
-  wo.dir = out + "/warc";
-  wo.prefix = config.output.warc_prefix;
-  wo.rotate_bytes = config.output.warc_rotate_bytes;
-  wo.gzip_level = config.output.warc_gzip_level;
-  wo.cdxj = config.output.cdxj;
-  wo.operator_info = config.crawl.user_agent;
-  wo.software = Software();
-  auto warc = WarcWriter::Open(wo);
+  auto warc = WarcWriter::Open(WarcOptionsOf(config, out));
   if (!warc.ok()) return warc.status();
   m->warc = std::move(warc).value();
   auto log = FetchLog::Open(out + "/fetch-log.jsonl");
@@ -150,8 +155,9 @@ Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
   auto resolver = MakeResolver(config.fetch);
   if (!resolver.ok()) return resolver.status();
   m->resolver = std::move(resolver).value();
-  auto stats = StatsWriter::Open(out, {*m->filter, *m->frontier, m->hosts, m->counters,
-                                       m->resolver.get(), m->scope.get()});
+  auto stats = StatsWriter::Open(
+      out, {*m->filter, *m->frontier, m->hosts, m->counters, m->resolver.get(),
+            m->scope.get(), &m->state.robots_waiting_bytes});
   if (!stats.ok()) return stats.status();
   m->stats = std::move(stats).value();
   if (!config.cluster.redis.empty()) {

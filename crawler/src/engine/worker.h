@@ -61,6 +61,9 @@ class RunState {
   // The crawl is over when this is 0 and the frontier is empty.
   std::atomic<uint64_t> busy{0};
   std::atomic<uint64_t> started{0};  // page fetches started (crawl.max_pages)
+  // Heap bytes of the robots.txt fetches waiting for room in the workers'
+  // fetchers (Worker::robots_waiting_): the stats report's "robots_queue".
+  std::atomic<uint64_t> robots_waiting_bytes{0};
   std::atomic<bool> max_pages_hit{false};
   // [recrawl] adapt = "change-rate": the price of freshness the Run thread
   // tunes (engine/recrawl.h, NextMu).
@@ -256,6 +259,8 @@ class Worker {
   // robots.txt fetches started, waiting for room in the fetcher (`at`
   // unused); this thread only, or before the workers run (the seeds).
   std::deque<RobotsRetry> robots_waiting_;
+  void WaitForRoom(RobotsRetry r);  // to the back of robots_waiting_, counted
+  RobotsRetry NextWaiting();        // off its front, uncounted
   // A cluster node: transfers of hosts whose shard lease lapsed are
   // abandoned (checked every 50 ms; placement.h, Lapsed).
   void AbandonLapsed();

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <iterator>
 
+#include "base/heap_bytes.h"
 #include "engine/worker.h"
 
 namespace crawler::engine {
@@ -34,7 +35,26 @@ void Worker::StartRobots(const Gate::Pass& pass, const std::string& host,
                          const std::string& url, int hops) {
   p_.state.busy.fetch_add(1);
   p_.hosts.RobotsStarted(pass, host, url, hops);
-  robots_waiting_.push_back({Clock::time_point{}, host, url, hops});
+  WaitForRoom({Clock::time_point{}, host, url, hops});
+}
+
+namespace {
+template <class Retry>
+uint64_t HeapOf(const Retry& r) {
+  return sizeof(Retry) + heap_bytes::Of(r.host) + heap_bytes::Of(r.url);
+}
+}  // namespace
+
+void Worker::WaitForRoom(RobotsRetry r) {
+  p_.state.robots_waiting_bytes.fetch_add(HeapOf(r), std::memory_order_relaxed);
+  robots_waiting_.push_back(std::move(r));
+}
+
+Worker::RobotsRetry Worker::NextWaiting() {
+  RobotsRetry r = std::move(robots_waiting_.front());
+  robots_waiting_.pop_front();
+  p_.state.robots_waiting_bytes.fetch_sub(HeapOf(r), std::memory_order_relaxed);
+  return r;
 }
 
 // Starts waiting robots.txt fetches while the fetcher has room, each once
@@ -44,8 +64,7 @@ void Worker::AddWaitingRobots() {
   size_t looked = 0;
   while (!robots_waiting_.empty() && fetcher_->Running() < max_running_ &&
          looked++ < 256) {
-    RobotsRetry r = std::move(robots_waiting_.front());
-    robots_waiting_.pop_front();
+    RobotsRetry r = NextWaiting();
     if (p_.cluster != nullptr && p_.cluster->Lapsed(r.host)) {
       // Its shard's lease lapsed (this node paused or cut off from Redis):
       // asked again later, like a retry. Renewed, it is fetched; lost, this
@@ -59,7 +78,7 @@ void Worker::AddWaitingRobots() {
     std::optional<std::string> address = fetcher_->AddressFor(r.url);
     if (!address ||
         (!address->empty() && !p_.frontier.TryStartAt(*address, Clock::now()))) {
-      robots_waiting_.push_back(std::move(r));
+      WaitForRoom(std::move(r));
       continue;
     }
     fetcher_->Add(r.url, [this, host = r.host, hops = r.hops,

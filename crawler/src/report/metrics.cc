@@ -183,6 +183,7 @@ void MemoryFamilies(const MemoryReport& m, Text& t) {
                                                     {"host_table", m.host_table},
                                                     {"dns", m.dns},
                                                     {"scope", m.scope},
+                                                    {"robots_queue", m.robots_queue},
                                                     {"bodies", m.bodies},
                                                     {"other", m.other}};
   for (const auto& [part, bytes] : parts)

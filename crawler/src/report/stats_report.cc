@@ -269,8 +269,8 @@ Section MemorySection(const MemoryReport& m, uint64_t hosts) {
                                   Bytes(m.frontier_urls) + ", frontier hosts " +
                                   Bytes(m.frontier_hosts) + ", host table " +
                                   Bytes(m.host_table) + ", DNS " + Bytes(m.dns) +
-                                  ", scope " + Bytes(m.scope) + ", bodies " +
-                                  Bytes(m.bodies)});
+                                  ", scope " + Bytes(m.scope) + ", robots.txt queue " +
+                                  Bytes(m.robots_queue) + ", bodies " + Bytes(m.bodies)});
   ms.rows.push_back(
       {"other", Bytes(m.other) + " (code, stacks, libraries, the allocator's spare)"});
   if (hosts > 0) {

@@ -187,13 +187,14 @@ struct MemoryReport {
   uint64_t host_table = 0;      // robots.txt rules, per-host counts, domain budgets
   uint64_t dns = 0;             // the DNS cache and its queue
   uint64_t scope = 0;           // the hosts in scope (the seeds'), listed and indexed
+  uint64_t robots_queue = 0;    // robots.txt fetches waiting for room in a fetcher
   uint64_t bodies = 0;          // response bodies in RAM: transfers, results waiting
   uint64_t other = 0;  // rss minus the parts (code, stacks, libraries, allocator)
 };
 BOOST_DESCRIBE_STRUCT(MemoryReport, (),
                       (allocator, rss, allocated, allocator_resident, filter,
-                       frontier_urls, frontier_hosts, host_table, dns, scope, bodies,
-                       other))
+                       frontier_urls, frontier_hosts, host_table, dns, scope,
+                       robots_queue, bodies, other))
 
 struct StatsReport {
   uint64_t version = 1;

@@ -95,7 +95,8 @@ DnsReport Dns(const DnsFigures& d) {
 
 // The parts' bytes, and the rest of the resident set as "other".
 MemoryReport Memory(const dedup::FilterStats& fs, const frontier::FrontierMemory& fm,
-                    uint64_t host_table, uint64_t dns, uint64_t scope) {
+                    uint64_t host_table, uint64_t dns, uint64_t scope,
+                    uint64_t robots_queue) {
   ProcessMemory p = ReadProcessMemory();
   MemoryReport m;
   m.allocator = p.allocator;
@@ -108,9 +109,10 @@ MemoryReport Memory(const dedup::FilterStats& fs, const frontier::FrontierMemory
   m.host_table = host_table;
   m.dns = dns;
   m.scope = scope;
+  m.robots_queue = robots_queue;
   m.bodies = Body::RamBytes();
   const uint64_t parts = m.filter + m.frontier_urls + m.frontier_hosts + m.host_table +
-                         m.dns + m.scope + m.bodies;
+                         m.dns + m.scope + m.robots_queue + m.bodies;
   m.other = m.rss > parts ? m.rss - parts : 0;
   return m;
 }
@@ -170,8 +172,10 @@ StatsReport StatsWriter::Build(bool running, double elapsed, uint64_t spilled_ba
     report.dns = Dns(d);
     dns_bytes = d.memory_bytes;
   }
-  report.memory = Memory(fs, src_.frontier.Memory(), hosts.memory_bytes, dns_bytes,
-                         src_.scope != nullptr ? src_.scope->HeapBytes() : 0);
+  report.memory = Memory(
+      fs, src_.frontier.Memory(), hosts.memory_bytes, dns_bytes,
+      src_.scope != nullptr ? src_.scope->HeapBytes() : 0,
+      src_.robots_waiting_bytes != nullptr ? src_.robots_waiting_bytes->load() : 0);
   return report;
 }
 

@@ -14,6 +14,7 @@
 #ifndef CRAWLER_STATS_WRITER_H_
 #define CRAWLER_STATS_WRITER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <deque>
@@ -40,6 +41,8 @@ class StatsWriter {
     Counters& counters;                  // its FPR estimate is refreshed by every Build
     const Resolver* resolver = nullptr;  // null: libcurl resolves
     const Scope* scope = nullptr;        // its host list's bytes ("memory")
+    // The workers' waiting robots.txt fetches' bytes (RunState).
+    const std::atomic<uint64_t>* robots_waiting_bytes = nullptr;
   };
   static Result<std::unique_ptr<StatsWriter>> Open(const std::string& out,
                                                    const Sources& sources);
