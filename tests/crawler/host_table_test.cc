@@ -48,6 +48,27 @@ TEST_CASE("HostTable: no page before robots.txt; its rules, then the page cap",
   CHECK(t.DecidePage(u.pass(), "http://a.test", "/c", now).over_limit);  // cap 2
 }
 
+TEST_CASE("HostTable: the hosts with the most pages, most first, ties by name",
+          "[engine][host_table]") {
+  Unit u;
+  HostTable t("crawler", 100, 86400);
+  auto now = Clock::now();
+  const std::vector<std::pair<std::string, int>> pages = {
+      {"http://e.test", 1}, {"http://c.test", 4}, {"http://a.test", 2},
+      {"http://d.test", 4}, {"http://b.test", 7}, {"http://f.test", 0}};
+  for (const auto& [host, n] : pages) {
+    t.RobotsDone(u.pass(), host, parsers::RobotsFetch::kClientError, "", now);
+    for (int i = 0; i < n; ++i) (void)t.DecidePage(u.pass(), host, "/p", now);
+  }
+  using Top = std::vector<std::pair<uint64_t, std::string>>;
+  CHECK(t.Summarize(3).top ==
+        Top{{7, "http://b.test"}, {4, "http://c.test"}, {4, "http://d.test"}});
+  CHECK(t.Summarize(10).top.size() == 6);
+  CHECK(t.Summarize(10).top.back() ==
+        std::make_pair(uint64_t{0}, std::string("http://f.test")));
+  CHECK(t.Summarize(0).top.empty());
+}
+
 TEST_CASE("HostTable: a 5xx robots.txt disallows all and is counted as blocked",
           "[engine][host_table]") {
   Unit u;

@@ -174,31 +174,39 @@ bool HostTable::RobotsFetching(const Gate::Pass&,
 
 HostTable::Figures HostTable::Summarize(size_t n) const {
   Figures f;
-  {
-    MutexLock lock(mu_);
-    f.memory_bytes = heap_bytes::Nodes(hosts_) + domains_.HeapBytes();
-    for (const auto& [key, h] : hosts_) {
-      f.memory_bytes +=
-          heap_bytes::Of(key) +
-          (h.robots ? heap_bytes::Alloc(sizeof(parsers::Robots)) + h.robots->HeapBytes()
-                    : 0) +
-          heap_bytes::Of(h.robots_body) + heap_bytes::Of(h.robots_url);
-      if (Known(h.robots_state) &&
-          (h.robots_outcome == parsers::RobotsFetch::kServerError ||
-           h.robots_outcome == parsers::RobotsFetch::kUnreachable)) {
-        ++f.blocked_by_robots;
-      }
-      f.top.emplace_back(h.fetched, key);
-    }
-    domains_.Count(&f.domains, &f.domains_at_budget);
-  }
-  auto by_count = [](const auto& a, const auto& b) {
-    return a.first > b.first || (a.first == b.first && a.second < b.second);
+  // The n hosts with the most pages, kept in a heap whose front is the
+  // least of them: no copy of every host's key (10^6 strings a refresh).
+  using Entry = std::pair<uint64_t, const std::string*>;
+  auto better = [](const Entry& a, const Entry& b) {
+    return a.first > b.first || (a.first == b.first && *a.second < *b.second);
   };
-  size_t keep = std::min(n, f.top.size());
-  std::partial_sort(f.top.begin(), f.top.begin() + static_cast<std::ptrdiff_t>(keep),
-                    f.top.end(), by_count);
-  f.top.resize(keep);
+  std::vector<Entry> best;
+  MutexLock lock(mu_);
+  f.memory_bytes = heap_bytes::Nodes(hosts_) + domains_.HeapBytes();
+  for (const auto& [key, h] : hosts_) {
+    f.memory_bytes +=
+        heap_bytes::Of(key) +
+        (h.robots ? heap_bytes::Alloc(sizeof(parsers::Robots)) + h.robots->HeapBytes()
+                  : 0) +
+        heap_bytes::Of(h.robots_body) + heap_bytes::Of(h.robots_url);
+    if (Known(h.robots_state) &&
+        (h.robots_outcome == parsers::RobotsFetch::kServerError ||
+         h.robots_outcome == parsers::RobotsFetch::kUnreachable)) {
+      ++f.blocked_by_robots;
+    }
+    const Entry e{h.fetched, &key};
+    if (best.size() < n) {
+      best.push_back(e);
+      std::push_heap(best.begin(), best.end(), better);
+    } else if (n > 0 && better(e, best.front())) {
+      std::pop_heap(best.begin(), best.end(), better);
+      best.back() = e;
+      std::push_heap(best.begin(), best.end(), better);
+    }
+  }
+  domains_.Count(&f.domains, &f.domains_at_budget);
+  std::sort_heap(best.begin(), best.end(), better);
+  for (const auto& [fetched, key] : best) f.top.emplace_back(fetched, *key);
   return f;
 }
 
