@@ -290,7 +290,7 @@ uint64_t Frontier::DropHosts(const std::function<bool(std::string_view)>& handed
     if (h.Queued() == 0 || !handed(h.key)) continue;
     m.Unschedule(id);
     std::vector<uint32_t> depths;
-    h.ram.ForEachInOrder([&](const UrlEntry& e) { depths.push_back(e.depth); });
+    h.ram.ForEach([&](const UrlEntry& e) { depths.push_back(e.depth); });
     for (uint32_t depth : depths) m.CountDepth(depth, -1);
     for (const UrlEntry& e : h.write_buf) m.CountDepth(e.depth, -1);
     for (const auto& [depth, n] : h.file_depths)

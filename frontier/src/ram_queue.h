@@ -60,6 +60,12 @@ class RamQueue {
     next_front_ = kStart - 1;
   }
 
+  // Calls f(entry) for each URL, in no order.
+  template <class F>
+  void ForEach(F f) const {
+    for (const Item& i : heap_) f(i.entry);
+  }
+
   // Calls f(entry) for each URL in the order Pop would hand them out.
   template <class F>
   void ForEachInOrder(F f) const {

@@ -4,10 +4,12 @@
 // URLs each, on H/20 addresses; a host table of H hosts with robots.txt
 // rules and domain budgets; B response bodies) and prints, per part, the
 // bytes it counts and how much jemalloc's `stats.allocated` grew meanwhile
-// (this program links jemalloc, as the crawler does). Asserts nothing.
+// (this program links jemalloc, as the crawler does), and how long the
+// frontier's walk held its lock. Asserts nothing.
 //
 //   build/tests/memory_bench [--hosts H] [--urls K] [--bodies B]
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <filesystem>
@@ -75,12 +77,18 @@ int FrontierPart(uint64_t hosts, uint64_t urls, const std::string& dir) {
                                              std::to_string(h / 20 % 256));
   }
   const uint64_t grew = Allocated() - before;
+  const auto t0 = std::chrono::steady_clock::now();
   const crawler::frontier::FrontierMemory m = (*frontier)->Memory();
+  const double walk_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+          .count();
   Print("frontier", hosts * urls, m.urls + m.hosts, grew);
   std::printf("  of which: URLs %" PRIu64 " (%.1f B each), hosts %" PRIu64
               " (%.1f B each)\n",
               m.urls, static_cast<double>(m.urls) / static_cast<double>(hosts * urls),
               m.hosts, static_cast<double>(m.hosts) / static_cast<double>(hosts));
+  // What a stats refresh holds the frontier's lock for.
+  std::printf("  Frontier::Memory walked them in %.2f ms\n", walk_ms);
   return 0;
 }
 

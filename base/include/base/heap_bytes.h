@@ -71,25 +71,25 @@ size_t Nodes(const std::set<T, C, A>& s) {
   return s.size() * Alloc(kLinks + sizeof(T));
 }
 
-// An unordered_map's bucket array and nodes (not their values' own heap).
-// Each node holds its next pointer and, for keys that are not integers
-// (libstdc++ caches a hash that is not trivially cheap), its hash.
+// A hash table's bucket array and its nodes of `value` bytes: each node
+// holds its next pointer and, for keys that are not integers (libstdc++
+// caches a hash that is not trivially cheap), its hash.
+template <class Key>
+size_t HashNodes(size_t buckets, size_t nodes, size_t value) {
+  const size_t hash = std::is_integral_v<Key> ? 0 : sizeof(size_t);
+  return (buckets > 1 ? Alloc(buckets * sizeof(void*)) : 0) +
+         nodes * Alloc(sizeof(void*) + value + hash);
+}
+
+// An unordered_map's, or an unordered_set's (not their values' own heap).
 template <class K, class V, class H, class E, class A>
 size_t Nodes(const std::unordered_map<K, V, H, E, A>& m) {
   using Value = typename std::unordered_map<K, V, H, E, A>::value_type;
-  const size_t hash = std::is_integral_v<K> ? 0 : sizeof(size_t);
-  const size_t buckets =
-      m.bucket_count() > 1 ? Alloc(m.bucket_count() * sizeof(void*)) : 0;
-  return buckets + m.size() * Alloc(sizeof(void*) + sizeof(Value) + hash);
+  return HashNodes<K>(m.bucket_count(), m.size(), sizeof(Value));
 }
-
-// An unordered_set's, likewise.
 template <class K, class H, class E, class A>
-size_t Nodes(const std::unordered_set<K, H, E, A>& m) {
-  const size_t hash = std::is_integral_v<K> ? 0 : sizeof(size_t);
-  const size_t buckets =
-      m.bucket_count() > 1 ? Alloc(m.bucket_count() * sizeof(void*)) : 0;
-  return buckets + m.size() * Alloc(sizeof(void*) + sizeof(K) + hash);
+size_t Nodes(const std::unordered_set<K, H, E, A>& s) {
+  return HashNodes<K>(s.bucket_count(), s.size(), sizeof(K));
 }
 
 }  // namespace crawler::heap_bytes

@@ -254,8 +254,10 @@ class Frontier {
                              Clock::time_point until, HostSignal signal);
 
   FrontierStats Stats(Clock::time_point now) const;
-  // Walks every host and every URL in RAM under the lock (~1 ms per
-  // 100,000 URLs): for the stats report, not per request.
+  // Walks every host and every URL in RAM under the lock (memory_bench:
+  // 8 ms for 10^5 hosts and 4x10^5 URLs, 46 ms for 10^6 and 10^6): for
+  // the stats report (every 2 s, each scrape, each checkpoint), not per
+  // request.
   FrontierMemory Memory() const;
   // `host` ("scheme://host[:port]") is parked (FrontierOptions::park_after).
   bool Parked(std::string_view host) const;
