@@ -42,6 +42,32 @@ TEST_CASE("CLI: --version names the crawler, its build and its libraries, exit 0
   CHECK_THAT(r.output, Catch::Contains("libcurl "));
 }
 
+// Each message names what was wrong, in the user's words, and a refused
+// resume leaves nothing in the directory it was given.
+TEST_CASE("CLI: a wrong command, config, crawl directory or Redis URL is named, exit 2",
+          "[engine][cli]") {
+  CommandResult r = RunCommand(kCrawler + " frobnicate");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Contains("unknown command 'frobnicate'") &&
+                           Catch::Contains("crawl, stats"));
+  std::string dir = TempDir("cli_messages");
+  r = RunCommand(kCrawler + " crawl --seeds /dev/null --config " + dir +
+                 "/none.toml --out " + dir + "/out");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Contains(dir + "/none.toml: no such file"));
+  CHECK_THAT(r.output, !Catch::Contains("TOML"));
+  fs::create_directories(dir + "/not-a-crawl");
+  r = RunCommand(kCrawler + " crawl --resume " + dir + "/not-a-crawl");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Contains("not a crawl output directory"));
+  CHECK(fs::is_empty(dir + "/not-a-crawl"));  // no crawler.log written into it
+  r = RunCommand(kCrawler + " cluster-stats 127.0.0.1:1");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Contains("'127.0.0.1:1': not a redis:// URL"));
+  CHECK_THAT(r.output, !Catch::Contains("cluster.redis"));
+  fs::remove_all(dir);
+}
+
 // Each .cdxj in OUT/warc, by file name.
 std::map<std::string, std::string> Indexes(const std::string& out) {
   std::map<std::string, std::string> got;

@@ -34,6 +34,7 @@
 #include <memory>
 #include <string>
 
+#include "crawler/checkpoint.h"
 #include "crawler/config.h"
 #include "crawler/crawl.h"
 #include "crawler/seeds.h"
@@ -91,6 +92,17 @@ void SetUpLog(const std::string& out) {
     std::fprintf(stderr, "crawler: %s/crawler.log: %s (no log file for this run)\n",
                  out.c_str(), e.what());
   }
+}
+
+// What Crawl::Resume looks for first: a checkpoint, or what a crawl writes
+// before its first one.
+bool LooksLikeCrawl(const std::string& dir) {
+  std::error_code ec;
+  for (const char* name :
+       {crawler::engine::kCheckpointDir, crawler::engine::kCheckpointPrevDir,
+        crawler::engine::kStartConfig})
+    if (std::filesystem::exists(dir + "/" + name, ec)) return true;
+  return false;
 }
 
 // The live status line (on a TTY) and a progress line in the log every 10 s.
@@ -218,7 +230,9 @@ int RunCrawl(const std::string& seeds_path, const std::string& config_path,
   std::signal(SIGTERM, OnTerm);
   std::signal(SIGUSR1, OnCheckpointSignal);
   if (!resume.empty()) {
-    if (std::filesystem::is_directory(resume)) SetUpLog(resume);
+    // Only in a crawl's directory: a resume of a wrong one (refused) leaves
+    // nothing in it.
+    if (LooksLikeCrawl(resume)) SetUpLog(resume);
     std::string warning;
     crawl = Crawl::Resume(resume, sets, &warning, Joiner());
     if (!crawl.ok()) return Fail(crawl.status(), false);
@@ -357,6 +371,20 @@ int RunWacz(const std::string& out, const std::string& wacz) {
   return kExitOk;
 }
 
+// `crawler frobnicate`: CLI11 says only "A subcommand is required"; name
+// the word, and the commands there are.
+bool UnknownCommand(CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return false;
+  std::string names;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    if (sub->get_name() == argv[1]) return false;
+    names += (names.empty() ? "" : ", ") + sub->get_name();
+  }
+  std::fprintf(stderr, "crawler: unknown command '%s' (commands: %s; crawler --help)\n",
+               argv[1], names.c_str());
+  return true;
+}
+
 CLI::App* AddWacz(CLI::App& app, std::string* out, std::string* wacz) {
   CLI::App* cmd = app.add_subcommand(
       "wacz",
@@ -434,6 +462,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    if (UnknownCommand(app, argc, argv)) return kExitBadInput;
     int rc = app.exit(e);
     return rc == 0 ? kExitOk : kExitBadInput;
   }

@@ -312,7 +312,7 @@ Result<json::object> Collect(Redis& r, const std::string& job) {
 }  // namespace
 
 int RunClusterStats(const std::string& redis_url, const std::string& job, bool as_json) {
-  auto address = ParseRedisUrl(redis_url);
+  auto address = ParseRedisUrl(redis_url, "the Redis URL given");
   if (!address.ok()) {
     std::fprintf(stderr, "crawler cluster-stats: %s\n",
                  address.status().message().c_str());

@@ -37,10 +37,10 @@ void Argv(const std::vector<std::string>& args, std::vector<const char*>* argv,
 
 }  // namespace
 
-Result<RedisAddress> ParseRedisUrl(const std::string& url) {
+Result<RedisAddress> ParseRedisUrl(const std::string& url, std::string_view what) {
   auto bad = [&](const std::string& why) {
     return Status::Error(Status::Code::kInvalidArgument,
-                         "cluster.redis '" + WithoutUserinfo(url) + "': " + why +
+                         std::string(what) + " '" + WithoutUserinfo(url) + "': " + why +
                              " (expected redis://HOST[:PORT])");
   };
   constexpr std::string_view kScheme = "redis://";

@@ -32,7 +32,10 @@ struct RedisAddress {
   std::string password;  // never logged: Text() is host:port
   std::string Text() const { return host + ":" + std::to_string(port); }
 };
-Result<RedisAddress> ParseRedisUrl(const std::string& url);
+// `what` names where the URL came from in an error ("cluster.redis", or
+// cluster-stats's argument).
+Result<RedisAddress> ParseRedisUrl(const std::string& url,
+                                   std::string_view what = "cluster.redis");
 
 // One reply (owns the hiredis object; elements are views into it).
 class RedisReply {

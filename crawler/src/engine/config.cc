@@ -437,6 +437,13 @@ Result<Config> LoadConfig(const std::string& path,
   Config c;
   if (!path.empty()) {
     toml::table doc;
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) {
+      return Status::Error(
+          Status::Code::kInvalidArgument,
+          path + ": " +
+              (std::filesystem::exists(path, ec) ? "not a file" : "no such file"));
+    }
     try {
       doc = toml::parse_file(path);
     } catch (const toml::parse_error& e) {

@@ -79,15 +79,17 @@ Section DedupSection(const DedupReport& d) {
                                     Count(d.inserts_duplicate) + " duplicate (" +
                                     Pct(d.duplicate_rate) + " duplicates)"});
   // Two figures, each for what it is (docs/stats.md): the filter's expected
-  // wrong answers, and the pages lost, of which they are a bound.
+  // wrong answers, and the pages lost, of which they are the expected value
+  // (not a bound: a count scatters around it) until a compaction rebuilds.
   dd.rows.push_back({"wrong \"seen\" (expected)",
                      fmt::format("{:.2f}", d.expected_false_seen) +
                          " new URLs expected refused as seen so far (the sum of the FPR "
                          "at each new-URL check)"});
   dd.rows.push_back(
-      {"pages lost", fmt::format("at most {:.2f}", d.expected_false_seen) +
-                         " (each needs a wrong refusal; with compaction on, fewer: a "
-                         "refused URL is admitted by its next link after a rebuild)"});
+      {"pages lost", fmt::format("expected about {:.2f}", d.expected_false_seen) +
+                         " (each needs a wrong refusal; the count scatters around it; "
+                         "fewer once compaction has rebuilt: a refused URL is admitted "
+                         "by its next link after a rebuild)"});
   dd.rows.push_back(
       {"relocations / saturations", Count(d.relocations) + " cuckoo kicks, " +
                                         Count(d.saturations) + " saturated counters"});

@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""Checks that README.md and docs/ name only what exists.
+
+1. Paths: every `backticked` token and every markdown link that names a file
+   of the repository (it starts with one of its top-level folders, or with a
+   room of crawler/src, or is an include path such as `crawler/warc.h`) must
+   resolve to a file or folder of the clone, as the compiler would find it:
+   from the root, under a library's include/ folder, or under crawler/src/.
+   Paths under a crawl's output directory (OUT) are told apart by their
+   placeholders (`NNNNN`, `<prefix>`, `SEQ`, `*`) or by not starting with a
+   folder of the repository.
+2. Config keys: every `section.key` token (also as `section.key = value` and
+   `--set section.key=value`) whose section is one of the config's must be a
+   key of the schema (crawler/src/engine/config*.cc) or a field of stats.json
+   (crawler/src/report/stats_schema.h, crawler/include/crawler/crawl_counts.h:
+   docs/stats.md speaks of `crawl.guarded` and its kin).
+3. No work-log words: tracker numbers and the like have no place in the docs.
+
+Usage: python3 scripts/check_docs.py   (from anywhere; exit 1 on a failure)
+"""
+import pathlib
+import re
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+TOP = ["base", "dedup", "frontier", "parsers", "crawler", "configs", "tests",
+       "scripts", "docs", ".ci"]
+ROOMS = ["output", "engine", "checkpoint", "report", "crawl", "cluster", "cli"]
+# Where an include path is looked up, as the build's include directories.
+INCLUDE_ROOTS = [ROOT, ROOT / "crawler" / "src"] + sorted(ROOT.glob("*/include"))
+BASENAMES = {pathlib.PurePath(f).name for f in subprocess.run(
+    ["git", "-C", str(ROOT), "ls-files"], capture_output=True, text=True,
+    check=True).stdout.split()}
+PLACEHOLDER = re.compile(r"NNN|<|>|\bSEQ\b|\*|\.\.\.|\bX\b|\bN\b|\bNAME\b")
+WORK_WORDS = re.compile(
+    r"issue [0-9]|stop [0-9]|session [0-9]|rehearsal|\.\./shared|hard 90|"
+    r"issue notes?\b", re.IGNORECASE)
+FILE_EXT = re.compile(r"\.(cc|h|md|py|sh|toml|json|jsonl|txt|bin|log|q|cmake|gz|"
+                      r"cdxj|wacz|html|yml|yaml|lua|js|mjs)$")
+
+
+def schema_keys():
+    keys = set()
+    for f in sorted((ROOT / "crawler/src/engine").glob("config*.cc")):
+        for m in re.finditer(r'\b\w*Key(?:<[^>]*>)?\(\s*"(\w+)",\s*"(\w+)"',
+                             f.read_text()):
+            keys.add(m.group(1) + "." + m.group(2))
+    return keys
+
+
+def stats_fields():
+    words = set()
+    for f in ["crawler/src/report/stats_schema.h",
+              "crawler/include/crawler/crawl_counts.h"]:
+        words |= set(re.findall(r"\b[a-z][a-z0-9_]*\b", (ROOT / f).read_text()))
+    return words
+
+
+def is_repo_path(token):
+    first = token.split("/", 1)[0]
+    if "/" not in token:
+        return token in ("CMakeLists.txt", "README.md", "CMakePresets.json")
+    if first in ROOMS:  # also an OUT folder's name (`checkpoint/hosts.bin`)
+        return re.search(r"\.(cc|h)$", token) is not None
+    return first in TOP and not re.search(r"/\d+\.\d+$", token)  # not crawler/0.1
+
+
+def resolves(token):
+    t = token.rstrip("/")
+    return any((base / t).exists() for base in INCLUDE_ROOTS)
+
+
+def check_file(path, keys, fields, errors, checked):
+    rel = path.relative_to(ROOT)
+    for no, line in enumerate(path.read_text().split("\n"), 1):
+        where = f"{rel}:{no}"
+        if WORK_WORDS.search(line):
+            errors.append(f"{where}: work-log words: {WORK_WORDS.search(line).group(0)}")
+        tokens = re.findall(r"`([^`]+)`", line)
+        tokens += [m for m in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", line)
+                   if "://" not in m]
+        for token in tokens:
+            token = token.strip()
+            # A link in docs/ is relative to docs/.
+            if rel.parts[0] == "docs" and token.endswith(".md") and "/" not in token:
+                token = "docs/" + token
+            first_word = token.split()[0] if token.split() else ""
+            if is_repo_path(first_word) and not PLACEHOLDER.search(first_word):
+                checked[0] += 1
+                if not resolves(first_word):
+                    errors.append(f"{where}: no such path in the repository: {first_word}")
+                continue
+            if re.fullmatch(r"[\w-]+\.(cc|h|py|sh)", first_word):
+                checked[0] += 1  # a bare file name: some file of the clone has it
+                if first_word not in BASENAMES:
+                    errors.append(f"{where}: no file of that name in the repository: "
+                                  f"{first_word}")
+                continue
+            m = re.match(r"^(?:--set )?([a-z]+)\.([a-z_0-9]+)(?:\s*=.*)?$", token)
+            if not m or FILE_EXT.search(token.split()[0]):
+                continue
+            section, key = m.group(1), m.group(2)
+            if section not in {k.split(".")[0] for k in keys}:
+                continue
+            checked[1] += 1
+            if f"{section}.{key}" not in keys and key not in fields:
+                errors.append(f"{where}: no config key (nor stats.json field) "
+                              f"{section}.{key}")
+
+
+def main():
+    keys, fields = schema_keys(), stats_fields()
+    if len(keys) < 50:
+        print(f"check_docs: found only {len(keys)} config keys: the schema's "
+              "form changed; fix schema_keys()")
+        return 1
+    errors, checked = [], [0, 0]
+    for path in [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md")):
+        check_file(path, keys, fields, errors, checked)
+    for e in errors:
+        print(e)
+    print(f"check_docs: {checked[0]} paths and {checked[1]} config keys checked "
+          f"({len(keys)} keys in the schema): {len(errors)} problems")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
