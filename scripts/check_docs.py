@@ -26,7 +26,7 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TOP = ["base", "dedup", "frontier", "parsers", "crawler", "configs", "tests",
        "scripts", "docs", ".ci"]
-ROOMS = ["output", "engine", "checkpoint", "report", "crawl", "cluster", "cli"]
+ROOMS = ["output", "engine", "checkpoint", "archive", "report", "crawl", "cluster", "cli"]
 # Where an include path is looked up, as the build's include directories.
 INCLUDE_ROOTS = [ROOT, ROOT / "crawler" / "src"] + sorted(ROOT.glob("*/include"))
 BASENAMES = {pathlib.PurePath(f).name for f in subprocess.run(

@@ -74,7 +74,7 @@ else
   echo "install-deps: warcio present"
 fi
 
-# The replay test (tests/crawler/replay_test.cc): ReplayWeb.page's prebuilt
+# The replay test (tests/archive/replay_test.cc): ReplayWeb.page's prebuilt
 # ui.js and sw.js from the npm package (its tarball only: they need none of
 # its build dependencies), checked against the registry's pinned integrity;
 # and puppeteer-core, which drives Debian's chromium (it downloads no browser).

@@ -9,10 +9,10 @@
 #include <cstdio>
 #include <string>
 
-#include "output/sha1.h"
+#include "base/sha1.h"
 
 int main() {
-  using crawler::engine::Sha1;
+  using crawler::Sha1;
   std::string data(64 << 20, '\0');
   for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 131);
   for (size_t piece : {data.size(), size_t{10} << 10}) {

@@ -249,7 +249,8 @@ struct ClusterCrawl {
         resolve(WriteSeedsAndResolve(site, dir)),
         truth(site.Truth("--max-depth 5")),
         nodes(StartNodes(dir, redis, job, resolve + " " + WithDir(extra, dir), proxied,
-                         proxy.get(), per_node)) {}
+                         proxy.get(), per_node)),
+        job_name(job) {}
   // Waits for every node (each must exit 0), stops the site, and checks the
   // oracle: the nodes' fetch logs together are the truth set, each URL once.
   void Finish() {
@@ -257,6 +258,13 @@ struct ClusterCrawl {
     site.Stop();
     CheckUnionIsTruth(dir, truth);
   }
+  // A node still running (a REQUIRE failed before WaitNodes) is killed and
+  // reaped, so that it outlives neither the test nor its Redis and site.
+  ~ClusterCrawl() {
+    for (pid_t pid : nodes) testing::KillIfRunning(pid);
+  }
+  ClusterCrawl(const ClusterCrawl&) = delete;
+  ClusterCrawl& operator=(const ClusterCrawl&) = delete;
   std::string Logs() const {
     std::string logs;
     for (const std::string& n : kNodes) logs += ReadText(dir + "/" + n + "/crawler.log");
@@ -271,7 +279,25 @@ struct ClusterCrawl {
   std::string resolve;
   std::set<std::string> truth;
   std::vector<pid_t> nodes;
+  std::string job_name;
 };
+
+// The crawl is under way on every node: each has joined (its liveness key
+// is in Redis) and fetched at least one page. Up to 120 s (an ASan build
+// beside other tests), then the test fails showing the nodes' output. What
+// a fixed sleep "until started" guessed.
+inline void WaitStarted(const ClusterCrawl& c) {
+  auto started = [&c](const std::string& n) {
+    return c.redis.Cli("EXISTS crawler:{" + c.job_name + "}:alive:" + n) == "1\n" &&
+           !AttemptedUrls(c.dir + "/" + n + "/fetch-log.jsonl").empty();
+  };
+  const bool all = testing::WaitFor(
+      [&] { return std::all_of(kNodes.begin(), kNodes.end(), started); }, 120);
+  for (const std::string& n : kNodes) {
+    INFO(n << ": " << NodeOutput(c.dir, n));
+    REQUIRE((all || started(n)));
+  }
+}
 
 // `crawler cluster-stats --json` of `job`, parsed.
 inline boost::json::object ClusterStats(const RedisServer& redis,

@@ -55,6 +55,26 @@ class RedisServer {
   }
   std::string Url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
   unsigned port() const { return port_; }
+  // "redis-cli -p PORT ", to which a test appends its command.
+  std::string CliPrefix() const { return "redis-cli -p " + std::to_string(port_) + " "; }
+  // redis-cli's output for `args` ("" if it failed).
+  std::string Cli(const std::string& args) const {
+    CommandResult r = RunCommand(CliPrefix() + args);
+    return r.exit_code == 0 ? r.output : std::string();
+  }
+  // Field `name` of INFO (`section`: "memory", "all", ...), as text ("" if
+  // absent).
+  std::string Info(const std::string& name, const std::string& section = "all") const {
+    std::string info = Cli("INFO " + section);
+    size_t at = info.find("\n" + name + ":");
+    if (at == std::string::npos) return "";
+    at += name.size() + 2;
+    return info.substr(at, info.find_first_of("\r\n", at) - at);
+  }
+  // The same as a number (0 if absent).
+  uint64_t InfoNumber(const std::string& name, const std::string& section = "all") const {
+    return std::strtoull(Info(name, section).c_str(), nullptr, 10);
+  }
 
  private:
   std::string dir_;

@@ -9,6 +9,8 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <random>
 #include <string>
 #include <thread>
 
@@ -19,9 +21,21 @@ struct CommandResult {
   std::string output;
 };
 
-inline CommandResult RunCommand(const std::string& command) {
+// `s` quoted for sh: one word, whatever it holds.
+inline std::string ShellQuote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// Runs `command` under sh, killed (TERM, then KILL 10 s later) after
+// `timeout_s`: a command that hangs fails its test (exit code 124, the
+// output so far) instead of holding ctest until the entry's TIMEOUT.
+inline CommandResult RunCommand(const std::string& command, double timeout_s = 1200) {
   CommandResult r;
-  std::FILE* p = ::popen((command + " 2>&1").c_str(), "r");
+  const std::string run = "timeout -k 10 " + std::to_string(timeout_s) + " sh -c " +
+                          ShellQuote(command) + " 2>&1";
+  std::FILE* p = ::popen(run.c_str(), "r");
   if (p == nullptr) return r;
   char buf[4096];
   size_t n;
@@ -63,6 +77,40 @@ inline int WaitExitFor(pid_t pid, double timeout_s) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// Kills and reaps `pid` at scope exit (a REQUIRE that failed, a throw) if it
+// is still this process's unreaped child: waitpid(WNOHANG) first, so a pid
+// already reaped (and perhaps reused) is never signalled. For every process
+// a test starts with Spawn.
+inline void KillIfRunning(pid_t pid) {
+  if (pid <= 0 || ::waitpid(pid, nullptr, WNOHANG) != 0) return;
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+}
+class Reaper {
+ public:
+  explicit Reaper(const pid_t& pid) : pid_(pid) {}
+  ~Reaper() { KillIfRunning(pid_); }
+  Reaper(const Reaper&) = delete;
+  Reaper& operator=(const Reaper&) = delete;
+
+ private:
+  const pid_t& pid_;  // the test's variable: it may start another process
+};
+
+// The random seed of a torture: $CRAWLER_TORTURE_SEED if set (to replay a
+// failed run), else `fixed` if not 0, else a fresh one; printed either way,
+// so that ctest's output of a failure names it.
+inline unsigned TortureSeed(const char* what, unsigned fixed = 0) {
+  const char* env = std::getenv("CRAWLER_TORTURE_SEED");
+  const unsigned seed = env != nullptr && *env != 0
+                            ? static_cast<unsigned>(std::strtoul(env, nullptr, 10))
+                        : fixed != 0 ? fixed
+                                     : std::random_device{}();
+  std::fprintf(stderr, "%s: seed %u (CRAWLER_TORTURE_SEED=%u runs it again)\n", what,
+               seed, seed);
+  return seed;
 }
 
 // Polls `done` (observable state: a file, a manifest, a counter) every 20 ms

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "crawl_output.h"
 #include "testsite_process.h"
 #include "web.h"
 
@@ -49,10 +50,7 @@ inline std::vector<std::string> GuardedTrapPaths(uint32_t t, uint32_t max_repeat
 
 // Reads OUT/stats.json's object `key` ("dns", "crawl", ...).
 inline boost::json::object StatsPart(const std::string& out, const char* key) {
-  std::ifstream in(out + "/stats.json");
-  std::stringstream text;
-  text << in.rdbuf();
-  return boost::json::parse(text.str()).as_object().at(key).as_object();
+  return testing::ReadStats(out).at(key).as_object();
 }
 inline boost::json::object DnsStats(const std::string& out) {
   return StatsPart(out, "dns");

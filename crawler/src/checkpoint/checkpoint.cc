@@ -20,8 +20,8 @@
 
 #include "base/file_util.h"
 #include "checkpoint/checkpoint_files.h"
+#include "checkpoint/manifest_schema.h"
 #include "output/json_fields.h"
-#include "report/stats_schema.h"
 
 namespace crawler::engine {
 namespace {

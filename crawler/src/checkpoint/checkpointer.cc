@@ -94,12 +94,10 @@ Status Checkpointer::Prepare(CheckpointInfo* info, CheckpointSources* src, bool 
   info->warc_file = std::filesystem::path(warc->path).filename().string();
   info->warc_bytes = warc->bytes;
   src->fsync_fd_warc = warc->fd;
-  auto series = p_.stats.SeriesBytes();
-  if (!series.ok()) return series.status();
-  info->series_bytes = *series;
   info->sequence = figures_.sequence + 1;
   info->pause_ms = figures_.last_pause_ms;
-  p_.describe(info, running);
+  Status described = p_.describe(info, running);
+  if (!described.ok()) return described;
   if (p_.history != nullptr) {
     // RocksDB's threads do not survive fork(): the history's image is taken
     // here, at the cut (a memtable flush and hard links); the writer moves

@@ -30,6 +30,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "checkpoint/manifest_schema.h"
 #include "crawler/checkpoint.h"
 #include "crawler/config.h"
 #include "crawler/warc.h"
@@ -38,7 +39,6 @@
 #include "output/fetch_log.h"
 #include "output/history.h"
 #include "output/seen_log.h"
-#include "report/stats_writer.h"
 
 namespace crawler::engine {
 
@@ -51,11 +51,11 @@ class Checkpointer {
     const HostTable& hosts;
     FetchLog& log;
     WarcWriter& warc;
-    StatsWriter& stats;
     // Fills the crawl's part of the manifest (counters, scope, config, time,
-    // stats report; `running`: taken while the workers run) at the cut,
-    // gate closed.
-    std::function<void(CheckpointInfo*, bool running)> describe;
+    // stats report, the stats series' length; `running`: taken while the
+    // workers run) at the cut, gate closed. An error (the series cannot be
+    // flushed) fails the cut.
+    std::function<Status(CheckpointInfo*, bool running)> describe;
     // Optional: checkpoint `sequence` was cut (gate closed; returns the
     // outbox.txt to write, if any) / published.
     std::function<std::optional<OutboxCut>(uint64_t sequence)> on_cut;

@@ -41,6 +41,7 @@ void Cluster::Loop() {
       Reconnected();
       MutexLock lock(mu_);
       figures_.redis_down_s = 0;
+      ++figures_.redis_reconnects;
       spdlog::info("redis: reconnected to {}", redis_.address().Text());
     }
     bool did = false;

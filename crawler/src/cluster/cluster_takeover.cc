@@ -96,6 +96,12 @@ void Cluster::LoadTaken() {
   if (!done) return;
   MutexLock lock(mu_);
   for (uint32_t s : done->shards) commits_.From(s, done->from);
+  ++figures_.shard_loads;
+  if (done->urls >= figures_.biggest_load_urls) {
+    figures_.biggest_load_s = done->seconds;
+    figures_.biggest_load_urls = done->urls;
+    figures_.biggest_load_end_unix = done->end_unix;
+  }
 }
 
 bool Cluster::ClaimLoaded(bool* did) {

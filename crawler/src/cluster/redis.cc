@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "base/secret.h"
-#include "output/sha1.h"
+#include "base/sha1.h"
 
 namespace crawler::engine {
 namespace {

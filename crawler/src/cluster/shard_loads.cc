@@ -148,7 +148,12 @@ std::optional<ShardLoads::Finished> ShardLoads::Ended(ShardLoad load,
     return std::nullopt;
   }
   const ShardState& st = *result;
-  Finished out{load.shards, load.node + " " + std::to_string(st.sequence)};
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  Finished out{
+      load.shards, load.node + " " + std::to_string(st.sequence), seconds,
+      st.frontier.urls.size(),
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+          .count()};
   for (uint32_t s : load.shards) {
     wanted_.erase(s);
     prev_.erase(s);
@@ -156,10 +161,8 @@ std::optional<ShardLoads::Finished> ShardLoads::Ended(ShardLoad load,
   spdlog::info(
       "cluster: loaded {} shards from {} in {:.3f} s: {} hosts, {} URLs queued, {} "
       "seen, {} outbox URLs to send again, {} URL history records",
-      load.shards.size(), st.from,
-      std::chrono::duration<double>(Clock::now() - start).count(),
-      st.frontier.hosts.size(), st.frontier.urls.size(), st.seen.size(), st.outbox.size(),
-      st.history.size());
+      load.shards.size(), st.from, seconds, st.frontier.hosts.size(),
+      st.frontier.urls.size(), st.seen.size(), st.outbox.size(), st.history.size());
   Put(std::move(result).value());
   return out;
 }

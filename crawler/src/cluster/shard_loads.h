@@ -96,6 +96,9 @@ class ShardLoads {
   struct Finished {
     std::vector<uint32_t> shards;
     std::string from;
+    double seconds = 0;   // the load's time
+    uint64_t urls = 0;    // URLs it queued
+    double end_unix = 0;  // when it ended
   };
   // One round: a load that ended puts its state for a worker (returned), or
   // on error waits 2 s; with none running, the next source's load starts.

@@ -76,7 +76,10 @@ void Crawl::Impl::PublishMetrics(bool running) {
                    std::chrono::duration<double>(Clock::now() - start).count());
 }
 
-void Crawl::Impl::Describe(CheckpointInfo* info, bool running) {
+Status Crawl::Impl::Describe(CheckpointInfo* info, bool running) {
+  auto series = stats->SeriesBytes();
+  if (!series.ok()) return series.status();
+  info->series_bytes = *series;
   info->elapsed_s = Elapsed();
   info->config_toml = ConfigToToml(config);
   info->scope_hosts = scope->hosts();
@@ -88,6 +91,7 @@ void Crawl::Impl::Describe(CheckpointInfo* info, bool running) {
   info->dedup = DedupCarried{report.dedup.expected_false_seen, report.dedup.compactions,
                              report.dedup.compaction_s};
   info->stats = ToJson(report);
+  return Status::Ok();
 }
 
 namespace {
@@ -184,17 +188,18 @@ Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
   Crawl::Impl* raw = m.get();
   m->checkpointer = std::make_unique<Checkpointer>(
       out, config.checkpoint,
-      Checkpointer::Parts{
-          m->gate, *m->filter, *m->frontier, m->hosts, *m->log, *m->warc, *m->stats,
-          [raw](CheckpointInfo* info, bool running) { raw->Describe(info, running); },
-          [raw](uint64_t seq) -> std::optional<OutboxCut> {
-            if (!raw->cluster) return std::nullopt;
-            return raw->cluster->OnCut(seq);
-          },
-          [raw](uint64_t seq) {
-            if (raw->cluster) raw->cluster->OnPublished(seq);
-          },
-          m->seen.get(), m->history.get()},
+      Checkpointer::Parts{m->gate, *m->filter, *m->frontier, m->hosts, *m->log, *m->warc,
+                          [raw](CheckpointInfo* info, bool running) {
+                            return raw->Describe(info, running);
+                          },
+                          [raw](uint64_t seq) -> std::optional<OutboxCut> {
+                            if (!raw->cluster) return std::nullopt;
+                            return raw->cluster->OnCut(seq);
+                          },
+                          [raw](uint64_t seq) {
+                            if (raw->cluster) raw->cluster->OnPublished(seq);
+                          },
+                          m->seen.get(), m->history.get()},
       sequence);
   Status st;
   m->workers = Worker::MakeAll(

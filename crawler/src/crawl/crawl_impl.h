@@ -71,7 +71,7 @@ struct Crawl::Impl {
   StatsReport Report(bool running);
   // Run thread: renders the metrics text for the scrapes waiting (metrics.h).
   void PublishMetrics(bool running);
-  void Describe(CheckpointInfo* info, bool running);
+  [[nodiscard]] Status Describe(CheckpointInfo* info, bool running);
 };
 
 // OUT/history/, the live URL history of a crawl with [recrawl] on.

@@ -10,7 +10,7 @@
 // (HostTable's locking methods, Worker's steps), so the rule shows at every
 // call site. Only the thread that forks (Crawl::Run's) may call them without
 // a pass. (A frontier call outside the gate, Empty() on an idle worker, once
-// deadlocked a checkpoint: tests/crawler/checkpoint_test.cc "[stress]".)
+// deadlocked a checkpoint: tests/checkpoint/checkpoint_test.cc "[stress]".)
 //
 // Thread-safe.
 #ifndef CRAWLER_GATE_H_

@@ -7,8 +7,8 @@
 #include <chrono>
 #include <optional>
 
+#include "base/sha1.h"
 #include "engine/worker.h"
-#include "output/sha1.h"
 
 namespace crawler::engine {
 namespace {

@@ -1,7 +1,7 @@
 // Room output/ (the bottom of crawler/src, docs/architecture.md): what a
 // crawl writes as it goes. The WARC writer (crawler/warc.h, warc.cc), this
 // fetch log, a cluster node's seen log, the append-only file both sit on,
-// SHA-1 for WARC digests and the lenient JSON field reader. It owns its
+// and the lenient JSON field reader. It owns its
 // record types (FetchLogResponse, not the fetcher's result) and includes no
 // other room.
 //

@@ -17,8 +17,8 @@
 
 #include "base/ascii.h"
 #include "base/file_util.h"
+#include "base/sha1.h"
 #include "output/cdxj.h"
-#include "output/sha1.h"
 
 namespace crawler::engine {
 namespace {

@@ -410,6 +410,7 @@ void Accept(IoT& io, MetricsServer* server) {
       // Out of descriptors (EMFILE, ENFILE) or another accept error: the
       // connection stays queued and accept would fail again at once, a hot
       // loop. Wait 100 ms (logged once a minute).
+      server->CountAcceptError();
       static std::chrono::steady_clock::time_point logged{};
       auto now = std::chrono::steady_clock::now();
       if (now - logged > std::chrono::seconds(60)) {

@@ -66,6 +66,9 @@ class MetricsServer {
   // Run thread: the text now; `render_s` is what rendering it cost.
   void Publish(std::string text, double render_s) EXCLUDES(mu_);
   double render_s_total() const EXCLUDES(mu_);
+  // accept() failures (out of descriptors), each followed by a 100 ms wait.
+  uint64_t accept_errors() const { return accept_errors_.load(); }
+  void CountAcceptError() { accept_errors_.fetch_add(1); }
   uint64_t renders() const EXCLUDES(mu_);
   // Server thread: the text for one scrape.
   std::string Scrape() EXCLUDES(mu_);
@@ -75,7 +78,7 @@ class MetricsServer {
   MetricsServer(std::unique_ptr<Io> io, std::string url);
   std::unique_ptr<Io> io_;
   const std::string url_;
-  std::atomic<uint64_t> wanted_{0}, published_{0};
+  std::atomic<uint64_t> wanted_{0}, published_{0}, accept_errors_{0};
   mutable Mutex mu_;
   std::condition_variable_any cv_;
   std::string text_ GUARDED_BY(mu_);

@@ -4,7 +4,9 @@
 //
 //   stats.json, and "stats" in MANIFEST.json   StatsReport
 //   stats-series.jsonl (one line per refresh)  SeriesPoint
-//   MANIFEST.json                              ManifestDoc (+ its seal, checkpoint.cc)
+//
+// MANIFEST.json's (ManifestDoc) and the crawl's counts' (CrawlCounts) are
+// checkpoint/manifest_schema.h's, a room below.
 //
 // The fields are documented in docs/stats.md and docs/formats.md.
 #ifndef CRAWLER_STATS_SCHEMA_H_
@@ -17,20 +19,12 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/manifest_schema.h"
 #include "crawler/checkpoint.h"
 #include "crawler/crawl_counts.h"
 #include "dedup/filter.h"
 
 namespace crawler::engine {
-
-// clang-format off
-BOOST_DESCRIBE_STRUCT(CrawlCounts, (), (fetched, failed, truncated, status_2xx, status_3xx,
-    status_4xx, status_5xx, robots_blocked, unresolved, out_of_scope, too_deep, trap_guard,
-    duplicates, filter_full, too_many_redirects, bytes, bytes_2xx, bytes_3xx, bytes_4xx,
-    bytes_5xx, spilled, retries, gave_up, forgotten, cannot_forget, revisits_not_modified,
-    revisits_identical, revisits_changed, revisit_bytes_saved, history_forgotten,
-    revisit_intervals, revisit_demand_uhz, errors, guarded))
-// clang-format on
 
 // ---- stats.json ----
 
@@ -105,15 +99,6 @@ struct CrawlRates {
 BOOST_DESCRIBE_STRUCT(CrawlRates, (),
                       (pages, elapsed_s, pages_per_s, pages_per_s_last_minute, top_hosts))
 
-struct CheckpointFigures {
-  uint64_t written = 0, failed = 0, sequence = 0;
-  double last_pause_ms = 0, max_pause_ms = 0, last_write_s = 0;
-  uint64_t last_bytes = 0;
-};
-BOOST_DESCRIBE_STRUCT(CheckpointFigures, (),
-                      (written, failed, sequence, last_pause_ms, max_pause_ms,
-                       last_write_s, last_bytes))
-
 // "cluster": this node of a multi-machine crawl (empty node: single machine);
 // also what each node publishes to Redis for `crawler cluster-stats`.
 struct ClusterReport {
@@ -126,12 +111,19 @@ struct ClusterReport {
   uint64_t urls_on_disk = 0;      // of those: in spill files (OUT/cluster-outbox)
   uint64_t malformed = 0;         // stream entries skipped
   double redis_down_s = 0;        // 0: connected
+  uint64_t redis_reconnects = 0;  // the exchange's connection lost and made again
   uint64_t leases_held = 0;       // owned shards whose lease this node holds now
   uint64_t lease_losses = 0;      // leases that expired or went to another holder
   uint64_t acks_fenced = 0;       // acknowledges Redis refused (a lease lost)
   uint64_t fetches_deferred = 0;  // URLs put back: their shard's lease not held
   uint64_t sends_refused = 0;     // batch sends Redis refused (full): held, sent again
   uint64_t shards_given = 0;      // handed to a less loaded node (work-aware placement)
+  // Takeovers: loads of shards from another node's checkpoint, and the one
+  // that queued the most URLs: its seconds, URLs, and when it ended (Unix s).
+  uint64_t shard_loads = 0;
+  double biggest_load_s = 0;
+  uint64_t biggest_load_urls = 0;
+  double biggest_load_end_unix = 0;
   uint64_t pages = 0;
   double pages_per_s = 0;  // over the last minute
   double updated_unix = 0;
@@ -139,8 +131,9 @@ struct ClusterReport {
 // clang-format off
 BOOST_DESCRIBE_STRUCT(ClusterReport, (), (node, job, nodes, shards_owned, urls_sent,
     batches_sent, urls_received, batches_applied, urls_queued, urls_held, urls_on_disk,
-    malformed, redis_down_s, leases_held, lease_losses, acks_fenced, fetches_deferred,
-    sends_refused, shards_given, pages, pages_per_s, updated_unix))
+    malformed, redis_down_s, redis_reconnects, leases_held, lease_losses, acks_fenced, fetches_deferred,
+    sends_refused, shards_given, shard_loads, biggest_load_s, biggest_load_urls,
+    biggest_load_end_unix, pages, pages_per_s, updated_unix))
 // clang-format on
 
 // "recrawl": a continuous crawl's URL history ([recrawl] on). The due count
@@ -231,58 +224,6 @@ struct SeriesPoint {
 };
 BOOST_DESCRIBE_STRUCT(SeriesPoint, (),
                       (t, pages, pages_per_s, dedup_items, fpr, fpr_bound, queued))
-
-// ---- MANIFEST.json ----
-
-BOOST_DESCRIBE_STRUCT(ManifestFile, (), (bytes, xxh3, from))
-
-// "counters": CrawlCounts and these, flat.
-struct ManifestCounts {
-  uint64_t started = 0;
-  double expected_false_seen = 0;
-  uint64_t compactions = 0;  // absent in older manifests: 0
-  double compaction_s = 0;
-};
-BOOST_DESCRIBE_STRUCT(ManifestCounts, (),
-                      (started, expected_false_seen, compactions, compaction_s))
-
-struct ManifestWarc {
-  uint64_t file_index = 0;
-  std::string file;
-  uint64_t bytes = 0;
-};
-BOOST_DESCRIBE_STRUCT(ManifestWarc, (), (file_index, file, bytes))
-
-struct ByteCount {
-  uint64_t bytes = 0;
-};
-BOOST_DESCRIBE_STRUCT(ByteCount, (), (bytes))
-
-struct ByteCounts {
-  std::vector<uint64_t> bytes;
-};
-BOOST_DESCRIBE_STRUCT(ByteCounts, (), (bytes))
-
-struct ManifestDoc {
-  std::string format;
-  uint64_t version = 0;
-  uint64_t sequence = 0;
-  double created_unix = 0, elapsed_s = 0;
-  std::vector<std::string> scope_hosts;
-  boost::json::object counters;  // CrawlCounts + ManifestCounts
-  ManifestWarc warc;
-  ByteCount fetch_log, stats_series;
-  ByteCount seen_log;  // OUT/seen.log (cluster.shared_dir): absent before it
-  double pause_ms = 0;
-  boost::json::object stats;  // a StatsReport
-  std::map<std::string, ManifestFile> files;
-  ByteCounts dedup_log;  // per stripe (absent in older manifests: logs are scanned)
-};
-// clang-format off
-BOOST_DESCRIBE_STRUCT(ManifestDoc, (), (format, version, sequence, created_unix, elapsed_s,
-    scope_hosts, counters, warc, fetch_log, stats_series, seen_log, pause_ms, stats, files,
-    dedup_log))
-// clang-format on
 
 }  // namespace crawler::engine
 

@@ -49,6 +49,7 @@ TEST_CASE(
                         "/out --set metrics.listen=127.0.0.1:0 "
                         "--set frontier.min_delay_s=0.03 --set checkpoint.interval_s=1",
                     dir + "/crawl.out");
+  testing::Reaper reap_pid(pid);
   std::string url = MetricsUrl(dir + "/crawl.out");
   INFO(ReadText(dir + "/crawl.out"));
   REQUIRE(url.rfind("http://127.0.0.1:", 0) == 0);
@@ -154,6 +155,7 @@ TEST_CASE(
                         "/out --set metrics.listen=127.0.0.1:0 "
                         "--set frontier.min_delay_s=0.3 --set checkpoint.interval_s=1000",
                     dir + "/crawl.out");
+  testing::Reaper reap_pid(pid);
   std::string url = MetricsUrl(dir + "/crawl.out");
   INFO(ReadText(dir + "/crawl.out"));
   REQUIRE(url.rfind("http://127.0.0.1:", 0) == 0);

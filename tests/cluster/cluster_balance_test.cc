@@ -38,8 +38,7 @@ TEST_CASE(
   const std::string n1_log = ReadText(c.dir + "/n1/crawler.log");
   INFO(n1_log.substr(n1_log.size() > 8000 ? n1_log.size() - 8000 : 0));
   CHECK_THAT(n1_log, Catch::Contains("balance: giving"));
-  boost::json::object stats =
-      boost::json::parse(ReadText(c.dir + "/n1/stats.json")).as_object();
+  boost::json::object stats = testing::ReadStats(c.dir + "/n1");
   const uint64_t given = stats.at("cluster").at("shards_given").to_number<uint64_t>();
   CHECK(given > 0);
   // The takers loaded them from n1's handoff checkpoints.

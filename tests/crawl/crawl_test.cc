@@ -210,7 +210,7 @@ TEST_CASE("Crawl: bad input exits 2 with a message naming what was wrong",
         Case{"crawl --seeds " + dir + "/seeds.txt --set dedup.type=quotient",
              "dedup.type: must be bloom, cuckoo or counting"},
         Case{"crawl", "--seeds FILE or --resume DIR is required"},
-        Case{"fly", "subcommand"}}) {
+        Case{"fly", "unknown command 'fly'"}}) {
     testing::CommandResult r = Run(c.args);
     INFO(c.args << "\n" << r.output);
     CHECK(r.exit_code == 2);

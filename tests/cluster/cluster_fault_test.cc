@@ -26,8 +26,8 @@ using namespace cluster_fixture;  // NOLINT: the shared fixture
 // Entries in, and pending of, every stream of `job`: "LEN PENDING".
 std::string StreamsLeft(const RedisServer& redis, const std::string& job) {
   CommandResult r = RunCommand(
-      "redis-cli -p " + std::to_string(redis.port()) +
-      " EVAL \"local n, p = 0, 0 for _, k in ipairs(redis.call('keys', ARGV[1])) do "
+      redis.CliPrefix() +
+      "EVAL \"local n, p = 0, 0 for _, k in ipairs(redis.call('keys', ARGV[1])) do "
       "n = n + redis.call('xlen', k) p = p + redis.call('xpending', k, 'owners')[1] end "
       "return n .. ' ' .. p\" 0 'crawler:{" +
       job + "}:s:*'");
@@ -43,10 +43,8 @@ TEST_CASE(
   ClusterCrawl c("cluster_reclaim", "reclaim",
                  "--set cluster.lease_s=2 --set checkpoint.interval_s=0.5", 400, "",
                  "--delay-ms 40");
-  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (AttemptedUrls(c.dir + "/n1/fetch-log.jsonl").empty() &&
-         std::chrono::steady_clock::now() < until)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  REQUIRE(testing::WaitFor(
+      [&] { return !AttemptedUrls(c.dir + "/n1/fetch-log.jsonl").empty(); }, 60));
   // A consumer "ghost" (a node that read and died, or whose late read came
   // after its shard was taken) takes the oldest unread entry of each of the
   // 64 streams and never acknowledges it: a node's batch, whose URLs must
@@ -89,16 +87,6 @@ TEST_CASE(
   CHECK(StreamsLeft(c.redis, "reclaim") == "0 0\n");
 }
 
-// Field `name` of redis-server's INFO (all sections), as text ("" if none).
-std::string Info(const RedisServer& redis, const std::string& name) {
-  std::string info =
-      RunCommand("redis-cli -p " + std::to_string(redis.port()) + " INFO all").output;
-  size_t at = info.find("\n" + name + ":");
-  if (at == std::string::npos) return "";
-  at += name.size() + 2;
-  return info.substr(at, info.find_first_of("\r\n", at) - at);
-}
-
 // The nodes were refused (`errorstat`: INFO's errorstat_KIND line), but
 // backed off: fewer than 1,000 refusals (a retry loop without back-off makes
 // hundreds of thousands).
@@ -122,11 +110,9 @@ TEST_CASE(
   ClusterCrawl c("cluster_misconf", "misconf", "--set frontier.min_delay_s=0.05",
                  std::max(1000u, EnvOr("CRAWLER_CLUSTER_PAGES", 2000)),
                  "--enable-protected-configs yes", "--delay-ms 20");
-  const std::string cli = "redis-cli -p " + std::to_string(c.redis.port()) + " ";
-  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (AttemptedUrls(c.dir + "/n1/fetch-log.jsonl").size() < 50 &&
-         std::chrono::steady_clock::now() < until)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const std::string cli = c.redis.CliPrefix();
+  REQUIRE(testing::WaitFor(
+      [&] { return AttemptedUrls(c.dir + "/n1/fetch-log.jsonl").size() >= 50; }, 60));
   std::string redis_dir = RunCommand(cli + "--raw CONFIG GET dir").output;
   redis_dir = redis_dir.substr(redis_dir.find('\n') + 1);
   redis_dir = redis_dir.substr(0, redis_dir.find('\n'));
@@ -134,24 +120,24 @@ TEST_CASE(
   // A failed snapshot with a save point set: Redis refuses every write.
   REQUIRE(RunCommand(cli + "CONFIG SET save '3600 1'").output == "OK\n");
   REQUIRE(RunCommand(cli + "CONFIG SET dir /proc").output == "OK\n");
-  until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (Info(c.redis, "rdb_last_bgsave_status") != "err" &&
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (c.redis.Info("rdb_last_bgsave_status") != "err" &&
          std::chrono::steady_clock::now() < until) {
     RunCommand(cli + "BGSAVE");  // refused while another is running: tried again
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  REQUIRE(Info(c.redis, "rdb_last_bgsave_status") == "err");
+  REQUIRE(c.redis.Info("rdb_last_bgsave_status") == "err");
   std::this_thread::sleep_for(std::chrono::seconds(4));
-  const std::string refused = Info(c.redis, "errorstat_MISCONF");
+  const std::string refused = c.redis.Info("errorstat_MISCONF");
   const std::string by_command = RunCommand(cli + "INFO commandstats").output;
   REQUIRE(RunCommand(cli + "CONFIG SET dir " + redis_dir).output == "OK\n");
   until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (Info(c.redis, "rdb_last_bgsave_status") != "ok" &&
+  while (c.redis.Info("rdb_last_bgsave_status") != "ok" &&
          std::chrono::steady_clock::now() < until) {
     RunCommand(cli + "BGSAVE");
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  REQUIRE(Info(c.redis, "rdb_last_bgsave_status") == "ok");
+  REQUIRE(c.redis.Info("rdb_last_bgsave_status") == "ok");
   c.Finish();
   CHECK_THAT(c.Logs(), Catch::Contains("unable to persist to disk (MISCONF)"));
   // Three nodes refused for 4 s, with back-off and one batch as a probe at
@@ -164,9 +150,9 @@ TEST_CASE(
 bool AwaitInfo(const RedisServer& redis, const std::string& name,
                const std::string& value) {
   auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (Info(redis, name) != value && std::chrono::steady_clock::now() < until)
+  while (redis.Info(name) != value && std::chrono::steady_clock::now() < until)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  return Info(redis, name) == value;
+  return redis.Info(name) == value;
 }
 
 TEST_CASE(
@@ -180,16 +166,13 @@ TEST_CASE(
                  std::max(1000u, EnvOr("CRAWLER_CLUSTER_PAGES", 2000)), "",
                  "--delay-ms 20");
   RedisServer replica(c.dir + "/replica");
-  const std::string cli = "redis-cli -p " + std::to_string(c.redis.port()) + " ",
-                    cli_replica = "redis-cli -p " + std::to_string(replica.port()) + " ";
+  const std::string cli = c.redis.CliPrefix(), cli_replica = replica.CliPrefix();
   REQUIRE(
       RunCommand(cli_replica + "REPLICAOF 127.0.0.1 " + std::to_string(c.redis.port()))
           .output == "OK\n");
   REQUIRE(AwaitInfo(replica, "master_link_status", "up"));
-  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (AttemptedUrls(c.dir + "/n1/fetch-log.jsonl").size() < 50 &&
-         std::chrono::steady_clock::now() < until)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  REQUIRE(testing::WaitFor(
+      [&] { return AttemptedUrls(c.dir + "/n1/fetch-log.jsonl").size() >= 50; }, 60));
   // FAILOVER pauses writes until the replica has every one, then swaps the
   // roles: nothing acknowledged is lost (an unplanned failover can lose the
   // last writes; docs/cluster.md).
@@ -197,7 +180,7 @@ TEST_CASE(
   REQUIRE(AwaitInfo(c.redis, "role", "slave"));
   REQUIRE(AwaitInfo(replica, "role", "master"));
   std::this_thread::sleep_for(std::chrono::seconds(4));
-  const std::string refused = Info(c.redis, "errorstat_READONLY");
+  const std::string refused = c.redis.Info("errorstat_READONLY");
   const std::string by_command = RunCommand(cli + "INFO commandstats").output;
   REQUIRE(RunCommand(cli_replica + "FAILOVER TIMEOUT 20000").output == "OK\n");
   REQUIRE(AwaitInfo(c.redis, "role", "master"));

@@ -157,6 +157,7 @@ TEST_CASE(
                          " --set frontier.min_delay_s=0.05"
                          " --set checkpoint.interval_s=3600",
                      dir + "/crawler.out");
+  testing::Reaper reap_pid(pid);
   // The crawl's first checkpoint (written as it starts), then pages fetched.
   const bool started = WaitFor(
       [&] {

@@ -3,9 +3,11 @@
 // integrity. OpenSSL's EVP digest does the hashing (its own SHA-NI / AVX2
 // paths): measured 1.16-1.18x the hand-written SHA-NI code this replaced
 // (build/tests/sha1_bench, 10 KB pieces and 64 MB). Incremental; one object
-// per digest; any thread with its own object.
-#ifndef CRAWLER_SHA1_H_
-#define CRAWLER_SHA1_H_
+// per digest; any thread with its own object. In base/: the WARC writer,
+// the revisit rules (an unchanged payload's digest) and the cluster's Redis
+// scripts (EVALSHA names a script by its SHA-1) all use it.
+#ifndef CRAWLER_BASE_SHA1_H_
+#define CRAWLER_BASE_SHA1_H_
 
 #include <array>
 #include <cstdint>
@@ -15,7 +17,7 @@
 
 struct evp_md_ctx_st;
 
-namespace crawler::engine {
+namespace crawler {
 
 class Sha1 {
  public:
@@ -37,6 +39,6 @@ std::string WarcDigest(std::string_view data);
 // The same over `parts` one after another (a block not joined first).
 std::string WarcDigest(std::initializer_list<std::string_view> parts);
 
-}  // namespace crawler::engine
+}  // namespace crawler
 
-#endif  // CRAWLER_SHA1_H_
+#endif  // CRAWLER_BASE_SHA1_H_

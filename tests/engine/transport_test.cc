@@ -24,6 +24,7 @@
 
 #include "crawl_output.h"
 #include "loopback.h"
+#include "nginx.h"
 #include "run_command.h"
 #include "testsite_process.h"
 
@@ -76,46 +77,24 @@ void MakeCertificates(const std::string& dir) {
   REQUIRE(r.exit_code == 0);
 }
 
-// nginx (Debian's) in the foreground: TLS + HTTP/2 on `port`, a small site.
-class Nginx {
- public:
-  Nginx(const std::string& dir, unsigned port) : dir_(dir), port_(port) {
-    fs::create_directories(dir + "/www/p");
-    fs::create_directories(dir + "/tmp");
-    std::ofstream(dir + "/www/index.html")
-        << "<html><body><a href=\"/p/1.html\">1</a></body></html>\n";
-    for (int i = 1; i <= 5; ++i) {
-      std::ofstream(dir + "/www/p/" + std::to_string(i) + ".html")
-          << "<html><body><a href=\"/p/" << (i % 5 + 1)
-          << ".html\">next</a></body></html>\n";
-    }
-    std::ofstream(dir + "/www/robots.txt") << "User-agent: *\nDisallow: /private/\n";
-    std::ofstream conf(dir + "/nginx.conf");
-    conf << "worker_processes 1;\ndaemon off;\npid " << dir << "/nginx.pid;\n"
-         << "error_log " << dir << "/error.log;\nevents { worker_connections 64; }\n"
-         << "http {\n  access_log " << dir << "/access.log;\n";
-    for (const char* t : {"client_body", "proxy", "fastcgi", "uwsgi", "scgi"})
-      conf << "  " << t << "_temp_path " << dir << "/tmp;\n";
-    conf << "  server {\n    listen 127.0.0.1:" << port << " ssl http2;\n"
-         << "    ssl_certificate " << dir << "/server.pem;\n"
-         << "    ssl_certificate_key " << dir << "/server.key;\n"
-         << "    root " << dir << "/www;\n  }\n}\n";
-    conf.close();
-    pid_ = Spawn("/usr/sbin/nginx -p " + dir + " -c " + dir + "/nginx.conf",
-                 dir + "/nginx.out");
-    WaitListening(port, dir + "/nginx.out");
+// Debian's nginx serving TLS and HTTP/2 with the certificate the CA signed
+// (MakeCertificates) from DIR/www: an index page and a five-page ring, and a
+// robots.txt.
+testing::NginxSite TlsSite(const std::string& dir) {
+  fs::create_directories(dir + "/www/p");
+  std::ofstream(dir + "/www/index.html")
+      << "<html><body><a href=\"/p/1.html\">1</a></body></html>\n";
+  for (int i = 1; i <= 5; ++i) {
+    std::ofstream(dir + "/www/p/" + std::to_string(i) + ".html")
+        << "<html><body><a href=\"/p/" << (i % 5 + 1) << ".html\">next</a></body></html>\n";
   }
-  ~Nginx() {
-    ::kill(pid_, SIGTERM);
-    testing::WaitExitFor(pid_, 10);
-  }
-  std::string Origin() const { return "https://127.0.0.1:" + std::to_string(port_); }
-
- private:
-  std::string dir_;
-  unsigned port_;
-  pid_t pid_ = -1;
-};
+  std::ofstream(dir + "/www/robots.txt") << "User-agent: *\nDisallow: /private/\n";
+  return {.root = dir + "/www",
+          .listen_flags = "ssl http2",
+          .server_extra = "    ssl_certificate " + dir + "/server.pem;\n    ssl_certificate_key " +
+                          dir + "/server.key;\n",
+          .scheme = "https"};
+}
 
 // tinyproxy (Debian's) in the foreground on `port`, logging every request.
 class Proxy {
@@ -258,7 +237,7 @@ TEST_CASE(
     "[engine][transport]") {
   std::string dir = TempDir("tls");
   MakeCertificates(dir);
-  Nginx nginx(dir, FreePort());
+  testing::Nginx nginx(dir, FreePort(), TlsSite(dir));
   const std::set<std::string> truth = {
       nginx.Origin() + "/",         nginx.Origin() + "/p/1.html",
       nginx.Origin() + "/p/2.html", nginx.Origin() + "/p/3.html",
@@ -404,7 +383,7 @@ TEST_CASE(
     CHECK(tls);
   }
   SECTION("https: a CONNECT tunnel to nginx, still HTTP/2 inside") {
-    Nginx nginx(dir, FreePort());
+    testing::Nginx nginx(dir, FreePort(), TlsSite(dir));
     CommandResult r =
         Crawl(dir, nginx.Origin() + "/", dir + "/out",
               "--set fetch.ca_file=" + dir + "/ca.pem --set fetch.proxy=" + proxy.url());

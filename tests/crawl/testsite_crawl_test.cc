@@ -358,7 +358,7 @@ TEST_CASE(
       testing::AttemptedUrls(dir + "/out/fetch-log.jsonl");
   size_t lost = 0;
   for (const std::string& u : truth) lost += attempted.count(u) == 0 ? 1 : 0;
-  auto stats = boost::json::parse(testing::ReadText(dir + "/out/stats.json")).as_object();
+  auto stats = testing::ReadStats(dir + "/out");
   double expected = stats.at("dedup").at("expected_false_seen").to_number<double>();
   WARN((compacting ? "compacting: " : "chain: ")
        << "lost " << lost << " of " << truth.size() << " pages; expected " << expected
@@ -538,6 +538,7 @@ TEST_CASE(
                          "--set checkpoint.interval_s=0.3 "
                          "--set output.warc_rotate_bytes=1048576",
                      dir + "/crawl.out");
+  testing::Reaper reap_pid(pid);
   // Running: once a checkpoint exists past the first WARC file.
   auto files = [&] {
     size_t n = 0;
@@ -545,12 +546,12 @@ TEST_CASE(
       n += e.path().string().ends_with(".warc.gz");
     return n;
   };
-  for (int i = 0; i < 600; ++i) {
-    if (std::filesystem::exists(out + "/checkpoint/MANIFEST.json") &&
-        std::filesystem::exists(out + "/warc") && files() >= 2)
-      break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  REQUIRE(testing::WaitFor(
+      [&] {
+        return std::filesystem::exists(out + "/checkpoint/MANIFEST.json") &&
+               std::filesystem::exists(out + "/warc") && files() >= 2;
+      },
+      30));
   auto package = [&](const std::string& name, bool at_checkpoint) {
     const std::string wacz = dir + "/" + name + ".wacz";
     CommandResult pack = RunCommand(crawler + " wacz " + out + " -o " + wacz);

@@ -1,11 +1,11 @@
 // See sha1.h.
-#include "output/sha1.h"
+#include "base/sha1.h"
 
 #include <openssl/evp.h>
 
 #include <new>
 
-namespace crawler::engine {
+namespace crawler {
 namespace {
 
 // Fetched once (OpenSSL 3 looks an implicit EVP_sha1() up at every init).
@@ -61,4 +61,4 @@ std::string WarcDigest(std::initializer_list<std::string_view> parts) {
   return "sha1:" + Base32(d.data(), d.size());
 }
 
-}  // namespace crawler::engine
+}  // namespace crawler

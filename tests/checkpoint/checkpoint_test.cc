@@ -369,7 +369,14 @@ TEST_CASE(
                 " --set frontier.min_delay_s=0.005 --set checkpoint.interval_s=0.5" +
                 kExactDedup,
             dir + "/crawler.out");
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  testing::Reaper reap_pid(pid);
+  // Mid-crawl: a periodic checkpoint written and 100 pages fetched (of 1,200).
+  REQUIRE(testing::WaitFor(
+      [&] {
+        return fs::exists(out + "/checkpoint/MANIFEST.json") &&
+               testing::AttemptedUrls(out + "/fetch-log.jsonl").size() >= 100;
+      },
+      60));
   double signalled =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
           .count();
@@ -510,6 +517,7 @@ TEST_CASE(
       Spawn("env CRAWLER_CHECKPOINT_SLOW_MS=2000 " + kCrawler + " crawl --seeds " + dir +
                 "/seeds.txt --out " + out + " --set frontier.min_delay_s=0" + kExactDedup,
             dir + "/crawler.out");
+  testing::Reaper reap_pid(pid);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (!fs::exists(out + "/checkpoint.tmp") &&
          std::chrono::steady_clock::now() < deadline) {

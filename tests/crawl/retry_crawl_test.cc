@@ -81,7 +81,7 @@ TEST_CASE(
   }
   CHECK(checked > 20);
   // The stats count every attempt fetched again.
-  auto stats = boost::json::parse(testing::ReadText(dir + "/out/stats.json")).as_object();
+  auto stats = testing::ReadStats(dir + "/out");
   CHECK(stats.at("crawl").at("retries").to_number<uint64_t>() == not_final);
 
   // At the server: after a 429 (Retry-After: 1) the host waits 1 s; after a

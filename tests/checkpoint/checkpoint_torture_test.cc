@@ -80,7 +80,9 @@ TEST_CASE("Crash torture: kill -9 at random moments and resume, until the crawl 
         ".toml --set frontier.min_delay_s=0 --set checkpoint.interval_s=0.4" +
         kExactDedup;
     const std::string resume = env + kCrawler + " crawl --resume " + out;
-    std::mt19937 rng(std::random_device{}());
+    const unsigned seed = testing::TortureSeed("crash torture");
+    INFO("seed " << seed << " (CRAWLER_TORTURE_SEED)");
+    std::mt19937 rng(seed);
     std::uniform_int_distribution<int> wait_ms(300, 1200);
 
     int kills = 0, during_write = 0, runs = 0, exit_code = -1, first_compacted = 0;
@@ -88,6 +90,7 @@ TEST_CASE("Crash torture: kill -9 at random moments and resume, until the crawl 
     while (true) {
       REQUIRE(runs < 60);
       pid_t pid = Spawn(runs == 0 ? first : resume, dir + "/crawler.out");
+      testing::Reaper reap_pid(pid);
       ++runs;
       // At least 12 kills, one of them after a checkpoint that counted a
       // compaction: if none of the 12 was (under ASan with a build beside it,
@@ -246,12 +249,15 @@ TEST_CASE(
       " --set recrawl.min_interval_s=1 --set recrawl.max_interval_s=8" +
       kExactDedup;
   const std::string resume = env + kCrawler + " crawl --resume " + out;
-  std::mt19937 rng(std::random_device{}());
+  const unsigned seed = testing::TortureSeed("recrawl crash torture");
+  INFO("seed " << seed << " (CRAWLER_TORTURE_SEED)");
+  std::mt19937 rng(seed);
   std::uniform_int_distribution<int> wait_ms(300, 1500);
   int kills = 0, during_write = 0;
   for (int run = 0; kills < 10; ++run) {
     REQUIRE(run < 30);
     pid_t pid = Spawn(run == 0 ? first : resume, dir + "/crawler.out");
+    testing::Reaper reap_pid(pid);
     const bool want_write = kills % 3 == 2;
     auto start = std::chrono::steady_clock::now();
     auto deadline = start + std::chrono::milliseconds(want_write ? 5000 : wait_ms(rng));
@@ -284,6 +290,7 @@ TEST_CASE(
   // the pages captured whole were revisited (a host's revisits come after
   // its new URLs), then Ctrl-C (a continuous crawl's normal end).
   pid_t pid = Spawn(resume, dir + "/crawler.out");
+  testing::Reaper reap_pid(pid);
   std::set<std::string> fetched, whole, not_modified;
   for (int i = 0; i < 1200 && !(std::includes(fetched.begin(), fetched.end(),
                                               truth.begin(), truth.end()) &&

@@ -47,8 +47,8 @@ TEST_CASE(
   // Every entry was acknowledged after a checkpoint and trimmed: Redis keeps
   // nothing of a finished job's URLs.
   CommandResult left =
-      RunCommand("redis-cli -p " + std::to_string(c.redis.port()) +
-                 " EVAL \"local n = 0 for _, k in ipairs(redis.call('keys', ARGV[1])) do "
+      RunCommand(c.redis.CliPrefix() +
+                 "EVAL \"local n = 0 for _, k in ipairs(redis.call('keys', ARGV[1])) do "
                  "n = n + redis.call('xlen', k) end return n\" 0 'crawler:{three}:s:*'");
   INFO(left.output);
   CHECK(left.output == "0\n");
@@ -70,8 +70,7 @@ TEST_CASE(
   // Never declared done: the job's end would acknowledge stream entries as
   // of each node's last checkpoint, not its previous one (inbox.h).
   CHECK_THAT(c.Logs(), !Catch::Contains("is done (every node idle"));
-  CommandResult done = RunCommand("redis-cli -p " + std::to_string(c.redis.port()) +
-                                  " EXISTS crawler:{idle}:done");
+  CommandResult done = RunCommand(c.redis.CliPrefix() + "EXISTS crawler:{idle}:done");
   CHECK(done.output == "0\n");
   CHECK_THAT(c.Logs(), Catch::Contains("crawl stopped in"));
 }
@@ -96,9 +95,11 @@ TEST_CASE("Cluster: refusals and faults name what is wrong", "[cluster]") {
       "live node of one name") {
     // n1 joins and waits for two more nodes (min_nodes = 3).
     pid_t first = Spawn(NodeCommand(dir, redis.Url(), "job", "n1"), dir + "/n1.out");
-    for (int i = 0; i < 200 && RunCommand("redis-cli -p " + std::to_string(redis.port()) +
-                                          " exists crawler:{job}:meta")
-                                       .output.find('1') == std::string::npos;
+    testing::Reaper reap_first(first);
+    for (int i = 0;
+         i < 200 &&
+         RunCommand(redis.CliPrefix() + "exists crawler:{job}:meta").output.find('1') ==
+             std::string::npos;
          ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
@@ -124,7 +125,8 @@ TEST_CASE("Cluster: refusals and faults name what is wrong", "[cluster]") {
       "a signal while a node waits to join (its name's liveness key held) ends the "
       "wait: exit 1 at once, naming it, the job untouched") {
     pid_t first = Spawn(NodeCommand(dir, redis.Url(), "job", "n1"), dir + "/n1.out");
-    const std::string cli = "redis-cli -p " + std::to_string(redis.port()) + " ";
+    testing::Reaper reap_first(first);
+    const std::string cli = redis.CliPrefix();
     for (int i = 0;
          i < 200 && RunCommand(cli + "exists crawler:{job}:alive:n1").output.find('1') ==
                         std::string::npos;
@@ -138,6 +140,7 @@ TEST_CASE("Cluster: refusals and faults name what is wrong", "[cluster]") {
         NodeCommand(dir, redis.Url(), "job", "n1",
                     "--set cluster.heartbeat_s=10 --set cluster.lease_s=30", "n1-twin"),
         dir + "/twin.out");
+    testing::Reaper reap_twin(twin);
     const std::string said = "liveness key is held";
     for (int i = 0; i < 600 && ReadText(dir + "/n1-twin/crawler.log").find(said) ==
                                    std::string::npos;
@@ -194,7 +197,7 @@ TEST_CASE(
     "and a resumed node does not create it again",
     "[cluster][fault]") {
   ClusterCrawl c("cluster_lost", "lost", "--set frontier.min_delay_s=0.05");
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // started
+  WaitStarted(c);
   for (const std::string& n : kNodes) {
     INFO(n);
     auto perms =
@@ -220,9 +223,7 @@ TEST_CASE(
   CHECK_THAT(resumed.output, Catch::Contains("is not in Redis at"));
   CHECK_THAT(resumed.output, Catch::Contains("No new job is created"));
   // Nothing was created in the empty Redis.
-  CHECK(RunCommand("redis-cli -p " + std::to_string(c.redis.port()) +
-                   " EXISTS crawler:{lost}:meta")
-            .output == "0\n");
+  CHECK(RunCommand(c.redis.CliPrefix() + "EXISTS crawler:{lost}:meta").output == "0\n");
 }
 
 TEST_CASE(
@@ -231,7 +232,7 @@ TEST_CASE(
     "[cluster]") {
   ClusterCrawl c("cluster_redis_down", "down",
                  "--set frontier.min_delay_s=0.05 --set cluster.outbox_ram_urls=50");
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  WaitStarted(c);
   c.redis.Kill();
   // Down at least 1.5 s, and until some node spilled its held batches (up to
   // 20 s): a fixed 1.5 s was sometimes too short for an ASan build to hold
@@ -245,6 +246,15 @@ TEST_CASE(
   c.Finish();
   std::string logs = c.Logs();
   CHECK_THAT(logs, Catch::Contains("redis: down"));
+  // Each node lost its connection and made it again (the counter the
+  // Redis-full test reads as 0).
+  for (const std::string& n : kNodes) {
+    INFO(n);
+    CHECK(testing::ReadStats(c.dir + "/" + n)
+              .at("cluster")
+              .at("redis_reconnects")
+              .to_number<uint64_t>() >= 1);
+  }
   // While Redis was down, held batches went to spill files (over 50 URLs in
   // RAM), and were read back: none is left once the crawl is over.
   CHECK_THAT(logs, Catch::Contains("spilled to"));
@@ -299,8 +309,8 @@ TEST_CASE(
 // `job`.
 long MaxStreamLag(const RedisServer& redis, const std::string& job) {
   CommandResult r = RunCommand(
-      "redis-cli -p " + std::to_string(redis.port()) +
-      " EVAL \"local m = 0 for _, k in ipairs(redis.call('keys', ARGV[1])) do "
+      redis.CliPrefix() +
+      "EVAL \"local m = 0 for _, k in ipairs(redis.call('keys', ARGV[1])) do "
       "local l = redis.call('xlen', k) local p = redis.pcall('xpending', k, 'owners') "
       "if type(p) == 'table' and p.err == nil then l = l - p[1] end "
       "if l > m then m = l end end return m\" 0 'crawler:{" +
@@ -321,7 +331,7 @@ TEST_CASE(
   const std::string& dir = c.dir;
   std::vector<pid_t>& nodes = c.nodes;
   const RedisServer& redis = c.redis;
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // started
+  WaitStarted(c);
   auto spill_files = [&dir] { return FilesIn(dir + "/n1/cluster-outbox"); };
   ::kill(nodes[1], SIGSTOP);  // n2 reads nothing for 3 s, or until n1 spilled
   long max_lag = 0;
@@ -353,16 +363,6 @@ TEST_CASE(
   // above.)
 }
 
-// A number from redis-cli INFO's "name:value" lines (0 when absent).
-uint64_t RedisInfo(const RedisServer& redis, const std::string& name) {
-  std::string info =
-      RunCommand("redis-cli -p " + std::to_string(redis.port()) + " INFO memory").output;
-  size_t at = info.find("\n" + name + ":");
-  return at == std::string::npos
-             ? 0
-             : std::strtoull(info.c_str() + at + name.size() + 2, nullptr, 10);
-}
-
 TEST_CASE(
     "Cluster: Redis full (maxmemory, noeviction): sends wait in the outbox and on disk "
     "while heartbeats, commits, acks and trims go on; the truth set, once",
@@ -373,12 +373,12 @@ TEST_CASE(
                      std::string(kLongTimeouts),
                  std::max(1000u, EnvOr("CRAWLER_CLUSTER_PAGES", 2000)),
                  "--maxmemory-policy noeviction");
-  const std::string cli = "redis-cli -p " + std::to_string(c.redis.port()) + " ";
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // started
+  const std::string cli = c.redis.CliPrefix();
+  WaitStarted(c);
   // n2 stops reading: the others' batches for it fill Redis up to a limit
   // set just above what it holds now.
   ::kill(c.nodes[1], SIGSTOP);
-  const uint64_t limit = RedisInfo(c.redis, "used_memory") + 48 * 1024;
+  const uint64_t limit = c.redis.InfoNumber("used_memory", "memory") + 48 * 1024;
   REQUIRE(RunCommand(cli + "CONFIG SET maxmemory " + std::to_string(limit)).exit_code ==
           0);
   auto full_logged = [&] {
@@ -388,7 +388,8 @@ TEST_CASE(
   auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (!full_logged() && std::chrono::steady_clock::now() < until)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  INFO("used_memory " << RedisInfo(c.redis, "used_memory") << ", maxmemory " << limit);
+  INFO("used_memory " << c.redis.InfoNumber("used_memory", "memory") << ", maxmemory "
+                      << limit);
   REQUIRE(full_logged());
   // Full for 3 s: n1's and n3's liveness keys (3 heartbeats: 1.5 s) stay.
   bool alive = true;
@@ -403,13 +404,19 @@ TEST_CASE(
   // the held batches go out, under the same limit.
   ::kill(c.nodes[1], SIGCONT);
   c.Finish();
-  CHECK(RedisInfo(c.redis, "maxmemory") == limit);
+  CHECK(c.redis.InfoNumber("maxmemory", "memory") == limit);
   const std::string logs = c.Logs();
-  // A refusal is not a lost connection: no reconnect loop.
-  CHECK_THAT(logs, !Catch::Contains("lost"));
+  // A refusal is not a lost connection: no node reconnected.
+  for (const std::string& n : kNodes) {
+    INFO(n);
+    CHECK(testing::ReadStats(c.dir + "/" + n)
+              .at("cluster")
+              .at("redis_reconnects")
+              .to_number<uint64_t>() == 0);
+  }
   uint64_t refused = 0;
   for (const char* n : {"n1", "n3"})
-    refused += boost::json::parse(ReadText(c.dir + "/" + n + "/stats.json"))
+    refused += testing::ReadStats(c.dir + "/" + n)
                    .at("cluster")
                    .at("sends_refused")
                    .to_number<uint64_t>();
@@ -460,8 +467,14 @@ TEST_CASE(
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   REQUIRE(CheckpointSequence(c.dir + "/n2") >= 4);
   // Past the commit of that checkpoint (the exchange thread's next round),
-  // where the entries read since the one before were acknowledged, before.
-  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  // where the entries read since the one before were acknowledged, before:
+  // Redis's commits hash names it.
+  REQUIRE(testing::WaitFor(
+      [&] {
+        const std::string seq = c.redis.Cli("HGET crawler:{prev}:commits n2");
+        return !seq.empty() && seq != "\n" && std::stoull(seq) >= 4;
+      },
+      60));
   REQUIRE(::kill(c.nodes[1], SIGKILL) == 0);
   int status = 0;
   ::waitpid(c.nodes[1], &status, 0);
@@ -538,7 +551,7 @@ TEST_CASE(
                  "--set frontier.min_delay_s=0.05 --set cluster.lease_s=2" +
                      std::string(kLongTimeouts));
   const RedisServer& redis = c.redis;
-  std::this_thread::sleep_for(std::chrono::milliseconds(2000));  // started
+  WaitStarted(c);
   boost::json::object before = ClusterStats(redis, "zombie");
   uint64_t n2_shards = 0, seed_hosts = 0;
   for (const auto& n : before.at("nodes").as_array()) {
@@ -555,14 +568,21 @@ TEST_CASE(
   REQUIRE(n2_shards > 0);
   CHECK(before.at("leases").at("held").to_number<uint64_t>() == 64);
   ::kill(c.nodes[1], SIGSTOP);
-  std::this_thread::sleep_for(std::chrono::milliseconds(3000));  // past lease_s
-  // n2's leases expired and nobody may take them: its shards wait for it.
-  boost::json::object paused = ClusterStats(redis, "zombie");
-  // (Only n2's count: under a sanitizer n1 or n3 may miss a renewal too.)
+  // n2's leases expire (lease_s 2) and nobody may take them: its shards wait
+  // for it. (Only n2's count: under a sanitizer n1 or n3 may miss a renewal
+  // too.) Waited for in cluster-stats, up to 30 s.
   size_t n2_waiting = 0;
-  for (const auto& w : paused.at("leases").at("waiting").as_array())
-    n2_waiting += w.at("last_holder").as_string() == "n2";
-  CHECK(n2_waiting == n2_shards);
+  const bool all_waiting = testing::WaitFor(
+      [&] {
+        boost::json::object paused = ClusterStats(redis, "zombie");
+        n2_waiting = 0;
+        for (const auto& w : paused.at("leases").at("waiting").as_array())
+          n2_waiting += w.at("last_holder").as_string() == "n2";
+        return n2_waiting == n2_shards;
+      },
+      30);
+  INFO(n2_waiting << " of n2's " << n2_shards << " shards waiting for it");
+  CHECK(all_waiting);
   ::kill(c.nodes[1], SIGCONT);
   c.Finish();
   std::string log = ReadText(c.dir + "/n2/crawler.log");
@@ -571,8 +591,7 @@ TEST_CASE(
   CHECK_THAT(log, Catch::Contains("(epoch 2)"));
   boost::json::object after = ClusterStats(redis, "zombie");
   CHECK(after.at("leases").at("max_epoch").to_number<uint64_t>() >= 2);
-  boost::json::object stats =
-      boost::json::parse(ReadText(c.dir + "/n2/stats.json")).as_object();
+  boost::json::object stats = testing::ReadStats(c.dir + "/n2");
   CHECK(stats.at("cluster").at("lease_losses").to_number<uint64_t>() >= n2_shards);
 }
 

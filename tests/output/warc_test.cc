@@ -20,7 +20,7 @@
 
 #include "crawl_output.h"
 #include "output/cdxj.h"
-#include "output/sha1.h"
+#include "base/sha1.h"
 #include "run_command.h"
 
 namespace crawler::engine {

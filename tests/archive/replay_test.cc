@@ -20,6 +20,7 @@
 
 #include "crawl_output.h"
 #include "loopback.h"
+#include "nginx.h"
 #include "run_command.h"
 #include "testsite_crawl.h"
 #include "testsite_process.h"
@@ -39,45 +40,11 @@ constexpr const char* kReplayWebPage =
     "/usr/local/share/crawler-tests/replaywebpage-2.5.3";
 
 // Debian's nginx serving `root` over plain HTTP (with Range requests, which
-// ReplayWeb.page reads a WACZ with) on 127.0.0.1:port.
-class StaticServer {
- public:
-  StaticServer(const std::string& dir, const std::string& root)
-      : port_(testing::FreePort()) {
-    fs::create_directories(dir + "/tmp");
-    std::ofstream conf(dir + "/nginx.conf");
-    conf << "worker_processes 1;\ndaemon off;\npid " << dir << "/nginx.pid;\n"
-         << "error_log " << dir << "/error.log;\nevents { worker_connections 64; }\n"
-         << "http {\n  access_log " << dir << "/access.log;\n"
-         << "  types { text/html html; application/javascript js; application/zip wacz; "
-            "}\n";
-    for (const char* t : {"client_body", "proxy", "fastcgi", "uwsgi", "scgi"})
-      conf << "  " << t << "_temp_path " << dir << "/tmp;\n";
-    conf << "  server {\n    listen 127.0.0.1:" << port_ << ";\n    root " << root
-         << ";\n  }\n}\n";
-    conf.close();
-    pid_ = testing::Spawn("/usr/sbin/nginx -p " + dir + " -c " + dir + "/nginx.conf",
-                          dir + "/nginx.out");
-    for (int i = 0; i < 500; ++i) {
-      int fd = testing::ConnectLoopback(port_);
-      if (fd >= 0) {
-        ::close(fd);
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    FAIL("nginx did not start: " << testing::ReadText(dir + "/nginx.out"));
-  }
-  ~StaticServer() {
-    ::kill(pid_, SIGTERM);
-    testing::WaitExitFor(pid_, 10);
-  }
-  std::string Origin() const { return "http://127.0.0.1:" + std::to_string(port_); }
-
- private:
-  unsigned port_;
-  pid_t pid_ = -1;
-};
+// ReplayWeb.page reads a WACZ with).
+testing::NginxSite StaticSite(const std::string& root) {
+  return {.root = root,
+          .types = "text/html html; application/javascript js; application/zip wacz;"};
+}
 
 TEST_CASE(
     "Replay: a crawl's WACZ opened in ReplayWeb.page in headless Chromium shows each "
@@ -104,7 +71,7 @@ TEST_CASE(
   fs::copy_file(std::string(kReplayWebPage) + "/sw.js", www + "/replay/sw.js");
   fs::copy_file(std::string(CRAWLER_SOURCE_DIR) + "/tests/replay/index.html",
                 www + "/index.html");
-  StaticServer server(dir, www);
+  testing::Nginx server(dir, testing::FreePort(), StaticSite(www));
 
   const std::string origin = site.Origin(0);
   const std::vector<std::string> pages = {origin + "/", origin + "/p/1.html",
