@@ -385,6 +385,18 @@ bool UnknownCommand(CLI::App& app, int argc, char** argv) {
   return true;
 }
 
+CLI::App* AddClusterStats(CLI::App& app, std::string* redis, std::string* job,
+                          bool* as_json) {
+  CLI::App* cmd = app.add_subcommand(
+      "cluster-stats",
+      "report on a multi-machine crawl: nodes, shards, stream lag, memory");
+  // (A password comes from $CRAWLER_REDIS_PASSWORD, never from argv.)
+  cmd->add_option("redis", *redis, "redis://HOST:PORT")->required();
+  cmd->add_option("--job", *job, "the job ([cluster] job)")->capture_default_str();
+  cmd->add_flag("--json", *as_json, "print JSON instead of text");
+  return cmd;
+}
+
 CLI::App* AddWacz(CLI::App& app, std::string* out, std::string* wacz) {
   CLI::App* cmd = app.add_subcommand(
       "wacz",
@@ -441,14 +453,7 @@ int main(int argc, char** argv) {
   stats->add_option("--html", html,
                     "also write a self-contained HTML report with charts to FILE");
   std::string cluster_redis, cluster_job = "crawl";
-  CLI::App* cluster_stats = app.add_subcommand(
-      "cluster-stats",
-      "report on a multi-machine crawl: nodes, shards, stream lag, memory");
-  // (A password comes from $CRAWLER_REDIS_PASSWORD, never from argv.)
-  cluster_stats->add_option("redis", cluster_redis, "redis://HOST:PORT")->required();
-  cluster_stats->add_option("--job", cluster_job, "the job ([cluster] job)")
-      ->capture_default_str();
-  cluster_stats->add_flag("--json", as_json, "print JSON instead of text");
+  CLI::App* cluster_stats = AddClusterStats(app, &cluster_redis, &cluster_job, &as_json);
   crawler::parsers::UrlOptions
       url_options;  // the lossy rules: off unless asked, as in [url]
   AddNormalize(app, &base, &urls, &url_options);
