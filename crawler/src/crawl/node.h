@@ -26,8 +26,14 @@
 
 namespace crawler::engine {
 
-class Node : public Placement {
+// Node's parts, split by what calls them: the Run thread's life of the
+// node, the checkpointer's hooks, a resume's restores, and the figures the
+// report and /metrics read.
+
+// Start, failure, leave: the Run thread's.
+class NodeLife {
  public:
+  virtual ~NodeLife() = default;
   // Waits until the job has started, then starts the exchange. `local_idle`
   // tells whether this node has nothing to do (called from another thread).
   [[nodiscard]] virtual Status Start(const std::atomic<bool>& stop,
@@ -50,30 +56,49 @@ class Node : public Placement {
   // On the way out (SIGTERM): give the shards up once the last checkpoint is
   // committed, so the others take them over at once.
   virtual void LeaveOnStop() = 0;
+};
 
-  // Checkpoints. OnCut (gate closed): the outbox, every URL not yet durable
-  // elsewhere, which the checkpoint holds. OnPublished: `sequence` is on disk.
+// The checkpointer's hooks. OnCut (gate closed): the outbox, every URL not
+// yet durable elsewhere, which the checkpoint holds. OnPublished: `sequence`
+// is on disk. A checkpoint is wanted now / none may be cut now.
+class CheckpointHooks {
+ public:
+  virtual ~CheckpointHooks() = default;
   virtual OutboxCut OnCut(uint64_t sequence) = 0;
   virtual void OnPublished(uint64_t sequence) = 0;
-  // A checkpoint is wanted now / none may be cut now.
   virtual bool CheckpointWanted() const = 0;
   virtual bool CommitPending() const = 0;
   virtual bool HoldCuts() const = 0;
+};
 
-  // A resume: this node's checkpoint state, restored at Start for the shards
-  // it still holds; its outbox and spill files, sent again. Errors: a
-  // malformed file, named.
+// A resume: this node's checkpoint state, restored at Start for the shards
+// it still holds; its outbox and spill files, sent again. Errors: a
+// malformed file, named.
+class NodeRestore {
+ public:
+  virtual ~NodeRestore() = default;
   virtual void StashOwn(ShardState own) = 0;
   [[nodiscard]] virtual Status RestoreOutbox(const std::string& text,
                                              const std::string& path) = 0;
   [[nodiscard]] virtual Status RestoreSpill() = 0;
+};
 
-  // Figures: the crawl's own, published with the node's; the node's, for
-  // stats.json and /metrics.
+// Figures: the crawl's own, published with the node's; the node's, for
+// stats.json and /metrics.
+class NodeFigures {
+ public:
+  virtual ~NodeFigures() = default;
   virtual void SetCrawlFigures(uint64_t pages, double pages_per_s) = 0;
   virtual ClusterReport figures() const = 0;
   virtual ClusterHealth health() const = 0;
 };
+
+// A node: the workers' Placement and the crawl's four parts.
+class Node : public Placement,
+             public NodeLife,
+             public CheckpointHooks,
+             public NodeRestore,
+             public NodeFigures {};
 
 // How a crawl whose config sets cluster.redis gets its Node.
 struct NodeJoiner {

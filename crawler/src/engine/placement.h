@@ -55,11 +55,17 @@ struct ShardState {
   History::Records history;
 };
 
-class Placement {
- public:
-  virtual ~Placement() = default;
+// The interface is split by what calls it: routing (admission, fetch,
+// robots.txt, sitemaps, the history's moves), arrivals (the inbox; the
+// worker's loop),
+// shard moves (takeover, resume and handoff, the worker's loop), and the
+// end of the job. A Placement is all four; a caller names the part it uses.
 
-  // Routing. Does this node own `url`'s host now? The shard of a host key
+// Where a host lives now.
+class Routing {
+ public:
+  virtual ~Routing() = default;
+  // Does this node own `url`'s host now? The shard of a host key
   // (frontier::HostKey). May this node fetch `host_key`'s URLs now?
   virtual bool Owns(std::string_view url) const = 0;
   virtual uint32_t ShardOf(std::string_view host_key) const = 0;
@@ -71,22 +77,30 @@ class Placement {
   // stops). A shard being handed over is not Fetchable but not Lapsed: its
   // fetches in flight end (the drain).
   virtual bool Lapsed(std::string_view host_key) const = 0;
+  // Is `url`'s shard being handed over (its URLs go to its new owner)?
+  virtual bool Handing(std::string_view url) const = 0;
   // Queues URLs for their owners (none of them this node's).
   virtual void Ship(const std::vector<frontier::UrlEntry>& entries) = 0;
+};
 
-  // What other nodes sent here: to admit now (the inbox is emptied), then
-  // Admitted once they are in the frontier (until then the node is busy).
+// What other nodes sent here: to admit now (the inbox is emptied), then
+// Admitted once they are in the frontier (until then the node is busy).
+class Arrivals {
+ public:
+  virtual ~Arrivals() = default;
   virtual bool InboxEmpty() const = 0;
   virtual std::vector<frontier::UrlEntry> TakeInbox() = 0;
   virtual void Admitted() = 0;
-  // Is `url`'s shard being handed over (its URLs go to its new owner)?
-  virtual bool Handing(std::string_view url) const = 0;
+};
 
+// Shards arriving and leaving.
+class ShardMoves {
+ public:
+  virtual ~ShardMoves() = default;
   // Takeover and resume: shards to restore into this node's frontier, host
   // table and filter, then ShardsLoaded (they are owned from then on).
   virtual std::optional<ShardState> TakeShardState() = 0;
   virtual void ShardsLoaded(const std::vector<uint32_t>& shards) = 0;
-
   // Handoff: is any shard being handed over? Shards to drain (no fetch of
   // their hosts in flight), reported Drained; shards given up, whose queued
   // URLs are dropped here, reported Dropped.
@@ -95,7 +109,11 @@ class Placement {
   virtual void Drained(const std::vector<uint32_t>& shards) = 0;
   virtual std::vector<uint32_t> TakeReleased() = 0;
   virtual void Dropped(const std::vector<uint32_t>& shards, uint64_t urls) = 0;
+};
 
+// What the workers hold: the three parts, and the job's end.
+class Placement : public Routing, public Arrivals, public ShardMoves {
+ public:
   // The whole job is over (every node idle, everything sent applied).
   virtual bool Done() const = 0;
 };

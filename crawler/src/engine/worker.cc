@@ -29,26 +29,26 @@ void Worker::Loop(const std::atomic<bool>& stop) {
   while (!stop.load() && !p_.state.failed()) {
     auto due = [&]() -> Result<std::optional<Clock::time_point>> {
       GateUnit unit(p_.gate);
-      if (p_.cluster != nullptr) {
-        if (p_.cluster->HandoffWork()) {
+      if (p_.placement != nullptr) {
+        if (p_.placement->HandoffWork()) {
           Status st = HandOff(unit.pass());
           if (!st.ok()) return st;
         }
         // Shards taken over from a dead or leaving node.
-        if (std::optional<ShardState> taken = p_.cluster->TakeShardState()) {
+        if (std::optional<ShardState> taken = p_.placement->TakeShardState()) {
           Status st = RestoreShards(unit.pass(), std::move(*taken));
           if (!st.ok()) return st;
         }
       }
-      if (p_.cluster != nullptr && !p_.cluster->InboxEmpty()) {
+      if (p_.placement != nullptr && !p_.placement->InboxEmpty()) {
         // URLs other nodes found for this node's hosts (those of a shard
         // being handed over meanwhile: to its stream, for its new owner).
         std::vector<frontier::UrlEntry> mine, theirs;
-        for (frontier::UrlEntry& e : p_.cluster->TakeInbox())
-          (p_.cluster->Handing(e.url) ? theirs : mine).push_back(std::move(e));
-        if (!theirs.empty()) p_.cluster->Ship(theirs);
+        for (frontier::UrlEntry& e : p_.placement->TakeInbox())
+          (p_.placement->Handing(e.url) ? theirs : mine).push_back(std::move(e));
+        if (!theirs.empty()) p_.placement->Ship(theirs);
         Status st = Admit(unit.pass(), std::move(mine));
-        p_.cluster->Admitted();
+        p_.placement->Admitted();
         if (!st.ok()) return st;
       }
       StartDueRobots(unit.pass());
@@ -111,7 +111,7 @@ bool Worker::Finished(const Gate::Pass&) const {
   return p_.state.busy.load() == 0 &&
          (p_.state.max_pages_hit.load() ||
           (p_.frontier.Empty() && p_.history == nullptr)) &&
-         (p_.cluster == nullptr || p_.cluster->Done());
+         (p_.placement == nullptr || p_.placement->Done());
 }
 
 Status Worker::RestoreShards(const Gate::Pass& pass, ShardState s) {
@@ -136,8 +136,8 @@ Status Worker::RestoreShards(const Gate::Pass& pass, ShardState s) {
   // not owned until ShardsLoaded: theirs go through their streams).
   std::vector<frontier::UrlEntry> mine, theirs;
   for (frontier::UrlEntry& e : s.outbox)
-    (p_.cluster->Owns(e.url) ? mine : theirs).push_back(std::move(e));
-  if (!theirs.empty()) p_.cluster->Ship(theirs);
+    (p_.placement->Owns(e.url) ? mine : theirs).push_back(std::move(e));
+  if (!theirs.empty()) p_.placement->Ship(theirs);
   st = Admit(pass, std::move(mine));
   if (!st.ok()) return st;
   {
@@ -146,7 +146,7 @@ Status Worker::RestoreShards(const Gate::Pass& pass, ShardState s) {
     MutexLock moving(p_.state.shards_moving);
     st = HistoryArrives(s);
     if (!st.ok()) return st;
-    p_.cluster->ShardsLoaded(s.shards);
+    p_.placement->ShardsLoaded(s.shards);
   }
   spdlog::info(
       "cluster: {} {} shards from {}: {} hosts, {} URLs queued, {} of {} seen URLs new "
@@ -158,24 +158,24 @@ Status Worker::RestoreShards(const Gate::Pass& pass, ShardState s) {
 }
 
 Status Worker::HandOff(const Gate::Pass& pass) {
-  std::vector<uint32_t> drop = p_.cluster->TakeReleased();
+  std::vector<uint32_t> drop = p_.placement->TakeReleased();
   if (!drop.empty()) {
     std::sort(drop.begin(), drop.end());
     uint64_t urls = p_.frontier.DropHosts([&](std::string_view host) {
-      return std::binary_search(drop.begin(), drop.end(), p_.cluster->ShardOf(host));
+      return std::binary_search(drop.begin(), drop.end(), p_.placement->ShardOf(host));
     });
     Status st = EraseShardHistory(drop);
     if (!st.ok()) return st;
-    p_.cluster->Dropped(drop, urls);
+    p_.placement->Dropped(drop, urls);
   }
-  std::vector<uint32_t> draining = p_.cluster->Draining();
+  std::vector<uint32_t> draining = p_.placement->Draining();
   if (draining.empty()) return Status::Ok();
   // The shards with a page or robots.txt fetch in flight (the predicates
   // only note them) are not drained yet.
   std::sort(draining.begin(), draining.end());
   std::vector<uint32_t> busy;
   auto note = [&](std::string_view host) {
-    uint32_t s = p_.cluster->ShardOf(host);
+    uint32_t s = p_.placement->ShardOf(host);
     if (std::binary_search(draining.begin(), draining.end(), s)) busy.push_back(s);
     return false;
   };
@@ -185,7 +185,7 @@ Status Worker::HandOff(const Gate::Pass& pass) {
   std::vector<uint32_t> drained;
   std::set_difference(draining.begin(), draining.end(), busy.begin(), busy.end(),
                       std::back_inserter(drained));
-  if (!drained.empty()) p_.cluster->Drained(drained);
+  if (!drained.empty()) p_.placement->Drained(drained);
   return Status::Ok();
 }
 
@@ -211,7 +211,7 @@ Result<std::optional<Clock::time_point>> Worker::StartFetches(const Gate::Pass& 
       break;
     }
     frontier::Lease lease = std::move(*popped.value());
-    if (p_.cluster != nullptr && !p_.cluster->Fetchable(lease.host)) {
+    if (p_.placement != nullptr && !p_.placement->Fetchable(lease.host)) {
       // Its shard's lease is not held (expired, or lost): not fetched; the
       // host is asked again a little later.
       p_.frontier.Defer(lease, Clock::now() + std::chrono::milliseconds(200));
@@ -487,7 +487,7 @@ Status Worker::OfferLinks(const Gate::Pass& pass, const frontier::UrlEntry& e,
       // Another cluster node's host: to its owner.
       frontier::UrlEntry entry{url, depth, e.url, redirects};
       entry.kind = kind;
-      (p_.cluster != nullptr && !p_.cluster->Owns(url) ? theirs : next)
+      (p_.placement != nullptr && !p_.placement->Owns(url) ? theirs : next)
           .push_back(std::move(entry));
     }
   };
@@ -528,7 +528,7 @@ Status Worker::OfferLinks(const Gate::Pass& pass, const frontier::UrlEntry& e,
   }
   p_.counters.Add(&CrawlSummary::too_deep, too_deep);
   p_.counters.Add(&CrawlSummary::out_of_scope, out_of_scope);
-  if (!theirs.empty()) p_.cluster->Ship(theirs);
+  if (!theirs.empty()) p_.placement->Ship(theirs);
   return Admit(pass, std::move(next));
 }
 

@@ -130,9 +130,9 @@ struct WorkerParts {
   Gate& gate;
   ResultQueue& results;
   RunState& state;
-  Placement* cluster;  // null: a single-machine crawl (placement.h)
-  SeenLog* seen;       // a cluster node's with shared_dir; else null
-  History* history;    // [recrawl] on: the URL history (worker_history.cc); else null
+  Placement* placement;  // null: a single-machine crawl (placement.h)
+  SeenLog* seen;         // a cluster node's with shared_dir; else null
+  History* history;      // [recrawl] on: the URL history (worker_history.cc); else null
   // Where bodies past fetch.spool_body_bytes wait (OUT/spool; "": in RAM).
   std::string spool_dir = {};
   Resolver* resolver = nullptr;  // the crawler's DNS; null: libcurl resolves

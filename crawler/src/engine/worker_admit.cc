@@ -69,7 +69,7 @@ Status Worker::Admit(const Gate::Pass& pass, std::vector<frontier::UrlEntry> ent
   if (p_.seen != nullptr) {
     for (const frontier::UrlEntry& e : entries)
       seen.push_back(
-          {p_.cluster->ShardOf(frontier::HostKey(e.url)), dedup::HashKey(e.url)});
+          {p_.placement->ShardOf(frontier::HostKey(e.url)), dedup::HashKey(e.url)});
   }
   const bool want_inserted = p_.seen != nullptr || !domains.empty();
   auto admitted = p_.frontier.Admit(std::move(entries), p_.filter,

@@ -109,8 +109,8 @@ Status Worker::HistoryArrives(const ShardState& s) {
     std::sort(kept.begin(), kept.end());
     return EraseHistoryIf([&](std::string_view url) {
       return !std::binary_search(kept.begin(), kept.end(),
-                                 p_.cluster->ShardOf(frontier::HostKey(url))) &&
-             !p_.cluster->Owns(url);
+                                 p_.placement->ShardOf(frontier::HostKey(url))) &&
+             !p_.placement->Owns(url);
     });
   }
   for (const auto& [url, r] : s.history) {
@@ -129,7 +129,7 @@ Status Worker::EraseShardHistory(const std::vector<uint32_t>& shards) {
   MutexLock moving(p_.state.shards_moving);
   return EraseHistoryIf([&](std::string_view url) {
     return std::binary_search(shards.begin(), shards.end(),
-                              p_.cluster->ShardOf(frontier::HostKey(url)));
+                              p_.placement->ShardOf(frontier::HostKey(url)));
   });
 }
 

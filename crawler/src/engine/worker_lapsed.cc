@@ -28,10 +28,10 @@ Status Worker::Abandoned(const Completed& c) {
 
 void Worker::AbandonLapsed() {
   auto now = Clock::now();
-  if (p_.cluster == nullptr || now < next_lapse_check_) return;
+  if (p_.placement == nullptr || now < next_lapse_check_) return;
   next_lapse_check_ = now + std::chrono::milliseconds(50);
   size_t n = fetcher_->Abandon([this](const std::string& url) {
-    return p_.cluster->Lapsed(frontier::HostKey(url));
+    return p_.placement->Lapsed(frontier::HostKey(url));
   });
   if (n > 0)
     spdlog::info("cluster: {} fetches abandoned: their shards' leases lapsed", n);

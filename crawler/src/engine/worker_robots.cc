@@ -65,7 +65,7 @@ void Worker::AddWaitingRobots() {
   while (!robots_waiting_.empty() && fetcher_->Running() < max_running_ &&
          looked++ < 256) {
     RobotsRetry r = NextWaiting();
-    if (p_.cluster != nullptr && p_.cluster->Lapsed(r.host)) {
+    if (p_.placement != nullptr && p_.placement->Lapsed(r.host)) {
       // Its shard's lease lapsed (this node paused or cut off from Redis):
       // asked again later, like a retry. Renewed, it is fetched; lost, this
       // node stops and the new owner fetches it.

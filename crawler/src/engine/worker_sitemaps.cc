@@ -28,11 +28,11 @@ Status Worker::OfferSitemaps(const Gate::Pass& pass, const std::string& host,
     }
     frontier::UrlEntry e{*url, 0, robots, 0};
     e.kind = frontier::UrlEntry::Kind::kSitemap;
-    (p_.cluster != nullptr && !p_.cluster->Owns(*url) ? theirs : mine)
+    (p_.placement != nullptr && !p_.placement->Owns(*url) ? theirs : mine)
         .push_back(std::move(e));
   }
   p_.counters.Add(&CrawlSummary::out_of_scope, out_of_scope);
-  if (!theirs.empty()) p_.cluster->Ship(theirs);
+  if (!theirs.empty()) p_.placement->Ship(theirs);
   return Admit(pass, std::move(mine));
 }
 
