@@ -351,7 +351,7 @@ Status ScheduleDue(Crawl::Impl& m) {
   // node's record of a shard not owned here now, being handed over (its
   // record travels in the handoff's checkpoint) or arriving (a takeover's
   // import, before ShardsLoaded), is due a second later: by then it is
-  // owned, or gone with its shard (worker_history.cc).
+  // owned, or gone with its shard (revisits.h).
   auto taken = m.history->TakeDue(now, 1000, [&](std::string_view url) -> uint64_t {
     return m.cluster == nullptr || m.cluster->Owns(url) ? 0 : now + 1000;
   });

@@ -1,6 +1,6 @@
 // What one visit of a URL does to its history record when the crawl
 // revisits ([recrawl], docs/recrawl.md): the pure rules, without I/O, so
-// each is unit-tested alone. The worker applies them (worker_history.cc).
+// each is unit-tested alone. The worker applies them (revisits.h).
 //
 //   before a fetch   ConditionalHeaders: If-None-Match (its ETag) and
 //                    If-Modified-Since (its Last-Modified) from the record;

@@ -144,7 +144,7 @@ Status Worker::RestoreShards(const Gate::Pass& pass, ShardState s) {
     // Their URL history, and ownership, at once: the Run thread's scheduler
     // postpones what this node does not own yet (crawl.cc, ScheduleDue).
     MutexLock moving(p_.state.shards_moving);
-    st = HistoryArrives(s);
+    st = revisits_.Arrive(s);
     if (!st.ok()) return st;
     p_.placement->ShardsLoaded(s.shards);
   }
@@ -164,7 +164,7 @@ Status Worker::HandOff(const Gate::Pass& pass) {
     uint64_t urls = p_.frontier.DropHosts([&](std::string_view host) {
       return std::binary_search(drop.begin(), drop.end(), p_.placement->ShardOf(host));
     });
-    Status st = EraseShardHistory(drop);
+    Status st = revisits_.Erase(drop);
     if (!st.ok()) return st;
     p_.placement->Dropped(drop, urls);
   }
@@ -222,7 +222,7 @@ Result<std::optional<Clock::time_point>> Worker::StartFetches(const Gate::Pass& 
     HostTable::PageDecision d = p_.hosts.DecidePage(pass, lease.host, path, Clock::now());
     if (d.refresh_robots) StartRobots(pass, lease.host, lease.host + "/robots.txt", 0);
     // [recrawl]: the URL's history record, if it is a revisit.
-    auto recalled = Recall(lease.entry.url);
+    auto recalled = revisits_.Recall(lease.entry.url);
     if (!recalled.ok()) return recalled.status();
     std::optional<HistoryRecord> before = std::move(recalled).value();
     // A URL the history holds is revisited anyway: not forgotten (a later
@@ -279,7 +279,7 @@ Status Worker::Skip(const frontier::Lease& lease, const char* why,
   }
   p_.frontier.Release(lease);
   p_.state.busy.fetch_sub(1);
-  Status st = Postpone(lease.entry.url);
+  Status st = revisits_.Postpone(lease.entry.url);
   if (!st.ok()) return st;
   return p_.log.Append(
       {lease.entry.url, 0, nullptr, lease.entry.depth, lease.entry.referrer, why, false});
@@ -323,7 +323,7 @@ Worker::Prepared Worker::Prepare(const Completed& c) const {
                 .truncated = r.truncated,
                 .revisit = std::nullopt,
                 .payload_digest = {}};
-    ClassifyVisit(c, &ex, &p.visit);
+    Revisits::Classify(c.before ? &*c.before : nullptr, r, &ex, &p.visit);
     p.warc = p_.warc.Prepare(ex);
   }
   bool html = r.content_type == "text/html" || r.content_type == "application/xhtml+xml";
@@ -457,7 +457,16 @@ Status Worker::FinishPage(const Gate::Pass& pass, const Completed& c, const Prep
       if (!c.before) Forget(pass, e.url);  // a revisit stays in the history
     }
     p_.frontier.Done(c.lease, now, r.seconds, v.signal);
-    st = Remember(pass, c, p);
+    bool forget = false;
+    st = revisits_.Remember({.result = r,
+                             .entry = e,
+                             .before = c.before ? &*c.before : nullptr,
+                             .kind = p.visit,
+                             .response_id = p.warc.response_id,
+                             .payload_digest = p.warc.payload_digest,
+                             .date = p.date},
+                            &forget);
+    if (forget) Forget(pass, e.url);
   }
   LogIfParked(c.lease.host, r);
   if (!st.ok() || !v.final) return st;

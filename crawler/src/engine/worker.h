@@ -44,6 +44,7 @@
 #include "engine/host_table.h"
 #include "engine/placement.h"
 #include "engine/recrawl.h"
+#include "engine/revisits.h"
 #include "engine/scope.h"
 #include "frontier/frontier.h"
 #include "output/fetch_log.h"
@@ -70,7 +71,7 @@ class RunState {
   std::atomic<double> recrawl_mu{0};
   // [recrawl] in a cluster: a shard's URL history arriving (the import
   // through ShardsLoaded) and records of shards given up being erased, one
-  // at a time (worker_history.cc).
+  // at a time (revisits.h).
   Mutex shards_moving;
 
   // The first error stops the crawl; later ones are dropped.
@@ -132,7 +133,7 @@ struct WorkerParts {
   RunState& state;
   Placement* placement;  // null: a single-machine crawl (placement.h)
   SeenLog* seen;         // a cluster node's with shared_dir; else null
-  History* history;      // [recrawl] on: the URL history (worker_history.cc); else null
+  History* history;      // [recrawl] on: the URL history (revisits.h); else null
   // Where bodies past fetch.spool_body_bytes wait (OUT/spool; "": in RAM).
   std::string spool_dir = {};
   Resolver* resolver = nullptr;  // the crawler's DNS; null: libcurl resolves
@@ -141,7 +142,11 @@ struct WorkerParts {
 class Worker {
  public:
   Worker(const WorkerParts& parts, std::unique_ptr<Fetcher> fetcher, size_t max_running)
-      : p_(parts), fetcher_(std::move(fetcher)), max_running_(max_running) {}
+      : p_(parts),
+        revisits_({parts.config, parts.history, parts.counters, parts.state.recrawl_mu,
+                   parts.state.shards_moving, parts.placement}),
+        fetcher_(std::move(fetcher)),
+        max_running_(max_running) {}
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
 
@@ -188,25 +193,6 @@ class Worker {
   Result<std::optional<frontier::Clock::time_point>> StartFetches(const Gate::Pass& pass);
   bool StartPage(const Gate::Pass& pass, frontier::Lease lease,
                  std::optional<HistoryRecord> before);
-  // [recrawl] (worker_history.cc). The history record of a page about to be
-  // fetched (none: recrawl off, or its first fetch).
-  [[nodiscard]] Result<std::optional<HistoryRecord>> Recall(const std::string& url) const;
-  // A final page result into the history: the visit counted, the record's
-  // validators, capture and next due time; a URL gone long enough forgotten.
-  [[nodiscard]] Status Remember(const Gate::Pass& pass, const Completed& c,
-                                const Prepared& p);
-  // A revisit not fetched (robots, the page cap): due again an interval on.
-  [[nodiscard]] Status Postpone(const std::string& url);
-  // A cluster node's shards on the move (docs/cluster.md): a takeover's
-  // records into the history; on a resume's own restore, the records of the
-  // shards other nodes took meanwhile erased (theirs now). REQUIRES:
-  // RunState::shards_moving held.
-  [[nodiscard]] Status HistoryArrives(const ShardState& s);
-  // The records of shards given up (sorted) leave the history.
-  [[nodiscard]] Status EraseShardHistory(const std::vector<uint32_t>& shards);
-  [[nodiscard]] Status EraseHistoryIf(const std::function<bool(std::string_view)>& pred);
-  // The revisit record a response is written as, if any (Prepare).
-  static void ClassifyVisit(const Completed& c, Exchange* ex, VisitKind* visit);
   // `counter` null: counted by Counters::Guarded, as `why`.
   [[nodiscard]] Status Skip(const frontier::Lease& lease, const char* why,
                             uint64_t CrawlSummary::*counter);
@@ -247,6 +233,7 @@ class Worker {
   void StartDueRobots(const Gate::Pass& pass);
 
   WorkerParts p_;
+  Revisits revisits_;  // [recrawl]: the URL history's side of each fetch
   std::unique_ptr<Fetcher> fetcher_;
   const size_t max_running_;
   std::vector<Completed> completed_;  // filled by fetcher callbacks, this thread only

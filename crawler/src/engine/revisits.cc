@@ -1,6 +1,6 @@
-// The worker's side of continuous crawling ([recrawl]): the URL history
-// read before a fetch and written after it (engine/recrawl.h has the rules,
-// output/history.h the store). See worker.h.
+// See revisits.h.
+#include "engine/revisits.h"
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -8,7 +8,6 @@
 #include <optional>
 
 #include "base/sha1.h"
-#include "engine/worker.h"
 
 namespace crawler::engine {
 namespace {
@@ -27,27 +26,28 @@ std::optional<uint64_t> IntervalOf(const HistoryRecord* r) {
 
 }  // namespace
 
-Result<std::optional<HistoryRecord>> Worker::Recall(const std::string& url) const {
+Result<std::optional<HistoryRecord>> Revisits::Recall(const std::string& url) const {
   if (p_.history == nullptr) return std::optional<HistoryRecord>();
   return p_.history->Get(url);
 }
 
-void Worker::ClassifyVisit(const Completed& c, Exchange* ex, VisitKind* visit) {
-  const HistoryRecord* before = c.before ? &*c.before : nullptr;
-  if (before != nullptr && c.result.status == 200)
-    ex->payload_digest = WarcDigest(c.result.body);  // computed once, kept by Prepare
-  ex->revisit = RevisitFor(before, c.result.status, ex->payload_digest);
-  *visit = KindOf(before, c.result.status, ex->revisit);
+void Revisits::Classify(const HistoryRecord* before, const FetchResult& r, Exchange* ex,
+                        VisitKind* visit) {
+  if (before != nullptr && r.status == 200)
+    ex->payload_digest = WarcDigest(r.body);  // computed once, kept by Prepare
+  ex->revisit = RevisitFor(before, r.status, ex->payload_digest);
+  *visit = KindOf(before, r.status, ex->revisit);
 }
 
-Status Worker::Remember(const Gate::Pass& pass, const Completed& c, const Prepared& p) {
+Status Revisits::Remember(const Visit& v, bool* forget) {
+  *forget = false;
   if (p_.history == nullptr) return Status::Ok();
-  const FetchResult& r = c.result;
-  const frontier::UrlEntry& e = c.lease.entry;
-  const HistoryRecord* before = c.before ? &*c.before : nullptr;
+  const FetchResult& r = v.result;
+  const frontier::UrlEntry& e = v.entry;
+  const HistoryRecord* before = v.before;
   // A URL that never answered is not kept (given up: forgotten, worker.h).
   if (r.status == 0 && before == nullptr) return Status::Ok();
-  switch (p.visit) {
+  switch (v.kind) {
     case VisitKind::kNotModified:
       p_.counters.Add(&CrawlSummary::revisits_not_modified);
       p_.counters.Add(&CrawlSummary::revisit_bytes_saved, before->bytes);
@@ -64,21 +64,20 @@ Status Worker::Remember(const Gate::Pass& pass, const Completed& c, const Prepar
       break;
   }
   // Only a full capture is what later revisits refer to.
-  const bool full = p.visit == VisitKind::kFirst || p.visit == VisitKind::kChanged;
+  const bool full = v.kind == VisitKind::kFirst || v.kind == VisitKind::kChanged;
   VisitFacts f{.now_ms = UnixMs(),
                .status = r.status,
-               .kind = p.visit,
+               .kind = v.kind,
                .etag = r.etag,
                .last_modified = r.last_modified,
-               .record_id = full ? std::string_view(p.warc.response_id) : "",
-               .payload_digest = p.warc.payload_digest,
+               .record_id = full ? v.response_id : "",
+               .payload_digest = v.payload_digest,
                .uri = r.url,
-               .capture_ms = UnixMs(p.date),
+               .capture_ms = UnixMs(v.date),
                .bytes = r.body.size(),
                .depth = e.depth,
                .url_kind = static_cast<uint8_t>(e.kind)};
-  HistoryRecord next =
-      NextRecord(before, f, p_.config.recrawl, p_.state.recrawl_mu.load());
+  HistoryRecord next = NextRecord(before, f, p_.config.recrawl, p_.mu.load());
   if (!ShouldForget(next, p_.config.recrawl)) {
     CountInterval(p_.counters, IntervalOf(before), next.interval_ms);
     return p_.history->Put(e.url, next);
@@ -87,11 +86,11 @@ Status Worker::Remember(const Gate::Pass& pass, const Completed& c, const Prepar
   spdlog::info("{}: gone ({}) on {} visits in a row: forgotten", e.url, r.status,
                next.gone);
   p_.counters.Add(&CrawlSummary::history_forgotten);
-  Forget(pass, e.url);
+  *forget = true;
   return p_.history->Erase(e.url);
 }
 
-Status Worker::Postpone(const std::string& url) {
+Status Revisits::Postpone(const std::string& url) {
   if (p_.history == nullptr) return Status::Ok();
   auto record = p_.history->Get(url);
   if (!record.ok() || !record->has_value()) return record.status();
@@ -100,17 +99,17 @@ Status Worker::Postpone(const std::string& url) {
   return p_.history->Put(url, r);
 }
 
-Status Worker::HistoryArrives(const ShardState& s) {
+Status Revisits::Arrive(const ShardState& s) {
   if (p_.history == nullptr) return Status::Ok();
   if (s.own) {
     // --resume restored this node's whole history; the shards it did not
     // get back are another node's now, with their records.
     std::vector<uint32_t> kept = s.shards;
     std::sort(kept.begin(), kept.end());
-    return EraseHistoryIf([&](std::string_view url) {
+    return EraseIf([&](std::string_view url) {
       return !std::binary_search(kept.begin(), kept.end(),
-                                 p_.placement->ShardOf(frontier::HostKey(url))) &&
-             !p_.placement->Owns(url);
+                                 p_.routing->ShardOf(frontier::HostKey(url))) &&
+             !p_.routing->Owns(url);
     });
   }
   for (const auto& [url, r] : s.history) {
@@ -124,18 +123,18 @@ Status Worker::HistoryArrives(const ShardState& s) {
   return Status::Ok();
 }
 
-Status Worker::EraseShardHistory(const std::vector<uint32_t>& shards) {
+Status Revisits::Erase(const std::vector<uint32_t>& shards) {
   if (p_.history == nullptr) return Status::Ok();
-  MutexLock moving(p_.state.shards_moving);
-  return EraseHistoryIf([&](std::string_view url) {
+  MutexLock moving(p_.shards_moving);
+  return EraseIf([&](std::string_view url) {
     return std::binary_search(shards.begin(), shards.end(),
-                              p_.placement->ShardOf(frontier::HostKey(url)));
+                              p_.routing->ShardOf(frontier::HostKey(url)));
   });
 }
 
 // A walk of the whole history: O(records) per shard move (not yet measured
 // on a big history: docs/recrawl.md).
-Status Worker::EraseHistoryIf(const std::function<bool(std::string_view)>& pred) {
+Status Revisits::EraseIf(const std::function<bool(std::string_view)>& pred) {
   std::vector<std::pair<std::string, uint64_t>> gone;  // URL, interval
   Status st = p_.history->ForEach([&](std::string_view url, const HistoryRecord& r) {
     if (pred(url)) gone.emplace_back(std::string(url), r.interval_ms);
