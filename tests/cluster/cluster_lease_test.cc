@@ -12,7 +12,13 @@
 #include <vector>
 
 #include "cluster/cluster_wire.h"
+#include "cluster/commits.h"
 #include "cluster/give_script.h"
+#include "cluster/heartbeats.h"
+#include "cluster/leases.h"
+#include "cluster/membership.h"
+#include "cluster/receiver.h"
+#include "cluster/sender.h"
 #include "cluster/redis.h"
 #include "cluster/shard_owners.h"
 #include "redis_server.h"

@@ -32,6 +32,8 @@
 #include <utility>
 #include <vector>
 
+#include "cluster/lua_functions.h"
+
 namespace crawler::engine {
 
 class Commits {
@@ -75,6 +77,42 @@ class Commits {
   std::set<uint32_t> last_committed_;  // the shards of the last commit
   std::map<uint32_t, std::string> from_;
 };
+
+// The Lua scripts this part runs (lua_functions.h has the shared rule).
+namespace cluster_wire {
+
+// The fenced commit of a published checkpoint. KEYS: holder, source,
+// commits, source_prev. ARGV: node, sequence, then "SHARD EPOCH" of each
+// shard the checkpoint holds, followed by " NODE SEQ" when the node's
+// checkpoint before this one lacks the shard: the checkpoint its state here
+// came from (a takeover's or a handoff's source). Refused ({'fenced', shard,
+// its holder}) unless this node is still every one's last holder with that
+// epoch; else the checkpoint becomes each shard's source (where a taker
+// loads it from) and the node's committed one. source_prev keeps, by shard,
+// where to load it from should this checkpoint be damaged: the one before
+// it on the node's disk falls short (a resume or a taker falls back to it),
+// and the giver keeps its handoff checkpoint while source_prev names it.
+inline constexpr const char* kCommitScript = R"lua(#!lua flags=allow-oom
+local me = ARGV[1] .. ' '
+for i = 3, #ARGV do
+  local shard, epoch = string.match(ARGV[i], '^(%d+) (%d+)')
+  local h = redis.call('hget', KEYS[1], shard)
+  if h ~= me .. epoch then return {'fenced', shard, h or ''} end
+end
+for i = 3, #ARGV do
+  local shard, from = string.match(ARGV[i], '^(%d+) %d+ ?(.*)$')
+  redis.call('hset', KEYS[2], shard, me .. ARGV[2])
+  if from == '' then
+    redis.call('hdel', KEYS[4], shard)
+  else
+    redis.call('hset', KEYS[4], shard, from)
+  end
+end
+redis.call('hset', KEYS[3], ARGV[1], ARGV[2])
+return {'ok'}
+)lua";
+
+}  // namespace cluster_wire
 
 }  // namespace crawler::engine
 

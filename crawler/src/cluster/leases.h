@@ -29,6 +29,8 @@
 #include <string>
 #include <vector>
 
+#include "cluster/lua_functions.h"
+
 namespace crawler::engine {
 
 // One shard's line of the heartbeat's kLeaseScript reply.
@@ -102,6 +104,109 @@ class Leases {
   // for good (lost, or fenced until the next heartbeat).
   std::unique_ptr<std::atomic<int64_t>[]> until_;
 };
+
+// The Lua scripts this part runs (lua_functions.h has the shared rule).
+namespace cluster_wire {
+
+// Leases (fencing). A shard's lease is the key lease:S = "NODE EPOCH" with a
+// TTL; epoch:S only grows (INCR at every taking); the hash holder has, by
+// shard, the last "NODE EPOCH" that took it (it does not expire).
+// Take or renew. KEYS: lease:S..., epoch:S..., holder, source, state, holds,
+// busy, source_prev (n shards: 2n + 6; holds counts, by node, the shards it is the last
+// holder of, for the end test's O(1) check). A node that takes a shard is marked busy in
+// state at once (the end test must not see its "idle" of before, while it loads). ARGV:
+// node, ttl ms, takeover (1: this node may take a free shard another node held last, if
+// it holds no epoch of it), then per shard the epoch this node holds (0: none). Returns
+// per shard {state, epoch, holder, source}: 'held' (renewed), 'taken' (a new epoch),
+// 'other' (a live lease of another holder), 'waiting' (free, but another node held it
+// last and this node may not take it over); source: "NODE SEQ", the last committed
+// checkpoint that holds the shard; and for a shard 'taken', source_prev (kCommitScript):
+// where the source's node got the shard from, if its checkpoint before the source lacks
+// it
+// (''). A process that holds no epoch yet (just started or resumed) takes a
+// lease of its node's name: that is an earlier process of this node (Join refuses a
+// second live node of one name). A running one never takes it back from a later process:
+// it gets 'other'.
+inline constexpr const char* kLeaseScript =
+    "#!lua flags=allow-oom\n" CRAWLER_LUA_STATE R"lua(
+local n = (#KEYS - 6) / 2
+local hk, sk = KEYS[2 * n + 1], KEYS[2 * n + 2]
+local me = ARGV[1] .. ' '
+local ours = function(v) return v and string.sub(v, 1, #me) == me end
+local out = {}
+for i = 1, n do
+  local lk, ek = KEYS[i], KEYS[n + i]
+  local shard = string.match(lk, '(%d+)$')
+  local cur = redis.call('get', lk)
+  local epoch = redis.call('get', ek) or '0'
+  local mine = ARGV[3 + i]
+  if cur and cur == me .. mine then
+    redis.call('pexpire', lk, ARGV[2])
+    out[i] = {'held', epoch, cur}
+  else
+    local last = redis.call('hget', hk, shard)
+    local fresh = mine == '0'
+    local ok
+    if cur then
+      ok = fresh and ours(cur)
+    else
+      ok = not last or last == me .. mine or (fresh and (ours(last) or ARGV[3] == '1'))
+    end
+    if ok then
+      epoch = tostring(redis.call('incr', ek))
+      redis.call('set', lk, me .. epoch, 'PX', ARGV[2])
+      if last then redis.call('hincrby', KEYS[2 * n + 4], string.match(last, '^(%S+)'), -1) end
+      redis.call('hincrby', KEYS[2 * n + 4], ARGV[1], 1)
+      redis.call('hset', hk, shard, me .. epoch)
+      set_state(KEYS[2 * n + 3], KEYS[2 * n + 5], ARGV[1], 'busy')
+      out[i] = {'taken', epoch, me .. epoch}
+    elseif cur then
+      out[i] = {'other', epoch, cur}
+    else
+      out[i] = {'waiting', epoch, last}
+    end
+  end
+  out[i][4] = redis.call('hget', sk, shard) or ''
+  if out[i][1] == 'taken' then
+    out[i][5] = redis.call('hget', KEYS[2 * n + 6], shard) or ''
+  end
+end
+return out
+)lua";
+
+// Acknowledge and trim, fenced. KEYS: stream, lease:S. ARGV: "NODE EPOCH"
+// (the caller's lease), the trim point when nothing is left pending (just
+// past the newest ID acknowledged), the IDs. Refused unless the caller holds
+// the lease with that epoch: returns {'fenced', the lease's value or ''}.
+// Else {'ok', entries still pending}; trims below the oldest pending entry
+// (XTRIM MINID, never MAXLEN), or, with none pending, everything delivered:
+// acknowledgements come out of order (a taker acknowledges the entries it
+// claimed from a dead owner after newer ones were), and an acknowledged entry
+// left in the stream would count as lag for ever (the senders would hold
+// their batches for it).
+inline constexpr const char* kAckScript = R"lua(#!lua flags=allow-oom
+local cur = redis.call('get', KEYS[2])
+if cur ~= ARGV[1] then return {'fenced', cur or ''} end
+for i = 3, #ARGV, 1000 do
+  redis.call('xack', KEYS[1], 'owners', unpack(ARGV, i, math.min(i + 999, #ARGV)))
+end
+local p = redis.call('xpending', KEYS[1], 'owners')
+local minid = ARGV[2]
+if p[1] > 0 then
+  minid = p[2]
+else
+  for _, g in ipairs(redis.call('xinfo', 'groups', KEYS[1])) do
+    local f = {}
+    for i = 1, #g, 2 do f[g[i]] = g[i + 1] end
+    local ms, seq = string.match(f['last-delivered-id'] or '', '^(%d+)-(%d+)$')
+    if f['name'] == 'owners' and ms then minid = ms .. '-' .. tostring(tonumber(seq) + 1) end
+  end
+end
+redis.call('xtrim', KEYS[1], 'MINID', minid)
+return {'ok', p[1]}
+)lua";
+
+}  // namespace cluster_wire
 
 }  // namespace crawler::engine
 

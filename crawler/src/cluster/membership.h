@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "cluster/lua_functions.h"
 #include "cluster/redis.h"
 #include "crawler/config.h"
 
@@ -100,6 +101,124 @@ class Membership {
   State sent_ = State::kUnknown, asked_ = State::kUnknown;
   bool busy_ = false;
 };
+
+// The Lua scripts this part runs (lua_functions.h has the shared rule).
+namespace cluster_wire {
+
+// This node's state for the end test. KEYS: state, busy. ARGV: node,
+// idle|busy.
+inline constexpr const char* kStateScript =
+    "#!lua flags=allow-oom\n" CRAWLER_LUA_STATE R"lua(
+set_state(KEYS[1], KEYS[2], ARGV[1], ARGV[2])
+return 1
+)lua";
+
+// Join. KEYS: meta, nodes, started, alive:NODE.
+// ARGV: node, token, shards, seed, config hash, config JSON, ttl ms, open
+// ('1': with cluster.shared_dir a new node may join a started job; the
+// shards it is given are handed over to it), the incarnation this node was
+// part of ('': none, a new node), a new incarnation id, the seed hosts per
+// shard under this seed (shard_owners.h, EncodeWeights: the creator's are
+// the job's, fixed, so the placement never changes under a live set).
+// A node that was part of the job never creates it: the job missing
+// ('missing') or created anew ('incarnation') means Redis lost its data or
+// is another server.
+// Returns {verdict, detail, incarnation, weights}.
+inline constexpr const char* kJoinScript = R"lua(#!lua flags=allow-oom
+if redis.call('exists', KEYS[1]) == 0 then
+  if ARGV[9] ~= '' then return {'missing', ''} end
+  redis.call('hset', KEYS[1], 'shards', ARGV[3], 'seed', ARGV[4],
+             'config_hash', ARGV[5], 'config', ARGV[6], 'incarnation', ARGV[10],
+             'weights', ARGV[11])
+end
+local meta = redis.call('hmget', KEYS[1], 'shards', 'seed', 'config_hash', 'config',
+                        'incarnation', 'weights')
+if ARGV[9] ~= '' and meta[5] ~= ARGV[9] then return {'incarnation', meta[5] or ''} end
+if meta[1] ~= ARGV[3] then return {'shards', meta[1]} end
+if meta[3] ~= ARGV[5] then return {'config', meta[4]} end
+local alive = redis.call('get', KEYS[4])
+if alive and alive ~= ARGV[2] then return {'duplicate', alive} end
+if ARGV[8] ~= '1' and redis.call('exists', KEYS[3]) == 1 and
+   redis.call('sismember', KEYS[2], ARGV[1]) == 0 then
+  return {'closed', table.concat(redis.call('smembers', KEYS[2]), ',')}
+end
+redis.call('sadd', KEYS[2], ARGV[1])
+redis.call('set', KEYS[4], ARGV[2], 'PX', ARGV[7])
+return {'ok', meta[2], meta[5] or '', meta[6] or ''}
+)lua";
+
+// Start barrier. KEYS: nodes, started. ARGV: min nodes. Returns the node set
+// once the job has started, else nil.
+inline constexpr const char* kStartScript = R"lua(#!lua flags=allow-oom
+if redis.call('exists', KEYS[2]) == 0 and redis.call('scard', KEYS[1]) >= tonumber(ARGV[1]) then
+  redis.call('set', KEYS[2], '1')
+end
+if redis.call('exists', KEYS[2]) == 1 then return redis.call('smembers', KEYS[1]) end
+return false
+)lua";
+
+// The end test's first look, O(1) whatever the node count. KEYS: done, sent,
+// delivered, busy, and ARGV: the liveness keys' prefix. Returns 1 (done), 0
+// (not done: a batch is unread, or a live node is busy; one busy node is
+// looked at, a random one) or 2 (the full test, kDoneScript, decides).
+inline constexpr const char* kDoneHintScript = R"lua(
+if redis.call('exists', KEYS[1]) == 1 then return 1 end
+if tonumber(redis.call('get', KEYS[2]) or '0') ~=
+   tonumber(redis.call('get', KEYS[3]) or '0') then return 0 end
+local b = redis.call('srandmember', KEYS[4])
+if b and redis.call('exists', ARGV[1] .. b) == 1 then return 0 end
+return 2
+)lua";
+
+// The end test. KEYS: state, sent, delivered, done, holder, holds,
+// alive:NODE... ARGV: takeover (1: cluster.shared_dir), the nodes. A dead
+// node (its liveness key expired) is not idle: it will resume from its last
+// checkpoint and may find links for the others again; unless, with takeover,
+// it is the last holder of no shard (they were all taken over from its
+// checkpoint). O(nodes), whatever the shard count: holds has each node's
+// count of shards (the lease script keeps it). A job whose leases were taken
+// before holds existed has none: the holder hash is walked then.
+inline constexpr const char* kDoneScript = R"lua(#!lua flags=allow-oom
+if redis.call('exists', KEYS[4]) == 1 then return 1 end
+local counted = redis.call('exists', KEYS[6]) == 1
+local holders = nil
+local holds = function(node)
+  if counted then return tonumber(redis.call('hget', KEYS[6], node) or '0') > 0 end
+  if not holders then
+    holders = {}
+    for _, v in ipairs(redis.call('hvals', KEYS[5])) do
+      holders[string.match(v, '^(%S+)')] = true
+    end
+  end
+  return holders[node]
+end
+for i = 2, #ARGV do
+  local alive = redis.call('exists', KEYS[5 + i]) == 1
+  if not alive and (ARGV[1] ~= '1' or holds(ARGV[i])) then return 0 end
+  if alive and redis.call('hget', KEYS[1], ARGV[i]) ~= 'idle' then return 0 end
+end
+local sent = tonumber(redis.call('get', KEYS[2]) or '0')
+local delivered = tonumber(redis.call('get', KEYS[3]) or '0')
+if sent ~= delivered then return 0 end
+redis.call('set', KEYS[4], '1')
+return 1
+)lua";
+
+// A leaving node gives its leases up. KEYS: lease:S... ARGV: "NODE EPOCH"
+// per shard. Deletes each lease still this node's (the holder hash keeps its
+// name: the shard is taken over from its last commit).
+inline constexpr const char* kReleaseScript = R"lua(#!lua flags=allow-oom
+local n = 0
+for i = 1, #KEYS do
+  if redis.call('get', KEYS[i]) == ARGV[i] then
+    redis.call('del', KEYS[i])
+    n = n + 1
+  end
+end
+return n
+)lua";
+
+}  // namespace cluster_wire
 
 }  // namespace crawler::engine
 

@@ -43,6 +43,7 @@
 #include "base/mutex.h"
 #include "cluster/doorbell.h"
 #include "cluster/inbox.h"
+#include "cluster/lua_functions.h"
 #include "cluster/redis.h"
 #include "crawler/config.h"
 #include "frontier/frontier.h"
@@ -149,6 +150,77 @@ class Receiver {
   uint64_t malformed_ GUARDED_BY(mu_) = 0;
   Doorbell bell_;  // the exchange thread's
 };
+
+// The Lua scripts this part runs (lua_functions.h has the shared rule).
+namespace cluster_wire {
+
+// Receive new entries. KEYS: state, delivered, bell:NODE, busy, then n
+// streams, then their n leases. ARGV: node, count, then per stream the
+// caller's "NODE EPOCH". Returns {the bell, XREADGROUP's reply or false}:
+// the bell read with the entries, so a caller that next finds it unchanged
+// (one GET) knows nothing was sent to it since, without reading n streams.
+// Counting the delivery and marking this node busy happen atomically with
+// it, which is what makes the end test sound. Fenced like acknowledgements:
+// a stream is read only while the caller holds its lease with that epoch,
+// so a read that reaches Redis late (a node cut off, its command delivered
+// after another node took the shard and claimed its pending entries) takes
+// nothing: no entry left pending for a consumer that lost the shard.
+inline constexpr const char* kReceiveScript =
+    "#!lua flags=allow-oom\n" CRAWLER_LUA_STATE R"lua(
+local n = (#KEYS - 4) / 2
+local bell = redis.call('get', KEYS[3]) or '0'
+local args = {'GROUP', 'owners', ARGV[1], 'COUNT', ARGV[2], 'STREAMS'}
+local streams = {}
+for i = 1, n do
+  if redis.call('get', KEYS[4 + n + i]) == ARGV[2 + i] then streams[#streams + 1] = KEYS[4 + i] end
+end
+if #streams == 0 then return {bell, false} end
+for _, k in ipairs(streams) do args[#args + 1] = k end
+for _ = 1, #streams do args[#args + 1] = '>' end
+local r = redis.call('xreadgroup', unpack(args))
+if not r then return {bell, false} end
+local got = 0
+for _, s in ipairs(r) do got = got + #s[2] end
+if got > 0 then
+  redis.call('incrby', KEYS[2], got)
+  set_state(KEYS[1], KEYS[4], ARGV[1], 'busy')
+end
+return {bell, r}
+)lua";
+
+// Reclaim, fenced like reads. KEYS: n streams, then their n leases. ARGV:
+// node, min idle ms, count, then per stream the caller's "NODE EPOCH". For
+// each stream whose lease the caller holds with that epoch, the entries
+// pending for another consumer (one that read them and no longer holds the
+// shard: it died or was cut off before it acknowledged) idle longer than
+// min idle become the caller's (XCLAIM). The consumers come from XPENDING's
+// summary, so a stream with only the caller's pending costs O(consumers).
+// Returns, like XREADGROUP, {{stream, entries}...} of the streams that had
+// any.
+inline constexpr const char* kReclaimScript = R"lua(#!lua flags=allow-oom
+local n = #KEYS / 2
+local out = {}
+for i = 1, n do
+  if redis.call('get', KEYS[n + i]) == ARGV[3 + i] then
+    local summary = redis.call('xpending', KEYS[i], 'owners')
+    local ids = {}
+    for _, c in ipairs(summary[4] or {}) do
+      if c[1] ~= ARGV[1] then
+        local p = redis.call('xpending', KEYS[i], 'owners', 'IDLE', ARGV[2], '-', '+',
+                             ARGV[3], c[1])
+        for _, e in ipairs(p) do ids[#ids + 1] = e[1] end
+      end
+    end
+    if #ids > 0 then
+      out[#out + 1] = {KEYS[i], redis.call('xclaim', KEYS[i], 'owners', ARGV[1], ARGV[2],
+                                           unpack(ids))}
+    end
+  end
+end
+return out
+)lua";
+
+}  // namespace cluster_wire
 
 }  // namespace crawler::engine
 

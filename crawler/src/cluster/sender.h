@@ -39,6 +39,7 @@
 #include "base/mutex.h"
 #include "base/status.h"
 #include "cluster/log_every.h"
+#include "cluster/lua_functions.h"
 #include "cluster/outbox.h"
 #include "cluster/redis.h"
 #include "cluster/spill.h"
@@ -138,6 +139,31 @@ class Sender {
   SendBackoff backoff_;
   Clock::time_point last_lag_{};
 };
+
+// The Lua scripts this part runs (lua_functions.h has the shared rule).
+namespace cluster_wire {
+
+// Send one batch. KEYS: stream, sent, lease:S. ARGV: payload, urls, raw
+// length, node, the bells' prefix. Rings the doorbell of the shard's lease
+// holder (the counter PREFIX..NODE; kReceiveScript): an owner reads its
+// streams only when its bell rang (or at least once a second, for entries
+// sent while no lease was held). Returns {batches sent by all nodes, the
+// stream's lag}.
+inline constexpr const char* kSendScript = CRAWLER_LUA_LAG R"lua(
+redis.call('xadd', KEYS[1], '*', 'z', ARGV[1], 'n', ARGV[2], 'b', ARGV[3], 'from', ARGV[4])
+local holder = redis.call('get', KEYS[3])
+if holder then redis.call('incr', ARGV[5] .. string.match(holder, '^(%S+)')) end
+return {redis.call('incr', KEYS[2]), lag(KEYS[1])}
+)lua";
+
+// The lag of each stream in KEYS.
+inline constexpr const char* kLagScript = CRAWLER_LUA_LAG R"lua(
+local out = {}
+for i = 1, #KEYS do out[i] = lag(KEYS[i]) end
+return out
+)lua";
+
+}  // namespace cluster_wire
 
 }  // namespace crawler::engine
 
