@@ -13,6 +13,7 @@
 #include <set>
 #include <string>
 
+#include "crawl_output.h"
 #include "http_test_server.h"
 #include "run_command.h"
 
@@ -42,14 +43,7 @@ class RequestLog {
   std::map<std::string, int> counts_;
 };
 
-std::string TempDir(const std::string& name) {
-  std::string dir =
-      (std::filesystem::temp_directory_path() / (name + "-" + std::to_string(::getpid())))
-          .string();
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
+using testing::TempDir;
 
 std::multiset<std::string> FetchLogUrls(const std::string& path,
                                         std::string* all = nullptr) {

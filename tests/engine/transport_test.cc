@@ -86,13 +86,15 @@ testing::NginxSite TlsSite(const std::string& dir) {
       << "<html><body><a href=\"/p/1.html\">1</a></body></html>\n";
   for (int i = 1; i <= 5; ++i) {
     std::ofstream(dir + "/www/p/" + std::to_string(i) + ".html")
-        << "<html><body><a href=\"/p/" << (i % 5 + 1) << ".html\">next</a></body></html>\n";
+        << "<html><body><a href=\"/p/" << (i % 5 + 1)
+        << ".html\">next</a></body></html>\n";
   }
   std::ofstream(dir + "/www/robots.txt") << "User-agent: *\nDisallow: /private/\n";
   return {.root = dir + "/www",
           .listen_flags = "ssl http2",
-          .server_extra = "    ssl_certificate " + dir + "/server.pem;\n    ssl_certificate_key " +
-                          dir + "/server.key;\n",
+          .server_extra = "    ssl_certificate " + dir +
+                          "/server.pem;\n    ssl_certificate_key " + dir +
+                          "/server.key;\n",
           .scheme = "https"};
 }
 

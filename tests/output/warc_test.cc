@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
+#include "base/sha1.h"
 #include "crawl_output.h"
 #include "output/cdxj.h"
-#include "base/sha1.h"
 #include "run_command.h"
 
 namespace crawler::engine {

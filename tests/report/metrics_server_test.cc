@@ -61,7 +61,8 @@ TEST_CASE(
   int connected = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
   // The server met the queued connection and failed to accept it, twice:
   // it tried again after its wait.
-  const bool retried = testing::WaitFor([&] { return (*server)->accept_errors() >= 2; }, 10);
+  const bool retried =
+      testing::WaitFor([&] { return (*server)->accept_errors() >= 2; }, 10);
   // Then the failures in one second, counted by the server: a wait of 100 ms
   // between tries makes ~10 (<= 20 on a loaded machine); a hot accept loop
   // makes tens of thousands. (A count of events, not the CPU time a loaded
@@ -72,7 +73,8 @@ TEST_CASE(
   REQUIRE(::setrlimit(RLIMIT_NOFILE, &saved) == 0);
   REQUIRE(connected == 0);  // queued in the listen backlog
   REQUIRE(retried);
-  INFO("accept failures over 1 s with a connection the server could not accept: " << failed);
+  INFO("accept failures over 1 s with a connection the server could not accept: "
+       << failed);
   CHECK(failed <= 20);
   // Descriptors back: the queued connection is accepted and answered.
   timeval tv{5, 0};

@@ -31,12 +31,12 @@ inline std::string ReadText(const std::string& path) {
 #ifdef CRAWLER_BINARY
 // The crawler binary under test (the build defines its path).
 inline const std::string kCrawler = CRAWLER_BINARY;
+#endif
 
 // OUT/stats.json, parsed (throws, failing the test, if it is not an object).
 inline boost::json::object ReadStats(const std::string& out) {
   return boost::json::parse(ReadText(out + "/stats.json")).as_object();
 }
-#endif
 
 inline std::string TempDir(const std::string& name) {
   std::string dir = (std::filesystem::temp_directory_path() /
