@@ -204,18 +204,14 @@ TEST_CASE(
   REQUIRE(ShardsHeldBy(c, "part", "n2") == 0);
   // The takers fetch its hosts: n1 and n3 fetch 5 more pages of the hosts
   // n2 fetched (up to 60 s).
-  auto host_of = [](const std::string& url) {
-    const size_t at = url.find("://") + 3;
-    return url.substr(at, url.find('/', at) - at);
-  };
   std::set<std::string> n2_hosts;
   for (const std::string& u : AttemptedUrls(c.dir + "/n2/fetch-log.jsonl"))
-    n2_hosts.insert(host_of(u));
+    n2_hosts.insert(std::string(frontier::HostKey(u)));
   auto of_n2 = [&] {
     size_t n = 0;
     for (const char* taker : {"n1", "n3"})
       for (const std::string& u : AttemptedUrls(c.dir + "/" + taker + "/fetch-log.jsonl"))
-        n += n2_hosts.count(host_of(u));
+        n += n2_hosts.count(std::string(frontier::HostKey(u)));
     return n;
   };
   const size_t at_takeover = of_n2();

@@ -131,12 +131,12 @@ inline constexpr const char* kTakeover =
 // Waits up to `limit` s until NODE's crawler.log contains `what`.
 inline bool WaitForLog(const ClusterCrawl& c, const std::string& node,
                        const std::string& what, double limit) {
-  auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(limit);
-  while (ReadText(c.dir + "/" + node + "/crawler.log").find(what) == std::string::npos) {
-    if (std::chrono::steady_clock::now() >= until) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return true;
+  return testing::WaitFor(
+      [&] {
+        return ReadText(c.dir + "/" + node + "/crawler.log").find(what) !=
+               std::string::npos;
+      },
+      limit);
 }
 
 }  // namespace crawler::engine::cluster_fixture

@@ -64,6 +64,10 @@ class Crawl {
   // checkpoint. Errors name the file and the problem (kIoError: the disk
   // failed; any other code: bad input, a damaged or missing checkpoint);
   // nothing is changed in OUT unless the checkpoint loaded completely.
+  // Is `out_dir` a crawl's output, one Resume would try: a checkpoint/ or
+  // checkpoint.prev/ there, or the start-config.toml of a crawl killed
+  // before its first checkpoint.
+  static bool IsOutputDir(const std::string& out_dir);
   static Result<std::unique_ptr<Crawl>> Resume(const std::string& out_dir,
                                                const std::vector<std::string>& overrides,
                                                std::string* warning,

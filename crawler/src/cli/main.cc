@@ -34,7 +34,6 @@
 #include <memory>
 #include <string>
 
-#include "crawler/checkpoint.h"
 #include "crawler/config.h"
 #include "crawler/crawl.h"
 #include "crawler/seeds.h"
@@ -92,17 +91,6 @@ void SetUpLog(const std::string& out) {
     std::fprintf(stderr, "crawler: %s/crawler.log: %s (no log file for this run)\n",
                  out.c_str(), e.what());
   }
-}
-
-// What Crawl::Resume looks for first: a checkpoint, or what a crawl writes
-// before its first one.
-bool LooksLikeCrawl(const std::string& dir) {
-  std::error_code ec;
-  for (const char* name :
-       {crawler::engine::kCheckpointDir, crawler::engine::kCheckpointPrevDir,
-        crawler::engine::kStartConfig})
-    if (std::filesystem::exists(dir + "/" + name, ec)) return true;
-  return false;
 }
 
 // The live status line (on a TTY) and a progress line in the log every 10 s.
@@ -232,7 +220,7 @@ int RunCrawl(const std::string& seeds_path, const std::string& config_path,
   if (!resume.empty()) {
     // Only in a crawl's directory: a resume of a wrong one (refused) leaves
     // nothing in it.
-    if (LooksLikeCrawl(resume)) SetUpLog(resume);
+    if (Crawl::IsOutputDir(resume)) SetUpLog(resume);
     std::string warning;
     crawl = Crawl::Resume(resume, sets, &warning, Joiner());
     if (!crawl.ok()) return Fail(crawl.status(), false);

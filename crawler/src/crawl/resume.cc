@@ -333,6 +333,13 @@ Result<uint64_t> Crawl::CutBackToCommitted(const std::string& out_dir,
   return sequence;
 }
 
+bool Crawl::IsOutputDir(const std::string& out_dir) {
+  std::error_code ec;
+  for (const char* name : {kCheckpointDir, kCheckpointPrevDir, kStartConfig})
+    if (fs::exists(out_dir + "/" + name, ec)) return true;
+  return false;
+}
+
 Result<std::unique_ptr<Crawl>> Crawl::Resume(const std::string& out_dir,
                                              const std::vector<std::string>& overrides,
                                              std::string* warning,
@@ -342,7 +349,7 @@ Result<std::unique_ptr<Crawl>> Crawl::Resume(const std::string& out_dir,
   if (!fs::is_directory(out_dir)) return Status::Invalid(out_dir + ": no such directory");
   if (!fs::exists(out_dir + "/" + kCheckpointDir) &&
       !fs::exists(out_dir + "/" + kCheckpointPrevDir)) {
-    if (!fs::exists(out_dir + "/" + kStartConfig)) {
+    if (!IsOutputDir(out_dir)) {
       return Status::Invalid(out_dir +
                              ": no checkpoint/ or checkpoint.prev/ here, and no " +
                              kStartConfig + ": not a crawl output directory");
