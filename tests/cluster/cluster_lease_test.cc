@@ -75,11 +75,7 @@ class Protocol {
         Run({"EVAL", cluster_wire::kReceiveScript, "6", kPrefix + "state",
              kPrefix + "delivered", kPrefix + "bell:" + node, kPrefix + "busy", stream,
              kPrefix + "lease:" + std::to_string(shard), node, "64", node + " " + epoch});
-    const redisReply* streams = cluster_wire::Element(r.raw(), 1);
-    const redisReply* first = cluster_wire::Element(streams, 0);
-    const redisReply* list = cluster_wire::Element(first, 1);
-    return {RedisReply::StrOf(cluster_wire::Element(r.raw(), 0)),
-            list == nullptr ? 0 : list->elements};
+    return {r[0].str(), r[1][0][1].size()};
   }
 
   // kLeaseScript for one shard: `node` holding `mine` (0: none).
@@ -91,12 +87,8 @@ class Protocol {
                         kPrefix + "state", kPrefix + "holds", kPrefix + "busy",
                         kPrefix + "source_prev", node, std::to_string(ttl_ms),
                         takeover ? "1" : "0", std::to_string(mine)});
-    const redisReply* one = cluster_wire::Element(r.raw(), 0);
-    return Answer{RedisReply::StrOf(cluster_wire::Element(one, 0)),
-                  RedisReply::StrOf(cluster_wire::Element(one, 1)),
-                  RedisReply::StrOf(cluster_wire::Element(one, 2)),
-                  RedisReply::StrOf(cluster_wire::Element(one, 3)),
-                  RedisReply::StrOf(cluster_wire::Element(one, 4))};
+    const ReplyView one = r[0];
+    return Answer{one[0].str(), one[1].str(), one[2].str(), one[3].str(), one[4].str()};
   }
 
   // kCommitScript: `node` commits checkpoint `seq` holding {shard, epoch}...;
@@ -118,7 +110,7 @@ class Protocol {
       cmd.push_back(std::to_string(s) + " " + std::to_string(e));
       if (from.count(s) > 0) cmd.back() += " " + from.at(s);
     }
-    return RedisReply::StrOf(cluster_wire::Element(Run(cmd).raw(), 0));
+    return Run(cmd)[0].str();
   }
   std::string Get(const std::string& key) { return Run({"GET", kPrefix + key}).Str(); }
   std::string HGet(const std::string& key, const std::string& field) {
@@ -135,14 +127,13 @@ class Protocol {
         Run({"EVAL", cluster_wire::kAckScript, "2", kPrefix + "s:" + s,
              kPrefix + "lease:" + s, lease,
              std::to_string(next.first) + "-" + std::to_string(next.second), id});
-    return {RedisReply::StrOf(cluster_wire::Element(r.raw(), 0)),
-            RedisReply::StrOf(cluster_wire::Element(r.raw(), 1))};
+    return {r[0].str(), r[1].str()};
   }
 
   long long Int(const std::vector<std::string>& cmd) { return Run(cmd).Int(); }
   long long Pending(uint32_t shard) {
     RedisReply r = Run({"XPENDING", kPrefix + "s:" + std::to_string(shard), "owners"});
-    return cluster_wire::Element(r.raw(), 0)->integer;
+    return r[0].integer().value_or(-1);
   }
 
   RedisServer server;
@@ -417,7 +408,7 @@ TEST_CASE(
     return p.Read(stream, 4, node, epoch).entries;
   };
   auto pending = [&] {
-    return p.Run({"XPENDING", stream, "owners"}).raw()->element[0]->integer;
+    return p.Run({"XPENDING", stream, "owners"})[0].integer().value_or(-1);
   };
   CHECK(read("a", "1") == 0);  // a's read, late: fenced
   CHECK(pending() == 0);
@@ -438,7 +429,7 @@ TEST_CASE(
            kPrefix + "lease:5", "payload", "1", "7", "x", kPrefix + "bell:"});
   };
   send();  // no lease yet: no bell
-  CHECK(p.Run({"KEYS", kPrefix + "bell:*"}).raw()->elements == 0);
+  CHECK(p.Run({"KEYS", kPrefix + "bell:*"}).view().size() == 0);
   CHECK(p.Lease(5, "a", 0, 60000).state == "taken");  // a: epoch 1
   Protocol::Received first = p.Read(stream, 5, "a", "1");
   CHECK(first.bell == "0");
@@ -499,16 +490,14 @@ TEST_CASE(
   auto reclaim = [&](const std::string& node, const std::string& epoch) {
     RedisReply r = p.Run({"EVAL", cluster_wire::kReclaimScript, "2", stream,
                           kPrefix + "lease:6", node, "300", "100", node + " " + epoch});
-    const redisReply* first = cluster_wire::Element(r.raw(), 0);
-    const redisReply* list = cluster_wire::Element(first, 1);
-    return list == nullptr ? size_t{0} : list->elements;
+    return r[0][1].size();
   };
   CHECK(reclaim("a", "1") == 0);  // not idle long enough yet
   std::this_thread::sleep_for(std::chrono::milliseconds(400));
   CHECK(reclaim("b", "1") == 0);  // no lease: fenced
   CHECK(reclaim("a", "1") == 2);  // ghost's two; a's own one stays as it is
   auto pending_of = [&](const std::string& node) {
-    return p.Run({"XPENDING", stream, "owners", "-", "+", "10", node}).raw()->elements;
+    return p.Run({"XPENDING", stream, "owners", "-", "+", "10", node}).view().size();
   };
   CHECK(pending_of("a") == 3);
   CHECK(pending_of("ghost") == 0);
@@ -536,10 +525,9 @@ TEST_CASE(
     RedisReply r = p.Run({"EVAL", cluster_wire::kMembersScript, "4", kPrefix + "nodes",
                           kPrefix + "assign_v", kPrefix + "assign", kPrefix + "load",
                           kPrefix + "alive:", "-", "1", caller, kPrefix + "reserve:"});
-    const redisReply* l = cluster_wire::Element(r.raw(), 4);
-    if (l == nullptr || l->type != REDIS_REPLY_ARRAY) return std::string("none");
-    return RedisReply::StrOf(cluster_wire::Element(l, 0)) + "=" +
-           RedisReply::StrOf(cluster_wire::Element(l, 1));
+    const ReplyView l = r[4];
+    if (!l.array()) return std::string("none");
+    return l[0].str() + "=" + l[1].str();
   };
   CHECK(least("n1") == "n3=100");
   CHECK(p.Run({"ZSCORE", kPrefix + "load", "n4"}).IsNil());  // the dead one's removed
@@ -560,8 +548,7 @@ TEST_CASE(
                           kPrefix + "alive:" + to, kPrefix + "load", kPrefix + "lease:5",
                           kPrefix + "lease:6", to, "60000", max_load, "n1 1", "n1 0"});
     std::string given;
-    for (size_t i = 0; i < r.raw()->elements; ++i)
-      given += RedisReply::StrOf(r.raw()->element[i]) + ";";
+    for (const std::string& shard : r.view().strings()) given += shard + ";";
     return given;
   };
   CHECK(give("n3", "50").empty());  // its load (100) grew past what pays

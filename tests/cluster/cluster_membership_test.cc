@@ -51,11 +51,11 @@ TEST_CASE("Membership: the start read, and the job's nodes sorted", "[engine][cl
 
   redisReply nil{};
   nil.type = REDIS_REPLY_NIL;
-  CHECK_FALSE(m.Started(&nil));  // not yet
-  CHECK_FALSE(m.Started(nullptr));
+  CHECK_FALSE(m.Started(ReplyView(&nil)));  // not yet
+  CHECK_FALSE(m.Started(ReplyView()));
   CHECK(m.nodes().empty());
   FakeReply three({"n3", "n1", "n2"});
-  CHECK(m.Started(&three.reply));
+  CHECK(m.Started(ReplyView(&three.reply)));
   CHECK(m.nodes() == Strings{"n1", "n2", "n3"});
   m.SetNodes({});  // a members read that did not say: kept
   CHECK(m.nodes() == Strings{"n1", "n2", "n3"});
@@ -92,7 +92,7 @@ TEST_CASE(
 TEST_CASE("Membership: the end test's keys, and the leave", "[engine][cluster]") {
   Membership m("j", "b", 2, /*takeover=*/true);
   FakeReply two({"b", "a"});
-  REQUIRE(m.Started(&two.reply));
+  REQUIRE(m.Started(ReplyView(&two.reply)));
   const Strings hint = m.DoneHintCommand();
   CHECK(hint[2] == "4");
   CHECK(hint.back() == "crawler:{j}:alive:");
@@ -103,7 +103,7 @@ TEST_CASE("Membership: the end test's keys, and the leave", "[engine][cluster]")
   CHECK(Strings(done.begin() + 9, done.end()) ==
         Strings{"crawler:{j}:alive:a", "crawler:{j}:alive:b", "1", "a", "b"});
   Membership plain("j", "b", 2, /*takeover=*/false);
-  REQUIRE(plain.Started(&two.reply));
+  REQUIRE(plain.Started(ReplyView(&two.reply)));
   CHECK(plain.DoneCommand()[11] == "0");
 
   const auto leave = m.LeaveCommands({{4, "b 7"}, {9, "b 2"}});

@@ -96,7 +96,7 @@ struct ReceiverFixture {
   long long Pending(uint32_t shard) {
     auto r = redis->Command({"XPENDING", Key("s:" + std::to_string(shard)), "owners"});
     REQUIRE(r.ok());
-    return r->raw()->element[0]->integer;
+    return (*r)[0].integer().value_or(-1);
   }
 };
 
@@ -198,7 +198,7 @@ TEST_CASE(
   auto pending1 = t.redis->Command(
       {"XPENDING", ReceiverFixture::Key("s:1"), "owners", "-", "+", "10", "n1"});
   REQUIRE(pending1.ok());
-  CHECK(pending1->raw()->elements == 3);
+  CHECK(pending1->view().size() == 3);
 
   // A resumed process of n1 (acknowledged nothing): its own pending
   // entries, all of them at once.

@@ -100,12 +100,10 @@ struct SenderFixture {
     for (uint32_t s = 0; s < cfg.shards; ++s) {
       auto r = redis->Command({"XRANGE", "crawler:{t}:s:" + std::to_string(s), "-", "+"});
       REQUIRE(r.ok());
-      for (size_t i = 0; i < r->raw()->elements; ++i) {
-        const redisReply* fields = r->raw()->element[i]->element[1];
+      for (size_t i = 0; i < r->view().size(); ++i) {
         std::map<std::string, std::string> f;
-        for (size_t k = 0; k + 1 < fields->elements; k += 2)
-          f[RedisReply::StrOf(fields->element[k])] =
-              RedisReply::StrOf(fields->element[k + 1]);
+        (*r)[i][1].ForEachPair(
+            [&](ReplyView field, ReplyView value) { f[field.str()] = value.str(); });
         std::string raw;
         REQUIRE(cluster_wire::Uncompress(f["z"], std::stoul(f["b"]), &raw));
         std::vector<frontier::UrlEntry> got;

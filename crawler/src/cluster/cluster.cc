@@ -58,15 +58,14 @@ Cluster::Cluster(const Config& config, JoinedJob joined, const std::string& out_
             history_import, node);
       }),
       ready_(new std::atomic<bool>[config.cluster.shards]),
-      handing_(new std::atomic<bool>[config.cluster.shards]),
-      kept_(out_dir),
+      handoff_(config.cluster.node, config.cluster.shards, out_dir, ready_.get(),
+               receiver_),
       out_dir_(out_dir) {
   figures_.node = cfg_.node;
   figures_.job = cfg_.job;
   owners_.SetWeights(joined.weights);
   for (uint32_t s = 0; s < cfg_.shards; ++s) {
     ready_[s] = false;
-    handing_[s] = false;
   }
 }
 
@@ -141,7 +140,7 @@ Status Cluster::WaitForStart(const std::atomic<bool>& stop) {
       return r.ok() && !r->IsError() && Heartbeat();
     });
     if (!st.ok()) return st;
-    if (members_.Started(r->raw())) return Status::Ok();
+    if (members_.Started(r->view())) return Status::Ok();
     if (stop.load())
       return Status::Error(Status::Code::kInvalidArgument,
                            "cluster: stopped while waiting for the job to start");
@@ -187,7 +186,7 @@ Status Cluster::Start(const std::atomic<bool>& stop, std::function<bool()> local
     // names it. (A chaos run hung on that: shard 6, with no hosts, held in
     // checkpoint 9, was taken 3 s after the resume, and every try to load it
     // failed with "no checkpoint 9".)
-    Status kept = kept_.Keep(own_.from().sequence);
+    Status kept = handoff_.Keep(own_.from().sequence);
     if (!kept.ok()) return kept;
   }
   st = Retry(stop, "taking the shards' leases", [&] { return Heartbeat(); });
@@ -272,7 +271,7 @@ bool Cluster::Quiet() const {
   // is called from Publish.)
   if (!loads_.Quiet()) return false;
   MutexLock lock(mu_);
-  return receiver_.Quiet() && sender_.Quiet() && transfers_.Quiet();
+  return receiver_.Quiet() && sender_.Quiet() && handoff_.Quiet();
 }
 
 OutboxCut Cluster::OnCut(uint64_t sequence) {
@@ -282,13 +281,51 @@ OutboxCut Cluster::OnCut(uint64_t sequence) {
   // the epochs the commit must still find.
   Commits::Held shards;
   for (const auto& [shard, epoch] : holding_)
-    if (ready_[shard].load() || transfers_.Handing(shard))
+    if (ready_[shard].load() || handoff_.BeingHanded(shard))
       shards.emplace_back(shard, epoch);
   commits_.Cut(sequence, std::move(shards));
   // Handoffs drained before this cut: this checkpoint is their source.
-  transfers_.Cut(sequence);
+  handoff_.Cut(sequence);
   receiver_.Cut(sequence);
   return out;
+}
+
+bool Cluster::CheckpointWanted() const {
+  const int64_t now = SteadyClock::now().time_since_epoch().count();
+  const int64_t beat = static_cast<int64_t>(cfg_.heartbeat_s * 3e9);
+  bool full =
+      now - full_seen_ns_.load() < beat && now - full_cut_ns_.load() > 2'000'000'000;
+  MutexLock lock(mu_);
+  // Redis full: entries read since the last cut, or cut but waiting for a
+  // later commit to be acknowledged (AfterCommit), free Redis's memory only
+  // through checkpoints.
+  if (full && receiver_.AwaitingCut()) {
+    full_cut_ns_ = now;
+    return true;
+  }
+  return handoff_.CutWanted();
+}
+
+void Cluster::GiveUp(uint64_t sequence, const std::vector<uint32_t>& shards) {
+  std::map<uint32_t, std::string> given_up;
+  for (uint32_t s : shards) {
+    given_up[s] = leases_.Token(s);
+    leases_.GiveUp(s);
+  }
+  my_shards_.erase(std::remove_if(my_shards_.begin(), my_shards_.end(),
+                                  [&](uint32_t s) {
+                                    return std::find(shards.begin(), shards.end(), s) !=
+                                           shards.end();
+                                  }),
+                   my_shards_.end());
+  MutexLock lock(mu_);
+  for (uint32_t s : shards) {
+    handoff_.GaveUp(s, sequence, given_up[s]);
+    holding_.erase(s);
+    commits_.GaveUp(s);
+  }
+  figures_.leases_held -= std::min<uint64_t>(figures_.leases_held, shards.size());
+  figures_.shards_owned = figures_.leases_held;
 }
 
 Status Cluster::RestoreOutbox(const std::string& text, const std::string& path) {

@@ -39,7 +39,7 @@
 // cluster.min_nodes nodes have joined. Without cluster.shared_dir the node
 // set is then frozen, and a new name is refused ("closed"); with it a new
 // node joins the running job and the shards it is given are handed over to
-// it (HandoffWork, cluster_handoff.cc).
+// it (HandoffWork, handoff.h).
 //
 // Death and leave (cluster_takeover.cc). Without cluster.shared_dir a node
 // that dies keeps its shards until it comes back with --resume. With it,
@@ -133,8 +133,8 @@
 #include "base/status.h"
 #include "cluster/balance.h"
 #include "cluster/commits.h"
+#include "cluster/handoff.h"
 #include "cluster/heartbeats.h"
-#include "cluster/kept_checkpoints.h"
 #include "cluster/leases.h"
 #include "cluster/log_every.h"
 #include "cluster/membership.h"
@@ -145,7 +145,6 @@
 #include "cluster/sender.h"
 #include "cluster/shard_loads.h"
 #include "cluster/shard_owners.h"
-#include "cluster/transfer.h"
 #include "crawl/node.h"
 #include "crawler/checkpoint.h"
 #include "crawler/config.h"
@@ -227,21 +226,26 @@ class Cluster final : public Node {
   // shard's source names it any more (its new owners committed), so this
   // node cuts on meanwhile; it cuts none between the handoff's cut and that
   // copy (HoldCuts: one exchange round after the commit).
-  bool HandoffWork() const override { return handoff_work_.load(); }
+  // The part that does it: handoff.h.
+  bool HandoffWork() const override { return handoff_.Work(); }
   // Shards waiting to be drained (at most every 100 ms; else none).
-  std::vector<uint32_t> Draining() override EXCLUDES(mu_);
-  void Drained(const std::vector<uint32_t>& shards) override EXCLUDES(mu_);
+  std::vector<uint32_t> Draining() override { return handoff_.Draining(); }
+  void Drained(const std::vector<uint32_t>& shards) override { handoff_.Drained(shards); }
   // Shards given up: their queued URLs to drop now, then Dropped.
-  std::vector<uint32_t> TakeReleased() override EXCLUDES(mu_);
-  void Dropped(const std::vector<uint32_t>& shards, uint64_t urls) override EXCLUDES(mu_);
+  std::vector<uint32_t> TakeReleased() override { return handoff_.TakeDrops(); }
+  void Dropped(const std::vector<uint32_t>& shards, uint64_t urls) override {
+    handoff_.Dropped(shards, urls);
+  }
   // Is `url`'s shard being handed over (its URLs go to its stream)?
-  bool Handing(std::string_view url) const override;
+  bool Handing(std::string_view url) const override {
+    return handoff_.Handing(ShardOf(frontier::HostKey(url)));
+  }
   // A checkpoint is wanted now: for a handoff; or Redis is full (a node's
   // sends were refused, flagged in Redis: the key "full") and entries read
   // here since the last cut wait for one to be acknowledged and trimmed,
   // which frees Redis's memory (at most every 2 s).
   bool CheckpointWanted() const override EXCLUDES(mu_);
-  bool HoldCuts() const override EXCLUDES(mu_);
+  bool HoldCuts() const override { return handoff_.HoldCuts(); }
 
   // Queues URLs for their owners (none of them may be this node's).
   void Ship(const std::vector<frontier::UrlEntry>& entries) override EXCLUDES(mu_);
@@ -295,19 +299,14 @@ class Cluster final : public Node {
   // Renews the owned shards' leases (takes them at Start) in the same
   // pipeline as the liveness key, the node's figures and the lag.
   bool Heartbeat();
-  // Shards given up: `sources` (HMGET source of `released`) says whose
-  // checkpoint holds each now.
-  void SourcesNow(const std::vector<uint32_t>& released, const redisReply* sources)
-      EXCLUDES(mu_);
   // The heartbeat's round trip, and the lag of the shards `asked` (the lag
   // script's reply `lags`), for the metrics.
-  void RecordHeartbeat(double rtt, const std::vector<uint32_t>& asked,
-                       const redisReply* lags) EXCLUDES(mu_);
+  void RecordHeartbeat(double rtt, const std::vector<uint32_t>& asked, ReplyView lags)
+      EXCLUDES(mu_);
   std::vector<std::string> LeaseCommand() const;
   // The heartbeat's lease replies, sent at `sent`, into leases_; then what
   // they mean here (Gained), logged as one line each (LeaseRound).
-  void ApplyLeases(const redisReply* r, std::chrono::steady_clock::time_point sent)
-      EXCLUDES(mu_);
+  void ApplyLeases(ReplyView r, std::chrono::steady_clock::time_point sent) EXCLUDES(mu_);
   struct LeaseRound;
   // A lease newly this process's: its state is here, restored from the
   // checkpoint this node resumed from, or loaded from the shard's source.
@@ -322,7 +321,7 @@ class Cluster final : public Node {
   // The heartbeat's kMembersScript: its command, and its reply (the nodes,
   // the live ones, assign when it moved; then Want, then Balance).
   std::vector<std::string> MembersCommand() const;
-  void Members(const redisReply* r);
+  void Members(ReplyView r);
   // This node is busy: gives its heaviest shards (ShardsToGive) to `taker`,
   // the least loaded live node (`load` URLs queued there; kGiveScript),
   // and starts handing them over.
@@ -333,21 +332,10 @@ class Cluster final : public Node {
   // The heartbeat's load for kAliveScript: this node's queued URLs (0:
   // idle), '-' when it is no taker (taking shards, leaving), '' unchanged.
   std::string LoadToPublish();
-  // Shards given up whose lease no node has taken yet (Transfers::UntakenShards):
-  // `holders` (HMGET holder of `shards`) says which were taken meanwhile.
-  void TakenYet(const std::vector<uint32_t>& shards, const redisReply* holders)
-      EXCLUDES(mu_);
-  // Handoff: starts handing `shard` over to `to`, or (to == this node)
-  // takes it back if its lease was not given up yet.
-  void HandTo(uint32_t shard, const std::string& to) EXCLUDES(mu_);
-  // Gives up the shards whose handoff checkpoint is committed: keeps it in
-  // OUT/handoff/SEQ/, gives them up here, then their leases (SendReleases).
-  bool HandOver() EXCLUDES(mu_);
-  bool SendReleases() EXCLUDES(mu_);
-  // Removes the kept handoff checkpoints no shard's source or source_prev
-  // names (`hashes`: HGETALL of each; kept_.Prune).
-  void PruneHandoffDirs(std::initializer_list<const redisReply*> hashes);
-  bool Released(uint32_t shard) const EXCLUDES(mu_);
+  // Handoff (handoff.h, HandOver): `shards`, handed over in checkpoint
+  // `sequence`, are given up here: not renewed, not asked for, in no
+  // later cut.
+  void GiveUp(uint64_t sequence, const std::vector<uint32_t>& shards) EXCLUDES(mu_);
   // Loads the shards taken (loads_) from their sources, a round's step.
   void LoadTaken();
   // Start: waits until the job has started and fills nodes_.
@@ -448,15 +436,9 @@ class Cluster final : public Node {
   OwnState own_;
   std::atomic<bool> failed_{false}, leave_{false};
   std::atomic<bool> fenced_{false};  // failed_ because another node took shards
-  // Handoff (see HandoffWork): the shards being given away (transfer.h).
-  // handing_ (for workers): by shard, being handed over or given up and not
-  // yet dropped here.
-  Transfers transfers_ GUARDED_BY(mu_);
-  std::unique_ptr<std::atomic<bool>[]> handing_;
-  std::atomic<bool> handoff_work_{false};
-  // OUT/handoff/SEQ/: the exchange thread's (Start's before it).
-  KeptCheckpoints kept_;
-  LogEvery keep_warn_{std::chrono::seconds(10)};  // a handoff checkpoint not kept
+  // Handoff (see HandoffWork): the shards being given away, the workers'
+  // flags, the checkpoints kept for their takers (handoff.h).
+  Handoffs handoff_;
   const std::string out_dir_;
   Status failure_ GUARDED_BY(mu_);
   std::thread thread_;

@@ -34,36 +34,28 @@ std::vector<std::string> Cluster::MembersCommand() const {
           Key("reserve:")};
 }
 
-void Cluster::Members(const redisReply* r) {
+void Cluster::Members(ReplyView r) {
   // The node set grows when a node joins a running job.
-  const redisReply* all = Element(r, 0);
-  const redisReply* alive = Element(r, 1);
-  const redisReply* version = Element(r, 2);
-  const redisReply* assign = Element(r, 3);
-  const redisReply* least = Element(r, 4);
-  std::vector<std::string> nodes, live;
-  for (size_t i = 0; all != nullptr && i < all->elements; ++i)
-    nodes.push_back(RedisReply::StrOf(all->element[i]));
-  for (size_t i = 0; alive != nullptr && i < alive->elements; ++i)
-    live.push_back(RedisReply::StrOf(alive->element[i]));
-  members_.SetNodes(std::move(nodes));
-  if (version != nullptr && assign != nullptr && assign->type == REDIS_REPLY_ARRAY) {
+  const ReplyView version = r[2], assign = r[3], least = r[4];
+  const std::vector<std::string> live = r[1].strings();
+  members_.SetNodes(r[0].strings());
+  if (!version.nil() && assign.array()) {
     std::vector<std::pair<std::string, std::string>> pairs;
-    for (size_t i = 0; i + 1 < assign->elements; i += 2)
-      pairs.emplace_back(RedisReply::StrOf(assign->element[i]),
-                         RedisReply::StrOf(assign->element[i + 1]));
-    owners_.Read(pairs, RedisReply::StrOf(version));
+    assign.ForEachPair([&](ReplyView shard, ReplyView node) {
+      pairs.emplace_back(shard.str(), node.str());
+    });
+    owners_.Read(pairs, version.str());
   }
   {
     MutexLock lock(mu_);
     figures_.nodes = members_.nodes().size();
   }
   Want(live);
-  if (least != nullptr && least->type == REDIS_REPLY_ARRAY && least->elements == 2) {
-    const std::string load = RedisReply::StrOf(least->element[1]);
+  if (least.size() == 2) {
+    const std::string load = least[1].str();
     uint64_t queued = 0;
     std::from_chars(load.data(), load.data() + load.size(), queued);
-    Balance(RedisReply::StrOf(least->element[0]), queued);
+    Balance(least[0].str(), queued);
   }
 }
 
@@ -72,7 +64,7 @@ bool Cluster::HeldBacklog(std::vector<ShardBacklog>* backlog) {
   // The shards held here and ready (none being handed over).
   const bool looked = backlog_([&](std::string_view host, uint64_t queued) {
     const uint32_t s = ShardOf(host);
-    if (ready_[s].load() && !handing_[s].load()) by_shard[s] += queued;
+    if (ready_[s].load() && !handoff_.Handing(s)) by_shard[s] += queued;
   });
   for (const auto& [s, queued] : by_shard)
     if (leases_.state(s) == Leases::State::kHeld) backlog->push_back({s, queued});
@@ -103,10 +95,7 @@ void Cluster::Balance(const std::string& taker, uint64_t load) {
   const auto beat = std::chrono::duration_cast<SteadyClock::duration>(
       std::chrono::duration<double>(cfg_.heartbeat_s));
   if (now - last_give_ < 2 * beat) return;
-  {
-    MutexLock lock(mu_);
-    if (transfers_.Giving()) return;
-  }
+  if (handoff_.Giving()) return;
   double rate = 0;
   {
     MutexLock lock(mu_);
@@ -143,15 +132,14 @@ void Cluster::Balance(const std::string& taker, uint64_t load) {
   auto r = redis_->Command(cmd);
   last_give_ = now;
   if (!r.ok() || redis_.Failed(*r, "balance")) return;
-  for (size_t i = 0; r->raw() != nullptr && i < r->raw()->elements; ++i) {
-    const std::string shard = RedisReply::StrOf(r->raw()->element[i]);
+  for (const std::string& shard : r->view().strings()) {
     uint32_t s = 0;
     auto [end, ec] = std::from_chars(shard.data(), shard.data() + shard.size(), s);
     if (ec != std::errc() || s >= cfg_.shards) continue;
     owners_.Give(s, to);  // as every node reads it at its next heartbeat
     urls += queued[s];
     ++n;
-    HandTo(s, to);
+    handoff_.HandTo(s, to);
   }
   if (n == 0) return;  // it was no longer idle, or another node gave first
   {
@@ -163,15 +151,6 @@ void Cluster::Balance(const std::string& taker, uint64_t load) {
       "of work here) to node {} ({} queued there{})",
       n, urls, total, rate > 0 ? static_cast<double>(total) / rate : 0.0, to, load,
       load == 0 ? ": idle" : "");
-}
-
-void Cluster::TakenYet(const std::vector<uint32_t>& shards, const redisReply* holders) {
-  MutexLock lock(mu_);
-  for (size_t i = 0; i < shards.size(); ++i) {
-    const redisReply* h = Element(holders, i);
-    if (h == nullptr) return;
-    transfers_.HolderIs(shards[i], RedisReply::StrOf(h));
-  }
 }
 
 }  // namespace crawler::engine

@@ -113,7 +113,12 @@ bool Cluster::Round(bool* did) {
     members_.StateUnknown();  // a lease taken marks this node busy
     if (!Heartbeat()) return false;
   }
-  if (!HandOver()) return false;
+  if (!failed_.load() &&
+      !handoff_.HandOver(*redis_, members_, receiver_.committed(),
+                         [this](uint64_t sequence, const std::vector<uint32_t>& shards) {
+                           GiveUp(sequence, shards);
+                         }))
+    return false;
   if (now - last_reclaim_ > leases_.ttl()) {
     last_reclaim_ = now;
     // Entries of the owned shards left pending for another consumer (which
@@ -162,30 +167,9 @@ bool Cluster::Heartbeat() {
   bool members = takeover_ && !members_.nodes().empty();
   const size_t members_at = cmds.size();
   if (members) cmds.push_back(MembersCommand());
-  // Shards given up: has their source moved on (their new owner committed)?
-  // Has their new owner taken the lease yet? Kept handoff checkpoints: does
-  // some shard's source still name one?
-  std::vector<uint32_t> released, untaken;
-  const bool kept = !kept_.empty();
-  {
-    MutexLock lock(mu_);
-    released = transfers_.ReleasedShards();
-    untaken = transfers_.UntakenShards();
-  }
-  size_t sources_at = cmds.size();
-  if (!released.empty()) {
-    cmds.push_back({"HMGET", Key("source")});
-    for (uint32_t s : released) cmds.back().push_back(std::to_string(s));
-  }
-  const size_t holders_at = cmds.size();
-  if (!untaken.empty()) {
-    cmds.push_back({"HMGET", Key("holder")});
-    for (uint32_t s : untaken) cmds.back().push_back(std::to_string(s));
-  }
-  size_t all_sources_at = cmds.size();
-  if (kept)
-    cmds.insert(cmds.end(),
-                {{"HGETALL", Key("source")}, {"HGETALL", Key("source_prev")}});
+  // Shards given up, kept handoff checkpoints: the handoff's questions.
+  const Handoffs::Asked handed =
+      handoff_.Ask([this](const std::string& suffix) { return Key(suffix); }, &cmds);
   size_t lease_at = cmds.size();
   std::vector<uint32_t> asked = my_shards_;
   if (!asked.empty()) {  // the leases; the owned shards' lag, for the metrics
@@ -199,7 +183,7 @@ bool Cluster::Heartbeat() {
   if (!r.ok() || redis_.Failed((*r)[0], "heartbeat")) return false;
   if (!asked.empty()) {
     if (redis_.Failed((*r)[lease_at], "lease renewal")) return false;
-    ApplyLeases((*r)[lease_at].raw(), start);
+    ApplyLeases((*r)[lease_at].view(), start);
   }
   if (!incarnation_.empty() && !(*r)[meta_at].IsError() &&
       (*r)[meta_at].Str() != incarnation_) {
@@ -211,44 +195,27 @@ bool Cluster::Heartbeat() {
   }
   if ((*r)[full_at].Int() == 1)
     full_seen_ns_ = SteadyClock::now().time_since_epoch().count();
-  if (!untaken.empty() && !(*r)[holders_at].IsError())
-    TakenYet(untaken, (*r)[holders_at].raw());
-  if (members && !(*r)[members_at].IsError()) Members((*r)[members_at].raw());
-  if (kept && !(*r)[all_sources_at].IsError() && !(*r)[all_sources_at + 1].IsError())
-    PruneHandoffDirs({(*r)[all_sources_at].raw(), (*r)[all_sources_at + 1].raw()});
-  if (!released.empty()) SourcesNow(released, (*r)[sources_at].raw());
-  const redisReply* lags = r->size() > lease_at + 1 ? (*r)[lease_at + 1].raw() : nullptr;
+  handoff_.Answers(handed, *r);
+  if (members && !(*r)[members_at].IsError()) Members((*r)[members_at].view());
+  const ReplyView lags =
+      r->size() > lease_at + 1 ? (*r)[lease_at + 1].view() : ReplyView();
   RecordHeartbeat(rtt, asked, lags);
   return true;
 }
 
-void Cluster::SourcesNow(const std::vector<uint32_t>& released,
-                         const redisReply* sources) {
-  MutexLock lock(mu_);
-  for (size_t i = 0; sources != nullptr && sources->type == REDIS_REPLY_ARRAY &&
-                     i < sources->elements && i < released.size();
-       ++i)
-    transfers_.SourceIs(released[i], RedisReply::StrOf(sources->element[i]), cfg_.node);
-}
-
 void Cluster::RecordHeartbeat(double rtt, const std::vector<uint32_t>& asked,
-                              const redisReply* lags) {
+                              ReplyView lags) {
   MutexLock lock(mu_);
   size_t bucket = 0;
   while (bucket < kRttBounds.size() && rtt > kRttBounds[bucket]) ++bucket;
   if (bucket < kRttBounds.size()) ++health_.rtt_buckets[bucket];
   ++health_.rtt_count;
   health_.rtt_sum_s += rtt;
-  if (lags != nullptr && lags->type == REDIS_REPLY_ARRAY &&
-      lags->elements == asked.size()) {
+  if (lags.array() && lags.size() == asked.size()) {
     health_.owned_lag.clear();
     for (size_t i = 0; i < asked.size(); ++i) {
       if (leases_.state(asked[i]) != Leases::State::kHeld) continue;
-      const redisReply* e = lags->element[i];
-      uint64_t lag = e->type == REDIS_REPLY_INTEGER && e->integer > 0
-                         ? static_cast<uint64_t>(e->integer)
-                         : 0;
-      health_.owned_lag.emplace_back(asked[i], lag);
+      health_.owned_lag.emplace_back(asked[i], lags[i].count());
     }
   }
 }

@@ -71,24 +71,17 @@ Status JobLost(const std::string& verdict, const std::string& found,
 Status CheckRedisSettings(Redis& redis, const RedisAddress& address) {
   auto get = [&](const char* name) -> std::string {
     auto r = redis.Command({"CONFIG", "GET", name});
-    if (!r.ok() || r->IsError() || r->raw()->type != REDIS_REPLY_ARRAY ||
-        r->raw()->elements != 2)
-      return "?";
-    return RedisReply::StrOf(r->raw()->element[1]);
+    if (!r.ok() || r->view().size() != 2) return "?";
+    return (*r)[1].str();
   };
   // A replica refuses every write (READONLY): the job could not even be
   // joined. Said at once, naming its primary.
   auto role = redis.Command({"ROLE"});
-  if (role.ok() && !role->IsError() &&
-      RedisReply::StrOf(cluster_wire::Element(role->raw(), 0)) == "slave") {
-    return Status::Error(
-        Status::Code::kInvalidArgument,
-        "redis " + address.Text() + " is a read-only replica of " +
-            RedisReply::StrOf(cluster_wire::Element(role->raw(), 1)) + ":" +
-            std::to_string(cluster_wire::Element(role->raw(), 2) != nullptr
-                               ? cluster_wire::Element(role->raw(), 2)->integer
-                               : 0) +
-            ": cluster.redis must name the primary");
+  if (role.ok() && (*role)[0].str() == "slave") {
+    return Status::Error(Status::Code::kInvalidArgument,
+                         "redis " + address.Text() + " is a read-only replica of " +
+                             (*role)[1].str() + ":" + (*role)[2].str() +
+                             ": cluster.redis must name the primary");
   }
   const std::string policy = get("maxmemory-policy");
   if (policy == "?") {

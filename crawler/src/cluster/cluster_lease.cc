@@ -59,20 +59,20 @@ struct Cluster::LeaseRound {
   std::string lost_to, took_from;
 };
 
-void Cluster::ApplyLeases(const redisReply* r, SteadyClock::time_point sent) {
-  if (r == nullptr || r->type != REDIS_REPLY_ARRAY || r->elements != my_shards_.size())
-    return;
+void Cluster::ApplyLeases(ReplyView r, SteadyClock::time_point sent) {
+  if (!r.array() || r.size() != my_shards_.size()) return;
   const int64_t until = leases_.UntilOf(sent);
   LeaseRound round;
   for (size_t i = 0; i < my_shards_.size(); ++i) {
     const uint32_t s = my_shards_[i];
     LeaseReply reply;
-    reply.state = RedisReply::StrOf(Element(r->element[i], 0));
-    const std::string epoch = RedisReply::StrOf(Element(r->element[i], 1));
+    const ReplyView one = r[i];
+    reply.state = one[0].str();
+    const std::string epoch = one[1].str();
     std::from_chars(epoch.data(), epoch.data() + epoch.size(), reply.epoch);
-    reply.holder = RedisReply::StrOf(Element(r->element[i], 2));
-    reply.source = RedisReply::StrOf(Element(r->element[i], 3));
-    reply.source_prev = RedisReply::StrOf(Element(r->element[i], 4));
+    reply.holder = one[2].str();
+    reply.source = one[3].str();
+    reply.source_prev = one[4].str();
     const uint64_t was = leases_.epoch(s);
     const Leases::Outcome o = leases_.Apply(s, reply, until);
     if (o.unnoticed) round.unnoticed.Add(s, o.held ? was : reply.epoch);
@@ -94,7 +94,8 @@ void Cluster::ApplyLeases(const redisReply* r, SteadyClock::time_point sent) {
 }
 
 void Cluster::Gained(uint32_t s, const LeaseReply& reply, LeaseRound* round) {
-  const Gain g = OnGained(s, reply, cfg_.node, takeover_, Released(s), own_.resumed());
+  const Gain g =
+      OnGained(s, reply, cfg_.node, takeover_, handoff_.Released(s), own_.resumed());
   switch (g.action) {
     case Gain::Action::kLoad:
       loads_.Want(s, g.source, g.prev);
@@ -178,7 +179,7 @@ bool Cluster::AckPublished() {
   std::map<uint32_t, std::vector<std::string>> by_shard;
   std::vector<StreamEntry> keep;
   for (StreamEntry& a : acks) {
-    if (leases_.epoch(a.shard) == 0 && Released(a.shard)) {
+    if (leases_.epoch(a.shard) == 0 && handoff_.Released(a.shard)) {
       continue;  // handed over: its new owner claims what is still pending
     } else if (leases_.epoch(a.shard) == 0) {
       keep.push_back(std::move(a));
@@ -210,14 +211,14 @@ bool Cluster::AckPublished() {
     size_t i = 0;
     for (auto& [shard, ids] : by_shard) {
       const RedisReply& r = (*replies)[i++];
-      std::string verdict = RedisReply::StrOf(Element(r.raw(), 0));
+      const std::string verdict = r[0].str();
       if (verdict == "ok") continue;
       if (verdict == "fenced") {
         ++fenced;
         spdlog::warn(
             "cluster: shard {}: acknowledge and trim refused by Redis (fenced): this "
             "node's lease is epoch {}, the shard's lease is '{}'",
-            shard, leases_.epoch(shard), RedisReply::StrOf(Element(r.raw(), 1)));
+            shard, leases_.epoch(shard), r[1].str());
         // The next heartbeat, with this epoch, tells: taken again (it only
         // expired) or lost to another node.
         leases_.Fenced(shard);

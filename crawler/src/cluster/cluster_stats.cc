@@ -26,21 +26,14 @@ struct ShardFigures {
 };
 
 // XINFO GROUPS' "owners" group: its pending and lag (Redis 7).
-void ReadGroup(const redisReply* r, ShardFigures* f) {
-  for (size_t g = 0; r != nullptr && r->type == REDIS_REPLY_ARRAY && g < r->elements;
-       ++g) {
-    const redisReply* group = r->element[g];
-    std::map<std::string, const redisReply*> fields;
-    for (size_t i = 0; group->type == REDIS_REPLY_ARRAY && i + 1 < group->elements;
-         i += 2)
-      fields[RedisReply::StrOf(group->element[i])] = group->element[i + 1];
-    if (fields.count("name") == 0 || RedisReply::StrOf(fields["name"]) != "owners")
-      continue;
+void ReadGroup(ReplyView r, ShardFigures* f) {
+  for (size_t g = 0; g < r.size(); ++g) {
+    std::map<std::string, ReplyView> fields;
+    r[g].ForEachPair([&](ReplyView k, ReplyView v) { fields[k.str()] = v; });
+    if (fields["name"].str() != "owners") continue;
     auto num = [&](const char* k) -> uint64_t {
       auto it = fields.find(k);
-      return it != fields.end() && it->second->type == REDIS_REPLY_INTEGER
-                 ? static_cast<uint64_t>(std::max<long long>(0, it->second->integer))
-                 : 0;
+      return it != fields.end() ? it->second.count() : 0;
     };
     f->pending = num("pending");
     f->lag = num("lag");
@@ -145,7 +138,7 @@ json::object StreamFigures(const std::vector<RedisReply>& rep, size_t base,
   for (uint32_t s = 0; s < shards; ++s) {
     ShardFigures f;
     f.entries = static_cast<uint64_t>(std::max<long long>(0, rep[base + 3 * s].Int()));
-    ReadGroup(rep[base + 3 * s + 1].raw(), &f);
+    ReadGroup(rep[base + 3 * s + 1].view(), &f);
     f.bytes = static_cast<uint64_t>(std::max<long long>(0, rep[base + 3 * s + 2].Int()));
     total->entries += f.entries;
     total->pending += f.pending;
@@ -196,39 +189,32 @@ json::array NodeFigures(const std::vector<RedisReply>& rep,
                         const std::map<std::string, uint64_t>& leases_of,
                         ClusterReport* sum) {
   std::map<std::string, ClusterReport> reports;
-  const redisReply* all = rep[0].raw();
-  for (size_t i = 0; all != nullptr && i + 1 < all->elements; i += 2) {
+  rep[0].view().ForEachPair([&](ReplyView node, ReplyView figures) {
     boost::system::error_code ec;
-    json::value v = json::parse(RedisReply::StrOf(all->element[i + 1]), ec);
-    if (!ec)
-      reports[RedisReply::StrOf(all->element[i])] =
-          json_fields::ReadLenient<ClusterReport>(v);
-  }
+    json::value v = json::parse(figures.str(), ec);
+    if (!ec) reports[node.str()] = json_fields::ReadLenient<ClusterReport>(v);
+  });
   // Where the placement puts each shard over all the job's nodes, unless
   // work-aware placement gave it to a live node (assign), and with how many
   // seed hosts (shard_owners.h).
   std::vector<uint32_t> owned(nodes.size(), 0);
   std::vector<uint64_t> seed_hosts(nodes.size(), 0);
   std::vector<uint32_t> owner = PlaceShards(nodes, weights, shards);
-  const redisReply* assign = rep.back().raw();
-  for (size_t i = 0; assign != nullptr && i + 1 < assign->elements; i += 2) {
-    const uint64_t s =
-        std::strtoull(RedisReply::StrOf(assign->element[i]).c_str(), nullptr, 10);
-    auto to =
-        std::find(nodes.begin(), nodes.end(), RedisReply::StrOf(assign->element[i + 1]));
+  rep.back().view().ForEachPair([&](ReplyView shard, ReplyView node) {
+    const uint64_t s = std::strtoull(shard.str().c_str(), nullptr, 10);
+    auto to = std::find(nodes.begin(), nodes.end(), node.str());
     const size_t at = static_cast<size_t>(to - nodes.begin());
     if (s < shards && to != nodes.end() && rep[5 + at].Int() == 1)
       owner[s] = static_cast<uint32_t>(at);
-  }
+  });
   for (uint32_t s = 0; s < shards; ++s) {
     ++owned[owner[s]];
     seed_hosts[owner[s]] += weights[s];
   }
   std::map<std::string, uint64_t> committed;  // node -> its last committed checkpoint
-  const redisReply* commits = rep[rep.size() - 2].raw();
-  for (size_t i = 0; commits != nullptr && i + 1 < commits->elements; i += 2)
-    committed[RedisReply::StrOf(commits->element[i])] =
-        std::strtoull(RedisReply::StrOf(commits->element[i + 1]).c_str(), nullptr, 10);
+  rep[rep.size() - 2].view().ForEachPair([&](ReplyView node, ReplyView sequence) {
+    committed[node.str()] = std::strtoull(sequence.str().c_str(), nullptr, 10);
+  });
   json::array list;
   for (size_t i = 0; i < nodes.size(); ++i) {
     ClusterReport c = reports.count(nodes[i]) ? reports[nodes[i]] : ClusterReport{};
@@ -253,20 +239,16 @@ Result<json::object> Collect(Redis& r, const std::string& job) {
   const std::string prefix = "crawler:{" + job + "}:";
   auto meta = r.Command({"HMGET", prefix + "meta", "shards", "weights"});
   if (!meta.ok()) return meta.status();
-  const redisReply* fields = meta->raw();
-  if (fields == nullptr || fields->elements != 2 ||
-      fields->element[0]->type == REDIS_REPLY_NIL)
+  const ReplyView fields = meta->view();
+  if (fields.size() != 2 || fields[0].nil())
     return Status::Error(Status::Code::kInvalidArgument,
                          "no cluster job '" + job + "' at " + r.address().Text());
-  const uint32_t shards = static_cast<uint32_t>(
-      std::strtoul(RedisReply::StrOf(fields->element[0]).c_str(), nullptr, 10));
-  const std::vector<uint32_t> weights =
-      DecodeWeights(RedisReply::StrOf(fields->element[1]), shards);
+  const uint32_t shards =
+      static_cast<uint32_t>(std::strtoul(fields[0].str().c_str(), nullptr, 10));
+  const std::vector<uint32_t> weights = DecodeWeights(fields[1].str(), shards);
   auto members = r.Command({"SMEMBERS", prefix + "nodes"});
   if (!members.ok()) return members.status();
-  std::vector<std::string> nodes;
-  for (size_t i = 0; members->raw() != nullptr && i < members->raw()->elements; ++i)
-    nodes.push_back(RedisReply::StrOf(members->raw()->element[i]));
+  std::vector<std::string> nodes = members->view().strings();
   std::sort(nodes.begin(), nodes.end());
   auto replies = r.Pipeline(ReportCommands(prefix, nodes, shards));
   if (!replies.ok()) return replies.status();

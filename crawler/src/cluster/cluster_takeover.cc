@@ -35,8 +35,8 @@ void Cluster::Want(const std::vector<std::string>& live) {
       // Held here, loaded, another live node's now (it joined, or came
       // back): handed over (or, if that node went away meanwhile, kept).
       if (want.count(s) > 0 && !loads_.Wants(s) &&
-          (ready_[s].load() || handing_[s].load()))
-        HandTo(s, owner);
+          (ready_[s].load() || handoff_.Handing(s)))
+        handoff_.HandTo(s, owner);
     }
   }
   // Shards being loaded stay asked for (their lease is renewed meanwhile).
@@ -71,14 +71,14 @@ void Cluster::ShardsLoaded(const std::vector<uint32_t>& shards) {
   for (uint32_t s : shards) {
     ready_[s] = true;
     receiver_.Claim(s);
-    transfers_.TakenBack(s);  // given up once, taken back: this node's again
+    handoff_.TakenBack(s);  // given up once, taken back: this node's again
   }
 }
 
 Result<std::string> Cluster::OutDirOf(const std::string& node) {
   auto rel = redis_->Command({"HGET", Key("outdirs"), node});
   if (!rel.ok()) return rel.status();
-  if (rel->raw() == nullptr || rel->raw()->type != REDIS_REPLY_STRING)
+  if (!rel->view().string())
     return Status::Error(Status::Code::kIoError,
                          "node '" + node + "' published no output directory");
   return cfg_.shared_dir + "/" + rel->Str();
@@ -88,10 +88,7 @@ void Cluster::LoadTaken() {
   // A shard this node gave up and took back waits until a worker has
   // dropped what it had.
   auto done = loads_.Step([this](const std::string& node) { return OutDirOf(node); },
-                          [this](uint32_t s) {
-                            MutexLock lock(mu_);
-                            return transfers_.Dropping(s);
-                          },
+                          [this](uint32_t s) { return handoff_.Dropping(s); },
                           SteadyClock::now());
   if (!done) return;
   MutexLock lock(mu_);
@@ -120,7 +117,7 @@ bool Cluster::Commit() {
   // Leases of shards handed over are given up before any later checkpoint
   // (which no longer holds them) is committed: Redis never shows this node
   // holding a shard its committed checkpoint lacks.
-  if (!SendReleases()) return false;
+  if (!handoff_.SendReleases(*redis_, members_)) return false;
   std::optional<Commits::Request> req;
   uint64_t last = 0;
   {
@@ -142,7 +139,7 @@ bool Cluster::Commit() {
   auto r = redis_->Command(cmd);
   if (!r.ok()) return false;
   if (redis_.Failed(*r, "commit")) return false;
-  if (RedisReply::StrOf(Element(r->raw(), 0)) == "fenced") {
+  if ((*r)[0].str() == "fenced") {
     {
       MutexLock lock(mu_);
       ++figures_.acks_fenced;
@@ -150,10 +147,8 @@ bool Cluster::Commit() {
     }
     fenced_ = true;
     Fail("the commit of checkpoint " + std::to_string(req->sequence) +
-         " was refused by Redis (fenced): shard " +
-         RedisReply::StrOf(Element(r->raw(), 1)) + " is now '" +
-         RedisReply::StrOf(Element(r->raw(), 2)) +
-         "'; this node's work since its last committed checkpoint (" +
+         " was refused by Redis (fenced): shard " + (*r)[1].str() + " is now '" +
+         (*r)[2].str() + "'; this node's work since its last committed checkpoint (" +
          std::to_string(last) + ") is void");
     return true;
   }

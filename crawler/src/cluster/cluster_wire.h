@@ -1,13 +1,13 @@
 // The cluster's wire formats: the stream entry's payload (zlib'd lines
-// "url \t depth \t redirects \t referrer"), the outbox file, stream IDs,
-// reply elements. The Lua scripts live with the part that runs each
-// (membership.h, heartbeats.h, sender.h, receiver.h, leases.h, commits.h),
-// over the shared Lua functions of lua_functions.h.
+// "url \t depth \t redirects \t referrer"), the outbox file, stream IDs.
+// Replies are read through redis.h's ReplyView. The Lua scripts live with
+// the part that runs each (membership.h, heartbeats.h, sender.h,
+// receiver.h, leases.h, commits.h), over the shared Lua functions of
+// lua_functions.h.
 #ifndef CRAWLER_CLUSTER_WIRE_H_
 #define CRAWLER_CLUSTER_WIRE_H_
 
 #include <fmt/core.h>
-#include <hiredis/hiredis.h>
 #include <xxhash.h>
 #include <zlib.h>
 
@@ -150,11 +150,6 @@ inline StreamId ParseStreamId(std::string_view id) {
   if (dash != std::string_view::npos)
     std::from_chars(id.data() + dash + 1, id.data() + id.size(), out.second);
   return out;
-}
-
-inline const redisReply* Element(const redisReply* r, size_t i) {
-  return r != nullptr && r->type == REDIS_REPLY_ARRAY && i < r->elements ? r->element[i]
-                                                                         : nullptr;
 }
 
 }  // namespace crawler::engine::cluster_wire

@@ -153,14 +153,13 @@ Result<JoinedJob> JoinJob(const Config& config, const std::string& out_dir, bool
     if (r->IsError())
       return Status::Error(Status::Code::kIoError,
                            "redis " + address->Text() + ": join: " + r->Str());
-    std::string verdict = RedisReply::StrOf(Element(r->raw(), 0));
-    std::string detail = RedisReply::StrOf(Element(r->raw(), 1));
+    const std::string verdict = (*r)[0].str(), detail = (*r)[1].str();
     if (verdict == "missing" || verdict == "incarnation")
       return JobLost(verdict, detail, *mine, *address);
     if (verdict == "ok") {
       uint64_t seed = 0;
       std::from_chars(detail.data(), detail.data() + detail.size(), seed);
-      JobIdentity joined{c.job, RedisReply::StrOf(Element(r->raw(), 2)), seed};
+      JobIdentity joined{c.job, (*r)[2].str(), seed};
       if (mine->incarnation.empty() && !joined.incarnation.empty())
         if (Status st = WriteJobIdentity(out_dir, joined); !st.ok()) return st;
       spdlog::info("cluster: node {} joined job {} at {}", c.node, c.job,
@@ -171,7 +170,7 @@ Result<JoinedJob> JoinJob(const Config& config, const std::string& out_dir, bool
                        seed,
                        joined.incarnation,
                        *out_rel,
-                       DecodeWeights(RedisReply::StrOf(Element(r->raw(), 3)), c.shards)};
+                       DecodeWeights((*r)[3].str(), c.shards)};
     }
     if (verdict != "duplicate") return JoinRefusal(c, verdict, detail, req.config_json);
     if (SteadyClock::now() > deadline)
@@ -203,12 +202,9 @@ std::vector<std::string> Membership::StartCommand() const {
           Key("nodes"), Key("started"), std::to_string(min_nodes_)};
 }
 
-bool Membership::Started(const redisReply* reply) {
-  if (reply == nullptr || reply->type != REDIS_REPLY_ARRAY) return false;
-  std::vector<std::string> nodes;
-  for (size_t i = 0; i < reply->elements; ++i)
-    nodes.push_back(RedisReply::StrOf(reply->element[i]));
-  SetNodes(std::move(nodes));
+bool Membership::Started(ReplyView reply) {
+  if (!reply.array()) return false;
+  SetNodes(reply.strings());
   return true;
 }
 

@@ -66,7 +66,7 @@ class Membership {
   // The start: kStartScript's command, then its reply: true once the job
   // started (the nodes, sorted, in nodes()); false: not yet.
   std::vector<std::string> StartCommand() const;
-  bool Started(const redisReply* reply);
+  bool Started(ReplyView reply);
   const std::vector<std::string>& nodes() const { return nodes_; }
   // A members read named the job's nodes (empty: it did not say).
   void SetNodes(std::vector<std::string> nodes);

@@ -119,8 +119,8 @@ bool Receiver::ReadNew(Redis& redis, const Shards& shards, bool* did, size_t* go
     return false;
   }
   if (r->IsError()) return ReadError(redis, *r, shards);
-  const std::string bell = RedisReply::StrOf(Element(r->raw(), 0));
-  *got = ToInbox(Element(r->raw(), 1));
+  const std::string bell = (*r)[0].str();
+  *got = ToInbox((*r)[1]);
   bell_.Read(bell, *got);
   if (*got > 0) *did = true;
   return true;
@@ -152,8 +152,8 @@ bool Receiver::ReadPending(Redis& redis, const Shards& shards, bool chunked, boo
     return false;
   }
   if (r->IsError()) return ReadError(redis, *r, shards);
-  const size_t got = ToInbox(r->raw());
-  if (chunked) PendingRead(shards, r->raw());
+  const size_t got = ToInbox(r->view());
+  if (chunked) PendingRead(shards, r->view());
   if (got > 0) *did = true;
   return true;
 }
@@ -183,26 +183,18 @@ bool Receiver::ClaimAndRead(
   // becomes this node's, then is read like a resumed node's own: a chunk a
   // round, from the first.
   for (uint32_t s : shards) {
-    std::string cursor = "0-0";
-    do {
-      auto r = redis.Command({"XAUTOCLAIM", StreamKey(s), "owners", node_, "0", cursor,
-                              "COUNT", "10000", "JUSTID"});
-      if (!r.ok()) {
-        MutexLock lock(mu_);
-        to_claim_.insert(to_claim_.end(), shards.begin(), shards.end());
-        return false;
-      }
-      if (r->IsError()) {
-        spdlog::warn("redis: claim of shard {}: {}", s, r->Str());
-        break;
-      }
-      cursor = RedisReply::StrOf(Element(r->raw(), 0));
-    } while (cursor != "0-0" && !cursor.empty());
+    if (!ClaimPending(redis, s)) {
+      MutexLock lock(mu_);
+      to_claim_.insert(to_claim_.end(), shards.begin(), shards.end());
+      return false;
+    }
   }
   std::vector<uint32_t> reading;
   {
     MutexLock lock(mu_);
-    for (uint32_t s : shards) pending_from_[s] = "0";
+    // (Moved in, not assigned from a literal: GCC 12 -O3 warns falsely
+    // (-Wrestrict) on the inlined string assignment.)
+    for (uint32_t s : shards) pending_from_.insert_or_assign(s, std::string("0"));
     // A shard no longer held (given up, lost) leaves pending_from_: its new
     // owner claims what is pending. One held but not readable now (lapsed,
     // or loading) stays, and is read once it is.
@@ -220,16 +212,27 @@ bool Receiver::ClaimAndRead(
   return now.empty() || ReadPending(redis, now, /*chunked=*/true, did);
 }
 
-void Receiver::PendingRead(const Shards& asked, const redisReply* streams) {
+bool Receiver::ClaimPending(Redis& redis, uint32_t shard) {
+  std::string cursor = "0-0";
+  do {
+    auto r = redis.Command({"XAUTOCLAIM", StreamKey(shard), "owners", node_, "0", cursor,
+                            "COUNT", "10000", "JUSTID"});
+    if (!r.ok()) return false;
+    if (r->IsError()) {
+      spdlog::warn("redis: claim of shard {}: {}", shard, r->Str());
+      return true;
+    }
+    cursor = (*r)[0].str();  // the next start ("0-0": the stream's end)
+  } while (cursor != "0-0" && !cursor.empty());
+  return true;
+}
+
+void Receiver::PendingRead(const Shards& asked, ReplyView streams) {
   std::map<uint32_t, std::string> last;  // the shards with entries in the reply
-  for (size_t i = 0;
-       streams != nullptr && streams->type == REDIS_REPLY_ARRAY && i < streams->elements;
-       ++i) {
-    const redisReply* list = Element(streams->element[i], 1);
-    if (list == nullptr || list->elements == 0) continue;
-    const uint32_t shard =
-        ShardOfStreamKey(RedisReply::StrOf(Element(streams->element[i], 0)));
-    last[shard] = RedisReply::StrOf(Element(list->element[list->elements - 1], 0));
+  for (size_t i = 0; i < streams.size(); ++i) {
+    const ReplyView list = streams[i][1];
+    if (list.size() == 0) continue;
+    last[ShardOfStreamKey(streams[i][0].str())] = list.back()[0].str();
   }
   MutexLock lock(mu_);
   for (const auto& [s, epoch] : asked) {
@@ -259,29 +262,23 @@ bool Receiver::BellRang(Redis& redis, const Shards& shards) {
                       std::chrono::steady_clock::now());
 }
 
-size_t Receiver::ToInbox(const redisReply* streams) {
+size_t Receiver::ToInbox(ReplyView streams) {
   size_t got = 0;
   std::vector<frontier::UrlEntry> entries;
   std::vector<StreamEntry> ids;
   uint64_t malformed = 0;
-  for (size_t i = 0;
-       streams != nullptr && streams->type == REDIS_REPLY_ARRAY && i < streams->elements;
-       ++i) {
-    const redisReply* s = streams->element[i];
-    std::string key = RedisReply::StrOf(Element(s, 0));
+  for (size_t i = 0; i < streams.size(); ++i) {
+    const std::string key = streams[i][0].str();
     const uint32_t shard = ShardOfStreamKey(key);
-    const redisReply* list = Element(s, 1);
-    for (size_t j = 0; list != nullptr && j < list->elements; ++j) {
-      const redisReply* entry = list->element[j];
-      std::string id = RedisReply::StrOf(Element(entry, 0));
-      const redisReply* fields = Element(entry, 1);
+    const ReplyView list = streams[i][1];
+    for (size_t j = 0; j < list.size(); ++j) {
+      const std::string id = list[j][0].str();
       if (id.empty()) continue;  // deleted meanwhile (XCLAIM of a trimmed entry)
       std::string z, b;
-      for (size_t k = 0; fields != nullptr && k + 1 < fields->elements; k += 2) {
-        std::string f = RedisReply::StrOf(fields->element[k]);
-        if (f == "z") z = RedisReply::StrOf(fields->element[k + 1]);
-        if (f == "b") b = RedisReply::StrOf(fields->element[k + 1]);
-      }
+      list[j][1].ForEachPair([&](ReplyView field, ReplyView value) {
+        if (field.str() == "z") z = value.str();
+        if (field.str() == "b") b = value.str();
+      });
       ++got;
       std::string raw;
       size_t raw_len = 0;
@@ -315,13 +312,13 @@ bool Receiver::Reclaim(Redis& redis, const Shards& shards, std::chrono::millisec
   auto r = redis.Command(cmd);
   if (!r.ok()) return false;
   if (r->IsError()) return !failed_(*r, "reclaim");
-  const size_t got = ToInbox(r->raw());
+  const size_t got = ToInbox(r->view());
   if (got == 0) return true;
   *did = true;
   spdlog::warn(
       "cluster: reclaimed {} stream entries of {} shards left pending for another "
       "consumer over {:.1f} s (cluster.lease_s)",
-      got, r->raw()->elements, std::chrono::duration<double>(idle).count());
+      got, r->view().size(), std::chrono::duration<double>(idle).count());
   return true;
 }
 

@@ -128,9 +128,13 @@ class Receiver {
   bool ReadError(Redis& redis, const RedisReply& r, const Shards& shards);
   // The entries of an XREADGROUP-shaped reply ({{stream, {{id, fields}...}}...})
   // into the inbox; how many.
-  size_t ToInbox(const redisReply* streams) EXCLUDES(mu_);
+  size_t ToInbox(ReplyView streams) EXCLUDES(mu_);
+  // Every entry pending in `shard`'s stream becomes this node's (XAUTOCLAIM
+  // from the start, 10,000 IDs a call). False: the connection broke; an
+  // error reply is logged and the shard read as it is.
+  bool ClaimPending(Redis& redis, uint32_t shard) EXCLUDES(mu_);
   // After a chunked read of `asked`: each one's last ID read, or none left.
-  void PendingRead(const Shards& asked, const redisReply* streams) EXCLUDES(mu_);
+  void PendingRead(const Shards& asked, ReplyView streams) EXCLUDES(mu_);
   std::string StreamKey(uint32_t shard) const {
     return key_("s:" + std::to_string(shard));
   }

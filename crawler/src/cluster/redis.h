@@ -9,6 +9,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -37,35 +38,82 @@ struct RedisAddress {
 Result<RedisAddress> ParseRedisUrl(const std::string& url,
                                    std::string_view what = "cluster.redis");
 
-// One reply (owns the hiredis object; elements are views into it).
+// A typed, null-safe view of one reply or of one of its elements: how every
+// reply is read. A missing element (past the end, or of a reply that is not
+// an array) is an empty view: nil, no elements, "" and no integer. Views
+// point into the RedisReply that owns the hiredis object: they live no
+// longer than it.
+class ReplyView {
+ public:
+  ReplyView() = default;
+  explicit ReplyView(const redisReply* r) : r_(r) {}
+
+  bool nil() const { return r_ == nullptr || r_->type == REDIS_REPLY_NIL; }
+  bool error() const { return r_ != nullptr && r_->type == REDIS_REPLY_ERROR; }
+  bool array() const { return r_ != nullptr && r_->type == REDIS_REPLY_ARRAY; }
+  bool string() const { return r_ != nullptr && r_->type == REDIS_REPLY_STRING; }
+  // An array's elements (0 for any other reply).
+  size_t size() const { return array() ? r_->elements : 0; }
+  ReplyView operator[](size_t i) const {
+    return ReplyView(i < size() ? r_->element[i] : nullptr);
+  }
+  ReplyView back() const { return size() == 0 ? ReplyView() : (*this)[size() - 1]; }
+  // The text of a string, status or error; an integer as text; else "".
+  std::string str() const {
+    if (r_ == nullptr) return "";
+    switch (r_->type) {
+      case REDIS_REPLY_STRING:
+      case REDIS_REPLY_STATUS:
+      case REDIS_REPLY_ERROR:
+        return std::string(r_->str, r_->len);
+      case REDIS_REPLY_INTEGER:
+        return std::to_string(r_->integer);
+      default:
+        return "";
+    }
+  }
+  // An integer reply's value (nullopt for any other reply).
+  std::optional<long long> integer() const {
+    if (r_ == nullptr || r_->type != REDIS_REPLY_INTEGER) return std::nullopt;
+    return r_->integer;
+  }
+  // An integer reply as a count: a negative one or another reply is 0.
+  uint64_t count() const {
+    return static_cast<uint64_t>(std::max<long long>(0, integer().value_or(0)));
+  }
+  // Each element's str().
+  std::vector<std::string> strings() const {
+    std::vector<std::string> out;
+    for (size_t i = 0; i < size(); ++i) out.push_back((*this)[i].str());
+    return out;
+  }
+  // A flat array of pairs (HGETALL, an XADD's fields): f(first, second)
+  // for each whole pair.
+  template <typename F>
+  void ForEachPair(F&& f) const {
+    for (size_t i = 0; i + 1 < size(); i += 2) f((*this)[i], (*this)[i + 1]);
+  }
+
+ private:
+  const redisReply* r_ = nullptr;
+};
+
+// One reply (owns the hiredis object; views() read into it).
 class RedisReply {
  public:
   RedisReply() = default;
   explicit RedisReply(redisReply* r) : r_(r, &freeReplyObject) {}
 
-  bool IsError() const { return r_ && r_->type == REDIS_REPLY_ERROR; }
-  bool IsNil() const { return !r_ || r_->type == REDIS_REPLY_NIL; }
-  const redisReply* raw() const { return r_.get(); }
-  // The error text or status/string value ("" for other types).
-  std::string Str() const { return StrOf(r_.get()); }
-  static std::string StrOf(const redisReply* r) {
-    if (r == nullptr) return "";
-    switch (r->type) {
-      case REDIS_REPLY_STRING:
-      case REDIS_REPLY_STATUS:
-      case REDIS_REPLY_ERROR:
-        return std::string(r->str, r->len);
-      case REDIS_REPLY_INTEGER:
-        return std::to_string(r->integer);
-      default:
-        return "";
-    }
-  }
+  ReplyView view() const { return ReplyView(r_.get()); }
+  ReplyView operator[](size_t i) const { return view()[i]; }
+  bool IsError() const { return view().error(); }
+  bool IsNil() const { return view().nil(); }
+  // The error text or status/string value (an integer as text; "" else).
+  std::string Str() const { return view().str(); }
+  // An integer reply, or a string holding one; else 0.
   long long Int() const {
-    if (!r_) return 0;
-    if (r_->type == REDIS_REPLY_INTEGER) return r_->integer;
-    if (r_->type == REDIS_REPLY_STRING) return std::atoll(Str().c_str());
-    return 0;
+    if (auto i = view().integer()) return *i;
+    return view().string() ? std::atoll(Str().c_str()) : 0;
   }
 
  private:

@@ -171,10 +171,8 @@ void Sender::Answered(std::vector<OutBatch>& due,
     }
     urls_sent_ += b.urls;
     ++batches_sent_;
-    const redisReply* lag = Element(r.raw(), 1);
     std::optional<uint64_t> stream_lag;
-    if (lag != nullptr && lag->type == REDIS_REPLY_INTEGER)
-      stream_lag = static_cast<uint64_t>(std::max<long long>(0, lag->integer));
+    if (r[1].integer()) stream_lag = r[1].count();
     outbox_.Confirmed(b, stream_lag);
   }
   sends_refused_ += refused;
@@ -283,10 +281,7 @@ bool Sender::RefreshLag(Redis& redis) {
   if (!r.ok()) return false;
   MutexLock lock(mu_);
   for (size_t i = 0; i < shards.size(); ++i) {
-    const redisReply* lag = Element(r->raw(), i);
-    if (lag != nullptr && lag->type == REDIS_REPLY_INTEGER)
-      outbox_.SetLag(shards[i],
-                     static_cast<uint64_t>(std::max<long long>(0, lag->integer)));
+    if ((*r)[i].integer()) outbox_.SetLag(shards[i], (*r)[i].count());
   }
   return true;
 }

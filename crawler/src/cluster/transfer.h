@@ -2,9 +2,9 @@
 // the shards this node hands over to another live node (one that joined,
 // came back, or ran out of work), from the moment it stops owning them
 // until their new owner holds them. Pure logic, no Redis and no files:
-// Cluster (cluster_handoff.cc) drives it from the exchange thread, the
-// workers and the checkpoint hooks. Not thread-safe: the Cluster guards it
-// with its mutex. Unit-tested without Redis (cluster_transfer_test.cc).
+// Handoffs (handoff.h) drives it from the exchange thread, the workers
+// and the checkpoint hooks. Not thread-safe: Handoffs guards it with its
+// mutex. Unit-tested without Redis (cluster_transfer_test.cc).
 //
 // A shard goes:
 //   Begin: draining (its links go to its stream, its hosts wait; a worker
