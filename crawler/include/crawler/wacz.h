@@ -5,7 +5,10 @@
 //                                   each record is its own gzip member, so
 //                                   a replay seeks to it by offset)
 //   indexes/index.cdx               every file's CDXJ lines (output/cdxj.h)
-//                                   merged in byte order
+//                                   merged in byte order; a 304 revisit
+//                                   with its capture's status, so that
+//                                   ReplayWeb.page replays that capture
+//                                   (docs/formats.md, "The WACZ's index")
 //   pages/pages.jsonl               {"format": "json-pages-1.0", ...}, then
 //                                   one line per HTML page fetched with 200:
 //                                   url and ts (RFC 3339)
@@ -37,6 +40,8 @@ namespace crawler::engine {
 struct WaczSummary {
   uint64_t warcs = 0;
   uint64_t records = 0;  // index lines
+  // 304 revisits indexed with their capture's status (wacz.cc, ReplayStatus)
+  uint64_t not_modified_resolved = 0;
   uint64_t pages = 0;
   uint64_t bytes = 0;       // of the .wacz
   uint64_t checkpoint = 0;  // packaged at this checkpoint (0: the whole crawl)

@@ -14,9 +14,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <queue>
+#include <string_view>
 #include <vector>
 
 #include "base/file_util.h"
@@ -190,6 +192,59 @@ std::string PageLine(const std::string& line) {
   return json::serialize(page) + "\n";
 }
 
+// A server-not-modified revisit (a 304 written as a revisit record that
+// refers to the URL's last full capture) is indexed by warcio, and by each
+// WARC's own CDXJ, with its own status: 304. ReplayWeb.page (wabac.js,
+// `loadPayload`) replays a revisit whose status is 3xx as that response
+// itself, an empty 304, and never follows it to the capture it refers to;
+// one with the status of that capture it follows (WARC-Refers-To-Target-URI
+// and -Date) and replays the capture's payload. So the WACZ's own index, and
+// only it, gives each 304 revisit the status of the same URL's last full
+// capture before it: the lines come in byte order, a URL's captures one
+// after another by time (docs/formats.md, "The WACZ's index").
+class ReplayStatus {
+ public:
+  // `line` as the WACZ's index holds it; true if its status was changed.
+  bool Fix(std::string* line) {
+    const size_t sp1 = line->find(' '),
+                 sp2 = sp1 == std::string::npos ? sp1 : line->find(' ', sp1 + 1);
+    if (sp2 == std::string::npos) return false;
+    if (std::string_view(*line).substr(0, sp1) != key_) {
+      key_ = line->substr(0, sp1);
+      status_.clear();  // a URL's captures share its key
+    }
+    boost::system::error_code ec;
+    const json::value v = json::parse(std::string_view(*line).substr(sp2 + 1), ec);
+    if (ec || !v.is_object()) return false;
+    const json::object& o = v.as_object();
+    const json::string* url = String(o, "url");
+    const json::string* mime = String(o, "mime");
+    const json::string* status = String(o, "status");
+    if (url == nullptr || status == nullptr) return false;
+    if (mime == nullptr || *mime != "warc/revisit") {
+      status_[std::string(*url)] = std::string(*status);
+      return false;
+    }
+    auto capture = status_.find(std::string(*url));
+    if (*status != "304" || capture == status_.end()) return false;
+    // Written by cdxj::Head: the field is there as this text (a quote inside
+    // a JSON string is escaped, so no value holds it).
+    const std::string was = R"("status":"304")";
+    const size_t at = line->find(was, sp2);
+    if (at == std::string::npos) return false;
+    line->replace(at, was.size(), R"("status":")" + capture->second + "\"");
+    return true;
+  }
+
+ private:
+  static const json::string* String(const json::object& o, const char* key) {
+    const json::value* v = o.if_contains(key);
+    return v != nullptr && v->is_string() ? &v->as_string() : nullptr;
+  }
+  std::string key_;
+  std::map<std::string, std::string> status_;  // url -> its last full capture's
+};
+
 // Merges the sorted per-file indexes into `index_path` (byte order) and
 // writes pages.jsonl beside it; counts into `summary`.
 Status MergeIndexes(const std::vector<Part>& parts, const std::string& index_path,
@@ -209,9 +264,11 @@ Status MergeIndexes(const std::vector<Part>& parts, const std::string& index_pat
   if (!pages) return IoError(pages_path, "create");
   pages << R"({"format": "json-pages-1.0", "id": "pages", "title": "All Pages"})"
         << "\n";
+  ReplayStatus replay;
   while (!heads.empty()) {
     auto [line, i] = heads.top();
     heads.pop();
+    summary->not_modified_resolved += replay.Fix(&line);
     index << line << "\n";
     ++summary->records;
     std::string page = PageLine(line);

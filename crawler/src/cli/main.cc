@@ -351,9 +351,14 @@ int RunWacz(const std::string& out, const std::string& wacz) {
       s->checkpoint == 0
           ? ""
           : " (as checkpoint " + std::to_string(s->checkpoint) + " has it)";
-  std::printf("%s: %llu WARC files, %llu records indexed, %llu pages, %.1f MB%s\n",
+  const std::string revisits =
+      s->not_modified_resolved == 0
+          ? ""
+          : " (" + std::to_string(s->not_modified_resolved) +
+                " not-modified revisits indexed with their capture's status)";
+  std::printf("%s: %llu WARC files, %llu records indexed%s, %llu pages, %.1f MB%s\n",
               wacz.c_str(), static_cast<unsigned long long>(s->warcs),
-              static_cast<unsigned long long>(s->records),
+              static_cast<unsigned long long>(s->records), revisits.c_str(),
               static_cast<unsigned long long>(s->pages),
               static_cast<double>(s->bytes) / 1e6, at.c_str());
   return kExitOk;
