@@ -43,10 +43,11 @@ Cluster::Cluster(const Config& config, JoinedJob joined, const std::string& out_
       beats_(
           config.cluster.heartbeat_s,
           std::chrono::milliseconds(static_cast<int64_t>(config.cluster.lease_s * 1000))),
-      leases_(
-          config.cluster.node, config.cluster.shards,
-          std::chrono::milliseconds(static_cast<int64_t>(config.cluster.lease_s * 1000))),
       takeover_(!config.cluster.shared_dir.empty()),
+      tenure_(
+          config.cluster.node, config.cluster.shards,
+          std::chrono::milliseconds(static_cast<int64_t>(config.cluster.lease_s * 1000)),
+          takeover_),
       continuous_(config.recrawl.enabled),
       out_rel_(std::move(joined.out_rel)),
       incarnation_(std::move(joined.incarnation)),
@@ -93,7 +94,8 @@ Receiver::Shards Cluster::Readable(const std::vector<uint32_t>& shards) const {
   Receiver::Shards out;
   out.reserve(shards.size());
   for (uint32_t s : shards)
-    if (ready_[s].load() && LeaseValid(s)) out.emplace_back(s, leases_.epoch(s));
+    if (ready_[s].load() && tenure_.Valid(s))
+      out.emplace_back(s, tenure_.leases().epoch(s));
   return out;
 }
 
@@ -162,7 +164,7 @@ Status Cluster::Start(const std::atomic<bool>& stop, std::function<bool()> local
   std::set<uint32_t> want(own_.from().shards.begin(), own_.from().shards.end());
   for (uint32_t s = 0; s < cfg_.shards; ++s)
     if (owners_.OwnerOf(nodes, s) == cfg_.node) want.insert(s);
-  my_shards_.assign(want.begin(), want.end());
+  tenure_.SetWanted({want.begin(), want.end()});
   {
     MutexLock lock(mu_);
     figures_.nodes = nodes.size();
@@ -195,17 +197,18 @@ Status Cluster::Start(const std::atomic<bool>& stop, std::function<bool()> local
   std::string names;
   for (const std::string& n : nodes) names += (names.empty() ? "" : ",") + n;
   uint64_t held = 0, max_epoch = 0;
-  for (uint32_t s : my_shards_) {
-    held += leases_.state(s) == Leases::State::kHeld;
-    max_epoch = std::max(max_epoch, leases_.epoch(s));
+  for (uint32_t s : tenure_.wanted()) {
+    held += tenure_.leases().state(s) == Leases::State::kHeld;
+    max_epoch = std::max(max_epoch, tenure_.leases().epoch(s));
   }
   spdlog::info(
       "cluster: job {} started with nodes {}; {} owns {} of {} shards, holds {} leases "
       "(epochs up to {})",
-      cfg_.job, names, cfg_.node, my_shards_.size(), cfg_.shards, held, max_epoch);
+      cfg_.job, names, cfg_.node, tenure_.wanted().size(), cfg_.shards, held, max_epoch);
   // A resumed node first re-reads what it was given and has not acknowledged.
-  st = Retry(stop, "reading pending entries",
-             [&] { return receiver_.ReadOwnPending(*redis_, Readable(my_shards_)); });
+  st = Retry(stop, "reading pending entries", [&] {
+    return receiver_.ReadOwnPending(*redis_, Readable(tenure_.wanted()));
+  });
   if (!st.ok()) return st;
   thread_ = std::thread([this] { Loop(); });
   return Status::Ok();
@@ -234,20 +237,16 @@ uint32_t Cluster::ShardOf(std::string_view host_key) const {
 
 bool Cluster::Owns(std::string_view url) const {
   uint32_t shard = ShardOf(frontier::HostKey(url));
-  return ready_[shard].load() && LeaseValid(shard);
-}
-
-bool Cluster::LeaseValid(uint32_t shard) const {
-  return leases_.Valid(shard, SteadyClock::now().time_since_epoch().count());
+  return ready_[shard].load() && tenure_.Valid(shard);
 }
 
 bool Cluster::Lapsed(std::string_view host_key) const {
-  return leases_.Lapsed(ShardOf(host_key), SteadyClock::now().time_since_epoch().count());
+  return tenure_.Lapsed(ShardOf(host_key));
 }
 
 bool Cluster::Fetchable(std::string_view host_key) const {
   uint32_t shard = ShardOf(host_key);
-  if (ready_[shard].load() && LeaseValid(shard)) return true;
+  if (ready_[shard].load() && tenure_.Valid(shard)) return true;
   deferred_.fetch_add(1);
   return false;
 }
@@ -280,7 +279,7 @@ OutboxCut Cluster::OnCut(uint64_t sequence) {
   // The shards this checkpoint holds (their state is restored here), and
   // the epochs the commit must still find.
   Commits::Held shards;
-  for (const auto& [shard, epoch] : holding_)
+  for (const auto& [shard, epoch] : tenure_.Holding())
     if (ready_[shard].load() || handoff_.BeingHanded(shard))
       shards.emplace_back(shard, epoch);
   commits_.Cut(sequence, std::move(shards));
@@ -307,21 +306,10 @@ bool Cluster::CheckpointWanted() const {
 }
 
 void Cluster::GiveUp(uint64_t sequence, const std::vector<uint32_t>& shards) {
-  std::map<uint32_t, std::string> given_up;
-  for (uint32_t s : shards) {
-    given_up[s] = leases_.Token(s);
-    leases_.GiveUp(s);
-  }
-  my_shards_.erase(std::remove_if(my_shards_.begin(), my_shards_.end(),
-                                  [&](uint32_t s) {
-                                    return std::find(shards.begin(), shards.end(), s) !=
-                                           shards.end();
-                                  }),
-                   my_shards_.end());
   MutexLock lock(mu_);
+  std::map<uint32_t, std::string> given_up = tenure_.GiveUp(shards);
   for (uint32_t s : shards) {
     handoff_.GaveUp(s, sequence, given_up[s]);
-    holding_.erase(s);
     commits_.GaveUp(s);
   }
   figures_.leases_held -= std::min<uint64_t>(figures_.leases_held, shards.size());

@@ -10,13 +10,14 @@
 // and its own unit tests (docs/architecture.md lists them): sender.h (the
 // sending side: outbox.h, spill.h and the back-off after refusals),
 // receiver.h (the receiving side: inbox.h, doorbell.h, the reads, claims
-// and reclaims), leases.h, transfer.h and shard_loads.h (a shard's
-// transfer, the giving and the taking side), own_state.h (a resumed node's
-// own state until Start), kept_checkpoints.h (the
-// handoff checkpoints kept for takers), commits.h, membership.h (join,
-// start, state, end test, leave), shard_owners.h and balance.h
-// (placement), heartbeats.h (when the heartbeat is due) and redis_link.h
-// (the connection, its loss and Redis's refusals).
+// and reclaims), tenure.h (the shards wanted and held: leases.h),
+// handoff.h (the giving side of a shard's transfer: transfer.h, the
+// checkpoints kept for takers in kept_checkpoints.h), shard_loads.h (the
+// taking side), own_state.h (a resumed node's own state until Start),
+// commits.h, membership.h (join, start, state, end test, leave),
+// shard_owners.h and balance.h (placement), heartbeats.h (when the
+// heartbeat is due) and redis_link.h (the connection, its loss and Redis's
+// refusals).
 //
 // One node of a crawl shared by several machines through Redis ([cluster]).
 //
@@ -145,6 +146,7 @@
 #include "cluster/sender.h"
 #include "cluster/shard_loads.h"
 #include "cluster/shard_owners.h"
+#include "cluster/tenure.h"
 #include "crawl/node.h"
 #include "crawler/checkpoint.h"
 #include "crawler/config.h"
@@ -303,18 +305,12 @@ class Cluster final : public Node {
   // script's reply `lags`), for the metrics.
   void RecordHeartbeat(double rtt, const std::vector<uint32_t>& asked, ReplyView lags)
       EXCLUDES(mu_);
-  std::vector<std::string> LeaseCommand() const;
-  // The heartbeat's lease replies, sent at `sent`, into leases_; then what
-  // they mean here (Gained), logged as one line each (LeaseRound).
+  // The heartbeat's lease replies, sent at `sent` (Tenure::Apply), and what
+  // the round means for the node: its figures; a lease lost stops it.
   void ApplyLeases(ReplyView r, std::chrono::steady_clock::time_point sent) EXCLUDES(mu_);
-  struct LeaseRound;
   // A lease newly this process's: its state is here, restored from the
   // checkpoint this node resumed from, or loaded from the shard's source.
-  void Gained(uint32_t shard, const LeaseReply& reply, LeaseRound* round);
-  void Report(const LeaseRound& round) EXCLUDES(mu_);
-  // Logs owned leases whose renewal is older than lease_s (once each).
-  void CheckLeaseExpiry() EXCLUDES(mu_);
-  bool LeaseValid(uint32_t shard) const;
+  void Gained(uint32_t shard, const LeaseReply& reply, Tenure::Round* round);
   // cluster_takeover.cc. The shards to renew or take at the next heartbeat:
   // those held, and those ShardOwners::OwnerOf gives this node among `live`.
   void Want(const std::vector<std::string>& live);
@@ -379,7 +375,6 @@ class Cluster final : public Node {
   // The job's nodes, this node's state in Redis, the end test (the
   // exchange thread's; Start's before it).
   Membership members_;
-  std::vector<uint32_t> my_shards_;  // in the lease command (Want)
   std::function<bool()> local_idle_;
   BacklogSource backlog_;  // the crawl's queued URLs by host (Balance)
   // Work-aware placement, the exchange thread's: where each shard lives
@@ -409,13 +404,14 @@ class Cluster final : public Node {
   // checkpoint wanted for it (CheckpointWanted).
   std::atomic<int64_t> full_seen_ns_{0};
   mutable std::atomic<int64_t> full_cut_ns_{0};
-  // Leases, by shard (leases.h): the exchange thread's (Start's before it);
-  // workers read only their validity (Fetchable, Lapsed).
-  Leases leases_;
   mutable std::atomic<uint64_t> deferred_{0};  // Fetchable said no
   // Takeover. takeover_: cluster.shared_dir is set. ready_: the shard's state
   // is here (set at its taking, or when a worker restored what was loaded).
   const bool takeover_;
+  // The shards wanted and held, their leases (tenure.h): the exchange
+  // thread's (Start's before it); workers read only their validity
+  // (Fetchable, Lapsed), a cut the epochs held (Holding).
+  Tenure tenure_;
   // [recrawl]: a continuous crawl, whose nodes are never idle. Its shards
   // move by balancing only to an idle node (a history move reads the whole
   // image: not to be paid for a gap in queues).
@@ -430,7 +426,6 @@ class Cluster final : public Node {
   // Commits (commits.h): the shards (and epochs) each cut holds, what is
   // published and committed, where each shard's state came from.
   Commits commits_ GUARDED_BY(mu_);
-  std::map<uint32_t, uint64_t> holding_ GUARDED_BY(mu_);  // held shard -> epoch
   // A resumed node's own checkpoint state, from StashOwn until Start
   // restores the shards held again (own_state.h).
   OwnState own_;

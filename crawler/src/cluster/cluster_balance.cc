@@ -67,7 +67,8 @@ bool Cluster::HeldBacklog(std::vector<ShardBacklog>* backlog) {
     if (ready_[s].load() && !handoff_.Handing(s)) by_shard[s] += queued;
   });
   for (const auto& [s, queued] : by_shard)
-    if (leases_.state(s) == Leases::State::kHeld) backlog->push_back({s, queued});
+    if (tenure_.leases().state(s) == Leases::State::kHeld)
+      backlog->push_back({s, queued});
   return looked;
 }
 
@@ -128,7 +129,7 @@ void Cluster::Balance(const std::string& taker, uint64_t load) {
   cmd.push_back(to);
   cmd.push_back(std::to_string(static_cast<int64_t>(cfg_.heartbeat_s * 5000)));
   cmd.push_back(std::to_string(MaxTakerLoad(total, rule)));
-  for (uint32_t s : give) cmd.push_back(leases_.Token(s));
+  for (uint32_t s : give) cmd.push_back(tenure_.leases().Token(s));
   auto r = redis_->Command(cmd);
   last_give_ = now;
   if (!r.ok() || redis_.Failed(*r, "balance")) return;

@@ -32,7 +32,11 @@ void Cluster::Loop() {
           figures_.redis_down_s = down;
         }
         spdlog::warn("redis: down {:.0f} s ({}); retrying", down, st.message());
-        CheckLeaseExpiry();  // past lease_s the workers stop: say so
+        if (const size_t expired = tenure_.Expire()) {
+          MutexLock lock(mu_);
+          figures_.leases_held -= std::min<uint64_t>(figures_.leases_held, expired);
+          figures_.lease_losses += expired;
+        }  // past lease_s the workers stop: say so
         HoldFor(backoff);
         backoff = std::min(backoff * 2, std::chrono::milliseconds(2000));
         continue;
@@ -82,7 +86,11 @@ void Cluster::WaitOutRefusal(std::chrono::milliseconds backoff) {
   const std::string refusal = redis_.refusal();
   if (redis_.TakeRefusal(SteadyClock::now()))
     spdlog::warn("redis: {}; trying again with back-off", refusal);
-  CheckLeaseExpiry();
+  if (const size_t expired = tenure_.Expire()) {
+    MutexLock lock(mu_);
+    figures_.leases_held -= std::min<uint64_t>(figures_.leases_held, expired);
+    figures_.lease_losses += expired;
+  }
   HoldFor(backoff);
 }
 
@@ -102,7 +110,11 @@ void Cluster::Reconnected() {
 
 bool Cluster::Round(bool* did) {
   auto now = SteadyClock::now();
-  CheckLeaseExpiry();
+  if (const size_t expired = tenure_.Expire()) {
+    MutexLock lock(mu_);
+    figures_.leases_held -= std::min<uint64_t>(figures_.leases_held, expired);
+    figures_.lease_losses += expired;
+  }
   if (!sender_.SendDue(*redis_, stop_.load(), did)) return false;
   if (!Receive(did)) return false;
   if (!ClaimLoaded(did)) return false;
@@ -119,11 +131,12 @@ bool Cluster::Round(bool* did) {
                            GiveUp(sequence, shards);
                          }))
     return false;
-  if (now - last_reclaim_ > leases_.ttl()) {
+  if (now - last_reclaim_ > tenure_.leases().ttl()) {
     last_reclaim_ = now;
     // Entries of the owned shards left pending for another consumer (which
     // read them, then lost the shard or died) longer than lease_s.
-    if (!receiver_.Reclaim(*redis_, Readable(my_shards_), leases_.ttl(), did))
+    if (!receiver_.Reclaim(*redis_, Readable(tenure_.wanted()), tenure_.leases().ttl(),
+                           did))
       return false;
   }
   LoadTaken();
@@ -140,7 +153,7 @@ bool Cluster::Round(bool* did) {
 
 bool Cluster::Receive(bool* did) {
   size_t got = 0;
-  if (!receiver_.ReadNew(*redis_, Readable(my_shards_), did, &got)) return false;
+  if (!receiver_.ReadNew(*redis_, Readable(tenure_.wanted()), did, &got)) return false;
   if (got > 0) members_.StateUnknown();  // the read script marked this node busy
   return true;
 }
@@ -171,9 +184,9 @@ bool Cluster::Heartbeat() {
   const Handoffs::Asked handed =
       handoff_.Ask([this](const std::string& suffix) { return Key(suffix); }, &cmds);
   size_t lease_at = cmds.size();
-  std::vector<uint32_t> asked = my_shards_;
+  std::vector<uint32_t> asked = tenure_.wanted();
   if (!asked.empty()) {  // the leases; the owned shards' lag, for the metrics
-    cmds.push_back(LeaseCommand());
+    cmds.push_back(tenure_.Command([this](const std::string& k) { return Key(k); }));
     cmds.push_back({"EVAL", kLagScript, std::to_string(asked.size())});
     for (uint32_t s : asked) cmds.back().push_back(StreamKey(s));
   }
@@ -214,7 +227,7 @@ void Cluster::RecordHeartbeat(double rtt, const std::vector<uint32_t>& asked,
   if (lags.array() && lags.size() == asked.size()) {
     health_.owned_lag.clear();
     for (size_t i = 0; i < asked.size(); ++i) {
-      if (leases_.state(asked[i]) != Leases::State::kHeld) continue;
+      if (tenure_.leases().state(asked[i]) != Leases::State::kHeld) continue;
       health_.owned_lag.emplace_back(asked[i], lags[i].count());
     }
   }

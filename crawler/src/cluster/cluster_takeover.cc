@@ -25,8 +25,8 @@ using namespace cluster_wire;  // NOLINT: the formats this file speaks
 
 void Cluster::Want(const std::vector<std::string>& live) {
   std::set<uint32_t> want;
-  for (uint32_t s : my_shards_) {
-    if (leases_.Holds(s)) want.insert(s);
+  for (uint32_t s : tenure_.wanted()) {
+    if (tenure_.leases().Holds(s)) want.insert(s);
   }
   if (std::find(live.begin(), live.end(), cfg_.node) != live.end()) {
     for (uint32_t s = 0; s < cfg_.shards; ++s) {
@@ -41,10 +41,10 @@ void Cluster::Want(const std::vector<std::string>& live) {
   }
   // Shards being loaded stay asked for (their lease is renewed meanwhile).
   for (const auto& [s, source] : loads_.wanted()) want.insert(s);
-  my_shards_.assign(want.begin(), want.end());
+  tenure_.SetWanted({want.begin(), want.end()});
   std::set<uint32_t> unheld;
   for (uint32_t s : want)
-    if (!leases_.Holds(s) && !loads_.Wants(s)) unheld.insert(s);
+    if (!tenure_.leases().Holds(s) && !loads_.Wants(s)) unheld.insert(s);
   beats_.Unheld(std::move(unheld), SteadyClock::now());
 }
 
@@ -104,12 +104,12 @@ void Cluster::LoadTaken() {
 bool Cluster::ClaimLoaded(bool* did) {
   return receiver_.ClaimAndRead(
       *redis_, [this](const std::vector<uint32_t>& shards) { return Readable(shards); },
-      [this](uint32_t shard) { return leases_.Holds(shard); }, did);
+      [this](uint32_t shard) { return tenure_.leases().Holds(shard); }, did);
 }
 
 bool Cluster::Commit() {
   // A node that lost shards to another (Fail) commits nothing more: a
-  // checkpoint cut after ApplyLeases dropped the lost shards from holding_
+  // checkpoint cut after ApplyLeases dropped the lost shards from Holding
   // would name none of them, pass the fence, and become what --resume
   // starts from, with pages the new owners fetch again (an ASan run of the
   // zombie test found 4 URLs twice that way).
@@ -172,8 +172,8 @@ bool Cluster::Release() {
     }
   }
   std::vector<std::pair<uint32_t, std::string>> held;
-  for (uint32_t s : my_shards_)
-    if (leases_.Holds(s)) held.emplace_back(s, leases_.Token(s));
+  for (uint32_t s : tenure_.wanted())
+    if (tenure_.leases().Holds(s)) held.emplace_back(s, tenure_.leases().Token(s));
   auto r = redis_->Pipeline(members_.LeaveCommands(held));
   if (!r.ok() || (*r)[0].IsError()) return false;
   uint64_t committed = 0;
