@@ -170,25 +170,43 @@ std::string Rfc3339(std::string_view ts) {
          std::string(ts.substr(10, 2)) + ":" + std::string(ts.substr(12, 2)) + "Z";
 }
 
-// A pages.jsonl line for an index line of an HTML page fetched with 200, or "".
-std::string PageLine(const std::string& line) {
-  size_t sp1 = line.find(' '),
-         sp2 = sp1 == std::string::npos ? sp1 : line.find(' ', sp1 + 1);
-  if (sp2 == std::string::npos) return {};
+// One index line, split: its key, its timestamp, its JSON's string fields
+// (url, mime, status). Parsed once for the pages and the replay status.
+struct IndexLine {
+  std::string_view key, ts;
+  std::string url, mime, status;
+  size_t json_at = 0;  // where the JSON starts in the line
+  bool ok = false;     // key, timestamp and a JSON object with url and status
+};
+
+IndexLine ParseIndexLine(std::string_view line) {
+  IndexLine out;
+  const size_t sp1 = line.find(' '),
+               sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
+  if (sp2 == std::string_view::npos) return out;
+  out.key = line.substr(0, sp1);
+  out.ts = line.substr(sp1 + 1, sp2 - sp1 - 1);
+  out.json_at = sp2 + 1;
   boost::system::error_code ec;
-  json::value v = json::parse(std::string_view(line).substr(sp2 + 1), ec);
-  if (ec || !v.is_object()) return {};
-  const json::object& o = v.as_object();
-  const json::value* mime = o.if_contains("mime");
-  const json::value* status = o.if_contains("status");
-  const json::value* url = o.if_contains("url");
-  if (mime == nullptr || status == nullptr || url == nullptr || !mime->is_string() ||
-      mime->as_string() != "text/html" || !status->is_string() ||
-      status->as_string() != "200")
-    return {};
+  const json::value v = json::parse(line.substr(sp2 + 1), ec);
+  if (ec || !v.is_object()) return out;
+  auto field = [&](const char* key) -> std::string {
+    const json::value* f = v.as_object().if_contains(key);
+    return f != nullptr && f->is_string() ? std::string(f->as_string()) : "";
+  };
+  out.url = field("url");
+  out.mime = field("mime");
+  out.status = field("status");
+  out.ok = !out.url.empty() && !out.status.empty();
+  return out;
+}
+
+// A pages.jsonl line for an index line of an HTML page fetched with 200, or "".
+std::string PageLine(const IndexLine& l) {
+  if (!l.ok || l.mime != "text/html" || l.status != "200") return {};
   json::object page;
-  page["url"] = *url;
-  page["ts"] = Rfc3339(std::string_view(line).substr(sp1 + 1, sp2 - sp1 - 1));
+  page["url"] = l.url;
+  page["ts"] = Rfc3339(l.ts);
   return json::serialize(page) + "\n";
 }
 
@@ -204,43 +222,30 @@ std::string PageLine(const std::string& line) {
 // after another by time (docs/formats.md, "The WACZ's index").
 class ReplayStatus {
  public:
-  // `line` as the WACZ's index holds it; true if its status was changed.
-  bool Fix(std::string* line) {
-    const size_t sp1 = line->find(' '),
-                 sp2 = sp1 == std::string::npos ? sp1 : line->find(' ', sp1 + 1);
-    if (sp2 == std::string::npos) return false;
-    if (std::string_view(*line).substr(0, sp1) != key_) {
-      key_ = line->substr(0, sp1);
+  // `line` (parsed: `l`) as the WACZ's index holds it; true if its status
+  // was changed.
+  bool Fix(const IndexLine& l, std::string* line) {
+    if (l.key != key_) {
+      key_ = std::string(l.key);
       status_.clear();  // a URL's captures share its key
     }
-    boost::system::error_code ec;
-    const json::value v = json::parse(std::string_view(*line).substr(sp2 + 1), ec);
-    if (ec || !v.is_object()) return false;
-    const json::object& o = v.as_object();
-    const json::string* url = String(o, "url");
-    const json::string* mime = String(o, "mime");
-    const json::string* status = String(o, "status");
-    if (url == nullptr || status == nullptr) return false;
-    if (mime == nullptr || *mime != "warc/revisit") {
-      status_[std::string(*url)] = std::string(*status);
+    if (!l.ok) return false;
+    if (l.mime != "warc/revisit") {
+      status_[l.url] = l.status;
       return false;
     }
-    auto capture = status_.find(std::string(*url));
-    if (*status != "304" || capture == status_.end()) return false;
+    auto capture = status_.find(l.url);
+    if (l.status != "304" || capture == status_.end()) return false;
     // Written by cdxj::Head: the field is there as this text (a quote inside
     // a JSON string is escaped, so no value holds it).
     const std::string was = R"("status":"304")";
-    const size_t at = line->find(was, sp2);
+    const size_t at = line->find(was, l.json_at);
     if (at == std::string::npos) return false;
     line->replace(at, was.size(), R"("status":")" + capture->second + "\"");
     return true;
   }
 
  private:
-  static const json::string* String(const json::object& o, const char* key) {
-    const json::value* v = o.if_contains(key);
-    return v != nullptr && v->is_string() ? &v->as_string() : nullptr;
-  }
   std::string key_;
   std::map<std::string, std::string> status_;  // url -> its last full capture's
 };
@@ -268,10 +273,12 @@ Status MergeIndexes(const std::vector<Part>& parts, const std::string& index_pat
   while (!heads.empty()) {
     auto [line, i] = heads.top();
     heads.pop();
-    summary->not_modified_resolved += replay.Fix(&line);
+    const IndexLine parsed = ParseIndexLine(line);
+    // The page line first: `parsed` views `line`, which Fix may change.
+    std::string page = PageLine(parsed);
+    summary->not_modified_resolved += replay.Fix(parsed, &line);
     index << line << "\n";
     ++summary->records;
-    std::string page = PageLine(line);
     if (!page.empty()) {
       pages << page;
       ++summary->pages;
