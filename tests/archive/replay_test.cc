@@ -8,7 +8,8 @@
 // and the replay answers no archived request with a 404. And a continuous
 // crawl's WACZ (304s written as revisit records, killed -9 and resumed):
 // each capture replays at its own time, a 304 revisit as the capture it
-// refers to.
+// refers to. And a crawl with payloads stored once (dedup.payload): a
+// page's requisites written as revisits of captures at other URLs.
 #include <signal.h>
 #include <unistd.h>
 
@@ -299,6 +300,57 @@ TEST_CASE(
     for (const json::value& m : o.at("missing").as_array())
       CHECK_THAT(std::string(m.as_string()),
                  Catch::EndsWith("mp_/" + site.Origin(0) + "/favicon.ico"));
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE(
+    "Replay: a crawl with payloads stored once: a page whose stylesheet and images are "
+    "revisits of captures at other URLs shows styled, no image broken, nothing missing",
+    "[engine][replay][payload]") {
+  std::string dir = TempDir("replay-payload");
+  // Page i loads its requisites as ...?v=i: the same payloads under new URLs.
+  TestSite site(
+      "--pages 40 --hosts 2 --slow-ms 10 --assets --asset-bytes 2048 "
+      "--asset-query",
+      dir + "/requests.log");
+  site.WriteSeeds(dir + "/seeds.txt");
+  const std::string out = dir + "/out";
+  CommandResult r =
+      testsite_crawl::Crawl(dir + "/seeds.txt", out,
+                            std::string("--config ") + CRAWLER_SOURCE_DIR +
+                                "/configs/archive.toml --set frontier.min_delay_s=0");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  site.Stop();
+  // Pages whose stylesheet and 1x image were both written as revisits of a
+  // capture at another URL (dedup.payload is on in archive.toml).
+  std::map<std::string, int> revisited;  // page URL -> its requisites revisited
+  for (const testing::WarcRecord& w : testing::WarcRecords(out)) {
+    const size_t v = w.uri.find("?v=");
+    if (w.type != "revisit" || v == std::string::npos || w.refers_to_uri == w.uri ||
+        (w.uri.find("/site.css") == std::string::npos &&
+         w.uri.find("-2x") != std::string::npos) ||
+        w.uri.find("favicon") != std::string::npos)
+      continue;
+    const std::string origin = w.uri.substr(0, w.uri.find("/static/"));
+    const std::string i = w.uri.substr(v + 3);
+    ++revisited[origin + (i == "0" ? "/" : "/p/" + i + ".html")];
+  }
+  std::vector<std::string> pages;
+  for (const auto& [page, n] : revisited)
+    if (n == 2 && pages.size() < 3) pages.push_back(page);
+  INFO(revisited.size() << " pages with requisites revisited");
+  REQUIRE(pages.size() == 3);
+
+  Viewer viewer(dir, out);
+  const std::vector<json::object> seen = viewer.Seen(pages);
+  for (size_t k = 0; k < pages.size(); ++k) {
+    const json::object& o = seen[k];
+    INFO(pages[k] << ": " << json::serialize(o));
+    CHECK(Str(o, "url") == pages[k]);
+    CheckStyledPage(o);
+    CHECK(o.at("missing").as_array().empty());
   }
   fs::remove_all(dir);
 }

@@ -57,17 +57,22 @@ TEST_CASE("Every shipped config loads; the variant configs differ only in [dedup
   }
 }
 
-TEST_CASE("configs/archive.toml loads: page requisites, whole bodies, the CDXJ index",
-          "[engine][config]") {
+TEST_CASE(
+    "configs/archive.toml loads: page requisites, whole bodies, the CDXJ index, payloads "
+    "stored once",
+    "[engine][config]") {
   auto a = LoadConfig(kConfigs + "archive.toml");
   INFO(a.status().ToString());
   REQUIRE(a.ok());
   CHECK(a->crawl.include_assets);
   CHECK(a->output.cdxj);
   CHECK(a->fetch.max_body_bytes == 100u * 1024 * 1024);
+  CHECK(a->dedup_payload);
+  CHECK_FALSE(Config{}.dedup_payload);
   // Every other key as default.toml has it.
   Config same = *a;
   same.crawl.include_assets = false;
+  same.dedup_payload = false;
   same.fetch.max_body_bytes = Config{}.fetch.max_body_bytes;
   CHECK(ConfigToToml(same) == ConfigToToml(Config{}));
 }

@@ -95,16 +95,19 @@ inline std::string Path(const std::string& url) {
   return at == std::string::npos ? "/" : url.substr(at);
 }
 
-// Target URIs of the response records in OUT/warc/*.warc.gz, read by warcio.
-inline std::multiset<std::string> WarcResponses(const std::string& out);
+// Target URIs of the response records in OUT/warc/*.warc.gz, read by warcio
+// (with `revisits`, of the revisit records too: every response archived).
+inline std::multiset<std::string> WarcResponses(const std::string& out,
+                                                bool revisits = false);
 
-// URLs whose WARC response records are not as many as their fetch-log lines
-// with a response (each attempt of a URL fetched again is archived).
+// URLs whose WARC response (or revisit) records are not as many as their
+// fetch-log lines with a response (each attempt of a URL fetched again is
+// archived).
 inline std::vector<std::string> WarcNotAsLogged(const std::string& out) {
   std::map<std::string, size_t> logged;
   for (const LogLine& l : ReadFetchLog(out + "/fetch-log.jsonl"))
     if (l.status != 0) ++logged[l.url];
-  std::multiset<std::string> in_warc = WarcResponses(out);
+  std::multiset<std::string> in_warc = WarcResponses(out, /*revisits=*/true);
   std::vector<std::string> wrong;
   for (const auto& [url, n] : logged)
     if (in_warc.count(url) != n) wrong.push_back(url);
@@ -113,7 +116,7 @@ inline std::vector<std::string> WarcNotAsLogged(const std::string& out) {
   return wrong;
 }
 
-inline std::multiset<std::string> WarcResponses(const std::string& out) {
+inline std::multiset<std::string> WarcResponses(const std::string& out, bool revisits) {
   std::string index = out + "/warc-index.jsonl";
   CommandResult idx = RunCommand("warcio index " + out + "/warc/*.warc.gz > " + index);
   if (idx.exit_code != 0) throw std::runtime_error("warcio index failed: " + idx.output);
@@ -121,7 +124,8 @@ inline std::multiset<std::string> WarcResponses(const std::string& out) {
   std::ifstream in(index);
   for (std::string line; std::getline(in, line);) {
     boost::json::object o = boost::json::parse(line).as_object();
-    if (o.at("warc-type").as_string() == "response")
+    const auto& type = o.at("warc-type").as_string();
+    if (type == "response" || (revisits && type == "revisit"))
       in_warc.insert(o.at("warc-target-uri").as_string().c_str());
   }
   return in_warc;
@@ -161,10 +165,12 @@ inline std::vector<WarcRecord> WarcRecords(const std::string& out) {
 
 // What is wrong with the revisit records among `records` ("" for nothing):
 // each must carry a WARC/1.1 revisit profile, and refer (WARC-Refers-To) to
-// a response record of the same files, of the same URI, whose payload
-// digest and date are the revisit's WARC-Payload-Digest and
+// a response record of the same files, of the same URI (or, `across_urls`
+// (dedup.payload), of any URI for an identical-payload-digest one), whose
+// payload digest and date are the revisit's WARC-Payload-Digest and
 // WARC-Refers-To-Date and whose URI is its WARC-Refers-To-Target-URI.
-inline std::string RevisitProblem(const std::vector<WarcRecord>& records) {
+inline std::string RevisitProblem(const std::vector<WarcRecord>& records,
+                                  bool across_urls = false) {
   std::map<std::string, const WarcRecord*> responses;
   for (const WarcRecord& r : records)
     if (r.type == "response") responses[r.id] = &r;
@@ -178,7 +184,10 @@ inline std::string RevisitProblem(const std::vector<WarcRecord>& records) {
     if (it == responses.end())
       return which + "refers to " + r.refers_to + ", not a response record here";
     const WarcRecord& to = *it->second;
-    if (to.uri != r.uri || r.refers_to_uri != to.uri)
+    const bool other_uri_ok =
+        across_urls &&
+        r.profile == "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest";
+    if ((to.uri != r.uri && !other_uri_ok) || r.refers_to_uri != to.uri)
       return which + "refers to a capture of " + to.uri + " as " + r.refers_to_uri;
     if (r.digest.empty() || r.digest != to.digest)
       return which + "payload digest " + r.digest + ", the capture's " + to.digest;

@@ -57,7 +57,12 @@
 //   /static/theme/print.css  only a url() inside a comment (not a link)
 //   /static/img/*.png, /static/fonts/*  the images (PNG) and fonts
 // With assets_host = N, pages load them from host N (absolute URLs): a
-// static host of the same site when the hosts are virtual hosts.
+// static host of the same site when the hosts are virtual hosts. With
+// asset_bytes = B, each stylesheet, image and font is padded to about B
+// bytes (a CSS comment of words; bytes after a PNG's IEND, which browsers
+// ignore), each its own. With asset_query, page i loads its stylesheet,
+// images and icon as ...?v=i (cache busting): one payload under many URLs
+// (the query is ignored; the stylesheet's own url()s carry none).
 //
 // Validators and change (a web to revisit). Every 200 carries an ETag and a
 // Last-Modified, as nginx sends for static files, and a request whose
@@ -113,6 +118,8 @@ struct SiteOptions {
   bool sparse = false;
   bool assets = false;       // page requisites under /static/ (the top of this file)
   int32_t assets_host = -1;  // >= 0: every page's requisites are on that host
+  uint32_t asset_bytes = 0;  // > 0: requisites padded to about this many bytes
+  bool asset_query = false;  // page i loads its requisites as ...?v=i
   double change_mean_s = 0;  // > 0: HTML pages change (Poisson), this mean interval
 };
 
@@ -217,7 +224,7 @@ class Site {
       if (sitemap) return *sitemap;
     }
     if (o_.assets && path.rfind("/static/", 0) == 0) {
-      std::optional<Page> asset = AssetPage(path);
+      std::optional<Page> asset = AssetPage(path.substr(0, path.find('?')));
       if (asset) return *asset;
     }
     if (std::sscanf(path.c_str(), "/p/%u.htm%c", &n, &tail) == 2 && tail == 'l' &&
@@ -328,7 +335,7 @@ class Site {
       std::string path;
       if (!Split(it.url, &h, &path) || !Allowed(h, path)) continue;
       fetched.insert(it.url);
-      Page p = Serve(h, path);
+      Page p = Serve(h, path.substr(0, path.find('?')));
       auto offer = [&](const std::string& url, uint32_t depth, uint32_t redirects) {
         if (depth > o_.max_depth || !seen.insert(url).second) return;
         queue.push_back({url, depth, redirects});
@@ -368,8 +375,9 @@ class Site {
   }
 
   // The URLs a stylesheet of the assets loads, normalized.
-  std::vector<std::string> CssLinks(uint32_t h, const std::string& path) const {
+  std::vector<std::string> CssLinks(uint32_t h, const std::string& target) const {
     std::vector<std::string> out;
+    const std::string path = target.substr(0, target.find('?'));
     if (path == "/static/site.css") {
       for (const char* p :
            {"/static/theme/base.css", "/static/theme/print.css", "/static/img/bg.png"})
@@ -415,11 +423,36 @@ class Site {
   }
 
   // A page's requisites, in document order (paths).
-  static std::vector<std::string> PageAssets(uint32_t i) {
+  std::vector<std::string> PageAssets(uint32_t i) const {
     const std::string n = std::to_string(i % 8);
-    return {"/static/site.css", "/static/img/" + n + ".png",
-            "/static/img/" + n + "-2x.png", "/static/favicon.ico"};
+    std::vector<std::string> a = {"/static/site.css", "/static/img/" + n + ".png",
+                                  "/static/img/" + n + "-2x.png", "/static/favicon.ico"};
+    if (o_.asset_query)
+      for (std::string& s : a) s += "?v=" + std::to_string(i);
+    return a;
   }
+
+  // `body` padded to asset_bytes, as its content type allows, the padding
+  // drawn from its path (so no two assets are the same).
+  void Pad(const std::string& path, Page* p) const {
+    if (p->body.size() >= o_.asset_bytes) return;
+    Rng rng{std::hash<std::string>()(path)};
+    const bool text = p->content_type == "text/css";
+    if (text) p->body += "/* ";
+    while (p->body.size() + 3 < o_.asset_bytes) {
+      const uint64_t v = rng.Next();
+      if (text) {
+        p->body += kAssetWords[v % (sizeof(kAssetWords) / sizeof(kAssetWords[0]))];
+        p->body += ' ';
+      } else {
+        p->body.append(reinterpret_cast<const char*>(&v), sizeof(v));
+      }
+    }
+    if (text) p->body += "*/\n";
+  }
+  static constexpr const char* kAssetWords[] = {"grid",  "flex",   "margin", "padding",
+                                                "color", "border", "font",   "inline",
+                                                "block", "shadow", "radius", "none"};
 
   // A real image (1x1, transparent), so a replay shows no broken image.
   static std::string OnePixelPng() {
@@ -433,8 +466,13 @@ class Site {
     return std::string(reinterpret_cast<const char*>(kPng), sizeof(kPng));
   }
 
-  // What /static/ serves (nullopt: nothing there).
-  static std::optional<Page> AssetPage(const std::string& path) {
+  // What /static/ serves (nullopt: nothing there), padded to asset_bytes.
+  std::optional<Page> AssetPage(const std::string& path) const {
+    std::optional<Page> p = UnpaddedAsset(path);
+    if (p && o_.asset_bytes > 0) Pad(path, &*p);
+    return p;
+  }
+  static std::optional<Page> UnpaddedAsset(const std::string& path) {
     Page p;
     p.content_type = "text/css";
     if (path == "/static/site.css") {

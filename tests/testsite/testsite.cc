@@ -439,6 +439,12 @@ void AddShapeOptions(CLI::App& app, SiteOptions& o) {
       "truth: a crawl with include_assets");
   app.add_option("--assets-host", o.assets_host,
                  "with --assets: every page loads them from this host");
+  app.add_option("--asset-bytes", o.asset_bytes,
+                 "with --assets: each stylesheet, image and font padded to about this "
+                 "many bytes");
+  app.add_flag("--asset-query", o.asset_query,
+               "with --assets: page i loads its requisites as ...?v=i (one payload "
+               "under many URLs)");
   app.add_option("--change-mean-s", o.change_mean_s,
                  "HTML pages change, each at its own rate: this mean interval (s)")
       ->check(CLI::NonNegativeNumber);

@@ -177,6 +177,13 @@ struct Config {
   // dedup.compact_growth: the filter's hash log is OUT/dedup/; a stripe is
   // rebuilt as one layer of this x its keys when it fills (0: never).
   double dedup_compact_growth = 1.25;
+  // dedup.payload: a 200 whose payload was archived already, under any URL,
+  // is written as an identical-payload-digest revisit of that first capture
+  // (output/history.h keeps the digests), if the payload has at least
+  // dedup.payload_min_bytes (a smaller one is stored whole: its revisit
+  // record would not be smaller; docs/formats.md).
+  bool dedup_payload = false;
+  uint64_t dedup_payload_min_bytes = 512;
   parsers::UrlOptions url;
   OutputConfig output;
   CheckpointConfig checkpoint;

@@ -45,6 +45,10 @@ struct CrawlCounts {
   // history, gone (404/410) on recrawl.forget_gone_after visits in a row.
   uint64_t revisits_not_modified = 0, revisits_identical = 0, revisits_changed = 0;
   uint64_t revisit_bytes_saved = 0, history_forgotten = 0;
+  // dedup.payload: 200s written as revisits of their payload's first capture
+  // (at another URL, or an earlier version of their own), and their payload
+  // bytes not stored again.
+  uint64_t payload_revisits = 0, payload_bytes_saved = 0;
   // The URLs in the history by their revisit interval: key "2^KK" counts
   // those of at most 2^KK seconds (engine/recrawl.h, IntervalBucket).
   std::map<std::string, uint64_t> revisit_intervals;

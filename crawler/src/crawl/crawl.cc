@@ -51,7 +51,7 @@ double Crawl::Impl::Elapsed() const {
 
 StatsReport Crawl::Impl::Report(bool running) {
   StatsReport r = stats->Build(running, Elapsed(), spilled_base, checkpointer->figures());
-  if (history) {
+  if (config.recrawl.enabled) {
     r.recrawl.enabled = true;
     r.recrawl.due = history->CountDue(UnixMs(), kDueCountCap);
     r.recrawl.due_capped = r.recrawl.due >= kDueCountCap;
@@ -175,7 +175,7 @@ Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
     if (!seen.ok()) return seen.status();
     m->seen = std::move(seen).value();
   }
-  if (config.recrawl.enabled) {
+  if (config.recrawl.enabled || config.dedup_payload) {
     auto history = OpenHistory(out, sequence);
     if (!history.ok()) return history.status();
     m->history = std::move(history).value();
@@ -332,7 +332,8 @@ Status StartNodeAndSeed(Crawl::Impl& m, const std::atomic<bool>& stop) {
     Status st = m.cluster->Start(stop, [&m] {
       GateUnit unit(m.gate, std::try_to_lock);
       return unit.entered() && m.state.busy.load() == 0 && m.results.Empty() &&
-             (m.state.max_pages_hit.load() || (m.frontier->Empty() && !m.history));
+             (m.state.max_pages_hit.load() ||
+              (m.frontier->Empty() && !m.config.recrawl.enabled));
     });
     if (!st.ok()) return st;
   }
@@ -402,7 +403,8 @@ Status Supervise(Crawl::Impl& m, const std::atomic<bool>& stop, std::atomic<bool
     bool requested = checkpoint_request != nullptr && checkpoint_request->exchange(false);
     // A cluster node handing shards over cuts their source checkpoint now.
     if (m.cluster && m.cluster->CheckpointWanted()) requested = true;
-    if (m.history && !halt.load() && now - last_due >= std::chrono::milliseconds(200)) {
+    if (m.config.recrawl.enabled && !halt.load() &&
+        now - last_due >= std::chrono::milliseconds(200)) {
       last_due = now;
       st = ScheduleDue(m);
       if (!st.ok()) return st;
@@ -416,7 +418,7 @@ Status Supervise(Crawl::Impl& m, const std::atomic<bool>& stop, std::atomic<bool
     if (m.metrics && m.metrics->Wanted()) m.PublishMetrics(true);
     if (now - last_stats >= std::chrono::seconds(2)) {
       last_stats = now;
-      if (m.history && m.config.recrawl.adapt == "change-rate") TuneMu(m);
+      if (m.config.recrawl.enabled && m.config.recrawl.adapt == "change-rate") TuneMu(m);
       st = m.stats->Write(m.Report(true));
       if (!st.ok()) return st;
     }

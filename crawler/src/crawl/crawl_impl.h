@@ -48,8 +48,9 @@ struct Crawl::Impl {
   std::unique_ptr<FetchLog> log;
   // The crawler's DNS (crawler/resolver.h); null with a proxy (it resolves).
   std::unique_ptr<Resolver> resolver;
-  std::unique_ptr<SeenLog> seen;     // a cluster node's with shared_dir (seen_log.h)
-  std::unique_ptr<History> history;  // [recrawl] on: OUT/history/ (output/history.h)
+  std::unique_ptr<SeenLog> seen;  // a cluster node's with shared_dir (seen_log.h)
+  // [recrawl] or dedup.payload on: OUT/history/ (output/history.h)
+  std::unique_ptr<History> history;
   std::unique_ptr<WarcWriter> warc;
   Counters counters;
   Gate gate;
@@ -74,7 +75,8 @@ struct Crawl::Impl {
   [[nodiscard]] Status Describe(CheckpointInfo* info, bool running);
 };
 
-// OUT/history/, the live URL history of a crawl with [recrawl] on.
+// OUT/history/, the live URL history and payload digests of a crawl with
+// [recrawl] or dedup.payload on.
 inline constexpr const char* kHistoryDir = "history";
 
 // Opens OUT's outputs and builds every part around `filter` and `scope`.

@@ -375,7 +375,7 @@ Result<std::unique_ptr<Crawl>> Crawl::Resume(const std::string& out_dir,
   if (!scope.ok()) return fail(scope.status());
   st = Repair(out_dir, cp.info, config->output);
   if (!st.ok()) return fail(st);
-  if (config->recrawl.enabled) {
+  if (config->recrawl.enabled || config->dedup_payload) {
     // The live history is past the checkpoint: its image replaces it (none
     // in a checkpoint of a crawl that did not revisit: an empty history).
     std::error_code ec;

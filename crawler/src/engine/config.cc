@@ -267,6 +267,11 @@ std::vector<Key> DedupKeys() {
       DoubleKey(
           "dedup", "compact_growth",
           [](Config & c) -> auto& { return c.dedup_compact_growth; }, 0, 16),
+      BoolKey(
+          "dedup", "payload", [](Config & c) -> auto& { return c.dedup_payload; }),
+      IntKey<uint64_t>(
+          "dedup", "payload_min_bytes",
+          [](Config & c) -> auto& { return c.dedup_payload_min_bytes; }, 0, kMax64),
   };
 }
 

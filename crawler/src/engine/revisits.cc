@@ -31,12 +31,54 @@ Result<std::optional<HistoryRecord>> Revisits::Recall(const std::string& url) co
   return p_.history->Get(url);
 }
 
-void Revisits::Classify(const HistoryRecord* before, const FetchResult& r, Exchange* ex,
-                        VisitKind* visit) {
-  if (before != nullptr && r.status == 200)
+Revisits::Classified Revisits::Classify(const HistoryRecord* before, const FetchResult& r,
+                                        bool page, Exchange* ex) const {
+  Classified c;
+  // Payloads stored once: a whole 200 page of at least the minimum size.
+  const bool dedup = p_.payloads != nullptr && page && r.status == 200 && !r.truncated &&
+                     r.body.size() >= p_.config.dedup_payload_min_bytes;
+  if ((before != nullptr && r.status == 200) || dedup)
     ex->payload_digest = WarcDigest(r.body);  // computed once, kept by Prepare
   ex->revisit = RevisitFor(before, r.status, ex->payload_digest);
-  *visit = KindOf(before, r.status, ex->revisit);
+  c.visit = KindOf(before, r.status, ex->revisit);
+  if (ex->revisit || !dedup) return c;
+  auto first = p_.payloads->FirstCapture(ex->payload_digest);
+  if (!first.ok()) {
+    // Nothing lost: the response is stored whole.
+    spdlog::warn("{}: payload not looked up, stored whole: {}", r.url,
+                 first.status().ToString());
+    return c;
+  }
+  if (!first->has_value()) return c;
+  const PayloadCapture& to = **first;
+  ex->revisit = Revisit{.profile = Revisit::Profile::kIdenticalPayloadDigest,
+                        .refers_to = to.record_id,
+                        .refers_to_uri = to.uri,
+                        .refers_to_date = std::chrono::system_clock::time_point(
+                            std::chrono::milliseconds(to.date_ms)),
+                        .payload_digest = ex->payload_digest};
+  c.duplicate_of = to;
+  return c;
+}
+
+Status Revisits::Stored(const FetchResult& r, const Classified& c,
+                        std::string_view response_id, std::string_view payload_digest,
+                        std::chrono::system_clock::time_point date) {
+  if (p_.payloads == nullptr) return Status::Ok();
+  if (c.duplicate_of) {
+    p_.counters.Add(&CrawlSummary::payload_revisits);
+    p_.counters.Add(&CrawlSummary::payload_bytes_saved, r.body.size());
+    return Status::Ok();
+  }
+  // A full capture (not a revisit of the URL's own) that Classify digested.
+  const bool full = c.visit == VisitKind::kFirst || c.visit == VisitKind::kChanged;
+  if (!full || r.status != 200 || r.truncated ||
+      r.body.size() < p_.config.dedup_payload_min_bytes)
+    return Status::Ok();
+  return p_.payloads->AddCapture(payload_digest, {.uri = r.url,
+                                                  .record_id = std::string(response_id),
+                                                  .date_ms = UnixMs(date),
+                                                  .bytes = r.body.size()});
 }
 
 Status Revisits::Remember(const Visit& v, bool* forget) {
@@ -47,7 +89,8 @@ Status Revisits::Remember(const Visit& v, bool* forget) {
   const HistoryRecord* before = v.before;
   // A URL that never answered is not kept (given up: forgotten, worker.h).
   if (r.status == 0 && before == nullptr) return Status::Ok();
-  switch (v.kind) {
+  const VisitKind kind = v.classified.visit;
+  switch (kind) {
     case VisitKind::kNotModified:
       p_.counters.Add(&CrawlSummary::revisits_not_modified);
       p_.counters.Add(&CrawlSummary::revisit_bytes_saved, before->bytes);
@@ -63,17 +106,21 @@ Status Revisits::Remember(const Visit& v, bool* forget) {
     case VisitKind::kOther:
       break;
   }
-  // Only a full capture is what later revisits refer to.
-  const bool full = v.kind == VisitKind::kFirst || v.kind == VisitKind::kChanged;
+  // Only a full capture is what later revisits refer to: this response, or
+  // the first capture of its payload it was written as a revisit of.
+  const bool full = kind == VisitKind::kFirst || kind == VisitKind::kChanged;
+  const std::optional<PayloadCapture>& dup = v.classified.duplicate_of;
   VisitFacts f{.now_ms = UnixMs(),
                .status = r.status,
-               .kind = v.kind,
+               .kind = kind,
                .etag = r.etag,
                .last_modified = r.last_modified,
-               .record_id = full ? v.response_id : "",
+               .record_id = !full ? ""
+                            : dup ? dup->record_id
+                                  : v.response_id,
                .payload_digest = v.payload_digest,
-               .uri = r.url,
-               .capture_ms = UnixMs(v.date),
+               .uri = dup ? dup->uri : r.url,
+               .capture_ms = dup ? dup->date_ms : UnixMs(v.date),
                .bytes = r.body.size(),
                .depth = e.depth,
                .url_kind = static_cast<uint8_t>(e.kind)};

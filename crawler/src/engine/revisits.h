@@ -1,9 +1,12 @@
 // Room engine/ (docs/architecture.md): a worker's side of continuous
-// crawling ([recrawl]), a part of its own: the URL history read before a
-// fetch (Recall) and written after it (Remember), a revisit not fetched
-// pushed on (Postpone), and a cluster node's shards moving with their
-// records (Arrive, Erase). engine/recrawl.h has the rules, output/history.h
-// the store. With [recrawl] off (no history) every call does nothing.
+// crawling ([recrawl]) and of payloads stored once (dedup.payload), a part
+// of its own: the URL history read before a fetch (Recall) and written
+// after it (Remember), what a response is written as (Classify), a payload
+// archived (Stored), a revisit not fetched pushed on (Postpone), and a
+// cluster node's shards moving with their records (Arrive, Erase).
+// engine/recrawl.h has the rules, output/history.h the store. With
+// [recrawl] off the history calls do nothing; with dedup.payload off,
+// the payload ones.
 //
 // Each worker has one; the history and the counters are shared and
 // thread-safe. A shard's records move under RunState::shards_moving.
@@ -36,7 +39,8 @@ class Revisits {
  public:
   struct Parts {
     const Config& config;
-    History* history;  // null: [recrawl] off
+    History* history;   // null: [recrawl] off
+    History* payloads;  // null: dedup.payload off (else the same store)
     Counters& counters;
     const std::atomic<double>& mu;  // the price of freshness (RunState::recrawl_mu)
     Mutex& shards_moving;           // RunState::shards_moving
@@ -47,17 +51,32 @@ class Revisits {
   // The history record of a page about to be fetched (none: recrawl off,
   // or its first fetch).
   [[nodiscard]] Result<std::optional<HistoryRecord>> Recall(const std::string& url) const;
-  // The revisit record a response is written as, if any, and what the
-  // history counts it as; computes the payload's digest once for it.
-  static void Classify(const HistoryRecord* before, const FetchResult& r, Exchange* ex,
-                       VisitKind* visit);
+  // What a response is written as: a revisit of the URL's own last capture
+  // (a 304, or the same payload), else with dedup.payload one of its
+  // payload's first capture at any URL (`page`: not robots.txt); and what
+  // the history counts it as. Computes the payload's digest once for it.
+  struct Classified {
+    VisitKind visit = VisitKind::kOther;
+    // Set: a revisit of this capture of the payload, archived before (maybe
+    // at another URL); the history's capture is then that one.
+    std::optional<PayloadCapture> duplicate_of;
+  };
+  [[nodiscard]] Classified Classify(const HistoryRecord* before, const FetchResult& r,
+                                    bool page, Exchange* ex) const;
+  // A page's final response, as written (`response_id`, `payload_digest`:
+  // its record's; `date`: its WARC-Date): counted if a payload revisit, or
+  // kept as its payload's first capture if it is one.
+  [[nodiscard]] Status Stored(const FetchResult& r, const Classified& c,
+                              std::string_view response_id,
+                              std::string_view payload_digest,
+                              std::chrono::system_clock::time_point date);
 
   // A final page result, as written.
   struct Visit {
     const FetchResult& result;
     const frontier::UrlEntry& entry;
     const HistoryRecord* before;  // null: its first fetch
-    VisitKind kind;
+    const Classified& classified;
     std::string_view response_id, payload_digest;  // the WARC record's
     std::chrono::system_clock::time_point date;    // its WARC-Date
   };

@@ -110,7 +110,7 @@ bool Worker::Finished(const Gate::Pass&) const {
   // A continuous crawl ([recrawl]) runs until stopped (or max_pages).
   return p_.state.busy.load() == 0 &&
          (p_.state.max_pages_hit.load() ||
-          (p_.frontier.Empty() && p_.history == nullptr)) &&
+          (p_.frontier.Empty() && !p_.config.recrawl.enabled)) &&
          (p_.placement == nullptr || p_.placement->Done());
 }
 
@@ -323,7 +323,7 @@ Worker::Prepared Worker::Prepare(const Completed& c) const {
                 .truncated = r.truncated,
                 .revisit = std::nullopt,
                 .payload_digest = {}};
-    Revisits::Classify(c.before ? &*c.before : nullptr, r, &ex, &p.visit);
+    p.visit = revisits_.Classify(c.before ? &*c.before : nullptr, r, !c.robots, &ex);
     p.warc = p_.warc.Prepare(ex);
   }
   bool html = r.content_type == "text/html" || r.content_type == "application/xhtml+xml";
@@ -353,6 +353,9 @@ Status Worker::Record(const FetchResult& r, const Prepared& p,
   if (final) p_.counters.Fetched(r);
   if (r.status > 0) {
     Status st = p_.warc.Write(p.warc);
+    if (st.ok() && page != nullptr && final)
+      st =
+          revisits_.Stored(r, p.visit, p.warc.response_id, p.warc.payload_digest, p.date);
     if (!st.ok()) return st;
   }
   std::string_view error = r.error == FetchError::kNone ? "" : FetchErrorName(r.error);
@@ -461,7 +464,7 @@ Status Worker::FinishPage(const Gate::Pass& pass, const Completed& c, const Prep
     st = revisits_.Remember({.result = r,
                              .entry = e,
                              .before = c.before ? &*c.before : nullptr,
-                             .kind = p.visit,
+                             .classified = p.visit,
                              .response_id = p.warc.response_id,
                              .payload_digest = p.warc.payload_digest,
                              .date = p.date},

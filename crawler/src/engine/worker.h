@@ -133,7 +133,7 @@ struct WorkerParts {
   RunState& state;
   Placement* placement;  // null: a single-machine crawl (placement.h)
   SeenLog* seen;         // a cluster node's with shared_dir; else null
-  History* history;      // [recrawl] on: the URL history (revisits.h); else null
+  History* history;      // [recrawl] or dedup.payload on (revisits.h); else null
   // Where bodies past fetch.spool_body_bytes wait (OUT/spool; "": in RAM).
   std::string spool_dir = {};
   Resolver* resolver = nullptr;  // the crawler's DNS; null: libcurl resolves
@@ -143,8 +143,9 @@ class Worker {
  public:
   Worker(const WorkerParts& parts, std::unique_ptr<Fetcher> fetcher, size_t max_running)
       : p_(parts),
-        revisits_({parts.config, parts.history, parts.counters, parts.state.recrawl_mu,
-                   parts.state.shards_moving, parts.placement}),
+        revisits_({parts.config, parts.config.recrawl.enabled ? parts.history : nullptr,
+                   parts.config.dedup_payload ? parts.history : nullptr, parts.counters,
+                   parts.state.recrawl_mu, parts.state.shards_moving, parts.placement}),
         fetcher_(std::move(fetcher)),
         max_running_(max_running) {}
   Worker(const Worker&) = delete;
@@ -185,7 +186,7 @@ class Worker {
       std::vector<std::string> problems;  // warnings, unresolvable <loc>s
     };
     std::optional<SitemapUrls> sitemap;
-    VisitKind visit = VisitKind::kOther;         // [recrawl]: what the history counts
+    Revisits::Classified visit;                  // what the history counts (revisits.h)
     std::chrono::system_clock::time_point date;  // the records' WARC-Date
   };
   Prepared Prepare(const Completed& c) const;

@@ -16,6 +16,8 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr uint8_t kRecordVersion = 1;
+constexpr uint8_t kCaptureVersion = 1;
+constexpr size_t kPayloads = 2;  // cfs_[kPayloads]: "payloads"
 
 Status FromRocks(const rocksdb::Status& s, const std::string& context) {
   if (s.ok()) return Status::Ok();
@@ -41,6 +43,35 @@ uint64_t DueOf(std::string_view key) {
 }
 
 }  // namespace
+
+std::string EncodePayloadCapture(const PayloadCapture& c) {
+  ByteWriter w;
+  w.U8(kCaptureVersion);
+  w.Str(c.uri);
+  w.Str(c.record_id);
+  w.U64(c.date_ms);
+  w.U64(c.bytes);
+  return std::string(w.view());
+}
+
+Result<PayloadCapture> DecodePayloadCapture(std::string_view bytes,
+                                            std::string_view digest) {
+  ByteReader in(bytes);
+  PayloadCapture c;
+  const uint8_t version = in.U8();
+  c.uri = in.Str();
+  c.record_id = in.Str();
+  c.date_ms = in.U64();
+  c.bytes = in.U64();
+  if (!in.ok() || !in.AtEnd() || version != kCaptureVersion) {
+    return Status::Error(Status::Code::kCorruption,
+                         "payload capture of " + std::string(digest) + ": version " +
+                             std::to_string(version) + " of " +
+                             std::to_string(bytes.size()) + " bytes, this build reads " +
+                             "version " + std::to_string(kCaptureVersion));
+  }
+  return c;
+}
 
 std::string EncodeHistoryRecord(const HistoryRecord& r) {
   ByteWriter w;
@@ -121,7 +152,7 @@ Result<std::unique_ptr<History>> History::Open(const std::string& dir) {
   options.max_background_jobs = 2;
   const rocksdb::ColumnFamilyOptions cf(options);
   std::vector<rocksdb::ColumnFamilyDescriptor> families = {
-      {rocksdb::kDefaultColumnFamilyName, cf}, {"due", cf}};
+      {rocksdb::kDefaultColumnFamilyName, cf}, {"due", cf}, {"payloads", cf}};
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* db = nullptr;
   rocksdb::Status s =
@@ -231,6 +262,36 @@ uint64_t History::CountDue(uint64_t now_ms, uint64_t cap) const {
 uint64_t History::ApproximateCount() const {
   uint64_t n = 0;
   db_->GetIntProperty(cfs_[0], "rocksdb.estimate-num-keys", &n);
+  return n;
+}
+
+Result<std::optional<PayloadCapture>> History::FirstCapture(
+    std::string_view digest) const {
+  std::string value;
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), cfs_[kPayloads],
+                               rocksdb::Slice(digest.data(), digest.size()), &value);
+  if (s.IsNotFound()) return std::optional<PayloadCapture>();
+  if (!s.ok()) return FromRocks(s, dir_ + ": read of " + std::string(digest));
+  auto c = DecodePayloadCapture(value, digest);
+  if (!c.ok()) return c.status().WithContext(dir_);
+  return std::optional<PayloadCapture>(std::move(c).value());
+}
+
+Status History::AddCapture(std::string_view digest, const PayloadCapture& c) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto old = FirstCapture(digest);
+  if (!old.ok() || old->has_value()) return old.status();
+  rocksdb::WriteOptions write;
+  write.disableWAL = true;  // as Put
+  return FromRocks(
+      db_->Put(write, cfs_[kPayloads], rocksdb::Slice(digest.data(), digest.size()),
+               EncodePayloadCapture(c)),
+      dir_ + ": write of " + std::string(digest));
+}
+
+uint64_t History::ApproximatePayloads() const {
+  uint64_t n = 0;
+  db_->GetIntProperty(cfs_[kPayloads], "rocksdb.estimate-num-keys", &n);
   return n;
 }
 

@@ -2,11 +2,15 @@
 // fetched, with what a revisit needs (the validators for a conditional GET,
 // the last full capture for a WARC revisit record, the revisit interval and
 // when the URL is next due), and an index of the URLs by due time for the
-// scheduler.
+// scheduler. With dedup.payload on, it also keeps the first capture of each
+// payload archived, which a response of the same payload at any URL is
+// written as a revisit of (docs/formats.md, "Payloads stored once").
 //
 // Stored in RocksDB (Debian's librocksdb-dev), in OUT/history/:
-//   column family "default"  URL -> the record (EncodeHistoryRecord)
-//   column family "due"      due time (u64 big-endian ms) + URL -> ""
+//   column family "default"   URL -> the record (EncodeHistoryRecord)
+//   column family "due"       due time (u64 big-endian ms) + URL -> ""
+//   column family "payloads"  payload digest -> its first capture
+//                             (EncodePayloadCapture)
 // Why RocksDB (docs/history.md): an ordered, compressed, crash-safe store
 // that holds far more than RAM, with a consistent on-disk image in
 // milliseconds (rocksdb::Checkpoint hard-links the immutable table files);
@@ -20,8 +24,8 @@
 // memtables and hard-links the table files into a new directory, which the
 // checkpoint then holds.
 //
-// Written by the workers when [recrawl] is on (engine/recrawl.h says what a
-// visit changes); the crawl's Run thread hands due URLs back to the frontier.
+// Written by the workers when [recrawl] or dedup.payload is on (engine/recrawl.h says
+// what a visit changes); the crawl's Run thread hands due URLs back to the frontier.
 //
 // Thread-safe: RocksDB's own, and Put/Erase keep a record and its due
 // entry in step under a mutex.
@@ -71,6 +75,22 @@ struct HistoryRecord {
   bool operator==(const HistoryRecord&) const = default;
 };
 
+// The first capture archived of a payload (dedup.payload): what an
+// identical-payload-digest revisit at any URL refers to.
+struct PayloadCapture {
+  std::string uri;        // its WARC-Target-URI
+  std::string record_id;  // its WARC-Record-ID
+  uint64_t date_ms = 0;   // its WARC-Date
+  uint64_t bytes = 0;     // the payload's length
+
+  bool operator==(const PayloadCapture&) const = default;
+};
+
+std::string EncodePayloadCapture(const PayloadCapture& c);
+// kCorruption naming `digest` for bytes that are not a capture of this version.
+Result<PayloadCapture> DecodePayloadCapture(std::string_view bytes,
+                                            std::string_view digest);
+
 std::string EncodeHistoryRecord(const HistoryRecord& r);
 // kCorruption naming `url` for bytes that are not a record of this version.
 Result<HistoryRecord> DecodeHistoryRecord(std::string_view bytes, std::string_view url);
@@ -104,6 +124,14 @@ class History {
   // Records in the store (RocksDB's estimate, exact after a flush of a store
   // without deletes).
   uint64_t ApproximateCount() const;
+  // The first capture of the payload whose digest ("sha1:BASE32") is
+  // `digest`, if one was archived.
+  Result<std::optional<PayloadCapture>> FirstCapture(std::string_view digest) const;
+  // Keeps `c` as the first capture of `digest`'s payload, unless one is kept
+  // already (the first stays: two workers may archive one payload at once).
+  Status AddCapture(std::string_view digest, const PayloadCapture& c);
+  // Payloads kept (an estimate, as ApproximateCount).
+  uint64_t ApproximatePayloads() const;
   // Flushes the memtables and writes a consistent image of the store to
   // `dir`, which must not exist (hard links where the file system allows).
   Status CheckpointTo(const std::string& dir);
@@ -133,8 +161,8 @@ class History {
 
   const std::string dir_;
   rocksdb::DB* db_;
-  std::vector<rocksdb::ColumnFamilyHandle*> cfs_;  // default, due
-  std::mutex mu_;  // Put/Erase: a record with its due entry
+  std::vector<rocksdb::ColumnFamilyHandle*> cfs_;  // default, due, payloads
+  std::mutex mu_;  // Put/Erase: a record with its due entry; AddCapture
 };
 
 // Bytes of the files under `dir` (the store's size on disk).

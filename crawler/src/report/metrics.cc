@@ -109,6 +109,13 @@ void CrawlFamilies(const StatsReport& r, Text& t) {
   t.One("crawler_revisit_bytes_saved_total", "counter",
         "Payload bytes of unchanged revisited pages not stored again.",
         c.revisit_bytes_saved);
+  t.One("crawler_payload_revisits_total", "counter",
+        "200s written as revisit records of an earlier capture of the same payload, "
+        "at any URL (dedup.payload).",
+        c.payload_revisits);
+  t.One("crawler_payload_bytes_saved_total", "counter",
+        "Payload bytes of those responses, not stored again (dedup.payload).",
+        c.payload_bytes_saved);
   t.Family("crawler_urls_dropped_total", "counter",
            "Links and redirect targets not admitted, by reason.");
   const std::pair<const char*, uint64_t> dropped[] = {

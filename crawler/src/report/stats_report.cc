@@ -130,6 +130,12 @@ Section CrawlSection(const CrawlCounts& c, const CrawlRates& r,
   Section cr{"Crawl", {}};
   cr.rows.push_back({"fetched", Count(c.fetched) + " responses, " + Count(c.failed) +
                                     " failed, " + Bytes(c.bytes)});
+  if (c.payload_revisits > 0) {
+    cr.rows.push_back({"payloads stored once",
+                       Count(c.payload_revisits) + " responses written as revisits of " +
+                           "a capture of the same payload (dedup.payload), " +
+                           Bytes(c.payload_bytes_saved) + " not stored again"});
+  }
   cr.rows.push_back({"status", "2xx " + Count(c.status_2xx) + ", 3xx " +
                                    Count(c.status_3xx) + ", 4xx " + Count(c.status_4xx) +
                                    ", 5xx " + Count(c.status_5xx)});

@@ -1,0 +1,178 @@
+// Payloads stored once (dedup.payload, docs/formats.md): a 200 whose payload
+// was archived already, under any URL, is a revisit record of that first
+// capture. Real crawls of the testsite, whose pages load their stylesheet,
+// images and icon under a query of their own (`--asset-query`), read back
+// with warcio: every revisit names a response of the same payload, none a
+// record that is not there, after a kill -9 and a resume too.
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <boost/json.hpp>
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "crawl_output.h"
+#include "run_command.h"
+#include "testsite_crawl.h"
+#include "testsite_process.h"
+
+namespace crawler::engine {
+namespace {
+
+using testing::CommandResult;
+using testing::RevisitProblem;
+using testing::TempDir;
+using testing::TestSite;
+using testing::WarcRecord;
+
+constexpr const char* kIdentical =
+    "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest";
+// 150 pages on 2 hosts, each loading 4 requisites of ~4 KB under ?v=PAGE.
+constexpr const char* kSite =
+    "--pages 150 --hosts 2 --assets --asset-bytes 4096 --asset-query";
+
+uint64_t Counter(const std::string& out, const char* name) {
+  return testing::ReadStats(out).at("crawl").at(name).to_number<uint64_t>();
+}
+
+// The payload revisits among `records`: identical-payload-digest revisits
+// (a crawl without [recrawl] writes no other revisit).
+size_t PayloadRevisits(const std::vector<WarcRecord>& records) {
+  size_t n = 0;
+  for (const WarcRecord& r : records) n += r.type == "revisit" && r.profile == kIdentical;
+  return n;
+}
+
+// What is wrong with a crawl's output against the truth set: a URL
+// attempted twice, one not in the truth or not attempted, or a response
+// whose archived records (response or revisit) are not as logged.
+std::string NotAsTruth(const std::string& out, const std::set<std::string>& truth) {
+  const std::multiset<std::string> attempted =
+      testing::AttemptedUrls(out + "/fetch-log.jsonl");
+  std::string wrong;
+  for (const std::string& url : std::set<std::string>(attempted.begin(), attempted.end()))
+    if (attempted.count(url) > 1 || truth.count(url) == 0) wrong += url + "\n";
+  for (const std::string& url : truth)
+    if (attempted.count(url) == 0) wrong += url + " not fetched\n";
+  for (const std::string& url : testing::WarcNotAsLogged(out))
+    wrong += url + " archived not as logged\n";
+  return wrong;
+}
+
+// Payloads stored in more than one 200 response record ("" for none).
+std::string StoredTwice(const std::vector<WarcRecord>& records) {
+  std::map<std::string, std::vector<std::string>> by_digest;
+  for (const WarcRecord& w : records)
+    if (w.type == "response" && w.status == "200") by_digest[w.digest].push_back(w.uri);
+  std::string twice;
+  for (const auto& [digest, uris] : by_digest)
+    if (uris.size() > 1) twice += digest + ": " + uris[0] + " and " + uris[1] + "\n";
+  return twice;
+}
+
+TEST_CASE(
+    "Payloads stored once: one payload under many URLs is one response, every other "
+    "copy a revisit of it; below payload_min_bytes all are stored whole",
+    "[engine][testsite][payload]") {
+  const std::string dir = TempDir("payload-dedup");
+  TestSite site(kSite, dir + "/requests.log");
+  site.WriteSeeds(dir + "/seeds.txt");
+  const std::set<std::string> truth = site.Truth();
+  // One worker (here and below): each response is written before the next
+  // one is looked up, so no two workers archive one payload at once (that
+  // race costs a second whole copy, never a wrong record), and "stored
+  // once" is exact.
+  const std::string sets = std::string("--config ") + CRAWLER_SOURCE_DIR +
+                           "/configs/archive.toml --set frontier.min_delay_s=0 "
+                           "--set crawl.workers=1 " +
+                           testsite_crawl::kExactDedup;
+  const std::string out = dir + "/out";
+  CommandResult r = testsite_crawl::Crawl(dir + "/seeds.txt", out,
+                                          sets + " --set dedup.payload_min_bytes=0");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const std::vector<WarcRecord> records = testing::WarcRecords(out);
+  CHECK(NotAsTruth(out, truth) == "");
+  CHECK(RevisitProblem(records, /*across_urls=*/true) == "");
+  CHECK(StoredTwice(records) == "");
+  // The page's requisites under other URLs are revisits: 3 of the 4 per page
+  // at least (the 8 images are shared by the pages), counted as written.
+  const size_t revisits = PayloadRevisits(records);
+  INFO("payload revisits " << revisits << " of " << records.size() << " records");
+  CHECK(revisits >= 3 * 100);
+  CHECK(Counter(out, "payload_revisits") == revisits);
+  CHECK(Counter(out, "payload_bytes_saved") >= revisits * 4000);
+  CHECK(testing::CdxjNotAsWarcio(out).empty());
+  CommandResult stats = testing::RunCommand(testing::kCrawler + " stats " + out);
+  CHECK_THAT(stats.output, Catch::Contains("payloads stored once"));
+
+  // A minimum above every payload: each is stored whole, nothing looked up.
+  const std::string whole = dir + "/whole";
+  r = testsite_crawl::Crawl(dir + "/seeds.txt", whole,
+                            sets + " --set dedup.payload_min_bytes=1000000000");
+  REQUIRE(r.exit_code == 0);
+  const std::vector<WarcRecord> whole_records = testing::WarcRecords(whole);
+  CHECK(NotAsTruth(whole, truth) == "");
+  CHECK(PayloadRevisits(whole_records) == 0);
+  CHECK(Counter(whole, "payload_revisits") == 0);
+  site.Stop();
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE(
+    "Payloads stored once across a kill -9: the digests resume with the checkpoint, "
+    "no revisit names a record the cut discarded, each URL archived once",
+    "[engine][testsite][payload]") {
+  const std::string dir = TempDir("payload-kill");
+  TestSite site(std::string(kSite) + " --delay-ms 20", dir + "/requests.log");
+  site.WriteSeeds(dir + "/seeds.txt");
+  const std::set<std::string> truth = site.Truth();
+  const std::string out = dir + "/out";
+  pid_t pid = testing::Spawn(
+      testing::kCrawler + " crawl --seeds " + dir + "/seeds.txt --out " + out +
+          " --config " + CRAWLER_SOURCE_DIR +
+          "/configs/archive.toml --set frontier.min_delay_s=0 --set crawl.workers=1 "
+          "--set dedup.payload_min_bytes=0 --set checkpoint.interval_s=0.3 " +
+          testsite_crawl::kExactDedup,
+      dir + "/crawl.out");
+  testing::Reaper reap(pid);
+  // Killed once a checkpoint holds payload revisits, so the resumed crawl
+  // both keeps digests from before the kill and loses some written after.
+  REQUIRE(testing::WaitFor(
+      [&] {
+        boost::system::error_code ec;
+        const boost::json::value m =
+            boost::json::parse(testing::ReadText(out + "/checkpoint/MANIFEST.json"), ec);
+        const boost::json::value* n =
+            ec || !m.is_object()
+                ? nullptr
+                : m.at("counters").as_object().if_contains("payload_revisits");
+        return n != nullptr && n->to_number<uint64_t>() > 0;
+      },
+      60));
+  REQUIRE(::waitpid(pid, nullptr, WNOHANG) == 0);  // still crawling
+  ::kill(pid, SIGKILL);
+  testing::WaitExitFor(pid, 10);
+  CommandResult resumed =
+      testing::RunCommand(testing::kCrawler + " crawl --resume " + out);
+  INFO(resumed.output);
+  REQUIRE(resumed.exit_code == 0);
+  site.Stop();
+  const std::vector<WarcRecord> records = testing::WarcRecords(out);
+  CHECK(NotAsTruth(out, truth) == "");
+  CHECK(RevisitProblem(records, /*across_urls=*/true) == "");
+  // The digests of the captures before the kill came back with the
+  // checkpoint: none of those payloads was stored again after the resume.
+  CHECK(StoredTwice(records) == "");
+  const size_t revisits = PayloadRevisits(records);
+  CHECK(revisits >= 3 * 100);
+  CHECK(Counter(out, "payload_revisits") == revisits);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace crawler::engine
