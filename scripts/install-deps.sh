@@ -25,7 +25,8 @@ packages=(
   procps  # pgrep: .ci/run stops its background builds on the way out
 )
 if [ "${1:-}" = "--bench" ]; then
-  packages+=(wget python3-scrapy time libisal-dev libmimalloc2.0)
+  packages+=(wget python3-scrapy time libisal-dev libmimalloc2.0
+             python3-doc)  # the site scripts/bench-dedup-from.sh crawls
 fi
 
 missing=()

@@ -9,7 +9,9 @@
 // crawl's WACZ (304s written as revisit records, killed -9 and resumed):
 // each capture replays at its own time, a 304 revisit as the capture it
 // refers to. And a crawl with payloads stored once (dedup.payload): a
-// page's requisites written as revisits of captures at other URLs.
+// page's requisites written as revisits of captures at other URLs; a second
+// crawl whose pages are revisits of the first's (dedup.from), packaged
+// with it.
 #include <signal.h>
 #include <unistd.h>
 
@@ -59,11 +61,16 @@ testing::NginxSite StaticSite(const std::string& root) {
 // ReplayWeb.page's files, served by nginx.
 class Viewer {
  public:
-  Viewer(const std::string& dir, const std::string& out) : www_(dir + "/www") {
+  // `with`: earlier crawls packaged with it (crawler wacz --with).
+  Viewer(const std::string& dir, const std::string& out,
+         const std::vector<std::string>& with = {})
+      : www_(dir + "/www") {
     REQUIRE(fs::exists(std::string(kReplayWebPage) + "/sw.js"));  // install-deps.sh
     fs::create_directories(www_ + "/replay");
+    std::string also;
+    for (const std::string& w : with) also += " --with " + w;
     CommandResult pack = RunCommand(std::string(CRAWLER_BINARY) + " wacz " + out +
-                                    " -o " + www_ + "/crawl.wacz");
+                                    " -o " + www_ + "/crawl.wacz" + also);
     INFO(pack.output);
     REQUIRE(pack.exit_code == 0);
     packed_ = pack.output;
@@ -349,6 +356,49 @@ TEST_CASE(
     const json::object& o = seen[k];
     INFO(pages[k] << ": " << json::serialize(o));
     CHECK(Str(o, "url") == pages[k]);
+    CheckStyledPage(o);
+    CHECK(o.at("missing").as_array().empty());
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE(
+    "Replay: a second crawl with dedup.from = the first, packaged with it (wacz --with): "
+    "pages that are revisits of the first crawl's captures show, styled, nothing missing",
+    "[engine][replay][payload]") {
+  std::string dir = TempDir("replay-from");
+  TestSite site("--pages 30 --hosts 1 --slow-ms 10 --assets --asset-bytes 2048",
+                dir + "/requests.log");
+  site.WriteSeeds(dir + "/seeds.txt");
+  const std::string first = dir + "/first", second = dir + "/second";
+  const std::string sets = std::string("--config ") + CRAWLER_SOURCE_DIR +
+                           "/configs/archive.toml --set frontier.min_delay_s=0";
+  CommandResult r = testsite_crawl::Crawl(dir + "/seeds.txt", first, sets);
+  REQUIRE(r.exit_code == 0);
+  // A second apart, so no capture of the second crawl has a first's timestamp.
+  const std::string first_done = NowTs();
+  REQUIRE(testing::WaitFor([&] { return NowTs() > first_done; }, 5));
+  r = testsite_crawl::Crawl(dir + "/seeds.txt", second,
+                            sets + " --set 'dedup.from=[\"" + first + "\"]'");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  site.Stop();
+  // The second crawl's pages, each a revisit of the first crawl's capture.
+  std::vector<std::string> pages;
+  for (const testing::WarcRecord& w : testing::WarcRecords(second)) {
+    const std::string path = testing::Path(w.uri);
+    if (w.type == "revisit" && w.refers_to.empty() && pages.size() < 3 &&
+        (path == "/" || path.starts_with("/p/")))
+      pages.push_back(Ts(w.date) + "@" + w.uri);
+  }
+  REQUIRE(pages.size() == 3);
+  Viewer viewer(dir, second, {first});
+  const std::vector<json::object> seen = viewer.Seen(pages);
+  for (size_t k = 0; k < pages.size(); ++k) {
+    const json::object& o = seen[k];
+    INFO(pages[k] << ": " << json::serialize(o));
+    CHECK_THAT(Str(o, "title"), Catch::StartsWith("host 0 page "));
+    CHECK_THAT(Str(o, "h1"), Catch::StartsWith("Page "));
     CheckStyledPage(o);
     CHECK(o.at("missing").as_array().empty());
   }

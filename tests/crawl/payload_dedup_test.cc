@@ -3,7 +3,8 @@
 // capture. Real crawls of the testsite, whose pages load their stylesheet,
 // images and icon under a query of their own (`--asset-query`), read back
 // with warcio: every revisit names a response of the same payload, none a
-// record that is not there, after a kill -9 and a resume too.
+// record that is not there, after a kill -9 and a resume too; and payloads
+// of an earlier crawl (dedup.from) as revisits of its captures.
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -76,7 +77,7 @@ std::string StoredTwice(const std::vector<WarcRecord>& records) {
 
 TEST_CASE(
     "Payloads stored once: one payload under many URLs is one response, every other "
-    "copy a revisit of it; below payload_min_bytes all are stored whole",
+    "copy a revisit of it, below payload_min_bytes all are stored whole",
     "[engine][testsite][payload]") {
   const std::string dir = TempDir("payload-dedup");
   TestSite site(kSite, dir + "/requests.log");
@@ -171,6 +172,97 @@ TEST_CASE(
   const size_t revisits = PayloadRevisits(records);
   CHECK(revisits >= 3 * 100);
   CHECK(Counter(out, "payload_revisits") == revisits);
+  std::filesystem::remove_all(dir);
+}
+
+// What is wrong with `second`'s revisits of `first`'s captures ("" for
+// nothing): each names (by URI and date, no record id) a 200 response of
+// `first` with its payload digest; and no 200 response of `second` stores a
+// payload `first` has, of a page or a requisite (the payloads the testsite
+// has of at least payload_min_bytes). Counts those revisits into *revisits.
+std::string EarlierProblem(const std::vector<WarcRecord>& first,
+                           const std::vector<WarcRecord>& second, size_t* revisits) {
+  std::map<std::string, const WarcRecord*> by_uri_date;  // "URI DATE"
+  std::set<std::string> digests;
+  for (const WarcRecord& r : first) {
+    if (r.type != "response" || r.status != "200") continue;
+    by_uri_date[r.uri + " " + r.date.substr(0, 19)] = &r;
+    digests.insert(r.digest);
+  }
+  *revisits = 0;
+  for (const WarcRecord& r : second) {
+    const std::string path = testing::Path(r.uri);
+    const bool big =
+        path == "/" || path.starts_with("/p/") || path.starts_with("/static/");
+    if (r.type == "response" && r.status == "200" && big && digests.count(r.digest) > 0)
+      return r.uri + ": stored again, a payload of the first crawl";
+    if (r.type != "revisit") continue;
+    auto it = by_uri_date.find(r.refers_to_uri + " " + r.refers_to_date.substr(0, 19));
+    if (it == by_uri_date.end())
+      return r.uri + ": refers to " + r.refers_to_uri + " at " + r.refers_to_date +
+             ", no response of the first crawl";
+    if (it->second->digest != r.digest || !r.refers_to.empty() || r.profile != kIdentical)
+      return r.uri + ": digest " + r.digest + " against " + it->second->digest +
+             ", WARC-Refers-To \"" + r.refers_to + "\", profile " + r.profile;
+    ++*revisits;
+  }
+  return "";
+}
+
+TEST_CASE(
+    "Payloads of earlier crawls: with dedup.from naming the first crawl (its directory, "
+    "its WACZ or a CDXJ), a second crawl writes its payloads as revisits of the first's "
+    "captures, a source that is none of them is refused, named",
+    "[engine][testsite][payload]") {
+  const std::string dir = TempDir("payload-from");
+  TestSite site("--pages 60 --hosts 1 --assets --asset-bytes 2048",
+                dir + "/requests.log");
+  site.WriteSeeds(dir + "/seeds.txt");
+  const std::string sets = std::string("--config ") + CRAWLER_SOURCE_DIR +
+                           "/configs/archive.toml --set frontier.min_delay_s=0 " +
+                           testsite_crawl::kExactDedup;
+  auto crawl = [&](const std::string& out, const std::string& extra) {
+    CommandResult r = testsite_crawl::Crawl(dir + "/seeds.txt", out, sets + " " + extra);
+    INFO(out << ": " << r.output);
+    REQUIRE(r.exit_code == 0);
+    return testing::WarcRecords(out);
+  };
+  const std::string first = dir + "/first";
+  const std::vector<WarcRecord> first_records = crawl(first, "");
+  CommandResult pack = testing::RunCommand(testing::kCrawler + " wacz " + first + " -o " +
+                                           dir + "/first.wacz");
+  REQUIRE(pack.exit_code == 0);
+  // Each source form: the directory, the WACZ, one CDXJ file.
+  for (const std::string& source :
+       {first, dir + "/first.wacz", first + "/warc/crawl-00000.cdxj"}) {
+    const std::string second = dir + "/second";
+    std::filesystem::remove_all(second);
+    const std::vector<WarcRecord> records =
+        crawl(second, "--set 'dedup.from=[\"" + source + "\"]'");
+    size_t revisits = 0;
+    INFO("dedup.from = " << source);
+    CHECK(EarlierProblem(first_records, records, &revisits) == "");
+    // The site has not changed: every HTML page and requisite of at least
+    // 512 B (all but robots.txt and a few small special pages).
+    CHECK(revisits >= 60 + 20);
+    CHECK(Counter(second, "payload_revisits") == PayloadRevisits(records));
+    CHECK(testing::CdxjNotAsWarcio(second).empty());
+  }
+  // Refused, named: a path that is no index; dedup.from without dedup.payload.
+  for (const auto& [extra, words] :
+       {std::pair<std::string, std::string>{
+            "--set 'dedup.from=[\"" + dir + "/seeds.txt\"]'",
+            dir + "/seeds.txt: not a crawl's output"},
+        {"--set dedup.payload=false --set 'dedup.from=[\"" + first + "\"]'",
+         "dedup.from: needs dedup.payload = true"}}) {
+    CommandResult r =
+        testsite_crawl::Crawl(dir + "/seeds.txt", dir + "/refused", sets + " " + extra);
+    INFO(r.output);
+    CHECK(r.exit_code != 0);
+    CHECK_THAT(r.output, Catch::Contains(words));
+    std::filesystem::remove_all(dir + "/refused");
+  }
+  site.Stop();
   std::filesystem::remove_all(dir);
 }
 

@@ -184,6 +184,10 @@ struct Config {
   // record would not be smaller; docs/formats.md).
   bool dedup_payload = false;
   uint64_t dedup_payload_min_bytes = 512;
+  // dedup.from: earlier crawls' indexes (an OUT directory, a .wacz, a .cdxj;
+  // archive/earlier.h) whose captures a new crawl's payloads are revisits
+  // of. Read when a crawl starts (not on --resume: its checkpoint has them).
+  std::vector<std::string> dedup_from;
   parsers::UrlOptions url;
   OutputConfig output;
   CheckpointConfig checkpoint;

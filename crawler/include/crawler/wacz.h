@@ -32,6 +32,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 
@@ -47,9 +48,14 @@ struct WaczSummary {
   uint64_t checkpoint = 0;  // packaged at this checkpoint (0: the whole crawl)
 };
 
+// `earlier`: crawls' output directories packaged with it (`--with`): the
+// earlier crawls a crawl with dedup.from refers to, so that one file
+// replays it (their WARC files as archive/earlier-K-<name>, their index
+// lines merged into the one index).
 [[nodiscard]] Result<WaczSummary> WriteWacz(const std::string& out_dir,
                                             const std::string& wacz_path,
-                                            const std::string& software);
+                                            const std::string& software,
+                                            const std::vector<std::string>& earlier = {});
 
 }  // namespace crawler::engine
 

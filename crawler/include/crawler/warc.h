@@ -57,8 +57,8 @@ struct WarcOptions {
 struct Revisit {
   enum class Profile { kServerNotModified, kIdenticalPayloadDigest };
   Profile profile = Profile::kServerNotModified;
-  std::string refers_to;      // the earlier response's WARC-Record-ID
-  std::string refers_to_uri;  // its WARC-Target-URI
+  std::string refers_to;  // the earlier response's WARC-Record-ID ("": unknown, left out)
+  std::string refers_to_uri;                             // its WARC-Target-URI
   std::chrono::system_clock::time_point refers_to_date;  // its WARC-Date
   std::string payload_digest;  // its WARC-Payload-Digest ("sha1:BASE32")
 };

@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "archive/index_line.h"
 #include "base/file_util.h"
 #include "crawler/checkpoint.h"
 #include "crawler/warc.h"
@@ -97,6 +98,10 @@ struct Part {
   std::string warc;
   uint64_t bytes = UINT64_MAX;  // all of it
   std::string index;
+  // Its name under archive/ (its index lines' "filename" rewritten to it):
+  // an earlier crawl's files are prefixed, as every crawl names its first
+  // file crawl-00000.warc.gz.
+  std::string name;
 };
 
 // The parts of OUT: every WARC file whole, each with its index (made if it
@@ -149,14 +154,14 @@ Result<std::vector<Part>> Parts(const std::string& out, const std::string& cut_i
       if (!lines.ok()) return lines.status();
       Status st = cdxj::WriteSorted(cut_index, std::move(lines).value());
       if (!st.ok()) return st;
-      parts.push_back(Part{w, cut->warc_bytes, cut_index});
+      parts.push_back(Part{w, cut->warc_bytes, cut_index, name});
       continue;
     }
     if (!fs::exists(cdxj::PathFor(w))) {
       auto n = IndexWarc(w);
       if (!n.ok()) return n.status();
     }
-    parts.push_back(Part{w, UINT64_MAX, cdxj::PathFor(w)});
+    parts.push_back(Part{w, UINT64_MAX, cdxj::PathFor(w), name});
   }
   if (parts.empty()) return Status::Invalid(dir + ": no WARC file to package");
   return parts;
@@ -168,37 +173,6 @@ std::string Rfc3339(std::string_view ts) {
   return std::string(ts.substr(0, 4)) + "-" + std::string(ts.substr(4, 2)) + "-" +
          std::string(ts.substr(6, 2)) + "T" + std::string(ts.substr(8, 2)) + ":" +
          std::string(ts.substr(10, 2)) + ":" + std::string(ts.substr(12, 2)) + "Z";
-}
-
-// One index line, split: its key, its timestamp, its JSON's string fields
-// (url, mime, status). Parsed once for the pages and the replay status.
-struct IndexLine {
-  std::string_view key, ts;
-  std::string url, mime, status;
-  size_t json_at = 0;  // where the JSON starts in the line
-  bool ok = false;     // key, timestamp and a JSON object with url and status
-};
-
-IndexLine ParseIndexLine(std::string_view line) {
-  IndexLine out;
-  const size_t sp1 = line.find(' '),
-               sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
-  if (sp2 == std::string_view::npos) return out;
-  out.key = line.substr(0, sp1);
-  out.ts = line.substr(sp1 + 1, sp2 - sp1 - 1);
-  out.json_at = sp2 + 1;
-  boost::system::error_code ec;
-  const json::value v = json::parse(line.substr(sp2 + 1), ec);
-  if (ec || !v.is_object()) return out;
-  auto field = [&](const char* key) -> std::string {
-    const json::value* f = v.as_object().if_contains(key);
-    return f != nullptr && f->is_string() ? std::string(f->as_string()) : "";
-  };
-  out.url = field("url");
-  out.mime = field("mime");
-  out.status = field("status");
-  out.ok = !out.url.empty() && !out.status.empty();
-  return out;
 }
 
 // A pages.jsonl line for an index line of an HTML page fetched with 200, or "".
@@ -257,11 +231,22 @@ Status MergeIndexes(const std::vector<Part>& parts, const std::string& index_pat
   std::vector<std::unique_ptr<std::ifstream>> in;
   using Head = std::pair<std::string, size_t>;  // a file's next line, the file
   std::priority_queue<Head, std::vector<Head>, std::greater<>> heads;
+  // A part's next line, its "filename" the part's name in the package (the
+  // field as cdxj::Tail writes it: the last of the line).
+  auto next = [&](size_t i) {
+    std::string line;
+    if (!std::getline(*in[i], line)) return;
+    const std::string file = fs::path(parts[i].warc).filename().string();
+    const std::string was = R"("filename":")" + file + "\"}";
+    if (parts[i].name != file && line.ends_with(was))
+      line.replace(line.size() - was.size(), was.size(),
+                   R"("filename":")" + parts[i].name + "\"}");
+    heads.emplace(std::move(line), i);
+  };
   for (const Part& part : parts) {
     in.push_back(std::make_unique<std::ifstream>(part.index, std::ios::binary));
     if (!*in.back()) return IoError(part.index, "open");
-    std::string line;
-    if (std::getline(*in.back(), line)) heads.emplace(std::move(line), in.size() - 1);
+    next(in.size() - 1);
   }
   std::ofstream index(index_path, std::ios::binary | std::ios::trunc);
   std::ofstream pages(pages_path, std::ios::binary | std::ios::trunc);
@@ -283,8 +268,7 @@ Status MergeIndexes(const std::vector<Part>& parts, const std::string& index_pat
       pages << page;
       ++summary->pages;
     }
-    std::string next;
-    if (std::getline(*in[i], next)) heads.emplace(std::move(next), i);
+    next(i);
   }
   index.close();
   pages.close();
@@ -367,7 +351,8 @@ std::string NowRfc3339() { return WarcDate(std::chrono::system_clock::now()); }
 }  // namespace
 
 Result<WaczSummary> WriteWacz(const std::string& out_dir, const std::string& wacz_path,
-                              const std::string& software) {
+                              const std::string& software,
+                              const std::vector<std::string>& earlier) {
   if (fs::exists(wacz_path))
     return Status::Invalid(wacz_path + ": exists (remove it or choose another -o)");
   const std::string index_tmp = wacz_path + ".index.tmp",
@@ -383,6 +368,19 @@ Result<WaczSummary> WriteWacz(const std::string& out_dir, const std::string& wac
   WaczSummary summary;
   auto parts = Parts(out_dir, cut_tmp, &summary.checkpoint);
   if (!parts.ok()) return parts.status();
+  // The earlier crawls this one's revisits may refer to (dedup.from), whole
+  // or as their last checkpoints have them, their files prefixed.
+  for (size_t k = 0; k < earlier.size(); ++k) {
+    const std::string cut = cut_tmp + "." + std::to_string(k + 1);
+    cleanup.paths.push_back(cut);
+    uint64_t ignored = 0;
+    auto more = Parts(earlier[k], cut, &ignored);
+    if (!more.ok()) return more.status().WithContext("--with " + earlier[k]);
+    for (Part& p : *more) {
+      p.name = "earlier-" + std::to_string(k + 1) + "-" + p.name;
+      parts->push_back(std::move(p));
+    }
+  }
   summary.warcs = parts->size();
   Status st = MergeIndexes(*parts, index_tmp, pages_tmp, &summary);
   if (!st.ok()) return st;
@@ -400,8 +398,7 @@ Result<WaczSummary> WriteWacz(const std::string& out_dir, const std::string& wac
   st = add(pages_tmp, "pages/pages.jsonl", false, UINT64_MAX);
   for (size_t i = 0; st.ok() && i < parts->size(); ++i) {
     const Part& part = (*parts)[i];
-    st = add(part.warc, "archive/" + fs::path(part.warc).filename().string(), true,
-             part.bytes);
+    st = add(part.warc, "archive/" + part.name, true, part.bytes);
   }
   if (st.ok()) st = add(index_tmp, "indexes/index.cdx", false, UINT64_MAX);
   if (!st.ok()) return st;

@@ -340,8 +340,9 @@ int RunIndex(const std::vector<std::string>& warcs) {
 
 // `crawler wacz OUT -o FILE.wacz` (crawler/wacz.h). Exit code 0, 2 for a
 // directory that cannot be packaged (named, with why), 1 for an I/O error.
-int RunWacz(const std::string& out, const std::string& wacz) {
-  auto s = crawler::engine::WriteWacz(out, wacz, crawler::engine::Software());
+int RunWacz(const std::string& out, const std::string& wacz,
+            const std::vector<std::string>& with) {
+  auto s = crawler::engine::WriteWacz(out, wacz, crawler::engine::Software(), with);
   if (!s.ok()) {
     std::fprintf(stderr, "crawler wacz: %s\n", s.status().message().c_str());
     return s.status().code() == crawler::Status::Code::kInvalidArgument ? kExitBadInput
@@ -390,13 +391,17 @@ CLI::App* AddClusterStats(CLI::App& app, std::string* redis, std::string* job,
   return cmd;
 }
 
-CLI::App* AddWacz(CLI::App& app, std::string* out, std::string* wacz) {
+CLI::App* AddWacz(CLI::App& app, std::string* out, std::string* wacz,
+                  std::vector<std::string>* with) {
   CLI::App* cmd = app.add_subcommand(
       "wacz",
       "package a crawl as WACZ (ReplayWeb.page, Browsertrix); a running one as its last "
       "checkpoint has it");
   cmd->add_option("dir", *out, "the crawl's output directory")->required();
   cmd->add_option("-o,--output", *wacz, "the .wacz file to write")->required();
+  cmd->add_option("--with", *with,
+                  "an earlier crawl's output directory to package too (dedup.from: its "
+                  "captures are what this crawl's revisits refer to); repeatable");
   return cmd;
 }
 
@@ -451,7 +456,8 @@ int main(int argc, char** argv) {
       url_options;  // the lossy rules: off unless asked, as in [url]
   AddNormalize(app, &base, &urls, &url_options);
   std::string wacz_dir, wacz_file;
-  CLI::App* wacz = AddWacz(app, &wacz_dir, &wacz_file);
+  std::vector<std::string> wacz_with;
+  CLI::App* wacz = AddWacz(app, &wacz_dir, &wacz_file, &wacz_with);
   std::vector<std::string> warcs;
   CLI::App* index = app.add_subcommand(
       "index", "write the CDXJ index beside each WARC file (for WARCs without one)");
@@ -474,6 +480,6 @@ int main(int argc, char** argv) {
   if (*stats) return crawler::engine::RunStats(stats_dir, as_json, html);
   if (*cluster_stats) return ClusterStats(cluster_redis, cluster_job, as_json);
   if (*index) return RunIndex(warcs);
-  if (*wacz) return RunWacz(wacz_dir, wacz_file);
+  if (*wacz) return RunWacz(wacz_dir, wacz_file, wacz_with);
   return RunNormalize(base, urls, url_options);
 }

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "archive/earlier.h"
 #include "base/file_util.h"
 #include "crawl/crawl_impl.h"
 #include "crawler/version.h"
@@ -97,12 +98,26 @@ Status Crawl::Impl::Describe(CheckpointInfo* info, bool running) {
 namespace {
 
 // OUT/history/: a resume restored the checkpoint's image there (resume.cc);
-// a new crawl (`sequence` 0) starts empty (a leftover is past any checkpoint).
-Result<std::unique_ptr<History>> OpenHistory(const std::string& out, uint64_t sequence) {
+// a new crawl (`sequence` 0) starts empty (a leftover is past any checkpoint)
+// but for the payloads of the earlier crawls dedup.from names.
+Result<std::unique_ptr<History>> OpenHistory(const Config& config, const std::string& out,
+                                             uint64_t sequence) {
   const std::string dir = out + "/" + kHistoryDir;
   std::error_code ec;
   if (sequence == 0) std::filesystem::remove_all(dir, ec);
-  return History::Open(dir);
+  auto history = History::Open(dir);
+  if (!history.ok() || sequence != 0) return history;
+  for (const std::string& source : config.dedup_from) {
+    uint64_t n = 0;
+    Status st = ReadEarlierCaptures(source, [&](const EarlierCapture& c) {
+      ++n;
+      return (*history)->AddCapture(
+          c.digest, {.uri = c.uri, .record_id = "", .date_ms = c.date_ms});
+    });
+    if (!st.ok()) return st;
+    spdlog::info("dedup.from: {}: {} captures of 200s read", source, n);
+  }
+  return history;
 }
 
 // The crawler's DNS (crawler/resolver.h); none with a proxy (it resolves).
@@ -176,7 +191,7 @@ Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
     m->seen = std::move(seen).value();
   }
   if (config.recrawl.enabled || config.dedup_payload) {
-    auto history = OpenHistory(out, sequence);
+    auto history = OpenHistory(config, out, sequence);
     if (!history.ok()) return history.status();
     m->history = std::move(history).value();
   }

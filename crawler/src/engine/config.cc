@@ -272,6 +272,8 @@ std::vector<Key> DedupKeys() {
       IntKey<uint64_t>(
           "dedup", "payload_min_bytes",
           [](Config & c) -> auto& { return c.dedup_payload_min_bytes; }, 0, kMax64),
+      StringListKey(
+          "dedup", "from", [](Config & c) -> auto& { return c.dedup_from; }, false),
   };
 }
 
@@ -365,6 +367,11 @@ Status Finish(Config& c) {
     return ConfigError("config", "dedup.compact_growth",
                        "must be 0 (never compact) or in [1.1, 16], got " +
                            std::to_string(c.dedup_compact_growth));
+  }
+  if (!c.dedup_from.empty() && !c.dedup_payload) {
+    return ConfigError("config", "dedup.from",
+                       "needs dedup.payload = true (the earlier crawls' payloads are "
+                       "looked up as this crawl's own are)");
   }
   if (!c.cluster.redis.empty() && c.cluster.node.empty()) {
     return ConfigError("config", "cluster.node",

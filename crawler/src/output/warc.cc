@@ -200,10 +200,14 @@ PreparedExchange WarcWriter::Prepare(const Exchange& ex) const {
       common + "WARC-Payload-Digest: " + out.payload_digest +
       "\r\nWARC-Block-Digest: " + WarcDigest({ex.response_head, body}) + "\r\n";
   if (ex.revisit) {
+    // WARC-Refers-To is left out when the capture's record id is not known
+    // (an earlier crawl's, read from its index: archive/earlier.h).
     response_headers +=
-        "WARC-Profile: " + std::string(RevisitProfileUri(ex.revisit->profile)) +
-        "\r\nWARC-Refers-To: " + ex.revisit->refers_to +
-        "\r\nWARC-Refers-To-Target-URI: " + ex.revisit->refers_to_uri +
+        "WARC-Profile: " + std::string(RevisitProfileUri(ex.revisit->profile)) + "\r\n" +
+        (ex.revisit->refers_to.empty()
+             ? ""
+             : "WARC-Refers-To: " + ex.revisit->refers_to + "\r\n") +
+        "WARC-Refers-To-Target-URI: " + ex.revisit->refers_to_uri +
         "\r\nWARC-Refers-To-Date: " + WarcDate(ex.revisit->refers_to_date) + "\r\n";
   } else if (ex.truncated) {
     response_headers += "WARC-Truncated: length\r\n";
