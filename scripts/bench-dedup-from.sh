@@ -18,22 +18,9 @@ bash scripts/install-deps.sh --bench >/dev/null
 [ -f "$root/index.html" ] || { echo "bench: no $root/index.html" >&2; exit 2; }
 
 work=${BENCH_DIR:-$(mktemp -d /tmp/dedup-from-bench.XXXXXX)}
-chmod 755 "$work"
-port=$((30000 + RANDOM % 20000))
-cat >"$work/nginx.conf" <<CONF
-worker_processes 1;
-pid $work/nginx.pid;
-error_log $work/nginx-error.log;
-events { worker_connections 1024; }
-http {
-  include /etc/nginx/mime.types;
-  access_log off;
-  server { listen 127.0.0.1:$port; root $root; }
-}
-CONF
-nginx -c "$work/nginx.conf"
-trap 'nginx -c "$work/nginx.conf" -s stop >/dev/null 2>&1 || true' EXIT
-sleep 0.5
+source scripts/bench_nginx.sh
+bench_root_up "$work" "$root"
+trap 'bench_site_down "$work"' EXIT
 echo "http://127.0.0.1:$port/index.html" >"$work/seeds.txt"
 
 for run in first second; do

@@ -120,6 +120,18 @@ void CheckStyledPage(const json::object& o) {
   for (const json::value& img : images) CHECK(img.at("ok").as_bool());
 }
 
+// The testsite whose seeds are in DIR/seeds.txt crawled into `out` with
+// configs/archive.toml, no politeness delay, and `extra` settings.
+void CrawlForReplay(const std::string& dir, const std::string& out,
+                    const std::string& extra = "") {
+  CommandResult r = testsite_crawl::Crawl(
+      dir + "/seeds.txt", out,
+      std::string("--config ") + CRAWLER_SOURCE_DIR +
+          "/configs/archive.toml --set frontier.min_delay_s=0 " + extra);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+}
+
 TEST_CASE(
     "Replay: a crawl's WACZ opened in ReplayWeb.page in headless Chromium shows each "
     "page with its stylesheets applied, no image broken, no archived request a 404",
@@ -128,12 +140,7 @@ TEST_CASE(
   TestSite site("--pages 60 --hosts 1 --slow-ms 10 --assets", dir + "/requests.log");
   site.WriteSeeds(dir + "/seeds.txt");
   const std::string out = dir + "/out";
-  CommandResult r =
-      testsite_crawl::Crawl(dir + "/seeds.txt", out,
-                            std::string("--config ") + CRAWLER_SOURCE_DIR +
-                                "/configs/archive.toml --set frontier.min_delay_s=0");
-  INFO(r.output);
-  REQUIRE(r.exit_code == 0);
+  CrawlForReplay(dir, out);
   site.Stop();
   Viewer viewer(dir, out);
 
@@ -323,12 +330,7 @@ TEST_CASE(
       dir + "/requests.log");
   site.WriteSeeds(dir + "/seeds.txt");
   const std::string out = dir + "/out";
-  CommandResult r =
-      testsite_crawl::Crawl(dir + "/seeds.txt", out,
-                            std::string("--config ") + CRAWLER_SOURCE_DIR +
-                                "/configs/archive.toml --set frontier.min_delay_s=0");
-  INFO(r.output);
-  REQUIRE(r.exit_code == 0);
+  CrawlForReplay(dir, out);
   site.Stop();
   // Pages whose stylesheet and 1x image were both written as revisits of a
   // capture at another URL (dedup.payload is on in archive.toml).
@@ -371,17 +373,11 @@ TEST_CASE(
                 dir + "/requests.log");
   site.WriteSeeds(dir + "/seeds.txt");
   const std::string first = dir + "/first", second = dir + "/second";
-  const std::string sets = std::string("--config ") + CRAWLER_SOURCE_DIR +
-                           "/configs/archive.toml --set frontier.min_delay_s=0";
-  CommandResult r = testsite_crawl::Crawl(dir + "/seeds.txt", first, sets);
-  REQUIRE(r.exit_code == 0);
+  CrawlForReplay(dir, first);
   // A second apart, so no capture of the second crawl has a first's timestamp.
   const std::string first_done = NowTs();
   REQUIRE(testing::WaitFor([&] { return NowTs() > first_done; }, 5));
-  r = testsite_crawl::Crawl(dir + "/seeds.txt", second,
-                            sets + " --set 'dedup.from=[\"" + first + "\"]'");
-  INFO(r.output);
-  REQUIRE(r.exit_code == 0);
+  CrawlForReplay(dir, second, "--set 'dedup.from=[\"" + first + "\"]'");
   site.Stop();
   // The second crawl's pages, each a revisit of the first crawl's capture.
   std::vector<std::string> pages;

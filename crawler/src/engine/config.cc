@@ -358,8 +358,8 @@ std::string Where(const std::string& path, const toml::node& n) {
   return path + ":" + std::to_string(n.source().begin.line);
 }
 
-// Cross-key checks and derived values, after every key is applied.
-Status Finish(Config& c) {
+// [dedup]'s cross-key checks, and the filter type derived from its name.
+Status FinishDedup(Config& c) {
   c.dedup.type = dedup::ParseFilterType(c.dedup_type_name).value();
   Status st = dedup::ValidateOptions(c.dedup);
   if (!st.ok()) return ConfigError("config", "dedup", st.message());
@@ -373,6 +373,13 @@ Status Finish(Config& c) {
                        "needs dedup.payload = true (the earlier crawls' payloads are "
                        "looked up as this crawl's own are)");
   }
+  return Status::Ok();
+}
+
+// Cross-key checks and derived values, after every key is applied.
+Status Finish(Config& c) {
+  Status st = FinishDedup(c);
+  if (!st.ok()) return st;
   if (!c.cluster.redis.empty() && c.cluster.node.empty()) {
     return ConfigError("config", "cluster.node",
                        "required when cluster.redis is set (a stable name per machine)");
