@@ -59,6 +59,7 @@ Cluster::Cluster(const Config& config, JoinedJob joined, const std::string& out_
             history_import, node);
       }),
       ready_(new std::atomic<bool>[config.cluster.shards]),
+      given_(new std::atomic<bool>[config.cluster.shards]),
       handoff_(config.cluster.node, config.cluster.shards, out_dir, ready_.get(),
                receiver_),
       out_dir_(out_dir) {
@@ -67,6 +68,7 @@ Cluster::Cluster(const Config& config, JoinedJob joined, const std::string& out_
   owners_.SetWeights(joined.weights);
   for (uint32_t s = 0; s < cfg_.shards; ++s) {
     ready_[s] = false;
+    given_[s] = false;
   }
 }
 
@@ -244,6 +246,11 @@ bool Cluster::Lapsed(std::string_view host_key) const {
   return tenure_.Lapsed(ShardOf(host_key));
 }
 
+bool Cluster::GivenAway(std::string_view host_key) const {
+  const uint32_t shard = ShardOf(host_key);
+  return given_[shard].load() && !ready_[shard].load();
+}
+
 bool Cluster::Fetchable(std::string_view host_key) const {
   uint32_t shard = ShardOf(host_key);
   if (ready_[shard].load() && tenure_.Valid(shard)) return true;
@@ -311,6 +318,7 @@ void Cluster::GiveUp(uint64_t sequence, const std::vector<uint32_t>& shards) {
   for (uint32_t s : shards) {
     handoff_.GaveUp(s, sequence, given_up[s]);
     commits_.GaveUp(s);
+    given_[s] = true;
   }
   figures_.leases_held -= std::min<uint64_t>(figures_.leases_held, shards.size());
   figures_.shards_owned = figures_.leases_held;

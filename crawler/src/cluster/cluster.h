@@ -194,6 +194,7 @@ class Cluster final : public Node {
   bool Fetchable(std::string_view host_key) const override;
   uint32_t ShardOf(std::string_view host_key) const override;
   bool Lapsed(std::string_view host_key) const override;
+  bool GivenAway(std::string_view host_key) const override;
 
   // Takeover (cluster_takeover.cc): the state of shards taken over from a
   // dead or leaving node, for a worker to restore (inside a gate pass), then
@@ -423,6 +424,8 @@ class Cluster final : public Node {
   // The taking side: shards taken, loading, loaded for a worker.
   ShardLoads loads_;
   std::unique_ptr<std::atomic<bool>[]> ready_;
+  // Handed over by this node (GiveUp) and not gained since (Gained).
+  std::unique_ptr<std::atomic<bool>[]> given_;
   // Commits (commits.h): the shards (and epochs) each cut holds, what is
   // published and committed, where each shard's state came from.
   Commits commits_ GUARDED_BY(mu_);

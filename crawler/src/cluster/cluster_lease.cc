@@ -39,6 +39,7 @@ void Cluster::ApplyLeases(ReplyView r, SteadyClock::time_point sent) {
 }
 
 void Cluster::Gained(uint32_t s, const LeaseReply& reply, Tenure::Round* round) {
+  given_[s] = false;  // this node's again: its queued URLs wait for it
   const Gain g =
       OnGained(s, reply, cfg_.node, takeover_, handoff_.Released(s), own_.resumed());
   switch (g.action) {

@@ -79,6 +79,10 @@ class Routing {
   virtual bool Lapsed(std::string_view host_key) const = 0;
   // Is `url`'s shard being handed over (its URLs go to its new owner)?
   virtual bool Handing(std::string_view url) const = 0;
+  // Did this node hand `host_key`'s shard over (and not take it back)? A
+  // URL of it still queued here (a retry waiting out its back-off as the
+  // handoff ended) is its new owner's: shipped, not deferred forever.
+  virtual bool GivenAway(std::string_view host_key) const = 0;
   // Queues URLs for their owners (none of them this node's).
   virtual void Ship(const std::vector<frontier::UrlEntry>& entries) = 0;
 };

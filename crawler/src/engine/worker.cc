@@ -212,6 +212,13 @@ Result<std::optional<Clock::time_point>> Worker::StartFetches(const Gate::Pass& 
     }
     frontier::Lease lease = std::move(*popped.value());
     if (p_.placement != nullptr && !p_.placement->Fetchable(lease.host)) {
+      if (p_.placement->GivenAway(lease.host)) {
+        // Its shard was handed over while it waited here: its new owner's
+        // (whose filter drops it if the handoff's checkpoint had it).
+        p_.frontier.Release(lease);
+        p_.placement->Ship({lease.entry});
+        continue;
+      }
       // Its shard's lease is not held (expired, or lost): not fetched; the
       // host is asked again a little later.
       p_.frontier.Defer(lease, Clock::now() + std::chrono::milliseconds(200));
