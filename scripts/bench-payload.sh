@@ -12,6 +12,10 @@
 # local redis-server (each node keeps the index of what it archived): the
 # WARC bytes are summed over the nodes, and the payloads stored more than
 # once (by more than one node) are counted: what per-node indexes miss.
+# Also printed: the median gzipped record of a requisite's copy, CSS and PNG,
+# stored whole (off) and as a revisit (on): the measure behind
+# dedup.payload_min_bytes (MIN_BYTES=0 looks up payloads of any size; the
+# default is the config's 512).
 # Usage: bash scripts/bench-payload.sh [PAGES] [ASSET_BYTES]   (defaults 2000, 10000)
 # Needs a Release build with the tests: cmake --preset release && cmake --build build -j2
 set -euo pipefail
@@ -36,6 +40,8 @@ nodes=${NODES:-1}
 crawl=(build/crawler/crawler crawl --seeds "$work/seeds.txt" --config configs/archive.toml
        --set frontier.min_delay_s=0 --set frontier.min_delay_ip_s=0)
 redis_port=$((port + 1000))
+min=()
+[ -n "${MIN_BYTES:-}" ] && min=(--set dedup.payload_min_bytes="$MIN_BYTES")
 for payload in false true; do
   rm -rf "$work/out-$payload" "$work"/out-$payload-n*
   echo "bench: crawler, configs/archive.toml, dedup.payload=$payload, $pages pages, requisites of $asset_bytes B"
@@ -45,7 +51,7 @@ for payload in false true; do
     bash scripts/redis-local.sh start "$redis_port" "$work/redis"
     pids=()
     for i in $(seq "$nodes"); do
-      "${crawl[@]}" --out "$work/out-$payload-n$i" --set dedup.payload=true \
+      "${crawl[@]}" --out "$work/out-$payload-n$i" --set dedup.payload=true "${min[@]}" \
         --set cluster.redis="redis://127.0.0.1:$redis_port" --set cluster.job=payload \
         --set cluster.node="n$i" --set cluster.min_nodes="$nodes" >"$work/crawl-n$i.out" 2>&1 &
       pids+=($!)
@@ -53,11 +59,11 @@ for payload in false true; do
     wait "${pids[@]}"
     bash scripts/redis-local.sh stop "$redis_port"
   else
-    "${crawl[@]}" --out "$work/out-$payload" --set dedup.payload=$payload >"$work/crawl-$payload.out" 2>&1
+    "${crawl[@]}" --out "$work/out-$payload" --set dedup.payload=$payload "${min[@]}" >"$work/crawl-$payload.out" 2>&1
   fi
   awk -v a="$(date +%s.%N)" -v b="$start" 'BEGIN { print a - b }' >"$work/time-$payload"
   warcio index "$work"/out-$payload*/warc/*.warc.gz \
-    -f warc-type,warc-record-id,warc-payload-digest,warc-profile,warc-refers-to,warc-target-uri,warc-refers-to-target-uri,http:status \
+    -f warc-type,warc-record-id,warc-payload-digest,warc-profile,warc-refers-to,warc-target-uri,warc-refers-to-target-uri,http:status,length \
     >"$work/index-$payload.jsonl"
 done
 
@@ -91,5 +97,13 @@ for payload in ("false", "true"):
         print(f"200 responses: {sum(digests.values()):,} of {len(digests):,} payloads: "
               f"{again:,} stored again (a payload under payload_min_bytes, two workers "
               f"at once, or another node)")
+import statistics
+def median_length(payload, kind, ext):
+    v = [int(r["length"]) for r in (json.loads(l) for l in open(work / f"index-{payload}.jsonl"))
+         if r["warc-type"] == kind and ext in r["warc-target-uri"] and "?v=" in r["warc-target-uri"]]
+    return f"{statistics.median(v):,.0f} B" if v else "none"
+print(f"a requisite's copy, median gzipped record: CSS {median_length('false', 'response', '.css')} "
+      f"whole, {median_length('true', 'revisit', '.css')} as a revisit; PNG "
+      f"{median_length('false', 'response', '.png')} whole, {median_length('true', 'revisit', '.png')} as a revisit")
 print(f"WARC bytes with dedup.payload / without: {100 * size['true'] / size['false']:.1f}% (target <= 60%)")
 PY

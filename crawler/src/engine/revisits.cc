@@ -49,7 +49,10 @@ Revisits::Classified Revisits::Classify(const HistoryRecord* before, const Fetch
                  first.status().ToString());
     return c;
   }
-  if (!first->has_value()) return c;
+  if (!first->has_value()) {
+    c.first_capture = true;
+    return c;
+  }
   const PayloadCapture& to = **first;
   ex->revisit = Revisit{.profile = Revisit::Profile::kIdenticalPayloadDigest,
                         .refers_to = to.record_id,
@@ -70,11 +73,7 @@ Status Revisits::Stored(const FetchResult& r, const Classified& c,
     p_.counters.Add(&CrawlSummary::payload_bytes_saved, r.body.size());
     return Status::Ok();
   }
-  // A full capture (not a revisit of the URL's own) that Classify digested.
-  const bool full = c.visit == VisitKind::kFirst || c.visit == VisitKind::kChanged;
-  if (!full || r.status != 200 || r.truncated ||
-      r.body.size() < p_.config.dedup_payload_min_bytes)
-    return Status::Ok();
+  if (!c.first_capture) return Status::Ok();
   return p_.payloads->AddCapture(payload_digest, {.uri = r.url,
                                                   .record_id = std::string(response_id),
                                                   .date_ms = UnixMs(date),

@@ -60,6 +60,9 @@ class Revisits {
     // Set: a revisit of this capture of the payload, archived before (maybe
     // at another URL); the history's capture is then that one.
     std::optional<PayloadCapture> duplicate_of;
+    // A payload looked up and not found: written whole, it is the payload's
+    // first capture (Stored keeps it).
+    bool first_capture = false;
   };
   [[nodiscard]] Classified Classify(const HistoryRecord* before, const FetchResult& r,
                                     bool page, Exchange* ex) const;
