@@ -4,16 +4,24 @@
 // served. For each [recrawl] rule the real crawler revisits the site for
 // --seconds, its politeness (--delay-s between fetches of the one host)
 // fixing the fetch budget; then, from the WARC (warcio index), the archived
-// copy of each page at time t is the version of its last full capture, and
+// copy of each page at time t is the version of its last full capture
+// (its ETag; its time the site's log's, to the microsecond), and
 // freshness is the share of (page, t) over [warm-up, end] where that is
-// the page's version at t (Site::Version). Also printed: the freshness that
-// a uniform and the optimal schedule (Cho and Garcia-Molina 2003: the
-// Lagrange solution, each page's rate known) would reach at the budget the
-// crawl used, from the pages' true rates.
-//   build/tests/freshness_bench [--pages 100] [--change-mean-s 6]
-//       [--delay-s 0.25] [--seconds 300] [--warmup-s 60]
-//       [--adapt fixed,adaptive]
-//   build/tests/freshness_bench --bounds [--pages 100] [--change-mean-s 6]
+// the page's version at t (Site::Version), and age the mean over (page, t)
+// of how long the archived copy has been stale (0 while fresh; else t - the
+// first change after it, Site::ChangeTime). Also printed: the freshness and
+// age that a uniform and the optimal schedule (Cho and Garcia-Molina 2003:
+// the Lagrange solution, each page's rate known) would reach at the budget
+// the crawl used, from the pages' true rates. The optimal schedule never
+// revisits a page that changes too fast for the budget, whose age grows
+// without bound; its age is given with such pages revisited at the crawl's
+// max_interval_s (8 x the interval), as the crawler does.
+//   build/tests/freshness_bench [--pages 100] [--change-mean-s 2]
+//       [--change-model log-uniform|cho] [--delay-s 0.0833] [--seconds 400]
+//       [--warmup-s 100] [--adapt fixed,adaptive,change-rate,change-rate:0.08]
+//       (change-rate:W: with recrawl.age_weight W)
+//   build/tests/freshness_bench --bounds [--pages 100] [--change-mean-s 2]
+//       [--change-model log-uniform|cho]
 //       (no crawl: a uniform and the optimal schedule's freshness on the
 //       site's true rates at budgets of 0.1 .. 4 fetches per page per mean
 //       change interval)
@@ -25,6 +33,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <string>
@@ -42,10 +51,16 @@ using crawler::testing::WarcRecord;
 using crawler::testsite::Site;
 using crawler::testsite::SiteOptions;
 
+// The defaults are the earlier 6 s / 0.25 s / 300 s scaled by 1/3 in time
+// and 3x in length: the same budget per change (one visit per page per
+// ~4.2 mean change intervals), with four times the visits per page to learn
+// from (a continuous crawl runs for weeks), in 400 s per rule.
 struct Args {
   uint32_t pages = 100;
-  double change_mean_s = 6, delay_s = 0.25, seconds = 300, warmup_s = 60;
-  std::vector<std::string> adapt = {"fixed", "adaptive"};
+  double change_mean_s = 2, delay_s = 0.25 / 3, seconds = 400, warmup_s = 100;
+  std::string change_model = "log-uniform";
+  std::vector<std::string> adapt = {"fixed", "adaptive", "change-rate",
+                                    "change-rate:0.08"};
   bool bounds = false;
 };
 
@@ -53,6 +68,12 @@ double UnixNow() {
   return std::chrono::duration<double>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+double MonotonicNow() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
 }
 
 double WarcTime(const std::string& date) {  // "2026-11-27T15:20:01Z"
@@ -70,12 +91,33 @@ double Fresh(double l, double f) {
   return (1 - std::exp(-x)) / x;
 }
 
+// The mean age of a page of rate l visited every 1/f seconds: over a
+// period I, E[max(0, t - first change)] averaged over t in [0, I], which is
+// I/2 - 1/l + (1 - e^-lI) / (l^2 I).
+double Age(double l, double f) {
+  if (l <= 0) return 0;
+  if (f <= 0) return std::numeric_limits<double>::infinity();
+  const double i = 1 / f;
+  return i / 2 - 1 / l + (1 - std::exp(-l * i)) / (l * l * i);
+}
+
+// What a schedule reaches at mean frequency f: freshness and age.
+struct Bound {
+  double fresh = 0, age = 0;
+};
+
 // Uniform (every page at frequency f) and optimal (the Lagrange solution:
 // 1 - (1 + x) e^-x = mu l, x = l / f_i, and f_i = 0 where mu l >= 1) mean
-// freshness at mean frequency f.
-std::pair<double, double> Bounds(const std::vector<double>& rates, double f) {
-  double uniform = 0;
-  for (double l : rates) uniform += Fresh(l, f);
+// freshness at mean frequency f; the optimal's age with its f_i at least
+// `floor_f` (the crawl's 1 / max_interval_s).
+std::pair<Bound, Bound> Bounds(const std::vector<double>& rates, double f,
+                               double floor_f) {
+  const auto n = static_cast<double>(rates.size());
+  Bound uniform;
+  for (double l : rates) {
+    uniform.fresh += Fresh(l, f) / n;
+    uniform.age += Age(l, f) / n;
+  }
   auto x_of = [](double y) {
     double lo = 0, hi = 200;
     for (int i = 0; i < 80; ++i) {
@@ -94,13 +136,15 @@ std::pair<double, double> Bounds(const std::vector<double>& rates, double f) {
     mu = std::sqrt(lo * hi);
     double sum = 0;
     for (double v : freqs(mu)) sum += v;
-    (sum / static_cast<double>(rates.size()) > f ? lo : hi) = mu;
+    (sum / n > f ? lo : hi) = mu;
   }
-  double optimal = 0;
+  Bound optimal;
   std::vector<double> fs = freqs(mu);
-  for (size_t i = 0; i < rates.size(); ++i) optimal += Fresh(rates[i], fs[i]);
-  const auto n = static_cast<double>(rates.size());
-  return {uniform / n, optimal / n};
+  for (size_t i = 0; i < rates.size(); ++i) {
+    optimal.fresh += Fresh(rates[i], fs[i]) / n;
+    optimal.age += Age(rates[i], std::max(fs[i], floor_f)) / n;
+  }
+  return {uniform, optimal};
 }
 
 struct Capture {
@@ -111,21 +155,30 @@ struct Capture {
 void RunPolicy(const Args& a, const std::string& adapt, const std::string& dir) {
   fs::remove_all(dir);
   fs::create_directories(dir);
+  // The site's clock: Unix time since `epoch`; its request log's is
+  // CLOCK_MONOTONIC, read here at the same moment.
   const double epoch = UnixNow();
+  const double mono_epoch = MonotonicNow();
   const uint64_t seed = 1;
   char epoch_arg[64];
   std::snprintf(epoch_arg, sizeof(epoch_arg), "%.3f", epoch);
   TestSite site("--pages " + std::to_string(a.pages) + " --hosts 1 --seed " +
                     std::to_string(seed) + " --change-mean-s " +
-                    std::to_string(a.change_mean_s) + " --epoch " + epoch_arg,
+                    std::to_string(a.change_mean_s) + " --change-model " +
+                    a.change_model + " --epoch " + epoch_arg,
                 dir + "/requests.log");
   site.WriteSeeds(dir + "/seeds.txt");
   // One revisit of every page per cycle at the politeness limit: the fixed
   // rule's interval; the adaptive one moves within [1/4, 8] x it.
   const double interval = a.pages * a.delay_s;
   const std::string out = dir + "/out";
+  // "change-rate:W": recrawl.age_weight W.
+  const std::string rule = adapt.substr(0, adapt.find(':'));
+  const std::string age_weight =
+      adapt.find(':') == std::string::npos ? "0" : adapt.substr(adapt.find(':') + 1);
   std::ostringstream sets;
-  sets << " --set recrawl.enabled=true --set recrawl.adapt=" << adapt
+  sets << " --set recrawl.enabled=true --set recrawl.adapt=" << rule
+       << " --set recrawl.age_weight=" << age_weight
        << " --set recrawl.interval_s=" << interval
        << " --set recrawl.min_interval_s=" << interval / 4
        << " --set recrawl.max_interval_s=" << interval * 8
@@ -140,6 +193,16 @@ void RunPolicy(const Args& a, const std::string& adapt, const std::string& dir) 
     std::exit(1);
   }
   site.Stop();
+  // When each answer (200 or 304) to a URL was written, on the site's
+  // clock, in order: the time of the WARC's k-th response or revisit of
+  // that URL, whose WARC-Date has whole seconds only (at one visit per 8 s,
+  // half a second early is a bias of ~6% freshness).
+  std::map<std::string, std::vector<double>> served;
+  for (const crawler::testing::ServedRequest& q : site.Requests())
+    if (q.status == 200 || q.status == 304)
+      served[q.Url()].push_back(static_cast<double>(q.end_us) / 1e6 - mono_epoch);
+  std::map<std::string, size_t> seen;
+  uint64_t unmatched = 0;
   // Each page's full captures (the archived copy) in time order, and its
   // fetches after the warm-up (the budget used).
   std::map<std::string, std::vector<Capture>> captures;
@@ -147,7 +210,10 @@ void RunPolicy(const Args& a, const std::string& adapt, const std::string& dir) 
   uint64_t fetches = 0;
   for (const WarcRecord& w : crawler::testing::WarcRecords(out)) {
     if (w.type != "response" && w.type != "revisit") continue;
-    const double t = WarcTime(w.date) - epoch;
+    const std::vector<double>& times = served[w.uri];
+    const size_t k = seen[w.uri]++;
+    unmatched += k >= times.size();
+    const double t = k < times.size() ? times[k] : WarcTime(w.date) - epoch;
     if (w.type == "revisit" || w.status == "200") fetches += t >= a.warmup_s;
     unsigned h = 0, i = 0;
     unsigned long long v = 0;
@@ -162,8 +228,9 @@ void RunPolicy(const Args& a, const std::string& adapt, const std::string& dir) 
   so.hosts = 1;
   so.seed = seed;
   so.change_mean_s = a.change_mean_s;
+  so.change_model = a.change_model;
   const Site truth(so);
-  double fresh = 0, samples = 0;
+  double fresh = 0, age = 0, samples = 0;
   std::vector<double> rates;
   for (auto& [url, caps] : captures) {
     std::sort(caps.begin(), caps.end(),
@@ -173,19 +240,31 @@ void RunPolicy(const Args& a, const std::string& adapt, const std::string& dir) 
     size_t k = 0;
     for (double t = a.warmup_s; t < a.seconds; t += 0.2) {
       while (k < caps.size() && caps[k].t <= t) ++k;
-      fresh += k > 0 && caps[k - 1].version == truth.Version(h, i, t);
+      const bool is_fresh = k > 0 && caps[k - 1].version == truth.Version(h, i, t);
+      fresh += is_fresh;
+      // Stale since the first change after the archived version (from the
+      // start when nothing is archived yet).
+      if (!is_fresh)
+        age += t - (k > 0 ? truth.ChangeTime(h, i, caps[k - 1].version + 1) : 0);
       samples += 1;
     }
   }
   const double f = static_cast<double>(fetches) /
                    (static_cast<double>(captures.size()) * (a.seconds - a.warmup_s));
-  const auto [uniform, optimal] = Bounds(rates, f);
+  const auto [uniform, optimal] = Bounds(rates, f, 1 / (interval * 8));
+  const double mean_fresh = samples > 0 ? fresh / samples : 0;
   std::printf(
-      "%-9s %zu pages, %llu fetches after the warm-up (%.4f per page per s, "
-      "%.2f per mean change interval): freshness %.3f; at this budget a uniform "
-      "schedule %.3f, the optimal %.3f\n",
+      "%-16s %zu pages, %llu fetches after the warm-up (%.4f per page per s, %.2f per "
+      "mean change interval): freshness %.3f (%.1f%% of the optimal), age %.2f s; at "
+      "this budget a uniform schedule %.3f (age %.2f s), the optimal %.3f (age %.2f "
+      "s)\n",
       adapt.c_str(), captures.size(), static_cast<unsigned long long>(fetches), f,
-      f * a.change_mean_s, samples > 0 ? fresh / samples : 0, uniform, optimal);
+      f * a.change_mean_s, mean_fresh, 100 * mean_fresh / optimal.fresh,
+      samples > 0 ? age / samples : 0, uniform.fresh, uniform.age, optimal.fresh,
+      optimal.age);
+  if (unmatched > 0)
+    std::printf("  (%llu records not in the site's log: timed by their WARC-Date)\n",
+                static_cast<unsigned long long>(unmatched));
   std::fflush(stdout);
 }
 
@@ -196,15 +275,18 @@ void PrintBounds(const Args& a) {
   so.hosts = 1;
   so.seed = 1;
   so.change_mean_s = a.change_mean_s;
+  so.change_model = a.change_model;
   const Site truth(so);
   std::vector<double> rates;
   for (uint32_t i = 0; i < a.pages; ++i) rates.push_back(truth.ChangeRate(0, i));
   for (double per_change : {0.1, 0.25, 0.5, 1.0, 2.0, 4.0}) {
-    const auto [uniform, optimal] = Bounds(rates, per_change / a.change_mean_s);
+    const double f = per_change / a.change_mean_s;
+    const auto [uniform, optimal] = Bounds(rates, f, f / 8);
     std::printf(
-        "%.2f fetches per page per mean change interval: uniform %.3f, optimal %.3f "
-        "(%.2fx)\n",
-        per_change, uniform, optimal, optimal / uniform);
+        "%.2f fetches per page per mean change interval: uniform %.3f (age %.2f s), "
+        "optimal %.3f (%.2fx; age %.2f s)\n",
+        per_change, uniform.fresh, uniform.age, optimal.fresh,
+        optimal.fresh / uniform.fresh, optimal.age);
   }
 }
 
@@ -225,6 +307,8 @@ int main(int argc, char** argv) {
     const std::string value = argv[++k];
     if (flag == "--pages") {
       a.pages = static_cast<uint32_t>(std::stoul(value));
+    } else if (flag == "--change-model") {
+      a.change_model = value;
     } else if (flag == "--change-mean-s") {
       a.change_mean_s = std::stod(value);
     } else if (flag == "--delay-s") {
@@ -248,11 +332,16 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "freshness_bench: %u pages on one host, changing every %.1f s on average (each "
-      "at its own rate, 1/8..8 x), one fetch per %.2f s, %.0f s per rule (the first "
-      "%.0f s not measured)\n",
-      a.pages, a.change_mean_s, a.delay_s, a.seconds, a.warmup_s);
+      "at its own rate: %s), one fetch per %.3f s, %.0f s per rule (the first %.0f s "
+      "not measured)\n",
+      a.pages, a.change_mean_s,
+      a.change_model == "cho" ? "20% at 8x, half never, the rest 1/8..8x"
+                              : "log-uniform 1/8..8x",
+      a.delay_s, a.seconds, a.warmup_s);
   for (const std::string& adapt : a.adapt)
     RunPolicy(a, adapt,
-              (fs::temp_directory_path() / ("crawler-freshness-" + adapt)).string());
+              (fs::temp_directory_path() /
+               ("crawler-freshness-" + a.change_model + "-" + adapt))
+                  .string());
   return 0;
 }

@@ -4,7 +4,8 @@
 // images and icon under a query of their own (`--asset-query`), read back
 // with warcio: every revisit names a response of the same payload, none a
 // record that is not there, after a kill -9 and a resume too; and payloads
-// of an earlier crawl (dedup.from) as revisits of its captures.
+// of an earlier crawl (dedup.from) as revisits of its captures, and their
+// 304s, when the crawl revisits, as revisits of the same captures.
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -124,6 +125,38 @@ TEST_CASE(
   std::filesystem::remove_all(dir);
 }
 
+// Run under TSan in CI (ctest label "concurrency", with the other
+// [concurrency] cases of this binary): 4 workers and 2 connections per host
+// look digests up and add captures at once. Two workers may both store a
+// payload whole (docs/formats.md); no revisit may name a record that is not
+// there or of another payload, and the counter must be what was written.
+TEST_CASE(
+    "Payloads stored once with four workers racing: every revisit names its payload",
+    "[.][concurrency]") {
+  const std::string dir = TempDir("payload-workers");
+  TestSite site("--pages 120 --hosts 2 --assets --asset-bytes 2048 --asset-query",
+                dir + "/requests.log");
+  site.WriteSeeds(dir + "/seeds.txt");
+  const std::set<std::string> truth = site.Truth();
+  const std::string out = dir + "/out";
+  CommandResult r = testsite_crawl::Crawl(
+      dir + "/seeds.txt", out,
+      std::string("--config ") + CRAWLER_SOURCE_DIR +
+          "/configs/archive.toml --set frontier.min_delay_s=0 --set crawl.workers=4 "
+          "--set crawl.max_connections=16 --set frontier.max_connections_per_host=2 " +
+          testsite_crawl::kExactDedup);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  site.Stop();
+  const std::vector<WarcRecord> records = testing::WarcRecords(out);
+  CHECK(NotAsTruth(out, truth) == "");
+  CHECK(RevisitProblem(records, /*across_urls=*/true) == "");
+  const size_t revisits = PayloadRevisits(records);
+  CHECK(revisits >= 2 * 80);  // most of the 4 requisites of each page
+  CHECK(Counter(out, "payload_revisits") == revisits);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE(
     "Payloads stored once across a kill -9: the digests resume with the checkpoint, "
     "no revisit names a record the cut discarded, each URL archived once",
@@ -209,6 +242,32 @@ std::string EarlierProblem(const std::vector<WarcRecord>& first,
   return "";
 }
 
+// What is wrong with the 304s of a crawl that revisits (`records`; ""
+// for nothing): each is a server-not-modified revisit naming, by URI and
+// date, a 200 response of `captures` with its payload digest (the earlier
+// crawl's capture, whose record id the crawl never knew, or its own), none a
+// 304 response record. Counts them into *not_modified.
+std::string NotModifiedProblem(const std::vector<WarcRecord>& captures,
+                               const std::vector<WarcRecord>& records,
+                               size_t* not_modified) {
+  std::map<std::string, const WarcRecord*> by_uri_date;
+  for (const WarcRecord& r : captures)
+    if (r.type == "response" && r.status == "200")
+      by_uri_date[r.uri + " " + r.date.substr(0, 19)] = &r;
+  *not_modified = 0;
+  for (const WarcRecord& r : records) {
+    if (r.type == "response" && r.status == "304")
+      return r.uri + ": a 304 response record";
+    if (r.type != "revisit" || r.status != "304") continue;
+    ++*not_modified;
+    auto it = by_uri_date.find(r.refers_to_uri + " " + r.refers_to_date.substr(0, 19));
+    if (it == by_uri_date.end() || it->second->digest != r.digest)
+      return r.uri + ": a 304 referring to " + r.refers_to_uri + " at " +
+             r.refers_to_date + ", no capture of that payload";
+  }
+  return "";
+}
+
 TEST_CASE(
     "Payloads of earlier crawls: with dedup.from naming the first crawl (its directory, "
     "its WACZ or a CDXJ), a second crawl writes its payloads as revisits of the first's "
@@ -248,6 +307,25 @@ TEST_CASE(
     CHECK(Counter(second, "payload_revisits") == PayloadRevisits(records));
     CHECK(testing::CdxjNotAsWarcio(second).empty());
   }
+  // With [recrawl] as well: a page first written as a revisit of the first
+  // crawl's capture is revisited, and its 304s are revisit records of that
+  // capture too, never a 304 response (which no viewer replays).
+  const std::string again = dir + "/again";
+  const std::vector<WarcRecord> revisited =
+      crawl(again, "--set 'dedup.from=[\"" + first +
+                       "\"]' --set recrawl.enabled=true --set recrawl.interval_s=1 "
+                       "--set recrawl.min_interval_s=1 --set recrawl.max_interval_s=2 "
+                       "--set crawl.max_duration_s=6");
+  std::vector<WarcRecord> captures = first_records;
+  captures.insert(captures.end(), revisited.begin(), revisited.end());
+  size_t not_modified = 0;
+  CHECK(NotModifiedProblem(captures, revisited, &not_modified) == "");
+  CHECK(not_modified >= 60);  // each page at least once in 6 s
+  // Some of them refer to the first crawl: those pages were never stored here.
+  size_t to_first = 0;
+  for (const WarcRecord& r : revisited)
+    to_first += r.type == "revisit" && r.status == "304" && r.refers_to.empty();
+  CHECK(to_first >= 60);
   // Refused, named: a path that is no index; dedup.from without dedup.payload.
   for (const auto& [extra, words] :
        {std::pair<std::string, std::string>{

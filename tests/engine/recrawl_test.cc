@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <limits>
 #include <string>
 
 namespace crawler::engine {
@@ -80,7 +81,18 @@ TEST_CASE(
   CHECK(KindOf(nullptr, 200, std::nullopt) == VisitKind::kFirst);
   HistoryRecord no_capture = before;  // e.g. only ever answered 404
   no_capture.record_id.clear();
+  no_capture.capture_ms = 0;
+  no_capture.payload_digest.clear();
   CHECK_FALSE(RevisitFor(&no_capture, 304, ""));
+  // A capture of an earlier crawl (dedup.from), whose index names no record:
+  // referred to by URI and date alone.
+  HistoryRecord earlier = before;
+  earlier.record_id.clear();
+  v = RevisitFor(&earlier, 304, "");
+  REQUIRE(v);
+  CHECK(v->refers_to.empty());
+  CHECK(v->refers_to_uri == before.capture_uri);
+  CHECK(v->payload_digest == kDigest);
 }
 
 TEST_CASE(
@@ -94,6 +106,7 @@ TEST_CASE(
   f.kind = VisitKind::kFirst;
   f.etag = "\"v2\"";
   f.last_modified = "Fri, 27 Nov 2026 12:00:00 GMT";
+  f.capture = true;
   f.record_id = "<urn:uuid:new>";
   f.payload_digest = kOtherDigest;
   f.uri = "http://a.test/p";
@@ -116,6 +129,7 @@ TEST_CASE(
   same.kind = VisitKind::kNotModified;
   same.etag = "";  // a 304 without validators keeps the record's
   same.last_modified = "";
+  same.capture = false;
   same.record_id = "";
   same.now_ms = 2'010'000;
   HistoryRecord r = NextRecord(&first, same, adaptive);
@@ -147,6 +161,7 @@ TEST_CASE(
   VisitFacts failed = f;
   failed.status = 0;
   failed.kind = VisitKind::kOther;
+  failed.capture = false;
   failed.record_id = "";
   HistoryRecord kept = NextRecord(&r, failed, adaptive);
   CHECK(kept.interval_ms == 5'000);
@@ -244,6 +259,144 @@ TEST_CASE(
   HistoryRecord hot = NextRecord(&next, changed, c, 5);
   CHECK(hot.observed_ms == 20'000);
   CHECK(hot.changed == 1);
+}
+
+TEST_CASE(
+    "Recrawl rules, change-rate: changes the server dates (Last-Modified) give the "
+    "maximum-likelihood rate, anything undated falls back to Cho's estimator",
+    "[engine][recrawl]") {
+  CHECK(HttpDateMs("Fri, 27 Nov 2026 11:00:00 GMT") == uint64_t{1'795'777'200'000});
+  CHECK_FALSE(HttpDateMs("yesterday").has_value());
+  CHECK_FALSE(HttpDateMs("").has_value());
+
+  const RecrawlConfig c = Config("change-rate");
+  HistoryRecord r = Captured();  // Last-Modified 11:00:00, checked at 11:00:10
+  r.checked_ms = *HttpDateMs("Fri, 27 Nov 2026 11:00:10 GMT");
+  VisitFacts same;
+  same.status = 304;
+  same.kind = VisitKind::kNotModified;
+  same.now_ms = r.checked_ms + 20'000;  // 20 s without a change
+  r = NextRecord(&r, same, c, 5);
+  CHECK(r.exposure_ms == 20'000);
+  CHECK(r.dated == 0);
+  // Changed: made at 11:00:55, answered at 11:01:00 (Date): the page was
+  // seen unchanged for 5 s of the 30 s gap, and one change.
+  VisitFacts changed;
+  changed.status = 200;
+  changed.kind = VisitKind::kChanged;
+  changed.now_ms = r.checked_ms + 30'000;
+  changed.last_modified = "Fri, 27 Nov 2026 11:00:55 GMT";
+  changed.date = "Fri, 27 Nov 2026 11:01:00 GMT";
+  HistoryRecord dated = NextRecord(&r, changed, c, 5);
+  CHECK(dated.dated == 1);
+  CHECK(dated.changed == 1);
+  CHECK(dated.exposure_ms == 25'000);
+  CHECK(dated.observed_ms == 50'000);
+  CHECK(EstimatedRate(dated) == Approx(1 / 25.0));  // X / exposure
+  // Without Date: against the visit's clock, half a second into the second.
+  VisitFacts own = changed;
+  own.date = "";
+  own.now_ms = *HttpDateMs("Fri, 27 Nov 2026 11:01:00 GMT") + 200;
+  CHECK(NextRecord(&r, own, c, 5).exposure_ms == 20'000 + 4'700);
+  // In the response's own second: half a second.
+  VisitFacts instant = changed;
+  instant.last_modified = changed.date;
+  CHECK(NextRecord(&r, instant, c, 5).exposure_ms == 20'000 + 500);
+
+  // Undated: no Last-Modified, one not after the earlier version's, or one
+  // after the response's Date. The whole gap counts, and the estimate is
+  // Cho's (all changes must be dated for the other).
+  for (std::string_view lm :
+       {std::string_view(""), std::string_view("Fri, 27 Nov 2026 11:00:00 GMT"),
+        std::string_view("Fri, 27 Nov 2026 11:02:00 GMT")}) {
+    VisitFacts undated = changed;
+    undated.last_modified = lm;
+    HistoryRecord u = NextRecord(&r, undated, c, 5);
+    CHECK(u.dated == 0);
+    CHECK(u.exposure_ms == 50'000);
+    CHECK(EstimatedRate(u) == Approx(std::log(2.5 / 1.5) / 25));
+  }
+}
+
+TEST_CASE(
+    "Recrawl rules: the next visit is after this one whatever the estimate, the price "
+    "or the bounds (NUTCH-1564)",
+    "[engine][recrawl]") {
+  RecrawlConfig c = Config("change-rate");
+  c.min_interval_s = 0;
+  HistoryRecord r = Captured();
+  r.checked_ms = 1'000'000;
+  r.unchanged = 3;
+  r.observed_ms = 30'000;
+  for (double mu :
+       {0.0, 1e-300, 5.0, 1e300, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    for (VisitKind kind :
+         {VisitKind::kNotModified, VisitKind::kChanged, VisitKind::kOther}) {
+      VisitFacts f;
+      f.status = kind == VisitKind::kOther ? 503 : 200;
+      f.kind = kind;
+      f.now_ms = 1'010'000;
+      f.last_modified = "Fri, 27 Nov 2026 11:00:05 GMT";  // 0 s before Date
+      f.date = f.last_modified;
+      const HistoryRecord next = NextRecord(&r, f, c, mu);
+      CHECK(next.due_ms > f.now_ms);
+      CHECK(next.interval_ms <= 20'000);
+    }
+  }
+  // A record from a crawl stopped long ago: due from this visit, never then.
+  HistoryRecord old = r;
+  old.due_ms = 5;
+  old.interval_ms = 0;
+  VisitFacts late;
+  late.status = 304;
+  late.kind = VisitKind::kNotModified;
+  late.now_ms = 9'000'000'000;
+  CHECK(NextRecord(&old, late, Config("adaptive")).due_ms > late.now_ms);
+}
+
+TEST_CASE(
+    "Recrawl rules, change-rate: age_weight visits a page too fast for the price, more "
+    "often the more age costs",
+    "[engine][recrawl]") {
+  // nu = 0: the clamped Lagrange interval.
+  CHECK(BestInterval(0.001, 0.01, 0, 1, 100) ==
+        Approx(OptimalInterval(0.001, 0.01)).epsilon(1e-9));
+  CHECK(BestInterval(10, 0.2, 0, 1, 100) == 100);   // too fast: max_s
+  CHECK(BestInterval(0, 0.2, 0.5, 1, 100) == 100);  // never changes
+  // With a cost of age the fast page is visited, the more often the higher
+  // the cost; each interval is the maximum of its objective (a grid says).
+  const double cheap = BestInterval(10, 0.2, 0.01, 1, 100);
+  const double dear = BestInterval(10, 0.2, 0.1, 1, 100);
+  CHECK(cheap < 100);
+  CHECK(dear < cheap);
+  for (double nu : {0.01, 0.1}) {
+    auto value = [&](double i) {
+      const double x = 10 * i, changed = 1 - std::exp(-x);
+      return changed / x - nu * (i / 2 - 0.1 + changed / (100 * i)) - 0.2 / i;
+    };
+    const double best = BestInterval(10, 0.2, nu, 1, 100);
+    for (double i = 1; i <= 100; i *= 1.01) CHECK(value(best) >= value(i) - 1e-9);
+  }
+  // Bounds hold.
+  CHECK(BestInterval(10, 1e-9, 5, 2, 100) >= 2 * 0.999);
+  CHECK(BestInterval(1e-9, 0.2, 1e-9, 1, 100) <= 100 * 1.001);
+  // In NextRecord: age_weight / interval_s is nu.
+  RecrawlConfig c = Config("change-rate");
+  c.age_weight = 0.5;
+  HistoryRecord r = Captured();
+  r.checked_ms = 1'000'000;
+  r.changed = 10;
+  r.dated = 10;
+  r.exposure_ms = 1'000;  // 10 changes a second
+  r.observed_ms = 100'000;
+  VisitFacts f;
+  f.status = 304;
+  f.kind = VisitKind::kNotModified;
+  f.now_ms = 1'001'000;
+  const HistoryRecord next = NextRecord(&r, f, c, 0.2);
+  CHECK(static_cast<double>(next.interval_ms) ==
+        Approx(1000 * BestInterval(EstimatedRate(next), 0.2, 0.05, 5, 20)).epsilon(1e-3));
+  CHECK(next.interval_ms < 20'000);
 }
 
 }  // namespace

@@ -45,6 +45,8 @@ TEST_CASE("History records: encoded and decoded whole; damage and other versions
   HistoryRecord r = Record(42);
   r.capture_uri = "http://a.test/old";
   r.gone = 1;
+  r.dated = 2;
+  r.exposure_ms = 77'000;
   auto back = DecodeHistoryRecord(EncodeHistoryRecord(r), "http://a.test/");
   REQUIRE(back.ok());
   CHECK(*back == r);
@@ -59,6 +61,15 @@ TEST_CASE("History records: encoded and decoded whole; damage and other versions
   auto newer = DecodeHistoryRecord(other, "u");
   CHECK(newer.status().code() == Status::Code::kBadVersion);
   CHECK(newer.status().message().find("version 9") != std::string::npos);
+  // A version 1 record (an older build's history): read, with nothing dated.
+  std::string v1 = bytes.substr(0, bytes.size() - 12);
+  v1[0] = 1;
+  auto older = DecodeHistoryRecord(v1, "u");
+  REQUIRE(older.ok());
+  HistoryRecord expect = r;
+  expect.dated = 0;
+  expect.exposure_ms = 0;
+  CHECK(*older == expect);
 }
 
 TEST_CASE(

@@ -87,6 +87,33 @@ TEST_CASE(
   CHECK(still.Truth() == site.Truth());
   CHECK(site.Serve(1, "/p/3.html", 0).body != site.Serve(1, "/p/3.html", horizon).body);
   CHECK(site.NormalizedLinks(1, "/p/3.html") == still.NormalizedLinks(1, "/p/3.html"));
+  // The "cho" model: 20% at 8 / M, half never, the rest within [1/8, 8] / M.
+  o.change_mean_s = 10;
+  o.change_model = "cho";
+  Site cho(o);
+  uint32_t fastest = 0, never = 0, between = 0;
+  for (uint32_t i = 0; i < 100; ++i) {
+    for (uint32_t h = 0; h < 2; ++h) {
+      const double rate = cho.ChangeRate(h, i);
+      if (rate == 0) {
+        ++never;
+        CHECK(cho.Version(h, i, 1e6) == 0);
+      } else if (rate == Approx(0.8)) {
+        ++fastest;
+      } else {
+        ++between;
+        CHECK(rate >= 1.0 / 80 * 0.999);
+        CHECK(rate <= 0.8 * 1.001);
+      }
+    }
+  }
+  INFO(fastest << " fastest, " << never << " never, " << between << " between");
+  CHECK(fastest > 20);  // 40 expected of 200 (sd 5.7)
+  CHECK(fastest < 60);
+  CHECK(never > 75);  // 100 expected (sd 7.1)
+  CHECK(never < 125);
+  CHECK(between > 40);  // 60 expected (sd 6.5)
+  CHECK(cho.Truth() == site.Truth());
 }
 
 TEST_CASE(

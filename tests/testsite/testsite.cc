@@ -43,9 +43,11 @@
 // open connections are closed: connections are refused (a host that is
 // down), then it listens again. Once per run; the truth set is unchanged.
 // --change-mean-s M: HTML pages change over time (site.h, "Validators and
-// change"), from the site's time 0: --epoch UNIX_SECONDS, or the start. With
-// or without it, every 200 carries ETag and Last-Modified and conditional
-// requests are answered 304 (logged as 304).
+// change"), from the site's time 0: --epoch UNIX_SECONDS, or the start;
+// --change-model log-uniform|cho how the pages' rates spread. With or
+// without it, every 200 and 304 carries ETag, Last-Modified and Date (as
+// nginx sends them) and conditional requests are answered 304 (logged as
+// 304).
 // SIGTERM/SIGINT: stop, flush the log, exit 0.
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -363,6 +365,7 @@ class Server : public ServerOptions {
       http::response<http::string_body> res{http::status::not_modified, 11};
       res.set(http::field::etag, p.etag);
       res.set(http::field::last_modified, HttpDate(modified));
+      res.set(http::field::date, HttpDate(static_cast<time_t>(NowUnix())));
       *status = 304;
       return conn.Write(res);
     }
@@ -372,6 +375,7 @@ class Server : public ServerOptions {
     if (p.status == 200) {
       res.set(http::field::etag, p.etag);
       res.set(http::field::last_modified, HttpDate(modified));
+      res.set(http::field::date, HttpDate(static_cast<time_t>(NowUnix())));
     }
     res.body() = p.body;
     if (p.gzip_ok && accept_gzip) {
@@ -448,6 +452,11 @@ void AddShapeOptions(CLI::App& app, SiteOptions& o) {
   app.add_option("--change-mean-s", o.change_mean_s,
                  "HTML pages change, each at its own rate: this mean interval (s)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--change-model", o.change_model,
+                 "with --change-mean-s: each page's rate log-uniform in [1/8, 8] / M "
+                 "(log-uniform), or 20% at 8 / M, half never, the rest log-uniform "
+                 "(cho: shaped like Cho and Garcia-Molina's measured web)")
+      ->check(CLI::IsMember({"log-uniform", "cho"}));
 }
 
 // The options of the server's failures and clock.

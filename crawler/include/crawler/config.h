@@ -155,6 +155,12 @@ struct RecrawlConfig {
   // maximize freshness at one revisit per interval_s per URL on average;
   // engine/recrawl.h).
   std::string adapt = "fixed";
+  // change-rate: what a second of age (how long an archived copy has been
+  // stale) costs against freshness, in units of 1 / interval_s. 0 maximizes
+  // freshness alone, which leaves the pages that change too fast for the
+  // budget at max_interval_s; above 0 they are visited more, for a little
+  // freshness (docs/recrawl.md).
+  double age_weight = 0;
   double inc_rate = 0.4;
   double dec_rate = 0.2;
   bool conditional = true;  // send If-None-Match / If-Modified-Since

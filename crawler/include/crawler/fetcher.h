@@ -90,6 +90,7 @@ struct FetchResult {
   std::string retry_after;    // Retry-After header (its last value), as sent
   std::string etag;           // ETag and Last-Modified (validators), as sent
   std::string last_modified;
+  std::string date;  // Date header (the server's clock), as sent
   std::string ip;
   bool truncated = false;
   // Given up by Abandon before it ended (nothing else is set): not a result.

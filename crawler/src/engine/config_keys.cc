@@ -109,6 +109,9 @@ std::vector<Key> RecrawlKeys() {
                              "must be \"fixed\", \"adaptive\" or \"change-rate\"");
           }),
       DoubleKey(
+          "recrawl", "age_weight",
+          [](Config & c) -> auto& { return c.recrawl.age_weight; }, 0, 1000),
+      DoubleKey(
           "recrawl", "inc_rate", [](Config & c) -> auto& { return c.recrawl.inc_rate; },
           0, 10),
       DoubleKey(

@@ -305,6 +305,7 @@ struct Fetcher::Impl {
     r.retry_after = LastHeader(easy, "Retry-After");
     r.etag = LastHeader(easy, "ETag");
     r.last_modified = LastHeader(easy, "Last-Modified");
+    r.date = LastHeader(easy, "Date");
     curl_easy_getinfo(easy, CURLINFO_TOTAL_TIME, &r.seconds);
     // 421: this address does not serve the host (any more): its next fetch
     // looks it up again (retry.h: fetched again after a back-off).

@@ -10,7 +10,9 @@
 //                    digest one (WARC/1.1 6.7); anything else a full record;
 //   after it         NextRecord: the new validators and capture, the visit
 //                    counted (changed, unchanged), the interval adapted and
-//                    the next due time; ShouldForget: gone (404/410) on
+//                    the next due time, always after the visit (an interval
+//                    of at least 1 ms, whatever the estimate or the
+//                    bounds: Nutch's NUTCH-1564); ShouldForget: gone (404/410) on
 //                    recrawl.forget_gone_after visits in a row.
 //
 // The interval, within [min_interval_s, max_interval_s]:
@@ -21,7 +23,8 @@
 //   "fixed"        interval_s always (periodic cycles);
 //   "change-rate"  each page's change rate estimated from its visits
 //                  (EstimatedRate, Cho and Garcia-Molina 2003), and the
-//                  interval that maximizes the crawl's freshness for the
+//                  interval that maximizes the crawl's freshness (less
+//                  age_weight x its age, BestInterval) for the
 //                  fetches it can afford (OptimalInterval): the Lagrange
 //                  solution of Cho and Garcia-Molina 2000, whose price `mu`
 //                  the crawl tunes so that the history's revisits per
@@ -75,7 +78,11 @@ struct VisitFacts {
   long status = 0;  // 0: no response
   VisitKind kind = VisitKind::kOther;
   std::string_view etag, last_modified;  // the response's validators ("": none)
-  // The response record written, when it was a full capture.
+  std::string_view date;                 // its Date header ("": none)
+  // A full capture to refer to: this response, or the capture it is an
+  // identical-payload revisit of. Its record id ("" for an earlier crawl's
+  // capture, whose index names none: revisits then name it by URI and date).
+  bool capture = false;
   std::string_view record_id, payload_digest, uri;
   uint64_t capture_ms = 0;  // its WARC-Date (Unix ms; 0: now_ms)
   uint64_t bytes = 0;       // its payload bytes
@@ -92,17 +99,34 @@ VisitKind KindOf(const HistoryRecord* before, long status,
 HistoryRecord NextRecord(const HistoryRecord* before, const VisitFacts& f,
                          const RecrawlConfig& config, double mu = 0);
 
-// A page's change rate (changes per second) from `r`'s visits: Cho and
-// Garcia-Molina's estimator for n visits at a mean interval I = observed /
-// n of which X found a change, -ln((n - X + 0.5) / (n + 0.5)) / I; with no
-// change seen, half a change over the time observed. 0 before any
-// comparison (n = 0).
+// A page's change rate (changes per second) from `r`'s visits, 0 before
+// any comparison (n = 0); with no change seen, half a change over the time
+// observed. When the server dated every change found (r.dated ==
+// r.changed: a Last-Modified later than the one before), the maximum-
+// likelihood estimate of a Poisson process seen over r.exposure_ms: X /
+// exposure. A visit that finds no change saw the whole gap without one; one
+// that finds a change dated L saw a change at L and none from L to the
+// visit, and nothing of the time before L. Otherwise Cho and Garcia-
+// Molina's estimator for n visits at a mean interval I = observed / n of
+// which X found a change, -ln((n - X + 0.5) / (n + 0.5)) / I, which knows
+// no more than "changed or not" and so cannot tell a page that changes
+// once per visit from one that changes a hundred times.
 double EstimatedRate(const HistoryRecord& r);
+// Unix ms of an HTTP-date ("Sun, 06 Nov 1994 08:49:37 GMT" and the other
+// two forms RFC 9110 allows); nullopt for anything else.
+std::optional<uint64_t> HttpDateMs(std::string_view text);
 // The interval (s) that maximizes the mean freshness of pages changing at
 // `rate` under the price `mu` (s): x = rate x interval solves
 // 1 - (1 + x) e^-x = mu x rate; a page with mu x rate >= 1 changes too often
 // to be kept fresh at this budget: +infinity (the caller's max_interval_s).
 double OptimalInterval(double rate, double mu);
+// The interval within [min_s, max_s] that maximizes a page's freshness less
+// `nu` x its mean age (s) less mu x its visit frequency: with nu = 0 the
+// clamped OptimalInterval; with nu > 0 a page that changes too fast to be
+// kept fresh still gets visits, as many as its age is worth. For a page of
+// rate l visited every I s, freshness is (1 - e^-lI) / lI and age
+// I/2 - 1/l + (1 - e^-lI) / (l^2 I) (Cho and Garcia-Molina 2003).
+double BestInterval(double rate, double mu, double nu, double min_s, double max_s);
 // The first price: a page changing once per interval_s gets interval_s.
 double InitialMu(const RecrawlConfig& config);
 // The next price, from the history's revisit demand (revisits per second

@@ -114,6 +114,8 @@ Status Revisits::Remember(const Visit& v, bool* forget) {
                .kind = kind,
                .etag = r.etag,
                .last_modified = r.last_modified,
+               .date = r.date,
+               .capture = full,
                .record_id = !full ? ""
                             : dup ? dup->record_id
                                   : v.response_id,

@@ -15,7 +15,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr uint8_t kRecordVersion = 1;
+// 2 adds `dated` and `exposure_ms`; version 1 records read with both 0.
+constexpr uint8_t kRecordVersion = 2;
 constexpr uint8_t kCaptureVersion = 1;
 constexpr size_t kPayloads = 2;  // cfs_[kPayloads]: "payloads"
 
@@ -94,6 +95,8 @@ std::string EncodeHistoryRecord(const HistoryRecord& r) {
   w.U8(r.kind);
   w.U64(r.observed_ms);
   w.U64(r.checked_ms);
+  w.U32(r.dated);
+  w.U64(r.exposure_ms);
   return std::string(w.view());
 }
 
@@ -101,7 +104,7 @@ Result<HistoryRecord> DecodeHistoryRecord(std::string_view bytes, std::string_vi
   ByteReader in(bytes);
   HistoryRecord r;
   const uint8_t version = in.U8();
-  if (in.ok() && version != kRecordVersion) {
+  if (in.ok() && version != kRecordVersion && version != 1) {
     return Status::Error(Status::Code::kBadVersion,
                          "history record of " + std::string(url) + ": version " +
                              std::to_string(version) + ", this build reads version " +
@@ -125,6 +128,10 @@ Result<HistoryRecord> DecodeHistoryRecord(std::string_view bytes, std::string_vi
   r.kind = in.U8();
   r.observed_ms = in.U64();
   r.checked_ms = in.U64();
+  if (version >= 2) {
+    r.dated = in.U32();
+    r.exposure_ms = in.U64();
+  }
   if (!in.ok() || !in.AtEnd()) {
     return Status::Error(Status::Code::kCorruption,
                          "history record of " + std::string(url) +

@@ -71,6 +71,13 @@ struct HistoryRecord {
   // The change-rate estimate's time base: the time over which `changed` and
   // `unchanged` were observed, and the last visit that compared the page.
   uint64_t observed_ms = 0, checked_ms = 0;
+  // The dated estimate's (EstimatedRate): of the `changed` visits, those
+  // whose change the server dated (a Last-Modified after the one before),
+  // and the time over which the page was seen not to change: the whole gap
+  // of an unchanged visit, only the time since its last change (Date -
+  // Last-Modified) of a dated one, the whole gap of an undated one.
+  uint32_t dated = 0;
+  uint64_t exposure_ms = 0;
 
   bool operator==(const HistoryRecord&) const = default;
 };
