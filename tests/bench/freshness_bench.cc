@@ -152,27 +152,11 @@ struct Capture {
   uint64_t version;
 };
 
-void RunPolicy(const Args& a, const std::string& adapt, const std::string& dir) {
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  // The site's clock: Unix time since `epoch`; its request log's is
-  // CLOCK_MONOTONIC, read here at the same moment.
-  const double epoch = UnixNow();
-  const double mono_epoch = MonotonicNow();
-  const uint64_t seed = 1;
-  char epoch_arg[64];
-  std::snprintf(epoch_arg, sizeof(epoch_arg), "%.3f", epoch);
-  TestSite site("--pages " + std::to_string(a.pages) + " --hosts 1 --seed " +
-                    std::to_string(seed) + " --change-mean-s " +
-                    std::to_string(a.change_mean_s) + " --change-model " +
-                    a.change_model + " --epoch " + epoch_arg,
-                dir + "/requests.log");
-  site.WriteSeeds(dir + "/seeds.txt");
-  // One revisit of every page per cycle at the politeness limit: the fixed
-  // rule's interval; the adaptive one moves within [1/4, 8] x it.
-  const double interval = a.pages * a.delay_s;
-  const std::string out = dir + "/out";
-  // "change-rate:W": recrawl.age_weight W.
+// The crawl's --set flags for rule `adapt` ("change-rate:W": with
+// recrawl.age_weight W): one revisit of every page per cycle at the
+// politeness limit is the fixed rule's interval; the others move within
+// [1/4, 8] x it.
+std::string CrawlSets(const Args& a, const std::string& adapt, double interval) {
   const std::string rule = adapt.substr(0, adapt.find(':'));
   const std::string age_weight =
       adapt.find(':') == std::string::npos ? "0" : adapt.substr(adapt.find(':') + 1);
@@ -185,86 +169,130 @@ void RunPolicy(const Args& a, const std::string& adapt, const std::string& dir) 
        << " --set crawl.max_duration_s=" << a.seconds
        << " --set frontier.min_delay_s=" << a.delay_s
        << " --set 'crawl.include=[\"/p/[0-9]+[.]html$\", \"^http://[^/]+/$\"]'";
-  crawler::testing::CommandResult r =
-      crawler::testing::RunCommand(std::string(CRAWLER_BINARY) + " crawl --seeds " + dir +
-                                   "/seeds.txt --out " + out + sets.str());
-  if (r.exit_code != 0) {
-    std::fprintf(stderr, "freshness_bench: the crawl failed:\n%s\n", r.output.c_str());
-    std::exit(1);
-  }
-  site.Stop();
-  // When each answer (200 or 304) to a URL was written, on the site's
-  // clock, in order: the time of the WARC's k-th response or revisit of
-  // that URL, whose WARC-Date has whole seconds only (at one visit per 8 s,
-  // half a second early is a bias of ~6% freshness).
-  std::map<std::string, std::vector<double>> served;
-  for (const crawler::testing::ServedRequest& q : site.Requests())
-    if (q.status == 200 || q.status == 304)
-      served[q.Url()].push_back(static_cast<double>(q.end_us) / 1e6 - mono_epoch);
-  std::map<std::string, size_t> seen;
-  uint64_t unmatched = 0;
-  // Each page's full captures (the archived copy) in time order, and its
-  // fetches after the warm-up (the budget used).
+  return sets.str();
+}
+
+// What the crawl archived: each page's full captures (the archived copy) in
+// time order, and its fetches after the warm-up (the budget used).
+struct Archived {
   std::map<std::string, std::vector<Capture>> captures;
   std::map<std::string, std::pair<uint32_t, uint32_t>> page;  // URL -> (h, i)
   uint64_t fetches = 0;
+  uint64_t unmatched = 0;  // records not in the site's log
+};
+
+// `served`: when each answer (200 or 304) to a URL was written, on the
+// site's clock, in order: the time of the WARC's k-th response or revisit
+// of that URL, whose WARC-Date has whole seconds only (at one visit per
+// 8 s, half a second early is a bias of ~6% freshness).
+Archived ReadArchive(const std::string& out,
+                     std::map<std::string, std::vector<double>>& served, double warmup_s,
+                     double epoch) {
+  Archived got;
+  std::map<std::string, size_t> seen;
   for (const WarcRecord& w : crawler::testing::WarcRecords(out)) {
     if (w.type != "response" && w.type != "revisit") continue;
     const std::vector<double>& times = served[w.uri];
     const size_t k = seen[w.uri]++;
-    unmatched += k >= times.size();
+    got.unmatched += k >= times.size();
     const double t = k < times.size() ? times[k] : WarcTime(w.date) - epoch;
-    if (w.type == "revisit" || w.status == "200") fetches += t >= a.warmup_s;
+    if (w.type == "revisit" || w.status == "200") got.fetches += t >= warmup_s;
     unsigned h = 0, i = 0;
     unsigned long long v = 0;
     if (w.type != "response" || w.status != "200" ||
         std::sscanf(w.etag.c_str(), "\"%u-%u-%llu\"", &h, &i, &v) != 3)
       continue;
-    captures[w.uri].push_back({t, v});
-    page[w.uri] = {h, i};
+    got.captures[w.uri].push_back({t, v});
+    got.page[w.uri] = {h, i};
   }
+  return got;
+}
+
+// Freshness and age over (page, t) after the warm-up, and each page's true
+// rate.
+struct Measured {
+  double fresh = 0, age = 0;
+  std::vector<double> rates;
+};
+
+Measured Measure(const Args& a, Archived& got) {
   SiteOptions so;
   so.pages = a.pages;
   so.hosts = 1;
-  so.seed = seed;
+  so.seed = 1;
   so.change_mean_s = a.change_mean_s;
   so.change_model = a.change_model;
   const Site truth(so);
-  double fresh = 0, age = 0, samples = 0;
-  std::vector<double> rates;
-  for (auto& [url, caps] : captures) {
+  Measured m;
+  double samples = 0;
+  for (auto& [url, caps] : got.captures) {
     std::sort(caps.begin(), caps.end(),
               [](const Capture& x, const Capture& y) { return x.t < y.t; });
-    const auto [h, i] = page[url];
-    rates.push_back(truth.ChangeRate(h, i));
+    const auto [h, i] = got.page[url];
+    m.rates.push_back(truth.ChangeRate(h, i));
     size_t k = 0;
     for (double t = a.warmup_s; t < a.seconds; t += 0.2) {
       while (k < caps.size() && caps[k].t <= t) ++k;
       const bool is_fresh = k > 0 && caps[k - 1].version == truth.Version(h, i, t);
-      fresh += is_fresh;
+      m.fresh += is_fresh;
       // Stale since the first change after the archived version (from the
       // start when nothing is archived yet).
       if (!is_fresh)
-        age += t - (k > 0 ? truth.ChangeTime(h, i, caps[k - 1].version + 1) : 0);
+        m.age += t - (k > 0 ? truth.ChangeTime(h, i, caps[k - 1].version + 1) : 0);
       samples += 1;
     }
   }
-  const double f = static_cast<double>(fetches) /
-                   (static_cast<double>(captures.size()) * (a.seconds - a.warmup_s));
-  const auto [uniform, optimal] = Bounds(rates, f, 1 / (interval * 8));
-  const double mean_fresh = samples > 0 ? fresh / samples : 0;
+  if (samples > 0) {
+    m.fresh /= samples;
+    m.age /= samples;
+  }
+  return m;
+}
+
+void RunPolicy(const Args& a, const std::string& adapt, const std::string& dir) {
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  // The site's clock: Unix time since `epoch`; its request log's is
+  // CLOCK_MONOTONIC, read here at the same moment.
+  const double epoch = UnixNow();
+  const double mono_epoch = MonotonicNow();
+  char epoch_arg[64];
+  std::snprintf(epoch_arg, sizeof(epoch_arg), "%.3f", epoch);
+  TestSite site("--pages " + std::to_string(a.pages) + " --hosts 1 --seed 1" +
+                    " --change-mean-s " + std::to_string(a.change_mean_s) +
+                    " --change-model " + a.change_model + " --epoch " + epoch_arg,
+                dir + "/requests.log");
+  site.WriteSeeds(dir + "/seeds.txt");
+  const double interval = a.pages * a.delay_s;
+  const std::string out = dir + "/out";
+  crawler::testing::CommandResult r = crawler::testing::RunCommand(
+      std::string(CRAWLER_BINARY) + " crawl --seeds " + dir + "/seeds.txt --out " + out +
+      CrawlSets(a, adapt, interval));
+  if (r.exit_code != 0) {
+    std::fprintf(stderr, "freshness_bench: the crawl failed:\n%s\n", r.output.c_str());
+    std::exit(1);
+  }
+  site.Stop();
+  std::map<std::string, std::vector<double>> served;
+  for (const crawler::testing::ServedRequest& q : site.Requests())
+    if (q.status == 200 || q.status == 304)
+      served[q.Url()].push_back(static_cast<double>(q.end_us) / 1e6 - mono_epoch);
+  Archived got = ReadArchive(out, served, a.warmup_s, epoch);
+  const Measured m = Measure(a, got);
+  const double f = static_cast<double>(got.fetches) /
+                   (static_cast<double>(got.captures.size()) * (a.seconds - a.warmup_s));
+  const auto [uniform, optimal] = Bounds(m.rates, f, 1 / (interval * 8));
   std::printf(
       "%-16s %zu pages, %llu fetches after the warm-up (%.4f per page per s, %.2f per "
       "mean change interval): freshness %.3f (%.1f%% of the optimal), age %.2f s; at "
       "this budget a uniform schedule %.3f (age %.2f s), the optimal %.3f (age %.2f "
       "s)\n",
-      adapt.c_str(), captures.size(), static_cast<unsigned long long>(fetches), f,
-      f * a.change_mean_s, mean_fresh, 100 * mean_fresh / optimal.fresh,
-      samples > 0 ? age / samples : 0, uniform.fresh, uniform.age, optimal.fresh,
-      optimal.age);
-  if (unmatched > 0)
+      adapt.c_str(), got.captures.size(), static_cast<unsigned long long>(got.fetches), f,
+      f * a.change_mean_s, m.fresh, 100 * m.fresh / optimal.fresh, m.age, uniform.fresh,
+      uniform.age, optimal.fresh, optimal.age);
+  if (got.unmatched > 0)
     std::printf("  (%llu records not in the site's log: timed by their WARC-Date)\n",
-                static_cast<unsigned long long>(unmatched));
+                static_cast<unsigned long long>(got.unmatched));
   std::fflush(stdout);
 }
 

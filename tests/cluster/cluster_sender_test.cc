@@ -4,7 +4,7 @@
 // later, after a pause and one probe at a time, none lost; held URLs past
 // outbox_ram_urls go to spill files, which a cut names, a resumed node takes
 // back and sends, and a later committed cut deletes. The back-off itself is
-// pure logic (SendBackoff). (Whole nodes with a full Redis: cluster_test.cc,
+// pure logic (RefusalBackoff). (Whole nodes with a full Redis: cluster_test.cc,
 // "Cluster: Redis full*".)
 #include <unistd.h>
 
@@ -31,10 +31,10 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 TEST_CASE(
-    "SendBackoff: a refusal pauses sends 100 ms, doubling to 2 s; logged once, then "
+    "RefusalBackoff: a refusal pauses sends 100 ms, doubling to 2 s; logged once, then "
     "every 30 s; a send taken ends it",
     "[engine][cluster]") {
-  SendBackoff b;
+  RefusalBackoff b;
   const Clock::time_point t0 = Clock::now();
   CHECK_FALSE(b.refusing());
   CHECK_FALSE(b.Paused(t0));
@@ -175,6 +175,7 @@ TEST_CASE(
   CHECK(refused >= 10);  // 40 URLs on 8 shards in batches of at most 4
   CHECK(t.Report(*sender).urls_queued == 40);
   CHECK(t.Report(*sender).urls_held == 40);
+  CHECK(t.Report(*sender).sends_blocked == "full (maxmemory reached, OOM)");
   CHECK_FALSE(sender->Quiet());
   // Paused: nothing is sent at once.
   REQUIRE(sender->SendDue(*t.redis, true, &did));
@@ -188,6 +189,7 @@ TEST_CASE(
   std::this_thread::sleep_for(milliseconds(250));
   REQUIRE(sender->SendDue(*t.redis, true, &did));
   CHECK_FALSE(sender->refusing());
+  CHECK(t.Report(*sender).sends_blocked.empty());
   CHECK(t.Report(*sender).urls_sent > 40);
   CHECK(t.Report(*sender).urls_sent <= 44);  // the probe only
   REQUIRE(t.SendAll(*sender));

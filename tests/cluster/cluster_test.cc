@@ -423,6 +423,52 @@ TEST_CASE(
   CHECK(refused > 0);
 }
 
+// Redis's error replies since its last CONFIG RESETSTAT (INFO stats).
+uint64_t ErrorReplies(const RedisServer& redis) {
+  return redis.InfoNumber("total_error_replies", "stats");
+}
+
+TEST_CASE(
+    "Cluster: Redis full from the start: the nodes wait with back-off (a bounded "
+    "error rate, blocked in their status lines) and, once raised, end complete",
+    "[cluster][fault]") {
+  // Just above an idle Redis's own use: the job's control state fits, its
+  // streams and the URLs for other nodes do not.
+  uint64_t idle = 0;
+  {
+    RedisServer probe(TempDir("cluster_full_start_probe") + "/redis");
+    idle = probe.InfoNumber("used_memory", "memory");
+  }
+  const uint64_t cap = idle + 96 * 1024;
+  ClusterCrawl c("cluster_full_start", "fullstart",
+                 "--set frontier.min_delay_s=0.05" + std::string(kLongTimeouts),
+                 std::max(600u, EnvOr("CRAWLER_CLUSTER_PAGES", 1000) / 2),
+                 "--maxmemory-policy noeviction --maxmemory " + std::to_string(cap));
+  // Each node's own hosts are crawled; the links to the others' wait, and
+  // its status line (every 10 s in its log) says so.
+  auto blocked = [&] {
+    return std::all_of(kNodes.begin(), kNodes.end(), [&](const std::string& n) {
+      return ReadText(c.dir + "/" + n + "/crawler.log").find("blocked: Redis full") !=
+             std::string::npos;
+    });
+  };
+  const bool all_blocked = testing::WaitFor(blocked, 120);
+  INFO(c.Logs());
+  REQUIRE(all_blocked);
+  INFO("used_memory " << c.redis.InfoNumber("used_memory", "memory") << ", cap " << cap);
+  // Blocked: at most 100 error replies per node per second (before, a
+  // stream never made was read and made again every round: 22,000 a
+  // second from three nodes).
+  REQUIRE(c.redis.Cli("CONFIG RESETSTAT").find("OK") != std::string::npos);
+  std::this_thread::sleep_for(std::chrono::seconds(5));
+  const uint64_t errors = ErrorReplies(c.redis);
+  INFO(c.redis.Cli("INFO errorstats"));
+  CHECK(errors <= 100 * 3 * 5);
+  // Room again: the crawl goes on, without a restart, and ends complete.
+  REQUIRE(c.redis.Cli("CONFIG SET maxmemory 0").find("OK") != std::string::npos);
+  c.Finish();
+}
+
 // Sets environment variables for the test's lifetime (the nodes it spawns
 // inherit them).
 class ScopedEnv {

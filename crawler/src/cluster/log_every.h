@@ -1,6 +1,6 @@
 // A log line that repeats at most once per period: the first one, then
 // one per `period` at most (a Redis at its limit flaps, and a line per
-// refusal would flood the log). Pure logic; tested through SendBackoff's and
+// refusal would flood the log). Pure logic; tested through RefusalBackoff's and
 // RedisLink's unit cases (cluster_sender_test.cc, cluster_redis_link_test.cc).
 #ifndef CRAWLER_CLUSTER_LOG_EVERY_H_
 #define CRAWLER_CLUSTER_LOG_EVERY_H_

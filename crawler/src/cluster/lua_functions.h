@@ -28,10 +28,13 @@
 
 // A stream's lag: its entries not yet delivered to the group "owners" (all
 // of them before the owner made the group). Acknowledged entries are trimmed
-// at once, so XLEN - pending is what the owner has not read.
+// at once, so XLEN - pending is what the owner has not read. An empty or
+// missing stream (never made: Redis full) is not asked: XPENDING's NOGROUP,
+// even caught, counts as an error reply, and the sender asks every 100 ms.
 #define CRAWLER_LUA_LAG                                  \
   "local function lag(key)\n"                            \
   "  local len = redis.call('xlen', key)\n"              \
+  "  if len == 0 then return 0 end\n"                    \
   "  local p = redis.pcall('xpending', key, 'owners')\n" \
   "  if type(p) == 'table' and p.err == nil then\n"      \
   "    return len - p[1]\n"                              \

@@ -95,8 +95,19 @@ uint32_t Receiver::ShardOfStreamKey(std::string_view key) {
   return shard;
 }
 
-bool Receiver::ReadNew(Redis& redis, const Shards& shards, bool* did, size_t* got) {
+Receiver::Shards Receiver::WithoutUnmade(const Shards& shards) {
+  MutexLock lock(mu_);
+  if (unmade_.empty() || !create_backoff_.Paused(std::chrono::steady_clock::now()))
+    return shards;
+  Shards out;
+  for (const auto& [s, epoch] : shards)
+    if (unmade_.count(s) == 0) out.emplace_back(s, epoch);
+  return out;
+}
+
+bool Receiver::ReadNew(Redis& redis, const Shards& asked, bool* did, size_t* got) {
   *got = 0;
+  const Shards shards = WithoutUnmade(asked);
   if (shards.empty() || !BellRang(redis, shards)) return true;
   std::vector<std::string> cmd = {
       "EVAL",        kReceiveScript,    std::to_string(4 + 2 * shards.size()),
@@ -159,14 +170,51 @@ bool Receiver::ReadPending(Redis& redis, const Shards& shards, bool chunked, boo
 }
 
 bool Receiver::ReadError(Redis& redis, const RedisReply& r, const Shards& shards) {
-  if (r.Str().rfind("NOGROUP", 0) != 0) return !failed_(r, "read");
-  spdlog::warn("redis: read: {}", r.Str());
-  // A stream or its group was deleted (by hand?): made again from the start
-  // of what is left (a batch read twice is harmless).
+  const std::string& error = r.Str();
+  if (error.rfind("NOGROUP", 0) != 0) return !failed_(r, "read");
+  // A stream or its group that is not there: never made (the join's make
+  // and every send to it were refused: Redis full) or deleted by hand. Made
+  // again from the start of what is left (a batch read twice is harmless):
+  // the one the error names ("No such key 'KEY' or consumer group ..."),
+  // else every shard read.
+  std::vector<uint32_t> make;
+  const size_t open = error.find('\'');
+  const size_t close = open == std::string::npos ? open : error.find('\'', open + 1);
+  if (close != std::string::npos) {
+    const std::string key = error.substr(open + 1, close - open - 1);
+    for (const auto& [s, epoch] : shards)
+      if (StreamKey(s) == key) make.push_back(s);
+  }
+  if (make.empty())
+    for (const auto& [s, epoch] : shards) make.push_back(s);
   std::vector<std::vector<std::string>> create;
-  for (const auto& [s, epoch] : shards)
+  for (uint32_t s : make)
     create.push_back({"XGROUP", "CREATE", StreamKey(s), "owners", "0", "MKSTREAM"});
-  return redis.Pipeline(create).ok();
+  auto made = redis.Pipeline(create);
+  if (!made.ok()) return false;
+  std::string refused;
+  for (size_t i = 0; i < make.size(); ++i) {
+    const RedisReply& c = (*made)[i];
+    if (!c.IsError() || c.Str().rfind("BUSYGROUP", 0) == 0) continue;
+    if (RefusalOf(c.Str()).empty()) return !failed_(c, "making a stream");
+    refused = c.Str();
+  }
+  const auto now = std::chrono::steady_clock::now();
+  MutexLock lock(mu_);
+  if (refused.empty()) {
+    for (uint32_t s : make) unmade_.erase(s);
+    if (unmade_.empty()) create_backoff_.Accepted(now);
+    if (nogroup_log_.Due(now)) spdlog::info("redis: read: {}: made again", error);
+    return true;
+  }
+  unmade_.insert(make.begin(), make.end());
+  if (create_backoff_.Refused(now)) {
+    spdlog::warn(
+        "redis: the stream of shard {} (and {} more) could not be made: Redis is {}; "
+        "the others are read meanwhile, and it is tried again with back-off",
+        make.front(), unmade_.size() - 1, RefusalOf(refused));
+  }
+  return true;
 }
 
 bool Receiver::ClaimAndRead(

@@ -16,23 +16,6 @@ namespace crawler::engine {
 
 using namespace cluster_wire;  // NOLINT: the formats of this module
 
-bool SendBackoff::Refused(Clock::time_point now) {
-  if (!refusing_) {
-    refusing_ = true;
-    since_ = now;
-    pause_ = std::chrono::milliseconds(100);
-  }
-  paused_until_ = now + pause_;
-  pause_ = std::min(pause_ * 2, std::chrono::milliseconds(2000));
-  return log_.Due(now);
-}
-
-std::optional<double> SendBackoff::Accepted(Clock::time_point now) {
-  if (!refusing_) return std::nullopt;
-  refusing_ = false;
-  return std::chrono::duration<double>(now - since_).count();
-}
-
 Sender::Sender(const ClusterConfig& cfg,
                std::function<std::string(const std::string&)> key,
                const std::string& out_dir)
@@ -112,6 +95,7 @@ void Sender::Report(ClusterReport* f) const {
   f->urls_sent = urls_sent_;
   f->batches_sent = batches_sent_;
   f->sends_refused = sends_refused_;
+  f->sends_blocked = backoff_.refusing() ? blocked_ : std::string();
 }
 
 bool Sender::SendDue(Redis& redis, bool flush_all, bool* did) {
@@ -177,6 +161,8 @@ void Sender::Answered(std::vector<OutBatch>& due,
   }
   sends_refused_ += refused;
   if (refused > 0) {
+    blocked_ = RefusalOf(refusal);
+    if (blocked_.empty()) blocked_ = "an error reply (" + refusal + ")";
     Refused(refusal, refused);
   } else if (auto s = backoff_.Accepted(Clock::now()); s && *s >= 5) {
     spdlog::info("redis: takes batches again after {:.1f} s ({} sends refused in all)",

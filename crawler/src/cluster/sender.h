@@ -4,7 +4,7 @@
 // what a cut keeps), its spill files (spill.h: held URLs past
 // cluster.outbox_ram_urls), the lag refresh (every 100 ms, the shards with
 // batches waiting) and the back-off after Redis refuses sends (full, a
-// replica, cannot persist: SendBackoff). Cluster calls it; it knows nothing
+// replica, cannot persist: RefusalBackoff). Cluster calls it; it knows nothing
 // of leases, loads or commits.
 //
 // The rules it keeps, besides its parts':
@@ -38,10 +38,10 @@
 
 #include "base/mutex.h"
 #include "base/status.h"
-#include "cluster/log_every.h"
 #include "cluster/lua_functions.h"
 #include "cluster/outbox.h"
 #include "cluster/redis.h"
+#include "cluster/refusal_backoff.h"
 #include "cluster/spill.h"
 #include "crawler/checkpoint.h"
 #include "crawler/config.h"
@@ -49,29 +49,6 @@
 #include "report/stats_schema.h"
 
 namespace crawler::engine {
-
-// The pause after Redis refused sends: 100 ms after the first refusal,
-// doubling to 2 s while refusals go on; one batch at a time (a probe) until
-// one is taken again. Its log: the first refusal, then one every 30 s at
-// most (a Redis at its limit flaps). Pure logic.
-class SendBackoff {
- public:
-  using Clock = std::chrono::steady_clock;
-  bool refusing() const { return refusing_; }
-  // Sends wait at `now` (refusing, and the pause not over).
-  bool Paused(Clock::time_point now) const { return refusing_ && now < paused_until_; }
-  // Sends were refused at `now`: pauses. True when to log it.
-  bool Refused(Clock::time_point now);
-  // A send was taken at `now`: the refusals' length in seconds, if they were.
-  std::optional<double> Accepted(Clock::time_point now);
-  std::chrono::milliseconds pause() const { return pause_; }
-
- private:
-  bool refusing_ = false;
-  Clock::time_point since_{}, paused_until_{};
-  std::chrono::milliseconds pause_{100};
-  LogEvery log_{std::chrono::seconds(30)};
-};
 
 class Sender {
  public:
@@ -135,8 +112,9 @@ class Sender {
   uint64_t urls_sent_ GUARDED_BY(mu_) = 0;
   uint64_t batches_sent_ GUARDED_BY(mu_) = 0;
   uint64_t sends_refused_ GUARDED_BY(mu_) = 0;
+  std::string blocked_ GUARDED_BY(mu_);  // why the last send was refused
   // The exchange thread's.
-  SendBackoff backoff_;
+  RefusalBackoff backoff_;
   Clock::time_point last_lag_{};
 };
 

@@ -545,6 +545,13 @@ CrawlProgress Crawl::Progress() const {
     p.cluster = c.node + " " + std::to_string(c.shards_owned) + " shards, sent " +
                 std::to_string(c.urls_sent) + " + " + std::to_string(c.urls_queued) +
                 " queued, received " + std::to_string(c.urls_received);
+    if (!c.sends_blocked.empty()) {
+      p.cluster +=
+          ", blocked: Redis " +
+          (c.sends_blocked.rfind("full", 0) == 0 ? std::string("full")
+                                                 : "refuses (" + c.sends_blocked + ")") +
+          ", " + std::to_string(c.urls_queued) + " URLs waiting to send";
+    }
     if (c.redis_down_s > 0)
       p.cluster +=
           ", redis: down " + std::to_string(static_cast<int>(c.redis_down_s)) + " s";

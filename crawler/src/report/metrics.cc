@@ -297,6 +297,9 @@ void ClusterFamilies(const ClusterReport& c, const ClusterHealth& h, Text& t) {
         "Batch sends Redis refused (full at maxmemory, a replica, cannot persist); "
         "held and sent again.",
         c.sends_refused);
+  t.One("crawler_cluster_sends_blocked", "gauge",
+        "1 while Redis refuses this node's sends (full): the outbox waits; 0 else.",
+        c.sends_blocked.empty() ? 0 : 1);
   t.One("crawler_cluster_redis_down_seconds", "gauge",
         "How long Redis has been unreachable (0: connected).", c.redis_down_s);
   t.Family("crawler_redis_rtt_seconds", "histogram",

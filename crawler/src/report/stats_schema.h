@@ -117,7 +117,10 @@ struct ClusterReport {
   uint64_t acks_fenced = 0;       // acknowledges Redis refused (a lease lost)
   uint64_t fetches_deferred = 0;  // URLs put back: their shard's lease not held
   uint64_t sends_refused = 0;     // batch sends Redis refused (full): held, sent again
-  uint64_t shards_given = 0;      // handed to a less loaded node (work-aware placement)
+  // Why Redis refuses this node's sends now ("full (maxmemory reached,
+  // OOM)", ...): urls_queued wait; "" while it takes them.
+  std::string sends_blocked;
+  uint64_t shards_given = 0;  // handed to a less loaded node (work-aware placement)
   // Takeovers: loads of shards from another node's checkpoint, and the one
   // that queued the most URLs: its seconds, URLs, and when it ended (Unix s).
   uint64_t shard_loads = 0;
@@ -132,7 +135,7 @@ struct ClusterReport {
 BOOST_DESCRIBE_STRUCT(ClusterReport, (), (node, job, nodes, shards_owned, urls_sent,
     batches_sent, urls_received, batches_applied, urls_queued, urls_held, urls_on_disk,
     malformed, redis_down_s, redis_reconnects, leases_held, lease_losses, acks_fenced, fetches_deferred,
-    sends_refused, shards_given, shard_loads, biggest_load_s, biggest_load_urls,
+    sends_refused, sends_blocked, shards_given, shard_loads, biggest_load_s, biggest_load_urls,
     biggest_load_end_unix, pages, pages_per_s, updated_unix))
 // clang-format on
 
