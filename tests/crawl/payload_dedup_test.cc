@@ -37,6 +37,14 @@ constexpr const char* kIdentical =
 constexpr const char* kSite =
     "--pages 150 --hosts 2 --assets --asset-bytes 4096 --asset-query";
 
+// The crawls' flags: configs/archive.toml (dedup.payload on), no
+// politeness delay, an exact filter, and `extra`.
+std::string ArchiveSets(const std::string& extra) {
+  return std::string("--config ") + CRAWLER_SOURCE_DIR +
+         "/configs/archive.toml --set frontier.min_delay_s=0 " + extra + " " +
+         testsite_crawl::kExactDedup;
+}
+
 uint64_t Counter(const std::string& out, const char* name) {
   return testing::ReadStats(out).at("crawl").at(name).to_number<uint64_t>();
 }
@@ -88,10 +96,7 @@ TEST_CASE(
   // one is looked up, so no two workers archive one payload at once (that
   // race costs a second whole copy, never a wrong record), and "stored
   // once" is exact.
-  const std::string sets = std::string("--config ") + CRAWLER_SOURCE_DIR +
-                           "/configs/archive.toml --set frontier.min_delay_s=0 "
-                           "--set crawl.workers=1 " +
-                           testsite_crawl::kExactDedup;
+  const std::string sets = ArchiveSets("--set crawl.workers=1");
   const std::string out = dir + "/out";
   CommandResult r = testsite_crawl::Crawl(dir + "/seeds.txt", out,
                                           sets + " --set dedup.payload_min_bytes=0");
@@ -141,10 +146,8 @@ TEST_CASE(
   const std::string out = dir + "/out";
   CommandResult r = testsite_crawl::Crawl(
       dir + "/seeds.txt", out,
-      std::string("--config ") + CRAWLER_SOURCE_DIR +
-          "/configs/archive.toml --set frontier.min_delay_s=0 --set crawl.workers=4 "
-          "--set crawl.max_connections=16 --set frontier.max_connections_per_host=2 " +
-          testsite_crawl::kExactDedup);
+      ArchiveSets("--set crawl.workers=4 --set crawl.max_connections=16 "
+                  "--set frontier.max_connections_per_host=2"));
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   site.Stop();
@@ -167,11 +170,9 @@ TEST_CASE(
   const std::set<std::string> truth = site.Truth();
   const std::string out = dir + "/out";
   pid_t pid = testing::Spawn(
-      testing::kCrawler + " crawl --seeds " + dir + "/seeds.txt --out " + out +
-          " --config " + CRAWLER_SOURCE_DIR +
-          "/configs/archive.toml --set frontier.min_delay_s=0 --set crawl.workers=1 "
-          "--set dedup.payload_min_bytes=0 --set checkpoint.interval_s=0.3 " +
-          testsite_crawl::kExactDedup,
+      testing::kCrawler + " crawl --seeds " + dir + "/seeds.txt --out " + out + " " +
+          ArchiveSets("--set crawl.workers=1 --set dedup.payload_min_bytes=0 "
+                      "--set checkpoint.interval_s=0.3"),
       dir + "/crawl.out");
   testing::Reaper reap(pid);
   // Killed once a checkpoint holds payload revisits, so the resumed crawl
@@ -277,9 +278,7 @@ TEST_CASE(
   TestSite site("--pages 60 --hosts 1 --assets --asset-bytes 2048",
                 dir + "/requests.log");
   site.WriteSeeds(dir + "/seeds.txt");
-  const std::string sets = std::string("--config ") + CRAWLER_SOURCE_DIR +
-                           "/configs/archive.toml --set frontier.min_delay_s=0 " +
-                           testsite_crawl::kExactDedup;
+  const std::string sets = ArchiveSets("");
   auto crawl = [&](const std::string& out, const std::string& extra) {
     CommandResult r = testsite_crawl::Crawl(dir + "/seeds.txt", out, sets + " " + extra);
     INFO(out << ": " << r.output);

@@ -158,7 +158,8 @@ class Receiver {
   // Shards whose stream (or its group) Redis refused to make: read again
   // once per pause of create_backoff_, not every round. A job started on a
   // full Redis made none, and each round's read met NOGROUP and each make
-  // OOM: 22,000 error replies a second from three nodes (issue 51).
+  // OOM: 22,000 error replies a second from three nodes (measured before
+  // this back-off; cluster_test "Cluster: Redis full from the start*").
   std::set<uint32_t> unmade_ GUARDED_BY(mu_);
   RefusalBackoff create_backoff_ GUARDED_BY(mu_);
   LogEvery nogroup_log_ GUARDED_BY(mu_){std::chrono::seconds(30)};
