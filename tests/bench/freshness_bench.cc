@@ -24,7 +24,8 @@
 //       [--change-model log-uniform|cho]
 //       (no crawl: a uniform and the optimal schedule's freshness on the
 //       site's true rates at budgets of 0.1 .. 4 fetches per page per mean
-//       change interval)
+//       change interval, and at 0.25, the crawls', the front between
+//       freshness and age: PrintFront)
 // Prints numbers; asserts nothing.
 #include <algorithm>
 #include <chrono>
@@ -296,6 +297,46 @@ void RunPolicy(const Args& a, const std::string& adapt, const std::string& dir) 
   std::fflush(stdout);
 }
 
+// The front between freshness and age of periodic schedules at mean
+// frequency f, on `rates`: for each price of age nu, each page's frequency
+// (a log grid from f / 8 up, as the crawl's max_interval_s allows) that
+// maximizes freshness - nu x age - mu x frequency, mu set so the mean is f.
+// Freshness is concave and age convex in a page's frequency, so the scan
+// traces the whole front.
+void PrintFront(const std::vector<double>& rates, double f) {
+  std::vector<double> grid;
+  for (int k = -24; k < 40; ++k) grid.push_back(f * std::exp2(k / 8.0));
+  const auto n = static_cast<double>(rates.size());
+  for (double nu : {0.0, 0.001, 0.003, 0.01, 0.02, 0.05, 0.1}) {
+    std::vector<double> pick(rates.size());
+    auto solve = [&](double mu) {
+      double sum = 0;
+      for (size_t i = 0; i < rates.size(); ++i) {
+        double best = -1e300;
+        for (double g : grid) {
+          const double v = Fresh(rates[i], g) - nu * Age(rates[i], g) - mu * g;
+          if (v > best) best = v, pick[i] = g;
+        }
+        sum += pick[i];
+      }
+      return sum / n;
+    };
+    double lo = 1e-6, hi = 1e4;
+    for (int it = 0; it < 60; ++it) {
+      const double mu = std::sqrt(lo * hi);
+      (solve(mu) > f ? lo : hi) = mu;
+    }
+    solve(hi);
+    double fresh = 0, age = 0;
+    for (size_t i = 0; i < rates.size(); ++i) {
+      fresh += Fresh(rates[i], pick[i]) / n;
+      age += Age(rates[i], pick[i]) / n;
+    }
+    std::printf("  front, price of age %.3f per s: freshness %.3f, age %.2f s\n", nu,
+                fresh, age);
+  }
+}
+
 // The schedules' bounds on the site's true rates, without a crawl.
 void PrintBounds(const Args& a) {
   SiteOptions so;
@@ -315,6 +356,7 @@ void PrintBounds(const Args& a) {
         "optimal %.3f (%.2fx; age %.2f s)\n",
         per_change, uniform.fresh, uniform.age, optimal.fresh,
         optimal.fresh / uniform.fresh, optimal.age);
+    if (per_change == 0.25) PrintFront(rates, f);  // the crawls' budget
   }
 }
 
