@@ -28,6 +28,7 @@
 #define CRAWLER_RESOLVER_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -47,6 +48,9 @@ struct ResolverOptions {
   int tries = 2;
   // Lookups sent at once at most; the others wait their turn in order.
   size_t max_in_flight = 256;
+  // The cache's clock in milliseconds (TTLs, refreshes, expiry); empty:
+  // steady_clock. Tests step one by hand, so no sleep decides an outcome.
+  std::function<int64_t()> now_ms = nullptr;
 };
 
 // The figures stats.json, the report and /metrics carry.

@@ -79,6 +79,8 @@ struct Resolver::Impl {
   };
 
   explicit Impl(const ResolverOptions& o) : options(o) {}
+
+  int64_t Now() const { return options.now_ms ? options.now_ms() : NowMs(); }
   ~Impl() {
     {
       MutexLock lock(mu);
@@ -164,7 +166,7 @@ struct Resolver::Impl {
 
   void Store(const std::string& host, int status, std::string address, int ttl,
              int64_t latency_us) {
-    const int64_t now = NowMs();
+    const int64_t now = Now();
     MutexLock lock(mu);
     --in_flight;
     ++figures.queries;
@@ -201,7 +203,7 @@ struct Resolver::Impl {
   // Every minute, expired entries leave the cache (a host is looked up
   // again when next fetched): it holds the hosts fetched lately, not all.
   void Sweep() REQUIRES(mu) {
-    const int64_t now = NowMs();
+    const int64_t now = Now();
     if (now < next_sweep_ms) return;
     next_sweep_ms = now + 60000;
     std::erase_if(cache, [&](const auto& kv) {
@@ -304,7 +306,7 @@ Result<std::unique_ptr<Resolver>> Resolver::Create(const ResolverOptions& option
 }
 
 Resolver::Answer Resolver::Lookup(std::string_view host, bool count) {
-  const int64_t now = NowMs();
+  const int64_t now = impl_->Now();
   Answer a;
   bool wake = false;
   {
