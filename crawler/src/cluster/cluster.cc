@@ -26,77 +26,44 @@ using namespace cluster_wire;  // NOLINT: this file's own formats
 
 Cluster::Cluster(const Config& config, JoinedJob joined, const std::string& out_dir)
     : cfg_(config.cluster),
-      token_(std::move(joined.token)),
-      seed_(joined.seed),
       redis_(std::move(joined.address), std::move(joined.redis)),
+      job_(std::move(joined)),
       members_(config.cluster.job, config.cluster.node, config.cluster.min_nodes,
                !config.cluster.shared_dir.empty()),
-      owners_(config.cluster.shards),
       sender_(
-          config.cluster, [this](const std::string& suffix) { return Key(suffix); },
-          out_dir),
+          config.cluster,
+          [this](const std::string& suffix) { return members_.Key(suffix); }, out_dir),
       receiver_(
-          config.cluster, [this](const std::string& suffix) { return Key(suffix); },
+          config.cluster,
+          [this](const std::string& suffix) { return members_.Key(suffix); },
           [this](const RedisReply& r, const char* what) {
             return redis_.Failed(r, what);
           }),
+      counters_(config.cluster.node, config.cluster.job),
       beats_(
           config.cluster.heartbeat_s,
           std::chrono::milliseconds(static_cast<int64_t>(config.cluster.lease_s * 1000))),
-      takeover_(!config.cluster.shared_dir.empty()),
+      full_(config.cluster.heartbeat_s),
+      states_(config.cluster, job_.seed, out_dir),
       tenure_(
           config.cluster.node, config.cluster.shards,
           std::chrono::milliseconds(static_cast<int64_t>(config.cluster.lease_s * 1000)),
-          takeover_),
-      continuous_(config.recrawl.enabled),
-      out_rel_(std::move(joined.out_rel)),
-      incarnation_(std::move(joined.incarnation)),
-      loads_([shards = config.cluster.shards, seed = joined.seed,
-              node = config.cluster.node,
-              history_import = out_dir + "/history.import"](const ShardLoad& load) {
-        return ReadShards(
-            load, [&](std::string_view host) { return ShardOfHost(host, seed, shards); },
-            history_import, node);
-      }),
-      ready_(new std::atomic<bool>[config.cluster.shards]),
-      given_(new std::atomic<bool>[config.cluster.shards]),
-      handoff_(config.cluster.node, config.cluster.shards, out_dir, ready_.get(),
+          states_.takeover()),
+      handoff_(config.cluster.node, config.cluster.shards, out_dir, states_.ready(),
                receiver_),
-      out_dir_(out_dir) {
-  figures_.node = cfg_.node;
-  figures_.job = cfg_.job;
-  owners_.SetWeights(joined.weights);
-  for (uint32_t s = 0; s < cfg_.shards; ++s) {
-    ready_[s] = false;
-    given_[s] = false;
-  }
-}
-
-Cluster::Health Cluster::health() const {
-  MutexLock lock(mu_);
-  return health_;
-}
-
-void Cluster::SetCrawlFigures(uint64_t pages, double pages_per_s) {
-  MutexLock lock(mu_);
-  figures_.pages = pages;
-  figures_.pages_per_s = pages_per_s;
-}
+      balancer_(cfg_, {members_, tenure_, states_, handoff_, beats_, redis_},
+                job_.weights, config.recrawl.enabled) {}
 
 Cluster::~Cluster() {
   stop_ = true;
   if (thread_.joinable()) thread_.join();
 }
 
-std::string Cluster::Key(const std::string& suffix) const { return members_.Key(suffix); }
-std::string Cluster::StreamKey(uint32_t shard) const {
-  return Key("s:" + std::to_string(shard));
-}
 Receiver::Shards Cluster::Readable(const std::vector<uint32_t>& shards) const {
   Receiver::Shards out;
   out.reserve(shards.size());
   for (uint32_t s : shards)
-    if (ready_[s].load() && tenure_.Valid(s))
+    if (states_.Ready(s) && tenure_.Valid(s))
       out.emplace_back(s, tenure_.leases().epoch(s));
   return out;
 }
@@ -130,7 +97,10 @@ Result<std::unique_ptr<Cluster>> Cluster::Join(const Config& config,
 
 Status Cluster::Retry(const std::atomic<bool>& stop, const char* what,
                       const std::function<bool()>& step) {
-  return redis_.Retry(stop, what, step, [this] { Reconnected(); });
+  return redis_.Retry(stop, what, step, [this] {
+    receiver_.Reconnected();  // a new connection: read at the next round
+    members_.StateUnknown();  // and this node's state written again
+  });
 }
 
 // Waits until the job has started (cluster.min_nodes have joined), with a
@@ -163,24 +133,22 @@ Status Cluster::Start(const std::atomic<bool>& stop, std::function<bool()> local
   if (!started.ok()) return started;
   const std::vector<std::string>& nodes = members_.nodes();
   // The placement over every node of the job (no assign read yet).
-  std::set<uint32_t> want(own_.from().shards.begin(), own_.from().shards.end());
-  for (uint32_t s = 0; s < cfg_.shards; ++s)
-    if (owners_.OwnerOf(nodes, s) == cfg_.node) want.insert(s);
+  std::set<uint32_t> want(states_.own().shards.begin(), states_.own().shards.end());
+  for (uint32_t s : balancer_.Placed(nodes)) want.insert(s);
   tenure_.SetWanted({want.begin(), want.end()});
-  {
-    MutexLock lock(mu_);
-    figures_.nodes = nodes.size();
-  }
+  counters_.SetNodes(nodes.size());
   // Every stream's group (a shard may come to this node later); where it
   // exists, Redis answers BUSYGROUP, which is fine.
   std::vector<std::vector<std::string>> create;
   for (uint32_t s = 0; s < cfg_.shards; ++s)
-    create.push_back({"XGROUP", "CREATE", StreamKey(s), "owners", "0", "MKSTREAM"});
-  if (takeover_) create.push_back({"HSET", Key("outdirs"), cfg_.node, out_rel_});
+    create.push_back({"XGROUP", "CREATE", members_.Key("s:" + std::to_string(s)),
+                      "owners", "0", "MKSTREAM"});
+  if (states_.takeover())
+    create.push_back({"HSET", members_.Key("outdirs"), cfg_.node, job_.out_rel});
   Status st = Retry(stop, "creating the consumer groups",
                     [&] { return redis_->Pipeline(create).ok(); });
   if (!st.ok()) return st;
-  if (takeover_ && own_.resumed() != nullptr) {
+  if (states_.takeover() && states_.resumed()) {
     // The checkpoint resumed from is the source of every shard it held. The
     // shards this process does not take at once (a node that joined
     // meanwhile has them now, or the lease of one with no hosts left, which
@@ -190,12 +158,17 @@ Status Cluster::Start(const std::atomic<bool>& stop, std::function<bool()> local
     // names it. (A chaos run hung on that: shard 6, with no hosts, held in
     // checkpoint 9, was taken 3 s after the resume, and every try to load it
     // failed with "no checkpoint 9".)
-    Status kept = handoff_.Keep(own_.from().sequence);
+    Status kept = handoff_.Keep(states_.own().sequence);
     if (!kept.ok()) return kept;
   }
   st = Retry(stop, "taking the shards' leases", [&] { return Heartbeat(); });
   if (!st.ok()) return st;
-  RestoreOwn();
+  // The stashed own state of the shards held again, for a worker.
+  if (const size_t dropped = states_.RestoreOwn(); dropped > 0)
+    spdlog::warn(
+        "cluster: {} queued URLs of this node's checkpoint belong to shards other nodes "
+        "took over while it was away: left to them",
+        dropped);
   std::string names;
   for (const std::string& n : nodes) names += (names.empty() ? "" : ",") + n;
   uint64_t held = 0, max_epoch = 0;
@@ -216,30 +189,13 @@ Status Cluster::Start(const std::atomic<bool>& stop, std::function<bool()> local
   return Status::Ok();
 }
 
-void Cluster::StashOwn(ShardState own) {
-  own_.Stash(std::move(own), [this](std::string_view host) { return ShardOf(host); });
-}
-
-void Cluster::RestoreOwn() {
-  size_t dropped = 0;
-  std::optional<ShardState> st =
-      own_.Take([this](std::string_view host) { return ShardOf(host); }, &dropped);
-  if (!st) return;
-  if (dropped > 0)
-    spdlog::warn(
-        "cluster: {} queued URLs of this node's checkpoint belong to shards other nodes "
-        "took over while it was away: left to them",
-        dropped);
-  loads_.Put(std::move(*st));
-}
-
 uint32_t Cluster::ShardOf(std::string_view host_key) const {
-  return ShardOfHost(host_key, seed_, cfg_.shards);
+  return states_.ShardOf(host_key);
 }
 
 bool Cluster::Owns(std::string_view url) const {
   uint32_t shard = ShardOf(frontier::HostKey(url));
-  return ready_[shard].load() && tenure_.Valid(shard);
+  return states_.Ready(shard) && tenure_.Valid(shard);
 }
 
 bool Cluster::Lapsed(std::string_view host_key) const {
@@ -247,14 +203,13 @@ bool Cluster::Lapsed(std::string_view host_key) const {
 }
 
 bool Cluster::GivenAway(std::string_view host_key) const {
-  const uint32_t shard = ShardOf(host_key);
-  return given_[shard].load() && !ready_[shard].load();
+  return states_.GivenAway(ShardOf(host_key));
 }
 
 bool Cluster::Fetchable(std::string_view host_key) const {
   uint32_t shard = ShardOf(host_key);
-  if (ready_[shard].load() && tenure_.Valid(shard)) return true;
-  deferred_.fetch_add(1);
+  if (states_.Ready(shard) && tenure_.Valid(shard)) return true;
+  counters_.Deferred();
   return false;
 }
 
@@ -275,7 +230,7 @@ bool Cluster::Quiet() const {
   // that published "idle" while it loaded could let the job end without
   // them, and lose them. (ShardLoads::Quiet is the exchange thread's: Quiet
   // is called from Publish.)
-  if (!loads_.Quiet()) return false;
+  if (!states_.Quiet()) return false;
   MutexLock lock(mu_);
   return receiver_.Quiet() && sender_.Quiet() && handoff_.Quiet();
 }
@@ -287,7 +242,7 @@ OutboxCut Cluster::OnCut(uint64_t sequence) {
   // the epochs the commit must still find.
   Commits::Held shards;
   for (const auto& [shard, epoch] : tenure_.Holding())
-    if (ready_[shard].load() || handoff_.BeingHanded(shard))
+    if (states_.Ready(shard) || handoff_.BeingHanded(shard))
       shards.emplace_back(shard, epoch);
   commits_.Cut(sequence, std::move(shards));
   // Handoffs drained before this cut: this checkpoint is their source.
@@ -297,16 +252,14 @@ OutboxCut Cluster::OnCut(uint64_t sequence) {
 }
 
 bool Cluster::CheckpointWanted() const {
-  const int64_t now = SteadyClock::now().time_since_epoch().count();
-  const int64_t beat = static_cast<int64_t>(cfg_.heartbeat_s * 3e9);
-  bool full =
-      now - full_seen_ns_.load() < beat && now - full_cut_ns_.load() > 2'000'000'000;
+  const auto now = SteadyClock::now();
+  const bool full = full_.Due(now);
   MutexLock lock(mu_);
   // Redis full: entries read since the last cut, or cut but waiting for a
-  // later commit to be acknowledged (AfterCommit), free Redis's memory only
+  // later commit to be acknowledged (Commit), free Redis's memory only
   // through checkpoints.
   if (full && receiver_.AwaitingCut()) {
-    full_cut_ns_ = now;
+    full_.CutAt(now);
     return true;
   }
   return handoff_.CutWanted();
@@ -318,10 +271,9 @@ void Cluster::GiveUp(uint64_t sequence, const std::vector<uint32_t>& shards) {
   for (uint32_t s : shards) {
     handoff_.GaveUp(s, sequence, given_up[s]);
     commits_.GaveUp(s);
-    given_[s] = true;
+    states_.GaveUp(s);
   }
-  figures_.leases_held -= std::min<uint64_t>(figures_.leases_held, shards.size());
-  figures_.shards_owned = figures_.leases_held;
+  counters_.LeasesGivenUp(shards.size());
 }
 
 Status Cluster::RestoreOutbox(const std::string& text, const std::string& path) {
@@ -337,26 +289,24 @@ void Cluster::OnPublished(uint64_t sequence) {
 
 bool Cluster::CommitPending() const {
   MutexLock lock(mu_);
-  return takeover_ && commits_.published() > receiver_.committed();
+  return states_.takeover() && commits_.published() > receiver_.committed();
 }
 
-void Cluster::AfterCommit(uint64_t sequence) {
-  sender_.Committed(sequence);
-  // Acknowledged once checkpoint.prev/ holds them (inbox.h); at the job's
-  // end, when nothing will be resumed, once committed.
-  receiver_.Committed(sequence, /*last=*/done_.load());
-}
-
-Cluster::Figures Cluster::figures() const {
-  Figures f;
-  {
-    MutexLock lock(mu_);
-    f = figures_;
-  }
+ClusterReport Cluster::figures() const {
+  ClusterReport f = counters_.report();
   sender_.Report(&f);
   receiver_.Report(&f);
-  f.fetches_deferred = deferred_.load();
+  f.shards_given = balancer_.shards_given();
   return f;
+}
+
+void Cluster::ShardsLoaded(const std::vector<uint32_t>& shards) {
+  MutexLock lock(mu_);
+  for (uint32_t s : shards) {
+    states_.Loaded(s);
+    receiver_.Claim(s);
+    handoff_.TakenBack(s);  // given up once, taken back: this node's again
+  }
 }
 
 }  // namespace crawler::engine

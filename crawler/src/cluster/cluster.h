@@ -5,19 +5,21 @@
 // outside this room includes its headers but cli/main.cc (entry.h); the
 // engine reaches a Cluster only as a Node (crawl/node.h).
 //
-// Cluster is the glue: the Node interface and the exchange thread's round.
-// What it decides it asks of its parts, each with its rules in its header
-// and its own unit tests (docs/architecture.md lists them): sender.h (the
-// sending side: outbox.h, spill.h and the back-off after refusals),
-// receiver.h (the receiving side: inbox.h, doorbell.h, the reads, claims
-// and reclaims), tenure.h (the shards wanted and held: leases.h),
+// Cluster is the glue: the Node interface (cluster.cc) and the exchange
+// thread's round (cluster_exchange.cc). What it decides it asks of its
+// parts, each with its rules in its header and its own unit tests
+// (docs/architecture.md lists them): sender.h (the sending side: outbox.h,
+// spill.h and the back-off after refusals), receiver.h (the receiving
+// side: inbox.h, doorbell.h, the reads, claims and reclaims), tenure.h (the
+// shards wanted and held, the fenced acknowledgements: leases.h),
 // handoff.h (the giving side of a shard's transfer: transfer.h, the
-// checkpoints kept for takers in kept_checkpoints.h), shard_loads.h (the
-// taking side), own_state.h (a resumed node's own state until Start),
-// commits.h, membership.h (join, start, state, end test, leave),
-// shard_owners.h and balance.h (placement), heartbeats.h (when the
-// heartbeat is due) and redis_link.h (the connection, its loss and Redis's
-// refusals).
+// checkpoints kept for takers in kept_checkpoints.h), shard_states.h (the
+// shards' state here and the taking side: shard_loads.h, own_state.h for a
+// resumed node's own state until Start), commits.h, membership.h (join,
+// start, state, end test, leave), balancer.h (the members read, the shards
+// wanted, work-aware giving: shard_owners.h, balance.h), heartbeats.h (when
+// the heartbeat is due), node_counters.h (the figures) and redis_link.h
+// (the connection, its loss and Redis's refusals).
 //
 // One node of a crawl shared by several machines through Redis ([cluster]).
 //
@@ -25,7 +27,7 @@
 // node by the placement over the job's live nodes (shard_owners.h:
 // rendezvous hashing with bounded loads by seed hosts), unless the hash
 // assign names a live node for the shard: work-aware placement (balance.h,
-// cluster_balance.cc) gives a busy node's heaviest shards to the least
+// balancer.h) gives a busy node's heaviest shards to the least
 // loaded node, through the handoff a join uses. The job seed and the shard count are
 // fixed in Redis when the job is created. A host's URLs, robots.txt,
 // politeness and page cap live on its owner only, so per-host politeness
@@ -42,7 +44,7 @@
 // node joins the running job and the shards it is given are handed over to
 // it (HandoffWork, handoff.h).
 //
-// Death and leave (cluster_takeover.cc). Without cluster.shared_dir a node
+// Death and leave (shard_states.h). Without cluster.shared_dir a node
 // that dies keeps its shards until it comes back with --resume. With it,
 // every checkpoint a node publishes is committed in Redis, fenced (each of
 // its shards must still be this node's with the same epoch), and becomes
@@ -132,20 +134,20 @@
 
 #include "base/mutex.h"
 #include "base/status.h"
-#include "cluster/balance.h"
+#include "cluster/balancer.h"
 #include "cluster/commits.h"
+#include "cluster/fate.h"
 #include "cluster/handoff.h"
 #include "cluster/heartbeats.h"
 #include "cluster/leases.h"
 #include "cluster/log_every.h"
 #include "cluster/membership.h"
-#include "cluster/own_state.h"
+#include "cluster/node_counters.h"
 #include "cluster/receiver.h"
 #include "cluster/redis.h"
 #include "cluster/redis_link.h"
 #include "cluster/sender.h"
-#include "cluster/shard_loads.h"
-#include "cluster/shard_owners.h"
+#include "cluster/shard_states.h"
 #include "cluster/tenure.h"
 #include "crawl/node.h"
 #include "crawler/checkpoint.h"
@@ -160,10 +162,6 @@ namespace crawler::engine {
 
 class Cluster final : public Node {
  public:
-  using Figures = ClusterReport;
-  using Health = ClusterHealth;
-  static constexpr auto kRttBounds = ClusterHealth::kRttBounds;
-
   // Connects and joins the job. Errors: Redis unreachable (kIoError, naming
   // the address), a refusal (kInvalidArgument, naming the reason).
   // `out_dir`: the crawl's output (the spill files go in OUT/cluster-outbox).
@@ -184,7 +182,9 @@ class Cluster final : public Node {
   // whether this node has nothing to do (called from the exchange thread).
   [[nodiscard]] Status Start(const std::atomic<bool>& stop,
                              std::function<bool()> local_idle) override;
-  void SetBacklogSource(BacklogSource source) override { backlog_ = std::move(source); }
+  void SetBacklogSource(BacklogSource source) override {
+    balancer_.SetBacklogSource(std::move(source));
+  }
 
   // After Start: does this node own `url`'s host? (It holds the lease of its
   // shard, by its own clock, and has its state loaded.)
@@ -196,26 +196,26 @@ class Cluster final : public Node {
   bool Lapsed(std::string_view host_key) const override;
   bool GivenAway(std::string_view host_key) const override;
 
-  // Takeover (cluster_takeover.cc): the state of shards taken over from a
+  // Takeover (shard_states.h): the state of shards taken over from a
   // dead or leaving node, for a worker to restore (inside a gate pass), then
   // ShardsLoaded. The error that stops this node (a shard it held was taken
   // by another node), if any.
-  std::optional<ShardState> TakeShardState() override EXCLUDES(mu_);
+  std::optional<ShardState> TakeShardState() override { return states_.Take(); }
   void ShardsLoaded(const std::vector<uint32_t>& shards) override EXCLUDES(mu_);
-  bool Failed() const override { return failed_.load(); }
-  bool Fenced() const override { return fenced_.load(); }
+  bool Failed() const override { return fate_.failed(); }
+  bool Fenced() const override { return fate_.fenced(); }
   // With shared_dir: a published checkpoint is not committed yet. No new one
   // is cut meanwhile: the committed one (a taker's source) must stay on disk
   // as checkpoint.prev/, which the next publish would replace.
   bool CommitPending() const override EXCLUDES(mu_);
-  Status failure() const override EXCLUDES(mu_);
+  Status failure() const override { return fate_.status(); }
   // On the way out (SIGTERM): after the last checkpoint is committed, give
   // the leases up so the other nodes take the shards over at once.
   void LeaveOnStop() override { leave_ = true; }
   // A resumed node with shared_dir: its checkpoint's frontier and hosts,
   // restored at Start only for the shards it still holds (the others were
   // taken over meanwhile: their new owners have them).
-  void StashOwn(ShardState own) override;
+  void StashOwn(ShardState own) override { states_.StashOwn(std::move(own)); }
 
   // Handoff (a node joined the job, or came back): a shard held here that
   // rendezvous hashing over the live nodes now gives another node is handed
@@ -262,7 +262,7 @@ class Cluster final : public Node {
   bool Quiet() const EXCLUDES(mu_);
 
   // The job is over (every node idle, every batch applied).
-  bool Done() const override { return done_.load(); }
+  bool Done() const override { return members_.done(); }
 
   // Checkpoint hooks: `sequence` cut (gate closed) / published. OnCut
   // returns the outbox (outbox.txt): every URL queued or in flight to
@@ -280,109 +280,59 @@ class Cluster final : public Node {
   [[nodiscard]] Status RestoreSpill() override { return sender_.RestoreSpill(); }
   void OnPublished(uint64_t sequence) override EXCLUDES(mu_);
 
-  Figures figures() const override EXCLUDES(mu_);
+  ClusterReport figures() const override;
   // Read at every heartbeat: owned shards' lag, the heartbeat's round trip.
-  Health health() const override EXCLUDES(mu_);
+  ClusterHealth health() const override { return counters_.health(); }
   // The crawl's own figures, published with the node's (cluster-stats).
-  void SetCrawlFigures(uint64_t pages, double pages_per_s) override EXCLUDES(mu_);
+  void SetCrawlFigures(uint64_t pages, double pages_per_s) override {
+    counters_.SetCrawl(pages, pages_per_s);
+  }
 
  private:
   Cluster(const Config& config, JoinedJob joined, const std::string& out_dir);
-  std::string Key(const std::string& suffix) const;
-  std::string StreamKey(uint32_t shard) const;
   // Those of `shards` readable now (state here, lease valid by this node's
   // clock), with their leases' epochs: what the receiver reads.
   Receiver::Shards Readable(const std::vector<uint32_t>& shards) const;
   void Loop();
   // One round of the exchange thread; false: the connection broke.
   bool Round(bool* did_something);
-  // Reads the owned shards' new entries (the receiver's doorbell says when).
-  bool Receive(bool* did_something);
-  bool AckPublished();
   // Renews the owned shards' leases (takes them at Start) in the same
   // pipeline as the liveness key, the node's figures and the lag.
   bool Heartbeat();
-  // The heartbeat's round trip, and the lag of the shards `asked` (the lag
-  // script's reply `lags`), for the metrics.
-  void RecordHeartbeat(double rtt, const std::vector<uint32_t>& asked, ReplyView lags)
-      EXCLUDES(mu_);
   // The heartbeat's lease replies, sent at `sent` (Tenure::Apply), and what
   // the round means for the node: its figures; a lease lost stops it.
   void ApplyLeases(ReplyView r, std::chrono::steady_clock::time_point sent) EXCLUDES(mu_);
-  // A lease newly this process's: its state is here, restored from the
-  // checkpoint this node resumed from, or loaded from the shard's source.
-  void Gained(uint32_t shard, const LeaseReply& reply, Tenure::Round* round);
-  // cluster_takeover.cc. The shards to renew or take at the next heartbeat:
-  // those held, and those ShardOwners::OwnerOf gives this node among `live`.
-  void Want(const std::vector<std::string>& live);
-  // The heartbeat's kMembersScript: its command, and its reply (the nodes,
-  // the live ones, assign when it moved; then Want, then Balance).
-  std::vector<std::string> MembersCommand() const;
-  void Members(ReplyView r);
-  // This node is busy: gives its heaviest shards (ShardsToGive) to `taker`,
-  // the least loaded live node (`load` URLs queued there; kGiveScript),
-  // and starts handing them over.
-  void Balance(const std::string& taker, uint64_t load) EXCLUDES(mu_);
-  // The queued URLs of the shards held here and ready (false: the crawl
-  // could not look now).
-  bool HeldBacklog(std::vector<ShardBacklog>* backlog);
-  // The heartbeat's load for kAliveScript: this node's queued URLs (0:
-  // idle), '-' when it is no taker (taking shards, leaving), '' unchanged.
-  std::string LoadToPublish();
   // Handoff (handoff.h, HandOver): `shards`, handed over in checkpoint
   // `sequence`, are given up here: not renewed, not asked for, in no
   // later cut.
   void GiveUp(uint64_t sequence, const std::vector<uint32_t>& shards) EXCLUDES(mu_);
-  // Loads the shards taken (loads_) from their sources, a round's step.
+  // Loads the shards taken from their sources (ShardStates::StepLoads), a
+  // round's step; where NODE's OUT is on shared_dir is in Redis (outdirs).
   void LoadTaken();
   // Start: waits until the job has started and fills nodes_.
   Status WaitForStart(const std::atomic<bool>& stop);
-  // Start: the stashed own state of the shards held again, for a worker.
-  void RestoreOwn() EXCLUDES(mu_);
-  // NODE's OUT on shared_dir, as it published it (HGET outdirs).
-  Result<std::string> OutDirOf(const std::string& node);
-  // Claims the pending entries of shards just loaded and reads them
-  // (Receiver::ClaimAndRead).
-  bool ClaimLoaded(bool* did_something);
   // Commits the newest published checkpoint (fenced); then acknowledges.
   bool Commit();
-  void AfterCommit(uint64_t sequence) EXCLUDES(mu_);
   bool Release();
-  void Fail(const std::string& why) EXCLUDES(mu_);  // kIoError: exit 1
-  void Fail(const Status& failure) EXCLUDES(mu_);   // its code: exit 2 if not I/O
-  bool Ready(uint32_t shard) const { return ready_[shard].load(); }
-  // This node's idle or busy, in Redis (*idle: which); the end test.
-  bool Publish(bool* idle);
-  bool CheckDone();
-  // A new connection: read at the next round, state written again.
-  void Reconnected();
-  // Redis refused something this round other than a send
-  // (RedisLink::refusal says what): logs it (every 30 s at most) and waits
-  // `backoff`, holding.
-  void WaitOutRefusal(std::chrono::milliseconds backoff) EXCLUDES(mu_);
-  // Holds every due batch (RAM, then spill files) for `wait`.
-  void HoldFor(std::chrono::milliseconds wait) EXCLUDES(mu_);
-  // RedisLink::Retry, Start's, with Reconnected.
+  // RedisLink::Retry, Start's; a new connection is read at the next round
+  // and this node's state written again.
   Status Retry(const std::atomic<bool>& stop, const char* what,
                const std::function<bool()>& step);
 
   const ClusterConfig cfg_;
-  const std::string token_;
-  const uint64_t seed_;
   // The exchange thread's connection (Join's, then Start's, before it), its
   // loss, reconnects and refusals (redis_link.h).
   RedisLink redis_;
+  // What the join brought (its connection is redis_'s): this process's
+  // token, the job's seed, its incarnation (each heartbeat checks it, so a
+  // node whose Redis lost its data stops, exit 2, instead of crawling on),
+  // OUT relative to shared_dir (published for takers), the weights.
+  const JoinedJob job_;
 
   // The job's nodes, this node's state in Redis, the end test (the
-  // exchange thread's; Start's before it).
+  // exchange thread's; Start's before it; done() any thread's).
   Membership members_;
   std::function<bool()> local_idle_;
-  BacklogSource backlog_;  // the crawl's queued URLs by host (Balance)
-  // Work-aware placement, the exchange thread's: where each shard lives
-  // (shard_owners.h), when this node last gave shards.
-  ShardOwners owners_;
-  std::chrono::steady_clock::time_point last_give_{};
-  RecentRate rate_;  // this node's pages per second (Balance)
 
   // The sending side: the outbox, its spill files, the back-off after
   // refusals (sender.h). Its own locks, taken after mu_ (Quiet) or alone.
@@ -392,53 +342,34 @@ class Cluster final : public Node {
   // after mu_ or alone.
   Receiver receiver_;
   mutable Mutex mu_;
-  Figures figures_ GUARDED_BY(mu_);
-  Health health_ GUARDED_BY(mu_);
+  NodeCounters counters_;  // its own lock
 
-  std::atomic<bool> done_{false}, stop_{false};
+  std::atomic<bool> stop_{false}, leave_{false};
+  Fate fate_;  // why this node stops (fate.h)
   // The exchange thread's.
   std::chrono::steady_clock::time_point last_state_{}, last_reclaim_{};
   // When heartbeats are due: 4x as often while shards this node wants are
   // not held yet (Want; heartbeats.h).
   Heartbeats beats_;
-  // Steady ns when a heartbeat last saw Redis flagged full, and of the last
-  // checkpoint wanted for it (CheckpointWanted).
-  std::atomic<int64_t> full_seen_ns_{0};
-  mutable std::atomic<int64_t> full_cut_ns_{0};
-  mutable std::atomic<uint64_t> deferred_{0};  // Fetchable said no
-  // Takeover. takeover_: cluster.shared_dir is set. ready_: the shard's state
-  // is here (set at its taking, or when a worker restored what was loaded).
-  const bool takeover_;
+  // Redis flagged full, as the heartbeats saw it: a cut is wanted
+  // (CheckpointWanted; heartbeats.h).
+  mutable FullFlag full_;
+  // The shards' state here: ready, given away, loading, a resumed node's
+  // own (shard_states.h).
+  ShardStates states_;
   // The shards wanted and held, their leases (tenure.h): the exchange
   // thread's (Start's before it); workers read only their validity
   // (Fetchable, Lapsed), a cut the epochs held (Holding).
   Tenure tenure_;
-  // [recrawl]: a continuous crawl, whose nodes are never idle. Its shards
-  // move by balancing only to an idle node (a history move reads the whole
-  // image: not to be paid for a gap in queues).
-  const bool continuous_;
-  const std::string out_rel_;  // OUT relative to shared_dir (published for takers)
-  // The job's incarnation (meta's "incarnation"): each heartbeat checks it,
-  // so a node whose Redis lost its data stops (exit 2) instead of crawling on.
-  const std::string incarnation_;
-  // The taking side: shards taken, loading, loaded for a worker.
-  ShardLoads loads_;
-  std::unique_ptr<std::atomic<bool>[]> ready_;
-  // Handed over by this node (GiveUp) and not gained since (Gained).
-  std::unique_ptr<std::atomic<bool>[]> given_;
   // Commits (commits.h): the shards (and epochs) each cut holds, what is
   // published and committed, where each shard's state came from.
   Commits commits_ GUARDED_BY(mu_);
-  // A resumed node's own checkpoint state, from StashOwn until Start
-  // restores the shards held again (own_state.h).
-  OwnState own_;
-  std::atomic<bool> failed_{false}, leave_{false};
-  std::atomic<bool> fenced_{false};  // failed_ because another node took shards
   // Handoff (see HandoffWork): the shards being given away, the workers'
   // flags, the checkpoints kept for their takers (handoff.h).
   Handoffs handoff_;
-  const std::string out_dir_;
-  Status failure_ GUARDED_BY(mu_);
+  // Where the shards are: the members, the shards wanted, work-aware giving
+  // (balancer.h). The exchange thread's.
+  Balancer balancer_;
   std::thread thread_;
 };
 

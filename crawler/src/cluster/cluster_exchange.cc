@@ -1,7 +1,9 @@
 // The exchange thread of a cluster node (see cluster.h): send due batches,
-// read this node's shards, acknowledge and trim what checkpoints hold,
-// heartbeat, publish the node's state, test the end; reconnect when Redis
-// goes away.
+// read this node's shards, claim and load the shards taken over, commit the
+// published checkpoints (fenced) and acknowledge and trim what they hold,
+// heartbeat (what the lease replies mean), hand shards over, publish the
+// node's state, test the end; reconnect when Redis goes away; give the
+// leases up on a leave.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -27,25 +29,17 @@ void Cluster::Loop() {
       if (!st.ok()) {
         if (stopping) return;
         const double down = redis_.down_s(SteadyClock::now());
-        {
-          MutexLock lock(mu_);
-          figures_.redis_down_s = down;
-        }
+        counters_.RedisDown(down);
         spdlog::warn("redis: down {:.0f} s ({}); retrying", down, st.message());
-        if (const size_t expired = tenure_.Expire()) {
-          MutexLock lock(mu_);
-          figures_.leases_held -= std::min<uint64_t>(figures_.leases_held, expired);
-          figures_.lease_losses += expired;
-        }  // past lease_s the workers stop: say so
-        HoldFor(backoff);
+        counters_.LeasesExpired(tenure_.Expire());  // past lease_s the workers stop
+        sender_.HoldFor(backoff, stop_);
         backoff = std::min(backoff * 2, std::chrono::milliseconds(2000));
         continue;
       }
       backoff = std::chrono::milliseconds(100);
-      Reconnected();
-      MutexLock lock(mu_);
-      figures_.redis_down_s = 0;
-      ++figures_.redis_reconnects;
+      receiver_.Reconnected();  // sends may have rung while it was away
+      members_.StateUnknown();
+      counters_.Reconnected();
       spdlog::info("redis: reconnected to {}", redis_.address().Text());
     }
     bool did = false;
@@ -54,7 +48,11 @@ void Cluster::Loop() {
       if (!redis_.refusal().empty()) {
         // Redis answers but refuses (full, a replica, cannot persist): no
         // reconnect, which would meet the same refusal at once.
-        WaitOutRefusal(backoff);
+        const std::string refusal = redis_.refusal();
+        if (redis_.TakeRefusal(SteadyClock::now()))
+          spdlog::warn("redis: {}; trying again with back-off", refusal);
+        counters_.LeasesExpired(tenure_.Expire());
+        sender_.HoldFor(backoff, stop_);
       } else {
         spdlog::warn("redis: connection to {} lost", redis_.address().Text());
         redis_.Lost(SteadyClock::now());
@@ -82,50 +80,36 @@ void Cluster::Loop() {
   }
 }
 
-void Cluster::WaitOutRefusal(std::chrono::milliseconds backoff) {
-  const std::string refusal = redis_.refusal();
-  if (redis_.TakeRefusal(SteadyClock::now()))
-    spdlog::warn("redis: {}; trying again with back-off", refusal);
-  if (const size_t expired = tenure_.Expire()) {
-    MutexLock lock(mu_);
-    figures_.leases_held -= std::min<uint64_t>(figures_.leases_held, expired);
-    figures_.lease_losses += expired;
-  }
-  HoldFor(backoff);
-}
-
-void Cluster::HoldFor(std::chrono::milliseconds wait) {
-  // Outbound batches are held meanwhile (RAM, then spill files).
-  for (auto slept = std::chrono::milliseconds(0); slept < wait && !stop_.load();
-       slept += std::chrono::milliseconds(100)) {
-    sender_.Hold();
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-}
-
-void Cluster::Reconnected() {
-  receiver_.Reconnected();  // sends may have rung while it was away
-  members_.StateUnknown();
-}
-
 bool Cluster::Round(bool* did) {
   auto now = SteadyClock::now();
-  if (const size_t expired = tenure_.Expire()) {
-    MutexLock lock(mu_);
-    figures_.leases_held -= std::min<uint64_t>(figures_.leases_held, expired);
-    figures_.lease_losses += expired;
-  }
+  counters_.LeasesExpired(tenure_.Expire());
   if (!sender_.SendDue(*redis_, stop_.load(), did)) return false;
-  if (!Receive(did)) return false;
-  if (!ClaimLoaded(did)) return false;
+  size_t got = 0;  // new entries (the receiver's doorbell says when to read)
+  if (!receiver_.ReadNew(*redis_, Readable(tenure_.wanted()), did, &got)) return false;
+  if (got > 0) members_.StateUnknown();  // the read script marked this node busy
+  // The pending entries of shards just loaded, claimed and read.
+  if (!receiver_.ClaimAndRead(
+          *redis_,
+          [this](const std::vector<uint32_t>& shards) { return Readable(shards); },
+          [this](uint32_t shard) { return tenure_.leases().Holds(shard); }, did))
+    return false;
   if (!Commit()) return false;
-  if (!AckPublished()) return false;
+  {
+    // Fenced by lease (Tenure::Acknowledge); what waits goes back.
+    Tenure::Acked acked = tenure_.Acknowledge(
+        *redis_, receiver_.TakeAcks(),
+        [this](uint32_t s) { return handoff_.Released(s); },
+        [this](const std::string& suffix) { return members_.Key(suffix); });
+    receiver_.Retry(std::move(acked.keep));
+    counters_.AcksFenced(acked.fenced);
+    if (!acked.ok) return false;
+  }
   // 4x as often while shards this node wants are not held yet (Want).
   if (beats_.Due(now)) {
     members_.StateUnknown();  // a lease taken marks this node busy
     if (!Heartbeat()) return false;
   }
-  if (!failed_.load() &&
+  if (!fate_.failed() &&
       !handoff_.HandOver(*redis_, members_, receiver_.committed(),
                          [this](uint64_t sequence, const std::vector<uint32_t>& shards) {
                            GiveUp(sequence, shards);
@@ -145,50 +129,48 @@ bool Cluster::Round(bool* did) {
     last_state_ = now;
     // A busy node's job is not done (its own state says busy): the end
     // test is asked only by idle nodes.
-    bool idle = false;
-    if (!Publish(&idle) || (idle && !CheckDone())) return false;
+    const bool idle = local_idle_ && local_idle_() && Quiet();
+    if (!members_.Publish(redis_, idle) || (idle && !members_.TestDone(redis_)))
+      return false;
   }
-  return true;
-}
-
-bool Cluster::Receive(bool* did) {
-  size_t got = 0;
-  if (!receiver_.ReadNew(*redis_, Readable(tenure_.wanted()), did, &got)) return false;
-  if (got > 0) members_.StateUnknown();  // the read script marked this node busy
   return true;
 }
 
 // One pipelined round trip, read back in send order.
 bool Cluster::Heartbeat() {
-  Figures f = figures();
+  ClusterReport f = figures();
   f.updated_unix =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
           .count();
   std::vector<std::vector<std::string>> cmds = {
-      {"EVAL", kAliveScript, "3", Key("alive:" + cfg_.node), Key("stats"), Key("load"),
-       token_, std::to_string(static_cast<int64_t>(cfg_.heartbeat_s * 3000)), cfg_.node,
-       json::serialize(json::value_from(f)), LoadToPublish()}};
+      {"EVAL", kAliveScript, "3", members_.Key("alive:" + cfg_.node),
+       members_.Key("stats"), members_.Key("load"), job_.token,
+       std::to_string(static_cast<int64_t>(cfg_.heartbeat_s * 3000)), cfg_.node,
+       json::serialize(json::value_from(f)),
+       balancer_.LoadToPublish(!fate_.failed() && !leave_.load())}};
   // Redis full: this node's sends are refused; every node reads the flag.
   if (sender_.refusing())
-    cmds.push_back({"EVAL", kFullScript, "1", Key("full"), cfg_.node,
+    cmds.push_back({"EVAL", kFullScript, "1", members_.Key("full"), cfg_.node,
                     std::to_string(static_cast<int64_t>(cfg_.heartbeat_s * 3000))});
   const size_t full_at = cmds.size();
-  cmds.push_back({"EXISTS", Key("full")});
+  cmds.push_back({"EXISTS", members_.Key("full")});
   const size_t meta_at = cmds.size();
-  cmds.push_back({"HGET", Key("meta"), "incarnation"});
+  cmds.push_back({"HGET", members_.Key("meta"), "incarnation"});
   // With takeover: which nodes are alive (the shards this node wants next).
-  bool members = takeover_ && !members_.nodes().empty();
+  bool members = states_.takeover() && !members_.nodes().empty();
   const size_t members_at = cmds.size();
-  if (members) cmds.push_back(MembersCommand());
+  if (members) cmds.push_back(balancer_.MembersCommand());
   // Shards given up, kept handoff checkpoints: the handoff's questions.
-  const Handoffs::Asked handed =
-      handoff_.Ask([this](const std::string& suffix) { return Key(suffix); }, &cmds);
+  const Handoffs::Asked handed = handoff_.Ask(
+      [this](const std::string& suffix) { return members_.Key(suffix); }, &cmds);
   size_t lease_at = cmds.size();
   std::vector<uint32_t> asked = tenure_.wanted();
   if (!asked.empty()) {  // the leases; the owned shards' lag, for the metrics
-    cmds.push_back(tenure_.Command([this](const std::string& k) { return Key(k); }));
+    cmds.push_back(
+        tenure_.Command([this](const std::string& k) { return members_.Key(k); }));
     cmds.push_back({"EVAL", kLagScript, std::to_string(asked.size())});
-    for (uint32_t s : asked) cmds.back().push_back(StreamKey(s));
+    for (uint32_t s : asked)
+      cmds.back().push_back(members_.Key("s:" + std::to_string(s)));
   }
   auto start = SteadyClock::now();
   auto r = redis_->Pipeline(cmds);
@@ -198,65 +180,154 @@ bool Cluster::Heartbeat() {
     if (redis_.Failed((*r)[lease_at], "lease renewal")) return false;
     ApplyLeases((*r)[lease_at].view(), start);
   }
-  if (!incarnation_.empty() && !(*r)[meta_at].IsError() &&
-      (*r)[meta_at].Str() != incarnation_) {
+  if (!job_.incarnation.empty() && !(*r)[meta_at].IsError() &&
+      (*r)[meta_at].Str() != job_.incarnation) {
     // Redis lost its data (restarted empty) or is another server now.
-    JobIdentity mine{cfg_.job, incarnation_, seed_};
-    Fail(JobLost((*r)[meta_at].IsNil() ? "missing" : "incarnation", (*r)[meta_at].Str(),
-                 mine, redis_.address()));
+    JobIdentity mine{cfg_.job, job_.incarnation, job_.seed};
+    fate_.Fail(JobLost((*r)[meta_at].IsNil() ? "missing" : "incarnation",
+                       (*r)[meta_at].Str(), mine, redis_.address()));
     return true;
   }
-  if ((*r)[full_at].Int() == 1)
-    full_seen_ns_ = SteadyClock::now().time_since_epoch().count();
+  if ((*r)[full_at].Int() == 1) full_.Seen(SteadyClock::now());
   handoff_.Answers(handed, *r);
-  if (members && !(*r)[members_at].IsError()) Members((*r)[members_at].view());
+  if (members && !(*r)[members_at].IsError()) {
+    balancer_.Members((*r)[members_at].view(),
+                      {f.pages, f.pages_per_s, !fate_.failed() && !leave_.load()});
+    counters_.SetNodes(members_.nodes().size());
+  }
   const ReplyView lags =
       r->size() > lease_at + 1 ? (*r)[lease_at + 1].view() : ReplyView();
-  RecordHeartbeat(rtt, asked, lags);
+  counters_.Heartbeat(rtt, asked, lags, tenure_.leases());
   return true;
 }
 
-void Cluster::RecordHeartbeat(double rtt, const std::vector<uint32_t>& asked,
-                              ReplyView lags) {
+void Cluster::ApplyLeases(ReplyView r, SteadyClock::time_point sent) {
+  const std::optional<Tenure::Round> round = tenure_.Apply(
+      r, sent, states_.ready(),
+      [this](uint32_t s, const LeaseReply& reply, Tenure::Round* in) {
+        // A lease newly this process's: its state is here,
+        // restored from the checkpoint this node resumed
+        // from, or loaded from the shard's source.
+        const ShardStates::Origin o = states_.Gained(s, reply, handoff_.Released(s), in);
+        if (o.kind == ShardStates::Origin::Kind::kNone) return;
+        MutexLock lock(mu_);
+        if (o.kind == ShardStates::Origin::Kind::kFrom)
+          commits_.From(s, o.from);
+        else
+          commits_.Forget(s);
+      });
+  if (!round) return;
+  counters_.LeaseRound(round->held, round->unnoticed.size());
+  if (round->lost.empty()) return;
+  // Another node has them, from this node's last committed checkpoint: what
+  // this process did since is void.
+  fate_.Fail("lease renewal refused: " + std::to_string(round->lost.size()) +
+                 " shards this node held were taken by another node (the first " +
+                 round->lost_to + ") while it was paused or cut off; its work since " +
+                 "its last committed checkpoint is void (the new owners redo it from " +
+                 "there)",
+             /*fenced=*/true);
+}
+
+void Cluster::LoadTaken() {
+  // A shard this node gave up and took back waits until a worker has
+  // dropped what it had.
+  auto out_dir_of = [this](const std::string& node) -> Result<std::string> {
+    auto rel = redis_->Command({"HGET", members_.Key("outdirs"), node});
+    if (!rel.ok()) return rel.status();
+    if (!rel->view().string())
+      return Status::Error(Status::Code::kIoError,
+                           "node '" + node + "' published no output directory");
+    return cfg_.shared_dir + "/" + rel->Str();
+  };
+  auto done =
+      states_.StepLoads(out_dir_of, [this](uint32_t s) { return handoff_.Dropping(s); });
+  if (!done) return;
+  counters_.ShardLoad(done->seconds, done->urls, done->end_unix);
   MutexLock lock(mu_);
-  size_t bucket = 0;
-  while (bucket < kRttBounds.size() && rtt > kRttBounds[bucket]) ++bucket;
-  if (bucket < kRttBounds.size()) ++health_.rtt_buckets[bucket];
-  ++health_.rtt_count;
-  health_.rtt_sum_s += rtt;
-  if (lags.array() && lags.size() == asked.size()) {
-    health_.owned_lag.clear();
-    for (size_t i = 0; i < asked.size(); ++i) {
-      if (tenure_.leases().state(asked[i]) != Leases::State::kHeld) continue;
-      health_.owned_lag.emplace_back(asked[i], lags[i].count());
+  for (uint32_t s : done->shards) commits_.From(s, done->from);
+}
+
+bool Cluster::Commit() {
+  // A node that lost shards to another (Fail) commits nothing more: a
+  // checkpoint cut after ApplyLeases dropped the lost shards from Holding
+  // would name none of them, pass the fence, and become what --resume
+  // starts from, with pages the new owners fetch again (an ASan run of the
+  // zombie test found 4 URLs twice that way).
+  if (fate_.failed()) return true;
+  // Leases of shards handed over are given up before any later checkpoint
+  // (which no longer holds them) is committed: Redis never shows this node
+  // holding a shard its committed checkpoint lacks.
+  if (!handoff_.SendReleases(*redis_, members_)) return false;
+  std::optional<Commits::Request> req;
+  uint64_t last = 0;
+  {
+    MutexLock lock(mu_);
+    req = commits_.Next();
+    last = commits_.committed();
+  }
+  if (!req) return true;
+  std::vector<std::string> cmd = {"EVAL",
+                                  kCommitScript,
+                                  "4",
+                                  members_.Key("holder"),
+                                  members_.Key("source"),
+                                  members_.Key("commits"),
+                                  members_.Key("source_prev"),
+                                  cfg_.node,
+                                  std::to_string(req->sequence)};
+  cmd.insert(cmd.end(), req->args.begin(), req->args.end());
+  auto r = redis_->Command(cmd);
+  if (!r.ok()) return false;
+  if (redis_.Failed(*r, "commit")) return false;
+  if ((*r)[0].str() == "fenced") {
+    {
+      counters_.AcksFenced(1);
+      MutexLock lock(mu_);
+      commits_.Refused(*req);  // not again
+    }
+    fate_.Fail("the commit of checkpoint " + std::to_string(req->sequence) +
+                   " was refused by Redis (fenced): shard " + (*r)[1].str() +
+                   " is now '" + (*r)[2].str() +
+                   "'; this node's work since its last committed checkpoint (" +
+                   std::to_string(last) + ") is void",
+               /*fenced=*/true);
+    return true;
+  }
+  {
+    MutexLock lock(mu_);
+    commits_.Accepted(*req);
+  }
+  sender_.Committed(req->sequence);
+  // Acknowledged once checkpoint.prev/ holds them (inbox.h); at the job's
+  // end, when nothing will be resumed, once committed.
+  receiver_.Committed(req->sequence, /*last=*/members_.done());
+  return true;
+}
+
+bool Cluster::Release() {
+  if (fate_.failed()) return true;
+  {
+    MutexLock lock(mu_);
+    if (commits_.Pending()) {
+      spdlog::warn(
+          "cluster: checkpoint {} is not committed; the leases are kept (they expire)",
+          commits_.published());
+      return true;
     }
   }
-}
-
-bool Cluster::Publish(bool* idle_out) {
-  bool idle = local_idle_ && local_idle_() && Quiet();
-  *idle_out = idle;
-  // Written when it changes (a read or a lease taken also mark this node
-  // busy in Redis: unknown then), and at every heartbeat.
-  auto cmd = members_.StateCommand(idle);
-  if (!cmd) return true;
-  auto r = redis_->Command(*cmd);
-  const bool ok = r.ok() && !redis_.Failed(*r, "state");
-  members_.StateWritten(ok);
-  return ok;
-}
-
-bool Cluster::CheckDone() {
-  // The first look costs O(1); the full test, O(nodes), runs only when it
-  // cannot tell (every live node idle, every batch read).
-  auto hint = redis_->Command(members_.DoneHintCommand());
-  if (!hint.ok() || redis_.Failed(*hint, "end test")) return false;
-  if (hint->Int() == 0) return true;
-  auto r = redis_->Command(members_.DoneCommand());
-  if (!r.ok() || redis_.Failed(*r, "end test")) return false;
-  if (r->Int() == 1 && !done_.exchange(true))
-    spdlog::info("cluster: job {} is done (every node idle, every batch applied)",
-                 cfg_.job);
+  std::vector<std::pair<uint32_t, std::string>> held;
+  for (uint32_t s : tenure_.wanted())
+    if (tenure_.leases().Holds(s)) held.emplace_back(s, tenure_.leases().Token(s));
+  auto r = redis_->Pipeline(members_.LeaveCommands(held));
+  if (!r.ok() || (*r)[0].IsError()) return false;
+  uint64_t committed = 0;
+  {
+    MutexLock lock(mu_);
+    committed = commits_.committed();
+  }
+  spdlog::info("cluster: left job {}: {} leases given up (last commit: checkpoint {})",
+               cfg_.job, (*r)[0].Int(), committed);
   return true;
 }
 

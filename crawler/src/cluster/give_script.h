@@ -1,4 +1,4 @@
-// Work-aware placement's give (balance.h, cluster_balance.cc): the Lua
+// Work-aware placement's give (balance.h, balancer.h): the Lua
 // script a busy node runs to hand shards to the least loaded node. Apart
 // from cluster_wire.h, which every cluster file includes: only the giver
 // and its tests use it.

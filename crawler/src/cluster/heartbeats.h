@@ -15,6 +15,7 @@
 #define CRAWLER_CLUSTER_HEARTBEATS_H_
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <set>
@@ -56,6 +57,33 @@ class Heartbeats {
   const Clock::duration period_, eager_period_, lease_ttl_;
   Clock::time_point last_{}, eager_until_{};
   std::set<uint32_t> unheld_;
+};
+
+// Redis flagged full (kFullScript: some node's sends are refused), as the
+// heartbeats read it: while it was seen within the last three heartbeats,
+// a checkpoint is wanted at most every 2 s, so that the entries read here
+// since the last cut are acknowledged and trimmed, which frees Redis's
+// memory (Cluster::CheckpointWanted). Any thread.
+class FullFlag {
+ public:
+  using Clock = std::chrono::steady_clock;
+  explicit FullFlag(double heartbeat_s)
+      : window_(std::chrono::duration_cast<Clock::duration>(
+            std::chrono::duration<double>(3 * heartbeat_s))) {}
+  void Seen(Clock::time_point now) { seen_ = now.time_since_epoch().count(); }
+  // Is a cut for it due at `now`? CutAt: one was wanted then.
+  bool Due(Clock::time_point now) const {
+    const Clock::rep t = now.time_since_epoch().count();
+    return t - seen_.load() < window_.count() &&
+           t - cut_.load() >
+               std::chrono::duration_cast<Clock::duration>(std::chrono::seconds(2))
+                   .count();
+  }
+  void CutAt(Clock::time_point now) { cut_ = now.time_since_epoch().count(); }
+
+ private:
+  const Clock::duration window_;
+  std::atomic<Clock::rep> seen_{0}, cut_{0};
 };
 
 // The Lua scripts this part runs (lua_functions.h has the shared rule).

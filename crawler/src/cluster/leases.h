@@ -5,7 +5,7 @@
 // heartbeat's lease replies (Apply), the passing of time (Expire), a fenced
 // acknowledge (Fenced) and a handoff (GiveUp); workers only read Valid and
 // Lapsed. What a change means for the shard's state (load it, restore it,
-// stop the node) is the caller's (cluster_lease.cc). Unit-tested without
+// stop the node) is the caller's (shard_states.h, cluster.h). Unit-tested without
 // Redis (cluster_lease_table_test.cc).
 //
 // The rules it keeps:

@@ -256,4 +256,26 @@ std::vector<std::vector<std::string>> Membership::LeaveCommands(
   return {ReleaseCommand(leases), {"DEL", Key("alive:" + node_)}};
 }
 
+bool Membership::Publish(RedisLink& redis, bool idle) {
+  // Written when it changes (a read or a lease taken also mark this node
+  // busy in Redis: unknown then), and at every heartbeat.
+  auto cmd = StateCommand(idle);
+  if (!cmd) return true;
+  auto r = redis->Command(*cmd);
+  const bool ok = r.ok() && !redis.Failed(*r, "state");
+  StateWritten(ok);
+  return ok;
+}
+
+bool Membership::TestDone(RedisLink& redis) {
+  auto hint = redis->Command(DoneHintCommand());
+  if (!hint.ok() || redis.Failed(*hint, "end test")) return false;
+  if (hint->Int() == 0) return true;
+  auto r = redis->Command(DoneCommand());
+  if (!r.ok() || redis.Failed(*r, "end test")) return false;
+  if (r->Int() == 1 && !done_.exchange(true))
+    spdlog::info("cluster: job {} is done (every node idle, every batch applied)", job_);
+  return true;
+}
+
 }  // namespace crawler::engine

@@ -22,6 +22,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -32,6 +33,7 @@
 #include "base/status.h"
 #include "cluster/lua_functions.h"
 #include "cluster/redis.h"
+#include "cluster/redis_link.h"
 #include "crawler/config.h"
 
 namespace crawler::engine {
@@ -83,6 +85,15 @@ class Membership {
   std::vector<std::string> DoneHintCommand() const;
   std::vector<std::string> DoneCommand() const;
 
+  // The exchange thread's. False: the round failed (RedisLink::Failed).
+  // Writes this node's state when it changed (StateCommand).
+  bool Publish(RedisLink& redis, bool idle);
+  // The end test (an idle node's): the first look costs O(1); the full
+  // test, O(nodes), runs only when that cannot tell. done() once it says
+  // so (any thread).
+  bool TestDone(RedisLink& redis);
+  bool done() const { return done_.load(); }
+
   // Gives up `leases` (shard, "NODE EPOCH"): each is deleted only while it
   // is still that token's (kReleaseScript), so a release sent twice is
   // harmless. Replies how many it deleted.
@@ -98,6 +109,7 @@ class Membership {
   const uint32_t min_nodes_;
   const bool takeover_;
   std::vector<std::string> nodes_;
+  std::atomic<bool> done_{false};
   State sent_ = State::kUnknown, asked_ = State::kUnknown;
   bool busy_ = false;
 };

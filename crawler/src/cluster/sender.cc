@@ -8,6 +8,7 @@
 #include <deque>
 #include <iterator>
 #include <map>
+#include <thread>
 #include <utility>
 
 #include "cluster/cluster_wire.h"
@@ -188,6 +189,14 @@ void Sender::Hold() {
     outbox_.HoldDue(Clock::now());
   }
   SpillIfOver();
+}
+
+void Sender::HoldFor(std::chrono::milliseconds wait, const std::atomic<bool>& stop) {
+  for (auto slept = std::chrono::milliseconds(0); slept < wait && !stop.load();
+       slept += std::chrono::milliseconds(100)) {
+    Hold();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
 }
 
 std::vector<OutBatch> Sender::Select(bool flush_all) {

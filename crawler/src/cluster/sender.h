@@ -28,6 +28,7 @@
 #ifndef CRAWLER_CLUSTER_SENDER_H_
 #define CRAWLER_CLUSTER_SENDER_H_
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -85,6 +86,9 @@ class Sender {
   // Redis down or refusing: the due batches are held (spilled past
   // outbox_ram_urls).
   void Hold() EXCLUDES(spill_mu_, mu_);
+  // Holds them for `wait` (a 100 ms tick), or until `stop` is set.
+  void HoldFor(std::chrono::milliseconds wait, const std::atomic<bool>& stop)
+      EXCLUDES(spill_mu_, mu_);
   bool refusing() const { return backoff_.refusing(); }
 
  private:

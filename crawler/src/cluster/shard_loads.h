@@ -5,7 +5,7 @@
 // the state loaded (or a resumed node's own, Put), waiting for a worker to
 // restore it inside a gate pass (Take). The exchange thread drives it (Want,
 // Step); workers only Take. What a lease reply means (load, restore, own at
-// once) is the caller's (cluster_lease.cc); reading a checkpoint is
+// once) is the caller's (shard_states.h); reading a checkpoint is
 // ReadShards below. Unit-tested without Redis (cluster_loads_test.cc).
 //
 // The rules it keeps:
@@ -42,7 +42,7 @@
 
 namespace crawler::engine {
 
-// What a lease newly this process's means for its shard (cluster_lease.cc):
+// What a lease newly this process's means for its shard (shard_states.h):
 // its state is loaded from a source checkpoint (kLoad: `source`, and `prev`
 // should that one be damaged), restored from the checkpoint this node
 // resumed from (kRestoreOwn), or it is here already (kReady: a new shard, a

@@ -8,9 +8,14 @@
 #include <algorithm>
 #include <charconv>
 
+#include "cluster/cluster_wire.h"
+
 namespace crawler::engine {
 
 using SteadyClock = std::chrono::steady_clock;
+using cluster_wire::kAckScript;
+using cluster_wire::ParseStreamId;
+using cluster_wire::StreamId;
 
 namespace {
 int64_t NowNs() { return SteadyClock::now().time_since_epoch().count(); }
@@ -138,6 +143,69 @@ size_t Tenure::Expire() {
 std::map<uint32_t, uint64_t> Tenure::Holding() const {
   MutexLock lock(mu_);
   return holding_;
+}
+
+Tenure::Acked Tenure::Acknowledge(
+    Redis& redis, std::vector<StreamEntry> acks,
+    const std::function<bool(uint32_t)>& released,
+    const std::function<std::string(const std::string&)>& key) {
+  Acked out;
+  std::vector<StreamEntry>& keep = out.keep;
+  std::map<uint32_t, std::vector<std::string>> by_shard;
+  for (StreamEntry& a : acks) {
+    if (leases_.epoch(a.shard) == 0 && released(a.shard)) {
+      continue;  // handed over: its new owner claims what is still pending
+    } else if (leases_.epoch(a.shard) == 0) {
+      keep.push_back(std::move(a));
+    } else {
+      by_shard[a.shard].push_back(std::move(a.id));
+    }
+  }
+  std::vector<std::vector<std::string>> cmds;
+  for (auto& [shard, ids] : by_shard) {
+    // With none left pending, every entry up to the newest acknowledged one
+    // goes (MINID keeps IDs >= its argument: the next ID after it).
+    StreamId newest{0, 0};
+    for (const std::string& id : ids) newest = std::max(newest, ParseStreamId(id));
+    std::vector<std::string> cmd = {
+        "EVAL",
+        kAckScript,
+        "2",
+        key("s:" + std::to_string(shard)),
+        key("lease:" + std::to_string(shard)),
+        leases_.Token(shard),
+        std::to_string(newest.first) + "-" + std::to_string(newest.second + 1)};
+    cmd.insert(cmd.end(), ids.begin(), ids.end());
+    cmds.push_back(std::move(cmd));
+  }
+  auto replies = cmds.empty() ? Result<std::vector<RedisReply>>(std::vector<RedisReply>())
+                              : redis.Pipeline(cmds);
+  if (replies.ok()) {
+    size_t i = 0;
+    for (auto& [shard, ids] : by_shard) {
+      const RedisReply& r = (*replies)[i++];
+      const std::string verdict = r[0].str();
+      if (verdict == "ok") continue;
+      if (verdict == "fenced") {
+        ++out.fenced;
+        spdlog::warn(
+            "cluster: shard {}: acknowledge and trim refused by Redis (fenced): this "
+            "node's lease is epoch {}, the shard's lease is '{}'",
+            shard, leases_.epoch(shard), r[1].str());
+        // The next heartbeat, with this epoch, tells: taken again (it only
+        // expired) or lost to another node.
+        leases_.Fenced(shard);
+      } else {
+        spdlog::warn("redis: acknowledge of shard {}: {}", shard, r.Str());
+      }
+      for (std::string& id : ids) keep.push_back(StreamEntry{shard, std::move(id)});
+    }
+  } else {
+    for (auto& [shard, ids] : by_shard)
+      for (std::string& id : ids) keep.push_back(StreamEntry{shard, std::move(id)});
+  }
+  out.ok = replies.ok();
+  return out;
 }
 
 }  // namespace crawler::engine

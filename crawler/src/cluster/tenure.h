@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "base/mutex.h"
+#include "cluster/inbox.h"
 #include "cluster/leases.h"
 #include "cluster/redis.h"
 
@@ -80,6 +81,21 @@ class Tenure {
   size_t Expire();
   // The shards held and their epochs, as the last round left them.
   std::map<uint32_t, uint64_t> Holding() const EXCLUDES(mu_);
+
+  // Acknowledges and trims what published checkpoints hold (`acks`), one
+  // fenced kAckScript per shard. Acks of a shard whose lease is not held
+  // wait (for a lease taken again), but those of a shard `released` (handed
+  // over: its new owner claims what is still pending) go; Redis refuses
+  // those of an epoch it no longer has (the lease is marked Fenced: the
+  // next heartbeat tells whether it only expired or was lost).
+  struct Acked {
+    std::vector<StreamEntry> keep;  // to try again
+    uint64_t fenced = 0;            // shards Redis refused
+    bool ok = true;                 // false: the connection broke
+  };
+  Acked Acknowledge(Redis& redis, std::vector<StreamEntry> acks,
+                    const std::function<bool(uint32_t)>& released,
+                    const std::function<std::string(const std::string&)>& key);
 
  private:
   void Log(const Round& round) const;

@@ -1,25 +1,61 @@
-// Placement of shards on the live nodes (see cluster.h, Ownership, and
-// balance.h): the placement (shard_owners.h), overridden by the hash assign,
-// which a busy node writes when it gives shards to the least loaded one; the
-// heartbeat's read of the members and of assign, and its load.
+// See balancer.h.
+#include "cluster/balancer.h"
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <charconv>
 #include <map>
+#include <set>
 
-#include "cluster/cluster.h"
 #include "cluster/cluster_wire.h"
 #include "cluster/give_script.h"
-#include "frontier/frontier.h"
 
 namespace crawler::engine {
 
 using namespace cluster_wire;  // NOLINT: the formats this file speaks
 
-std::vector<std::string> Cluster::MembersCommand() const {
+Balancer::Balancer(const ClusterConfig& cfg, Parts parts,
+                   const std::vector<uint32_t>& weights, bool continuous)
+    : cfg_(cfg), p_(parts), continuous_(continuous), owners_(cfg.shards) {
+  owners_.SetWeights(weights);
+}
+
+std::vector<uint32_t> Balancer::Placed(const std::vector<std::string>& nodes) {
+  std::vector<uint32_t> out;
+  for (uint32_t s = 0; s < cfg_.shards; ++s)
+    if (owners_.OwnerOf(nodes, s) == cfg_.node) out.push_back(s);
+  return out;
+}
+
+void Balancer::Want(const std::vector<std::string>& live) {
+  std::set<uint32_t> want;
+  for (uint32_t s : p_.tenure.wanted()) {
+    if (p_.tenure.leases().Holds(s)) want.insert(s);
+  }
+  if (std::find(live.begin(), live.end(), cfg_.node) != live.end()) {
+    for (uint32_t s = 0; s < cfg_.shards; ++s) {
+      const std::string& owner = owners_.OwnerOf(live, s);
+      if (owner == cfg_.node) want.insert(s);
+      // Held here, loaded, another live node's now (it joined, or came
+      // back): handed over (or, if that node went away meanwhile, kept).
+      if (want.count(s) > 0 && !p_.states.Loading(s) &&
+          (p_.states.Ready(s) || p_.handoff.Handing(s)))
+        p_.handoff.HandTo(s, owner);
+    }
+  }
+  // Shards being loaded stay asked for (their lease is renewed meanwhile).
+  for (const auto& [s, source] : p_.states.loading()) want.insert(s);
+  p_.tenure.SetWanted({want.begin(), want.end()});
+  std::set<uint32_t> unheld;
+  for (uint32_t s : want)
+    if (!p_.tenure.leases().Holds(s) && !p_.states.Loading(s)) unheld.insert(s);
+  p_.beats.Unheld(std::move(unheld), SteadyClock::now());
+}
+
+std::vector<std::string> Balancer::MembersCommand() const {
   // The least loaded node is looked for only by a busy node that may give.
-  const bool want_taker = cfg_.balance && backlog_ != nullptr && members_.busy();
+  const bool want_taker = cfg_.balance && backlog_ != nullptr && p_.members.busy();
   return {"EVAL",
           kMembersScript,
           "4",
@@ -34,11 +70,11 @@ std::vector<std::string> Cluster::MembersCommand() const {
           Key("reserve:")};
 }
 
-void Cluster::Members(ReplyView r) {
+void Balancer::Members(ReplyView r, const Crawl& crawl) {
   // The node set grows when a node joins a running job.
   const ReplyView version = r[2], assign = r[3], least = r[4];
   const std::vector<std::string> live = r[1].strings();
-  members_.SetNodes(r[0].strings());
+  p_.members.SetNodes(r[0].strings());
   if (!version.nil() && assign.array()) {
     std::vector<std::pair<std::string, std::string>> pairs;
     assign.ForEachPair([&](ReplyView shard, ReplyView node) {
@@ -46,38 +82,34 @@ void Cluster::Members(ReplyView r) {
     });
     owners_.Read(pairs, version.str());
   }
-  {
-    MutexLock lock(mu_);
-    figures_.nodes = members_.nodes().size();
-  }
   Want(live);
   if (least.size() == 2) {
     const std::string load = least[1].str();
     uint64_t queued = 0;
     std::from_chars(load.data(), load.data() + load.size(), queued);
-    Balance(least[0].str(), queued);
+    Balance(least[0].str(), queued, crawl);
   }
 }
 
-bool Cluster::HeldBacklog(std::vector<ShardBacklog>* backlog) {
+bool Balancer::HeldBacklog(std::vector<ShardBacklog>* backlog) {
   std::map<uint32_t, uint64_t> by_shard;
   // The shards held here and ready (none being handed over).
   const bool looked = backlog_([&](std::string_view host, uint64_t queued) {
-    const uint32_t s = ShardOf(host);
-    if (ready_[s].load() && !handoff_.Handing(s)) by_shard[s] += queued;
+    const uint32_t s = p_.states.ShardOf(host);
+    if (p_.states.Ready(s) && !p_.handoff.Handing(s)) by_shard[s] += queued;
   });
   for (const auto& [s, queued] : by_shard)
-    if (tenure_.leases().state(s) == Leases::State::kHeld)
+    if (p_.tenure.leases().state(s) == Leases::State::kHeld)
       backlog->push_back({s, queued});
   return looked;
 }
 
-std::string Cluster::LoadToPublish() {
-  if (!cfg_.balance || !takeover_ || backlog_ == nullptr) return "";
+std::string Balancer::LoadToPublish(bool may_give) {
+  if (!cfg_.balance || !p_.states.takeover() || backlog_ == nullptr) return "";
   // A node taking shards (a give, a handoff, a takeover) gets no more until
   // it holds them: its queue does not show them yet.
-  if (failed_.load() || leave_.load() || beats_.taking()) return "-";
-  if (!members_.busy()) return "0";
+  if (!may_give || p_.beats.taking()) return "-";
+  if (!p_.members.busy()) return "0";
   if (continuous_) return "-";
   std::vector<ShardBacklog> backlog;
   if (!HeldBacklog(&backlog)) return "";
@@ -86,9 +118,8 @@ std::string Cluster::LoadToPublish() {
   return std::to_string(total);
 }
 
-void Cluster::Balance(const std::string& taker, uint64_t load) {
-  if (!cfg_.balance || !takeover_ || backlog_ == nullptr || failed_.load() ||
-      leave_.load())
+void Balancer::Balance(const std::string& taker, uint64_t load, const Crawl& crawl) {
+  if (!cfg_.balance || !p_.states.takeover() || backlog_ == nullptr || !crawl.may_give)
     return;
   // One give at a time: the last one handed over and taken, then two
   // heartbeats more (the taker's backlog shows as its state by then).
@@ -96,12 +127,8 @@ void Cluster::Balance(const std::string& taker, uint64_t load) {
   const auto beat = std::chrono::duration_cast<SteadyClock::duration>(
       std::chrono::duration<double>(cfg_.heartbeat_s));
   if (now - last_give_ < 2 * beat) return;
-  if (handoff_.Giving()) return;
-  double rate = 0;
-  {
-    MutexLock lock(mu_);
-    rate = rate_.At(now, figures_.pages, figures_.pages_per_s);
-  }
+  if (p_.handoff.Giving()) return;
+  const double rate = rate_.At(now, crawl.pages, crawl.pages_per_s);
   std::vector<ShardBacklog> backlog;
   if (!HeldBacklog(&backlog)) return;
   BalanceRule rule;
@@ -129,10 +156,10 @@ void Cluster::Balance(const std::string& taker, uint64_t load) {
   cmd.push_back(to);
   cmd.push_back(std::to_string(static_cast<int64_t>(cfg_.heartbeat_s * 5000)));
   cmd.push_back(std::to_string(MaxTakerLoad(total, rule)));
-  for (uint32_t s : give) cmd.push_back(tenure_.leases().Token(s));
-  auto r = redis_->Command(cmd);
+  for (uint32_t s : give) cmd.push_back(p_.tenure.leases().Token(s));
+  auto r = p_.redis->Command(cmd);
   last_give_ = now;
-  if (!r.ok() || redis_.Failed(*r, "balance")) return;
+  if (!r.ok() || p_.redis.Failed(*r, "balance")) return;
   for (const std::string& shard : r->view().strings()) {
     uint32_t s = 0;
     auto [end, ec] = std::from_chars(shard.data(), shard.data() + shard.size(), s);
@@ -140,13 +167,10 @@ void Cluster::Balance(const std::string& taker, uint64_t load) {
     owners_.Give(s, to);  // as every node reads it at its next heartbeat
     urls += queued[s];
     ++n;
-    handoff_.HandTo(s, to);
+    p_.handoff.HandTo(s, to);
   }
   if (n == 0) return;  // it was no longer idle, or another node gave first
-  {
-    MutexLock lock(mu_);
-    figures_.shards_given += n;
-  }
+  shards_given_ += n;
   spdlog::info(
       "cluster: balance: giving {} shards ({} queued URLs of this node's {}, ~{:.0f} s "
       "of work here) to node {} ({} queued there{})",
