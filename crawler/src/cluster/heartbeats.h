@@ -110,42 +110,6 @@ inline constexpr const char* kFullScript = R"lua(#!lua flags=allow-oom
 return redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2])
 )lua";
 
-// The job's nodes and the live ones, and the placement's overrides.
-// KEYS: nodes, assign_v, assign, load. ARGV: the liveness keys' prefix
-// ("crawler:{JOB}:alive:"), the assign version the caller has ('-': none),
-// '1' to look for the least loaded taker, the caller, the reservations'
-// prefix ("crawler:{JOB}:reserve:"). Returns {all (sorted), live (sorted),
-// the assign version, the assign hash (HGETALL, shard -> node) only if its
-// version is not the caller's, else nil, {node, load} of the least loaded
-// live node other than the caller that no giver has reserved, or nil}.
-// O(nodes), plus O(shards given) when the version moved; the least loaded
-// is looked for among the 8 lowest loads (a dead node's is removed).
-inline constexpr const char* kMembersScript = R"lua(
-local all = redis.call('smembers', KEYS[1])
-table.sort(all)
-local live = {}
-for _, n in ipairs(all) do
-  if redis.call('exists', ARGV[1] .. n) == 1 then live[#live + 1] = n end
-end
-local v = redis.call('get', KEYS[2]) or '0'
-local assign = false
-if v ~= ARGV[2] then assign = redis.call('hgetall', KEYS[3]) end
-local least = false
-if ARGV[3] == '1' then
-  local low = redis.call('zrange', KEYS[4], 0, 7, 'WITHSCORES')
-  for i = 1, #low, 2 do
-    local n = low[i]
-    if redis.call('exists', ARGV[1] .. n) == 0 then
-      redis.call('zrem', KEYS[4], n)
-    elseif n ~= ARGV[4] and redis.call('exists', ARGV[5] .. n) == 0 then
-      least = {n, low[i + 1]}
-      break
-    end
-  end
-end
-return {all, live, v, assign, least}
-)lua";
-
 }  // namespace cluster_wire
 
 }  // namespace crawler::engine
