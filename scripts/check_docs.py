@@ -15,9 +15,15 @@
    (crawler/src/report/stats_schema.h, crawler/include/crawler/crawl_counts.h:
    docs/stats.md speaks of `crawl.guarded` and its kin).
 3. No work-log words: tracker numbers and the like have no place in the docs.
+4. The Grafana dashboard (docs/grafana-dashboard.json) is valid JSON, and
+   every metric its queries name is a family the renderer writes
+   (crawler/src/report/metrics.cc; a histogram's _bucket, _sum and _count
+   are its family's). cluster_test "Cluster metrics*" checks them against a
+   live node's /metrics as well.
 
 Usage: python3 scripts/check_docs.py   (from anywhere; exit 1 on a failure)
 """
+import json
 import pathlib
 import re
 import subprocess
@@ -110,6 +116,29 @@ def check_file(path, keys, fields, errors, checked):
                               f"{section}.{key}")
 
 
+def check_dashboard(errors):
+    path = ROOT / "docs/grafana-dashboard.json"
+    try:
+        dash = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        errors.append(f"docs/grafana-dashboard.json: not valid JSON: {e}")
+        return 0
+    families = set(re.findall(r'"(crawler_\w+)"',
+                              (ROOT / "crawler/src/report/metrics.cc").read_text()))
+    exprs = [t.get("expr", "") for p in dash.get("panels", [])
+             for t in p.get("targets", [])]
+    exprs += [v.get("query", "") for v in dash.get("templating", {}).get("list", [])]
+    names = set()
+    for e in exprs:
+        names |= set(re.findall(r"\bcrawler_\w+", e))
+    if not exprs or not names:
+        errors.append("docs/grafana-dashboard.json: no query names a crawler_ metric")
+    for n in sorted(names):
+        if re.sub(r"_(bucket|sum|count)$", "", n) not in families and n not in families:
+            errors.append(f"docs/grafana-dashboard.json: no such metric: {n}")
+    return len(names)
+
+
 def main():
     keys, fields = schema_keys(), stats_fields()
     if len(keys) < 50:
@@ -119,10 +148,12 @@ def main():
     errors, checked = [], [0, 0]
     for path in [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md")):
         check_file(path, keys, fields, errors, checked)
+    metrics = check_dashboard(errors)
     for e in errors:
         print(e)
-    print(f"check_docs: {checked[0]} paths and {checked[1]} config keys checked "
-          f"({len(keys)} keys in the schema): {len(errors)} problems")
+    print(f"check_docs: {checked[0]} paths, {checked[1]} config keys "
+          f"({len(keys)} keys in the schema) and {metrics} dashboard metrics checked: "
+          f"{len(errors)} problems")
     return 1 if errors else 0
 
 

@@ -19,6 +19,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <regex>
 #include <set>
 #include <string>
 #include <thread>
@@ -264,6 +265,26 @@ TEST_CASE(
   }
 }
 
+// The crawler_ metrics docs/grafana-dashboard.json's queries name (its
+// panels' targets and its variables).
+std::set<std::string> DashboardMetrics() {
+  boost::json::value dash = boost::json::parse(
+      ReadText(std::string(CRAWLER_SOURCE_DIR) + "/docs/grafana-dashboard.json"));
+  std::string queries;
+  for (const auto& panel : dash.at("panels").as_array())
+    for (const auto& target : panel.at("targets").as_array())
+      queries += std::string(target.at("expr").as_string()) + "\n";
+  for (const auto& var : dash.at("templating").at("list").as_array())
+    if (const auto* q = var.as_object().if_contains("query"); q && q->is_string())
+      queries += std::string(q->as_string()) + "\n";
+  std::set<std::string> names;
+  const std::regex metric("\\bcrawler_\\w+");
+  for (auto it = std::sregex_iterator(queries.begin(), queries.end(), metric);
+       it != std::sregex_iterator(); ++it)
+    names.insert(it->str());
+  return names;
+}
+
 TEST_CASE(
     "Cluster metrics: each node's /metrics shows its shards, their lag, Redis round "
     "trips",
@@ -300,6 +321,18 @@ TEST_CASE(
           m.Get("crawler_redis_rtt_seconds_count{}"));
     CHECK(m.Get("crawler_redis_rtt_seconds_count{}") > 0);
     shards += owned;
+    // Every metric the Grafana dashboard (docs/) queries is a family this
+    // node serves (the checker names a histogram's _bucket and a counter's
+    // _total by their family).
+    if (n == "n1") {
+      const std::set<std::string> queried = DashboardMetrics();
+      CHECK(queried.size() >= 20);
+      for (const std::string& name : queried) {
+        INFO("docs/grafana-dashboard.json queries " << name);
+        CHECK(m.types.count(std::regex_replace(
+                  name, std::regex("_(bucket|sum|count|total)$"), "")) == 1);
+      }
+    }
   }
   CHECK(shards == 64);  // cluster.shards in NodeCommand: each owned by one node
   c.Finish();
