@@ -491,7 +491,9 @@ TEST_CASE(
     "existing file, a missing directory are refused",
     "[engine][testsite][wacz]") {
   std::string dir = TempDir("wacz");
-  TestSite site("--pages 300 --hosts 2 --slow-ms 10 --assets", dir + "/requests.log");
+  // Pages of a real size (--page-bytes 0): three WARC files of 1 MiB.
+  TestSite site("--pages 300 --hosts 2 --slow-ms 10 --assets --page-bytes 0",
+                dir + "/requests.log");
   site.WriteSeeds(dir + "/seeds.txt");
   const std::string out = dir + "/out", wacz = dir + "/crawl.wacz";
   CommandResult r = Crawl(dir + "/seeds.txt", out,
