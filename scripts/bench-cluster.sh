@@ -31,7 +31,8 @@
 #      (pages/s: skips the one-node run, ~5 min at BENCH_DELAY_MS=150),
 #      BENCH_DELAY_MS (scaling: each response's delay, 50; on 2 cores, 6 nodes
 #      at 50 ms use all the CPU: 200 keeps the crawl latency-bound),
-#      BENCH_CPU_PAGES (50000), BENCH_CRAWLER (scaling: the binary, default
+#      BENCH_WAIT_REPLICAS (exchange: 0; N starts N replicas and runs with
+#      cluster.wait_replicas = N), BENCH_CPU_PAGES (50000), BENCH_CRAWLER (scaling: the binary, default
 #      build/crawler/crawler; to compare with another build's),
 #      BENCH_HUGE_BYTES (scaling, rebalance: the body of each host's /huge page; the
 #      site's default, 12 MiB, is cut at fetch.max_body_bytes, 10 MiB: 150
@@ -45,7 +46,12 @@ what=${1:-all}
 work=$(mktemp -d /tmp/cluster-bench.XXXXXX)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 redis_url=redis://127.0.0.1:$port
-cleanup() { bash scripts/redis-local.sh stop "$port"; kill "${site_pid:-}" 2>/dev/null || true; }
+replica_ports=()
+cleanup() {
+  bash scripts/redis-local.sh stop "$port"
+  for p in "${replica_ports[@]}"; do bash scripts/redis-local.sh stop "$p"; done
+  kill "${site_pid:-}" 2>/dev/null || true
+}
 trap cleanup EXIT
 fresh_redis() {
   bash scripts/redis-local.sh stop "$port"
@@ -56,11 +62,21 @@ fresh_redis() {
 if [ "$what" = exchange ] || [ "$what" = all ]; then
   echo "== exchange"
   fresh_redis
+  wait_replicas=${BENCH_WAIT_REPLICAS:-0}
+  if [ "$wait_replicas" -gt 0 ]; then  # that many replicas, each a redis-local.sh server
+    for i in $(seq 1 "$wait_replicas"); do
+      rport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+      bash scripts/redis-local.sh start "$rport" "$work/replica$i"
+      redis-cli -p "$rport" REPLICAOF 127.0.0.1 "$port" >/dev/null
+      replica_ports+=("$rport")
+    done
+    sleep 1
+  fi
   for batch in 256 100 1; do
     n=${BENCH_URLS:-1000000}
     [ "$batch" = 1 ] && n=$((n / 50))   # one URL per entry: 50x fewer, same shape
     build/tests/cluster_bench --redis "$redis_url" --urls "$n" --batch-urls "$batch" \
-      --rate 20000 --seconds 5
+      --rate 20000 --seconds 5 --wait-replicas "$wait_replicas"
   done
 fi
 

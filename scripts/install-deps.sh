@@ -14,6 +14,7 @@ packages=(
   libboost1.81-dev libboost-url1.81-dev libboost-json1.81-dev
   libxxhash-dev libspdlog-dev libfmt-dev catch2 libtomlplusplus-dev libcli11-dev libssl-dev
   zlib1g-dev libdeflate-dev libhiredis-dev redis-server
+  redis-sentinel  # the cluster tests' failover (cluster.sentinels)
   libpsl-dev  # the public suffix list: which hosts are one site (page requisites)
   libzip-dev  # WACZ packages (crawler wacz)
   librocksdb-dev  # the URL history of a crawl that revisits (crawler/src/output/history.h)

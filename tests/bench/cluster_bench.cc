@@ -90,7 +90,10 @@ int main(int argc, char** argv) {
   size_t urls = 1000000;
   uint32_t batch_urls = 256, batch_ms = 20;
   double rate = 50000, seconds = 5;
+  uint32_t wait_replicas = 0;
   app.add_option("--redis", redis, "redis://HOST:PORT");
+  app.add_option("--wait-replicas", wait_replicas,
+                 "cluster.wait_replicas (the server needs that many replicas)");
   app.add_option("--urls", urls, "URLs for the memory and throughput phases");
   app.add_option("--batch-urls", batch_urls, "cluster.batch_urls");
   app.add_option("--batch-ms", batch_ms, "cluster.batch_ms");
@@ -104,6 +107,7 @@ int main(int argc, char** argv) {
   ca.cluster.min_nodes = 2;
   ca.cluster.batch_urls = batch_urls;
   ca.cluster.batch_ms = batch_ms;
+  ca.cluster.wait_replicas = wait_replicas;
   Config cb = ca;
   ca.cluster.node = "a";
   cb.cluster.node = "b";
@@ -125,8 +129,10 @@ int main(int argc, char** argv) {
   std::atomic<bool> stop{false};
   auto never_idle = [] { return false; };
   if (!(*a)->Start(stop, never_idle).ok()) return 2;
-  std::printf("cluster exchange bench: redis %s, batch_urls %u, batch_ms %u, %zu URLs\n",
-              redis.c_str(), batch_urls, batch_ms, urls);
+  std::printf(
+      "cluster exchange bench: redis %s, batch_urls %u, batch_ms %u, wait_replicas %u, "
+      "%zu URLs\n",
+      redis.c_str(), batch_urls, batch_ms, wait_replicas, urls);
 
   // 1. Memory per in-flight URL (b not reading yet).
   std::vector<std::string> list = MakeUrls(**a, urls, 1);

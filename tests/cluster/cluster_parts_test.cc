@@ -93,7 +93,11 @@ TEST_CASE(
   auto bad = ReadJobIdentity(dir);
   REQUIRE_FALSE(bad.ok());
   CHECK_THAT(bad.status().message(), Catch::Contains(dir + "/cluster-job.json"));
-  Status lost = JobLost("missing", "", *back, RedisAddress{"10.0.0.5", 6390, "pw"});
+  RedisAddress at;
+  at.host = "10.0.0.5";
+  at.port = 6390;
+  at.password = "pw";
+  Status lost = JobLost("missing", "", *back, at);
   CHECK(lost.code() == Status::Code::kInvalidArgument);
   CHECK_THAT(lost.message(), Catch::Contains("is not in Redis at 10.0.0.5:6390"));
   CHECK_THAT(lost.message(), !Catch::Contains("pw"));

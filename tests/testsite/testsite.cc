@@ -446,9 +446,10 @@ void AddShapeOptions(CLI::App& app, SiteOptions& o) {
   app.add_option("--asset-bytes", o.asset_bytes,
                  "with --assets: each stylesheet, image and font padded to about this "
                  "many bytes");
-  app.add_option("--page-bytes", o.page_bytes,
-                 "HTML pages' text about this many bytes on average (0: 5,000 to 60,000); "
-                 "the last one given counts")
+  app.add_option(
+         "--page-bytes", o.page_bytes,
+         "HTML pages' text about this many bytes on average (0: 5,000 to 60,000); "
+         "the last one given counts")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_flag("--asset-query", o.asset_query,
                "with --assets: page i loads its requisites as ...?v=i (one payload "

@@ -282,7 +282,8 @@ int WebMain(int argc, char** argv) {
   app.add_option("--dns-delay-ms", dns_delay_ms, "every DNS answer waits this long");
   app.add_option("--reply-delay-ms", reply_delay_ms, "every HTTP reply waits this long");
   app.add_option("--log", log_path, "request log file");
-  app.add_option("--page-bytes", o.page_bytes, "mean page size (the last one given counts)")
+  app.add_option("--page-bytes", o.page_bytes,
+                 "mean page size (the last one given counts)")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_option("--max-site-pages", o.max_site_pages, "largest site");
   app.add_option("--site-xmin", o.site_xmin, "Pareto law of site sizes: scale");

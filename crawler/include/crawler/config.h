@@ -137,6 +137,20 @@ struct ClusterConfig {
   // hosts); false: by rendezvous hashing alone. The creator's choice is the
   // job's (it is kept in Redis with the job).
   bool place_by_seeds = true;
+  // Redis behind Sentinel (cluster.redis then empty): the sentinels'
+  // "HOST:PORT"s and the name of the primary they watch. A node asks them
+  // for the primary at every (re)connect, so it follows a failover without
+  // a restart.
+  std::vector<std::string> sentinels;
+  std::string sentinel_master;
+  // Writes count once this many replicas have them too: every pipeline
+  // that writes ends with WAIT wait_replicas wait_timeout_ms; fewer copies
+  // in time and its writes count as not made, like those of a connection
+  // lost before its replies came. 0: once the primary has them.
+  uint32_t wait_replicas = 0;
+  uint32_t wait_timeout_ms = 1000;
+  // A cluster crawl: a Redis or sentinels are named.
+  bool enabled() const { return !redis.empty() || !sentinels.empty(); }
 };
 
 // [recrawl]: continuous crawling (docs/recrawl.md). Every URL fetched is kept

@@ -78,7 +78,7 @@ NodeJoiner ClusterJoiner(const std::atomic<bool>* stop) {
     return std::unique_ptr<Node>(std::move(node).value());
   };
   j.last_commit = [stop](const Config& config) -> Result<std::optional<uint64_t>> {
-    auto address = ParseRedisUrl(config.cluster.redis);
+    auto address = ClusterRedisAddress(config.cluster);
     if (!address.ok()) return address.status();
     return ReadLastCommit(*address, config.cluster.job, config.cluster.node, stop);
   };

@@ -40,7 +40,7 @@ void Cluster::Loop() {
       receiver_.Reconnected();  // sends may have rung while it was away
       members_.StateUnknown();
       counters_.Reconnected();
-      spdlog::info("redis: reconnected to {}", redis_.address().Text());
+      spdlog::info("redis: reconnected to {}", redis_->address().Text());
     }
     bool did = false;
     if (!Round(&did)) {
@@ -54,7 +54,8 @@ void Cluster::Loop() {
         counters_.LeasesExpired(tenure_.Expire());
         sender_.HoldFor(backoff, stop_);
       } else {
-        spdlog::warn("redis: connection to {} lost", redis_.address().Text());
+        spdlog::warn("redis: connection to {} lost",
+                     (redis_.up() ? redis_->address() : redis_.address()).Text());
         redis_.Lost(SteadyClock::now());
         std::this_thread::sleep_for(backoff);  // no hot loop on a failing command
       }

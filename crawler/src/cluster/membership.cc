@@ -99,8 +99,10 @@ Result<std::unique_ptr<Redis>> ConnectToJoin(const RedisAddress& address, bool r
   auto redis = Redis::ConnectWaiting(address, 5, resumed ? 60 : 0, stop);
   if (!redis.ok() && StopSet(stop)) return redis.status();
   if (!redis.ok())
-    return Status::Error(Status::Code::kInvalidArgument,
-                         "cluster.redis: " + redis.status().message());
+    return Status::Error(
+        Status::Code::kInvalidArgument,
+        (address.master.empty() ? "cluster.redis: " : "cluster.sentinels: ") +
+            redis.status().message());
   if (Status st = CheckRedisSettings(**redis, address); !st.ok()) return st;
   return redis;
 }
@@ -111,7 +113,7 @@ Result<JoinedJob> JoinJob(const Config& config, const std::string& out_dir, bool
                           const std::vector<std::string>& seeds,
                           const std::atomic<bool>* stop) {
   const ClusterConfig& c = config.cluster;
-  auto address = ParseRedisUrl(c.redis);
+  auto address = ClusterRedisAddress(c);
   if (!address.ok()) return address.status();
   auto out_rel = OutUnderShared(c, out_dir);
   if (!out_rel.ok()) return out_rel.status();

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <set>
 #include <thread>
 
 #include "base/secret.h"
@@ -78,8 +79,82 @@ std::string RefusalOf(const std::string& error) {
   return "";
 }
 
+Result<RedisAddress> ClusterRedisAddress(const ClusterConfig& c) {
+  RedisAddress a;
+  if (c.sentinels.empty()) {
+    auto parsed = ParseRedisUrl(c.redis);
+    if (!parsed.ok()) return parsed.status();
+    a = std::move(parsed).value();
+  } else {
+    a.master = c.sentinel_master;
+    if (const char* pw = std::getenv(kRedisPasswordEnv); pw != nullptr) a.password = pw;
+    for (const std::string& s : c.sentinels) {
+      // HOST:PORT, checked when the config was read (config.cc).
+      size_t colon = s.rfind(':');
+      a.sentinels.emplace_back(s.substr(0, colon), std::atoi(s.c_str() + colon + 1));
+    }
+  }
+  a.wait_replicas = c.wait_replicas;
+  a.wait_timeout_ms = c.wait_timeout_ms;
+  return a;
+}
+
 Result<std::unique_ptr<Redis>> Redis::Connect(const RedisAddress& address,
                                               double timeout_s) {
+  if (address.master.empty()) return ConnectTo(address, timeout_s);
+  auto primary = AskSentinels(address, timeout_s);
+  if (!primary.ok()) return primary.status();
+  auto r = ConnectTo(*primary, timeout_s);
+  if (!r.ok()) return r;
+  // Just after a failover a sentinel may still name the old primary, come
+  // back as a replica: writes there would be refused (READONLY).
+  auto role = (*r)->Command({"ROLE"});
+  if (!role.ok()) return role.status();
+  if ((*role)[0].str() != "master")
+    return Status::Error(Status::Code::kIoError,
+                         "redis " + primary->Text() + ": the sentinels name it the " +
+                             "primary, but it is a " +
+                             ((*role)[0].str().empty() ? role->Str() : (*role)[0].str()) +
+                             " (a failover under way?)");
+  return r;
+}
+
+Result<RedisAddress> Redis::AskSentinels(const RedisAddress& address, double timeout_s) {
+  std::string why;
+  for (const auto& [host, port] : address.sentinels) {
+    RedisAddress sentinel;
+    sentinel.host = host;
+    sentinel.port = port;
+    auto c = ConnectTo(sentinel, std::min(timeout_s, 1.0));
+    auto r = c.ok()
+                 ? (*c)->Command({"SENTINEL", "get-master-addr-by-name", address.master})
+                 : Result<RedisReply>(c.status());
+    int p = 0;
+    if (r.ok() && r->view().size() == 2) {
+      const std::string ps = (*r)[1].str();
+      auto [end, ec] = std::from_chars(ps.data(), ps.data() + ps.size(), p);
+      if (ec == std::errc() && end == ps.data() + ps.size() && p > 0 && p <= 65535) {
+        RedisAddress primary = address;
+        primary.host = (*r)[0].str();
+        primary.port = p;
+        return primary;
+      }
+    }
+    why += "; sentinel " + sentinel.Text() + ": ";
+    if (!r.ok())
+      why += r.status().message();
+    else if (r->IsError())
+      why += r->Str();
+    else
+      why += "knows no primary of that name";
+  }
+  return Status::Error(Status::Code::kIoError,
+                       "redis: no sentinel named the primary '" + address.master + "'" +
+                           (why.empty() ? std::string(": no sentinels") : why.substr(1)));
+}
+
+Result<std::unique_ptr<Redis>> Redis::ConnectTo(const RedisAddress& address,
+                                                double timeout_s) {
   redisContext* c =
       redisConnectWithTimeout(address.host.c_str(), address.port, Timeval(timeout_s));
   if (c == nullptr || c->err) {
@@ -160,7 +235,38 @@ bool IsNoScript(const RedisReply& r) {
 }
 }  // namespace
 
+bool Redis::Waits(const std::vector<std::vector<std::string>>& commands) const {
+  if (address_.wait_replicas == 0) return false;
+  // The reads the cluster makes (and the connection's own commands); any
+  // other command, a script included, may write.
+  static const std::set<std::string, std::less<>> kReads = {
+      "AUTH", "CONFIG", "EXISTS",   "GET",      "HGET",   "HGETALL",  "HMGET",
+      "INFO", "MEMORY", "PING",     "ROLE",     "SCRIPT", "SMEMBERS", "XINFO",
+      "XLEN", "XRANGE", "XPENDING", "SENTINEL", "WAIT"};
+  return std::any_of(commands.begin(), commands.end(),
+                     [](const auto& c) { return !c.empty() && kReads.count(c[0]) == 0; });
+}
+
+Status Redis::Confirmed(const RedisReply& wait) const {
+  if (!wait.IsError() && wait.view().count() >= address_.wait_replicas)
+    return Status::Ok();
+  return Status::Error(
+      Status::Code::kIoError,
+      "redis " + address_.Text() + ": " +
+          (wait.IsError() ? "WAIT: " + wait.Str()
+                          : std::to_string(wait.view().count()) + " of " +
+                                std::to_string(address_.wait_replicas) +
+                                " replicas had the writes after " +
+                                std::to_string(address_.wait_timeout_ms) + " ms") +
+          " (cluster.wait_replicas): they count as not made");
+}
+
 Result<RedisReply> Redis::Command(const std::vector<std::string>& args) {
+  if (address_.wait_replicas > 0 && Waits({args})) {  // with its WAIT, one round trip
+    auto r = Pipeline({args});
+    if (!r.ok()) return r.status();
+    return std::move(r->front());
+  }
   for (int attempt = 0;; ++attempt) {
     std::optional<RedisReply> refused;
     auto sent = AsSent(args, &refused);
@@ -187,8 +293,12 @@ Result<std::vector<RedisReply>> Redis::Pipeline(
     if (!s.ok()) return s.status();
     sent.push_back(std::move(s).value());
   }
+  const bool waits = Waits(commands);
+  if (waits)
+    sent.push_back({"WAIT", std::to_string(address_.wait_replicas),
+                    std::to_string(address_.wait_timeout_ms)});
   for (size_t i = 0; i < sent.size(); ++i) {
-    if (refused[i]) continue;
+    if (i < commands.size() && refused[i]) continue;
     Argv(sent[i], &argv, &lens);
     if (redisAppendCommandArgv(c_, static_cast<int>(argv.size()), argv.data(),
                                lens.data()) != REDIS_OK) {
@@ -205,6 +315,12 @@ Result<std::vector<RedisReply>> Redis::Pipeline(
     void* r = nullptr;
     if (redisGetReply(c_, &r) != REDIS_OK || r == nullptr) return Broken("pipeline");
     replies.emplace_back(static_cast<redisReply*>(r));
+  }
+  if (waits) {
+    void* r = nullptr;
+    if (redisGetReply(c_, &r) != REDIS_OK || r == nullptr) return Broken("WAIT");
+    if (Status st = Confirmed(RedisReply(static_cast<redisReply*>(r))); !st.ok())
+      return st;
   }
   // Scripts flushed on the server meanwhile (rare: SCRIPT FLUSH): those
   // commands again, one by one, after the rest (Command reloads them).

@@ -17,9 +17,11 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
+#include "crawler/config.h"
 
 namespace crawler::engine {
 
@@ -27,16 +29,37 @@ namespace crawler::engine {
 // one, is read from the environment (kRedisPasswordEnv, base/secret.h): a URL
 // with a password in it is refused, since it would be written to
 // OUT/start-config.toml, every checkpoint, the logs and argv.
+//
+// Behind Sentinel, `master` names the primary the `sentinels` watch: a
+// connect asks them (in order, the first that answers) where it is, then
+// checks that the server there is a primary (ROLE). host:port are then the
+// primary's, as this connect found it. The sentinels are asked without a
+// password.
+//
+// wait_replicas > 0: every pipeline (and command) that writes ends with
+// WAIT wait_replicas wait_timeout_ms, and fewer copies than that in time
+// fail it like a lost connection (kIoError): its writes count as not made.
 struct RedisAddress {
   std::string host;
   int port = 6379;
   std::string password;  // never logged: Text() is host:port
-  std::string Text() const { return host + ":" + std::to_string(port); }
+  std::vector<std::pair<std::string, int>> sentinels;
+  std::string master;
+  uint32_t wait_replicas = 0;
+  uint32_t wait_timeout_ms = 1000;
+  std::string Text() const {
+    if (master.empty()) return host + ":" + std::to_string(port);
+    const std::string via = "sentinel master '" + master + "'";
+    return host.empty() ? via : host + ":" + std::to_string(port) + " (" + via + ")";
+  }
 };
 // `what` names where the URL came from in an error ("cluster.redis", or
 // cluster-stats's argument).
 Result<RedisAddress> ParseRedisUrl(const std::string& url,
                                    std::string_view what = "cluster.redis");
+// A cluster config's Redis: cluster.redis, or cluster.sentinels with
+// cluster.sentinel_master; with cluster.wait_replicas. Errors name the key.
+Result<RedisAddress> ClusterRedisAddress(const ClusterConfig& c);
 
 // A typed, null-safe view of one reply or of one of its elements: how every
 // reply is read. A missing element (past the end, or of a reply that is not
@@ -157,6 +180,16 @@ class Redis {
 
  private:
   Redis(RedisAddress address, redisContext* c) : address_(std::move(address)), c_(c) {}
+  // Connect to host:port itself (no sentinel asked).
+  static Result<std::unique_ptr<Redis>> ConnectTo(const RedisAddress& address,
+                                                  double timeout_s);
+  // The primary's address, as the first sentinel that knows it says.
+  static Result<RedisAddress> AskSentinels(const RedisAddress& address, double timeout_s);
+  // True if `commands` write (anything but the reads the cluster makes) and
+  // the address asks for WAIT.
+  bool Waits(const std::vector<std::vector<std::string>>& commands) const;
+  // WAIT's reply: an error unless wait_replicas replicas had the writes.
+  Status Confirmed(const RedisReply& wait) const;
   Status Broken(const char* what);
   Result<RedisReply> Send(const std::vector<std::string>& args);
   // `args` as sent: an EVAL as EVALSHA, its script loaded first if this

@@ -27,6 +27,13 @@ double RedisLink::down_s(Clock::time_point now) const {
 bool RedisLink::Failed(const RedisReply& r, const char* what) {
   if (!r.IsError()) return false;
   const std::string why = RefusalOf(r.Str());
+  if (!address_.master.empty() && r.Str().rfind("READONLY", 0) == 0) {
+    // Behind Sentinel a primary turned replica is left: the reconnect asks
+    // the sentinels where the primary is now.
+    spdlog::warn("redis: {}: {} is a replica now; asking the sentinels for the primary",
+                 what, redis_ ? redis_->address().Text() : address_.Text());
+    return true;
+  }
   if (why.empty())
     spdlog::warn("redis: {}: {}", what, r.Str());
   else

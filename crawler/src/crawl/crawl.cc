@@ -179,7 +179,7 @@ Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
             m->scope.get(), &m->state.robots_waiting_bytes});
   if (!stats.ok()) return stats.status();
   m->stats = std::move(stats).value();
-  if (!config.cluster.redis.empty()) {
+  if (config.cluster.enabled()) {
     if (joiner == nullptr || !joiner->join) return NoCluster();
     auto cluster = joiner->join(config, out, /*resumed=*/sequence > 0, seeds);
     if (!cluster.ok()) return cluster.status();
@@ -228,9 +228,10 @@ Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
 }
 
 Status NoCluster() {
-  return Status::Error(Status::Code::kInvalidArgument,
-                       "cluster.redis is set, but this program was built without the "
-                       "cluster (crawler/src/cluster/)");
+  return Status::Error(
+      Status::Code::kInvalidArgument,
+      "cluster.redis or cluster.sentinels is set, but this program was built without the "
+      "cluster (crawler/src/cluster/)");
 }
 
 Crawl::Crawl(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -241,7 +242,7 @@ Result<std::unique_ptr<Crawl>> Crawl::Create(const Config& config,
                                              const std::string& out_dir,
                                              std::vector<std::string>* skipped,
                                              const NodeJoiner* joiner) {
-  if (!config.cluster.redis.empty() && (joiner == nullptr || !joiner->join))
+  if (config.cluster.enabled() && (joiner == nullptr || !joiner->join))
     return NoCluster();  // before any file of the crawl is written
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);

@@ -89,7 +89,7 @@ Status SelectCommitted(const Config& config, const std::string& out,
                        const NodeJoiner* joiner, LoadedCheckpoint* cp, bool fell_back,
                        uint64_t* skip_to) {
   const ClusterConfig& c = config.cluster;
-  if (c.redis.empty() || c.shared_dir.empty()) return Status::Ok();
+  if (!c.enabled() || c.shared_dir.empty()) return Status::Ok();
   if (joiner == nullptr || !joiner->last_commit) return NoCluster();
   auto last = joiner->last_commit(config);
   if (!last.ok()) return last.status();

@@ -376,13 +376,45 @@ Status FinishDedup(Config& c) {
   return Status::Ok();
 }
 
+// Sentinels: HOST:PORT each, with their primary's name, instead of
+// cluster.redis.
+Status FinishSentinels(const ClusterConfig& c) {
+  if (c.sentinels.empty()) {
+    if (!c.sentinel_master.empty())
+      return ConfigError("config", "cluster.sentinel_master",
+                         "needs cluster.sentinels (the sentinels that know it)");
+    return Status::Ok();
+  }
+  if (!c.redis.empty())
+    return ConfigError("config", "cluster.sentinels",
+                       "set with cluster.redis: name the primary one way, either "
+                       "cluster.redis or cluster.sentinels with cluster.sentinel_master");
+  if (c.sentinel_master.empty())
+    return ConfigError("config", "cluster.sentinel_master",
+                       "required with cluster.sentinels (the name the sentinels "
+                       "monitor, as in 'sentinel monitor NAME ...')");
+  for (const std::string& s : c.sentinels) {
+    size_t colon = s.rfind(':');
+    std::string port = colon == std::string::npos ? "" : s.substr(colon + 1);
+    if (colon == 0 || port.empty() || port.size() > 5 ||
+        port.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoul(port) == 0 || std::stoul(port) > 65535)
+      return ConfigError("config", "cluster.sentinels",
+                         "'" + s + "' is not HOST:PORT (as 127.0.0.1:26379)");
+  }
+  return Status::Ok();
+}
+
 // Cross-key checks and derived values, after every key is applied.
 Status Finish(Config& c) {
   Status st = FinishDedup(c);
   if (!st.ok()) return st;
-  if (!c.cluster.redis.empty() && c.cluster.node.empty()) {
+  st = FinishSentinels(c.cluster);
+  if (!st.ok()) return st;
+  if (c.cluster.enabled() && c.cluster.node.empty()) {
     return ConfigError("config", "cluster.node",
-                       "required when cluster.redis is set (a stable name per machine)");
+                       "required when cluster.redis or cluster.sentinels is set (a "
+                       "stable name per machine)");
   }
   if (c.cluster.lease_s < 3 * c.cluster.heartbeat_s) {
     return ConfigError("config", "cluster.lease_s",

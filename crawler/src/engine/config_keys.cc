@@ -20,8 +20,35 @@ std::vector<Key> MetricsKeys() {
       })};
 }
 
-std::vector<Key> ClusterKeys() {
+namespace {
+
+// Redis behind Sentinel, and writes that wait for replicas.
+std::vector<Key> SentinelKeys() {
   return {
+      StringListKey(
+          "cluster", "sentinels", [](Config & c) -> auto& { return c.cluster.sentinels; },
+          false),
+      StringKey(
+          "cluster", "sentinel_master",
+          [](Config & c) -> auto& { return c.cluster.sentinel_master; },
+          [](const std::string& v) {
+            return v.find_first_of(" \t\r\n") != std::string::npos
+                       ? std::string("must be a name without spaces")
+                       : std::string();
+          }),
+      IntKey<uint32_t>(
+          "cluster", "wait_replicas",
+          [](Config & c) -> auto& { return c.cluster.wait_replicas; }, 0, 100),
+      IntKey<uint32_t>(
+          "cluster", "wait_timeout_ms",
+          [](Config & c) -> auto& { return c.cluster.wait_timeout_ms; }, 1, 600000),
+  };
+}
+
+}  // namespace
+
+std::vector<Key> ClusterKeys() {
+  std::vector<Key> keys = {
       StringKey(
           "cluster", "redis", [](Config & c) -> auto& { return c.cluster.redis; },
           [](const std::string& v) {
@@ -84,6 +111,8 @@ std::vector<Key> ClusterKeys() {
           "cluster", "place_by_seeds",
           [](Config & c) -> auto& { return c.cluster.place_by_seeds; }),
   };
+  for (Key& k : SentinelKeys()) keys.push_back(std::move(k));
+  return keys;
 }
 
 std::vector<Key> RecrawlKeys() {
