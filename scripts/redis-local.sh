@@ -14,6 +14,16 @@ cmd=${1:-}; port=${2:-}
 if [[ -z "$cmd" || -z "$port" ]]; then
   echo "usage: $0 start PORT DIR | stop PORT" >&2; exit 2
 fi
+# Exits 0 once the server on $port answers PONG (not LOADING: an AOF is
+# read back), 1 after 5 s naming its log.
+await_pong() {  # WHAT LOG
+  for _ in $(seq 1 100); do
+    [ "$(redis-cli -p "$port" ping 2>/dev/null)" = PONG ] && exit 0
+    sleep 0.05
+  done
+  echo "$1 on 127.0.0.1:$port did not answer; see $2" >&2
+  exit 1
+}
 case "$cmd" in
   start)
     dir=${3:?usage: $0 start PORT DIR}
@@ -22,13 +32,7 @@ case "$cmd" in
       --appendonly yes --appendfsync always --save "" \
       --daemonize yes --pidfile "$(cd "$dir" && pwd)/redis-$port.pid" \
       --logfile "$(cd "$dir" && pwd)/redis-$port.log" "${@:4}"
-    for _ in $(seq 1 100); do
-      # PONG, not LOADING: the AOF is read back.
-      [ "$(redis-cli -p "$port" ping 2>/dev/null)" = PONG ] && exit 0
-      sleep 0.05
-    done
-    echo "redis-server on 127.0.0.1:$port did not answer; see $dir/redis-$port.log" >&2
-    exit 1 ;;
+    await_pong redis-server "$dir/redis-$port.log" ;;
   sentinel)
     dir=$(mkdir -p "${3:?}" && cd "$3" && pwd); name=${4:?}; primary=${5:?}
     cat >"$dir/sentinel-$port.conf" <<EOF
@@ -43,12 +47,7 @@ sentinel down-after-milliseconds $name 1000
 sentinel failover-timeout $name 10000
 EOF
     redis-sentinel "$dir/sentinel-$port.conf"
-    for _ in $(seq 1 100); do
-      [ "$(redis-cli -p "$port" ping 2>/dev/null)" = PONG ] && exit 0
-      sleep 0.05
-    done
-    echo "redis-sentinel on 127.0.0.1:$port did not answer; see $dir/sentinel-$port.log" >&2
-    exit 1 ;;
+    await_pong redis-sentinel "$dir/sentinel-$port.log" ;;
   stop)
     redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true ;;
   *) echo "usage: $0 start PORT DIR | sentinel PORT DIR NAME PRIMARY_PORT | stop PORT" >&2; exit 2 ;;
