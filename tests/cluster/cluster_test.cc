@@ -28,6 +28,7 @@
 #include "cluster_fixture.h"
 #include "crawl_output.h"
 #include "metrics_scrape.h"
+#include "png_ink.h"
 #include "redis_server.h"
 #include "run_command.h"
 #include "testsite_process.h"
@@ -40,11 +41,42 @@ using testing::WarcNotAsLogged;
 
 TEST_CASE(
     "Cluster: three nodes crawl a 200-host site: the truth set, each URL once, "
-    "politeness across nodes",
+    "politeness across nodes; cluster-stats --html shows every node over time",
     "[cluster]") {
   ClusterCrawl c("cluster_three", "three", "");
   c.Finish();
   CheckPoliteness(c.site.Requests(), 0.02);
+  // The one page for the whole cluster: each node's points on the job's time
+  // line (one at its first heartbeat, then every 5), rendered by Chromium,
+  // nothing external.
+  const std::string html = c.dir + "/cluster.html", png = c.dir + "/cluster.png";
+  CommandResult report = RunCommand(std::string(CRAWLER_BINARY) + " cluster-stats " +
+                                    c.redis.Url() + " --job three --html " + html);
+  INFO(report.output);
+  REQUIRE(report.exit_code == 0);
+  const std::string points = c.redis.Cli("XLEN crawler:{three}:timeline");
+  CHECK(std::atoi(points.c_str()) >= 3);
+  const std::string page = ReadText(html);
+  for (const std::string& n : kNodes) {
+    CHECK_THAT(page, Catch::Contains("<td>" + n + "</td><td>alive</td>"));
+    CHECK_THAT(page, Catch::Contains("&#9632; " + n + "</span>"));  // its own line
+  }
+  for (const char* chart : {"pages fetched", "pages/s", "leases held", "Redis memory",
+                            "URLs sent to other nodes", "takeovers"})
+    CHECK_THAT(page, Catch::Contains(chart));
+  CHECK_THAT(page, !Catch::Contains("no data yet"));
+  CHECK_THAT(page, !Catch::Contains("<link") && !Catch::Contains(" src=") &&
+                       !Catch::Contains("<script"));
+  CommandResult shot = RunCommand(
+      "chromium --headless --no-sandbox --disable-gpu --hide-scrollbars "
+      "--window-size=1200,1600 --screenshot=" +
+      png + " file://" + html);
+  INFO(shot.output);
+  REQUIRE(std::filesystem::exists(png));
+  const double ink = testing::InkShare(ReadText(png));
+  INFO("non-white share " << ink);
+  CHECK(ink > 0.01);
+  CHECK(ink < 0.9);
   // Every entry was acknowledged after a checkpoint and trimmed: Redis keeps
   // nothing of a finished job's URLs.
   CommandResult left =

@@ -4,7 +4,7 @@
 //   crawler crawl --seeds FILE [--config FILE] [--out DIR] [--set section.key=value ...]
 //   crawler crawl --resume DIR [--set limit=value ...]
 //   crawler stats DIR [--json] [--html FILE]
-//   crawler cluster-stats redis://HOST:PORT [--job J] [--json]
+//   crawler cluster-stats redis://HOST:PORT [--job J] [--json] [--html FILE]
 //   crawler normalize [--base URL] [--sort-query] [--strip-tracking]
 //                     [--strip-session-ids] [--strip-www] [URL ...]
 //
@@ -172,11 +172,12 @@ const crawler::engine::NodeJoiner* Joiner() {
 #endif
 }
 
-int ClusterStats(const std::string& redis, const std::string& job, bool as_json) {
+int ClusterStats(const std::string& redis, const std::string& job, bool as_json,
+                 const std::string& html) {
 #if CRAWLER_WITH_CLUSTER
-  return crawler::engine::RunClusterStats(redis, job, as_json);
+  return crawler::engine::RunClusterStats(redis, job, as_json, html);
 #else
-  (void)redis, (void)job, (void)as_json;
+  (void)redis, (void)job, (void)as_json, (void)html;
   std::fprintf(stderr, "crawler: this program was built without the cluster\n");
   return kExitBadInput;
 #endif
@@ -380,7 +381,7 @@ bool UnknownCommand(CLI::App& app, int argc, char** argv) {
 }
 
 CLI::App* AddClusterStats(CLI::App& app, std::string* redis, std::string* job,
-                          bool* as_json) {
+                          bool* as_json, std::string* html) {
   CLI::App* cmd = app.add_subcommand(
       "cluster-stats",
       "report on a multi-machine crawl: nodes, shards, stream lag, memory");
@@ -388,6 +389,9 @@ CLI::App* AddClusterStats(CLI::App& app, std::string* redis, std::string* job,
   cmd->add_option("redis", *redis, "redis://HOST:PORT")->required();
   cmd->add_option("--job", *job, "the job ([cluster] job)")->capture_default_str();
   cmd->add_flag("--json", *as_json, "print JSON instead of text");
+  cmd->add_option("--html", *html,
+                  "also write one HTML page: the nodes now and the job's time line "
+                  "(progress, backlogs, leases, exchange, Redis memory, takeovers)");
   return cmd;
 }
 
@@ -451,7 +455,9 @@ int main(int argc, char** argv) {
   stats->add_option("--html", html,
                     "also write a self-contained HTML report with charts to FILE");
   std::string cluster_redis, cluster_job = "crawl";
-  CLI::App* cluster_stats = AddClusterStats(app, &cluster_redis, &cluster_job, &as_json);
+  std::string cluster_html;
+  CLI::App* cluster_stats =
+      AddClusterStats(app, &cluster_redis, &cluster_job, &as_json, &cluster_html);
   crawler::parsers::UrlOptions
       url_options;  // the lossy rules: off unless asked, as in [url]
   AddNormalize(app, &base, &urls, &url_options);
@@ -478,7 +484,8 @@ int main(int argc, char** argv) {
     return RunCrawl(seeds, config, out, sets, resume);
   }
   if (*stats) return crawler::engine::RunStats(stats_dir, as_json, html);
-  if (*cluster_stats) return ClusterStats(cluster_redis, cluster_job, as_json);
+  if (*cluster_stats)
+    return ClusterStats(cluster_redis, cluster_job, as_json, cluster_html);
   if (*index) return RunIndex(warcs);
   if (*wacz) return RunWacz(wacz_dir, wacz_file, wacz_with);
   return RunNormalize(base, urls, url_options);

@@ -143,12 +143,16 @@ bool Cluster::Heartbeat() {
   f.updated_unix =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
           .count();
+  const std::string figures = json::serialize(json::value_from(f)),
+                    load = balancer_.LoadToPublish(!fate_.failed() && !leave_.load());
   std::vector<std::vector<std::string>> cmds = {
       {"EVAL", kAliveScript, "3", members_.Key("alive:" + cfg_.node),
        members_.Key("stats"), members_.Key("load"), job_.token,
-       std::to_string(static_cast<int64_t>(cfg_.heartbeat_s * 3000)), cfg_.node,
-       json::serialize(json::value_from(f)),
-       balancer_.LoadToPublish(!fate_.failed() && !leave_.load())}};
+       std::to_string(static_cast<int64_t>(cfg_.heartbeat_s * 3000)), cfg_.node, figures,
+       load}};
+  // Last in the pipeline, its reply unread: a refused point is a gap.
+  const bool point =
+      counters_.TimelineDue(SteadyClock::now(), kTimelineBeats * cfg_.heartbeat_s);
   // Redis full: this node's sends are refused; every node reads the flag.
   if (sender_.refusing())
     cmds.push_back({"EVAL", kFullScript, "1", members_.Key("full"), cfg_.node,
@@ -173,6 +177,9 @@ bool Cluster::Heartbeat() {
     for (uint32_t s : asked)
       cmds.back().push_back(members_.Key("s:" + std::to_string(s)));
   }
+  if (point)
+    cmds.push_back({"EVAL", kTimelineScript, "1", members_.Key("timeline"),
+                    std::to_string(kTimelineEntries), cfg_.node, figures, load});
   auto start = SteadyClock::now();
   auto r = redis_->Pipeline(cmds);
   double rtt = std::chrono::duration<double>(SteadyClock::now() - start).count();

@@ -11,6 +11,7 @@
 #include "cluster/entry.h"
 #include "cluster/redis.h"
 #include "cluster/shard_owners.h"
+#include "cluster/timeline.h"
 #include "output/json_fields.h"
 #include "report/stats_schema.h"
 
@@ -293,7 +294,8 @@ Result<json::object> Collect(Redis& r, const std::string& job) {
 
 }  // namespace
 
-int RunClusterStats(const std::string& redis_url, const std::string& job, bool as_json) {
+int RunClusterStats(const std::string& redis_url, const std::string& job, bool as_json,
+                    const std::string& html_path) {
   auto address = ParseRedisUrl(redis_url, "the Redis URL given");
   if (!address.ok()) {
     std::fprintf(stderr, "crawler cluster-stats: %s\n",
@@ -315,6 +317,25 @@ int RunClusterStats(const std::string& redis_url, const std::string& job, bool a
   } else {
     std::fputs(ReportText(*o).c_str(), stdout);
   }
+  if (html_path.empty()) return 0;
+  auto points = ReadTimeline(**redis, "crawler:{" + job + "}:");
+  if (!points.ok()) {
+    std::fprintf(stderr, "crawler cluster-stats: %s\n",
+                 points.status().message().c_str());
+    return 2;
+  }
+  const std::string html = TimelineHtml(*o, *points);
+  std::FILE* f = std::fopen(html_path.c_str(), "wb");
+  const bool ok =
+      f != nullptr && std::fwrite(html.data(), 1, html.size(), f) == html.size();
+  if (f != nullptr && std::fclose(f) != 0) return 1;
+  if (!ok) {
+    std::fprintf(stderr, "crawler cluster-stats: %s: cannot write\n", html_path.c_str());
+    return 1;
+  }
+  if (!as_json)
+    std::printf("\nHTML report: %s (%zu points on the time line)\n", html_path.c_str(),
+                points->size());
   return 0;
 }
 

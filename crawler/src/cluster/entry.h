@@ -19,7 +19,8 @@ NodeJoiner ClusterJoiner(const std::atomic<bool>* stop = nullptr);
 // `crawler cluster-stats redis://HOST:PORT --job J [--json]`: a cluster job as
 // Redis sees it: nodes (alive, pages/s, shards), stream lag per shard,
 // Redis memory per in-flight URL, totals. 2: no such job or no Redis.
-int RunClusterStats(const std::string& redis_url, const std::string& job, bool json);
+int RunClusterStats(const std::string& redis_url, const std::string& job, bool json,
+                    const std::string& html_path = "");
 
 }  // namespace crawler::engine
 

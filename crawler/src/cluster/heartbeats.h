@@ -110,6 +110,21 @@ inline constexpr const char* kFullScript = R"lua(#!lua flags=allow-oom
 return redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2])
 )lua";
 
+// One point of the job's time line (`crawler cluster-stats --html`): this
+// node's figures and Redis's used memory now, into a stream capped near
+// kTimelineEntries. Refused when Redis is full (no allow-oom: the line has
+// a gap then; the crawl never waits for it). KEYS: timeline. ARGV: max
+// entries, node, figures (ClusterReport JSON), backlog (LoadToPublish).
+inline constexpr const char* kTimelineScript = R"lua(
+local used = string.match(redis.call('info', 'memory'), 'used_memory:(%d+)') or '0'
+return redis.call('xadd', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 'n', ARGV[2],
+                  'f', ARGV[3], 'm', used, 'b', ARGV[4])
+)lua";
+// ~0.5 KB a point: at most a few MB of Redis; a point every 5 heartbeats
+// (10 s by default): 3 nodes keep about 7 hours.
+inline constexpr uint64_t kTimelineEntries = 8192;
+inline constexpr double kTimelineBeats = 5;
+
 }  // namespace cluster_wire
 
 }  // namespace crawler::engine

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -25,6 +26,16 @@ class NodeCounters {
   NodeCounters(const std::string& node, const std::string& job) {
     report_.node = node;
     report_.job = job;
+  }
+
+  // A point of the job's time line is due (kTimelineScript): at the first
+  // heartbeat, then every `period_s`. The exchange thread's only.
+  bool TimelineDue(std::chrono::steady_clock::time_point now, double period_s) {
+    if (timeline_at_ != std::chrono::steady_clock::time_point{} &&
+        now - timeline_at_ < std::chrono::duration<double>(period_s))
+      return false;
+    timeline_at_ = now;
+    return true;
   }
 
   ClusterReport report() const EXCLUDES(mu_) {
@@ -118,7 +129,8 @@ class NodeCounters {
   mutable Mutex mu_;
   ClusterReport report_ GUARDED_BY(mu_);
   ClusterHealth health_ GUARDED_BY(mu_);
-  mutable std::atomic<uint64_t> deferred_{0};  // Fetchable is const
+  mutable std::atomic<uint64_t> deferred_{0};            // Fetchable is const
+  std::chrono::steady_clock::time_point timeline_at_{};  // the exchange thread's
 };
 
 }  // namespace crawler::engine

@@ -14,6 +14,7 @@
 #include "crawler/checkpoint.h"
 #include "output/json_fields.h"
 #include "report/stats_schema.h"
+#include "report/svg_chart.h"
 
 namespace crawler::engine {
 namespace {
@@ -301,88 +302,19 @@ std::vector<Section> Sections(const StatsReport& s) {
   return out;
 }
 
-std::string HtmlEscape(const std::string& s) {
-  std::string out;
-  for (char ch : s) {
-    switch (ch) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += ch;
-    }
-  }
-  return out;
-}
-
 // One inline SVG line chart of series[key] (and optionally a second line).
 using SeriesField = double (*)(const SeriesPoint&);
 
 std::string Chart(const std::string& title, const std::vector<SeriesPoint>& series,
                   SeriesField key, SeriesField key2 = nullptr, bool percent = false) {
-  const double w = 560, h = 200, left = 70, bottom = 30, top = 24, right = 12;
-  double tmax = 0, vmax = 0;
+  std::vector<ChartLine> lines(key2 != nullptr ? 2 : 1);
   for (const SeriesPoint& p : series) {
-    tmax = std::max(tmax, p.t);
-    vmax = std::max(vmax, key(p));
-    if (key2 != nullptr) vmax = std::max(vmax, key2(p));
+    lines[0].points.emplace_back(p.t, key(p));
+    if (key2 != nullptr) lines[1].points.emplace_back(p.t, key2(p));
   }
-  if (tmax <= 0) tmax = 1;
-  if (vmax <= 0) vmax = 1;
-  auto x = [&](double t) { return left + (w - left - right) * t / tmax; };
-  auto y = [&](double v) { return h - bottom - (h - bottom - top) * v / vmax; };
-  auto line = [&](SeriesField k, const char* color, const char* dash) {
-    std::string pts;
-    for (const SeriesPoint& p : series)
-      pts += fmt::format("{:.1f},", x(p.t)) + fmt::format("{:.1f} ", y(k(p)));
-    return "<polyline fill=\"none\" stroke=\"" + std::string(color) +
-           "\" stroke-width=\"2\"" +
-           (dash ? std::string(" stroke-dasharray=\"") + dash + "\"" : "") +
-           " points=\"" + pts + "\"/>";
-  };
-  auto label = [&](double v) {
+  return LineChart(title, lines, [percent](double v) {
     return percent ? fmt::format("{:.4f}%", v * 100) : Count(v);
-  };
-  std::string svg = "<figure><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
-                    fmt::format("{:.0f}", w) + "\" height=\"" + fmt::format("{:.0f}", h) +
-                    "\" role=\"img\">";
-  svg +=
-      "<rect x=\"0\" y=\"0\" width=\"100%\" height=\"100%\" fill=\"#fbfbfd\" "
-      "stroke=\"#ccd\"/>";
-  svg += "<text x=\"" + fmt::format("{:.0f}", left) +
-         "\" y=\"16\" font-size=\"13\" font-weight=\"bold\">" + HtmlEscape(title) +
-         "</text>";
-  svg += "<line x1=\"" + fmt::format("{:.0f}", left) + "\" y1=\"" +
-         fmt::format("{:.0f}", h - bottom) + "\" x2=\"" +
-         fmt::format("{:.0f}", w - right) + "\" y2=\"" +
-         fmt::format("{:.0f}", h - bottom) + "\" stroke=\"#888\"/>";
-  svg += "<line x1=\"" + fmt::format("{:.0f}", left) + "\" y1=\"" +
-         fmt::format("{:.0f}", top) + "\" x2=\"" + fmt::format("{:.0f}", left) +
-         "\" y2=\"" + fmt::format("{:.0f}", h - bottom) + "\" stroke=\"#888\"/>";
-  svg += "<text x=\"4\" y=\"" + fmt::format("{:.0f}", top + 10) + "\" font-size=\"11\">" +
-         label(vmax) + "</text>";
-  svg += "<text x=\"4\" y=\"" + fmt::format("{:.0f}", h - bottom) +
-         "\" font-size=\"11\">0</text>";
-  svg += "<text x=\"" + fmt::format("{:.0f}", w - right - 60) + "\" y=\"" +
-         fmt::format("{:.0f}", h - 8) + "\" font-size=\"11\">" +
-         fmt::format("{:.0f} s", tmax) + "</text>";
-  if (series.empty()) {
-    svg += "<text x=\"200\" y=\"100\" font-size=\"12\">no data yet</text>";
-  } else {
-    svg += line(key, "#1f5fbf", nullptr);
-    if (key2 != nullptr) svg += line(key2, "#c0392b", "6 4");
-  }
-  svg += "</svg></figure>\n";
-  return svg;
+  });
 }
 
 std::string Source(const std::string& source, const StatsReport& s) {
