@@ -112,5 +112,30 @@ TEST_CASE("Commits: a shard given up leaves the cuts not committed; a fenced com
   CHECK_FALSE(c.Next());
 }
 
+TEST_CASE(
+    "Commits: a lease taken again at the next epoch moves the cuts not committed yet "
+    "to it; a committed cut, another shard and a newer epoch stay",
+    "[engine][cluster]") {
+  Commits c;
+  c.Cut(2, {{3, 6}, {5, 2}});
+  c.Published(2);
+  auto r = c.Next();
+  REQUIRE(r);
+  c.Accepted(*r);
+  c.Cut(3, {{3, 6}, {5, 2}});  // cut while shard 3's lease was epoch 6 ...
+  c.Cut(4, {{3, 7}, {5, 2}});  // ... and after it was taken again
+  c.TakenAgain(3, 7);          // Redis was away past lease_s; nobody took it
+  c.Published(3);
+  r = c.Next();
+  REQUIRE(r);
+  CHECK(r->args == Args{"3 7", "5 2"});  // the fence finds epoch 7, as Redis has it
+  c.Accepted(*r);
+  c.TakenAgain(3, 5);  // an older epoch changes nothing
+  c.Published(4);
+  r = c.Next();
+  REQUIRE(r);
+  CHECK(r->args == Args{"3 7", "5 2"});
+}
+
 }  // namespace
 }  // namespace crawler::engine

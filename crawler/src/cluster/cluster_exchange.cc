@@ -225,6 +225,11 @@ void Cluster::ApplyLeases(ReplyView r, SteadyClock::time_point sent) {
           commits_.Forget(s);
       });
   if (!round) return;
+  if (!round->taken_again.empty()) {
+    // After Apply updated Holding: a cut made meanwhile has the new epoch.
+    MutexLock lock(mu_);
+    for (const auto& [s, epoch] : round->taken_again) commits_.TakenAgain(s, epoch);
+  }
   counters_.LeaseRound(round->held, round->unnoticed.size());
   if (round->lost.empty()) return;
   // Another node has them, from this node's last committed checkpoint: what

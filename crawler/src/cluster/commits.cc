@@ -12,6 +12,12 @@ void Commits::GaveUp(uint32_t shard) {
                held.end());
 }
 
+void Commits::TakenAgain(uint32_t shard, uint64_t epoch) {
+  for (auto& [seq, held] : cuts_)
+    for (auto& [s, e] : held)
+      if (s == shard && e < epoch) e = epoch;
+}
+
 std::set<uint32_t> Commits::ShardsBefore(uint64_t sequence) const {
   // checkpoint.prev/ once `sequence` is checkpoint/.
   auto it = cuts_.lower_bound(sequence);

@@ -53,6 +53,12 @@ class Commits {
   void Forget(uint32_t shard) { from_.erase(shard); }
   // `shard` was given up: no cut not committed yet holds it any more.
   void GaveUp(uint32_t shard);
+  // The lease of `shard` expired and this node took it again at `epoch`,
+  // the one after its own (nobody held it meanwhile): what the cuts not
+  // committed yet hold of it is still this node's alone, so they commit
+  // under `epoch` (with the old one the fence refused them, and the node
+  // stopped for nothing: a chaos run after Redis was away past lease_s).
+  void TakenAgain(uint32_t shard, uint64_t epoch);
 
   // What to commit now (nothing when the newest published is committed).
   struct Request {

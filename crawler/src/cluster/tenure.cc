@@ -86,6 +86,10 @@ std::optional<Tenure::Round> Tenure::Apply(ReplyView r, SteadyClock::time_point 
     const Leases::Outcome o = leases_.Apply(s, reply, until);
     if (o.unnoticed) round.unnoticed.Add(s, o.held ? was : reply.epoch);
     if (o.again) round.again.Add(s, reply.epoch);
+    // Every taking increments the epoch: the next one after this node's
+    // means nobody else held the shard meanwhile.
+    if (o.again && was > 0 && reply.epoch == was + 1)
+      round.taken_again.emplace_back(s, reply.epoch);
     if (o.renewed) round.renewed.Add(s, reply.epoch);
     if (o.gained) gained(s, reply, &round);
     if (o.held) {

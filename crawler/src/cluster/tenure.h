@@ -66,6 +66,9 @@ class Tenure {
   struct Round {
     uint64_t held = 0;
     ShardList unnoticed, again, renewed, lost, takeovers;
+    // Of `again`, those taken at the epoch after this node's own (nobody
+    // else held them meanwhile): shard, new epoch.
+    std::vector<std::pair<uint32_t, uint64_t>> taken_again;
     std::string lost_to, took_from;
   };
   using Gained = std::function<void(uint32_t, const LeaseReply&, Round*)>;
