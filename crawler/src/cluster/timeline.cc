@@ -113,8 +113,13 @@ std::string NodeTable(const json::object& collected,
       return x != nullptr && x->is_number() ? x->to_number<double>() : 0.0;
     };
     const std::string name = json::value_to<std::string>(n.at("node"));
-    const bool alive = n.at("alive").as_bool();
-    t += "<tr><td>" + HtmlEscape(name) + "</td><td>" + (alive ? "alive" : "DEAD") +
+    // Not alive once the job is done: it exited (its liveness key expires
+    // 3 heartbeats after its last).
+    const bool alive = n.at("alive").as_bool(), done = collected.at("done").as_bool();
+    t += "<tr><td>" + HtmlEscape(name) + "</td><td>" +
+         (alive  ? "alive"
+          : done ? "exited"
+                 : "DEAD") +
          "</td><td>" + Count(num("shards")) + "</td><td>" + Count(num("leases")) +
          "</td><td>" + Count(num("pages")) + "</td><td>" +
          fmt::format("{:.1f}", num("pages_per_s")) + "</td><td>" +
