@@ -50,15 +50,6 @@ namespace {
 
 using Field = std::function<double(const TimelinePoint&)>;
 
-std::string Count(double v) {
-  std::string digits = fmt::format("{:.0f}", std::max(0.0, v)), out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
-
 // One line per node of `field`, and (if `all` names it) their sum: each
 // node's latest value, a node counted while its last point is at most
 // `fresh_s` old (0: for ever, for counts that only grow).

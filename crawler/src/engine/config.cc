@@ -394,11 +394,7 @@ Status FinishSentinels(const ClusterConfig& c) {
                        "required with cluster.sentinels (the name the sentinels "
                        "monitor, as in 'sentinel monitor NAME ...')");
   for (const std::string& s : c.sentinels) {
-    size_t colon = s.rfind(':');
-    std::string port = colon == std::string::npos ? "" : s.substr(colon + 1);
-    if (colon == 0 || port.empty() || port.size() > 5 ||
-        port.find_first_not_of("0123456789") != std::string::npos ||
-        std::stoul(port) == 0 || std::stoul(port) > 65535)
+    if (!config_key::IsHostPort(s, 1))
       return ConfigError("config", "cluster.sentinels",
                          "'" + s + "' is not HOST:PORT (as 127.0.0.1:26379)");
   }

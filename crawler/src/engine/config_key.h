@@ -84,6 +84,19 @@ Key BoolKey(const char* section, const char* name, Ref ref) {
              }};
 }
 
+// "HOST:PORT": a host before the last colon, a port of digits in
+// [min_port, 65535] after it.
+inline bool IsHostPort(const std::string& v, unsigned long min_port) {
+  const size_t colon = v.rfind(':');
+  if (colon == 0 || colon == std::string::npos) return false;
+  const std::string port = v.substr(colon + 1);
+  if (port.empty() || port.size() > 5 ||
+      port.find_first_not_of("0123456789") != std::string::npos)
+    return false;
+  const unsigned long p = std::stoul(port);
+  return p >= min_port && p <= 65535;
+}
+
 inline std::string Quote(const std::string& s) {
   std::ostringstream m;
   m << toml::value<std::string>(s);

@@ -9,14 +9,9 @@ std::vector<Key> MetricsKeys() {
   return {StringKey(
       "metrics", "listen", [](Config & c) -> auto& { return c.metrics.listen; },
       [](const std::string& v) {
-        size_t colon = v.rfind(':');
-        std::string port = colon == std::string::npos ? "" : v.substr(colon + 1);
-        bool ok =
-            v.empty() || (colon > 0 && !port.empty() && port.size() <= 5 &&
-                          port.find_first_not_of("0123456789") == std::string::npos &&
-                          std::stoul(port) <= 65535);
-        return ok ? std::string()
-                  : std::string("must be HOST:PORT (as 127.0.0.1:9464) or empty");
+        return v.empty() || IsHostPort(v, 0)  // port 0: any free one
+                   ? std::string()
+                   : std::string("must be HOST:PORT (as 127.0.0.1:9464) or empty");
       })};
 }
 

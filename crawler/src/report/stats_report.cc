@@ -22,18 +22,6 @@ namespace {
 namespace json = boost::json;
 
 // 1234567 -> "1,234,567"
-std::string Count(uint64_t v) {
-  std::string digits = std::to_string(v);
-  std::string out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
-std::string Count(double v) {
-  return Count(static_cast<uint64_t>(std::llround(std::max(0.0, v))));
-}
 std::string Bytes(uint64_t n) {
   const double b = static_cast<double>(n);
   if (b >= 1e9) return fmt::format("{:.2f} GB", b / 1e9);

@@ -4,6 +4,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace crawler::engine {
 
@@ -28,6 +29,19 @@ std::string HtmlEscape(const std::string& s) {
     }
   }
   return out;
+}
+
+std::string Count(uint64_t v) {
+  std::string digits = std::to_string(v);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+std::string Count(double v) {
+  return Count(static_cast<uint64_t>(std::llround(std::max(0.0, v))));
 }
 
 namespace {

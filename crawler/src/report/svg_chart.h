@@ -23,6 +23,9 @@ std::string LineChart(const std::string& title, const std::vector<ChartLine>& li
                       const std::function<std::string(double)>& label);
 
 std::string HtmlEscape(const std::string& s);
+// 1234567 -> "1,234,567" (a double rounded, below 0 as 0): the reports' counts.
+std::string Count(uint64_t v);
+std::string Count(double v);
 
 }  // namespace crawler::engine
 
