@@ -23,7 +23,11 @@
 #      BENCH_SHARDS=4096 BENCH_DELAY_MS=1000 (the crawl lasts ~2 min);
 #      BENCH_CHECKPOINT_S (2): each node's checkpoint.interval_s (a handoff
 #      or a leave cuts its own checkpoint whatever it is).
-# Usage: bash scripts/bench-cluster.sh [exchange|scaling|cpu|control|rebalance|all]
+#   6. turns: build/tests/address_turns_bench, politeness per address
+#      across nodes (cluster.ip_politeness): a turn at an address taken and
+#      given back, 1 and 4 threads sharing a node's connection: turns/s,
+#      latency p50/p99, Redis CPU a turn
+# Usage: bash scripts/bench-cluster.sh [exchange|scaling|cpu|control|rebalance|turns|all]
 # (default all)
 # Env: BENCH_URLS (1000000), BENCH_PAGES (scaling, 6000), BENCH_CONNECTIONS (8),
 #      BENCH_SCALE_NODES ("3 6"), BENCH_SCALE_RUNS (1: sets per node count),
@@ -96,6 +100,7 @@ crawl_nodes() {  # N NAME [FLAGS...]: N nodes crawl the delayed site; prints pag
       --set crawl.max_depth=5 --set frontier.min_delay_s=0 \
       --set frontier.max_connections_per_host=1 \
       --set frontier.max_connections_per_ip=100000 `# 200 hosts on 127.0.0.1 stand for 200 servers` \
+      --set cluster.ip_politeness=false `# so no turns per address: 2 round trips a request` \
       "$@" >"$work/$job-n$i.out" 2>&1 &
     pids+=($!)
   done
@@ -220,7 +225,8 @@ if [ "$what" = rebalance ] || [ "$what" = all ]; then
       --set cluster.balance=false ${BENCH_SHARDS:+--set cluster.shards="$BENCH_SHARDS"} \
       --set crawl.max_connections="${BENCH_CONNECTIONS:-8}" --set crawl.max_depth=5 \
       --set frontier.min_delay_s=0 --set checkpoint.interval_s="${BENCH_CHECKPOINT_S:-2}" \
-      --set frontier.max_connections_per_ip=100000 >"$work/rebalance-$1.out" 2>&1 &
+      --set frontier.max_connections_per_ip=100000 --set cluster.ip_politeness=false \
+      >"$work/rebalance-$1.out" 2>&1 &
     pids+=($!)
   }
   for i in $(seq 1 "$nodes"); do node "n$i"; done
@@ -243,4 +249,12 @@ if [ "$what" = control ] || [ "$what" = all ]; then
   fresh_redis
   build/tests/cluster_control_bench --redis "$redis_url" --nodes "${BENCH_NODES:-64}" \
     --shards "${BENCH_SHARDS:-4096}" --seconds 10
+fi
+
+if [ "$what" = turns ] || [ "$what" = all ]; then
+  echo "== turns at addresses (politeness per address across nodes)"
+  fresh_redis
+  for t in 1 4; do
+    build/tests/address_turns_bench --redis "$redis_url" --threads "$t" --seconds 5
+  done
 fi

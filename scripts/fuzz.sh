@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang (ASan+UBSan; -Werror, so this clang
-# build also enforces -Wthread-safety on every library) and runs each for
+# build, with clang_check.py for what the fuzzers do not link, enforces
+# -Wthread-safety on every source) and runs each for
 # SECONDS (default 60) from the seed corpus in tests/fuzz/corpus/. New inputs
 # go to a scratch directory, not into the repository. A crash leaves its input
 # as crash-* in build-fuzz/: turn it into a test in tests/regressions/.
@@ -15,7 +16,14 @@ seed="${FUZZ_SEED:-1}"
 cmake --preset fuzz >/dev/null   # clang, ASan+UBSan, -Werror (CMakePresets.json)
 targets=(url html robots sitemap css dedup_load frontier_image checkpoint)
 cmake --build build-fuzz -j2 --target "${targets[@]/%/_fuzz}"
-[ "$seconds" = "--build-only" ] && exit 0
+# With --build-only (CI's build), what the fuzzers do not link (the
+# cluster, the crawler's main, the testsite) goes through clang's front end
+# with the same flags: -Wthread-safety and clang's warnings over every
+# source (scripts/clang_check.py). A run after it skips it (22 core-s).
+if [ "$seconds" = "--build-only" ]; then
+  python3 scripts/clang_check.py build-fuzz
+  exit 0
+fi
 # Two targets at a time (each fuzzes on one core); each one's last lines are
 # printed when it ends, and any failure (a crash: crash-* in build-fuzz/)
 # fails the script.

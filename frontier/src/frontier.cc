@@ -33,11 +33,16 @@ Result<std::unique_ptr<Frontier>> Frontier::Create(const FrontierOptions& option
     return bad("frontier delays must be >= 0");
   }
   if (options.spill_chunk == 0) return bad("frontier.spill_chunk must be at least 1");
-  FrontierOptions o = options;
+  return std::unique_ptr<Frontier>(
+      new Frontier(std::make_unique<Impl>(options.Resolved())));
+}
+
+FrontierOptions FrontierOptions::Resolved() const {
+  FrontierOptions o = *this;
   if (o.min_delay_ip_s < 0) o.min_delay_ip_s = o.min_delay_s / 4;
   if (o.max_connections_per_ip == 0)
     o.max_connections_per_ip = 4 * o.max_connections_per_host;
-  return std::unique_ptr<Frontier>(new Frontier(std::make_unique<Impl>(o)));
+  return o;
 }
 
 Result<AdmitResult> Frontier::Admit(std::vector<UrlEntry> entries, dedup::Filter& filter,
@@ -115,7 +120,8 @@ Result<std::optional<Lease>> Frontier::Pop(Clock::time_point now,
     Status st = m.Refill(h);
     if (!st.ok()) return st;
   }
-  Lease lease{h.PopRam(), h.key, m.next_lease++};
+  Lease lease{h.PopRam(), h.key, m.next_lease++,
+              h.ip != Impl::kNoIp ? m.ips[h.ip].address : std::string()};
   m.CountDepth(lease.entry.depth, -1);
   m.leased.emplace(lease.id, std::make_pair(id, lease.entry));
   --m.in_memory;
@@ -192,6 +198,14 @@ void Frontier::EndAt(std::string_view address, Clock::time_point now) {
   if (it == m.ip_index.end() || m.ips[it->second].in_flight == 0) return;
   m.IpEnded(m.ips[it->second], now);
   m.WakeIp(it->second);
+}
+
+void Frontier::HoldAddress(std::string_view address, Clock::time_point until) {
+  Impl& m = *impl_;
+  MutexLock lock(m.mu);
+  const uint32_t index = m.IpFor(address);
+  m.ips[index].due = std::max(m.ips[index].due, until);
+  m.WakeIp(index);
 }
 
 void Frontier::Ended(const Lease& lease, Clock::time_point ended) {

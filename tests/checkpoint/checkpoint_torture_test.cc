@@ -298,7 +298,8 @@ TEST_CASE(
        ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     fetched.clear();
-    for (const testing::LogLine& l : ReadFetchLog(out + "/fetch-log.jsonl")) {
+    for (const testing::LogLine& l :
+         ReadFetchLog(out + "/fetch-log.jsonl", testing::LogRead::kLive)) {
       if (testing::Attempted(l)) fetched.insert(l.url);
       if (l.status == 200 && !l.robots_txt) whole.insert(l.url);
       if (l.status == 304) not_modified.insert(l.url);

@@ -125,6 +125,48 @@ TEST_CASE("Per address: at most max_connections_per_ip in flight over its hosts"
   CHECK(s.Pop(kStart + milliseconds(4)).has_value());
 }
 
+TEST_CASE(
+    "Per address: a lease names its host's address, HoldAddress keeps every host there "
+    "back until then (another machine's turn), Defer puts the URL back",
+    "[frontier][ip]") {
+  Setup s(Options(1, 0, 10));
+  s.Hosts({"http://a", "http://b"}, "10.0.0.1", 2);
+  s.Hosts({"http://d"}, "10.0.0.2", 1);
+  std::optional<Lease> first = s.Pop(kStart);
+  REQUIRE(first);
+  CHECK(first->address == (first->host == "http://d" ? "10.0.0.2" : "10.0.0.1"));
+  // The job said wait 500 ms at the shared address: this lease goes back
+  // and neither host there is handed out before then; the other address is.
+  std::optional<Lease> shared = first->address == "10.0.0.1" ? first : s.Pop(kStart);
+  REQUIRE(shared);
+  REQUIRE(shared->address == "10.0.0.1");
+  const std::string held_url = shared->entry.url;
+  s.f->Defer(*shared, kStart + milliseconds(500));
+  s.f->HoldAddress("10.0.0.1", kStart + milliseconds(500));
+  std::vector<std::string> before;
+  Clock::time_point next{};
+  for (std::optional<Lease> l; (l = s.Pop(kStart + milliseconds(499), &next));) {
+    before.push_back(l->host);
+    s.f->Done(*l, kStart + milliseconds(499), 0, HostSignal::kAnswered);
+  }
+  CHECK(before ==
+        std::vector<std::string>(first->host == "http://d" ? 0 : 1, "http://d"));
+  CHECK(next == kStart + milliseconds(500));
+  std::optional<Lease> after = s.Pop(kStart + milliseconds(500));
+  REQUIRE(after);
+  CHECK(after->address == "10.0.0.1");
+  // The deferred URL is first again on its host.
+  if (after->host == shared->host) CHECK(after->entry.url == held_url);
+  // A host whose address is not known yet: none in its lease.
+  s.Hosts({"http://new"}, "", 1);
+  std::optional<Lease> unknown;
+  for (int i = 0; i < 10 && !(unknown && unknown->host == "http://new"); ++i)
+    unknown = s.Pop(kStart + std::chrono::seconds(10 + i));
+  REQUIRE(unknown);
+  CHECK(unknown->host == "http://new");
+  CHECK(unknown->address.empty());
+}
+
 TEST_CASE("Per address: a host that moves takes its fetches in flight along",
           "[frontier][ip]") {
   Setup s(Options(2, 0, 2));

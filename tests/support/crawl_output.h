@@ -55,11 +55,28 @@ struct LogLine {
   bool final = true;  // false: a transient failure fetched again later
 };
 
-inline std::vector<LogLine> ReadFetchLog(const std::string& path) {
+// How a fetch log is read. kLive: a crawler may be writing it, so text after
+// the last newline is a line not yet whole and is left for the next read (a
+// write(2) that spans a page reaches a reader in steps, and a resume cuts a
+// line a kill -9 left half written only once it has started). kFinished:
+// every line must parse; one that does not throws, naming the file and line.
+enum class LogRead { kFinished, kLive };
+
+inline std::vector<LogLine> ReadFetchLog(const std::string& path,
+                                         LogRead mode = LogRead::kFinished) {
+  std::string text = ReadText(path);
+  if (mode == LogRead::kLive) text.resize(text.rfind('\n') + 1);  // npos + 1 == 0
   std::vector<LogLine> out;
-  std::ifstream in(path);
+  std::istringstream in(text);
+  int number = 0;
   for (std::string line; std::getline(in, line);) {
-    boost::json::object o = boost::json::parse(line).as_object();
+    ++number;
+    boost::json::error_code ec;
+    boost::json::value v = boost::json::parse(line, ec);
+    if (ec || !v.is_object())
+      throw std::runtime_error(path + " line " + std::to_string(number) +
+                               " is not a JSON object: " + line);
+    const boost::json::object& o = v.as_object();
     LogLine l;
     l.url = o.at("url").as_string().c_str();
     l.status = o.at("status").as_int64();

@@ -137,6 +137,12 @@ struct ClusterConfig {
   // hosts); false: by rendezvous hashing alone. The creator's choice is the
   // job's (it is kept in Redis with the job).
   bool place_by_seeds = true;
+  // Politeness per address over the whole job: every request at an address
+  // takes a turn from Redis, so hosts on one address held by different
+  // nodes keep frontier.min_delay_ip_s and max_connections_per_ip together
+  // (cluster/address_tokens.h: two round trips a request). false: each
+  // node is polite per address on its own.
+  bool ip_politeness = true;
   // Redis behind Sentinel (cluster.redis then empty): the sentinels'
   // "HOST:PORT"s and the name of the primary they watch. A node asks them
   // for the primary at every (re)connect, so it follows a failover without

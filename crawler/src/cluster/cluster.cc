@@ -52,7 +52,19 @@ Cluster::Cluster(const Config& config, JoinedJob joined, const std::string& out_
       handoff_(config.cluster.node, config.cluster.shards, out_dir, states_.ready(),
                receiver_),
       balancer_(cfg_, {members_, tenure_, states_, handoff_, beats_, redis_},
-                job_.weights, config.recrawl.enabled) {}
+                job_.weights, config.recrawl.enabled) {
+  if (config.cluster.ip_politeness) {
+    const frontier::FrontierOptions f = config.frontier.Resolved();
+    RedisAddress turns_at = redis_.address();
+    turns_at.wait_replicas = 0;  // a turn is not worth a replica's round trip
+    const auto ms = [](double s) { return static_cast<uint32_t>(s * 1000); };
+    turns_ = std::make_unique<AddressTokens>(
+        std::move(turns_at), members_.Key(""), config.cluster.node,
+        AddressTokens::Limits{
+            ms(f.min_delay_ip_s), f.max_connections_per_ip,
+            ms(config.fetch.timeout_s + config.fetch.connect_timeout_s + 10)});
+  }
+}
 
 Cluster::~Cluster() {
   stop_ = true;
@@ -297,6 +309,12 @@ ClusterReport Cluster::figures() const {
   sender_.Report(&f);
   receiver_.Report(&f);
   f.shards_given = balancer_.shards_given();
+  if (turns_) {
+    const AddressTokens::Figures t = turns_->figures();
+    f.address_turns = t.granted;
+    f.address_waits = t.waits;
+    f.address_turns_local = t.local;
+  }
   return f;
 }
 

@@ -134,6 +134,7 @@
 
 #include "base/mutex.h"
 #include "base/status.h"
+#include "cluster/address_tokens.h"
 #include "cluster/balancer.h"
 #include "cluster/commits.h"
 #include "cluster/fate.h"
@@ -264,6 +265,15 @@ class Cluster final : public Node {
   // The job is over (every node idle, every batch applied).
   bool Done() const override { return members_.done(); }
 
+  // Politeness per address over the job (address_tokens.h); with
+  // cluster.ip_politeness off, every turn is granted at once.
+  AddressTurn StartAt(std::string_view address) override {
+    return turns_ ? turns_->Start(address) : AddressTurn{true, 0, {}};
+  }
+  void EndAt(std::string_view address, uint64_t token) override {
+    if (turns_) turns_->End(address, token);
+  }
+
   // Checkpoint hooks: `sequence` cut (gate closed) / published. OnCut
   // returns the outbox (outbox.txt): every URL queued or in flight to
   // another node, not yet confirmed by Redis. The rule it keeps: a page
@@ -343,6 +353,9 @@ class Cluster final : public Node {
   Receiver receiver_;
   mutable Mutex mu_;
   NodeCounters counters_;  // its own lock
+  // Turns at addresses, on a connection of its own (the worker threads ask);
+  // null: cluster.ip_politeness off.
+  std::unique_ptr<AddressTokens> turns_;
 
   std::atomic<bool> stop_{false}, leave_{false};
   Fate fate_;  // why this node stops (fate.h)

@@ -63,6 +63,9 @@ void Cluster::Loop() {
       continue;
     }
     backoff = std::chrono::milliseconds(100);
+    // Redis answers again: turns this node could not give back go now, not
+    // when the next request starts (there may be none).
+    if (turns_ != nullptr) turns_->Settle();
     if (stopping) {
       // A last round sent everything, committed and acknowledged what was
       // published; a leaving node then gives its leases up.

@@ -13,7 +13,7 @@
 
 namespace crawler::engine {
 
-using SteadyClock = std::chrono::steady_clock;
+using cluster_wire::SteadyClock;
 
 Handoffs::Handoffs(std::string node, uint32_t shards, const std::string& out_dir,
                    std::atomic<bool>* ready, Receiver& receiver)

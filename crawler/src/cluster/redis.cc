@@ -153,6 +153,8 @@ Result<RedisAddress> Redis::AskSentinels(const RedisAddress& address, double tim
                            (why.empty() ? std::string(": no sentinels") : why.substr(1)));
 }
 
+void Redis::SetCommandTimeout(double s) { redisSetTimeout(c_, Timeval(s)); }
+
 Result<std::unique_ptr<Redis>> Redis::ConnectTo(const RedisAddress& address,
                                                 double timeout_s) {
   redisContext* c =

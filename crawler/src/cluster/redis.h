@@ -177,6 +177,9 @@ class Redis {
       const std::vector<std::vector<std::string>>& commands);
 
   const RedisAddress& address() const { return address_; }
+  // A reply not in within `s` seconds fails the command as a lost
+  // connection (Connect sets max(its timeout, 5 s)).
+  void SetCommandTimeout(double s);
 
  private:
   Redis(RedisAddress address, redisContext* c) : address_(std::move(address)), c_(c) {}

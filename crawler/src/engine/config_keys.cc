@@ -105,6 +105,9 @@ std::vector<Key> ClusterKeys() {
       BoolKey(
           "cluster", "place_by_seeds",
           [](Config & c) -> auto& { return c.cluster.place_by_seeds; }),
+      BoolKey(
+          "cluster", "ip_politeness",
+          [](Config & c) -> auto& { return c.cluster.ip_politeness; }),
   };
   for (Key& k : SentinelKeys()) keys.push_back(std::move(k));
   return keys;

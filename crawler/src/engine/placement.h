@@ -15,12 +15,15 @@
 //    then ShardsLoaded), their URL history with them ([recrawl]);
 //  - drains and drops shards handed over to another node (HandoffWork:
 //    Draining/Drained, TakeReleased/Dropped);
+//  - starts a request at an address only with the job's turn there
+//    (AddressTurns: StartAt, then EndAt);
 //  - ends only when the whole job is Done.
 // The calls are made inside a gate pass (gate.h), from any worker thread: an
 // implementation is thread-safe and takes only its own locks.
 #ifndef CRAWLER_ENGINE_PLACEMENT_H_
 #define CRAWLER_ENGINE_PLACEMENT_H_
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -57,9 +60,9 @@ struct ShardState {
 
 // The interface is split by what calls it: routing (admission, fetch,
 // robots.txt, sitemaps, the history's moves), arrivals (the inbox; the
-// worker's loop),
-// shard moves (takeover, resume and handoff, the worker's loop), and the
-// end of the job. A Placement is all four; a caller names the part it uses.
+// worker's loop), shard moves (takeover, resume and handoff, the worker's
+// loop), turns at addresses (each request's start and end), and the end of
+// the job. A Placement is all five; a caller names the part it uses.
 
 // Where a host lives now.
 class Routing {
@@ -115,8 +118,30 @@ class ShardMoves {
   virtual void Dropped(const std::vector<uint32_t>& shards, uint64_t urls) = 0;
 };
 
-// What the workers hold: the three parts, and the job's end.
-class Placement : public Routing, public Arrivals, public ShardMoves {
+// Politeness per address over the whole job: hosts on one address may be
+// held by different nodes, each polite on its own and together not. A
+// request at an address (the frontier's own limits passed) starts only
+// with a turn, counted over every node; End gives it back when the request
+// ended.
+struct AddressTurn {
+  bool granted = false;
+  uint64_t token = 0;  // granted: for End
+  // Not granted: ask again after this long (the address's next start, or
+  // a connection of it coming free).
+  std::chrono::milliseconds wait{0};
+};
+class AddressTurns {
+ public:
+  virtual ~AddressTurns() = default;
+  virtual AddressTurn StartAt(std::string_view address) = 0;
+  virtual void EndAt(std::string_view address, uint64_t token) = 0;
+};
+
+// What the workers hold: the four parts, and the job's end.
+class Placement : public Routing,
+                  public Arrivals,
+                  public ShardMoves,
+                  public AddressTurns {
  public:
   // The whole job is over (every node idle, everything sent applied).
   virtual bool Done() const = 0;

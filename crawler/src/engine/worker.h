@@ -101,6 +101,9 @@ struct Completed {
   // robots: the address it was counted at (Frontier::TryStartAt), if any;
   // ended there when the fetch ends (ConnectionsFreed).
   std::string started_at = {};
+  // A multi-machine job's turn at its address (robots: started_at; pages:
+  // lease.address), given back when the fetch ends; 0: none taken.
+  uint64_t turn = 0;
 };
 
 class ResultQueue {
@@ -193,7 +196,11 @@ class Worker {
   Prepared::SitemapUrls ReadSitemap(const FetchResult& r, const std::string& url) const;
   Result<std::optional<frontier::Clock::time_point>> StartFetches(const Gate::Pass& pass);
   bool StartPage(const Gate::Pass& pass, frontier::Lease lease,
-                 std::optional<HistoryRecord> before);
+                 std::optional<HistoryRecord> before, uint64_t turn);
+  // A multi-machine job's turn at `lease`'s address (placement.h,
+  // AddressTurns): its token (0: none needed), or nullopt when the address
+  // must wait: the lease is deferred, the address held, until then.
+  std::optional<uint64_t> TakeTurn(const frontier::Lease& lease);
   // `counter` null: counted by Counters::Guarded, as `why`.
   [[nodiscard]] Status Skip(const frontier::Lease& lease, const char* why,
                             uint64_t CrawlSummary::*counter);

@@ -81,10 +81,23 @@ void Worker::AddWaitingRobots() {
       WaitForRoom(std::move(r));
       continue;
     }
-    fetcher_->Add(r.url, [this, host = r.host, hops = r.hops,
-                          at = std::move(*address)](FetchResult&& result) {
+    // A multi-machine job's turn at the address (placement.h): refused, the
+    // start counted here is ended, the address held until its turn may come.
+    uint64_t turn = 0;
+    if (p_.placement != nullptr && !address->empty()) {
+      AddressTurn t = p_.placement->StartAt(*address);
+      if (!t.granted) {
+        p_.frontier.EndAt(*address, Clock::now());
+        p_.frontier.HoldAddress(*address, Clock::now() + t.wait);
+        WaitForRoom(std::move(r));
+        continue;
+      }
+      turn = t.token;
+    }
+    fetcher_->Add(r.url, [this, host = r.host, hops = r.hops, at = std::move(*address),
+                          turn](FetchResult&& result) {
       completed_.push_back(
-          Completed{true, host, hops, {}, std::move(result), std::nullopt, at});
+          Completed{true, host, hops, {}, std::move(result), std::nullopt, at, turn});
     });
   }
 }

@@ -280,6 +280,17 @@ void ClusterFamilies(const ClusterReport& c, const ClusterHealth& h, Text& t) {
   t.One("crawler_cluster_shards_given_total", "counter",
         "Shards this node handed to a less loaded node (work-aware placement).",
         c.shards_given);
+  t.Family("crawler_cluster_address_turns_total", "counter",
+           "Requests started with a turn at their address over the whole job "
+           "(cluster.ip_politeness): granted by Redis, or by this node alone while "
+           "Redis could not be asked.");
+  t.Sample("crawler_cluster_address_turns_total", Label("granted_by", "redis"),
+           c.address_turns);
+  t.Sample("crawler_cluster_address_turns_total", Label("granted_by", "node"),
+           c.address_turns_local);
+  t.One("crawler_cluster_address_waits_total", "counter",
+        "Turns at an address Redis refused for now (another node's request there).",
+        c.address_waits);
   t.One("crawler_cluster_urls_sent_total", "counter",
         "URLs sent to other nodes (confirmed by Redis).", c.urls_sent);
   t.One("crawler_cluster_urls_received_total", "counter",

@@ -106,6 +106,9 @@ struct FrontierOptions {
   // so an address serves at most four hosts' worth of requests.
   double min_delay_ip_s = -1;
   uint32_t max_connections_per_ip = 0;
+  // These options as the frontier applies them: the derived defaults above
+  // filled in.
+  FrontierOptions Resolved() const;
 };
 
 // What a fetch's outcome says about its host (Frontier::Done, Retry).
@@ -121,6 +124,9 @@ struct Lease {
   UrlEntry entry;
   std::string host;
   uint64_t id = 0;  // unique per Pop
+  // The host's address when it was handed out (SetAddress; "" while not
+  // known yet): where its request counts.
+  std::string address = {};
 };
 
 // A host's schedule state, for checkpoints.
@@ -228,6 +234,10 @@ class Frontier {
   // EndAt when it ends.
   bool TryStartAt(std::string_view address, Clock::time_point now);
   void EndAt(std::string_view address, Clock::time_point now);
+  // No request starts at `address` before `until` (a multi-machine job's
+  // politeness per address said wait: the other machines' requests there
+  // count too). Its hosts wait in its line meanwhile.
+  void HoldAddress(std::string_view address, Clock::time_point until);
   // The request of `lease` ended at `ended` (its response is in, to be
   // processed): its address's connection is free for another host's
   // request (max_connections_per_ip counts requests, not results waiting

@@ -1,0 +1,204 @@
+// Turns at an address, over the whole job (address_tokens.h).
+#include "cluster/address_tokens.h"
+
+#include <spdlog/spdlog.h>
+
+#include <utility>
+
+namespace crawler::engine {
+
+namespace {
+
+// KEYS[1]: the address's hash. ARGV: delay ms, connections, lapse ms, the
+// token. Returns 0 (the turn is the token's) or the ms to wait. allow-oom
+// (lua_functions.h): a full Redis must not stop every fetch; the hash is a
+// few fields per address, gone once it is idle.
+constexpr const char* kStartScript =
+    "#!lua flags=allow-oom\n"
+    "local t = redis.call('time')\n"
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "local delay, conns, lapse = tonumber(ARGV[1]), tonumber(ARGV[2]), "
+    "tonumber(ARGV[3])\n"
+    "local f = redis.call('hgetall', KEYS[1])\n"
+    "local next, live, soonest = 0, 0, nil\n"
+    "for i = 1, #f, 2 do\n"
+    "  local v = tonumber(f[i + 1])\n"
+    "  if f[i] == 'next' then next = v\n"
+    "  elseif v <= now then redis.call('hdel', KEYS[1], f[i])\n"
+    "  else live = live + 1 end\n"
+    "end\n"
+    "if now < next then return next - now end\n"
+    // A connection frees when a request ends, which no one can tell ahead:
+    // asked again after the delay, 20 ms at least.
+    "if live >= conns then return math.max(delay, 20) end\n"
+    "redis.call('hset', KEYS[1], ARGV[4], now + lapse, 'next', now + delay)\n"
+    "redis.call('pexpire', KEYS[1], lapse + delay)\n"
+    "return 0\n";
+
+// KEYS[1]: the address's hash. ARGV: delay ms, the token. The next start
+// waits the delay after this end too (as the frontier's IpEnded).
+constexpr const char* kEndScript =
+    "#!lua flags=allow-oom\n"
+    "if redis.call('hdel', KEYS[1], ARGV[2]) == 0 then return 0 end\n"
+    "local t = redis.call('time')\n"
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "local next = math.max(tonumber(redis.call('hget', KEYS[1], 'next') or 0),\n"
+    "                      now + tonumber(ARGV[1]))\n"
+    "redis.call('hset', KEYS[1], 'next', next)\n"
+    "local ttl = redis.call('pttl', KEYS[1])\n"
+    "if ttl < tonumber(ARGV[1]) then redis.call('pexpire', KEYS[1], ARGV[1]) end\n"
+    "return 1\n";
+
+constexpr double kCommandTimeoutS = 0.5;
+constexpr auto kRetryAfter = std::chrono::seconds(1);
+constexpr size_t kMaxUnended = 4096;
+
+}  // namespace
+
+AddressTokens::AddressTokens(RedisAddress address, std::string prefix, std::string node,
+                             Limits limits)
+    : address_(std::move(address)),
+      prefix_(std::move(prefix)),
+      node_(std::move(node)),
+      limits_(limits) {}
+
+AddressTokens::~AddressTokens() = default;
+
+std::string AddressTokens::Key(std::string_view address) const {
+  return prefix_ + "ip:" + std::string(address);
+}
+
+std::string AddressTokens::Token(uint64_t token) const {
+  return node_ + ":" + std::to_string(token);
+}
+
+std::unique_ptr<Redis> AddressTokens::Take() {
+  {
+    MutexLock lock(mu_);
+    if (Clock::now() < retry_at_) return nullptr;
+    if (!idle_.empty()) {
+      std::unique_ptr<Redis> r = std::move(idle_.back());
+      idle_.pop_back();
+      return r;
+    }
+  }
+  auto r = Redis::Connect(address_, kCommandTimeoutS);
+  if (!r.ok()) {
+    Failed(r.status().message());
+    return nullptr;
+  }
+  std::unique_ptr<Redis> redis = std::move(r).value();
+  redis->SetCommandTimeout(kCommandTimeoutS);
+  return redis;
+}
+
+void AddressTokens::Put(std::unique_ptr<Redis> redis) {
+  MutexLock lock(mu_);
+  idle_.push_back(std::move(redis));
+}
+
+void AddressTokens::Failed(const std::string& why) {
+  MutexLock lock(mu_);
+  const Clock::time_point now = Clock::now();
+  idle_.clear();  // likely broken too
+  retry_at_ = now + kRetryAfter;
+  if (log_.Due(now))
+    spdlog::warn(
+        "cluster: politeness per address is this node's own for now (Redis: {}); "
+        "asked again in 1 s",
+        why);
+}
+
+std::vector<std::string> AddressTokens::EndCommand(std::string key,
+                                                   std::string token) const {
+  return {
+      "EVAL",          kEndScript, "1", std::move(key), std::to_string(limits_.delay_ms),
+      std::move(token)};
+}
+
+void AddressTokens::KeepUnended(std::string_view address, uint64_t token) {
+  MutexLock lock(mu_);
+  if (unended_.size() < kMaxUnended) unended_.push_back({Key(address), Token(token)});
+}
+
+bool AddressTokens::GiveBack(Redis& redis) {
+  std::vector<Unended> ends;
+  {
+    MutexLock lock(mu_);
+    ends.swap(unended_);
+  }
+  for (size_t i = 0; i < ends.size(); ++i) {
+    auto r = redis.Command(EndCommand(ends[i].key, ends[i].token));
+    if (r.ok() && !r->IsError()) continue;
+    MutexLock lock(mu_);
+    for (size_t j = i; j < ends.size() && unended_.size() < kMaxUnended; ++j)
+      unended_.push_back(std::move(ends[j]));
+    return false;
+  }
+  return true;
+}
+
+void AddressTokens::Settle() {
+  {
+    MutexLock lock(mu_);
+    if (unended_.empty() || Clock::now() < retry_at_) return;
+  }
+  std::unique_ptr<Redis> redis = Take();
+  if (redis == nullptr) return;
+  if (GiveBack(*redis))
+    Put(std::move(redis));
+  else
+    Failed("giving turns back");
+}
+
+AddressTurn AddressTokens::Start(std::string_view address) {
+  const uint64_t token = next_token_.fetch_add(1);
+  std::unique_ptr<Redis> redis = Take();
+  // Turns not given back come first: they hold their addresses.
+  if (redis != nullptr && !GiveBack(*redis)) {
+    Failed("giving turns back");
+    redis.reset();
+  }
+  if (redis != nullptr) {
+    auto r = redis->Command({"EVAL", kStartScript, "1", Key(address),
+                             std::to_string(limits_.delay_ms),
+                             std::to_string(limits_.connections),
+                             std::to_string(limits_.lapse_ms), Token(token)});
+    if (r.ok() && !r->IsError()) {
+      Put(std::move(redis));
+      const long long wait = r->Int();
+      if (wait <= 0) {
+        granted_.fetch_add(1, std::memory_order_relaxed);
+        return {true, token, {}};
+      }
+      waits_.fetch_add(1, std::memory_order_relaxed);
+      return {false, 0, std::chrono::milliseconds(wait)};
+    }
+    // The script may have run, its reply lost: End gives the turn back.
+    Failed(r.ok() ? r->Str() : r.status().message());
+  }
+  local_.fetch_add(1, std::memory_order_relaxed);
+  return {true, token, {}};
+}
+
+void AddressTokens::End(std::string_view address, uint64_t token) {
+  std::unique_ptr<Redis> redis = Take();
+  if (redis == nullptr) {  // Redis given up on for now: given back later
+    KeepUnended(address, token);
+    return;
+  }
+  auto r = redis->Command(EndCommand(Key(address), Token(token)));
+  if (r.ok() && !r->IsError()) {
+    Put(std::move(redis));
+  } else {
+    KeepUnended(address, token);
+    Failed(r.ok() ? r->Str() : r.status().message());
+  }
+}
+
+AddressTokens::Figures AddressTokens::figures() const {
+  return {granted_.load(std::memory_order_relaxed),
+          waits_.load(std::memory_order_relaxed), local_.load(std::memory_order_relaxed)};
+}
+
+}  // namespace crawler::engine

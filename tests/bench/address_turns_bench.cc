@@ -1,0 +1,106 @@
+// What politeness per address across nodes costs a request
+// (cluster.ip_politeness, crawler/src/cluster/address_tokens.h): a turn
+// taken and given back, two EVALSHA round trips, through a real Redis
+// (scripts/bench-cluster.sh turns starts one). --threads worker threads of
+// one node share its connection (as a node's workers do), each taking and
+// giving back turns at one of --addresses addresses (limits that never
+// refuse: the cost of asking, not of waiting) for --seconds. Prints turns/s
+// and the latency of a turn (start + end) at p50 and p99, and Redis's CPU
+// per turn. Asserts nothing.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cluster/address_tokens.h"
+#include "cluster/redis.h"
+
+using crawler::engine::AddressTokens;
+using crawler::engine::AddressTurn;
+using crawler::engine::Redis;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double RedisCpuS(Redis& r) {
+  auto info = r.Command({"INFO", "cpu"});
+  const std::string s = info.ok() ? info->Str() : "";
+  double cpu = 0;
+  for (const char* f : {"used_cpu_sys:", "used_cpu_user:"}) {
+    const size_t at = s.find(f);
+    if (at != std::string::npos) cpu += std::strtod(s.c_str() + at + strlen(f), nullptr);
+  }
+  return cpu;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"address_turns_bench: the cost of a turn at an address, through Redis"};
+  std::string url = "redis://127.0.0.1:6379";
+  unsigned threads = 4, addresses = 100;
+  double seconds = 5;
+  app.add_option("--redis", url, "redis://HOST:PORT");
+  app.add_option("--threads", threads, "threads sharing the node's connection");
+  app.add_option("--addresses", addresses, "addresses the turns are at");
+  app.add_option("--seconds", seconds, "how long");
+  CLI11_PARSE(app, argc, argv);
+  auto address = crawler::engine::ParseRedisUrl(url, "--redis");
+  if (!address.ok()) {
+    std::fprintf(stderr, "%s\n", address.status().message().c_str());
+    return 2;
+  }
+  auto probe = Redis::Connect(*address, 2);
+  if (!probe.ok()) {
+    std::fprintf(stderr, "%s\n", probe.status().message().c_str());
+    return 1;
+  }
+  (void)(*probe)->Command({"FLUSHALL"});
+  AddressTokens turns(*address, "crawler:{bench}:", "n1",
+                      AddressTokens::Limits{0, 1'000'000, 60'000});
+  const double cpu_before = RedisCpuS(**probe);
+  std::atomic<bool> stop{false};
+  std::vector<std::vector<double>> latencies(threads);
+  std::vector<std::thread> pool;
+  const Clock::time_point start = Clock::now();
+  for (unsigned t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      for (uint64_t i = t; !stop.load(); i += threads) {
+        const std::string at = "10.0." + std::to_string(i % addresses / 256) + "." +
+                               std::to_string(i % addresses % 256);
+        const Clock::time_point t0 = Clock::now();
+        AddressTurn turn = turns.Start(at);
+        if (turn.granted) turns.End(at, turn.token);
+        latencies[t].push_back(
+            std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  stop = true;
+  for (std::thread& th : pool) th.join();
+  const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  const double cpu = RedisCpuS(**probe) - cpu_before;
+  std::vector<double> all;
+  for (const auto& l : latencies) all.insert(all.end(), l.begin(), l.end());
+  std::sort(all.begin(), all.end());
+  const AddressTokens::Figures f = turns.figures();
+  if (all.empty() || f.local > 0) {
+    std::fprintf(stderr, "turns not granted by Redis (%llu local)\n",
+                 static_cast<unsigned long long>(f.local));
+    return 1;
+  }
+  std::printf(
+      "address turns: %u threads, %u addresses, %.1f s: %.0f turns/s; a turn (start + "
+      "end, "
+      "2 round trips) p50 %.0f us, p99 %.0f us; Redis CPU %.1f us a turn\n",
+      threads, addresses, elapsed, static_cast<double>(all.size()) / elapsed,
+      all[all.size() / 2], all[all.size() * 99 / 100],
+      1e6 * cpu / static_cast<double>(all.size()));
+  return 0;
+}
