@@ -257,4 +257,7 @@ if [ "$what" = turns ] || [ "$what" = all ]; then
   for t in 1 4; do
     build/tests/address_turns_bench --redis "$redis_url" --threads "$t" --seconds 5
   done
+  # All at one address: each start finds the others' turns in progress and
+  # checks each one's process against its node's liveness key.
+  build/tests/address_turns_bench --redis "$redis_url" --threads 4 --addresses 1 --seconds 5
 fi

@@ -61,7 +61,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   (void)(*probe)->Command({"FLUSHALL"});
-  AddressTokens turns(*address, "crawler:{bench}:", "n1",
+  // The node's liveness key, as a joined node has it: each start checks the
+  // turns in progress at its address against it.
+  (void)(*probe)->Command({"SET", "crawler:{bench}:alive:n1", "p1"});
+  AddressTokens turns(*address, "crawler:{bench}:", "n1", "p1",
                       AddressTokens::Limits{0, 1'000'000, 60'000});
   const double cpu_before = RedisCpuS(**probe);
   std::atomic<bool> stop{false};

@@ -53,9 +53,11 @@ std::vector<std::string> TurnsLeft(const RedisServer& redis) {
 // address's limits hold them. `flags`: the per-address limits and the
 // switch. Every node must exit 0 and the union of their fetch logs be the
 // truth set, each URL once. `meanwhile` (if given) runs once the nodes are
-// started, with n2's own way to Redis: a proxy it can cut. `site_flags`:
-// more of the testsite's flags.
-using Meanwhile = std::function<void(const std::string& dir, TcpProxy& n2_redis)>;
+// started, with Redis, n2's own way to it (a proxy it can cut) and the
+// nodes' processes (one it replaces is waited for). `site_flags`: more of
+// the testsite's flags.
+using Meanwhile = std::function<void(const std::string& dir, const RedisServer& redis,
+                                     TcpProxy& n2_redis, std::vector<pid_t>& nodes)>;
 AddressCrawl CrawlAddresses(const std::string& name, const std::string& flags,
                             const Meanwhile& meanwhile = {}, int reply_ms = 20,
                             const std::string& site_flags = "") {
@@ -80,7 +82,7 @@ AddressCrawl CrawlAddresses(const std::string& name, const std::string& flags,
                      " --set cluster.ip_politeness=true " +
                      flags,
                  "n2", &n2_redis);
-  if (meanwhile) meanwhile(dir, n2_redis);
+  if (meanwhile) meanwhile(dir, redis, n2_redis, nodes);
   WaitNodes(dir, nodes);
   site.Stop();
   CheckUnionIsTruth(dir, truth);
@@ -176,7 +178,8 @@ TEST_CASE(
   AddressCrawl c = CrawlAddresses(
       "cluster-ip-cut",
       "--set frontier.min_delay_ip_s=0 --set frontier.max_connections_per_ip=2",
-      [&](const std::string& dir, TcpProxy& n2_redis) {
+      [&](const std::string& dir, const RedisServer&, TcpProxy& n2_redis,
+          std::vector<pid_t>&) {
         if (!testing::WaitFor([&] { return lines(dir) >= 3; }, 60)) return;
         n2_redis.Cut();
         std::this_thread::sleep_for(std::chrono::seconds(2));
@@ -207,6 +210,69 @@ TEST_CASE(
   CHECK(c.turns_left.empty());
   CHECK(Figure(c.figures[0], "address_turns_local") == 0);
   CHECK(Figure(c.figures[2], "address_turns_local") == 0);
+}
+
+TEST_CASE(
+    "Cluster politeness per address with a node killed -9 mid-request: its turns end "
+    "with its process and the crawl ends whole after its resume",
+    "[cluster][web]") {
+  // Two connections per address, replies of 300 ms: n2 is killed holding a
+  // turn (stopped first, killed if it holds one). The turn would lapse after
+  // fetch.timeout_s + connect_timeout_s + 10 s = 610 s, a connection of its
+  // address held against every node that long; it must go once n2's
+  // liveness key (3 heartbeats of 0.5 s) no longer holds the killed
+  // process's token. n2 is then resumed.
+  std::vector<std::string> held, left;
+  bool gone = false;
+  AddressCrawl c = CrawlAddresses(
+      "cluster-ip-kill",
+      "--set frontier.min_delay_ip_s=0 --set frontier.max_connections_per_ip=2"
+      " --set fetch.timeout_s=590 --set fetch.connect_timeout_s=10"
+      " --set cluster.heartbeat_s=0.5 --set checkpoint.interval_s=0.5",
+      [&](const std::string& dir, const RedisServer& redis, TcpProxy&,
+          std::vector<pid_t>& nodes) {
+        auto n2_turns = [&] {
+          std::vector<std::string> mine;
+          for (const std::string& t : TurnsLeft(redis))
+            if (t.find(" n2:") != std::string::npos) mine.push_back(t);
+          return mine;
+        };
+        // Once n2 has a checkpoint to resume from, and a turn in progress.
+        if (!testing::WaitFor(
+                [&] { return redis.Cli("HGET crawler:{addr}:commits n2").size() >= 2; },
+                60))
+          return;
+        // Stopped, n2 can neither start nor end a turn: killed only while it
+        // holds one.
+        for (int tries = 0; held.empty() && tries < 200; ++tries) {
+          ::kill(nodes[1], SIGSTOP);
+          held = n2_turns();
+          if (held.empty()) {
+            ::kill(nodes[1], SIGCONT);
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+          }
+        }
+        if (held.empty()) return;
+        ::kill(nodes[1], SIGKILL);
+        ::waitpid(nodes[1], nullptr, 0);
+        gone = testing::WaitFor(
+            [&] {
+              left.clear();
+              for (const std::string& t : TurnsLeft(redis))
+                if (std::find(held.begin(), held.end(), t) != held.end())
+                  left.push_back(t);
+              return left.empty();
+            },
+            60);
+        nodes[1] = Spawn(std::string(CRAWLER_BINARY) + " crawl --resume " + dir + "/n2",
+                         dir + "/n2.out");
+      },
+      300);
+  INFO("n2's turns at the kill: " << held.size() << (held.empty() ? "" : ", " + held[0])
+                                  << "; left after 60 s: " << left.size());
+  REQUIRE(!held.empty());
+  CHECK(gone);
+  CHECK(c.turns_left.empty());
 }
 
 }  // namespace

@@ -10,21 +10,29 @@ namespace crawler::engine {
 namespace {
 
 // KEYS[1]: the address's hash. ARGV: delay ms, connections, lapse ms, the
-// token. Returns 0 (the turn is the token's) or the ms to wait. allow-oom
-// (lua_functions.h): a full Redis must not stop every fetch; the hash is a
-// few fields per address, gone once it is idle.
+// token, the liveness keys' prefix ("crawler:{JOB}:alive:"). Returns 0
+// (the turn is the token's) or the ms to wait. A turn lapses, or ends
+// sooner with its process: once NODE's liveness key no longer holds the
+// PROCESS token of its field "NODE:PROCESS:N" (a node killed, its key
+// lapsed or a new process's). allow-oom (lua_functions.h): a full Redis
+// must not stop every fetch; the hash is a few fields per address, gone
+// once it is idle.
 constexpr const char* kStartScript =
     "#!lua flags=allow-oom\n"
     "local t = redis.call('time')\n"
     "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
     "local delay, conns, lapse = tonumber(ARGV[1]), tonumber(ARGV[2]), "
     "tonumber(ARGV[3])\n"
+    "local function held(field)\n"
+    "  local node, process = string.match(field, '^(.*):([^:]*):[^:]*$')\n"
+    "  return node ~= nil and redis.call('get', ARGV[5] .. node) == process\n"
+    "end\n"
     "local f = redis.call('hgetall', KEYS[1])\n"
-    "local next, live, soonest = 0, 0, nil\n"
+    "local next, live = 0, 0\n"
     "for i = 1, #f, 2 do\n"
     "  local v = tonumber(f[i + 1])\n"
     "  if f[i] == 'next' then next = v\n"
-    "  elseif v <= now then redis.call('hdel', KEYS[1], f[i])\n"
+    "  elseif v <= now or not held(f[i]) then redis.call('hdel', KEYS[1], f[i])\n"
     "  else live = live + 1 end\n"
     "end\n"
     "if now < next then return next - now end\n"
@@ -56,10 +64,11 @@ constexpr size_t kMaxUnended = 4096;
 }  // namespace
 
 AddressTokens::AddressTokens(RedisAddress address, std::string prefix, std::string node,
-                             Limits limits)
+                             std::string process, Limits limits)
     : address_(std::move(address)),
       prefix_(std::move(prefix)),
       node_(std::move(node)),
+      process_(std::move(process)),
       limits_(limits) {}
 
 AddressTokens::~AddressTokens() = default;
@@ -69,7 +78,7 @@ std::string AddressTokens::Key(std::string_view address) const {
 }
 
 std::string AddressTokens::Token(uint64_t token) const {
-  return node_ + ":" + std::to_string(token);
+  return node_ + ":" + process_ + ":" + std::to_string(token);
 }
 
 std::unique_ptr<Redis> AddressTokens::Take() {
@@ -160,10 +169,10 @@ AddressTurn AddressTokens::Start(std::string_view address) {
     redis.reset();
   }
   if (redis != nullptr) {
-    auto r = redis->Command({"EVAL", kStartScript, "1", Key(address),
-                             std::to_string(limits_.delay_ms),
-                             std::to_string(limits_.connections),
-                             std::to_string(limits_.lapse_ms), Token(token)});
+    auto r = redis->Command(
+        {"EVAL", kStartScript, "1", Key(address), std::to_string(limits_.delay_ms),
+         std::to_string(limits_.connections), std::to_string(limits_.lapse_ms),
+         Token(token), prefix_ + "alive:"});
     if (r.ok() && !r->IsError()) {
       Put(std::move(redis));
       const long long wait = r->Int();

@@ -9,11 +9,15 @@
 //
 // One hash per address, "crawler:{JOB}:ip:ADDRESS": `next`, the next start
 // allowed (ms, Redis's clock: TIME, so the nodes' clocks do not matter),
-// and one field per turn in progress, its token, whose value is when it
-// lapses (a node killed mid-request: fetch.timeout_s + connect_timeout_s +
-// 10 s). Taking a turn is one EVALSHA, giving it back another: two round
-// trips a request (docs/cluster.md, "Politeness per address": the cost
-// measured). The key expires once the address is idle.
+// and one field per turn in progress, "NODE:PROCESS:N", whose value is when
+// it lapses (fetch.timeout_s + connect_timeout_s + 10 s). A turn of a
+// process that is gone ends sooner: when NODE's liveness key
+// ("crawler:{JOB}:alive:NODE", 3 heartbeats) no longer holds PROCESS, its
+// token, the next start there drops it (before, a node killed mid-request
+// held its turns the whole lapse, 80 s by default, against every node).
+// Taking a turn is one EVALSHA, giving it back another: two round trips a
+// request (docs/cluster.md, "Politeness per address": the cost measured).
+// The key expires once the address is idle.
 //
 // While Redis cannot be asked (down, cut off, an error reply), turns are
 // granted here without it (counted as `local`, logged once every 30 s):
@@ -61,8 +65,9 @@ class AddressTokens {
   };
   // `address`: Redis (its WAIT is not used: a turn lost in a failover
   // costs one early start, not work). `prefix`: "crawler:{JOB}:".
+  // `process`: this process's token, in its liveness key (membership.h).
   AddressTokens(RedisAddress address, std::string prefix, std::string node,
-                Limits limits);
+                std::string process, Limits limits);
   ~AddressTokens();
   AddressTokens(const AddressTokens&) = delete;
   AddressTokens& operator=(const AddressTokens&) = delete;
@@ -93,11 +98,11 @@ class AddressTokens {
   void KeepUnended(std::string_view address, uint64_t token) EXCLUDES(mu_);
   std::vector<std::string> EndCommand(std::string key, std::string token) const;
   std::string Key(std::string_view address) const;
-  // A turn's field in its address's hash: "NODE:TOKEN".
+  // A turn's field in its address's hash: "NODE:PROCESS:TOKEN".
   std::string Token(uint64_t token) const;
 
   const RedisAddress address_;
-  const std::string prefix_, node_;
+  const std::string prefix_, node_, process_;
   const Limits limits_;
   std::atomic<uint64_t> next_token_{1};
   std::atomic<uint64_t> granted_{0}, waits_{0}, local_{0};

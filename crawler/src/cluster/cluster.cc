@@ -59,7 +59,7 @@ Cluster::Cluster(const Config& config, JoinedJob joined, const std::string& out_
     turns_at.wait_replicas = 0;  // a turn is not worth a replica's round trip
     const auto ms = [](double s) { return static_cast<uint32_t>(s * 1000); };
     turns_ = std::make_unique<AddressTokens>(
-        std::move(turns_at), members_.Key(""), config.cluster.node,
+        std::move(turns_at), members_.Key(""), config.cluster.node, job_.token,
         AddressTokens::Limits{
             ms(f.min_delay_ip_s), f.max_connections_per_ip,
             ms(config.fetch.timeout_s + config.fetch.connect_timeout_s + 10)});
