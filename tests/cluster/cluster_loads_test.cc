@@ -15,6 +15,7 @@
 #include <fstream>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -340,6 +341,46 @@ TEST_CASE(
   CHECK(state.from().sequence == 9);
   CHECK_FALSE(state.Take(shard_of, &dropped));
   CHECK(dropped == 0);
+}
+
+TEST_CASE(
+    "SendAgainFrom: a source's outbox goes again from one taker per URL, the one taking "
+    "its referrer's shard; a URL with no referrer, or one whose referrer's host the "
+    "source no longer held, from every taker",
+    "[engine][cluster]") {
+  // Hosts a, b, c.example are in shards 1, 2, 3; the source held a and b
+  // at its cut (c: handed over before it). Its outbox: links found on a's
+  // and b's pages, on c's (still waiting to go), and a seed (no referrer).
+  auto shard_of = [](std::string_view host) -> uint32_t {
+    return host.find("://a.") != std::string_view::npos   ? 1
+           : host.find("://b.") != std::string_view::npos ? 2
+                                                          : 3;
+  };
+  const std::set<std::string, std::less<>> held = {"http://a.example",
+                                                   "http://b.example"};
+  std::vector<frontier::UrlEntry> outbox;
+  for (const char* from : {"a", "a", "b", "c"})
+    outbox.push_back({"http://x.example/" + std::to_string(outbox.size()), 1,
+                      std::string("http://") + from + ".example/page", 0});
+  outbox.push_back({"http://x.example/seed", 0, "", 0});
+  auto load = [&](std::set<uint32_t> shards) {
+    std::vector<std::string> urls;
+    for (const frontier::UrlEntry& e : SendAgainFrom(
+             outbox, held,
+             [&](std::string_view host) { return shards.count(shard_of(host)) > 0; }))
+      urls.push_back(e.url);
+    return urls;
+  };
+  using Urls = std::vector<std::string>;
+  // The source's shards go to two takers: each of a's and b's links once.
+  CHECK(load({1}) == Urls{"http://x.example/0", "http://x.example/1",
+                          "http://x.example/3", "http://x.example/seed"});
+  CHECK(load({2}) ==
+        Urls{"http://x.example/2", "http://x.example/3", "http://x.example/seed"});
+  // One taker of both: all of it, once.
+  CHECK(load({1, 2}).size() == outbox.size());
+  // A load of none of its referrers' shards sends only what every one does.
+  CHECK(load({4}) == Urls{"http://x.example/3", "http://x.example/seed"});
 }
 
 }  // namespace

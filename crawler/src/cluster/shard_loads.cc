@@ -244,6 +244,23 @@ Status ReadSourceOutbox(const std::string& dir, const std::string& found,
   return Status::Ok();
 }
 
+}  // namespace
+
+std::vector<frontier::UrlEntry> SendAgainFrom(
+    std::vector<frontier::UrlEntry> outbox,
+    const std::set<std::string, std::less<>>& held,
+    const std::function<bool(std::string_view host)>& mine) {
+  std::vector<frontier::UrlEntry> out;
+  for (frontier::UrlEntry& e : outbox) {
+    const std::string_view from =
+        e.referrer.empty() ? std::string_view() : frontier::HostKey(e.referrer);
+    if (from.empty() || held.count(from) == 0 || mine(from)) out.push_back(std::move(e));
+  }
+  return out;
+}
+
+namespace {
+
 // The test hook of ReadShards (shard_loads.h).
 void SlowLoadForTests(const std::string& self) {
   const char* hook = std::getenv("CRAWLER_TEST_TAKEOVER_LOAD_MS");
@@ -296,6 +313,9 @@ Result<ShardState> ReadShards(const ShardLoad& load,
   if (!read.ok()) return read;
   std::set<uint32_t> want(load.shards.begin(), load.shards.end());
   auto mine = [&](std::string_view host) { return want.count(shard_of(host)) > 0; };
+  // The hosts the source held at the cut (for its outbox, below).
+  std::set<std::string, std::less<>> held;
+  for (const frontier::HostImage& h : cp->frontier.hosts) held.insert(h.key);
   ShardState st;
   st.shards = load.shards;
   st.from = "node " + load.node + " checkpoint " + std::to_string(cp->info.sequence);
@@ -306,8 +326,10 @@ Result<ShardState> ReadShards(const ShardLoad& load,
     if (mine(frontier::HostKey(u.first.url))) st.frontier.urls.push_back(std::move(u));
   auto hosts = HostTable::Decode(cp->hosts_bin, *found + "/hosts.bin");
   if (!hosts.ok()) return hosts.status();
-  for (HostSnapshot& h : *hosts)
+  for (HostSnapshot& h : *hosts) {
+    held.insert(h.key);
     if (mine(h.key)) st.hosts.push_back(std::move(h));
+  }
   auto domains = HostTable::DecodeDomains(cp->hosts_bin, *found + "/hosts.bin");
   if (!domains.ok()) return domains.status();
   st.domains = std::move(domains).value();
@@ -324,8 +346,10 @@ Result<ShardState> ReadShards(const ShardLoad& load,
     if (!history.ok()) return history.status();
     st.history = std::move(history).value();
   }
-  Status outbox = ReadSourceOutbox(load.dir, *found, cp->outbox, &st.outbox);
-  if (!outbox.ok()) return outbox;
+  std::vector<frontier::UrlEntry> outbox;
+  Status read_outbox = ReadSourceOutbox(load.dir, *found, cp->outbox, &outbox);
+  if (!read_outbox.ok()) return read_outbox;
+  st.outbox = SendAgainFrom(std::move(outbox), held, mine);
   return st;
 }
 
