@@ -35,6 +35,8 @@
 #      (pages/s: skips the one-node run, ~5 min at BENCH_DELAY_MS=150),
 #      BENCH_DELAY_MS (scaling: each response's delay, 50; on 2 cores, 6 nodes
 #      at 50 ms use all the CPU: 200 keeps the crawl latency-bound),
+#      BENCH_IP_POLITENESS (scaling: false; true takes a turn per address
+#      from Redis per request, as a job does by default),
 #      BENCH_WAIT_REPLICAS (exchange: 0; N starts N replicas and runs with
 #      cluster.wait_replicas = N), BENCH_CPU_PAGES (50000), BENCH_CRAWLER (scaling: the binary, default
 #      build/crawler/crawler; to compare with another build's),
@@ -100,7 +102,7 @@ crawl_nodes() {  # N NAME [FLAGS...]: N nodes crawl the delayed site; prints pag
       --set crawl.max_depth=5 --set frontier.min_delay_s=0 \
       --set frontier.max_connections_per_host=1 \
       --set frontier.max_connections_per_ip=100000 `# 200 hosts on 127.0.0.1 stand for 200 servers` \
-      --set cluster.ip_politeness=false `# so no turns per address: 2 round trips a request` \
+      --set cluster.ip_politeness="${BENCH_IP_POLITENESS:-false}" `# no turns per address: a round trip a request` \
       "$@" >"$work/$job-n$i.out" 2>&1 &
     pids+=($!)
   done

@@ -1,6 +1,7 @@
 // What politeness per address across nodes costs a request
 // (cluster.ip_politeness, crawler/src/cluster/address_tokens.h): a turn
-// taken and given back, two EVALSHA round trips, through a real Redis
+// taken and given back (one round trip: the end goes with the next start;
+// two before 2026-12-03), through a real Redis
 // (scripts/bench-cluster.sh turns starts one). --threads worker threads of
 // one node share its connection (as a node's workers do), each taking and
 // giving back turns at one of --addresses addresses (limits that never
@@ -100,8 +101,7 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "address turns: %u threads, %u addresses, %.1f s: %.0f turns/s; a turn (start + "
-      "end, "
-      "2 round trips) p50 %.0f us, p99 %.0f us; Redis CPU %.1f us a turn\n",
+      "end) p50 %.0f us, p99 %.0f us; Redis CPU %.1f us a turn\n",
       threads, addresses, elapsed, static_cast<double>(all.size()) / elapsed,
       all[all.size() / 2], all[all.size() * 99 / 100],
       1e6 * cpu / static_cast<double>(all.size()));

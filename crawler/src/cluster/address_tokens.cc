@@ -59,7 +59,7 @@ constexpr const char* kEndScript =
 
 constexpr double kCommandTimeoutS = 0.5;
 constexpr auto kRetryAfter = std::chrono::seconds(1);
-constexpr size_t kMaxUnended = 4096;
+constexpr size_t kMaxEnds = 4096;
 
 }  // namespace
 
@@ -125,57 +125,68 @@ std::vector<std::string> AddressTokens::EndCommand(std::string key,
       std::move(token)};
 }
 
-void AddressTokens::KeepUnended(std::string_view address, uint64_t token) {
+void AddressTokens::KeepEnds(std::vector<std::vector<std::string>> ends) {
   MutexLock lock(mu_);
-  if (unended_.size() < kMaxUnended) unended_.push_back({Key(address), Token(token)});
+  for (auto& e : ends) {
+    if (ends_.size() >= kMaxEnds) break;
+    ends_.push_back(std::move(e));
+  }
 }
 
-bool AddressTokens::GiveBack(Redis& redis) {
-  std::vector<Unended> ends;
+bool AddressTokens::Send(Redis& redis, std::vector<std::string> start, RedisReply* reply,
+                         std::string* why) {
+  std::vector<std::vector<std::string>> commands;
   {
     MutexLock lock(mu_);
-    ends.swap(unended_);
+    commands.swap(ends_);
   }
-  for (size_t i = 0; i < ends.size(); ++i) {
-    auto r = redis.Command(EndCommand(ends[i].key, ends[i].token));
-    if (r.ok() && !r->IsError()) continue;
-    MutexLock lock(mu_);
-    for (size_t j = i; j < ends.size() && unended_.size() < kMaxUnended; ++j)
-      unended_.push_back(std::move(ends[j]));
-    return false;
+  const size_t ends = commands.size();
+  const bool starts = !start.empty();
+  if (starts) commands.push_back(std::move(start));
+  if (commands.empty()) return true;
+  auto r = redis.Pipeline(commands);
+  if (r.ok()) {
+    for (const RedisReply& each : *r)
+      if (each.IsError()) *why = each.Str();
+  } else {
+    *why = r.status().message();
   }
-  return true;
+  if (why->empty()) {
+    if (starts) *reply = r->back();
+    return true;
+  }
+  commands.resize(ends);
+  KeepEnds(std::move(commands));
+  return false;
 }
 
 void AddressTokens::Settle() {
   {
     MutexLock lock(mu_);
-    if (unended_.empty() || Clock::now() < retry_at_) return;
+    if (ends_.empty() || Clock::now() < retry_at_) return;
   }
   std::unique_ptr<Redis> redis = Take();
   if (redis == nullptr) return;
-  if (GiveBack(*redis))
+  RedisReply none;
+  std::string why;
+  if (Send(*redis, {}, &none, &why))
     Put(std::move(redis));
   else
-    Failed("giving turns back");
+    Failed(why);
 }
 
 AddressTurn AddressTokens::Start(std::string_view address) {
   const uint64_t token = next_token_.fetch_add(1);
-  std::unique_ptr<Redis> redis = Take();
-  // Turns not given back come first: they hold their addresses.
-  if (redis != nullptr && !GiveBack(*redis)) {
-    Failed("giving turns back");
-    redis.reset();
-  }
-  if (redis != nullptr) {
-    auto r = redis->Command(
-        {"EVAL", kStartScript, "1", Key(address), std::to_string(limits_.delay_ms),
-         std::to_string(limits_.connections), std::to_string(limits_.lapse_ms),
-         Token(token), prefix_ + "alive:"});
-    if (r.ok() && !r->IsError()) {
+  if (std::unique_ptr<Redis> redis = Take(); redis != nullptr) {
+    RedisReply reply;
+    std::string why;
+    if (Send(*redis,
+             {"EVAL", kStartScript, "1", Key(address), std::to_string(limits_.delay_ms),
+              std::to_string(limits_.connections), std::to_string(limits_.lapse_ms),
+              Token(token), prefix_ + "alive:"},
+             &reply, &why)) {
       Put(std::move(redis));
-      const long long wait = r->Int();
+      const long long wait = reply.Int();
       if (wait <= 0) {
         granted_.fetch_add(1, std::memory_order_relaxed);
         return {true, token, {}};
@@ -184,25 +195,16 @@ AddressTurn AddressTokens::Start(std::string_view address) {
       return {false, 0, std::chrono::milliseconds(wait)};
     }
     // The script may have run, its reply lost: End gives the turn back.
-    Failed(r.ok() ? r->Str() : r.status().message());
+    Failed(why);
   }
   local_.fetch_add(1, std::memory_order_relaxed);
   return {true, token, {}};
 }
 
 void AddressTokens::End(std::string_view address, uint64_t token) {
-  std::unique_ptr<Redis> redis = Take();
-  if (redis == nullptr) {  // Redis given up on for now: given back later
-    KeepUnended(address, token);
-    return;
-  }
-  auto r = redis->Command(EndCommand(Key(address), Token(token)));
-  if (r.ok() && !r->IsError()) {
-    Put(std::move(redis));
-  } else {
-    KeepUnended(address, token);
-    Failed(r.ok() ? r->Str() : r.status().message());
-  }
+  std::vector<std::string> end = EndCommand(Key(address), Token(token));
+  MutexLock lock(mu_);
+  if (ends_.size() < kMaxEnds) ends_.push_back(std::move(end));
 }
 
 AddressTokens::Figures AddressTokens::figures() const {

@@ -15,8 +15,9 @@
 // ("crawler:{JOB}:alive:NODE", 3 heartbeats) no longer holds PROCESS, its
 // token, the next start there drops it (before, a node killed mid-request
 // held its turns the whole lapse, 80 s by default, against every node).
-// Taking a turn is one EVALSHA, giving it back another: two round trips a
-// request (docs/cluster.md, "Politeness per address": the cost measured).
+// Taking a turn is one EVALSHA, giving it back another, both in one round
+// trip a request (below; docs/cluster.md, "Politeness per address": the
+// cost measured).
 // The key expires once the address is idle.
 //
 // While Redis cannot be asked (down, cut off, an error reply), turns are
@@ -27,12 +28,15 @@
 // thread asks: it must not wait on a dead connection each request), with
 // a command timeout of 0.5 s.
 //
-// A turn whose end could not reach Redis (or whose start's reply was lost:
-// the script may have run) is given back at the next round trip that
-// works, a start's or the exchange thread's (Settle): left to lapse, it
+// A turn's end is not a round trip of its own: it waits for the next one,
+// a start's (the same pipeline: one round trip a request, not two) or the
+// exchange thread's (Settle, each round: within ~25 ms when nothing starts).
+// A later end only holds the turn longer (more polite, never less). An end
+// that could not reach Redis (or a start whose reply was lost: the script
+// may have run) waits so too, until a round trip works: left to lapse, it
 // held its address against every node for fetch.timeout_s +
 // connect_timeout_s + 10 s (a 2 s cut of one node's Redis stalled a
-// three-node crawl ~80 s). At most kMaxUnended wait so; more lapse.
+// three-node crawl ~80 s). At most kMaxEnds wait; more lapse.
 //
 // Thread-safe: the worker threads ask, each on a connection of the pool
 // (one per thread asking at once), so their round trips overlap and Redis
@@ -72,10 +76,12 @@ class AddressTokens {
   AddressTokens(const AddressTokens&) = delete;
   AddressTokens& operator=(const AddressTokens&) = delete;
 
+  // One round trip: the ends waiting, then this start.
   AddressTurn Start(std::string_view address) EXCLUDES(mu_);
+  // No round trip: the end waits for the next one.
   void End(std::string_view address, uint64_t token) EXCLUDES(mu_);
-  // The exchange thread's, each round: gives back the turns whose end
-  // could not reach Redis, if Redis may be asked again (cheap otherwise).
+  // The exchange thread's, each round, and the last word: sends the ends
+  // waiting, if Redis may be asked (cheap otherwise).
   void Settle() EXCLUDES(mu_);
 
   struct Figures {
@@ -93,9 +99,12 @@ class AddressTokens {
   void Put(std::unique_ptr<Redis> redis) EXCLUDES(mu_);
   // A round trip failed: the pool is dropped, Redis not asked for a second.
   void Failed(const std::string& why) EXCLUDES(mu_);
-  // Sends the ends that could not be sent; false (the rest kept) if one fails.
-  bool GiveBack(Redis& redis) EXCLUDES(mu_);
-  void KeepUnended(std::string_view address, uint64_t token) EXCLUDES(mu_);
+  // One pipeline: the ends waiting, then `start` (if not empty), whose
+  // reply goes to `reply`. False (`why` says why; the ends wait again,
+  // sending one twice is harmless) if the round trip or a reply failed.
+  bool Send(Redis& redis, std::vector<std::string> start, RedisReply* reply,
+            std::string* why) EXCLUDES(mu_);
+  void KeepEnds(std::vector<std::vector<std::string>> ends) EXCLUDES(mu_);
   std::vector<std::string> EndCommand(std::string key, std::string token) const;
   std::string Key(std::string_view address) const;
   // A turn's field in its address's hash: "NODE:PROCESS:TOKEN".
@@ -108,10 +117,8 @@ class AddressTokens {
   std::atomic<uint64_t> granted_{0}, waits_{0}, local_{0};
   mutable Mutex mu_;
   std::vector<std::unique_ptr<Redis>> idle_ GUARDED_BY(mu_);
-  struct Unended {
-    std::string key, token;
-  };
-  std::vector<Unended> unended_ GUARDED_BY(mu_);
+  // The ends waiting for a round trip: their commands (EndCommand).
+  std::vector<std::vector<std::string>> ends_ GUARDED_BY(mu_);
   Clock::time_point retry_at_ GUARDED_BY(mu_){};
   LogEvery log_ GUARDED_BY(mu_){std::chrono::seconds(30)};
 };
