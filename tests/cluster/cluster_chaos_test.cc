@@ -11,6 +11,7 @@
 #include <boost/json.hpp>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -41,11 +42,15 @@ TEST_CASE(
     "[.][cluster][chaos]") {
   unsigned kills = EnvOr("CRAWLER_CHAOS_KILLS", 10);
   REQUIRE(kills >= 4);  // kills - 2 resumed (two with a Redis kill), a leave, a death
+  // CRAWLER_CHAOS_EXTRA: more flags for every node (a run by hand: the
+  // turns per address, say, which the fixture switches off).
+  const char* more = std::getenv("CRAWLER_CHAOS_EXTRA");
   const std::string extra =
       std::string(kTakeover) +
       " --set cluster.lease_s=10 --set checkpoint.interval_s=0.5"
       " --set frontier.min_delay_s=0.2 --set cluster.max_lag_batches=4"
-      " --set cluster.outbox_ram_urls=20";
+      " --set cluster.outbox_ram_urls=20 " +
+      (more == nullptr ? "" : more);
   ClusterCrawl c("cluster_chaos_takeover", "chaos2", extra,
                  EnvOr("CRAWLER_CHAOS_PAGES", 4000));
   const std::vector<std::string> names = {"n1", "n2", "n3", "n4"};

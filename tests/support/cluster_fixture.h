@@ -90,7 +90,8 @@ inline std::string NodeCommand(const std::string& dir, const std::string& redis,
          " --set crawl.max_connections=8 --set frontier.min_delay_s=0.02"
          // 200 virtual hosts on one loopback address stand for 200 servers:
          // no politeness per address, on the node or over the job (whose turns
-         // cost each request two Redis round trips: 10-17 s more a test).
+         // cost each request a Redis round trip: 10-17 s more a test when it
+         // was two).
          " --set frontier.min_delay_ip_s=0 --set frontier.max_connections_per_ip=100000"
          " --set cluster.ip_politeness=false"
          " --set dedup.capacity=2000 --set dedup.error_rate=1e-7"
