@@ -247,14 +247,17 @@ Status ReadSourceOutbox(const std::string& dir, const std::string& found,
 }  // namespace
 
 std::vector<frontier::UrlEntry> SendAgainFrom(
-    std::vector<frontier::UrlEntry> outbox,
-    const std::set<std::string, std::less<>>& held,
-    const std::function<bool(std::string_view host)>& mine) {
+    std::vector<frontier::UrlEntry> outbox, const std::set<uint32_t>& held,
+    const std::set<uint32_t>& want,
+    const std::function<uint32_t(std::string_view)>& shard_of) {
   std::vector<frontier::UrlEntry> out;
   for (frontier::UrlEntry& e : outbox) {
-    const std::string_view from =
-        e.referrer.empty() ? std::string_view() : frontier::HostKey(e.referrer);
-    if (from.empty() || held.count(from) == 0 || mine(from)) out.push_back(std::move(e));
+    bool send = true;
+    if (!e.referrer.empty()) {
+      const uint32_t from = shard_of(frontier::HostKey(e.referrer));
+      send = held.count(from) == 0 || want.count(from) > 0;
+    }
+    if (send) out.push_back(std::move(e));
   }
   return out;
 }
@@ -313,23 +316,23 @@ Result<ShardState> ReadShards(const ShardLoad& load,
   if (!read.ok()) return read;
   std::set<uint32_t> want(load.shards.begin(), load.shards.end());
   auto mine = [&](std::string_view host) { return want.count(shard_of(host)) > 0; };
-  // The hosts the source held at the cut (for its outbox, below).
-  std::set<std::string, std::less<>> held;
-  for (const frontier::HostImage& h : cp->frontier.hosts) held.insert(h.key);
+  // The shards the source held with URLs queued at the cut (its outbox, below).
+  std::set<uint32_t> held;
   ShardState st;
   st.shards = load.shards;
   st.from = "node " + load.node + " checkpoint " + std::to_string(cp->info.sequence);
   st.sequence = cp->info.sequence;
   for (frontier::HostImage& h : cp->frontier.hosts)
     if (mine(h.key)) st.frontier.hosts.push_back(std::move(h));
-  for (auto& u : cp->frontier.urls)
-    if (mine(frontier::HostKey(u.first.url))) st.frontier.urls.push_back(std::move(u));
+  for (auto& u : cp->frontier.urls) {
+    const uint32_t shard = shard_of(frontier::HostKey(u.first.url));
+    held.insert(shard);
+    if (want.count(shard) > 0) st.frontier.urls.push_back(std::move(u));
+  }
   auto hosts = HostTable::Decode(cp->hosts_bin, *found + "/hosts.bin");
   if (!hosts.ok()) return hosts.status();
-  for (HostSnapshot& h : *hosts) {
-    held.insert(h.key);
+  for (HostSnapshot& h : *hosts)
     if (mine(h.key)) st.hosts.push_back(std::move(h));
-  }
   auto domains = HostTable::DecodeDomains(cp->hosts_bin, *found + "/hosts.bin");
   if (!domains.ok()) return domains.status();
   st.domains = std::move(domains).value();
@@ -349,7 +352,7 @@ Result<ShardState> ReadShards(const ShardLoad& load,
   std::vector<frontier::UrlEntry> outbox;
   Status read_outbox = ReadSourceOutbox(load.dir, *found, cp->outbox, &outbox);
   if (!read_outbox.ok()) return read_outbox;
-  st.outbox = SendAgainFrom(std::move(outbox), held, mine);
+  st.outbox = SendAgainFrom(std::move(outbox), held, want, shard_of);
   return st;
 }
 

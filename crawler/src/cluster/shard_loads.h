@@ -150,21 +150,27 @@ Result<ShardState> ReadShards(const ShardLoad& load,
                               const std::string& history_import, const std::string& self);
 
 // Of a source node's outbox at a cut, what one load sends again: each URL
-// goes from one taker only, the one that takes its referrer's shard (the
-// page it was found on was fetched by the source, which held that host at
-// the cut: `held`; `mine`: a host of the shards this load takes). A URL
-// with no referrer, or one whose referrer's host the source no longer held
-// (handed over since: its taker sent it again from that handoff's
-// checkpoint), goes from every taker. Before, every load sent all of it:
-// a source whose shards went to three takers sent its outbox three times,
-// each taker's outbox then held it all, and chained takeovers multiplied
-// it (a 4,000-page chaos run with 10 kills loaded a 1,436,509-URL outbox,
-// and took 241 s instead of ~60). Duplicates are harmless (the owner's
-// filter drops them); a URL no taker sends would be lost.
+// goes from one taker only, the one that takes its referrer's shard, if
+// the source held that shard at the cut (`held`: the shards of the hosts
+// it had URLs queued for, each of which some taker loads from this
+// checkpoint when the source is dead; a live source, handing shards over,
+// still sends its whole outbox itself). Any other URL goes from every
+// taker: one with no referrer (a seed), or whose referrer's shard the
+// source did not hold with URLs queued (handed over, drained, or another
+// node's page: URLs shipped on for a shard being handed over keep the
+// referrer of the node that found them). `want`: the shards this load
+// takes. Before, every load sent all of it: a source whose shards went to
+// three takers sent its outbox three times, each taker's outbox then held
+// it all, and chained takeovers multiplied it (a 4,000-page chaos run with
+// 10 kills loaded a 1,436,509-URL outbox, and took 241 s instead of ~60).
+// Duplicates are harmless (the owner's filter drops them); a URL no taker
+// sends would be lost, which is why `held` is what the cut proves held, not
+// every host the source ever had (its host table and frontier keep the
+// hosts of shards it handed over).
 std::vector<frontier::UrlEntry> SendAgainFrom(
-    std::vector<frontier::UrlEntry> outbox,
-    const std::set<std::string, std::less<>>& held,
-    const std::function<bool(std::string_view host)>& mine);
+    std::vector<frontier::UrlEntry> outbox, const std::set<uint32_t>& held,
+    const std::set<uint32_t>& want,
+    const std::function<uint32_t(std::string_view)>& shard_of);
 
 // The directory under a node's OUT that holds checkpoint `sequence`:
 // handoff/SEQ/, checkpoint/ or checkpoint.prev/ ("" if none does).
