@@ -132,7 +132,7 @@ TEST_CASE(
   // One deadline for all (a run takes ~60 s after the events in Release, ~45
   // s under ASan): a node that hangs fails the test in 5 minutes, with its
   // log's end, before ctest's TIMEOUT (600 s) would end it without them (a
-  // CI run timed out so once, at 7e2b748, and left nothing to read).
+  // CI run timed out so once, 2026-12-03, and left nothing to read).
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
   for (size_t i = 0; i < names.size(); ++i) {
     if (exits[i] == kRunning)

@@ -167,9 +167,8 @@ void AddressTokens::Settle() {
   }
   std::unique_ptr<Redis> redis = Take();
   if (redis == nullptr) return;
-  RedisReply none;
   std::string why;
-  if (Send(*redis, {}, &none, &why))
+  if (Send(*redis, {}, nullptr, &why))
     Put(std::move(redis));
   else
     Failed(why);

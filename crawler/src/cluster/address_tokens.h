@@ -30,7 +30,8 @@
 //
 // A turn's end is not a round trip of its own: it waits for the next one,
 // a start's (the same pipeline: one round trip a request, not two) or the
-// exchange thread's (Settle, each round: within ~25 ms when nothing starts).
+// exchange thread's (Settle, each round: cluster.batch_ms / 2 apart, 10 ms
+// by default, when the exchange is idle).
 // A later end only holds the turn longer (more polite, never less). An end
 // that could not reach Redis (or a start whose reply was lost: the script
 // may have run) waits so too, until a round trip works: left to lapse, it
@@ -100,8 +101,8 @@ class AddressTokens {
   // A round trip failed: the pool is dropped, Redis not asked for a second.
   void Failed(const std::string& why) EXCLUDES(mu_);
   // One pipeline: the ends waiting, then `start` (if not empty), whose
-  // reply goes to `reply`. False (`why` says why; the ends wait again,
-  // sending one twice is harmless) if the round trip or a reply failed.
+  // reply goes to `reply` (null without a start). False (`why` says why; the ends wait
+  // again, sending one twice is harmless) if the round trip or a reply failed.
   bool Send(Redis& redis, std::vector<std::string> start, RedisReply* reply,
             std::string* why) EXCLUDES(mu_);
   void KeepEnds(std::vector<std::vector<std::string>> ends) EXCLUDES(mu_);
