@@ -72,9 +72,10 @@ class Protocol {
   Received Read(const std::string& stream, uint32_t shard, const std::string& node,
                 const std::string& epoch) {
     RedisReply r =
-        Run({"EVAL", cluster_wire::kReceiveScript, "6", kPrefix + "state",
-             kPrefix + "delivered", kPrefix + "bell:" + node, kPrefix + "busy", stream,
-             kPrefix + "lease:" + std::to_string(shard), node, "64", node + " " + epoch});
+        Run({"EVAL", cluster_wire::kReceiveScript, "7", kPrefix + "state",
+             kPrefix + "delivered", kPrefix + "bell:" + node, kPrefix + "busy",
+             kPrefix + "assign_v", stream, kPrefix + "lease:" + std::to_string(shard),
+             node, "64", node + " " + epoch});
     return {r[0].str(), r[1][0][1].size()};
   }
 

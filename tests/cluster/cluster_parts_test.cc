@@ -212,7 +212,7 @@ TEST_CASE(
     "the backlog is small, short at this node's rate, or its rate unknown; a shard over "
     "half stays",
     "[engine][cluster]") {
-  const BalanceRule rule;  // 50 URLs, 4 s, a gap of 25%
+  const BalanceRule rule;  // 50 URLs, 2 s, a gap of 25%
   // 1,000 queued at 10 pages/s: 100 s of work. Half is 500: 400, then 300
   // would pass it, 100 fits, and nothing after it does.
   std::vector<ShardBacklog> b = {{1, 100}, {2, 400}, {3, 300},
@@ -224,9 +224,10 @@ TEST_CASE(
   // Ties by shard number: the same answer on every run.
   CHECK(ShardsToGive({{9, 300}, {4, 300}, {7, 300}, {8, 0}}, 10, 0, rule) ==
         std::vector<uint32_t>{4});
-  // Not worth a handoff: under 50 URLs; under 4 s at this rate; rate unknown.
+  // Not worth a handoff: under 50 URLs; under 2 s at this rate; rate unknown.
   CHECK(ShardsToGive({{1, 30}, {2, 19}}, 1, 0, rule).empty());
-  CHECK(ShardsToGive(b, 300, 0, rule).empty());  // 1,000 URLs in 3.3 s
+  CHECK(ShardsToGive(b, 600, 0, rule).empty());  // 1,000 URLs in 1.7 s
+  CHECK(ShardsToGive(b, 300, 0, rule) == std::vector<uint32_t>{2, 1});  // in 3.3 s
   CHECK(ShardsToGive(b, 0, 0, rule).empty());
   // One shard holds nearly all: giving it would only move the problem, and
   // what fits beside it (20 URLs) is under half of min_queued.
@@ -305,6 +306,24 @@ TEST_CASE(
   CHECK(fast.Due(t0));
   CHECK_FALSE(fast.Due(t0 + milliseconds(50)));
   CHECK(fast.Due(t0 + milliseconds(51)));
+}
+
+TEST_CASE(
+    "Heartbeats: Soon (the placement seen to move) makes the next round's heartbeat due, "
+    "50 ms after the last at the least, once",
+    "[engine][cluster]") {
+  using std::chrono::milliseconds;
+  Heartbeats beats(2.0, std::chrono::seconds(6));
+  const Heartbeats::Clock::time_point t0{std::chrono::hours(1)};
+  CHECK(beats.Due(t0));
+  CHECK_FALSE(beats.Due(t0 + milliseconds(30)));
+  beats.Soon();
+  CHECK_FALSE(beats.Due(t0 + milliseconds(50)));  // not more often than every 50 ms
+  CHECK(beats.Due(t0 + milliseconds(51)));
+  // Once: the period is back after it.
+  CHECK_FALSE(beats.Due(t0 + milliseconds(200)));
+  CHECK_FALSE(beats.Due(t0 + milliseconds(2051)));
+  CHECK(beats.Due(t0 + milliseconds(2052)));
 }
 
 TEST_CASE(

@@ -140,6 +140,16 @@ TEST_CASE(
   CHECK(seen.size() == 12);
   for (const auto& [url, n] : seen) CHECK(n == 1);
 
+  // The placement's version comes with the reads and looks: a give (or any
+  // change of owners) is seen within a round, not at the next heartbeat.
+  CHECK(receiver->assign_seen() == "0");
+  REQUIRE(t.redis->Command({"SET", ReceiverFixture::Key("assign_v"), "7"}).ok());
+  for (int i = 0; i < 50 && receiver->assign_seen() != "7"; ++i) {
+    REQUIRE(receiver->ReadNew(*t.redis, mine, &did, &got));
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  CHECK(receiver->assign_seen() == "7");
+
   // The ledger: after a cut and its commit (the job's last), every entry
   // read is to be acknowledged.
   receiver->Cut(1);

@@ -33,9 +33,13 @@ struct ShardBacklog {
 struct BalanceRule {
   uint64_t min_queued = 50;  // a smaller backlog is not worth a handoff
   // Nor one this node ends in less than this. 6-node bench
-  // (docs/benchmarks.md), three runs each: 8 s 4.98-5.31x one node, 4 s
-  // 5.19-5.49x, 2 s 4.93-5.41x (more, smaller gives, each a checkpoint).
-  double min_s = 4;
+  // (docs/benchmarks.md), three runs each, when a give took a heartbeat or
+  // two to land: 8 s 4.98-5.31x one node, 4 s 5.19-5.49x, 2 s 4.93-5.41x
+  // (more, smaller gives, each a checkpoint). Landing in ~0.55 s
+  // (Balancer::Seen), six runs each at 50 ms a response: 4 s 19.5-21.1 s
+  // (mean 20.3), 2 s 19.3-20.3 (19.7), 1 s 19.2-19.9 (19.6); at 150 ms,
+  // three each: 4 s 53.6-54.1 s, 2 s 53.1-54.4.
+  double min_s = 2;
   // A taker with work of its own gets shards only when the gap is at least
   // this share of the giver's backlog. 6-node bench (docs/benchmarks.md):
   // with gives to idle nodes alone, 30 s into a run the busiest node had

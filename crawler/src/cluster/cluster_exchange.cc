@@ -108,7 +108,9 @@ bool Cluster::Round(bool* did) {
     counters_.AcksFenced(acked.fenced);
     if (!acked.ok) return false;
   }
-  // 4x as often while shards this node wants are not held yet (Want).
+  // 4x as often while shards this node wants are not held yet (Want); at
+  // once when the reads saw the placement move.
+  balancer_.Seen(receiver_.assign_seen());
   if (beats_.Due(now)) {
     members_.StateUnknown();  // a lease taken marks this node busy
     if (!Heartbeat()) return false;

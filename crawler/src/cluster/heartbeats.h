@@ -5,12 +5,14 @@
 //
 // The rule: every cluster.heartbeat_s; while shards this node wants are
 // not held yet, 4x as often (but not more often than every 50 ms), for two
-// lease TTLs after the last such shard
-// appeared, so a shard is taken soon after its holder gives it up, not up
-// to a heartbeat later (a balancing give took 3.8 s to land, 2 heartbeats,
-// on a 57 s crawl; 0.6 s with this). When every wanted shard is held the
-// normal period is back at once. A node taking shards publishes no load
-// (its queue does not show them yet): taking().
+// lease TTLs after the last such shard appeared, so a shard is taken soon
+// after its holder gives it up, not up to a heartbeat later (a balancing
+// give took 3.8 s to land, 2 heartbeats, on a 57 s crawl; 0.6 s with
+// this). And at the next round (Soon) when the reads see the placement
+// move: a give to this node is learnt then, not at its next heartbeat.
+// When every wanted shard is held the normal period is back at once. A
+// node taking shards publishes no load (its queue does not show them yet):
+// taking().
 #ifndef CRAWLER_CLUSTER_HEARTBEATS_H_
 #define CRAWLER_CLUSTER_HEARTBEATS_H_
 
@@ -34,11 +36,17 @@ class Heartbeats {
 
   // Is a heartbeat due at `now`? If so, it counts as sent.
   bool Due(Clock::time_point now) {
-    const Clock::duration period = now < eager_until_ ? eager_period_ : period_;
+    Clock::duration period = now < eager_until_ ? eager_period_ : period_;
+    if (soon_) period = std::min(period, kSoonest);
     if (now - last_ <= period) return false;
     last_ = now;
+    soon_ = false;
     return true;
   }
+  // The placement moved (Balancer::Seen): the next heartbeat, which reads
+  // it, goes at the next round (50 ms after the last one at the least),
+  // not up to a period later.
+  void Soon() { soon_ = true; }
   // The shards this node wants and does not hold, as of `now`.
   void Unheld(std::set<uint32_t> unheld, Clock::time_point now) {
     bool more = false;
@@ -50,6 +58,7 @@ class Heartbeats {
   bool taking() const { return !unheld_.empty(); }
 
  private:
+  static constexpr Clock::duration kSoonest = std::chrono::milliseconds(50);
   static Clock::duration Period(double s) {
     return std::chrono::duration_cast<Clock::duration>(
         std::chrono::milliseconds(static_cast<int64_t>(s * 1000)));
@@ -57,6 +66,7 @@ class Heartbeats {
   const Clock::duration period_, eager_period_, lease_ttl_;
   Clock::time_point last_{}, eager_until_{};
   std::set<uint32_t> unheld_;
+  bool soon_ = false;
 };
 
 // Redis flagged full (kFullScript: some node's sends are refused), as the

@@ -110,9 +110,9 @@ bool Receiver::ReadNew(Redis& redis, const Shards& asked, bool* did, size_t* got
   const Shards shards = WithoutUnmade(asked);
   if (shards.empty() || !BellRang(redis, shards)) return true;
   std::vector<std::string> cmd = {
-      "EVAL",        kReceiveScript,    std::to_string(4 + 2 * shards.size()),
+      "EVAL",        kReceiveScript,    std::to_string(5 + 2 * shards.size()),
       key_("state"), key_("delivered"), key_("bell:" + node_),
-      key_("busy")};
+      key_("busy"),  key_("assign_v")};
   for (const auto& [s, epoch] : shards) cmd.push_back(StreamKey(s));
   for (const auto& [s, epoch] : shards) cmd.push_back(key_("lease:" + std::to_string(s)));
   cmd.push_back(node_);
@@ -131,6 +131,7 @@ bool Receiver::ReadNew(Redis& redis, const Shards& asked, bool* did, size_t* got
   }
   if (r->IsError()) return ReadError(redis, *r, shards);
   const std::string bell = (*r)[0].str();
+  assign_seen_ = (*r)[2].str();
   *got = ToInbox((*r)[1]);
   bell_.Read(bell, *got);
   if (*got > 0) *did = true;
@@ -303,11 +304,12 @@ bool Receiver::BellRang(Redis& redis, const Shards& shards) {
     case Doorbell::Next::kLook:
       break;
   }
-  auto r = redis.Command({"GET", key_("bell:" + node_)});
+  auto r = redis.Command({"MGET", key_("bell:" + node_), key_("assign_v")});
   // A broken connection or an error: the full read meets it and says so.
-  if (!r.ok() || r->IsError()) return true;
-  return bell_.Looked(r->IsNil() ? std::string("0") : r->Str(),
-                      std::chrono::steady_clock::now());
+  if (!r.ok() || r->IsError() || r->view().size() != 2) return true;
+  const auto value = [](ReplyView v) { return v.nil() ? std::string("0") : v.str(); };
+  assign_seen_ = value((*r)[1]);
+  return bell_.Looked(value((*r)[0]), std::chrono::steady_clock::now());
 }
 
 size_t Receiver::ToInbox(ReplyView streams) {

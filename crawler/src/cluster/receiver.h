@@ -114,6 +114,11 @@ class Receiver {
                bool* did);
   // After a reconnect: read at the next round whatever the bell says.
   void Reconnected() { bell_.Force(); }
+  // The placement's version ("crawler:{JOB}:assign_v", "0" if none) as the
+  // last read or look saw it ("" before the first): read with the bell, so
+  // a node learns of a give (or any change of owners) within a round, not
+  // at its next heartbeat. The exchange thread's.
+  const std::string& assign_seen() const { return assign_seen_; }
 
   // "crawler:{JOB}:s:SHARD" -> SHARD.
   static uint32_t ShardOfStreamKey(std::string_view key);
@@ -166,17 +171,19 @@ class Receiver {
   uint64_t urls_received_ GUARDED_BY(mu_) = 0;
   uint64_t batches_applied_ GUARDED_BY(mu_) = 0;
   uint64_t malformed_ GUARDED_BY(mu_) = 0;
-  Doorbell bell_;  // the exchange thread's
+  Doorbell bell_;            // the exchange thread's
+  std::string assign_seen_;  // the exchange thread's
 };
 
 // The Lua scripts this part runs (lua_functions.h has the shared rule).
 namespace cluster_wire {
 
-// Receive new entries. KEYS: state, delivered, bell:NODE, busy, then n
-// streams, then their n leases. ARGV: node, count, then per stream the
-// caller's "NODE EPOCH". Returns {the bell, XREADGROUP's reply or false}:
-// the bell read with the entries, so a caller that next finds it unchanged
-// (one GET) knows nothing was sent to it since, without reading n streams.
+// Receive new entries. KEYS: state, delivered, bell:NODE, busy, assign_v,
+// then n streams, then their n leases. ARGV: node, count, then per stream
+// the caller's "NODE EPOCH". Returns {the bell, XREADGROUP's reply or
+// false, the placement's version}: the bell read with the entries, so a
+// caller that next finds it unchanged (one GET) knows nothing was sent to
+// it since, without reading n streams.
 // Counting the delivery and marking this node busy happen atomically with
 // it, which is what makes the end test sound. Fenced like acknowledgements:
 // a stream is read only while the caller holds its lease with that epoch,
@@ -185,25 +192,26 @@ namespace cluster_wire {
 // nothing: no entry left pending for a consumer that lost the shard.
 inline constexpr const char* kReceiveScript =
     "#!lua flags=allow-oom\n" CRAWLER_LUA_STATE R"lua(
-local n = (#KEYS - 4) / 2
+local n = (#KEYS - 5) / 2
 local bell = redis.call('get', KEYS[3]) or '0'
+local v = redis.call('get', KEYS[5]) or '0'
 local args = {'GROUP', 'owners', ARGV[1], 'COUNT', ARGV[2], 'STREAMS'}
 local streams = {}
 for i = 1, n do
-  if redis.call('get', KEYS[4 + n + i]) == ARGV[2 + i] then streams[#streams + 1] = KEYS[4 + i] end
+  if redis.call('get', KEYS[5 + n + i]) == ARGV[2 + i] then streams[#streams + 1] = KEYS[5 + i] end
 end
-if #streams == 0 then return {bell, false} end
+if #streams == 0 then return {bell, false, v} end
 for _, k in ipairs(streams) do args[#args + 1] = k end
 for _ = 1, #streams do args[#args + 1] = '>' end
 local r = redis.call('xreadgroup', unpack(args))
-if not r then return {bell, false} end
+if not r then return {bell, false, v} end
 local got = 0
 for _, s in ipairs(r) do got = got + #s[2] end
 if got > 0 then
   redis.call('incrby', KEYS[2], got)
   set_state(KEYS[1], KEYS[4], ARGV[1], 'busy')
 end
-return {bell, r}
+return {bell, r, v}
 )lua";
 
 // Reclaim, fenced like reads. KEYS: n streams, then their n leases. ARGV:
