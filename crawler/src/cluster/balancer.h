@@ -80,6 +80,7 @@ class Balancer {
   // per version seen. Before, a give reached its taker at the taker's next
   // heartbeat: 1.5 s after it was handed over in a 6-node bench (2 s
   // heartbeats), a give made in the crawl's last seconds too late to help.
+  // A node that holds no shard reads no stream: it learns at its heartbeat.
   void Seen(const std::string& version);
 
  private:
