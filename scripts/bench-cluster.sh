@@ -8,7 +8,9 @@
 #      hosts, crawl.max_connections=C per node): 1 node, then each of
 #      BENCH_SCALE_NODES (3 6) with rendezvous hashing alone, placed by
 #      seed hosts (cluster.place_by_seeds), and placed + work-aware
-#      balancing (cluster.balance); pages/s, and x one node
+#      balancing (cluster.balance); pages/s, and x one node; each run's
+#      CPU (the nodes, under GNU time, and the testsite's) and how long
+#      each give took to land (scripts/give_landings.py)
 #   3. CPU per page: scripts/bench-crawl.sh's CPU-bound crawl, single machine
 #      and one node in cluster mode (BENCH_CRAWLER_ONLY)
 #   4. control: build/tests/cluster_control_bench, BENCH_NODES (64)
@@ -87,6 +89,8 @@ if [ "$what" = exchange ] || [ "$what" = all ]; then
 fi
 
 site_pid=
+# The user + system CPU seconds process PID has used so far.
+proc_cpu() { awk -v t="$(getconf CLK_TCK)" '{print ($14 + $15) / t}' "/proc/$1/stat"; }
 # INFO field FIELD of the bench's Redis (a number).
 redis_info() { redis-cli -p "$port" INFO all | tr -d '\r' | awk -F: -v f="$1" '$1 == f {print $2}'; }
 crawl_nodes() {  # N NAME [FLAGS...]: N nodes crawl the delayed site; prints pages/s
@@ -95,7 +99,10 @@ crawl_nodes() {  # N NAME [FLAGS...]: N nodes crawl the delayed site; prints pag
   bytes0=$(redis_info total_net_input_bytes)
   cpu0=$(python3 -c "print($(redis_info used_cpu_user) + $(redis_info used_cpu_sys))")
   start=$(date +%s.%N)
+  local site_cpu0
+  site_cpu0=$(proc_cpu "$site_pid")
   for i in $(seq 1 "$nodes"); do
+    /usr/bin/time -f "%U %S" -o "$work/$job-n$i.time" \
     "${BENCH_CRAWLER:-build/crawler/crawler}" crawl --seeds "$work/seeds.txt" --out "$work/$job-n$i" \
       --set cluster.redis="$redis_url" --set cluster.job="$job" --set cluster.node="n$i" \
       --set cluster.min_nodes="$nodes" --set crawl.max_connections="${BENCH_CONNECTIONS:-8}" \
@@ -126,6 +133,12 @@ print(f'  {sys.argv[3]} node(s) {sys.argv[6]}: {sys.argv[4]} pages in {t:.1f} s 
     paste -sd/ | awk '{print "    pages per node: " $0}'
   { grep -h "balance: giving" "$work"/"$job"-n*/crawler.log 2>/dev/null || true; } | wc -l |
     awk '$1 > 0 {print "    " $1 " gives of shards to less loaded nodes (work-aware placement)"}' 
+  # Each give's landing: the giver's "balance: giving ... to node X" to X's
+  # first "took over" after it.
+  python3 scripts/give_landings.py "$work/$job"
+  # The CPU the nodes and the testsite spent (Redis's: below).
+  python3 -c "import sys; n=sum(float(x) for f in sys.argv[3:] for x in open(f).read().split()[:2]); print(f'    CPU: nodes {n:.1f} s ({1000*n/int(sys.argv[1]):.2f} ms a page), testsite {float(sys.argv[2]):.1f} s')" \
+    "$total" "$(python3 -c "print($(proc_cpu "$site_pid") - $site_cpu0)")" "$work/$job"-n*.time
   # What the nodes sent Redis (URL batches and control traffic), and the CPU
   # Redis spent on it.
   python3 -c "import sys; b=int(sys.argv[2])-int(sys.argv[1]); c=float(sys.argv[4])-float(sys.argv[3]); print(f'    Redis: {b/1e6:.2f} MB received ({b/int(sys.argv[5]):.0f} B per page), {c:.2f} s CPU')" \
