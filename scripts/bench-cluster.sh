@@ -44,7 +44,9 @@
 #      build/crawler/crawler; to compare with another build's),
 #      BENCH_HUGE_BYTES (scaling, rebalance: the body of each host's /huge page; the
 #      site's default, 12 MiB, is cut at fetch.max_body_bytes, 10 MiB: 150
-#      such bodies are 97% of the crawl's bytes, fetched in its first seconds).
+#      such bodies are 97% of the crawl's bytes, fetched in its first seconds),
+#      BENCH_SITE_LOG (scaling: set, the testsite logs every request to
+#      WORK/site.log; scripts/site_tail.py reads it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
@@ -151,7 +153,7 @@ if [ "$what" = scaling ] || [ "$what" = all ]; then
   fresh_redis
   build/tests/testsite/crawler-testsite --pages "${BENCH_PAGES:-6000}" --hosts 200 --port 0 \
     --slow-ms 10 --delay-ms "${BENCH_DELAY_MS:-50}" ${BENCH_HUGE_BYTES:+--huge-bytes "$BENCH_HUGE_BYTES"} \
-    >"$work/site.out" &
+    ${BENCH_SITE_LOG:+--log "$work/site.log"} >"$work/site.out" &
   site_pid=$!
   for _ in $(seq 1 100); do [ -s "$work/site.out" ] && break; sleep 0.05; done
   site_port=$(awk '{print $2}' "$work/site.out")

@@ -100,17 +100,17 @@ Result<std::optional<Lease>> Frontier::Pop(Clock::time_point now,
                                            Clock::time_point* next_due) {
   Impl& m = *impl_;
   MutexLock lock(m.mu);
-  // The first due host whose address is free too; the others wait for
+  // The due host picked (PickDue) whose address is free too; the others wait for
   // their addresses (HoldForIp), each once.
   size_t id = 0;
   for (;;) {
     if (m.schedule.empty()) return std::optional<Lease>();
-    auto [due, first] = *m.schedule.begin();
+    const Clock::time_point due = m.schedule.begin()->first;
     if (due > now) {
       if (next_due != nullptr) *next_due = due;
       return std::optional<Lease>();
     }
-    id = first;
+    id = m.PickDue(now);
     if (!m.IpHolds(id, now)) break;
     m.HoldForIp(id);
   }

@@ -61,6 +61,10 @@ struct Frontier::Impl {
     // Its address (Ip index; kNoIp: not known yet), and whether it waits in
     // that address's line (Ip::parked) instead of the schedule.
     uint32_t ip = kNoIp;
+    // Seconds from one request start to the next as last seen (the
+    // response time and the wait after it; 0: none yet): its queue's work
+    // is Queued() x cycle_s (PickDue).
+    float cycle_s = 0;
     bool ip_parked = false;
     bool open = false;
     bool scheduled = false;
@@ -391,9 +395,37 @@ struct Frontier::Impl {
   // the fetch that ended at `now`.
   void AfterFetch(Host& h, Clock::time_point now, double response_s, HostSignal signal) {
     h.backoff.On(signal, UsualDelay(h, response_s), options);
-    h.due = std::max(
-        h.due, now + std::chrono::duration_cast<Clock::duration>(
-                         std::chrono::duration<double>(DelayAfterFetch(h, response_s))));
+    const double wait = DelayAfterFetch(h, response_s);
+    h.cycle_s = static_cast<float>(response_s + wait);
+    h.due = std::max(h.due, now + std::chrono::duration_cast<Clock::duration>(
+                                      std::chrono::duration<double>(wait)));
+  }
+
+  // The host to serve next (FrontierOptions::most_work_first): of the
+  // first kPickWindow due hosts in the schedule, the one with the least
+  // (due - now) - Queued() x cycle_s, the earliest due on a tie; with
+  // most_work_first off, the earliest due. A host that waits gains on the
+  // others as they are served, so none waits for ever; the window keeps a
+  // pick O(1) with thousands of hosts due. Requires the schedule's first
+  // host due by `now`.
+  static constexpr int kPickWindow = 64;
+  size_t PickDue(Clock::time_point now) const REQUIRES(mu) {
+    size_t best = schedule.begin()->second;
+    if (!options.most_work_first) return best;
+    double best_key = 0;
+    int seen = 0;
+    for (auto it = schedule.begin(); it != schedule.end() && it->first <= now &&
+                                     seen < kPickWindow;
+         ++it, ++seen) {
+      const Host& h = hosts[it->second];
+      const double key = std::chrono::duration<double>(it->first - now).count() -
+                         static_cast<double>(h.Queued()) * h.cycle_s;
+      if (seen == 0 || key < best_key) {
+        best = it->second;
+        best_key = key;
+      }
+    }
+    return best;
   }
 };
 

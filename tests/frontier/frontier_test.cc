@@ -123,6 +123,68 @@ TEST_CASE("FIFO within a host; the host due longest ago goes first", "[frontier]
   CHECK(f->Empty());
 }
 
+// Hosts a, b, c (in that order) with 1, 4 and 2 URLs queued once each has
+// fetched one (0.1 s a request, no delay), all due at `t`.
+std::unique_ptr<Frontier> ThreeHostsDue(bool most_work_first, dedup::Filter& filter,
+                                        Clock::time_point t) {
+  FrontierOptions o;
+  o.min_delay_s = 0;
+  o.most_work_first = most_work_first;
+  auto f = MakeFrontier(o);
+  REQUIRE(f->Admit(Entries({"http://a/0", "http://b/0", "http://c/0", "http://a/1",
+                            "http://b/1", "http://b/2", "http://b/3", "http://b/4",
+                            "http://c/1", "http://c/2"}),
+                   filter)
+              .ok());
+  for (const char* h : {"http://a", "http://b", "http://c"}) f->OpenHost(h, std::nullopt);
+  std::vector<Lease> first;
+  for (int i = 0; i < 3; ++i) {
+    auto lease = PopAt(*f, t);
+    REQUIRE(lease);
+    CHECK(lease->entry.url.back() == '0');
+    first.push_back(*lease);
+  }
+  for (const Lease& l : first) f->Done(l, t, 0.1);
+  return f;
+}
+
+std::vector<std::string> HostsInPopOrder(Frontier& f, Clock::time_point t) {
+  std::vector<std::string> hosts;
+  while (auto lease = PopAt(f, t)) hosts.push_back(lease->host);
+  return hosts;
+}
+
+TEST_CASE("Of the hosts due, the one with the most work left goes first; waiting gains",
+          "[frontier]") {
+  auto filter = MakeFilter();
+  SECTION("most work first: b (4 x 0.1 s), c (2 x 0.1 s), then a") {
+    auto f = ThreeHostsDue(true, *filter, kT0);
+    CHECK(HostsInPopOrder(*f, kT0 + milliseconds(1)) ==
+          std::vector<std::string>{"http://b", "http://c", "http://a"});
+  }
+  SECTION("off: the host due longest ago (the first known on a tie)") {
+    auto f = ThreeHostsDue(false, *filter, kT0);
+    CHECK(HostsInPopOrder(*f, kT0 + milliseconds(1)) ==
+          std::vector<std::string>{"http://a", "http://b", "http://c"});
+  }
+  SECTION("a host due longer ago than the others' extra work goes before them") {
+    auto f = ThreeHostsDue(true, *filter, kT0);
+    // b's and c's next requests: due at once again, their queues 3 and 1.
+    auto b = PopAt(*f, kT0);
+    auto c = PopAt(*f, kT0);
+    REQUIRE(b);
+    REQUIRE(c);
+    CHECK(b->host == "http://b");
+    CHECK(c->host == "http://c");
+    f->Done(*b, kT0 + milliseconds(500), 0.1);
+    f->Done(*c, kT0 + milliseconds(500), 0.1);
+    // At 0.5 s, a has been due 0.5 s with 0.1 s of work: more than b's
+    // 0.3 s, so a goes first, then b, then c.
+    CHECK(HostsInPopOrder(*f, kT0 + milliseconds(500)) ==
+          std::vector<std::string>{"http://a", "http://b", "http://c"});
+  }
+}
+
 TEST_CASE(
     "Revisits wait behind a host's new URLs, FIFO among themselves whatever their depth; "
     "recurring revisits do not starve new URLs",

@@ -212,6 +212,9 @@ std::vector<Key> FrontierKeys() {
           "frontier", "max_connections_per_host",
           [](Config & c) -> auto& { return c.frontier.max_connections_per_host; }, 1,
           1000),
+      BoolKey(
+          "frontier", "most_work_first",
+          [](Config & c) -> auto& { return c.frontier.most_work_first; }),
       DoubleKey(
           "frontier", "backoff_min_s",
           [](Config & c) -> auto& { return c.frontier.backoff_min_s; }, 0, 86400),

@@ -85,6 +85,13 @@ struct FrontierOptions {
   double max_crawl_delay_s = 30.0;  // a robots.txt Crawl-delay above this is capped
   double response_factor = 0.0;     // k: wait k x the last response time
   uint32_t max_connections_per_host = 1;
+  // Of the hosts due at once, the one with the most work left goes first:
+  // its queued URLs x its seconds per request (response and wait, as last
+  // seen), less how long it has been due. Bounded crawls then end with
+  // every host finishing together, not with one host's long queue fetched
+  // a request at a time after the others are done. false: the host due
+  // longest ago goes first (hosts take turns).
+  bool most_work_first = true;
   uint32_t spill_chunk = 1024;  // URLs read back from disk at a time
   // Host back-off: a host that says it is overloaded (429, 503) doubles its
   // delay after each fetch (to at least twice its usual delay and at least
