@@ -67,7 +67,11 @@ Result<AdmitResult> Frontier::Admit(std::vector<UrlEntry> entries, dedup::Filter
     }
     ++out.admitted;
     if (inserted != nullptr) inserted->push_back(i);
-    Status st = impl_->Push(std::move(entries[i]), &out.new_hosts);
+    // A redirect's target goes first among its host's URLs of its depth:
+    // the rest of a fetch under way, not a new page (a chain of hops is
+    // fetched hop after hop, not one hop per pass over the host's queue).
+    const bool first = entries[i].redirects > 0 && !entries[i].revisit;
+    Status st = impl_->Push(std::move(entries[i]), &out.new_hosts, first);
     if (!st.ok()) {
       impl_->admitted += out.admitted;
       return st;

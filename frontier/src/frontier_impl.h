@@ -226,12 +226,19 @@ struct Frontier::Impl {
     }
   }
 
-  Status Push(UrlEntry e, std::vector<std::string>* new_hosts) REQUIRES(mu) {
+  // `e` joins its host's queue: at the back of its depth, or with `first`
+  // at the front (a redirect's target, Admit), when it stays in RAM.
+  Status Push(UrlEntry e, std::vector<std::string>* new_hosts, bool first = false)
+      REQUIRES(mu) {
     size_t id = HostFor(HostKey(e.url), new_hosts);
     Host& h = hosts[id];
     CountDepth(e.depth, 1);
     if (!h.Spilling() && in_memory < options.max_memory_urls) {
-      h.PushRam(std::move(e));
+      if (first) {
+        h.ram.PushFront(std::move(e));
+      } else {
+        h.PushRam(std::move(e));
+      }
     } else {
       h.disk_min_depth = std::min(h.disk_min_depth, e.depth);
       h.write_buf.push_back(std::move(e));

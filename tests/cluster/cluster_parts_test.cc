@@ -2,6 +2,7 @@
 // hashing, the doorbell that says when to read, which shards a busy node gives. (The
 // exchange itself is tested against a real redis-server in cluster_test.cc.)
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
@@ -12,11 +13,13 @@
 
 #include "base/secret.h"
 #include "cluster/balance.h"
+#include "cluster/balancer.h"
 #include "cluster/cluster.h"
 #include "cluster/cluster_job.h"
 #include "cluster/cluster_wire.h"
 #include "cluster/doorbell.h"
 #include "cluster/heartbeats.h"
+#include "cluster/receiver.h"
 #include "cluster/redis.h"
 #include "crawl_output.h"
 
@@ -346,6 +349,45 @@ TEST_CASE(
   CHECK(r.At(t0 + milliseconds(19000), 15, 90.0) == Approx(2.0));
   // No page at all in 5 s: the minute's rate stands in (0 is not a rate).
   CHECK(r.At(t0 + milliseconds(24000), 15, 3.0) == 3.0);
+}
+
+
+TEST_CASE(
+    "Balancer: a node publishes no load before it knows whether it is idle, then 0 "
+    "when idle",
+    "[engine][cluster]") {
+  namespace fs = std::filesystem;
+  const std::string dir = fs::temp_directory_path() / ("balancer-load-" +
+                                                       std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  ClusterConfig cfg;
+  cfg.job = "j";
+  cfg.node = "n1";
+  cfg.shared_dir = dir;  // takeover: balancing on
+  Membership members(cfg.job, cfg.node, 2, /*takeover=*/true);
+  Tenure tenure(cfg.node, cfg.shards, std::chrono::seconds(6), true);
+  ShardStates states(cfg, 1, dir + "/n1");
+  Receiver receiver(
+      cfg, [](const std::string& k) { return "crawler:{j}:" + k; },
+      [](const RedisReply&, const char*) { return false; });
+  std::vector<std::atomic<bool>> ready(cfg.shards);
+  Handoffs handoff(cfg.node, cfg.shards, dir + "/n1", ready.data(), receiver);
+  Heartbeats beats(cfg.heartbeat_s, std::chrono::seconds(6));
+  RedisLink redis(RedisAddress{}, nullptr);
+  Balancer balancer(cfg, {members, tenure, states, handoff, beats, redis},
+                    std::vector<uint32_t>(cfg.shards, 0), /*continuous=*/false);
+  balancer.SetBacklogSource([](const NodeLife::HostVisitor& visit) {
+    visit("http://a.example", 40);  // a shard this node does not hold
+    return true;
+  });
+  // The first heartbeat can come before the first state: not a taker yet
+  // (it published "0", idle, and drew a give of a busy node's share).
+  CHECK(balancer.LoadToPublish(true) == "-");
+  REQUIRE(members.StateCommand(/*idle=*/true));
+  CHECK(balancer.LoadToPublish(true) == "0");
+  CHECK(balancer.LoadToPublish(false) == "-");  // leaving or failed
+  fs::remove_all(dir);
 }
 
 }  // namespace

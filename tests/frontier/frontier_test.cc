@@ -123,6 +123,29 @@ TEST_CASE("FIFO within a host; the host due longest ago goes first", "[frontier]
   CHECK(f->Empty());
 }
 
+TEST_CASE("A redirect's target goes first among its host's URLs of its depth",
+          "[frontier]") {
+  auto filter = MakeFilter();
+  FrontierOptions o;
+  o.min_delay_s = 0;
+  auto f = MakeFrontier(o);
+  REQUIRE(f->Admit(Entries({"http://a/1", "http://a/2"}), *filter).ok());
+  REQUIRE(f->Admit(Entries({"http://a/shallow"}, 0), *filter).ok());
+  std::vector<UrlEntry> hop = Entries({"http://a/to"});
+  hop[0].redirects = 1;  // a/x (depth 1) answered 301 -> a/to
+  REQUIRE(f->Admit(hop, *filter).ok());
+  f->OpenHost("http://a", std::nullopt);
+  std::vector<std::string> order;
+  while (auto lease = PopAt(*f, kT0)) {
+    order.push_back(lease->entry.url);
+    f->Done(*lease, kT0, 0);
+  }
+  // Depth first still (a shallower URL before it), then the hop, then the
+  // URLs of its depth queued before it.
+  CHECK(order == std::vector<std::string>{"http://a/shallow", "http://a/to", "http://a/1",
+                                          "http://a/2"});
+}
+
 // Hosts a, b, c (in that order) with 1, 4 and 2 URLs queued once each has
 // fetched one (0.1 s a request, no delay), all due at `t`.
 std::unique_ptr<Frontier> ThreeHostsDue(bool most_work_first, dedup::Filter& filter,

@@ -68,8 +68,9 @@ class Balancer {
   std::vector<std::string> MembersCommand() const;
   void Members(ReplyView reply, const Crawl& crawl);
   // The heartbeat's load for kAliveScript: this node's queued URLs (0:
-  // idle), '-' when it is no taker (taking shards, leaving, continuous), ''
-  // unchanged (the crawl could not look now, or no balancing).
+  // idle), '-' when it is no taker (taking shards, leaving, continuous, its
+  // state not known yet), '' unchanged (the crawl could not look now, or no
+  // balancing).
   std::string LoadToPublish(bool may_give);
   // Shards given to other nodes so far (any thread).
   uint64_t shards_given() const { return shards_given_.load(); }

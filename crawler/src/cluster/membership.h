@@ -80,6 +80,9 @@ class Membership {
   void StateWritten(bool ok);  // the command's outcome (false: unknown)
   void StateUnknown() { sent_ = State::kUnknown; }
   bool busy() const { return busy_; }
+  // Whether busy() has been asked yet (StateCommand): before, this node
+  // cannot say it is idle.
+  bool state_known() const { return asked_ != State::kUnknown; }
 
   // The end test: its first look, then (that reply 2) the full one.
   std::vector<std::string> DoneHintCommand() const;

@@ -207,7 +207,9 @@ class Frontier {
   Frontier& operator=(const Frontier&) = delete;
 
   // Asks `filter` about every entry (one batch) and queues the new ones
-  // (their indices in `entries` go to *inserted, if given).
+  // (their indices in `entries` go to *inserted, if given): each at the
+  // back of its host's URLs of its depth, a redirect's target
+  // (UrlEntry::redirects > 0) at their front.
   // Errors only on spill I/O failure, naming the file; entries already
   // queued stay queued.
   [[nodiscard]] Result<AdmitResult> Admit(std::vector<UrlEntry> entries,
