@@ -421,9 +421,8 @@ struct Frontier::Impl {
     if (!options.most_work_first) return best;
     double best_key = 0;
     int seen = 0;
-    for (auto it = schedule.begin(); it != schedule.end() && it->first <= now &&
-                                     seen < kPickWindow;
-         ++it, ++seen) {
+    for (auto it = schedule.begin();
+         it != schedule.end() && it->first <= now && seen < kPickWindow; ++it, ++seen) {
       const Host& h = hosts[it->second];
       const double key = std::chrono::duration<double>(it->first - now).count() -
                          static_cast<double>(h.Queued()) * h.cycle_s;

@@ -351,14 +351,13 @@ TEST_CASE(
   CHECK(r.At(t0 + milliseconds(24000), 15, 3.0) == 3.0);
 }
 
-
 TEST_CASE(
     "Balancer: a node publishes no load before it knows whether it is idle, then 0 "
     "when idle",
     "[engine][cluster]") {
   namespace fs = std::filesystem;
-  const std::string dir = fs::temp_directory_path() / ("balancer-load-" +
-                                                       std::to_string(::getpid()));
+  const std::string dir =
+      fs::temp_directory_path() / ("balancer-load-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   ClusterConfig cfg;
