@@ -32,6 +32,14 @@ std::unique_ptr<Frontier> MakeFrontier(FrontierOptions o) {
   return std::move(Frontier::Create(o)).value();
 }
 
+// A frontier with no politeness delay.
+std::unique_ptr<Frontier> NoDelay(bool most_work_first = true) {
+  FrontierOptions o;
+  o.min_delay_s = 0;
+  o.most_work_first = most_work_first;
+  return MakeFrontier(o);
+}
+
 std::vector<UrlEntry> Entries(const std::vector<std::string>& urls, uint32_t depth = 1) {
   std::vector<UrlEntry> out;
   for (const auto& u : urls) out.push_back(UrlEntry{u, depth, "http://ref/"});
@@ -78,9 +86,7 @@ TEST_CASE("Admit asks the filter: each URL is queued once; new hosts reported on
 TEST_CASE("No page of a host is handed out before its robots.txt is known",
           "[frontier]") {
   auto filter = MakeFilter();
-  FrontierOptions o;
-  o.min_delay_s = 0;
-  auto f = MakeFrontier(o);
+  auto f = NoDelay();
   REQUIRE(f->Admit(Entries({"http://a/1", "http://b/1"}), *filter).ok());
   CHECK_FALSE(PopAt(*f, kT0));
   f->OpenHost("http://b", std::nullopt);
@@ -126,9 +132,7 @@ TEST_CASE("FIFO within a host; the host due longest ago goes first", "[frontier]
 TEST_CASE("A redirect's target goes first among its host's URLs of its depth",
           "[frontier]") {
   auto filter = MakeFilter();
-  FrontierOptions o;
-  o.min_delay_s = 0;
-  auto f = MakeFrontier(o);
+  auto f = NoDelay();
   REQUIRE(f->Admit(Entries({"http://a/1", "http://a/2"}), *filter).ok());
   REQUIRE(f->Admit(Entries({"http://a/shallow"}, 0), *filter).ok());
   std::vector<UrlEntry> hop = Entries({"http://a/to"});
@@ -150,10 +154,7 @@ TEST_CASE("A redirect's target goes first among its host's URLs of its depth",
 // fetched one (0.1 s a request, no delay), all due at `t`.
 std::unique_ptr<Frontier> ThreeHostsDue(bool most_work_first, dedup::Filter& filter,
                                         Clock::time_point t) {
-  FrontierOptions o;
-  o.min_delay_s = 0;
-  o.most_work_first = most_work_first;
-  auto f = MakeFrontier(o);
+  auto f = NoDelay(most_work_first);
   REQUIRE(f->Admit(Entries({"http://a/0", "http://b/0", "http://c/0", "http://a/1",
                             "http://b/1", "http://b/2", "http://b/3", "http://b/4",
                             "http://c/1", "http://c/2"}),
