@@ -413,8 +413,10 @@ struct Frontier::Impl {
   // (due - now) - Queued() x cycle_s, the earliest due on a tie; with
   // most_work_first off, the earliest due. A host that waits gains on the
   // others as they are served, so none waits for ever; the window keeps a
-  // pick O(1) with thousands of hosts due. Requires the schedule's first
-  // host due by `now`.
+  // pick O(1) with thousands of hosts due (frontier_bench, 1,000 hosts all
+  // due: drain 304-313k URLs/s before, 260-262k with it, ~0.6 us a pick,
+  // against ~0.5 ms of CPU a fetch). Requires the schedule's first host due
+  // by `now`.
   static constexpr int kPickWindow = 64;
   size_t PickDue(Clock::time_point now) const REQUIRES(mu) {
     size_t best = schedule.begin()->second;
