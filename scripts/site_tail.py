@@ -23,8 +23,8 @@ def main():
         if cur and start - last_end > gap * 1e6:
             runs.append(cur)
             cur = []
+        last_end = max(last_end, end) if cur else end
         cur.append((start, end, host))
-        last_end = end if last_end is None or not cur[:-1] else max(last_end, end)
     if cur:
         runs.append(cur)
     for n, run in enumerate(runs, 1):
