@@ -270,6 +270,25 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "ShardsToGive: a pinned shard (a host's robots.txt being fetched) is never given, "
+    "and its URLs still count in the backlog",
+    "[engine][cluster]") {
+  const BalanceRule rule;
+  // As the first case above, with shard 2 (400) pinned: half of 1,000 is
+  // 500, and 300, 100 and 100 fill it (without the pin: 400 and 100).
+  const std::vector<ShardBacklog> b = {{1, 100}, {2, 400, true}, {3, 300},
+                                       {4, 50},  {5, 50},        {6, 100}};
+  CHECK(ShardsToGive(b, 10, 0, rule) == std::vector<uint32_t>{3, 1, 6});
+  // Every shard pinned: nothing.
+  CHECK(ShardsToGive({{1, 300, true}, {2, 200, true}}, 10, 0, rule).empty());
+  // To a busy taker: 1,040 here (the pinned 150 with them), 740 there, a
+  // gap of 300 (over 25% only with the pinned URLs), half 150: shard 7
+  // would fill it alone; pinned, 140 goes.
+  CHECK(ShardsToGive({{7, 150, true}, {1, 600}, {4, 50}, {3, 100}, {5, 140}}, 10, 740,
+                     rule) == std::vector<uint32_t>{5});
+}
+
+TEST_CASE(
     "Heartbeats: every heartbeat_s; 4x as often (50 ms at least) for two lease TTLs "
     "after "
     "a wanted shard that is not held appears, normal again once all are held",
@@ -377,7 +396,7 @@ TEST_CASE(
   Balancer balancer(cfg, {members, tenure, states, handoff, beats, redis},
                     std::vector<uint32_t>(cfg.shards, 0), /*continuous=*/false);
   balancer.SetBacklogSource([](const NodeLife::HostVisitor& visit) {
-    visit("http://a.example", 40);  // a shard this node does not hold
+    visit("http://a.example", 40, true);  // a shard this node does not hold
     return true;
   });
   // The first heartbeat can come before the first state: not a taker yet

@@ -28,6 +28,10 @@ namespace crawler::engine {
 struct ShardBacklog {
   uint32_t shard = 0;
   uint64_t queued = 0;  // URLs queued for the shard's hosts here
+  // A host of it has its robots.txt being fetched: the shard stays (its
+  // handoff would wait for the fetch, retries included, and hold every
+  // give after it).
+  bool pinned = false;
 };
 
 struct BalanceRule {
@@ -49,8 +53,8 @@ struct BalanceRule {
 };
 
 // The shards to give a node with `their_load` URLs queued (0: idle):
-// heaviest first, each one taken while the total given stays at most half
-// the gap between the two loads. `pages_per_s`: this node's recent rate (0:
+// heaviest first, each one not pinned taken while the total given stays at
+// most half the gap between the two loads. `pages_per_s`: this node's recent rate (0:
 // not known yet, nothing is given).
 inline std::vector<uint32_t> ShardsToGive(std::vector<ShardBacklog> backlog,
                                           double pages_per_s, uint64_t their_load,
@@ -72,7 +76,7 @@ inline std::vector<uint32_t> ShardsToGive(std::vector<ShardBacklog> backlog,
   uint64_t given = 0;
   for (const ShardBacklog& b : backlog) {
     if (b.queued == 0) break;
-    if (given + b.queued > gap / 2) continue;
+    if (b.pinned || given + b.queued > gap / 2) continue;
     give.push_back(b.shard);
     given += b.queued;
   }

@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <filesystem>
+#include <set>
+#include <string>
 #include <thread>
 
 #include "archive/earlier.h"
@@ -337,8 +339,19 @@ Status StartNodeAndSeed(Crawl::Impl& m, const std::atomic<bool>& stop) {
     // the job nor gives work away); the next round asks again.
     m.cluster->SetBacklogSource([&m](const Node::HostVisitor& f) {
       GateUnit unit(m.gate, std::try_to_lock);
-      if (unit.entered()) m.frontier->ForEachQueued(f);
-      return unit.entered();
+      if (!unit.entered()) return false;
+      // The hosts whose robots.txt is being fetched (as a handoff's drain
+      // sees them: Worker::HandOff), noted first: the host table's lock is
+      // not taken under the frontier's.
+      std::set<std::string, std::less<>> fetching;
+      (void)m.hosts.RobotsFetching(unit.pass(), [&](std::string_view host) {
+        fetching.emplace(host);
+        return false;
+      });
+      m.frontier->ForEachQueued([&](std::string_view host, uint64_t queued) {
+        f(host, queued, fetching.find(host) == fetching.end());
+      });
+      return true;
     });
     // Idle: nothing to do, nor ever again but what other nodes send. So a
     // continuous crawl ([recrawl], whose history brings its URLs back) is

@@ -40,10 +40,13 @@ class NodeLife {
                                      std::function<bool()> local_idle) = 0;
   // Before Start: how the node reads the crawl's backlog (work-aware
   // placement: a busy node weighs its shards by it). `source(f)` calls
-  // f(host key, URLs queued) for every host with URLs queued, and returns
-  // true; or false if it could not look now (a checkpoint being cut). It
-  // may be called from another thread, once a heartbeat.
-  using HostVisitor = std::function<void(std::string_view, uint64_t)>;
+  // f(host key, URLs queued, settled) for every host with URLs queued, and
+  // returns true; or false if it could not look now (a checkpoint being
+  // cut). `settled` is false while the host's robots.txt is being fetched
+  // (retries of a 5xx included): its shard cannot be drained for a handoff
+  // until the fetch ends. It may be called from another thread, once a
+  // heartbeat.
+  using HostVisitor = std::function<void(std::string_view, uint64_t, bool)>;
   using BacklogSource = std::function<bool(const HostVisitor&)>;
   virtual void SetBacklogSource(BacklogSource source) = 0;
   // The error that stops this node (it lost a shard, the job is gone), if any.
