@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "run_command.h"
+#include "temp_dirs.h"
 
 namespace crawler::testing {
 
@@ -38,12 +39,15 @@ inline boost::json::object ReadStats(const std::string& out) {
   return boost::json::parse(ReadText(out + "/stats.json")).as_object();
 }
 
+// TMP/crawler-NAME-PID, emptied; removed when the test case passes
+// (temp_dirs.h).
 inline std::string TempDir(const std::string& name) {
   std::string dir = (std::filesystem::temp_directory_path() /
                      ("crawler-" + name + "-" + std::to_string(::getpid())))
                         .string();
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
+  TempDirsMade().insert(dir);
   return dir;
 }
 
