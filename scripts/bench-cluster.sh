@@ -10,7 +10,7 @@
 #      seed hosts (cluster.place_by_seeds), and placed + work-aware
 #      balancing (cluster.balance); pages/s, and x one node; each run's
 #      CPU (the nodes, under GNU time, and the testsite's) and how long
-#      each give took to land (scripts/give_landings.py)
+#      each give took to land and to hand over (scripts/give_landings.py)
 #   3. CPU per page: scripts/bench-crawl.sh's CPU-bound crawl, single machine
 #      and one node in cluster mode (BENCH_CRAWLER_ONLY)
 #   4. control: build/tests/cluster_control_bench, BENCH_NODES (64)
