@@ -103,9 +103,11 @@ inline bool Attempted(const LogLine& l) {
 
 // The URLs the fetch log shows attempted, each as often as it was: the truth
 // set exactly once means set(result) == truth and size() == truth.size().
-inline std::multiset<std::string> AttemptedUrls(const std::string& fetch_log) {
+// kLive: of a crawler still writing it (a line not yet whole is left out).
+inline std::multiset<std::string> AttemptedUrls(const std::string& fetch_log,
+                                                LogRead mode = LogRead::kFinished) {
   std::multiset<std::string> out;
-  for (const LogLine& l : ReadFetchLog(fetch_log)) {
+  for (const LogLine& l : ReadFetchLog(fetch_log, mode)) {
     if (Attempted(l)) out.insert(l.url);
   }
   return out;
