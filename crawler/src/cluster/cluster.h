@@ -309,6 +309,10 @@ class Cluster final : public Node {
   // Renews the owned shards' leases (takes them at Start) in the same
   // pipeline as the liveness key, the node's figures and the lag.
   bool Heartbeat();
+  // `incarnation` (the job's meta field, read back) is not this job's:
+  // Redis lost it (restarted empty) or is another server. Fails the node
+  // naming it (JobLost, exit 2) and returns true.
+  bool JobGone(ReplyView incarnation);
   // The heartbeat's lease replies, sent at `sent` (Tenure::Apply), and what
   // the round means for the node: its figures; a lease lost stops it.
   void ApplyLeases(ReplyView r, std::chrono::steady_clock::time_point sent) EXCLUDES(mu_);

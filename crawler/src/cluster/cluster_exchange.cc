@@ -189,17 +189,12 @@ bool Cluster::Heartbeat() {
   auto r = redis_->Pipeline(cmds);
   double rtt = std::chrono::duration<double>(SteadyClock::now() - start).count();
   if (!r.ok() || redis_.Failed((*r)[0], "heartbeat")) return false;
+  // Before the leases: in a Redis that lost the job every lease reads as
+  // lost, and the first failure recorded is the one the node exits with.
+  if (JobGone((*r)[meta_at].view())) return true;
   if (!asked.empty()) {
     if (redis_.Failed((*r)[lease_at], "lease renewal")) return false;
     ApplyLeases((*r)[lease_at].view(), start);
-  }
-  if (!job_.incarnation.empty() && !(*r)[meta_at].IsError() &&
-      (*r)[meta_at].Str() != job_.incarnation) {
-    // Redis lost its data (restarted empty) or is another server now.
-    JobIdentity mine{cfg_.job, job_.incarnation, job_.seed};
-    fate_.Fail(JobLost((*r)[meta_at].IsNil() ? "missing" : "incarnation",
-                       (*r)[meta_at].Str(), mine, redis_.address()));
-    return true;
   }
   if ((*r)[full_at].Int() == 1) full_.Seen(SteadyClock::now());
   handoff_.Answers(handed, *r);
@@ -211,6 +206,17 @@ bool Cluster::Heartbeat() {
   const ReplyView lags =
       r->size() > lease_at + 1 ? (*r)[lease_at + 1].view() : ReplyView();
   counters_.Heartbeat(rtt, asked, lags, tenure_.leases());
+  return true;
+}
+
+bool Cluster::JobGone(ReplyView incarnation) {
+  if (job_.incarnation.empty() || incarnation.error() ||
+      incarnation.str() == job_.incarnation)
+    return false;
+  // Redis lost its data (restarted empty) or is another server now.
+  JobIdentity mine{cfg_.job, job_.incarnation, job_.seed};
+  fate_.Fail(JobLost(incarnation.nil() ? "missing" : "incarnation", incarnation.str(),
+                     mine, redis_.address()));
   return true;
 }
 
@@ -299,6 +305,12 @@ bool Cluster::Commit() {
   if (!r.ok()) return false;
   if (redis_.Failed(*r, "commit")) return false;
   if ((*r)[0].str() == "fenced") {
+    // A Redis restarted empty fences every commit (no shard has a holder):
+    // that is the job lost (exit 2), not this node's shards taken. A
+    // failed read here leaves the fencing below to stop the node.
+    if (auto meta = redis_->Command({"HGET", members_.Key("meta"), "incarnation"});
+        meta.ok() && JobGone(meta->view()))
+      return true;
     {
       counters_.AcksFenced(1);
       MutexLock lock(mu_);
