@@ -154,10 +154,13 @@ TEST_CASE(
   // A long lease: the shards move by handoff, not by expiry. A politeness
   // delay long enough that the crawl is still running when n4 has its share.
   // No work-aware placement: n4, idle as it joins, would be given more than
-  // the placement's share (cluster_balance_test.cc tests that).
+  // the placement's share (cluster_balance_test.cc tests that). A robots.txt
+  // that answers 500 (every fourth host) is fetched again 6-18 s later, long
+  // after n4 joined (its shards are handed over ~1-3 s into the crawl).
   const std::string extra = std::string(kTakeover) +
                             " --set cluster.lease_s=30 --set frontier.min_delay_s=0.3"
-                            " --set cluster.balance=false";
+                            " --set cluster.balance=false --set fetch.retry_base_s=12"
+                            " --set fetch.max_retries=1";
   ClusterCrawl c("cluster_join", "join", extra,
                  std::max(1000u, EnvOr("CRAWLER_CLUSTER_PAGES", 2000)));
   WaitForCommit(c, "join", "n1");
@@ -207,6 +210,31 @@ TEST_CASE(
   CheckPoliteness(c.site.Requests(), 0.3);
   CHECK_THAT(c.Logs(), Catch::Contains("handed"));
   CHECK_THAT(ReadText(c.dir + "/n4/crawler.log"), Catch::Contains("took over"));
+  // A robots.txt retry waiting out its back-off went with its shard: the
+  // drain did not wait for it (the giver's lines of it are its failed first
+  // attempt only), n4 fetched it again from the handoff checkpoint, and every
+  // robots.txt has one final line over all four logs.
+  std::map<std::string, std::map<std::string, std::vector<testing::LogLine>>> robots;
+  for (const std::string& n : four)
+    for (const testing::LogLine& l :
+         testing::ReadFetchLog(c.dir + "/" + n + "/fetch-log.jsonl"))
+      if (l.robots_txt) robots[l.url][n].push_back(l);
+  size_t moved = 0;
+  for (const auto& [url, by_node] : robots) {
+    INFO(url);
+    size_t finals = 0;
+    for (const auto& [n, lines] : by_node)
+      for (const testing::LogLine& l : lines) finals += l.final;
+    CHECK(finals == 1);
+    if (by_node.size() < 2) continue;
+    CHECK(by_node.count("n4") == 1);
+    ++moved;
+    for (const auto& [n, lines] : by_node)
+      if (n != "n4")
+        for (const testing::LogLine& l : lines) CHECK(!l.final);
+  }
+  WARN(moved << " robots.txt retries went to n4 with their shards");
+  CHECK(moved > 0);
 }
 
 TEST_CASE(

@@ -172,6 +172,22 @@ bool HostTable::RobotsFetching(const Gate::Pass&,
   return false;
 }
 
+void HostTable::SetRobotsInFlight(const Gate::Pass&, const std::string& host,
+                                  bool in_flight) {
+  MutexLock lock(mu_);
+  auto it = hosts_.find(host);
+  if (it != hosts_.end()) it->second.robots_in_flight = in_flight;
+}
+
+bool HostTable::RobotsInFlight(const Gate::Pass&,
+                               const std::function<bool(std::string_view)>& which) const {
+  MutexLock lock(mu_);
+  for (const auto& [key, h] : hosts_) {
+    if (h.robots_in_flight && which(key)) return true;
+  }
+  return false;
+}
+
 HostTable::Figures HostTable::Summarize(size_t n) const {
   Figures f;
   // The n hosts with the most pages, kept in a heap whose front is the

@@ -128,9 +128,22 @@ class HostTable {
       EXCLUDES(mu_);
   bool budgets_enabled() const { return budgets_enabled_; }
 
-  // Is a robots.txt fetch under way for a host `which(key)` selects? (A
-  // cluster node drains a shard's fetches before handing it over.)
+  // Is a robots.txt fetch under way (its rules not settled: in a fetcher,
+  // waiting for room, or a retry waiting out its back-off) for a host
+  // `which(key)` selects? (A cluster node does not give such a shard when
+  // balancing: crawl.cc.)
   bool RobotsFetching(const Gate::Pass&,
+                      const std::function<bool(std::string_view)>& which) const
+      EXCLUDES(mu_);
+  // A robots.txt fetch of `host` is in a fetcher (set as it is handed to
+  // one), or its result is taken up (cleared).
+  void SetRobotsInFlight(const Gate::Pass&, const std::string& host, bool in_flight)
+      EXCLUDES(mu_);
+  // Is a robots.txt fetch in a fetcher, or its result not taken up yet, for a
+  // host `which(key)` selects? A cluster node drains a shard's fetches in
+  // flight before handing it over; one not started yet goes with the shard
+  // (its new owner starts it again: hosts.bin keeps it under way).
+  bool RobotsInFlight(const Gate::Pass&,
                       const std::function<bool(std::string_view)>& which) const
       EXCLUDES(mu_);
 
@@ -178,8 +191,9 @@ class HostTable {
     std::string robots_body;
     std::string robots_url;
     uint32_t robots_hops = 0;
-    uint32_t robots_failures = 0;  // in a row (not in hosts.bin: a resume starts over)
-    bool unresolved = false;       // SetUnresolved (not in hosts.bin)
+    uint32_t robots_failures = 0;   // in a row (not in hosts.bin: a resume starts over)
+    bool unresolved = false;        // SetUnresolved (not in hosts.bin)
+    bool robots_in_flight = false;  // SetRobotsInFlight (not in hosts.bin)
     uint64_t fetched = 0;
     DomainBudgets::Domain* domain = nullptr;  // when budgets apply: set at first use
   };

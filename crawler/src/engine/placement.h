@@ -78,9 +78,11 @@ class Routing {
   // Redis): nothing of the host is fetched, robots.txt included, and what is
   // in flight is abandoned, until the lease is renewed (or, lost, the node
   // stops). A shard being handed over is not Fetchable but not Lapsed: its
-  // fetches in flight end (the drain).
+  // fetches in flight end (the drain); a robots.txt fetch not started yet
+  // (a retry waiting out its back-off) waits and goes with the shard.
   virtual bool Lapsed(std::string_view host_key) const = 0;
-  // Is `url`'s shard being handed over (its URLs go to its new owner)?
+  // Is `url`'s shard being handed over (its URLs go to its new owner)? A
+  // host key is a URL too.
   virtual bool Handing(std::string_view url) const = 0;
   // Did this node hand `host_key`'s shard over (and not take it back)? A
   // URL of it still queued here (a retry waiting out its back-off as the

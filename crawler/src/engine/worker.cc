@@ -52,7 +52,7 @@ void Worker::Loop(const std::atomic<bool>& stop) {
         if (!st.ok()) return st;
       }
       StartDueRobots(unit.pass());
-      AddWaitingRobots();
+      AddWaitingRobots(unit.pass());
       return StartFetches(unit.pass());
     }();
     if (!due.ok()) return p_.state.Fail(due.status());
@@ -170,6 +170,7 @@ Status Worker::HandOff(const Gate::Pass& pass) {
     Status st = revisits_.Erase(drop);
     if (!st.ok()) return st;
     p_.placement->Dropped(drop, urls);
+    p_.state.shard_drops.fetch_add(1);
   }
   std::vector<uint32_t> draining = p_.placement->Draining();
   if (draining.empty()) return Status::Ok();
@@ -183,7 +184,10 @@ Status Worker::HandOff(const Gate::Pass& pass) {
     return false;
   };
   (void)p_.frontier.InFlight(note);
-  (void)p_.hosts.RobotsFetching(pass, note);
+  // A robots.txt fetch not started yet (waiting out a retry's back-off, or
+  // for room) is not waited for: it waits while the shard is handed
+  // (MayStartRobots) and goes with it.
+  (void)p_.hosts.RobotsInFlight(pass, note);
   std::sort(busy.begin(), busy.end());
   std::vector<uint32_t> drained;
   std::set_difference(draining.begin(), draining.end(), busy.begin(), busy.end(),

@@ -73,6 +73,9 @@ class RunState {
   // through ShardsLoaded) and records of shards given up being erased, one
   // at a time (revisits.h).
   Mutex shards_moving;
+  // A cluster node: shards dropped here so far (given away, Worker::HandOff).
+  // Each worker then drops its robots.txt fetches of them not started yet.
+  std::atomic<uint64_t> shard_drops{0};
 
   // The first error stops the crawl; later ones are dropped.
   void Fail(const Status& st) EXCLUDES(mu_);
@@ -169,7 +172,7 @@ class Worker {
   void StartRobots(const Gate::Pass& pass, const std::string& host,
                    const std::string& url, int hops);
   // Hands waiting robots.txt fetches to the fetcher while it has room.
-  void AddWaitingRobots();
+  void AddWaitingRobots(const Gate::Pass& pass);
   // Shards taken over (placement.h): their hosts, queued URLs and seen set
   // into this node's frontier, host table and filter; their URL history into
   // this node's ([recrawl]).
@@ -251,11 +254,24 @@ class Worker {
     int hops = 0;
   };
   std::vector<RobotsRetry> robots_retry_;  // this thread only
+  // A later try of a robots.txt fetch (robots_retry_), after `delay`.
+  void RobotsLater(RobotsRetry r, frontier::Clock::duration delay);
   // robots.txt fetches started, waiting for room in the fetcher (`at`
   // unused); this thread only, or before the workers run (the seeds).
   std::deque<RobotsRetry> robots_waiting_;
   void WaitForRoom(RobotsRetry r);  // to the back of robots_waiting_, counted
   RobotsRetry NextWaiting();        // off its front, uncounted
+  // A cluster node: may a robots.txt fetch of `host` not in flight start
+  // now? kWait: its shard's lease lapsed, or the shard is being handed over
+  // (the fetch goes with it: its new owner starts it again); kDrop: the
+  // shard was given away (ended here: its new owner has it).
+  enum class RobotsGo { kStart, kWait, kDrop };
+  RobotsGo MayStartRobots(const std::string& host) const;
+  // After a drop (RunState::shard_drops moved), this worker's robots.txt
+  // fetches of shards given away go at once, not when due: a shard taken
+  // back before then is restored from a checkpoint, which starts them again.
+  void DropGivenAwayRobots();
+  uint64_t drops_seen_ = 0;  // this thread only
   // A cluster node: transfers of hosts whose shard lease lapsed are
   // abandoned (checked every 50 ms; placement.h, Lapsed).
   void AbandonLapsed();

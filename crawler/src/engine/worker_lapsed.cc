@@ -16,6 +16,7 @@ Status Worker::Abandoned(const Completed& c) {
   GateUnit unit(p_.gate);
   const auto again = Clock::now() + std::chrono::milliseconds(200);
   if (c.robots) {
+    p_.hosts.SetRobotsInFlight(unit.pass(), c.host, false);
     robots_retry_.push_back({again, c.host, c.result.url, c.hops});
     return Status::Ok();  // still busy: the retry holds it
   }

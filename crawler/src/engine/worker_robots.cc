@@ -12,7 +12,24 @@ namespace crawler::engine {
 
 using frontier::Clock;
 
+void Worker::DropGivenAwayRobots() {
+  const uint64_t drops = p_.state.shard_drops.load();
+  if (drops == drops_seen_) return;
+  drops_seen_ = drops;
+  auto given_away = [this](const RobotsRetry& r) {
+    if (MayStartRobots(r.host) != RobotsGo::kDrop) return false;
+    p_.state.busy.fetch_sub(1);
+    return true;
+  };
+  std::erase_if(robots_retry_, given_away);
+  for (size_t n = robots_waiting_.size(); n > 0; --n) {
+    RobotsRetry r = NextWaiting();
+    if (!given_away(r)) WaitForRoom(std::move(r));
+  }
+}
+
 void Worker::StartDueRobots(const Gate::Pass& pass) {
+  DropGivenAwayRobots();
   if (robots_retry_.empty()) return;
   auto now = Clock::now();
   auto due = std::stable_partition(robots_retry_.begin(), robots_retry_.end(),
@@ -21,9 +38,36 @@ void Worker::StartDueRobots(const Gate::Pass& pass) {
                                  std::make_move_iterator(robots_retry_.end()));
   robots_retry_.erase(due, robots_retry_.end());
   for (RobotsRetry& r : start) {
-    p_.state.busy.fetch_sub(1);  // StartRobots counts it again
-    StartRobots(pass, r.host, r.url, r.hops);
+    switch (MayStartRobots(r.host)) {
+      case RobotsGo::kWait:
+        RobotsLater(std::move(r), std::chrono::milliseconds(200));
+        continue;
+      case RobotsGo::kDrop:
+        p_.state.busy.fetch_sub(1);
+        continue;
+      case RobotsGo::kStart:
+        p_.state.busy.fetch_sub(1);  // StartRobots counts it again
+        StartRobots(pass, r.host, r.url, r.hops);
+    }
   }
+}
+
+void Worker::RobotsLater(RobotsRetry r, Clock::duration delay) {
+  r.at = Clock::now() + delay;
+  robots_retry_.push_back(std::move(r));
+}
+
+Worker::RobotsGo Worker::MayStartRobots(const std::string& host) const {
+  if (p_.placement == nullptr) return RobotsGo::kStart;
+  // Given away: the handoff's checkpoint holds the fetch under way, and the
+  // new owner started it again. (A shard taken back is restored from a
+  // checkpoint, which starts it again here: this copy must not.)
+  if (p_.placement->GivenAway(host)) return RobotsGo::kDrop;
+  // Lapsed: renewed, it is fetched; lost, this node stops and the new owner
+  // fetches it. Handed over: not fetched here, so the drain does not wait
+  // for it (a retry of a 5xx waits seconds).
+  if (p_.placement->Lapsed(host) || p_.placement->Handing(host)) return RobotsGo::kWait;
+  return RobotsGo::kStart;
 }
 
 // The fetch waits in robots_waiting_ until the fetcher has room
@@ -60,17 +104,18 @@ Worker::RobotsRetry Worker::NextWaiting() {
 // Starts waiting robots.txt fetches while the fetcher has room, each once
 // its address's politeness allows; one held goes to the back of the line
 // (at most 256 looked at per call).
-void Worker::AddWaitingRobots() {
+void Worker::AddWaitingRobots(const Gate::Pass& pass) {
   size_t looked = 0;
   while (!robots_waiting_.empty() && fetcher_->Running() < max_running_ &&
          looked++ < 256) {
     RobotsRetry r = NextWaiting();
-    if (p_.placement != nullptr && p_.placement->Lapsed(r.host)) {
-      // Its shard's lease lapsed (this node paused or cut off from Redis):
-      // asked again later, like a retry. Renewed, it is fetched; lost, this
-      // node stops and the new owner fetches it.
-      r.at = Clock::now() + std::chrono::milliseconds(200);
-      robots_retry_.push_back(std::move(r));
+    const RobotsGo go = MayStartRobots(r.host);
+    if (go == RobotsGo::kDrop) {
+      p_.state.busy.fetch_sub(1);
+      continue;
+    }
+    if (go == RobotsGo::kWait) {  // asked again later, like a retry
+      RobotsLater(std::move(r), std::chrono::milliseconds(200));
       continue;
     }
     // Its address (politeness per address); while its name is looked up it
@@ -94,6 +139,7 @@ void Worker::AddWaitingRobots() {
       }
       turn = t.token;
     }
+    p_.hosts.SetRobotsInFlight(pass, r.host, true);  // until its result is taken up
     fetcher_->Add(r.url, [this, host = r.host, hops = r.hops, at = std::move(*address),
                           turn](FetchResult&& result) {
       completed_.push_back(
@@ -104,6 +150,7 @@ void Worker::AddWaitingRobots() {
 
 Status Worker::FinishRobots(const Gate::Pass& pass, const Completed& c,
                             const Prepared& p) {
+  p_.hosts.SetRobotsInFlight(pass, c.host, false);
   const FetchResult& r = c.result;
   parsers::RobotsFetch outcome = parsers::RobotsFetchForStatus(r.status);
   if (outcome == parsers::RobotsFetch::kServerError ||
