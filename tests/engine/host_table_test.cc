@@ -120,6 +120,36 @@ TEST_CASE(
                        std::string("http://a.test")));  // 5 started, 2 in flight
 }
 
+TEST_CASE(
+    "HostTable: a robots.txt fetch is unsettled from its start to its rules; in flight "
+    "only while a fetcher has it (a cluster's drain waits for that alone)",
+    "[engine][host_table]") {
+  Unit u;
+  HostTable t("crawler", 100, 86400);
+  auto any = [](std::string_view) { return true; };
+  t.RobotsStarted(u.pass(), "http://a.test", "http://a.test/robots.txt", 0);
+  CHECK(t.RobotsFetching(u.pass(), any));
+  CHECK_FALSE(t.RobotsInFlight(u.pass(), any));  // waiting for room
+  t.SetRobotsInFlight(u.pass(), "http://a.test", true);
+  CHECK(t.RobotsInFlight(u.pass(), any));
+  CHECK_FALSE(t.RobotsInFlight(u.pass(),
+                               [](std::string_view h) { return h == "http://b.test"; }));
+  // A 5xx taken up: a retry waits out its back-off, not in flight, unsettled.
+  t.SetRobotsInFlight(u.pass(), "http://a.test", false);
+  CHECK_FALSE(t.RobotsInFlight(u.pass(), any));
+  CHECK(t.RobotsFetching(u.pass(), any));
+  // hosts.bin keeps it under way: a restore (a resume, or a shard's new
+  // owner) starts it again.
+  auto hosts = HostTable::Decode(Encode(t, Clock::now()), "hosts.bin");
+  REQUIRE(hosts.ok());
+  HostTable r("crawler", 100, 86400);
+  auto restart = r.Restore(std::move(hosts).value(), {}, Clock::now());
+  REQUIRE(restart.size() == 1);
+  CHECK(restart[0].host == "http://a.test");
+  t.RobotsDone(u.pass(), "http://a.test", parsers::RobotsFetch::kOk, "", Clock::now());
+  CHECK_FALSE(t.RobotsFetching(u.pass(), any));
+}
+
 TEST_CASE("HostTable: damaged hosts.bin is rejected with the file's name",
           "[engine][host_table]") {
   Unit u;
