@@ -267,6 +267,9 @@ class Worker {
   // shard was given away (ended here: its new owner has it).
   enum class RobotsGo { kStart, kWait, kDrop };
   RobotsGo MayStartRobots(const std::string& host) const;
+  // A fetch that may not start now: back in robots_retry_ for later (kWait)
+  // or ended, uncounted (kDrop). False: it may start.
+  bool Held(RobotsRetry& r);
   // After a drop (RunState::shard_drops moved), this worker's robots.txt
   // fetches of shards given away go at once, not when due: a shard taken
   // back before then is restored from a checkpoint, which starts them again.

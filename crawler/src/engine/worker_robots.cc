@@ -38,18 +38,24 @@ void Worker::StartDueRobots(const Gate::Pass& pass) {
                                  std::make_move_iterator(robots_retry_.end()));
   robots_retry_.erase(due, robots_retry_.end());
   for (RobotsRetry& r : start) {
-    switch (MayStartRobots(r.host)) {
-      case RobotsGo::kWait:
-        RobotsLater(std::move(r), std::chrono::milliseconds(200));
-        continue;
-      case RobotsGo::kDrop:
-        p_.state.busy.fetch_sub(1);
-        continue;
-      case RobotsGo::kStart:
-        p_.state.busy.fetch_sub(1);  // StartRobots counts it again
-        StartRobots(pass, r.host, r.url, r.hops);
-    }
+    if (Held(r)) continue;
+    p_.state.busy.fetch_sub(1);  // StartRobots counts it again
+    StartRobots(pass, r.host, r.url, r.hops);
   }
+}
+
+bool Worker::Held(RobotsRetry& r) {
+  switch (MayStartRobots(r.host)) {
+    case RobotsGo::kStart:
+      return false;
+    case RobotsGo::kWait:  // asked again later, like a retry
+      RobotsLater(std::move(r), std::chrono::milliseconds(200));
+      return true;
+    case RobotsGo::kDrop:
+      p_.state.busy.fetch_sub(1);
+      return true;
+  }
+  return false;
 }
 
 void Worker::RobotsLater(RobotsRetry r, Clock::duration delay) {
@@ -109,15 +115,7 @@ void Worker::AddWaitingRobots(const Gate::Pass& pass) {
   while (!robots_waiting_.empty() && fetcher_->Running() < max_running_ &&
          looked++ < 256) {
     RobotsRetry r = NextWaiting();
-    const RobotsGo go = MayStartRobots(r.host);
-    if (go == RobotsGo::kDrop) {
-      p_.state.busy.fetch_sub(1);
-      continue;
-    }
-    if (go == RobotsGo::kWait) {  // asked again later, like a retry
-      RobotsLater(std::move(r), std::chrono::milliseconds(200));
-      continue;
-    }
+    if (Held(r)) continue;
     // Its address (politeness per address); while its name is looked up it
     // waits here, not in a transfer slot.
     std::optional<std::string> address = fetcher_->AddressFor(r.url);
