@@ -215,7 +215,7 @@ TEST_CASE(
     "the backlog is small, short at this node's rate, or its rate unknown; a shard over "
     "half stays",
     "[engine][cluster]") {
-  const BalanceRule rule;  // 50 URLs, 2 s, a gap of 25%
+  const BalanceRule rule;  // 50 URLs, 2 s, a gap of 10%
   // 1,000 queued at 10 pages/s: 100 s of work. Half is 500: 400, then 300
   // would pass it, 100 fits, and nothing after it does.
   std::vector<ShardBacklog> b = {{1, 100}, {2, 400}, {3, 300},
@@ -243,7 +243,7 @@ TEST_CASE(
 
 TEST_CASE(
     "ShardsToGive to a busy node: up to half the gap between the two loads, and only "
-    "when the gap is at least 25% of the giver's and 50 URLs; MaxTakerLoad is the most "
+    "when the gap is at least 10% of the giver's and 50 URLs; MaxTakerLoad is the most "
     "the taker may have for the give to pay",
     "[engine][cluster]") {
   const BalanceRule rule;
@@ -254,14 +254,16 @@ TEST_CASE(
   CHECK(ShardsToGive(b, 10, 400, rule) == std::vector<uint32_t>{3});
   // 700 there: a gap of 300 (30%), half 150: 100 fits, then 50.
   CHECK(ShardsToGive(b, 10, 700, rule) == std::vector<uint32_t>{1, 4});
-  // 800 there: a gap of 200, 20% of this node's: not worth a handoff.
-  CHECK(ShardsToGive(b, 10, 800, rule).empty());
+  // 800 there: a gap of 200 (20%), half 100: the first 100 fits.
+  CHECK(ShardsToGive(b, 10, 800, rule) == std::vector<uint32_t>{1});
+  // 910 there: a gap of 90, 9% of this node's: not worth a handoff.
+  CHECK(ShardsToGive(b, 10, 910, rule).empty());
   CHECK(ShardsToGive(b, 10, 1000, rule).empty());
   CHECK(ShardsToGive(b, 10, 5000, rule).empty());
   // A small backlog: a gap of 25% but under 50 URLs.
   CHECK(ShardsToGive({{1, 60}, {2, 60}, {3, 40}}, 1, 120, rule).empty());
-  // The bound the give script checks: 1,000 - max(25%, 50 URLs); 100 - 50.
-  CHECK(MaxTakerLoad(1000, rule) == 750);
+  // The bound the give script checks: 1,000 - max(10%, 50 URLs); 100 - 50.
+  CHECK(MaxTakerLoad(1000, rule) == 900);
   CHECK(MaxTakerLoad(100, rule) == 50);
   CHECK(MaxTakerLoad(40, rule) == 0);
   // Whatever ShardsToGive gives, the taker's load was at most that bound.
@@ -282,7 +284,7 @@ TEST_CASE(
   // Every shard pinned: nothing.
   CHECK(ShardsToGive({{1, 300, true}, {2, 200, true}}, 10, 0, rule).empty());
   // To a busy taker: 1,040 here (the pinned 150 with them), 740 there, a
-  // gap of 300 (over 25% only with the pinned URLs), half 150: shard 7
+  // gap of 300 (29%), half 150: shard 7
   // would fill it alone; pinned, 140 goes.
   CHECK(ShardsToGive({{7, 150, true}, {1, 600}, {4, 50}, {3, 100}, {5, 140}}, 10, 740,
                      rule) == std::vector<uint32_t>{5});

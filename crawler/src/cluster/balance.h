@@ -48,8 +48,13 @@ struct BalanceRule {
   // this share of the giver's backlog. 6-node bench (docs/benchmarks.md):
   // with gives to idle nodes alone, 30 s into a run the busiest node had
   // 1,429 URLs queued and the least busy 570, and nothing moved until a
-  // node ran dry.
-  double min_gap = 0.25;
+  // node ran dry. 25% until 2026-12-04: the six then ended with the
+  // busiest node 5% over a fair share of the pages (3,271 against 3,109,
+  // a second of work at 50 ms); with 10%, a give every heartbeat and a
+  // taker reserved for one (Balancer::Balance), 2.7% (3,192), and the run
+  // 0.26 s sooner (24 alternating pairs, faster in 17;
+  // scripts/balance_sim.py, the model, had said ~0.3 s).
+  double min_gap = 0.1;
 };
 
 // The shards to give a node with `their_load` URLs queued (0: idle):

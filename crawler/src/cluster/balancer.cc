@@ -143,12 +143,17 @@ std::string Balancer::LoadToPublish(bool may_give) {
 void Balancer::Balance(const std::string& taker, uint64_t load, const Crawl& crawl) {
   if (!cfg_.balance || !p_.states.takeover() || backlog_ == nullptr || !crawl.may_give)
     return;
-  // One give at a time: the last one handed over and taken, then two
-  // heartbeats more (the taker's backlog shows as its state by then).
+  // One give at a time: the last one handed over and taken, then a
+  // heartbeat more. The taker is reserved for one heartbeat (the give
+  // script's TTL, below): it leaves the load set while it takes the shards
+  // (LoadToPublish), and its next load counts them. Two heartbeats and a
+  // reservation of five kept the heaviest node of a 6-node bench run from
+  // giving for 10 s: every less loaded node was reserved then
+  // (BalanceRule::min_gap).
   const auto now = SteadyClock::now();
   const auto beat = std::chrono::duration_cast<SteadyClock::duration>(
       std::chrono::duration<double>(cfg_.heartbeat_s));
-  if (now - last_give_ < 2 * beat) return;
+  if (now - last_give_ < beat) return;
   if (p_.handoff.Giving()) return;
   const double rate = rate_.At(now, crawl.pages, crawl.pages_per_s);
   std::vector<ShardBacklog> backlog;
@@ -179,7 +184,7 @@ void Balancer::Balance(const std::string& taker, uint64_t load, const Crawl& cra
                                   Key("load")};
   for (uint32_t s : give) cmd.push_back(Key("lease:" + std::to_string(s)));
   cmd.push_back(to);
-  cmd.push_back(std::to_string(static_cast<int64_t>(cfg_.heartbeat_s * 5000)));
+  cmd.push_back(std::to_string(static_cast<int64_t>(cfg_.heartbeat_s * 1000)));
   cmd.push_back(std::to_string(MaxTakerLoad(total, rule)));
   for (uint32_t s : give) cmd.push_back(p_.tenure.leases().Token(s));
   auto r = p_.redis->Command(cmd);
