@@ -15,9 +15,10 @@ The model: `nodes` nodes of `conns` connections, every request 50 ms (60 for
 again after 1, 2, 4 s x 0.5-1.5, then its pages skipped); a page's links
 admitted `proc` s after it (`xlat` more when another node owns them); a
 redirect's target first in its host's queue; of the due hosts the one with
-the most queued work first (FrontierOptions::most_work_first); a failed page
-back at its depth's end, its host held for the back-off only when it has
-nothing else. Hosts are dealt to nodes evenly (placement by seed hosts;
+the most queued work first (FrontierOptions::most_work_first; with
+`pick_by_depth` each queued URL weighed as `load_kind=depth` below); a
+failed page back at its depth's end, its host held for the back-off only
+when it has nothing else. Hosts are dealt to nodes evenly (placement by seed hosts;
 `place_by_work`: by each host's requests, known only to a simulation).
 
 With `balance`, each node every `hb` s (staggered) gives its heaviest hosts
@@ -73,7 +74,8 @@ class Site:
 
 def simulate(site, seed, load_kind="queued", min_gap=0.1, min_s=2.0, beats_between=1,
              hb=2.0, land=0.55, reserve=2.0, min_queued=50, rate_after=1.0, nodes=6, conns=8,
-             xlat=0.025, proc=0.002, balance=True, lightest_first=False, place_by_work=False):
+             xlat=0.025, proc=0.002, balance=True, lightest_first=False, place_by_work=False,
+             pick_by_depth=False):
     rnd = random.Random(seed)
     hosts = site.hosts[:]
     rnd.shuffle(hosts)
@@ -125,7 +127,9 @@ def simulate(site, seed, load_kind="queued", min_gap=0.1, min_s=2.0, beats_betwe
                    if ready[h] and not busy[h] and queue[h] and hold.get(h, 0) <= t]
             if not due:
                 return
-            h = min(due, key=lambda h: (due_since[h] - t) - len(queue[h]) * DELAY)
+            h = min(due, key=lambda h: (due_since[h] - t) - (
+                sum(brings(n, site.info[u]["depth"]) for _, _, u in queue[h])
+                if pick_by_depth else len(queue[h])) * DELAY)
             _, _, u = heapq.heappop(queue[h])
             busy[h] = True
             free[n] -= 1
@@ -252,7 +256,8 @@ def parse(spec):
     out = {}
     for item in filter(None, spec.split(",")):
         k, v = item.split("=")
-        out[k] = (v if k == "load_kind" else (v == "True") if k in ("balance", "lightest_first", "place_by_work")
+        out[k] = (v if k == "load_kind" else (v == "True") if k in ("balance", "lightest_first", "place_by_work",
+                                           "pick_by_depth")
                   else float(v))
     return out
 
