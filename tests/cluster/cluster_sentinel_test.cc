@@ -147,7 +147,13 @@ TEST_CASE(
           "OK\n");
   REQUIRE(
       testing::WaitFor([&] { return replica.Info("master_link_status") == "up"; }, 30));
-  auto confirmed = (*again)->Pipeline({{"SET", "k", "3"}, {"INCR", "n"}});
+  // A timeout that cannot be the cause: 100 ms failed this step on two busy
+  // cores (a replica just attached, its first acknowledgement late). The
+  // write goes once a replica acknowledges it, however long that takes.
+  address->wait_timeout_ms = 60000;
+  auto patient = Redis::Connect(*address, 60);
+  REQUIRE(patient.ok());
+  auto confirmed = (*patient)->Pipeline({{"SET", "k", "3"}, {"INCR", "n"}});
   REQUIRE(confirmed.ok());
   CHECK((*confirmed)[1].Int() == 1);
   CHECK(replica.Cli("GET k") == "3\n");  // on the replica when it counted

@@ -743,7 +743,15 @@ TEST_CASE(
   std::uniform_int_distribution<size_t> pick(0, names.size() - 1);
   unsigned killed = 0, redis_killed = 0;
   std::vector<int> exits(names.size(), -100);
-  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // all joined, seeded
+  // Kills start once every node has joined and written a checkpoint (so a
+  // --resume has one to start from), however long a busy machine takes.
+  REQUIRE(testing::WaitFor(
+      [&] {
+        return std::all_of(names.begin(), names.end(), [&](const std::string& n) {
+          return std::filesystem::exists(dir + "/" + n + "/checkpoint/MANIFEST.json");
+        });
+      },
+      120));
   while (killed < kills) {
     std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms(rng)));
     size_t i = pick(rng);

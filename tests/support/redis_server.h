@@ -49,9 +49,22 @@ class RedisServer {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   }
+  // SHUTDOWN NOSAVE, then waits for the process to be gone: SIGKILL if it
+  // is still there after 10 s. A SHUTDOWN can fail or wait (a primary waits
+  // for lagging replicas; a replica mid-sync); without the wait a replica
+  // started mid-test outlived its test, its directory deleted under it.
   void Stop() {
+    const std::string text = ReadText(dir_ + "/redis-" + std::to_string(port_) + ".pid");
+    const pid_t pid = static_cast<pid_t>(std::atoi(text.c_str()));
     (void)RunCommand("bash " CRAWLER_SOURCE_DIR "/scripts/redis-local.sh stop " +
                      std::to_string(port_));
+    if (pid <= 0) return;
+    auto gone = [pid] { return ::kill(pid, 0) != 0; };
+    for (int i = 0; i < 200 && !gone(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (!gone()) ::kill(pid, SIGKILL);
+    for (int i = 0; i < 200 && !gone(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   std::string Url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
   unsigned port() const { return port_; }
