@@ -238,8 +238,9 @@ Status Frontier::Retry(const Lease& lease, Clock::time_point now, double respons
   Impl::Host& h = m.hosts[*id];
   m.Unschedule(*id);
   m.AfterFetch(h, now, response_s, signal);
-  bool hold_host =
-      signal == HostSignal::kOverloaded || signal == HostSignal::kUnreachable;
+  bool hold_host = signal == HostSignal::kOverloaded ||
+                   signal == HostSignal::kUnreachable ||
+                   signal == HostSignal::kUnresolved;
   if (hold_host || h.Queued() == 0) h.due = std::max(h.due, until);
   Status st = m.Push(std::move(entry), nullptr);  // schedules the host again
   m.WakeIp(h.ip);

@@ -34,6 +34,7 @@ struct HostBackoff {
         ++unreachable_run;
         break;
       case HostSignal::kNone:
+      case HostSignal::kUnresolved:
         break;
     }
   }

@@ -307,19 +307,31 @@ TEST_CASE("Fetcher: many transfers at once, connections kept alive and reused",
 }
 
 TEST_CASE(
-    "Fetcher::AddressFor: an address as it is, fetch.resolve's hosts and no resolver "
-    "unknown",
+    "Fetcher::AddressFor: an address as it is, fetch.resolve's hosts at their (first) "
+    "address, a name with no resolver unknown",
     "[engine][fetcher]") {
   FetchOptions o;
-  o.resolve = {"routed.test:80:127.0.0.9"};
+  o.resolve = {"routed.test:80:127.0.0.9", "two.test:80:127.0.0.7,127.0.0.8",
+               "six.test:80:[::1]"};
   auto f = Fetcher::Create(o);
   REQUIRE(f.ok());
   CHECK((*f)->AddressFor("http://127.0.0.2:8080/x") ==
         std::optional<std::string>("127.0.0.2"));
   CHECK((*f)->AddressFor("http://[::1]:8080/") == std::optional<std::string>("::1"));
-  // Routed by fetch.resolve, or a name with no resolver: libcurl connects.
-  CHECK((*f)->AddressFor("http://routed.test/") == std::optional<std::string>(""));
+  // Routed by fetch.resolve: politeness per address holds for its robots.txt
+  // too (it was "", unknown, and their robots.txt fetches went out at once).
+  CHECK((*f)->AddressFor("http://routed.test/") ==
+        std::optional<std::string>("127.0.0.9"));
+  CHECK((*f)->AddressFor("http://two.test/") == std::optional<std::string>("127.0.0.7"));
+  CHECK((*f)->AddressFor("http://six.test/") == std::optional<std::string>("::1"));
+  CHECK((*f)->AddressFor("http://routed.test:81/") == std::optional<std::string>(""));
+  // A name with no resolver: libcurl connects.
   CHECK((*f)->AddressFor("http://other.test/") == std::optional<std::string>(""));
+  // Through a proxy the proxy connects: unknown.
+  o.proxy = "http://127.0.0.1:1";
+  auto proxied = Fetcher::Create(o);
+  REQUIRE(proxied.ok());
+  CHECK((*proxied)->AddressFor("http://routed.test/") == std::optional<std::string>(""));
 }
 
 }  // namespace

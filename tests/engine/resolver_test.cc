@@ -145,6 +145,43 @@ TEST_CASE("Resolver: NXDOMAIN is kept, SERVFAIL and silence fail and are asked a
   CHECK(f.queries == 4);
 }
 
+TEST_CASE(
+    "Resolver: every address of an answer is kept; MarkDead skips one until the next "
+    "answer; Healthy while lookups are answered",
+    "[engine][resolver]") {
+  Site s("--hosts 10 --addresses 2 --dead-first 2");
+  WebOptions o;
+  o.hosts = 10;
+  o.addresses = 2;
+  o.dead_first = 2;
+  const Web web(o);
+  const std::string name = web.HostName(1);  // 1 % 2 == 1: a dead address first
+  const std::string dead = Web::IpText(Web::DeadIp(1));
+  const std::string live = Web::IpText(Web::AddressIp(web.HostAddress(1)));
+  std::atomic<int64_t> clock_ms{1'000'000};
+  auto made = Resolver::Create(
+      {.servers = {s.server()}, .min_ttl_s = 60, .max_ttl_s = 60, .now_ms = [&clock_ms] {
+         return clock_ms.load();
+       }});
+  REQUIRE(made.ok());
+  Resolver& r = **made;
+  CHECK_FALSE(r.Healthy());  // nothing answered yet
+  CHECK(Settle(r, name).address == dead);
+  CHECK(r.Healthy());
+  CHECK(r.MarkDead(name, dead));  // another is left
+  CHECK(r.Lookup(name).address == live);
+  CHECK_FALSE(r.MarkDead(name, live));  // none left: every address again
+  CHECK(r.Lookup(name).address == dead);
+  CHECK(r.MarkDead(name, dead));
+  CHECK_FALSE(r.MarkDead("unknown.test", dead));
+  CHECK(r.Figures().dead_addresses == 2);
+  // The answer expires: a new one, every address tried again.
+  clock_ms += 61'000;
+  CHECK_FALSE(r.Healthy());  // no lookup answered for 30 s
+  CHECK(Settle(r, name).address == dead);
+  CHECK(r.Healthy());
+}
+
 TEST_CASE("Resolver: a host that moved is found at its new address",
           "[engine][resolver]") {
   Site s("--hosts 10 --addresses 5 --move-after-s 1");

@@ -94,5 +94,38 @@ TEST_CASE(
   CHECK(last.wait_s == 0.0);
 }
 
+TEST_CASE(
+    "Classify: a failed lookup in a resolver outage defers past max_retries for "
+    "dns_retry_s; one that fails alone spends retries; another address goes at once",
+    "[engine][retry]") {
+  using frontier::HostSignal;
+  const RetryPolicy policy{
+      .max_retries = 2, .base_s = 1, .max_s = 60, .dns_retry_s = 100};
+  // Back-offs 1 + 2 + 4 + 8 + 16 + 32 = 63 s, + 60 = 123 s: six defer, the
+  // seventh gives up.
+  CHECK(DnsDefers(0, policy));
+  CHECK(DnsDefers(6, policy));
+  CHECK_FALSE(DnsDefers(7, policy));
+  CHECK_FALSE(DnsDefers(0, {.dns_retry_s = 0}));
+  // Each at least 1 s, so a base of 0 still ends.
+  CHECK_FALSE(DnsDefers(100, {.base_s = 0, .max_s = 0, .dns_retry_s = 100}));
+  FetchResult outage = With(0, FetchError::kDnsFailure);
+  outage.dns_outage = true;
+  Verdict deferred = Classify(outage, 5, policy, 0.5, 0);  // past max_retries
+  CHECK_FALSE(deferred.final);
+  CHECK(deferred.wait_s == 32.0);
+  CHECK(deferred.signal == HostSignal::kUnresolved);  // the whole host waits
+  CHECK(Classify(outage, 7, policy, 0.5, 0).gave_up);
+  const FetchResult alone = With(0, FetchError::kDnsFailure);
+  CHECK_FALSE(Classify(alone, 1, policy, 0.5, 0).final);
+  CHECK(Classify(alone, 2, policy, 0.5, 0).gave_up);
+  FetchResult next = With(0, FetchError::kConnect);
+  next.other_address = true;
+  Verdict at_once = Classify(next, 2, policy, 0.5, 0);
+  CHECK_FALSE(at_once.final);
+  CHECK(at_once.wait_s == 0.0);
+  CHECK(at_once.signal == HostSignal::kNone);  // not a host that is down
+}
+
 }  // namespace
 }  // namespace crawler::engine

@@ -209,6 +209,7 @@ class DnsServer {
       ssize_t n =
           ::recvfrom(udp_, buf, sizeof(buf), 0, reinterpret_cast<sockaddr*>(&from), &len);
       if (n <= 0) continue;
+      if (InOutage()) continue;
       std::optional<std::string> answer =
           DnsMessage::Answer(web_, std::string_view(buf, n), Elapsed());
       if (!answer) continue;
@@ -229,6 +230,18 @@ class DnsServer {
     std::string bytes;
   };
 
+  // WebOptions::dns_outage_s: whether a query received now is dropped
+  // (the window counts from the first query).
+  bool InOutage() {
+    const WebOptions& o = web_.options();
+    if (o.dns_outage_s <= 0) return false;
+    const double now = Elapsed();
+    double first = -1;
+    first_query_s_.compare_exchange_strong(first, now);
+    first = first_query_s_.load();
+    return now >= first + o.dns_outage_at_s &&
+           now < first + o.dns_outage_at_s + o.dns_outage_s;
+  }
   double Elapsed() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_)
         .count();
@@ -291,6 +304,7 @@ class DnsServer {
     while (ReadFull(fd, len, 2)) {
       query.resize(static_cast<uint8_t>(len[0]) << 8 | static_cast<uint8_t>(len[1]));
       if (!ReadFull(fd, query.data(), query.size())) break;
+      if (InOutage()) continue;
       std::optional<std::string> answer = DnsMessage::Answer(web_, query, Elapsed());
       if (!answer) continue;  // silent: the client times out
       if (delay_ms_ > 0)
@@ -307,6 +321,7 @@ class DnsServer {
 
   const Web& web_;
   const std::chrono::steady_clock::time_point start_;
+  std::atomic<double> first_query_s_{-1};  // InOutage's
   const uint32_t delay_ms_;
   const std::atomic<bool>& stop_;
   int udp_ = -1, tcp_ = -1;

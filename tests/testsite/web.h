@@ -81,6 +81,15 @@ struct WebOptions {
   uint32_t farm_domains = 2;
   uint32_t dead = 3;        // hosts of each dead kind (NXDOMAIN, SERVFAIL, silent)
   double move_after_s = 0;  // > 0: MovedHost() changes address after this
+  // Faults (each off at 0). Every dead_first-th normal host (h %
+  // dead_first == dead_first - 1) answers two A records: first a dead
+  // address, 127.0.200.(h % 250 + 1), where nothing listens (a connection
+  // there is refused), then its own. The DNS server (dns_server.h) drops
+  // every query (no reply) from dns_outage_at_s to dns_outage_at_s +
+  // dns_outage_s after the first query it receives: a resolver outage
+  // that a crawl meets however long it took to start.
+  uint32_t dead_first = 0;
+  double dns_outage_at_s = 0, dns_outage_s = 0;
 };
 
 // What a host name is.
@@ -233,6 +242,15 @@ class Web {
   static uint32_t AddressIp(uint32_t a) {
     return (127u << 24) | (1u << 16) | ((a / 250) << 8) | (a % 250 + 1);
   }
+  // WebOptions::dead_first: whether `ref` answers a dead address first, and
+  // that address (127.0.200.x: nothing of the web listens on 127.0.x.y).
+  bool DeadFirst(const HostRef& ref) const {
+    return o_.dead_first > 0 && ref.kind == HostKind::kNormal &&
+           ref.index % o_.dead_first == o_.dead_first - 1;
+  }
+  static uint32_t DeadIp(uint32_t h) {
+    return (127u << 24) | (200u << 8) | (h % 250 + 1);
+  }
   static std::string IpText(uint32_t ip) {
     return std::to_string(ip >> 24) + "." + std::to_string((ip >> 16) & 255) + "." +
            std::to_string((ip >> 8) & 255) + "." + std::to_string(ip & 255);
@@ -315,9 +333,10 @@ class Web {
       ans.records.push_back({at, 5, ttl, 0, "e" + std::to_string(h) + ".cdn.test"});
       at = ans.records.back().target;
     }
-    if (qtype == 1)
+    if (qtype == 1) {
+      if (DeadFirst(ref)) ans.records.push_back({at, 1, ttl, DeadIp(h), ""});
       ans.records.push_back({at, 1, ttl, AddressIp(AddressOf(ref, elapsed_s)), ""});
-    else
+    } else
       ans.negative_soa = true;  // no data of that type (AAAA, ...)
     return ans;
   }

@@ -294,6 +294,11 @@ int WebMain(int argc, char** argv) {
   app.add_option("--dead", o.dead,
                  "hosts of each dead kind (NXDOMAIN, SERVFAIL, silent)");
   app.add_option("--move-after-s", o.move_after_s, "host 1 changes address after this");
+  app.add_option("--dead-first", o.dead_first,
+                 "fault: every Nth host answers a dead address before its own");
+  app.add_option("--dns-outage-at-s", o.dns_outage_at_s,
+                 "fault: the DNS drops every query from this second ...");
+  app.add_option("--dns-outage-s", o.dns_outage_s, "... for this many seconds");
   app.add_flag("--truth", truth, "print the URLs a correct crawl fetches, and exit");
   app.add_flag("--seeds", seeds, "print every normal host's root URL, and exit");
   app.add_flag("--resolve", resolve, "print NAME:PORT:ADDRESS lines, and exit");

@@ -475,5 +475,116 @@ TEST_CASE("Synthetic internet crawl: a host that moves is fetched at its new add
   std::filesystem::remove_all(dir);
 }
 
+// A crawl of a small synthetic internet with faults (`site_args`), every
+// normal host a seed, looked up in its DNS (`fetch_toml`: more [fetch]
+// keys) with `sets`; checked by the callers against the truth.
+struct FaultCrawl {
+  std::string dir, out;
+  std::set<std::string> truth;
+  testing::CommandResult result;
+  std::vector<ServedRequest> served;
+  std::multiset<std::string> pages;  // final fetch-log lines but robots.txt
+};
+FaultCrawl CrawlWithFaults(const std::string& name, const std::string& site_args,
+                           const std::string& fetch_toml, const std::string& sets) {
+  FaultCrawl c;
+  c.dir = TempDir(name);
+  c.out = c.dir + "/out";
+  TestSite site("--web --page-bytes 2000 --max-site-pages 30 " + site_args,
+                c.dir + "/requests.log");
+  site.WriteSeeds(c.dir + "/seeds.txt");
+  c.truth = site.Truth();
+  std::ofstream(c.dir + "/web.toml")
+      << "[fetch]\ndns_servers = [\"127.0.0.1:" << site.dns_port() << "\"]\n"
+      << fetch_toml;
+  c.result = engine::testsite_crawl::Crawl(
+      c.dir + "/seeds.txt", c.out,
+      "--config " + c.dir + "/web.toml --set frontier.min_delay_s=0 " + sets + " " +
+          engine::testsite_crawl::kExactDedup);
+  site.Stop();
+  c.served = site.Requests();
+  for (const boost::json::object& line : FetchLogLines(c.out)) {
+    const std::string url(line.at("url").as_string());
+    const bool final = !line.contains("final") || line.at("final").as_bool();
+    if (final && !url.ends_with("/robots.txt")) c.pages.insert(url);
+  }
+  return c;
+}
+
+// Every page of the truth fetched once with 200, at the server too.
+void CheckWhole(const FaultCrawl& c) {
+  CHECK(std::set<std::string>(c.pages.begin(), c.pages.end()) == c.truth);
+  CHECK(c.pages.size() == c.truth.size());
+  std::map<std::string, int> ok;
+  for (const ServedRequest& q : c.served)
+    if (q.target != "/robots.txt" && q.status == 200) ++ok[q.Url()];
+  CHECK(ok.size() == c.truth.size());
+  CHECK(std::all_of(ok.begin(), ok.end(), [](const auto& s) { return s.second == 1; }));
+}
+
+TEST_CASE(
+    "Synthetic internet crawl: a DNS outage at the start defers every host; none is "
+    "lost",
+    "[testsite][web][faults]") {
+  // The DNS answers nothing for the first 4 s of the crawl. Each lookup
+  // gives up after 0.6 s, and with retry_base_s = 0.05 a host's retries
+  // were spent within about a second: every host was dropped ("dns").
+  FaultCrawl c = CrawlWithFaults(
+      "web-dns-outage", "--hosts 60 --addresses 6 --dns-outage-at-s 0 --dns-outage-s 4",
+      "dns_timeout_s = 0.2\nretry_base_s = 0.05\n", "");
+  INFO(c.result.output);
+  REQUIRE(c.result.exit_code == 0);
+  CheckWhole(c);
+  const boost::json::object crawl = StatsPart(c.out, "crawl");
+  CHECK(crawl.at("dns_deferred").to_number<uint64_t>() > 0);
+  CHECK(crawl.at("unresolved").to_number<uint64_t>() == 0);
+  CHECK(StatsPart(c.out, "dns").at("timeouts").to_number<uint64_t>() > 0);
+  std::filesystem::remove_all(c.dir);
+}
+
+TEST_CASE(
+    "Synthetic internet crawl: hosts whose first address is dead are fetched at their "
+    "next one",
+    "[testsite][web][faults]") {
+  // Every fifth host answers 127.0.200.x (nothing listens: refused) before
+  // its own address. Only the first address was ever tried: those hosts'
+  // robots.txt failed its retries and none of their pages was fetched.
+  FaultCrawl c =
+      CrawlWithFaults("web-dead-first", "--hosts 60 --addresses 6 --dead-first 5",
+                      "retry_base_s = 0.05\n", "");
+  INFO(c.result.output);
+  REQUIRE(c.result.exit_code == 0);
+  CheckWhole(c);
+  // One failed connect per such host (12 of 60), then its live address
+  // for the rest of its answer's TTL (a minute at least).
+  const boost::json::object crawl = StatsPart(c.out, "crawl");
+  CHECK(crawl.at("other_address").to_number<uint64_t>() >= 1);
+  CHECK(crawl.at("other_address").to_number<uint64_t>() <= 12);
+  CHECK(crawl.at("gave_up").to_number<uint64_t>() == 0);
+  std::filesystem::remove_all(c.dir);
+}
+
+TEST_CASE(
+    "Synthetic internet crawl: hosts on one address hold max_connections_per_ip "
+    "connections together, not one host's",
+    "[testsite][web][faults]") {
+  // 40 hosts on one address, each reply 50 ms late, one connection per
+  // host, four per address, one worker (one libcurl multi handle). libcurl
+  // counted its per-host limit (the frontier's + 1) per connect-to
+  // address, so all 40 hosts shared two connections.
+  FaultCrawl c = CrawlWithFaults(
+      "web-shared-address", "--hosts 40 --addresses 1 --reply-delay-ms 50", "",
+      "--set frontier.min_delay_ip_s=0 --set frontier.max_connections_per_host=1 "
+      "--set frontier.max_connections_per_ip=4 --set crawl.max_connections=8 "
+      "--set crawl.workers=1");
+  INFO(c.result.output);
+  REQUIRE(c.result.exit_code == 0);
+  CheckWhole(c);
+  const std::map<std::string, int> peak = PeakPerAddress(c.served);
+  REQUIRE(peak.size() == 1);
+  CHECK(peak.begin()->second == 4);  // reached, never passed
+  std::filesystem::remove_all(c.dir);
+}
+
 }  // namespace
 }  // namespace crawler::testsite

@@ -91,6 +91,13 @@ struct FetchConfig {
   uint32_t max_retries = 3;
   double retry_base_s = 1;
   double retry_max_s = 60;
+  // A lookup that fails (SERVFAIL, REFUSED, no answer) while the resolver
+  // answers no lookup at all (an outage: Resolver::Healthy) defers its
+  // host's robots.txt and pages instead of spending their retries: they
+  // are fetched again with the same back-off (at least 1 s) for as long as
+  // the back-offs add up to less than dns_retry_s, and only then given up.
+  // A name that fails alone spends retries. 0: never deferred.
+  double dns_retry_s = 300;
 };
 
 struct OutputConfig {

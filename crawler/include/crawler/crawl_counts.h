@@ -34,6 +34,12 @@ struct CrawlCounts {
   uint64_t spilled = 0;  // URLs the frontier wrote to disk (memory bound)
   uint64_t retries = 0;  // failed attempts fetched again (fetch.max_retries)
   uint64_t gave_up = 0;  // URLs whose last allowed attempt failed transiently too
+  // Attempts whose lookup failed (a resolver outage), fetched again later
+  // without spending a retry (fetch.dns_retry_s); robots.txt's included.
+  uint64_t dns_deferred = 0;
+  // Attempts whose address did not connect, fetched again at once at the
+  // host's next address (Resolver::MarkDead); robots.txt's included.
+  uint64_t other_address = 0;
   // URLs given up, or cut by max_pages_per_host, erased from the dedup
   // filter (cuckoo or counting with dedup.allow_erase): a later link admits
   // them again. cannot_forget: such URLs a filter that cannot erase keeps.

@@ -43,9 +43,13 @@ struct FetchOptions {
   uint64_t spool_body_bytes = 256 * 1024;
   std::string spool_dir;
   uint32_t max_connections = 64;  // this Fetcher's open connections at most
-  // A safety net: the frontier already hands out at most this many per host.
-  // Time a transfer waits for a free connection counts against timeout_s, so
-  // keep these limits at or above what the frontier allows.
+  // A safety net: the frontier already hands out at most this many per host
+  // and per address. libcurl counts it per bundle, and a bundle is the
+  // connect-to address when one is pinned (the resolver's answer, a
+  // fetch.resolve entry of one address: every host on an address shares
+  // it), else the host name. Time a transfer waits for a free connection
+  // counts against timeout_s, so keep these limits at or above what the
+  // frontier allows at one address.
   uint32_t max_connections_per_host = 1;
   // "HOST:PORT:ADDRESS[,ADDRESS...]" entries, as curl --resolve: these names
   // connect to these addresses without DNS (Host header and TLS name kept).
@@ -95,6 +99,13 @@ struct FetchResult {
   bool truncated = false;
   // Given up by Abandon before it ended (nothing else is set): not a result.
   bool abandoned = false;
+  // No connection at `ip` (refused, or the connect timed out), and the
+  // resolver has another address of the host, which is skipped for it now
+  // (Resolver::MarkDead): the fetch may go again at once.
+  bool other_address = false;
+  // kDnsFailure while the resolver answered no lookup at all lately
+  // (Resolver::Healthy): an outage, not the name's own failure.
+  bool dns_outage = false;
   FetchError error = FetchError::kNone;
   std::string error_message;  // libcurl's words, when error != kNone
   double seconds = 0;
@@ -118,9 +129,10 @@ class Fetcher {
   // callbacks of finished transfers. Returns the number still running.
   size_t Run(std::chrono::milliseconds max_wait);
   // Where a fetch of `url` would connect, asked before it starts: the URL's
-  // own address, or options.resolver's answer for its name (nullopt while
-  // the lookup, started here, runs; "" if it failed); "" when not known
-  // here (a host fetch.resolve routes, a proxy, no resolver).
+  // own address, fetch.resolve's (its first) for a name it routes, or
+  // options.resolver's answer for its name (nullopt while the lookup,
+  // started here, runs; "" if it failed); "" when not known here (a proxy,
+  // no resolver).
   std::optional<std::string> AddressFor(const std::string& url);
   size_t Running() const;
   // Ends at once the transfers whose URL `pred` picks: each `done` is called

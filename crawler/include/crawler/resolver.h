@@ -19,8 +19,14 @@
 //     kept negative_ttl_s;
 //   - a failure (SERVFAIL, REFUSED, a timeout after `tries` tries): kept 1 s,
 //     long enough to reach the fetches waiting for it, which are then tried
-//     again with back-off like any transient failure (fetch.max_retries).
+//     again with back-off like any transient failure (fetch.max_retries),
+//     or, while no lookup at all is answered (Healthy: an outage),
+//     deferred without spending their retries (fetch.dns_retry_s).
 //     A refresh that fails keeps the address until it expires.
+// Every address of the answer is kept (up to 8), in its order; Lookup
+// gives the first one no fetch has marked dead (MarkDead: it refused or
+// its connect timed out), so a host whose first address is down is
+// fetched at its next one until its answer expires.
 // IPv4 first: AAAA is asked only for a name without an A record.
 //
 // Thread-safe. Lookup never blocks on the network.
@@ -55,15 +61,16 @@ struct ResolverOptions {
 
 // The figures stats.json, the report and /metrics carry.
 struct DnsFigures {
-  uint64_t queries = 0;       // lookups sent (refreshes included)
-  uint64_t hits = 0;          // Lookup answered from the cache
-  uint64_t misses = 0;        // Lookup that had to start a lookup (and wait)
-  uint64_t refreshes = 0;     // lookups sent ahead of an entry's expiry
-  uint64_t not_found = 0;     // answers: NXDOMAIN or no address record
-  uint64_t failed = 0;        // SERVFAIL, REFUSED, malformed, refused connection
-  uint64_t timeouts = 0;      // no answer after every try
-  uint64_t entries = 0;       // in the cache now
-  uint64_t memory_bytes = 0;  // heap the cache and queue hold (c-ares's own not)
+  uint64_t queries = 0;         // lookups sent (refreshes included)
+  uint64_t hits = 0;            // Lookup answered from the cache
+  uint64_t misses = 0;          // Lookup that had to start a lookup (and wait)
+  uint64_t refreshes = 0;       // lookups sent ahead of an entry's expiry
+  uint64_t not_found = 0;       // answers: NXDOMAIN or no address record
+  uint64_t failed = 0;          // SERVFAIL, REFUSED, malformed, refused connection
+  uint64_t timeouts = 0;        // no answer after every try
+  uint64_t dead_addresses = 0;  // MarkDead that left the host another address
+  uint64_t entries = 0;         // in the cache now
+  uint64_t memory_bytes = 0;    // heap the cache and queue hold (c-ares's own not)
   double latency_p50_ms = 0, latency_p99_ms = 0;  // of answered lookups
 };
 
@@ -95,6 +102,18 @@ class Resolver {
   // Lookup asks again. For an address that answered 421 Misdirected Request
   // (the host is no longer served there).
   void Forget(std::string_view host);
+  // `address` of `host` did not connect: Lookup skips it until the entry
+  // expires. Returns true iff the host has another address not marked
+  // dead; false (none left, or no such entry) clears the marks, so its
+  // addresses are tried again in order.
+  bool MarkDead(std::string_view host, std::string_view address);
+  // Whether some lookup was answered (an address, or NXDOMAIN) in the last
+  // 30 s. A failure while it is not says the resolver (or the network to
+  // it) is down, not the name: the crawl defers such hosts
+  // (fetch.dns_retry_s). A failure while it is not also asks the last name
+  // answered again (at most once a second), so one lame name at a quiet
+  // moment does not pass for an outage for long.
+  bool Healthy() const;
   // Grows each time a lookup ends: a caller holding kPending answers asks
   // again only when it has changed.
   uint64_t generation() const;

@@ -171,6 +171,9 @@ std::vector<Key> FetchKeys() {
       DoubleKey(
           "fetch", "retry_max_s", [](Config & c) -> auto& { return c.fetch.retry_max_s; },
           0, 86400),
+      DoubleKey(
+          "fetch", "dns_retry_s", [](Config & c) -> auto& { return c.fetch.dns_retry_s; },
+          0, 7 * 86400.0),
       StringKey(
           "fetch", "ca_file", [](Config & c) -> auto& { return c.fetch.ca_file; },
           [](const std::string& v) {

@@ -133,6 +133,7 @@ struct Fetcher::Impl {
     // The host options.resolver looks up (empty: libcurl connects by
     // itself), and the CURLOPT_CONNECT_TO entry its answer made.
     std::string dns_host;
+    std::string address;  // the resolver's answer it connects to
     curl_slist* connect_to = nullptr;
     Transfer() = default;
     Transfer(const Transfer&) = delete;
@@ -170,6 +171,11 @@ struct Fetcher::Impl {
       }
       const std::string key = LowerAscii(entry.substr(0, second));
       std::string address = entry.substr(second + 1);
+      // Its first address, for politeness per address (AddressFor).
+      std::string first = address.substr(0, address.find(','));
+      if (first.size() > 2 && first.front() == '[' && first.back() == ']')
+        first = first.substr(1, first.size() - 2);
+      address_by_authority.emplace(key, first);
       if (address.find(',') == std::string::npos && !address.empty()) {
         if (address.find(':') != std::string::npos && address[0] != '[')
           address = "[" + address + "]";  // IPv6
@@ -321,9 +327,22 @@ struct Fetcher::Impl {
     } else if (code != CURLE_OK) {
       r.error = Classify(code);
       r.error_message = curl_easy_strerror(code);
+      r.other_address = NoConnection(easy, code) && !t->address.empty() &&
+                        options.resolver->MarkDead(t->dns_host, t->address);
+      if (r.other_address) r.error_message += " (" + t->address + "; the next address)";
     }
     curl_easy_cleanup(easy);
     t->done(std::move(r));
+  }
+
+  // The transfer never had a connection: refused, unreachable, or its
+  // connect timed out.
+  static bool NoConnection(CURL* easy, CURLcode code) {
+    if (code == CURLE_COULDNT_CONNECT) return true;
+    if (code != CURLE_OPERATION_TIMEDOUT) return false;
+    curl_off_t connect_us = 0;
+    return curl_easy_getinfo(easy, CURLINFO_CONNECT_TIME_T, &connect_us) == CURLE_OK &&
+           connect_us == 0;
   }
 
   // Hands transfer `easy` to libcurl with its host's address, or holds it
@@ -338,6 +357,7 @@ struct Fetcher::Impl {
         return false;
       case Resolver::Kind::kAddress: {
         const bool v6 = a.address.find(':') != std::string::npos;
+        t.address = a.address;
         t.connect_to = curl_slist_append(
             t.connect_to,
             ("::" + (v6 ? "[" + a.address + "]" : a.address) + ":").c_str());
@@ -350,6 +370,8 @@ struct Fetcher::Impl {
         t.result.error = a.kind == Resolver::Kind::kNotFound ? FetchError::kDns
                                                              : FetchError::kDnsFailure;
         t.result.error_message = t.dns_host + ": " + a.error;
+        t.result.dns_outage =
+            a.kind == Resolver::Kind::kFailed && !options.resolver->Healthy();
         dns_failed.push_back(easy);
         return true;
     }
@@ -378,6 +400,8 @@ struct Fetcher::Impl {
   std::unordered_map<std::string, curl_slist*> resolve_by_authority, resolve_both,
       connect_to_by_authority;
   curl_slist* resolve_any = nullptr;
+  // options.resolve's first address of each "host:port" it names.
+  std::unordered_map<std::string, std::string> address_by_authority;
   std::unordered_map<CURL*, std::unique_ptr<Transfer>> transfers;
 };
 
@@ -505,6 +529,12 @@ std::optional<std::string> Fetcher::AddressFor(const std::string& url) {
   if (!host.empty() && host[0] == '[') return host.substr(1, host.size() - 2);
   in_addr scratch{};
   if (inet_pton(AF_INET, host.c_str(), &scratch) == 1) return host;
+  // A name fetch.resolve routes: its address (without a proxy, which
+  // connects where it will).
+  if (!impl_->address_by_authority.empty() && impl_->options.proxy.empty()) {
+    auto it = impl_->address_by_authority.find(Impl::Authority(url));
+    if (it != impl_->address_by_authority.end()) return it->second;
+  }
   const std::string name = impl_->DnsHost(url, impl_->RouteFor(url));
   if (name.empty()) return std::string();
   Resolver::Answer a = impl_->options.resolver->Lookup(name, /*count=*/false);

@@ -68,8 +68,26 @@ struct Resolver::Impl {
     int64_t refresh_ms = 0;  // kAddress: look up again from here on
     Kind kind = Kind::kPending;
     bool querying = false;
-    std::string address;  // kAddress; else the error
+    // Bit i: address i did not connect for some fetch (MarkDead): skipped
+    // until the entry expires, or until every address has failed.
+    uint8_t dead = 0;
+    // kAddress: every address of the answer, in its order, comma-separated
+    // (at most kMaxAddresses); else the error.
+    std::string address;
   };
+  static constexpr size_t kMaxAddresses = 8;  // the bits of Entry::dead
+
+  // The first address of `e` not marked dead (`e` holds an address).
+  static std::string_view Live(const Entry& e) {
+    std::string_view all = e.address;
+    for (size_t i = 0; !all.empty(); ++i) {
+      const size_t comma = all.find(',');
+      const std::string_view one = all.substr(0, comma);
+      if ((e.dead & (1u << i)) == 0) return one;
+      all = comma == std::string_view::npos ? "" : all.substr(comma + 1);
+    }
+    return std::string_view(e.address).substr(0, e.address.find(','));
+  }
   // One lookup under way (ares_getaddrinfo's argument).
   struct Query {
     Impl* impl;
@@ -136,10 +154,12 @@ struct Resolver::Impl {
       impl->Send(std::move(q->host), AF_INET6);
       return;
     }
-    std::string address;
+    std::string address;  // every address, comma-separated
     int ttl = 0;
+    size_t kept = 0;
     if (status == ARES_SUCCESS && res != nullptr) {
-      for (ares_addrinfo_node* n = res->nodes; n != nullptr; n = n->ai_next) {
+      for (ares_addrinfo_node* n = res->nodes; n != nullptr && kept < kMaxAddresses;
+           n = n->ai_next) {
         char text[INET6_ADDRSTRLEN] = {};
         const void* raw =
             n->ai_family == AF_INET
@@ -148,9 +168,10 @@ struct Resolver::Impl {
                 : static_cast<const void*>(
                       &reinterpret_cast<sockaddr_in6*>(n->ai_addr)->sin6_addr);
         if (inet_ntop(n->ai_family, raw, text, sizeof text) == nullptr) continue;
-        address = text;
-        ttl = n->ai_ttl;
-        break;
+        const std::string one = text;
+        if (("," + address + ",").find("," + one + ",") != std::string::npos) continue;
+        ttl = kept == 0 ? n->ai_ttl : std::min(ttl, n->ai_ttl);
+        address += (kept++ == 0 ? "" : ",") + one;
       }
       for (ares_addrinfo_cname* c = res->cnames; c != nullptr; c = c->next)
         ttl = std::min(ttl, c->ttl);
@@ -173,14 +194,18 @@ struct Resolver::Impl {
     Entry& e = cache[host];
     e.querying = false;
     if (status == ARES_SUCCESS) {
+      last_answer_ms = now;
+      probe_name = host;
       latencies.Add(latency_us);
       double s =
           std::clamp(static_cast<double>(ttl), options.min_ttl_s, options.max_ttl_s);
       e.kind = Kind::kAddress;
+      e.dead = 0;  // a new answer (a TTL's end): every address is tried again
       e.address = std::move(address);
       e.expires_ms = now + static_cast<int64_t>(s * 1000);
       e.refresh_ms = now + static_cast<int64_t>(s * 900);
     } else if (status == ARES_ENOTFOUND || status == ARES_ENODATA) {
+      last_answer_ms = now;
       latencies.Add(latency_us);
       ++figures.not_found;
       e.kind = Kind::kNotFound;
@@ -196,9 +221,30 @@ struct Resolver::Impl {
         e.address = std::string("lookup failed (") + ares_strerror(status) + ")";
         e.expires_ms = now + 1000;
       }
+      Probe(now);
     }
     generation.fetch_add(1);
   }
+
+  // A failure while no lookup has been answered lately: the last name
+  // that was answered is asked again (at most once a second), so that
+  // Healthy tells a resolver that answers others from one that answers
+  // nobody.
+  void Probe(int64_t now) REQUIRES(mu) {
+    if (HealthyAt(now) || now < next_probe_ms || probe_name.empty()) return;
+    next_probe_ms = now + 1000;
+    auto it = cache.find(probe_name);
+    if (it == cache.end() || it->second.querying) return;
+    Queue(it->first, &it->second);
+    ++figures.refreshes;
+  }
+  bool HealthyAt(int64_t now) const REQUIRES(mu) {
+    return last_answer_ms != kNever && now - last_answer_ms < kHealthyMs;
+  }
+  static constexpr int64_t kNever = INT64_MIN;
+  // A lookup answered this recently (an address, or a name that does not
+  // exist) says the resolver works: a failure now is the name's own.
+  static constexpr int64_t kHealthyMs = 30000;
 
   // Every minute, expired entries leave the cache (a host is looked up
   // again when next fetched): it holds the hosts fetched lately, not all.
@@ -265,6 +311,9 @@ struct Resolver::Impl {
   std::deque<std::string> waiting GUARDED_BY(mu);
   size_t in_flight GUARDED_BY(mu) = 0;
   int64_t next_sweep_ms GUARDED_BY(mu) = 0;
+  int64_t last_answer_ms GUARDED_BY(mu) = kNever;  // Store's last real answer
+  int64_t next_probe_ms GUARDED_BY(mu) = 0;
+  std::string probe_name GUARDED_BY(mu);  // the last name answered an address
   DnsFigures figures GUARDED_BY(mu);
   resolver_detail::Latencies latencies GUARDED_BY(mu);
 };
@@ -328,7 +377,7 @@ Resolver::Answer Resolver::Lookup(std::string_view host, bool count) {
     }
     a.kind = e.kind;
     if (a.kind == Kind::kAddress) {
-      a.address = e.address;
+      a.address = Impl::Live(e);
     } else if (a.kind != Kind::kPending) {
       a.error = e.address;
     }
@@ -342,6 +391,33 @@ void Resolver::Forget(std::string_view host) {
   MutexLock lock(impl_->mu);
   auto it = impl_->cache.find(std::string(host));
   if (it != impl_->cache.end() && !it->second.querying) impl_->cache.erase(it);
+}
+
+bool Resolver::MarkDead(std::string_view host, std::string_view address) {
+  MutexLock lock(impl_->mu);
+  auto it = impl_->cache.find(std::string(host));
+  if (it == impl_->cache.end() || it->second.kind != Kind::kAddress) return false;
+  Impl::Entry& e = it->second;
+  std::string_view all = e.address;
+  size_t count = 0;
+  for (size_t i = 0; !all.empty(); ++i, ++count) {
+    const size_t comma = all.find(',');
+    if (all.substr(0, comma) == address) e.dead |= static_cast<uint8_t>(1u << i);
+    all = comma == std::string_view::npos ? "" : all.substr(comma + 1);
+  }
+  const uint8_t every = static_cast<uint8_t>((1u << count) - 1);
+  if ((e.dead & every) != every) {
+    ++impl_->figures.dead_addresses;
+    return true;
+  }
+  e.dead = 0;  // none left: each is tried again, the failure is the host's
+  return false;
+}
+
+bool Resolver::Healthy() const {
+  const int64_t now = impl_->Now();
+  MutexLock lock(impl_->mu);
+  return impl_->HealthyAt(now);
 }
 
 uint64_t Resolver::generation() const { return impl_->generation.load(); }

@@ -27,6 +27,7 @@ frontier::HostSignal SignalOf(const FetchResult& r) {
   if (r.status == 429 || r.status == 503) return HostSignal::kOverloaded;
   if (r.status > 0) return HostSignal::kAnswered;
   if (r.error == FetchError::kConnect) return HostSignal::kUnreachable;
+  if (r.error == FetchError::kDnsFailure) return HostSignal::kUnresolved;
   return HostSignal::kNone;
 }
 
@@ -49,18 +50,36 @@ double BackoffSeconds(uint32_t attempt, double base, double cap, double jitter,
   return std::min(s, cap);
 }
 
+bool DnsDefers(uint32_t attempts, const RetryPolicy& policy) {
+  if (policy.dns_retry_s <= 0) return false;
+  double waited = 0;
+  for (uint32_t i = 0; i < attempts && waited < policy.dns_retry_s; ++i)
+    waited += std::max(
+        1.0, std::min(policy.max_s,
+                      policy.base_s *
+                          std::ldexp(1.0, static_cast<int>(std::min<uint32_t>(i, 30)))));
+  return waited < policy.dns_retry_s;
+}
+
 Verdict Classify(const FetchResult& r, uint32_t attempt, const RetryPolicy& policy,
                  double jitter, std::time_t now) {
   Verdict v;
+  if (r.other_address) {  // the next address of the host, now
+    v.final = false;
+    return v;
+  }
   v.signal = SignalOf(r);
   if (!Transient(r)) return v;
-  if (attempt >= policy.max_retries) {
+  const bool deferred =
+      r.error == FetchError::kDnsFailure && r.dns_outage && DnsDefers(attempt, policy);
+  if (attempt >= policy.max_retries && !deferred) {
     v.gave_up = true;
     return v;
   }
   v.final = false;
   v.wait_s = BackoffSeconds(attempt, policy.base_s, policy.max_s, jitter,
                             RetryAfterSeconds(r.retry_after, now));
+  if (deferred) v.wait_s = std::max(1.0, v.wait_s);
   return v;
 }
 

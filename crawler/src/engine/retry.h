@@ -23,10 +23,11 @@ bool Transient(const FetchResult& r);
 
 // What a fetch says about its host, for the frontier's host back-off and
 // parking: 429/503 overloaded; any other response answered; no connection
-// (refused, unreachable) unreachable; anything else (a timeout, DNS, a
-// response cut mid-way) nothing: a slow or flaky server is not parked, its
-// URLs back off one by one. Overloaded and unreachable also hold the whole
-// host for a retry's back-off, not only the URL.
+// (refused, unreachable) unreachable; a failed lookup unresolved; anything
+// else (a timeout, NXDOMAIN, a response cut mid-way) nothing: a slow or
+// flaky server is not parked, its URLs back off one by one. Overloaded,
+// unreachable and unresolved also hold the whole host for a retry's
+// back-off, not only the URL.
 frontier::HostSignal SignalOf(const FetchResult& r);
 
 // A Retry-After value (FetchResult::retry_after): delay seconds, or an
@@ -44,7 +45,15 @@ struct RetryPolicy {
   uint32_t max_retries = 3;  // fetch.max_retries
   double base_s = 1;         // fetch.retry_base_s
   double max_s = 60;         // fetch.retry_max_s
+  double dns_retry_s = 300;  // fetch.dns_retry_s
 };
+
+// Whether a failed lookup (FetchError::kDnsFailure) after `attempts`
+// earlier failed attempts still defers rather than gives up: the back-offs
+// so far, each taken as at least 1 s and without jitter (sum of
+// max(1, min(max_s, base_s x 2^i)) for i < attempts), are under
+// dns_retry_s. A resolver outage of a minute spends no retries.
+bool DnsDefers(uint32_t attempts, const RetryPolicy& policy);
 
 // What becomes of one finished page fetch, with the reason.
 struct Verdict {
@@ -55,6 +64,11 @@ struct Verdict {
 };
 
 // `attempt`: attempts before this one (UrlEntry::attempt); `jitter` in [0, 1).
+// A fetch whose address did not connect while its host has another
+// (FetchResult::other_address) is fetched again at once, not counted
+// against the host; a failed lookup in a resolver outage
+// (FetchResult::dns_outage) defers while DnsDefers, each wait at least 1 s,
+// whatever max_retries says.
 Verdict Classify(const FetchResult& r, uint32_t attempt, const RetryPolicy& policy,
                  double jitter, std::time_t now);
 

@@ -285,10 +285,30 @@ Status Worker::Record(const FetchResult& r, const Prepared& p,
 Status Worker::RobotsFailed(const Gate::Pass& pass, const Completed& c,
                             const Prepared& p) {
   const FetchResult& r = c.result;
+  if (r.other_address) {
+    // Its address did not connect and the host has another: asked there
+    // at once (AddWaitingRobots takes the new address's turn), not counted
+    // as a failure of the host.
+    Status st =
+        Record(r, p, nullptr, /*final=*/false, p_.hosts.RobotsFailures(pass, c.host) + 1);
+    if (!st.ok()) return st;
+    p_.counters.Add(&CrawlSummary::other_address);
+    p_.state.busy.fetch_add(1);
+    RobotsLater({{}, c.host, r.url.empty() ? c.host + "/robots.txt" : r.url, c.hops},
+                Clock::duration::zero());
+    return Status::Ok();
+  }
   uint32_t failures = p_.hosts.RobotsFailed(pass, c.host);
   // A name that does not exist is not asked again (the resolver's negative
-  // entry would answer): the host is settled at once.
-  bool again = failures <= p_.config.fetch.max_retries && r.error != FetchError::kDns;
+  // entry would answer): the host is settled at once. A lookup that failed
+  // while the resolver answered nobody (an outage) defers the host for up
+  // to fetch.dns_retry_s, whatever max_retries says: its queue waits,
+  // nothing is dropped. A name that fails alone (a lame delegation) spends
+  // its retries as any failure does.
+  const bool deferred = r.error == FetchError::kDnsFailure && r.dns_outage &&
+                        DnsDefers(failures - 1, Policy());
+  bool again = deferred ||
+               (failures <= p_.config.fetch.max_retries && r.error != FetchError::kDns);
   Status st = Record(r, p, nullptr, /*final=*/!again, failures);
   if (!st.ok()) return st;
   std::string why = r.error == FetchError::kNone
@@ -298,9 +318,20 @@ Status Worker::RobotsFailed(const Gate::Pass& pass, const Completed& c,
     double wait = BackoffSeconds(failures - 1, p_.config.fetch.retry_base_s,
                                  p_.config.fetch.retry_max_s, Jitter(),
                                  RetryAfterSeconds(r.retry_after, std::time(nullptr)));
-    spdlog::warn(
-        "{}: robots.txt {} (status {}): fetched again in {:.1f} s (retry {} of {})",
-        c.host, why, r.status, wait, failures, p_.config.fetch.max_retries);
+    if (deferred) {
+      wait = std::max(1.0, wait);
+      p_.counters.Add(&CrawlSummary::dns_deferred);
+      // Once per host: an outage defers thousands of hosts, each many times.
+      if (failures == 1)
+        spdlog::warn(
+            "{}: robots.txt {}: the host waits, asked again with back-off for up to "
+            "{:.0f} s (fetch.dns_retry_s)",
+            c.host, why, p_.config.fetch.dns_retry_s);
+    } else {
+      spdlog::warn(
+          "{}: robots.txt {} (status {}): fetched again in {:.1f} s (retry {} of {})",
+          c.host, why, r.status, wait, failures, p_.config.fetch.max_retries);
+    }
     p_.state.busy.fetch_add(1);  // the crawl is not over while it waits
     robots_retry_.push_back({Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                                 std::chrono::duration<double>(wait)),
@@ -340,11 +371,16 @@ void Worker::LogIfParked(const std::string& host, const FetchResult& r) {
 Status Worker::FinishPage(const Gate::Pass& pass, const Completed& c, const Prepared& p) {
   const FetchResult& r = c.result;
   const frontier::UrlEntry& e = c.lease.entry;
-  const RetryPolicy policy{.max_retries = p_.config.fetch.max_retries,
-                           .base_s = p_.config.fetch.retry_base_s,
-                           .max_s = p_.config.fetch.retry_max_s};
-  // The host moves with its address (politeness per address).
-  if (!r.ip.empty()) p_.frontier.SetAddress(c.lease.host, r.ip);
+  const RetryPolicy policy = Policy();
+  // The host moves with its address (politeness per address): to the one
+  // it connected to, or after an address that did not connect, to the one
+  // its next fetch goes to.
+  if (r.other_address) {
+    std::optional<std::string> next = fetcher_->AddressFor(r.url);
+    if (next && !next->empty()) p_.frontier.SetAddress(c.lease.host, *next);
+  } else if (!r.ip.empty()) {
+    p_.frontier.SetAddress(c.lease.host, r.ip);
+  }
   const Verdict v = Classify(r, e.attempt, policy, Jitter(), std::time(nullptr));
   Status st = Record(r, p, &e, v.final);
   if (!st.ok()) return st;
@@ -352,7 +388,9 @@ Status Worker::FinishPage(const Gate::Pass& pass, const Completed& c, const Prep
   auto now = Clock::now();
   if (!v.final) {
     // The frontier holds it (it passed dedup once) and hands it out again.
-    p_.counters.Add(&CrawlSummary::retries);
+    p_.counters.Add(r.other_address ? &CrawlSummary::other_address
+                    : r.dns_outage  ? &CrawlSummary::dns_deferred
+                                    : &CrawlSummary::retries);
     st = p_.frontier.Retry(c.lease, now, r.seconds,
                            now + std::chrono::duration_cast<Clock::duration>(
                                      std::chrono::duration<double>(v.wait_s)),
@@ -481,8 +519,18 @@ std::vector<std::unique_ptr<Worker>> Worker::MakeAll(const Config& config,
     size_t share =
         config.crawl.max_connections / n + (i < config.crawl.max_connections % n ? 1 : 0);
     fetch.max_connections = static_cast<uint32_t>(share);
+    // libcurl's limit per bundle is a safety net under the frontier's own
+    // counts, never tighter than them. A bundle is a connect-to address
+    // when the address is pinned (the resolver's answer, fetch.resolve),
+    // so it must allow what the frontier allows at one address: at the
+    // host's own limit, 200 hosts on one address shared one connection
+    // (312.9 s for a crawl the frontier's limits allow in 158.7 s).
     // Robots fetches come on top of the frontier's per-host transfers.
-    fetch.max_connections_per_host = config.frontier.max_connections_per_host + 1;
+    const uint32_t per_host = config.frontier.max_connections_per_host;
+    const uint32_t per_ip = config.frontier.max_connections_per_ip == 0
+                                ? 4 * per_host  // the frontier's default (frontier.h)
+                                : config.frontier.max_connections_per_ip;
+    fetch.max_connections_per_host = std::max(per_host, per_ip) + 1;
     auto fetcher = Fetcher::Create(fetch);
     if (!fetcher.ok()) {
       *error = fetcher.status();

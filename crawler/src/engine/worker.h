@@ -44,6 +44,7 @@
 #include "engine/host_table.h"
 #include "engine/placement.h"
 #include "engine/recrawl.h"
+#include "engine/retry.h"
 #include "engine/revisits.h"
 #include "engine/scope.h"
 #include "frontier/frontier.h"
@@ -227,6 +228,13 @@ class Worker {
                                      const std::vector<std::string>& named);
   // Logs that `host` is parked after `r` (no answer park_after times in a row).
   void LogIfParked(const std::string& host, const FetchResult& r);
+  // fetch.max_retries, retry_base_s, retry_max_s, dns_retry_s.
+  RetryPolicy Policy() const {
+    return {.max_retries = p_.config.fetch.max_retries,
+            .base_s = p_.config.fetch.retry_base_s,
+            .max_s = p_.config.fetch.retry_max_s,
+            .dns_retry_s = p_.config.fetch.dns_retry_s};
+  }
   [[nodiscard]] Status FinishPage(const Gate::Pass& pass, const Completed& c,
                                   const Prepared& p);
   [[nodiscard]] Status OfferLinks(const Gate::Pass& pass, const frontier::UrlEntry& e,

@@ -93,6 +93,13 @@ void CrawlFamilies(const StatsReport& r, Text& t) {
         "Failed attempts (transient) fetched again.", c.retries);
   t.One("crawler_urls_given_up_total", "counter",
         "URLs whose last allowed attempt failed transiently too.", c.gave_up);
+  t.One("crawler_fetch_dns_deferred_total", "counter",
+        "Attempts whose lookup failed (fetch.dns_retry_s), fetched again later.",
+        c.dns_deferred);
+  t.One("crawler_fetch_other_address_total", "counter",
+        "Attempts whose address did not connect, fetched again at the host's next "
+        "address.",
+        c.other_address);
   t.Family("crawler_urls_forgotten_total", "counter",
            "URLs given up or over max_pages_per_host: erased from the dedup filter "
            "(a later link admits them again), or kept by a filter that cannot erase.");

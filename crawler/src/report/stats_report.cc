@@ -135,6 +135,13 @@ Section CrawlSection(const CrawlCounts& c, const CrawlRates& r,
   cr.rows.push_back({"retries", Count(c.retries) + " attempts fetched again, " +
                                     Count(c.gave_up) + " URLs given up after " +
                                     "their last attempt"});
+  if (c.dns_deferred + c.other_address > 0)
+    cr.rows.push_back({"deferred", Count(c.dns_deferred) +
+                                       " attempts whose lookup failed, fetched again "
+                                       "later; " +
+                                       Count(c.other_address) +
+                                       " whose address did not connect, fetched again "
+                                       "at the host's next address"});
   if (c.forgotten + c.cannot_forget > 0) {
     // "cannot forget": named, not hidden (a bloom filter cannot erase).
     std::string row = Count(c.forgotten) +

@@ -123,7 +123,13 @@ enum class HostSignal {
   kAnswered,     // a response, not "overloaded": the back-off decays
   kOverloaded,   // 429 or 503: the host's delay doubles
   kUnreachable,  // no connection at all: counts toward parking
-  kNone,         // says nothing about the host (e.g. a DNS error, a bad URL)
+  kNone,         // says nothing about the host (e.g. a bad URL)
+  // Its name did not resolve for now (a lookup failed: a resolver outage):
+  // the whole host waits for a retry's back-off, as kUnreachable, but it
+  // neither slows down nor counts toward parking. Without the hold, each
+  // queued URL of the host was tried in turn and spent its retries within
+  // a few politeness delays of an outage.
+  kUnresolved,
 };
 
 // A URL handed out by Pop; give it back with Done.
