@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The cluster benchmarks (issue "Multi-machine crawl", Targets). Prints
+# The cluster benchmarks (docs/benchmarks.md, "The multi-machine crawl"). Prints
 # numbers; asserts nothing. Each part starts its own redis-server
 # (scripts/redis-local.sh: AOF, appendfsync always) on 127.0.0.1.
 #   1. exchange: build/tests/cluster_bench (URLs/s through Redis, Redis bytes

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The crawl benchmark (issue "Crawl engine", Targets). Prints numbers; asserts
+# The crawl benchmark (docs/benchmarks.md, "Crawl"). Prints numbers; asserts
 # nothing. Generates a static site of PAGES pages (~10 KB, 30-80 links each),
 # serves it with nginx on 127.0.0.1, then crawls it with:
 #   - crawler (configs/default.toml, politeness 0, 16 connections to the host)
@@ -65,7 +65,7 @@ measure crawler "${CRAWLER_BIN:-build/crawler/crawler}" crawl --seeds "$work/see
 
 if [ -n "${BENCH_CHECKPOINTS:-}" ]; then
   # The cost of checkpoints: the same crawl with periodic checkpoints off,
-  # every 60 s (the issue's setting) and every 5 s (a stress: ~8 in a 40 s crawl).
+  # every 60 s and every 5 s (a stress: ~8 in a 40 s crawl).
   # The crawl takes ~40 s here, so "every 60 s" takes no periodic checkpoint:
   # the 5 s runs are the ones that measure something. The "big" pair repeats
   # 0 / 5 s with a ~1 GB filter (capacity 800M), so each checkpoint forks a

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The /metrics scrape cost (issue "Cluster membership ... metrics", Targets:
+# The /metrics scrape cost (docs/benchmarks.md, "Metrics"; the bound:
 # <= 1 ms of crawl-thread time per scrape). Prints numbers; asserts nothing.
 # A crawl of a 1000-virtual-host site (a large host table: rendering reads
 # every host) is scraped every 100 ms. The crawl's Run thread renders each

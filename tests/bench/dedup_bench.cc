@@ -2,7 +2,7 @@
 // filters, beside a plain C++ Bloom filter, on the same URL-like keys.
 //
 //   build/tests/dedup_bench                  # N = 4*10^6, all variants, 1 and 2 threads
-//   build/tests/dedup_bench --n 10000000     # the target size
+//   build/tests/dedup_bench --n 10000000     # docs/dedup.md's target size
 //   build/tests/dedup_bench --n 100000000 --threads 1
 //   build/tests/dedup_bench --variants bloom --tightening 0.5
 //   build/tests/dedup_bench --n 100000000 --compact 0,1.25,1.5,2,4

@@ -1,5 +1,5 @@
 // WARC record compression: zlib vs libdeflate vs ISA-L (igzip), one gzip
-// member per record, as the WARC writer makes them (issue "Crawl throughput").
+// member per record, as the WARC writer makes them (docs/benchmarks.md).
 //
 //   python3 scripts/bench_site.py /tmp/site 2000     # the crawl bench's pages
 //   build/tests/gzip_bench /tmp/site/p [REPEAT]

@@ -4,7 +4,7 @@
 // frontier. The forked writer takes the frontier's, the filter's and the host
 // table's locks; if any worker could hold one of them outside the gate at a
 // fork, the child would hang and, with it, every later checkpoint and the
-// end of the crawl (issue "The engine's shape", bug 1). The crawl must finish
+// end of the crawl (a hang seen once). The crawl must finish
 // with hundreds of checkpoints and the exact truth set.
 #include <catch2/catch.hpp>
 #include <filesystem>

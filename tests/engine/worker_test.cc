@@ -1,7 +1,7 @@
 // The worker pipeline's figures, with the real binary against
 // crawler-testsite: links a full fixed-size filter refuses are their own
-// figure (crawl.filter_full), not "duplicates" (issue "The engine's shape",
-// bug 5). Both must agree with the filter's own counters.
+// figure (crawl.filter_full), not "duplicates" (once they were counted as
+// duplicates). Both must agree with the filter's own counters.
 #include <boost/json.hpp>
 #include <catch2/catch.hpp>
 #include <filesystem>

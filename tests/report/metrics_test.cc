@@ -64,7 +64,7 @@ TEST_CASE(
   CHECK(StatusLineOf(url, "/other").rfind("HTTP/1.0 404", 0) == 0);
 
   CHECK(second.content_type.rfind("text/plain; version=0.0.4", 0) == 0);
-  // The families the issue names, each with its type (prometheus_client
+  // The families docs/metrics.md names, each with its type (prometheus_client
   // names a counter's family without "_total").
   const std::map<std::string, std::string> expected = {
       {"crawler_pages", "counter"},
