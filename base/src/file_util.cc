@@ -2,6 +2,7 @@
 #include "base/file_util.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -77,6 +78,17 @@ Status WriteFileAtomic(const std::string& path, std::string_view contents, bool 
         return Status::Ok();
       },
       durable, mode);
+}
+
+uint64_t RaiseOpenFileLimit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return 0;
+  if (limit.rlim_cur < limit.rlim_max) {
+    rlimit raised = limit;
+    raised.rlim_cur = limit.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
+  }
+  return limit.rlim_cur;
 }
 
 }  // namespace crawler

@@ -413,7 +413,8 @@ struct Frontier::Impl {
 
   // The host to serve next (FrontierOptions::most_work_first): of the
   // first kPickWindow due hosts in the schedule, the one with the least
-  // (due - now) - Queued() x cycle_s, the earliest due on a tie; with
+  // (due - now) - min(Queued() x cycle_s, kMaxWorkS), the earliest due on
+  // a tie; with
   // most_work_first off, the earliest due. A host that waits gains on the
   // others as they are served, so none waits for ever; the window keeps a
   // pick O(1) with thousands of hosts due (frontier_bench, 1,000 hosts all
@@ -421,6 +422,14 @@ struct Frontier::Impl {
   // against ~0.5 ms of CPU a fetch). Requires the schedule's first host due
   // by `now`.
   static constexpr int kPickWindow = 64;
+  // The most a host's queue weighs in the pick: a host due and in the
+  // window is served once it has waited kMaxWorkS longer than any other
+  // there, however much they hold. Unbounded, a host with 10^4 URLs queued
+  // at 0.1 s a request outranked a small one by 1,000 s: with connections
+  // the limit, 50 small hosts got their first page only as the big one
+  // drained (frontier_test "Fair between hosts*": the last at 59.1 s; now
+  // 10.3 s, the big host holding all 16 connections until then).
+  static constexpr double kMaxWorkS = 10;
   size_t PickDue(Clock::time_point now) const REQUIRES(mu) {
     size_t best = schedule.begin()->second;
     if (!options.most_work_first) return best;
@@ -430,7 +439,7 @@ struct Frontier::Impl {
          it != schedule.end() && it->first <= now && seen < kPickWindow; ++it, ++seen) {
       const Host& h = hosts[it->second];
       const double key = std::chrono::duration<double>(it->first - now).count() -
-                         static_cast<double>(h.Queued()) * h.cycle_s;
+                         std::min(static_cast<double>(h.Queued()) * h.cycle_s, kMaxWorkS);
       if (seen == 0 || key < best_key) {
         best = it->second;
         best_key = key;

@@ -12,6 +12,7 @@
 #include <boost/json.hpp>
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <string>
@@ -290,9 +291,27 @@ TEST_CASE(
   CommandResult pack = testing::RunCommand(testing::kCrawler + " wacz " + first + " -o " +
                                            dir + "/first.wacz");
   REQUIRE(pack.exit_code == 0);
-  // Each source form: the directory, the WACZ, one CDXJ file.
-  for (const std::string& source :
-       {first, dir + "/first.wacz", first + "/warc/crawl-00000.cdxj"}) {
+  // The same WACZ with its index as other tools write it: index.cdx.gz, in
+  // two gzip members (a ZipNum index's blocks), made by Python's zipfile.
+  std::ofstream(dir + "/gz.py")
+      << "import gzip, sys, zipfile\n"
+         "src, dst = zipfile.ZipFile(sys.argv[1]), zipfile.ZipFile(sys.argv[2], 'w')\n"
+         "for i in src.infolist():\n"
+         "    if i.filename != 'indexes/index.cdx':\n"
+         "        dst.writestr(i, src.read(i.filename))\n"
+         "lines = src.read('indexes/index.cdx').splitlines(keepends=True)\n"
+         "half = len(lines) // 2\n"
+         "dst.writestr('indexes/index.cdx.gz', gzip.compress(b''.join(lines[:half])) +\n"
+         "             gzip.compress(b''.join(lines[half:])))\n"
+         "dst.close()\n";
+  CommandResult gz = testing::RunCommand("python3 " + dir + "/gz.py " + dir +
+                                         "/first.wacz " + dir + "/first-gz.wacz");
+  INFO(gz.output);
+  REQUIRE(gz.exit_code == 0);
+  // Each source form: the directory, the WACZ (index.cdx, index.cdx.gz), one
+  // CDXJ file.
+  for (const std::string& source : {first, dir + "/first.wacz", dir + "/first-gz.wacz",
+                                    first + "/warc/crawl-00000.cdxj"}) {
     const std::string second = dir + "/second";
     std::filesystem::remove_all(second);
     const std::vector<WarcRecord> records =

@@ -5,6 +5,7 @@
 #include "crawler/fetcher.h"
 
 #include <sys/socket.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <catch2/catch.hpp>
@@ -16,6 +17,7 @@
 
 #include "../testsite/gzip.h"
 #include "crawl_output.h"
+#include "engine/retry.h"
 #include "http_test_server.h"
 #include "loopback.h"
 
@@ -180,10 +182,12 @@ TEST_CASE("Fetcher: a body past spool_body_bytes waits in an unlinked file, not 
   CHECK_FALSE(copy.spooled());
   CHECK(copy == moved.body.view());
 
-  // A spool directory that goes away: the fetch fails, naming the file.
+  // A spool directory that goes away: the fetch fails, naming the file; a
+  // failure the crawl fetches again later (a full or read-only disk).
   std::filesystem::remove_all(o.spool_dir);
   FetchResult lost = FetchOne(*f, server.Url("/big"));
-  CHECK(lost.error == FetchError::kOther);
+  CHECK(lost.error == FetchError::kSpool);
+  CHECK(Transient(lost));
   CHECK(lost.error_message.find("spool file in " + o.spool_dir) != std::string::npos);
   // One that cannot be made: Create says so.
   std::ofstream(dir + "/file") << "x";
@@ -192,6 +196,26 @@ TEST_CASE("Fetcher: a body past spool_body_bytes waits in an unlinked file, not 
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.status().message().find("spool directory " + o.spool_dir) !=
         std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE(
+    "Body::OpenSpool without O_TMPFILE (NFS): mkostemp and unlink, nothing left by "
+    "name; ClearSpool removes what a crash left",
+    "[engine][fetcher]") {
+  const std::string dir = testing::TempDir("spool-fallback");
+  std::filesystem::create_directories(dir);
+  const int fd = Body::OpenSpool(dir, /*tmpfile=*/false);
+  REQUIRE(fd >= 0);
+  CHECK(::write(fd, "abc", 3) == 3);
+  CHECK(std::filesystem::is_empty(dir));  // unlinked at once
+  ::close(fd);
+  std::ofstream(dir + "/spool-left") << "x";  // a crash between create and unlink
+  std::ofstream(dir + "/other") << "x";
+  Body::ClearSpool(dir);
+  CHECK_FALSE(std::filesystem::exists(dir + "/spool-left"));
+  CHECK(std::filesystem::exists(dir + "/other"));
+  Body::ClearSpool(dir + "/none");  // no such directory: nothing to do
   std::filesystem::remove_all(dir);
 }
 

@@ -209,6 +209,80 @@ TEST_CASE("Of the hosts due, the one with the most work left goes first; waiting
   }
 }
 
+// Drives `f` on a fake clock with 16 connections and 0.1 s a request
+// until every URL was handed out. Returns each host's first hand-out
+// (seconds) and, in `big_held_s`, the connection-seconds "http://big" held
+// in the first `until_s` seconds.
+std::map<std::string, double> DriveFair(Frontier& f, size_t urls, double until_s,
+                                        double* big_held_s) {
+  std::multimap<Clock::time_point, Lease> running;  // by end
+  std::map<std::string, double> first;
+  Clock::time_point t = kT0;
+  for (size_t pops = 0; pops < urls;) {
+    while (running.size() < 16) {
+      auto lease = PopAt(f, t);
+      if (!lease) break;
+      ++pops;
+      const double at = std::chrono::duration<double>(t - kT0).count();
+      if (lease->host == "http://big" && at < until_s)
+        *big_held_s += std::min(0.1, until_s - at);
+      first.emplace(lease->host, at);
+      running.emplace(t + milliseconds(100), std::move(*lease));
+    }
+    REQUIRE_FALSE(running.empty());
+    auto next = running.begin();
+    t = next->first;
+    f.Done(next->second, t, 0.1);
+    running.erase(next);
+  }
+  return first;
+}
+
+TEST_CASE(
+    "Fair between hosts: with connections the limit, small hosts get their first page "
+    "within the bound while a host of 10^4 URLs keeps its connections",
+    "[frontier]") {
+  // 16 connections, 0.1 s a request, no politeness delay, up to 16 at
+  // once per host: one host of 10,000 URLs and `small` hosts of 10 each,
+  // all due at 0.
+  const int small = GENERATE(50, 1000);
+  auto filter = MakeFilter();
+  FrontierOptions o;
+  o.min_delay_s = 0;
+  o.max_connections_per_host = 16;
+  o.max_connections_per_ip = 16;
+  o.max_memory_urls = 1'000'000;
+  auto f = MakeFrontier(o);
+  std::vector<std::string> urls;
+  for (int i = 0; i < 10'000; ++i) urls.push_back("http://big/" + std::to_string(i));
+  for (int h = 0; h < small; ++h)
+    for (int i = 0; i < 10; ++i)
+      urls.push_back("http://s" + std::to_string(h) + "/" + std::to_string(i));
+  REQUIRE(f->Admit(Entries(urls), *filter).ok());
+  f->OpenHost("http://big", std::nullopt, kT0);
+  for (int h = 0; h < small; ++h)
+    f->OpenHost("http://s" + std::to_string(h), std::nullopt, kT0);
+  double big_held_s = 0;
+  std::map<std::string, double> first = DriveFair(*f, urls.size(), 9, &big_held_s);
+  REQUIRE(first.size() == static_cast<size_t>(small) + 1);
+  double last_first = 0;
+  for (const auto& [host, at] : first) last_first = std::max(last_first, at);
+  INFO(small << " small hosts: the last one's first page at " << last_first
+             << " s; the big host held " << big_held_s << " connection-s of 9 s x 16");
+  if (small == 50) {
+    // The bound: a due host in the pick's window (the 64 due earliest) is
+    // served once it has waited kMaxWorkS (10 s) longer than the others
+    // there. Unbounded, the big host's weight (10,000 x 0.1 s) kept every
+    // connection until it drained: 62.5 s.
+    CHECK(last_first <= 10.0 + 0.5);
+    CHECK(big_held_s >= 16 * 8.9);  // all 16 connections meanwhile
+  } else {
+    // 1,000 small hosts fill the window: the big host, due later than
+    // they, waits its turn there, and they go at 160 a second.
+    CHECK(last_first <= 1000 / 160.0 + 1);
+  }
+}
+
 TEST_CASE(
     "Revisits wait behind a host's new URLs, FIFO among themselves whatever their depth; "
     "recurring revisits do not starve new URLs",

@@ -42,6 +42,11 @@ Status IoError(const std::string& path, const std::string& what);
 [[nodiscard]] Status WriteFileAtomic(const std::string& path, std::string_view contents,
                                      bool durable = true, unsigned mode = 0666);
 
+// Raises this process's soft RLIMIT_NOFILE to its hard limit (Debian's
+// default soft limit is 1,024: a crawl's connections, spool files, WARC,
+// RocksDB and Redis share it). Returns the soft limit now.
+uint64_t RaiseOpenFileLimit();
+
 }  // namespace crawler
 
 #endif  // BASE_FILE_UTIL_H_

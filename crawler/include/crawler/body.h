@@ -48,19 +48,31 @@ class Body {
 
   // Reading.
   std::string_view view() const {
-    if (fd_ < 0) return ram_;
+    if (!spooled_) return ram_;
     return map_ != nullptr ? std::string_view(static_cast<const char*>(map_), size_)
                            : std::string_view();
   }
   operator std::string_view() const { return view(); }  // NOLINT: a body reads as text
-  size_t size() const { return fd_ >= 0 ? size_ : ram_.size(); }
+  size_t size() const { return spooled_ ? size_ : ram_.size(); }
   bool empty() const { return size() == 0; }
-  bool spooled() const { return fd_ >= 0; }
+  bool spooled() const { return spooled_; }
   friend bool operator==(const Body& a, std::string_view b) { return a.view() == b; }
 
  private:
   void Release();
   bool Spool();
+
+ public:
+  // A new unlinked file in `dir`, read-write: O_TMPFILE, or (`tmpfile`
+  // false, or a file system without it) mkostemp then unlink. -1 with
+  // errno set on failure.
+  static int OpenSpool(const std::string& dir, bool tmpfile = true);
+  // Removes the spool-* files a crash left in `dir` (where OpenSpool fell
+  // back to mkostemp: between its create and unlink). Errors are ignored:
+  // a leftover file costs disk, not correctness.
+  static void ClearSpool(const std::string& dir);
+
+ private:
   void Recount();  // the process-wide count follows ram_'s buffer
 
   size_t counted_ = 0;  // ram_'s buffer as last counted
@@ -68,9 +80,10 @@ class Body {
   std::string ram_;
   uint64_t spool_bytes_ = 0;
   std::string spool_dir_;
-  int fd_ = -1;          // the spool file, once past spool_bytes_
-  size_t size_ = 0;      // bytes in it
-  void* map_ = nullptr;  // its mapping, after Finish (null for an empty file)
+  bool spooled_ = false;  // past spool_bytes_: the body is a file's
+  int fd_ = -1;           // the spool file while it is written (Finish closes it)
+  size_t size_ = 0;       // bytes in it
+  void* map_ = nullptr;   // its mapping, after Finish (null for an empty file)
   std::string error_;
 };
 

@@ -110,6 +110,11 @@ struct OutputConfig {
 struct CheckpointConfig {
   double interval_s = 300;
   uint64_t interval_pages = 0;  // 0: by time only
+  // Ctrl-C, SIGTERM, crawl.max_duration_s: no new request starts, the
+  // transfers in flight finish and are parsed for at most this long, then
+  // the last checkpoint is cut (what is still in flight then is asked again
+  // after --resume). A second signal stops at once. 0: at once.
+  double stop_grace_s = 10;
 };
 
 // [cluster]: a crawl shared by several nodes through Redis (crawler/src/cluster.h).

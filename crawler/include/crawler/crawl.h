@@ -50,12 +50,17 @@ class Crawl {
   Crawl(const Crawl&) = delete;
   Crawl& operator=(const Crawl&) = delete;
 
-  // Runs until the frontier is empty, max_pages is reached or *stop is set
-  // (in-flight transfers are then abandoned). Errors: output I/O failures.
+  // Runs until the frontier is empty, max_pages is reached or `stop` is
+  // set. A stop (and crawl.max_duration_s) starts no new request and lets
+  // the transfers in flight finish and be parsed, for at most
+  // checkpoint.stop_grace_s, or until `stop_now` is set (a second signal);
+  // the transfers still in flight then go into the last checkpoint as in
+  // flight (asked again after --resume). Errors: output I/O failures.
   // `progress`, if set, is called about once a second from the calling thread.
   using ProgressFn = std::function<void(const CrawlProgress&)>;
   Result<CrawlSummary> Run(const std::atomic<bool>& stop, const ProgressFn& progress = {},
-                           std::atomic<bool>* checkpoint_request = nullptr);
+                           std::atomic<bool>* checkpoint_request = nullptr,
+                           const std::atomic<bool>* stop_now = nullptr);
 
   // Resumes the crawl in OUT from OUT/checkpoint/ (or, if that is damaged,
   // OUT/checkpoint.prev/, with *warning set). The config is the checkpoint's;

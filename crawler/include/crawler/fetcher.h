@@ -78,6 +78,7 @@ enum class FetchError {
   kTooLarge,    // body over max_body_bytes (result is truncated, not failed)
   kProtocol,    // malformed response, bad encoding, connection dropped mid-response
   kTls,         // TLS handshake failed or the certificate was not trusted
+  kSpool,       // the body's spool file could not be made or written (transient)
   kOther,
 };
 const char* FetchErrorName(FetchError e);

@@ -53,14 +53,19 @@ constexpr int kExitCrawlError = 1;
 constexpr int kExitBadInput = 2;
 
 std::atomic<bool> g_stop{false};
+std::atomic<bool> g_stop_now{false};  // a second signal: no grace
 std::atomic<bool> g_checkpoint{false};
 
 std::atomic<bool> g_leave{false};
 
-extern "C" void OnSignal(int) { g_stop = true; }
+extern "C" void OnSignal(int) {
+  if (g_stop.load()) g_stop_now = true;
+  g_stop = true;
+}
 // SIGTERM: also a cluster node's graceful leave (its leases are given up).
 extern "C" void OnTerm(int) {
   g_leave = true;
+  if (g_stop.load()) g_stop_now = true;
   g_stop = true;
 }
 extern "C" void OnCheckpointSignal(int) { g_checkpoint = true; }
@@ -136,17 +141,30 @@ uint64_t Guarded(const crawler::engine::CrawlSummary& s) {
   return n;
 }
 
+// "connect 3, timeout 1" (every failed attempt's kind), or "none".
+std::string ErrorKinds(const crawler::engine::CrawlSummary& s) {
+  std::string kinds;
+  for (const auto& [kind, count] : s.errors)
+    kinds += (kinds.empty() ? "" : ", ") + kind + " " + std::to_string(count);
+  return kinds.empty() ? "none" : kinds;
+}
+
 // The crawl's last words on stdout (and in crawler.log).
 void PrintSummary(const crawler::engine::CrawlSummary& s, const std::string& dir) {
   const char* how = s.stopped ? "stopped" : "done";
-  spdlog::info("crawl {} in {:.1f} s: {} fetched, {} failed", how, s.seconds, s.fetched,
-               s.failed);
+  spdlog::info(
+      "crawl {} in {:.1f} s: {} fetched, {} failed, {} URLs given up, {} pages "
+      "unresolved",
+      how, s.seconds, s.fetched, s.failed, s.gave_up, s.unresolved);
   fmt::print(
       "crawl {} in {:.1f} s: {} fetched (2xx {}, 3xx {}, 4xx {}, 5xx {}), {} failed, "
       "{} truncated, {:.1f} MB\n"
       "  skipped: {} robots, {} out of scope, {} too deep, {} trap guard, {} guards and "
       "budgets; "
       "{} duplicate links, {} refused by a full fixed-size filter\n"
+      "  given up: {} URLs after their last retry, {} pages of hosts whose name did not "
+      "resolve (the fetch log names each with its kind: {}); deferred: {} attempts in a "
+      "DNS outage, {} moved to a host's next address\n"
       "  frontier: spilled to disk: {} URLs\n"
       "  WARC: {}/\n  fetch log: {}\n  log: {}/crawler.log\n"
       "  checkpoint: {}/checkpoint/ (resume: crawler crawl --resume {}; report: crawler "
@@ -154,7 +172,8 @@ void PrintSummary(const crawler::engine::CrawlSummary& s, const std::string& dir
       how, s.seconds, s.fetched, s.status_2xx, s.status_3xx, s.status_4xx, s.status_5xx,
       s.failed, s.truncated, static_cast<double>(s.bytes) / 1e6, s.robots_blocked,
       s.out_of_scope, s.too_deep, s.trap_guard, Guarded(s), s.duplicates, s.filter_full,
-      s.spilled, s.warc_dir, s.fetch_log, dir, dir, dir, dir);
+      s.gave_up, s.unresolved, ErrorKinds(s), s.dns_deferred, s.other_address, s.spilled,
+      s.warc_dir, s.fetch_log, dir, dir, dir, dir);
   std::fflush(stdout);
 }
 
@@ -258,7 +277,7 @@ int RunCrawl(const std::string& seeds_path, const std::string& config_path,
     std::fprintf(stderr, "crawler: metrics: serving %s\n", m.c_str());
   auto summary = [&] {
     Progress progress;  // its destructor ends the status line
-    return (*crawl)->Run(g_stop, std::ref(progress), &g_checkpoint);
+    return (*crawl)->Run(g_stop, std::ref(progress), &g_checkpoint, &g_stop_now);
   }();
   if (g_leave.load()) (*crawl)->LeaveOnStop();
   // A failure of a running crawl is an output failure (exit 1), except a

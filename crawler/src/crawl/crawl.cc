@@ -155,6 +155,9 @@ Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
                                                 const NodeJoiner* joiner,
                                                 const std::vector<std::string>& seeds) {
   auto m = std::make_unique<Crawl::Impl>(config, out, lock_fd);
+  spdlog::info("open files: up to {} (RLIMIT_NOFILE raised to its hard limit)",
+               RaiseOpenFileLimit());
+  Body::ClearSpool(out + "/spool");
   m->filter = std::move(filter);
   // Before any insert: the log must record every key the filter admits.
   Status logged = m->filter->StartLog(
@@ -409,22 +412,46 @@ void TuneMu(Crawl::Impl& m) {
   m.state.recrawl_mu.store(mu);
 }
 
+// How a run stops: the caller's flags (a first signal, a second one) and
+// the workers' (halt: no new request; halt_now: leave at once).
+struct Stops {
+  const std::atomic<bool>& stop;
+  const std::atomic<bool>* stop_now;
+  std::atomic<bool>& halt;
+  std::atomic<bool>& halt_now;
+};
+
 // The Run thread while the workers crawl: checkpoints, stats, progress.
 // Returns the first output failure (the caller stops the workers).
-// `halt` stops the workers: set on `stop` and at crawl.max_duration_s.
-Status Supervise(Crawl::Impl& m, const std::atomic<bool>& stop, std::atomic<bool>& halt,
-                 const Crawl::ProgressFn& progress, std::atomic<bool>* checkpoint_request,
+// `halt` drains the workers (their transfers in flight finish): set on
+// `stop` and at crawl.max_duration_s; `halt_now` stops them at once: set
+// on `stop_now`, or checkpoint.stop_grace_s after `halt`.
+Status Supervise(Crawl::Impl& m, Stops s, const Crawl::ProgressFn& progress,
+                 std::atomic<bool>* checkpoint_request,
                  const std::function<CrawlProgress()>& progress_now,
                  const std::vector<std::atomic<bool>>& done) {
   auto last_progress = Clock::now(), last_stats = Clock::now(), last_due = Clock::now();
+  std::optional<Clock::time_point> halted;
   const double max_s = m.config.crawl.max_duration_s;
   while (!std::all_of(done.begin(), done.end(),
                       [](const std::atomic<bool>& d) { return d.load(); })) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    if (stop.load() ||
+    if (s.stop.load() ||
         (max_s > 0 &&
          std::chrono::duration<double>(Clock::now() - m.run_start).count() >= max_s))
-      halt = true;
+      s.halt = true;
+    if (s.halt.load() && !halted) {
+      halted = Clock::now();
+      spdlog::info(
+          "stopping: no new requests; those in flight finish (at most {:.0f} s, "
+          "checkpoint.stop_grace_s; a second signal stops at once)",
+          m.config.checkpoint.stop_grace_s);
+    }
+    if ((s.stop_now != nullptr && s.stop_now->load()) ||
+        (halted && std::chrono::duration<double>(Clock::now() - *halted).count() >=
+                       m.config.checkpoint.stop_grace_s))
+      s.halt_now = true;
+    std::atomic<bool>& halt = s.halt;
     Status st = m.checkpointer->Poll(false);
     if (!st.ok()) return st;
     if (m.cluster && m.cluster->Failed()) return m.cluster->failure();
@@ -494,7 +521,8 @@ Result<CrawlSummary> Finish(Crawl::Impl& m, bool stopped, Clock::time_point star
 }  // namespace
 
 Result<CrawlSummary> Crawl::Run(const std::atomic<bool>& stop, const ProgressFn& progress,
-                                std::atomic<bool>* checkpoint_request) {
+                                std::atomic<bool>* checkpoint_request,
+                                const std::atomic<bool>* stop_now) {
   Impl& m = *impl_;
   auto start = Clock::now();
   m.run_start = start;
@@ -517,15 +545,16 @@ Result<CrawlSummary> Crawl::Run(const std::atomic<bool>& stop, const ProgressFn&
   if (!st.ok()) return st;
   std::vector<std::atomic<bool>> done(m.workers.size());
   std::vector<std::thread> threads;
-  std::atomic<bool> halt{stop.load()};
+  std::atomic<bool> halt{stop.load()}, halt_now{stop_now != nullptr && stop_now->load()};
   for (size_t i = 0; i < m.workers.size(); ++i) {
     threads.emplace_back([&, i] {
-      m.workers[i]->Loop(halt);
+      m.workers[i]->Loop(halt, halt_now);
       done[i] = true;
     });
   }
   st = Supervise(
-      m, stop, halt, progress, checkpoint_request, [this] { return Progress(); }, done);
+      m, {stop, stop_now, halt, halt_now}, progress, checkpoint_request,
+      [this] { return Progress(); }, done);
   if (!st.ok()) m.state.Fail(st);
   for (std::thread& t : threads) t.join();
   st = m.checkpointer->Poll(true);

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include "base/heap_bytes.h"
 
@@ -40,6 +41,8 @@ Body& Body::operator=(Body&& other) noexcept {
   spool_bytes_ = other.spool_bytes_;
   spool_dir_ = std::move(other.spool_dir_);
   error_ = std::move(other.error_);
+  spooled_ = other.spooled_;
+  other.spooled_ = false;
   fd_ = other.fd_;
   size_ = other.size_;
   map_ = other.map_;
@@ -56,16 +59,42 @@ void Body::Release() {
   map_ = nullptr;
   fd_ = -1;
   size_ = 0;
+  spooled_ = false;
 }
 
-// The RAM part moves to a new unlinked file (nothing to clean up after a
-// crash: the file has no name).
+// A new unlinked file in `dir`: O_TMPFILE (it never has a name, nothing to
+// clean up after a crash), or where the file system has none (NFS, older
+// kernels: EOPNOTSUPP, EISDIR, EINVAL) mkostemp and unlink at once (a
+// crash between the two leaves one spool-* file, removed at the next
+// start: crawl.cc). -1 with errno set on failure.
+int Body::OpenSpool(const std::string& dir, bool tmpfile) {
+  if (tmpfile) {
+    const int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)) return fd;
+  }
+  std::string path = dir + "/spool-XXXXXX";
+  const int fd = ::mkostemp(path.data(), O_CLOEXEC);
+  if (fd >= 0) ::unlink(path.c_str());
+  return fd;
+}
+
+void Body::ClearSpool(const std::string& dir) {
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    if (it->path().filename().string().starts_with("spool-"))
+      std::filesystem::remove(it->path(), ec);
+  }
+}
+
+// The RAM part moves to a new unlinked file.
 bool Body::Spool() {
-  fd_ = ::open(spool_dir_.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  fd_ = OpenSpool(spool_dir_);
   if (fd_ < 0) {
     error_ = "spool file in " + spool_dir_ + ": " + std::strerror(errno);
     return false;
   }
+  spooled_ = true;
   std::string held = std::move(ram_);
   ram_ = std::string();
   Recount();
@@ -96,14 +125,21 @@ bool Body::Append(const char* data, size_t n) {
   return true;
 }
 
+// The mapping keeps the file: its descriptor is closed here, so a body
+// waiting to be parsed holds no descriptor (a crawl with thousands of
+// large bodies in flight ran into RLIMIT_NOFILE).
 bool Body::Finish() {
-  if (fd_ < 0 || map_ != nullptr || size_ == 0) return error_.empty();
-  void* m = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_, 0);
-  if (m == MAP_FAILED) {
-    error_ = "spool file mapping: " + std::string(std::strerror(errno));
-    return false;
+  if (fd_ < 0) return error_.empty();
+  if (size_ > 0 && error_.empty()) {
+    void* m = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_, 0);
+    if (m == MAP_FAILED) {
+      error_ = "spool file mapping: " + std::string(std::strerror(errno));
+    } else {
+      map_ = m;
+    }
   }
-  map_ = m;
+  ::close(fd_);
+  fd_ = -1;
   return error_.empty();
 }
 

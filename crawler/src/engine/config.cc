@@ -328,6 +328,9 @@ std::vector<Key> CheckpointKeys() {
       DoubleKey(
           "checkpoint", "interval_s",
           [](Config & c) -> auto& { return c.checkpoint.interval_s; }, 0, 365 * 86400.0),
+      DoubleKey(
+          "checkpoint", "stop_grace_s",
+          [](Config & c) -> auto& { return c.checkpoint.stop_grace_s; }, 0, 3600),
       IntKey<uint64_t>(
           "checkpoint", "interval_pages",
           [](Config & c) -> auto& { return c.checkpoint.interval_pages; }, 0, kMax64),

@@ -104,6 +104,8 @@ const char* FetchErrorName(FetchError e) {
       return "protocol";
     case FetchError::kTls:
       return "tls";
+    case FetchError::kSpool:
+      return "spool";
     case FetchError::kOther:
       return "other";
   }
@@ -263,7 +265,7 @@ struct Fetcher::Impl {
       t->too_large = true;
       return 0;  // abort the transfer: CURLE_WRITE_ERROR, reported as truncated
     }
-    // A spool file that cannot be written ends the transfer (kOther).
+    // A spool file that cannot be written ends the transfer (kSpool).
     return t->result.body.Append(data, bytes) ? bytes : 0;
   }
   static size_t OnHeader(char* data, size_t size, size_t n, void* user) {
@@ -317,7 +319,7 @@ struct Fetcher::Impl {
     // looks it up again (retry.h: fetched again after a back-off).
     if (r.status == 421 && !t->dns_host.empty()) options.resolver->Forget(t->dns_host);
     if (!r.body.Finish()) {
-      r.error = FetchError::kOther;
+      r.error = FetchError::kSpool;
       r.error_message = r.body.error();
     } else if (t->too_large) {
       r.truncated = true;

@@ -12,9 +12,11 @@
 namespace crawler::engine {
 
 bool Transient(const FetchResult& r) {
+  if (r.error == FetchError::kSpool) return true;  // whatever the server answered
   if (r.status == 0) {
     return r.error == FetchError::kConnect || r.error == FetchError::kTimeout ||
-           r.error == FetchError::kProtocol || r.error == FetchError::kDnsFailure;
+           r.error == FetchError::kProtocol || r.error == FetchError::kDnsFailure ||
+           r.error == FetchError::kSpool;
   }
   // 421 Misdirected Request: the address no longer serves the host (a move
   // the DNS cache had not seen yet; the fetcher forgets that address).

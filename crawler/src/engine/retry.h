@@ -17,7 +17,9 @@ namespace crawler::engine {
 
 // A failure worth another attempt: no response because the connection was
 // refused or reset, timed out or broke mid-response; a DNS lookup that
-// failed (SERVFAIL, no answer); or a 5xx, 429, 421 or 408. A name that does
+// failed (SERVFAIL, no answer); a spool file that could not be written
+// (a full or read-only spool directory: fetched again later); or a 5xx,
+// 429, 421 or 408. A name that does
 // not exist (NXDOMAIN), other 4xx and truncated bodies are final.
 bool Transient(const FetchResult& r);
 

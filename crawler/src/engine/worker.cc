@@ -25,9 +25,11 @@ double Jitter() {
 
 }  // namespace
 
-void Worker::Loop(const std::atomic<bool>& stop) {
-  while (!stop.load() && !p_.state.failed()) {
+void Worker::Loop(const std::atomic<bool>& drain, const std::atomic<bool>& stop_now) {
+  while (!stop_now.load() && !p_.state.failed()) {
+    const bool draining = drain.load();
     auto due = [&]() -> Result<std::optional<Clock::time_point>> {
+      if (draining) return std::optional<Clock::time_point>();
       GateUnit unit(p_.gate);
       if (p_.placement != nullptr) {
         if (p_.placement->HandoffWork()) {
@@ -75,6 +77,7 @@ void Worker::Loop(const std::atomic<bool>& stop) {
       continue;
     }
     if (fetcher_->Running() == 0) {
+      if (draining) break;  // this worker's transfers done, the results taken
       bool finished = [&] {
         GateUnit unit(p_.gate);
         return Finished(unit.pass());

@@ -164,8 +164,14 @@ class Worker {
                                                       const WorkerParts& parts,
                                                       Status* error);
 
-  // Runs until the crawl is over, *stop is set or the crawl failed.
-  void Loop(const std::atomic<bool>& stop);
+  // Runs until the crawl is over, `stop_now` is set or the crawl failed.
+  // Once `drain` is set (a stop: Ctrl-C, SIGTERM, max_duration_s) no new
+  // request starts and nothing arrives from other nodes; the transfers in
+  // flight finish and every result is processed, then it returns. The
+  // caller sets `stop_now` when the grace ends (checkpoint.stop_grace_s)
+  // or on a second signal: what is still in flight then goes into the
+  // checkpoint as in flight.
+  void Loop(const std::atomic<bool>& drain, const std::atomic<bool>& stop_now);
   // Seeds (and every URL found): depth, scope, dedup, frontier; robots.txt
   // fetches for new hosts.
   [[nodiscard]] Status Admit(const Gate::Pass& pass,

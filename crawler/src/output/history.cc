@@ -157,6 +157,10 @@ Result<std::unique_ptr<History>> History::Open(const std::string& dir) {
   options.compression = rocksdb::kLZ4Compression;
   options.bottommost_compression = rocksdb::kZSTD;
   options.max_background_jobs = 2;
+  // RocksDB keeps every table file open by default (-1): a large history
+  // would take descriptors the crawl's connections and spool files need.
+  // 256 table files open at most (its table cache reopens the others).
+  options.max_open_files = 256;
   const rocksdb::ColumnFamilyOptions cf(options);
   std::vector<rocksdb::ColumnFamilyDescriptor> families = {
       {rocksdb::kDefaultColumnFamilyName, cf}, {"due", cf}, {"payloads", cf}};

@@ -87,7 +87,9 @@ struct FrontierOptions {
   uint32_t max_connections_per_host = 1;
   // Of the hosts due at once, the one with the most work left goes first:
   // its queued URLs x its seconds per request (response and wait, as last
-  // seen), less how long it has been due. Bounded crawls then end with
+  // seen), at most 10 s of it, less how long it has been due: a host due
+  // among the first 64 waits at most 10 s longer than the others there,
+  // however much a big host holds. Bounded crawls then end with
   // every host finishing together, not with one host's long queue fetched
   // a request at a time after the others are done. false: the host due
   // longest ago goes first (hosts take turns).
