@@ -20,6 +20,9 @@
 #        TRAPS=1 (crawl.scope_domains = ["test"]: the traps, the spam farm and
 #        the dead hosts in scope, ended by the trap guards and the budgets
 #        per registered domain at their defaults)
+#        FAULTS="--dns-outage-at-s 5 --dns-outage-s 30 --dead-first 10" (the
+#        site's fault switches, tests/testsite/web.h: a DNS outage from the
+#        DNS's first query, hosts answering a dead address first)
 #
 # Every name is looked up in the site's DNS (fetch.dns_servers). The
 # default scope (the seeds' hosts: every normal root) keeps the traps, the
@@ -40,8 +43,9 @@ trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; [ -n "${KEE
 source scripts/malloc-preload.sh
 
 "$site" "${shape[@]}" --describe
+# shellcheck disable=SC2086  # FAULTS is a list of switches
 "$site" "${shape[@]}" --port 0 --log "$work/requests.log" \
-  --dns-delay-ms "${DNS_DELAY:-0}" > "$work/site.out" &
+  --dns-delay-ms "${DNS_DELAY:-0}" ${FAULTS:-} > "$work/site.out" &
 for _ in $(seq 3000); do [ -s "$work/site.out" ] && break; sleep 0.1; done  # 10^6 hosts: ~1 min
 port=$(awk '{print $2}' "$work/site.out")
 "$site" "${shape[@]}" --port "$port" --seeds > "$work/seeds.txt"
@@ -94,6 +98,7 @@ EOF
 done
 wait "$pid" || true
 grep -m1 -E "crawl (done|stopped) in" "$work/crawl.out" || tail -5 "$work/crawl.out"
+grep -m1 "^  given up:" "$work/crawl.out" || true
 kill "$(jobs -p)" 2>/dev/null || true
 wait 2>/dev/null || true
 python3 scripts/bench_web.py "$work/samples.jsonl" "$work/requests.log" "$work/truth.txt"

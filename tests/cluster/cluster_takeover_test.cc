@@ -244,9 +244,12 @@ TEST_CASE(
   // No balancing: a give just before the pause would be loaded from the
   // handoff's checkpoint, older than n2's last commit, and the check below
   // is of takeovers (one such give failed it in a Release run under -j2).
+  // Leases of 6 s: the Redis restart below must not outlast n1's and n3's
+  // (with 3 s, a restart that took 3 s under CI's load let n1 take n3's
+  // shards, and n3 was fenced).
   ClusterCrawl c(
       "cluster_zombie_taken", "ztaken",
-      std::string(kTakeover) + " --set cluster.lease_s=3" + kLongTimeouts + kNoGives);
+      std::string(kTakeover) + " --set cluster.lease_s=6" + kLongTimeouts + kNoGives);
   WaitForCommit(c, "ztaken", "n2");
   ::kill(c.nodes[1], SIGSTOP);
   double took = SecondsUntilTaken(c, "ztaken", "n2", 120);
@@ -286,10 +289,17 @@ TEST_CASE(
   // it), keeping none of the shards taken meanwhile (they come back to it by
   // handoff once it is live again); it ends with the job.
   // Redis is down as it starts (restarting too): a resumed node waits for it.
+  // Redis comes back as soon as n2 says it waits for it (not after a fixed
+  // second): the others' leases run out only if it is down longer than them.
   c.redis.Kill();
   c.nodes[1] = Spawn(std::string(CRAWLER_BINARY) + " crawl --resume " + c.dir + "/n2",
                      c.dir + "/n2.out");
-  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  REQUIRE(testing::WaitFor(
+      [&] {
+        return ReadText(c.dir + "/n2/crawler.log").find("trying again for up to 60 s") !=
+               std::string::npos;
+      },
+      60));
   c.redis.Start();
   code = WaitExitFor(c.nodes[1], 600);
   log = ReadText(c.dir + "/n2/crawler.log");
