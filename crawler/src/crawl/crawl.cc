@@ -155,8 +155,7 @@ Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
                                                 const NodeJoiner* joiner,
                                                 const std::vector<std::string>& seeds) {
   auto m = std::make_unique<Crawl::Impl>(config, out, lock_fd);
-  spdlog::info("open files: up to {} (RLIMIT_NOFILE raised to its hard limit)",
-               RaiseOpenFileLimit());
+  spdlog::info("open files: up to {} (RLIMIT_NOFILE's hard limit)", RaiseOpenFileLimit());
   Body::ClearSpool(out + "/spool");
   m->filter = std::move(filter);
   // Before any insert: the log must record every key the filter admits.
@@ -412,8 +411,7 @@ void TuneMu(Crawl::Impl& m) {
   m.state.recrawl_mu.store(mu);
 }
 
-// How a run stops: the caller's flags (a first signal, a second one) and
-// the workers' (halt: no new request; halt_now: leave at once).
+// The caller's stop flags (first, second signal); the workers' (drain, leave).
 struct Stops {
   const std::atomic<bool>& stop;
   const std::atomic<bool>* stop_now;
@@ -421,11 +419,10 @@ struct Stops {
   std::atomic<bool>& halt_now;
 };
 
-// The Run thread while the workers crawl: checkpoints, stats, progress.
-// Returns the first output failure (the caller stops the workers).
-// `halt` drains the workers (their transfers in flight finish): set on
-// `stop` and at crawl.max_duration_s; `halt_now` stops them at once: set
-// on `stop_now`, or checkpoint.stop_grace_s after `halt`.
+// The Run thread while the workers crawl: checkpoints, stats, progress;
+// returns the first output failure. `halt` (on `stop`, max_duration_s)
+// drains the workers; `halt_now` (on `stop_now`, or stop_grace_s after
+// `halt`) stops them at once.
 Status Supervise(Crawl::Impl& m, Stops s, const Crawl::ProgressFn& progress,
                  std::atomic<bool>* checkpoint_request,
                  const std::function<CrawlProgress()>& progress_now,
@@ -442,10 +439,8 @@ Status Supervise(Crawl::Impl& m, Stops s, const Crawl::ProgressFn& progress,
       s.halt = true;
     if (s.halt.load() && !halted) {
       halted = Clock::now();
-      spdlog::info(
-          "stopping: no new requests; those in flight finish (at most {:.0f} s, "
-          "checkpoint.stop_grace_s; a second signal stops at once)",
-          m.config.checkpoint.stop_grace_s);
+      spdlog::info("stopping: no new requests; those in flight finish (at most {:.0f} s)",
+                   m.config.checkpoint.stop_grace_s);
     }
     if ((s.stop_now != nullptr && s.stop_now->load()) ||
         (halted && std::chrono::duration<double>(Clock::now() - *halted).count() >=
