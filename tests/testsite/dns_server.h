@@ -46,7 +46,7 @@ class DnsMessage {
   // The answer to `query` (a whole message), or none: no reply (a silent
   // host, or a message too short to carry an ID).
   static std::optional<std::string> Answer(const Web& web, std::string_view query,
-                                           double elapsed_s) {
+                                           MoveClock* move) {
     if (query.size() < 12 || (Byte(query, 2) & 0x80) != 0) return std::nullopt;
     const uint8_t opcode = (Byte(query, 2) >> 3) & 15;
     std::string name;
@@ -57,7 +57,10 @@ class DnsMessage {
     const uint16_t qtype = Word(query, end), qclass = Word(query, end + 2);
     const std::string question(query.substr(12, end + 4 - 12));
     if (qclass != 1) return Header(query, 5, 0, false, 1, question);
-    DnsAnswer a = web.Resolve(name, qtype, elapsed_s);
+    if (web.Moves() && web.Lookup(name).kind == HostKind::kNormal &&
+        web.Lookup(name).index == web.MovedHost())
+      move->OnQuestion();
+    DnsAnswer a = web.Resolve(name, qtype, move->Elapsed());
     if (a.silent) return std::nullopt;
     std::string out = Header(query, a.rcode, static_cast<uint16_t>(a.records.size()),
                              a.negative_soa, 1, question);
@@ -169,9 +172,9 @@ class DnsMessage {
 // The server: UDP and TCP sockets on one port of 127.0.0.1.
 class DnsServer {
  public:
-  DnsServer(const Web& web, std::chrono::steady_clock::time_point start,
+  DnsServer(const Web& web, MoveClock& move, std::chrono::steady_clock::time_point start,
             uint32_t delay_ms, const std::atomic<bool>& stop)
-      : web_(web), start_(start), delay_ms_(delay_ms), stop_(stop) {}
+      : web_(web), move_(move), start_(start), delay_ms_(delay_ms), stop_(stop) {}
   ~DnsServer() {
     for (int fd : {udp_, tcp_})
       if (fd >= 0) ::close(fd);
@@ -211,7 +214,7 @@ class DnsServer {
       if (n <= 0) continue;
       if (InOutage()) continue;
       std::optional<std::string> answer =
-          DnsMessage::Answer(web_, std::string_view(buf, n), Elapsed());
+          DnsMessage::Answer(web_, std::string_view(buf, n), &move_);
       if (!answer) continue;
       std::lock_guard<std::mutex> lock(mu_);
       queue_.emplace(
@@ -305,7 +308,7 @@ class DnsServer {
       query.resize(static_cast<uint8_t>(len[0]) << 8 | static_cast<uint8_t>(len[1]));
       if (!ReadFull(fd, query.data(), query.size())) break;
       if (InOutage()) continue;
-      std::optional<std::string> answer = DnsMessage::Answer(web_, query, Elapsed());
+      std::optional<std::string> answer = DnsMessage::Answer(web_, query, &move_);
       if (!answer) continue;  // silent: the client times out
       if (delay_ms_ > 0)
         std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms_));
@@ -320,6 +323,7 @@ class DnsServer {
   }
 
   const Web& web_;
+  MoveClock& move_;
   const std::chrono::steady_clock::time_point start_;
   std::atomic<double> first_query_s_{-1};  // InOutage's
   const uint32_t delay_ms_;

@@ -14,9 +14,12 @@
 // Host h < addresses has address h (every address carries a host); the
 // others draw theirs from a Zipf law of exponent address_zipf, as shared
 // hosting puts thousands of hosts on a few addresses and one on most.
-// Host MovedHost() (host 1) changes address move_after_s seconds after the
-// server starts (0: never): its DNS answer changes, with a TTL of 60, and
-// its old address answers 421 for it.
+// Host MovedHost() (host 1) changes address (Moves()): move_after_s
+// seconds after the first DNS question for it, or right after it served
+// move_after_pages pages (MoveClock); its DNS answer changes, with a TTL
+// of 60, and its old address answers 421 for it. Both count from an event
+// of the client's, not from the server's start, so a slow client (a
+// sanitizer build on a busy machine) still meets the move mid-crawl.
 // Sites. Host h has Pages(h) pages, min(max_site_pages, floor(site_xmin *
 // U^(-1/site_alpha))): a Pareto law, so sizes run from 1 page to
 // max_site_pages. "/" is page 0, "/p/<i>.html" page i. Page i links to
@@ -57,6 +60,8 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -80,7 +85,8 @@ struct WebOptions {
   uint32_t page_bytes = 30000;             // mean page size
   uint32_t farm_domains = 2;
   uint32_t dead = 3;        // hosts of each dead kind (NXDOMAIN, SERVFAIL, silent)
-  double move_after_s = 0;  // > 0: MovedHost() changes address after this
+  double move_after_s = 0;       // > 0: MovedHost() moves this long after ...
+  uint32_t move_after_pages = 0;  // > 0: ... or after serving this many pages
   // Faults (each off at 0). Every dead_first-th normal host (h %
   // dead_first == dead_first - 1) answers two A records: first a dead
   // address, 127.0.200.(h % 250 + 1), where nothing listens (a connection
@@ -262,16 +268,18 @@ class Web {
     const uint32_t a = ((ip >> 8) & 255) * 250 + (ip & 255) - 1;
     return a < o_.addresses ? a : -1;
   }
-  // The address index of normal host h, `elapsed_s` after the start.
-  uint32_t HostAddress(uint32_t h, double elapsed_s = 0) const {
+  bool Moves() const { return o_.move_after_s > 0 || o_.move_after_pages > 0; }
+  // The address index of normal host h, `elapsed_s` on the move's clock
+  // (MoveClock; < 0: not started).
+  uint32_t HostAddress(uint32_t h, double elapsed_s = -1) const {
     uint32_t a = h < o_.addresses ? h : ZipfAddress(Rng{Mix(0xad, h)});
-    if (h == MovedHost() && o_.move_after_s > 0 && elapsed_s >= o_.move_after_s &&
+    if (h == MovedHost() && Moves() && elapsed_s >= 0 && elapsed_s >= o_.move_after_s &&
         o_.addresses > 1)
       a = (a + 1) % o_.addresses;
     return a;
   }
   // The address index `ref` is served on (normal hosts by HostAddress).
-  uint32_t AddressOf(const HostRef& ref, double elapsed_s = 0) const {
+  uint32_t AddressOf(const HostRef& ref, double elapsed_s = -1) const {
     switch (ref.kind) {
       case HostKind::kNormal:
       case HostKind::kCdnA:
@@ -289,10 +297,10 @@ class Web {
   }
   uint32_t Ttl(uint32_t h) const {
     static constexpr std::array<uint32_t, 4> kTtls = {60, 300, 3600, 86400};
-    return h == MovedHost() && o_.move_after_s > 0 ? 60 : kTtls[Mix(0x77, h) % 4];
+    return h == MovedHost() && Moves() ? 60 : kTtls[Mix(0x77, h) % 4];
   }
 
-  // The DNS answer to (name, qtype) `elapsed_s` after the start.
+  // The DNS answer to (name, qtype) at `elapsed_s` on the move's clock.
   DnsAnswer Resolve(std::string_view name, uint16_t qtype, double elapsed_s) const {
     DnsAnswer ans;
     const std::string_view kTld = ".test";
@@ -599,6 +607,39 @@ class Web {
   WebOptions o_;
   std::vector<uint32_t> domain_first_;  // domain k: hosts [first[k], first[k+1])
   std::vector<double> address_cdf_;
+};
+
+// The clock of MovedHost()'s move, shared by the DNS and the HTTP server:
+// it starts at the first DNS question for the host (move_after_s) or when
+// the host has served move_after_pages pages, whichever comes first.
+class MoveClock {
+ public:
+  explicit MoveClock(const WebOptions& o) : o_(o) {}
+  void OnQuestion() {
+    if (o_.move_after_pages == 0) Start();
+  }
+  void OnPageServed() {
+    if (o_.move_after_pages > 0 && ++pages_ == o_.move_after_pages) Start();
+  }
+  // Seconds since the start, or -1 before it.
+  double Elapsed() const {
+    const double origin = origin_.load();
+    return origin < 0 ? -1 : Now() - origin;
+  }
+
+ private:
+  void Start() {
+    double none = -1;
+    origin_.compare_exchange_strong(none, Now());
+  }
+  static double Now() {
+    return std::chrono::duration<double>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+  const WebOptions o_;
+  std::atomic<uint32_t> pages_{0};
+  std::atomic<double> origin_{-1};
 };
 
 }  // namespace crawler::testsite

@@ -53,6 +53,7 @@ using crawler::testing::HttpRequest;
 using crawler::testsite::DnsServer;
 using crawler::testsite::HostKind;
 using crawler::testsite::HostRef;
+using crawler::testsite::MoveClock;
 using crawler::testsite::Web;
 using crawler::testsite::WebOptions;
 using crawler::testsite::WebPage;
@@ -92,12 +93,12 @@ std::vector<int> ListenAll(const Web& web, uint16_t* port) {
 
 class WebServer {
  public:
-  WebServer(const Web& web, std::FILE* log, std::vector<int> listen_fds,
-            std::chrono::steady_clock::time_point start, uint32_t reply_delay_ms)
+  WebServer(const Web& web, std::FILE* log, std::vector<int> listen_fds, MoveClock& move,
+            uint32_t reply_delay_ms)
       : web_(web),
         log_(log),
         listen_fds_(std::move(listen_fds)),
-        start_(start),
+        move_(move),
         reply_delay_(std::chrono::milliseconds(reply_delay_ms)) {}
 
   void Run() {
@@ -150,11 +151,14 @@ class WebServer {
       if (!served) {
         page.status = 404;
         page.body = "no such virtual host\n";
-      } else if (address < 0 || web_.AddressOf(ref, Elapsed()) != address) {
+      } else if (address < 0 || web_.AddressOf(ref, move_.Elapsed()) != address) {
         page.status = 421;
         page.body = "not served at this address\n";
       } else {
         page = web_.Serve(ref, req.target);
+        if (ref.kind == HostKind::kNormal && ref.index == web_.MovedHost() &&
+            page.status == 200 && req.target != "/robots.txt")
+          move_.OnPageServed();
       }
       // A server's think time: requests at one address overlap as they do
       // on a real one, however slowly the client runs (a sanitizer build).
@@ -177,11 +181,6 @@ class WebServer {
     }
   }
 
-  double Elapsed() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_)
-        .count();
-  }
-
   void Log(uint64_t start, uint64_t reply, uint64_t end, const std::string& authority,
            int status, const std::string& target, const std::string& local) {
     if (log_ == nullptr) return;
@@ -194,7 +193,7 @@ class WebServer {
   const Web& web_;
   std::FILE* log_;
   std::vector<int> listen_fds_;
-  const std::chrono::steady_clock::time_point start_;
+  MoveClock& move_;
   const std::chrono::milliseconds reply_delay_;
   std::mutex log_mu_;
   crawler::testsite::ConnectionThreads connections_;
@@ -293,7 +292,10 @@ int WebMain(int argc, char** argv) {
       ->check(CLI::Range(1u, 1000u));
   app.add_option("--dead", o.dead,
                  "hosts of each dead kind (NXDOMAIN, SERVFAIL, silent)");
-  app.add_option("--move-after-s", o.move_after_s, "host 1 changes address after this");
+  app.add_option("--move-after-s", o.move_after_s,
+                 "host 1 changes address this long after the first DNS question for it");
+  app.add_option("--move-after-pages", o.move_after_pages,
+                 "host 1 changes address after serving this many pages");
   app.add_option("--dead-first", o.dead_first,
                  "fault: every Nth host answers a dead address before its own");
   app.add_option("--dns-outage-at-s", o.dns_outage_at_s,
@@ -326,7 +328,8 @@ int WebMain(int argc, char** argv) {
   }
   const Web w(o);
   const auto start = std::chrono::steady_clock::now();
-  DnsServer dns(w, start, dns_delay_ms, g_web_stop);
+  MoveClock move(o);
+  DnsServer dns(w, move, start, dns_delay_ms, g_web_stop);
   if (!dns.Listen(&dns_port)) {
     std::fprintf(stderr, "crawler-testsite: cannot listen for DNS on 127.0.0.1:%u\n",
                  static_cast<unsigned>(dns_port));
@@ -339,7 +342,7 @@ int WebMain(int argc, char** argv) {
               static_cast<unsigned>(dns_port));
   std::fflush(stdout);
   std::thread dns_thread([&dns] { dns.Run(); });
-  WebServer(w, log, std::move(fds), start, reply_delay_ms).Run();
+  WebServer(w, log, std::move(fds), move, reply_delay_ms).Run();
   dns_thread.join();
   if (log != nullptr) std::fclose(log);
   return 0;
