@@ -22,7 +22,9 @@
 #        per registered domain at their defaults)
 #        FAULTS="--dns-outage-at-s 5 --dns-outage-s 30 --dead-first 10" (the
 #        site's fault switches, tests/testsite/web.h: a DNS outage from the
-#        DNS's first query, hosts answering a dead address first)
+#        DNS's first query (or --dns-outage-after Q queries; SERVFAIL with
+#        --dns-outage-servfail), hosts answering a dead address first,
+#        --page-fault-every N --page-fault reset|short|gzip|header)
 #
 # Every name is looked up in the site's DNS (fetch.dns_servers). The
 # default scope (the seeds' hosts: every normal root) keeps the traps, the

@@ -20,6 +20,7 @@ packages=(
   librocksdb-dev  # the URL history of a crawl that revisits (crawler/src/output/history.h)
   libjemalloc-dev  # the crawler's allocator (crawler/CMakeLists.txt says why)
   libc-ares-dev  # the crawler's own DNS (crawler/resolver.h says why)
+  libbrotli-dev libzstd-dev  # Content-Encoding br, zstd (crawler/src/engine/decoder.h says why)
   clang libclang-rt-14-dev clang-format clang-tidy
   python3 python3-prometheus-client chromium
   nginx tinyproxy microsocks stunnel4 openssl

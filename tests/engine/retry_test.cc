@@ -15,8 +15,8 @@ FetchResult With(long status, FetchError error = FetchError::kNone) {
 }
 
 TEST_CASE(
-    "Transient failures: connect, timeout, reset, a failed lookup, 5xx, 429, 421, 408; "
-    "not NXDOMAIN or 4xx",
+    "Transient failures: connect, timeout, reset, a failed lookup, 5xx, 429, 421, 408, "
+    "a body cut mid-way; not NXDOMAIN, 4xx or a body over the size cap",
     "[engine][retry]") {
   CHECK(Transient(With(0, FetchError::kConnect)));
   CHECK(Transient(With(0, FetchError::kTimeout)));
@@ -28,7 +28,20 @@ TEST_CASE(
     CHECK(Transient(With(s)));
   for (long s : {200L, 301L, 404L, 403L, 410L}) CHECK_FALSE(Transient(With(s)));
   FetchResult big = With(200, FetchError::kTooLarge);
+  big.truncated = true;
   CHECK_FALSE(Transient(big));
+  CHECK(TruncatedReason(big) == "length");
+  // Headers came, then the body broke off (reset, short of its
+  // Content-Length, a broken gzip stream) or timed out: fetched again, its
+  // record marked as cut. A 404 cut mid-way is fetched again as well.
+  for (long s : {200L, 404L}) {
+    CHECK(Transient(With(s, FetchError::kProtocol)));
+    CHECK(Transient(With(s, FetchError::kTimeout)));
+  }
+  CHECK(TruncatedReason(With(200, FetchError::kProtocol)) == "disconnect");
+  CHECK(TruncatedReason(With(200, FetchError::kTimeout)) == "time");
+  CHECK(TruncatedReason(With(200)).empty());
+  CHECK(TruncatedReason(With(0, FetchError::kProtocol)).empty());
   // Overload and unreachable hold the whole host; a lone 500 does not.
   using frontier::HostSignal;
   CHECK(SignalOf(With(429)) == HostSignal::kOverloaded);

@@ -157,7 +157,7 @@ inline std::multiset<std::string> WarcResponses(const std::string& out, bool rev
 // One record of OUT/warc/*.warc.gz as warcio indexes it (absent fields "").
 struct WarcRecord {
   std::string type, uri, id, date, digest, profile, refers_to, refers_to_uri,
-      refers_to_date, status, etag;
+      refers_to_date, status, etag, truncated;
 };
 
 inline std::vector<WarcRecord> WarcRecords(const std::string& out) {
@@ -165,7 +165,7 @@ inline std::vector<WarcRecord> WarcRecords(const std::string& out) {
       "warcio index " + out +
       "/warc/*.warc.gz -f warc-type,warc-target-uri,warc-record-id,warc-date,"
       "warc-payload-digest,warc-profile,warc-refers-to,warc-refers-to-target-uri,"
-      "warc-refers-to-date,http:status,http:etag");
+      "warc-refers-to-date,http:status,http:etag,warc-truncated");
   if (idx.exit_code != 0) throw std::runtime_error("warcio index failed: " + idx.output);
   std::vector<WarcRecord> records;
   std::istringstream in(idx.output);
@@ -177,11 +177,12 @@ inline std::vector<WarcRecord> WarcRecords(const std::string& out) {
       if (v == nullptr) return "";
       return v->is_string() ? std::string(v->as_string()) : boost::json::serialize(*v);
     };
-    records.push_back(
-        {field("warc-type"), field("warc-target-uri"), field("warc-record-id"),
-         field("warc-date"), field("warc-payload-digest"), field("warc-profile"),
-         field("warc-refers-to"), field("warc-refers-to-target-uri"),
-         field("warc-refers-to-date"), field("http:status"), field("http:etag")});
+    records.push_back({field("warc-type"), field("warc-target-uri"),
+                       field("warc-record-id"), field("warc-date"),
+                       field("warc-payload-digest"), field("warc-profile"),
+                       field("warc-refers-to"), field("warc-refers-to-target-uri"),
+                       field("warc-refers-to-date"), field("http:status"),
+                       field("http:etag"), field("warc-truncated")});
   }
   return records;
 }

@@ -45,8 +45,9 @@ class DnsMessage {
  public:
   // The answer to `query` (a whole message), or none: no reply (a silent
   // host, or a message too short to carry an ID).
+  // `servfail`: SERVFAIL to every well-formed query (a fault).
   static std::optional<std::string> Answer(const Web& web, std::string_view query,
-                                           MoveClock* move) {
+                                           MoveClock* move, bool servfail = false) {
     if (query.size() < 12 || (Byte(query, 2) & 0x80) != 0) return std::nullopt;
     const uint8_t opcode = (Byte(query, 2) >> 3) & 15;
     std::string name;
@@ -57,6 +58,7 @@ class DnsMessage {
     const uint16_t qtype = Word(query, end), qclass = Word(query, end + 2);
     const std::string question(query.substr(12, end + 4 - 12));
     if (qclass != 1) return Header(query, 5, 0, false, 1, question);
+    if (servfail) return Header(query, 2, 0, false, 1, question);
     if (web.Moves() && web.Lookup(name).kind == HostKind::kNormal &&
         web.Lookup(name).index == web.MovedHost())
       move->OnQuestion();
@@ -212,9 +214,10 @@ class DnsServer {
       ssize_t n =
           ::recvfrom(udp_, buf, sizeof(buf), 0, reinterpret_cast<sockaddr*>(&from), &len);
       if (n <= 0) continue;
-      if (InOutage()) continue;
+      const bool outage = InOutage();
+      if (outage && !web_.options().dns_outage_servfail) continue;
       std::optional<std::string> answer =
-          DnsMessage::Answer(web_, std::string_view(buf, n), &move_);
+          DnsMessage::Answer(web_, std::string_view(buf, n), &move_, outage);
       if (!answer) continue;
       std::lock_guard<std::mutex> lock(mu_);
       queue_.emplace(
@@ -233,17 +236,20 @@ class DnsServer {
     std::string bytes;
   };
 
-  // WebOptions::dns_outage_s: whether a query received now is dropped
-  // (the window counts from the first query).
+  // WebOptions::dns_outage_s: whether a query received now falls in the
+  // outage (dropped, or SERVFAIL). The window opens dns_outage_at_s after
+  // the first query, or with dns_outage_after queries: the next one.
   bool InOutage() {
     const WebOptions& o = web_.options();
     if (o.dns_outage_s <= 0) return false;
     const double now = Elapsed();
-    double first = -1;
-    first_query_s_.compare_exchange_strong(first, now);
-    first = first_query_s_.load();
-    return now >= first + o.dns_outage_at_s &&
-           now < first + o.dns_outage_at_s + o.dns_outage_s;
+    const uint64_t n = queries_.fetch_add(1);
+    double begin = -1;
+    if (o.dns_outage_after == 0 || n == o.dns_outage_after)
+      begin_s_.compare_exchange_strong(
+          begin, o.dns_outage_after == 0 ? now + o.dns_outage_at_s : now);
+    begin = begin_s_.load();
+    return begin >= 0 && now >= begin && now < begin + o.dns_outage_s;
   }
   double Elapsed() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_)
@@ -307,8 +313,9 @@ class DnsServer {
     while (ReadFull(fd, len, 2)) {
       query.resize(static_cast<uint8_t>(len[0]) << 8 | static_cast<uint8_t>(len[1]));
       if (!ReadFull(fd, query.data(), query.size())) break;
-      if (InOutage()) continue;
-      std::optional<std::string> answer = DnsMessage::Answer(web_, query, &move_);
+      const bool outage = InOutage();
+      if (outage && !web_.options().dns_outage_servfail) continue;
+      std::optional<std::string> answer = DnsMessage::Answer(web_, query, &move_, outage);
       if (!answer) continue;  // silent: the client times out
       if (delay_ms_ > 0)
         std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms_));
@@ -325,7 +332,8 @@ class DnsServer {
   const Web& web_;
   MoveClock& move_;
   const std::chrono::steady_clock::time_point start_;
-  std::atomic<double> first_query_s_{-1};  // InOutage's
+  std::atomic<uint64_t> queries_{0};  // InOutage's: queries received
+  std::atomic<double> begin_s_{-1};   // ... and the outage's start
   const uint32_t delay_ms_;
   const std::atomic<bool>& stop_;
   int udp_ = -1, tcp_ = -1;

@@ -84,8 +84,8 @@ struct WebOptions {
   double site_xmin = 1, site_alpha = 1.5;  // Pareto law of site sizes
   uint32_t page_bytes = 30000;             // mean page size
   uint32_t farm_domains = 2;
-  uint32_t dead = 3;        // hosts of each dead kind (NXDOMAIN, SERVFAIL, silent)
-  double move_after_s = 0;       // > 0: MovedHost() moves this long after ...
+  uint32_t dead = 3;              // hosts of each dead kind (NXDOMAIN, SERVFAIL, silent)
+  double move_after_s = 0;        // > 0: MovedHost() moves this long after ...
   uint32_t move_after_pages = 0;  // > 0: ... or after serving this many pages
   // Faults (each off at 0). Every dead_first-th normal host (h %
   // dead_first == dead_first - 1) answers two A records: first a dead
@@ -93,9 +93,30 @@ struct WebOptions {
   // there is refused), then its own. The DNS server (dns_server.h) drops
   // every query (no reply) from dns_outage_at_s to dns_outage_at_s +
   // dns_outage_s after the first query it receives: a resolver outage
-  // that a crawl meets however long it took to start.
+  // that a crawl meets however long it took to start. With
+  // dns_outage_after > 0 the outage begins instead with query number
+  // dns_outage_after + 1 (mid-crawl, whatever the client's speed); with
+  // dns_outage_servfail it answers SERVFAIL instead of nothing.
   uint32_t dead_first = 0;
   double dns_outage_at_s = 0, dns_outage_s = 0;
+  uint64_t dns_outage_after = 0;
+  bool dns_outage_servfail = false;
+  // Page faults: every page_fault_every-th page of a normal host (by a
+  // hash of host and path; robots.txt never) gets one of the kinds in
+  // page_faults (PageFault bits), the kind by the same hash. Its first
+  // request only is answered with the fault (the connection then closes),
+  // and the later ones whole; kHeader pages carry their header every time.
+  uint32_t page_fault_every = 0;
+  uint32_t page_faults = 0;
+};
+
+// WebOptions::page_faults, a bit each.
+enum PageFault : uint32_t {
+  kNoFault = 0,
+  kResetMidBody = 1,  // half the body, then a TCP reset
+  kShortBody = 2,     // a Content-Length 1,000 bytes past the body, then close
+  kCutGzip = 4,       // gzip, cut to half its bytes (Content-Length says so)
+  kHugeHeader = 8,    // a 64 KB response header (every time: not a failure)
 };
 
 // What a host name is.
@@ -253,6 +274,19 @@ class Web {
   bool DeadFirst(const HostRef& ref) const {
     return o_.dead_first > 0 && ref.kind == HostKind::kNormal &&
            ref.index % o_.dead_first == o_.dead_first - 1;
+  }
+  // WebOptions::page_faults: the fault of `target` on normal host h.
+  PageFault FaultOf(uint32_t h, std::string_view target) const {
+    if (o_.page_fault_every == 0 || o_.page_faults == 0 || target == "/robots.txt")
+      return kNoFault;
+    uint64_t x = 1469598103934665603ull;  // FNV-1a of the path
+    for (char c : target) x = (x ^ static_cast<uint8_t>(c)) * 1099511628211ull;
+    const uint64_t m = Mix(0xfa, Mix(h, x));
+    if (m % o_.page_fault_every != 0) return kNoFault;
+    std::vector<PageFault> kinds;
+    for (PageFault k : {kResetMidBody, kShortBody, kCutGzip, kHugeHeader})
+      if ((o_.page_faults & k) != 0) kinds.push_back(k);
+    return kinds[(m / o_.page_fault_every) % kinds.size()];
   }
   static uint32_t DeadIp(uint32_t h) {
     return (127u << 24) | (200u << 8) | (h % 250 + 1);

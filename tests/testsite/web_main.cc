@@ -53,7 +53,13 @@ using crawler::testing::HttpRequest;
 using crawler::testsite::DnsServer;
 using crawler::testsite::HostKind;
 using crawler::testsite::HostRef;
+using crawler::testsite::kCutGzip;
+using crawler::testsite::kHugeHeader;
+using crawler::testsite::kNoFault;
+using crawler::testsite::kResetMidBody;
+using crawler::testsite::kShortBody;
 using crawler::testsite::MoveClock;
+using crawler::testsite::PageFault;
 using crawler::testsite::Web;
 using crawler::testsite::WebOptions;
 using crawler::testsite::WebPage;
@@ -163,9 +169,22 @@ class WebServer {
       // A server's think time: requests at one address overlap as they do
       // on a real one, however slowly the client runs (a sanitizer build).
       if (reply_delay_.count() > 0) std::this_thread::sleep_for(reply_delay_);
+      const PageFault fault = page.status == 200 && ref.kind == HostKind::kNormal
+                                  ? web_.FaultOf(ref.index, req.target)
+                                  : kNoFault;
+      if (fault != kNoFault && fault != kHugeHeader && FirstFault(name + req.target)) {
+        // Logged with status 0: no whole answer reached the client.
+        WriteFault(conn, fd, fault, page.content_type, page.body);
+        Log(start, conn.reply_us(), HttpConnection::NowUs(), host, 0, req.target,
+            Web::IpText(ip));
+        return;
+      }
       namespace http = boost::beast::http;
       http::response<http::string_body> res{static_cast<http::status>(page.status), 11};
       res.set(http::field::content_type, page.content_type);
+      // 64 KB of header in four fields (Beast holds a field to 64 KB - 1).
+      for (int i = 0; fault == kHugeHeader && i < 4; ++i)
+        res.set("X-Padding-" + std::to_string(i), std::string(16 * 1024, 'p'));
       if (page.gzip_ok && req.accept_gzip) {
         res.body() = crawler::testing::Gzip(page.body, 1);
         res.set(http::field::content_encoding, "gzip");
@@ -178,6 +197,34 @@ class WebServer {
           host.empty() || host.find(' ') != std::string::npos ? "-" : host, page.status,
           req.target, Web::IpText(ip));
       if (!ok || !req.keep_alive) return;
+    }
+  }
+
+  // Whether `url`'s fault is still to come (its first request).
+  bool FirstFault(const std::string& url) {
+    std::lock_guard<std::mutex> lock(faulted_mu_);
+    return faulted_.insert(url).second;
+  }
+  // WebOptions::page_faults: a broken answer; the caller closes.
+  static void WriteFault(HttpConnection& conn, int fd, PageFault fault,
+                         const std::string& type, const std::string& body) {
+    namespace http = boost::beast::http;
+    http::response<http::empty_body> head{http::status::ok, 11};
+    head.set(http::field::content_type, type);
+    head.keep_alive(false);
+    if (fault == kCutGzip) {
+      const std::string gz = crawler::testing::Gzip(body, 1);
+      head.set(http::field::content_encoding, "gzip");
+      if (conn.WriteHead(head, gz.size() / 2)) conn.WriteRaw(gz.substr(0, gz.size() / 2));
+      return;
+    }
+    if (!conn.WriteHead(head, body.size() + (fault == kShortBody ? 1000 : 0))) return;
+    conn.WriteRaw(fault == kShortBody
+                      ? std::string_view(body)
+                      : std::string_view(body).substr(0, body.size() / 2));
+    if (fault == kResetMidBody) {
+      linger reset{1, 0};  // close() sends RST, not FIN
+      ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
     }
   }
 
@@ -195,6 +242,8 @@ class WebServer {
   std::vector<int> listen_fds_;
   MoveClock& move_;
   const std::chrono::milliseconds reply_delay_;
+  std::mutex faulted_mu_;
+  std::set<std::string> faulted_;  // under faulted_mu_
   std::mutex log_mu_;
   crawler::testsite::ConnectionThreads connections_;
 };
@@ -301,11 +350,27 @@ int WebMain(int argc, char** argv) {
   app.add_option("--dns-outage-at-s", o.dns_outage_at_s,
                  "fault: the DNS drops every query from this second ...");
   app.add_option("--dns-outage-s", o.dns_outage_s, "... for this many seconds");
+  app.add_option("--dns-outage-after", o.dns_outage_after,
+                 "fault: ... or from the query after this many (0: by time)");
+  app.add_flag("--dns-outage-servfail", o.dns_outage_servfail,
+               "fault: the outage answers SERVFAIL, not nothing");
+  app.add_option("--page-fault-every", o.page_fault_every,
+                 "fault: every Nth page gets a --page-fault (its first request)");
+  std::vector<std::string> page_faults;
+  app.add_option("--page-fault", page_faults,
+                 "reset (mid-body), short (Content-Length past the body), gzip (cut), "
+                 "header (64 KB); repeat for more")
+      ->check(CLI::IsMember({"reset", "short", "gzip", "header"}));
   app.add_flag("--truth", truth, "print the URLs a correct crawl fetches, and exit");
   app.add_flag("--seeds", seeds, "print every normal host's root URL, and exit");
   app.add_flag("--resolve", resolve, "print NAME:PORT:ADDRESS lines, and exit");
   app.add_flag("--describe", describe, "print the web's shape in figures, and exit");
   CLI11_PARSE(app, argc, argv);
+  for (const std::string& k : page_faults)
+    o.page_faults |= k == "reset"   ? kResetMidBody
+                     : k == "short" ? kShortBody
+                     : k == "gzip"  ? kCutGzip
+                                    : kHugeHeader;
 
   if (describe) {
     Describe(Web(o));

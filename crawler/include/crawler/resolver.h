@@ -107,12 +107,13 @@ class Resolver {
   // dead; false (none left, or no such entry) clears the marks, so its
   // addresses are tried again in order.
   bool MarkDead(std::string_view host, std::string_view address);
-  // Whether some lookup was answered (an address, or NXDOMAIN) in the last
-  // 30 s. A failure while it is not says the resolver (or the network to
-  // it) is down, not the name: the crawl defers such hosts
-  // (fetch.dns_retry_s). A failure while it is not also asks the last name
-  // answered again (at most once a second), so one lame name at a quiet
-  // moment does not pass for an outage for long.
+  // False once two different names failed (timeout, SERVFAIL, REFUSED, no
+  // server) with no lookup answered (an address, or NXDOMAIN) since: the
+  // resolver, or the network to it, is down, not a name, and the crawl
+  // defers such hosts (fetch.dns_retry_s) instead of spending their
+  // retries. While it is false, a failure also asks the last name answered
+  // again (at most once a second): its answer ends the outage, so two lame
+  // names at a quiet moment do not pass for one for long.
   bool Healthy() const;
   // Grows each time a lookup ends: a caller holding kPending answers asks
   // again only when it has changed.

@@ -74,7 +74,10 @@ struct Exchange {
   std::string_view request;        // the HTTP request as sent
   std::string_view response_head;  // status line + headers, ending in CRLF CRLF
   std::string_view body;           // the body as received
-  bool truncated = false;          // body cut at the size limit
+  // Why the body is cut, as WARC-Truncated says it: "length" (the size
+  // limit), "time" (a timeout mid-body), "disconnect" (the connection
+  // ended mid-body); empty: whole.
+  std::string_view truncated;
   // Set: the response is written as a revisit record (above), no body.
   std::optional<Revisit> revisit;
   // The body's payload digest if the caller computed it already ("": Prepare

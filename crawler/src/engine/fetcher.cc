@@ -12,6 +12,7 @@
 
 #include "base/ascii.h"
 #include "crawler/resolver.h"
+#include "engine/decoder.h"
 
 namespace crawler::engine {
 namespace {
@@ -131,6 +132,10 @@ struct Fetcher::Impl {
     Callback done;
     uint64_t max_body = 0;
     bool too_large = false;
+    std::string content_encoding;             // the response's, undone by `decoder`
+    std::unique_ptr<ContentDecoder> decoder;  // made at the body's first byte
+    bool body_started = false;
+    std::string decode_error;       // a broken stream, or a coding not known
     curl_slist* headers = nullptr;  // extra request headers (Add's)
     // The host options.resolver looks up (empty: libcurl connects by
     // itself), and the CURLOPT_CONNECT_TO entry its answer made.
@@ -159,8 +164,7 @@ struct Fetcher::Impl {
   // PORT": the Host header and the TLS name stay the URL's), which caches
   // only the numeric address, like any lookup, for dns_cache_timeout; an
   // entry of several addresses to its host's transfers as CURLOPT_RESOLVE;
-  // the entries that are not for one host:port (curl's "*", "+" and "-"
-  // forms) to every transfer.
+  // the others (curl's "*", "+" and "-" forms) to every transfer.
   explicit Impl(const FetchOptions& o) : options(o) {
     for (const std::string& entry : o.resolve) {
       const size_t colon = entry.find(':'), second = entry.find(':', colon + 1);
@@ -256,23 +260,42 @@ struct Fetcher::Impl {
 
   // libcurl callbacks: they only append to buffers and never throw (a
   // bad_alloc would be the only source; it terminates like elsewhere).
+  // 0 aborts (CURLE_WRITE_ERROR): over the cap (truncated), a spool that
+  // cannot be written (kSpool), a broken or unknown Content-Encoding.
   static size_t OnBody(char* data, size_t size, size_t n, void* user) {
     auto* t = static_cast<Transfer*>(user);
-    size_t bytes = size * n;
+    const size_t bytes = size * n;
+    if (!t->body_started) {
+      t->body_started = true;
+      t->decoder = ContentDecoder::For(t->content_encoding, &t->decode_error);
+      if (!t->decode_error.empty()) return 0;
+    }
+    if (t->decoder == nullptr) return Keep(t, data, bytes) ? bytes : 0;
+    const bool ok = t->decoder->Feed(
+        data, bytes, [t](const char* d, size_t k) { return Keep(t, d, k); });
+    if (!ok) t->decode_error = t->decoder->error();
+    return ok ? bytes : 0;
+  }
+  static bool Keep(Transfer* t, const char* data, size_t bytes) {
     size_t room = t->max_body - std::min<uint64_t>(t->max_body, t->result.body.size());
     if (bytes > room) {
       t->result.body.Append(data, room);
       t->too_large = true;
-      return 0;  // abort the transfer: CURLE_WRITE_ERROR, reported as truncated
+      return false;
     }
-    // A spool file that cannot be written ends the transfer (kSpool).
-    return t->result.body.Append(data, bytes) ? bytes : 0;
+    return t->result.body.Append(data, bytes);
   }
   static size_t OnHeader(char* data, size_t size, size_t n, void* user) {
     auto* t = static_cast<Transfer*>(user);
     std::string line(data, size * n);
-    // A new status line (e.g. after "100 Continue") starts the head afresh.
-    if (line.rfind("HTTP/", 0) == 0) t->result.response_head.clear();
+    if (line.rfind("HTTP/", 0) == 0) {  // a new response (after a 100): afresh
+      t->result.response_head.clear();
+      t->content_encoding.clear();
+    }
+    if (ascii::StartsWithIgnoreCase(line, "content-encoding:"))
+      t->content_encoding +=
+          ", " +
+          std::string(ascii::Trim(std::string_view(line).substr(17), ascii::kWhitespace));
     t->result.response_head += line;
     return size * n;
   }
@@ -326,6 +349,15 @@ struct Fetcher::Impl {
       r.error = FetchError::kTooLarge;
       r.error_message =
           "body larger than " + std::to_string(options.max_body_bytes) + " bytes";
+    } else if (!t->decode_error.empty()) {
+      // An unknown coding is final; a broken stream a cut body (retry.h).
+      r.error = t->decoder == nullptr ? FetchError::kOther : FetchError::kProtocol;
+      r.error_message = t->decode_error;
+    } else if (code == CURLE_OK && t->decoder != nullptr && !t->decoder->Ended()) {
+      r.error = FetchError::kProtocol;
+      r.error_message =
+          "the body ended before its compressed stream (Content-Encoding: " +
+          t->content_encoding.substr(2) + ")";
     } else if (code != CURLE_OK) {
       r.error = Classify(code);
       r.error_message = curl_easy_strerror(code);
@@ -453,8 +485,9 @@ void Fetcher::Add(const std::string& url, const std::vector<std::string>& header
   curl_easy_setopt(e, CURLOPT_SHARE, CurlGlobal::Get().share());
   curl_easy_setopt(e, CURLOPT_USERAGENT, o.user_agent.c_str());
   curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
-  curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING,
-                   "");  // all libcurl decodes: gzip, deflate, br, zstd
+  // Accept-Encoding: gzip, deflate, br, zstd; decoder.h undoes them.
+  curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
+  curl_easy_setopt(e, CURLOPT_HTTP_CONTENT_DECODING, 0L);
   curl_easy_setopt(e, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
   curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,

@@ -194,7 +194,7 @@ struct Resolver::Impl {
     Entry& e = cache[host];
     e.querying = false;
     if (status == ARES_SUCCESS) {
-      last_answer_ms = now;
+      Answered();
       probe_name = host;
       latencies.Add(latency_us);
       double s =
@@ -205,7 +205,7 @@ struct Resolver::Impl {
       e.expires_ms = now + static_cast<int64_t>(s * 1000);
       e.refresh_ms = now + static_cast<int64_t>(s * 900);
     } else if (status == ARES_ENOTFOUND || status == ARES_ENODATA) {
-      last_answer_ms = now;
+      Answered();
       latencies.Add(latency_us);
       ++figures.not_found;
       e.kind = Kind::kNotFound;
@@ -215,6 +215,10 @@ struct Resolver::Impl {
       e.expires_ms = now + static_cast<int64_t>(options.negative_ttl_s * 1000);
     } else {
       ++(status == ARES_ETIMEOUT ? figures.timeouts : figures.failed);
+      if (first_failed.empty())
+        first_failed = host;
+      else if (host != first_failed)
+        two_failed = true;
       // A refresh that failed: the address it had stands until it expires.
       if (!(e.kind == Kind::kAddress && e.expires_ms > now)) {
         e.kind = Kind::kFailed;
@@ -226,25 +230,27 @@ struct Resolver::Impl {
     generation.fetch_add(1);
   }
 
-  // A failure while no lookup has been answered lately: the last name
+  // A failure while the resolver does not look healthy: the last name
   // that was answered is asked again (at most once a second), so that
-  // Healthy tells a resolver that answers others from one that answers
-  // nobody.
+  // Healthy soon tells a resolver that answers others from one that
+  // answers nobody (its answer, or its failure, settles it).
   void Probe(int64_t now) REQUIRES(mu) {
-    if (HealthyAt(now) || now < next_probe_ms || probe_name.empty()) return;
+    if (HealthyNow() || now < next_probe_ms || probe_name.empty()) return;
     next_probe_ms = now + 1000;
     auto it = cache.find(probe_name);
     if (it == cache.end() || it->second.querying) return;
     Queue(it->first, &it->second);
     ++figures.refreshes;
   }
-  bool HealthyAt(int64_t now) const REQUIRES(mu) {
-    return last_answer_ms != kNever && now - last_answer_ms < kHealthyMs;
+  // Two different names failed with no lookup answered since: the
+  // resolver (or the way to it) is down, not a name. One name failing
+  // alone, again and again, is that name's own failure (a lame
+  // delegation), even with nothing else to ask.
+  bool HealthyNow() const REQUIRES(mu) { return !two_failed; }
+  void Answered() REQUIRES(mu) {
+    first_failed.clear();
+    two_failed = false;
   }
-  static constexpr int64_t kNever = INT64_MIN;
-  // A lookup answered this recently (an address, or a name that does not
-  // exist) says the resolver works: a failure now is the name's own.
-  static constexpr int64_t kHealthyMs = 30000;
 
   // Every minute, expired entries leave the cache (a host is looked up
   // again when next fetched): it holds the hosts fetched lately, not all.
@@ -311,7 +317,8 @@ struct Resolver::Impl {
   std::deque<std::string> waiting GUARDED_BY(mu);
   size_t in_flight GUARDED_BY(mu) = 0;
   int64_t next_sweep_ms GUARDED_BY(mu) = 0;
-  int64_t last_answer_ms GUARDED_BY(mu) = kNever;  // Store's last real answer
+  std::string first_failed GUARDED_BY(mu);  // failed since the last answer
+  bool two_failed GUARDED_BY(mu) = false;   // ... and another name too
   int64_t next_probe_ms GUARDED_BY(mu) = 0;
   std::string probe_name GUARDED_BY(mu);  // the last name answered an address
   DnsFigures figures GUARDED_BY(mu);
@@ -415,9 +422,8 @@ bool Resolver::MarkDead(std::string_view host, std::string_view address) {
 }
 
 bool Resolver::Healthy() const {
-  const int64_t now = impl_->Now();
   MutexLock lock(impl_->mu);
-  return impl_->HealthyAt(now);
+  return impl_->HealthyNow();
 }
 
 uint64_t Resolver::generation() const { return impl_->generation.load(); }

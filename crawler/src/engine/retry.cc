@@ -18,10 +18,24 @@ bool Transient(const FetchResult& r) {
            r.error == FetchError::kProtocol || r.error == FetchError::kDnsFailure ||
            r.error == FetchError::kSpool;
   }
+  // A response cut mid-body (reset, closed short of its Content-Length, a
+  // broken compressed stream, a timeout): its body is not the page's.
+  if (BodyCut(r)) return true;
   // 421 Misdirected Request: the address no longer serves the host (a move
   // the DNS cache had not seen yet; the fetcher forgets that address).
   return r.status == 408 || r.status == 421 || r.status == 429 ||
          (r.status >= 500 && r.status <= 599);
+}
+
+bool BodyCut(const FetchResult& r) {
+  return r.status > 0 &&
+         (r.error == FetchError::kProtocol || r.error == FetchError::kTimeout);
+}
+
+std::string_view TruncatedReason(const FetchResult& r) {
+  if (r.truncated) return "length";
+  if (!BodyCut(r)) return {};
+  return r.error == FetchError::kTimeout ? "time" : "disconnect";
 }
 
 frontier::HostSignal SignalOf(const FetchResult& r) {

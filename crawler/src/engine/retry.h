@@ -17,11 +17,21 @@ namespace crawler::engine {
 
 // A failure worth another attempt: no response because the connection was
 // refused or reset, timed out or broke mid-response; a DNS lookup that
-// failed (SERVFAIL, no answer); a spool file that could not be written
-// (a full or read-only spool directory: fetched again later); or a 5xx,
-// 429, 421 or 408. A name that does
-// not exist (NXDOMAIN), other 4xx and truncated bodies are final.
+// failed (SERVFAIL, no answer); a response whose body broke off
+// (BodyCut); a spool file that could not be written (a full or read-only
+// spool directory: fetched again later); or a 5xx, 429, 421 or 408. A
+// name that does not exist (NXDOMAIN), other 4xx and bodies cut at
+// fetch.max_body_bytes are final.
 bool Transient(const FetchResult& r);
+
+// A response whose body broke off: headers came, then the connection was
+// reset or closed short of its Content-Length, its compressed stream
+// broke, or it timed out. Its body is a piece of the page: fetched again.
+bool BodyCut(const FetchResult& r);
+
+// The WARC-Truncated value for `r`'s record: "length" (max_body_bytes),
+// "disconnect" or "time" (BodyCut), empty for a whole body.
+std::string_view TruncatedReason(const FetchResult& r);
 
 // What a fetch says about its host, for the frontier's host back-off and
 // parking: 429/503 overloaded; any other response answered; no connection

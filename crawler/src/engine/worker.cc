@@ -226,7 +226,7 @@ Worker::Prepared Worker::Prepare(const Completed& c) const {
                 .request = r.request_head,
                 .response_head = head,
                 .body = r.body,
-                .truncated = r.truncated,
+                .truncated = TruncatedReason(r),
                 .revisit = std::nullopt,
                 .payload_digest = {}};
     p.visit = revisits_.Classify(c.before ? &*c.before : nullptr, r, !c.robots, &ex);

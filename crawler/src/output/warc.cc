@@ -209,8 +209,8 @@ PreparedExchange WarcWriter::Prepare(const Exchange& ex) const {
              : "WARC-Refers-To: " + ex.revisit->refers_to + "\r\n") +
         "WARC-Refers-To-Target-URI: " + ex.revisit->refers_to_uri +
         "\r\nWARC-Refers-To-Date: " + WarcDate(ex.revisit->refers_to_date) + "\r\n";
-  } else if (ex.truncated) {
-    response_headers += "WARC-Truncated: length\r\n";
+  } else if (!ex.truncated.empty()) {
+    response_headers += "WARC-Truncated: " + std::string(ex.truncated) + "\r\n";
   }
   if (options_.cdxj) {
     cdxj::Fields f;
