@@ -310,6 +310,33 @@ void RaiseFileLimit() {
   }
 }
 
+// The fault switches (web.h, WebOptions: the fault part).
+void AddFaultOptions(CLI::App& app, WebOptions& o) {
+  app.add_option("--dead-first", o.dead_first,
+                 "fault: every Nth host answers a dead address before its own");
+  app.add_option("--dns-outage-at-s", o.dns_outage_at_s,
+                 "fault: the DNS drops every query from this second ...");
+  app.add_option("--dns-outage-s", o.dns_outage_s, "... for this many seconds");
+  app.add_option("--dns-outage-after", o.dns_outage_after,
+                 "fault: ... or from the query after this many (0: by time)");
+  app.add_flag("--dns-outage-servfail", o.dns_outage_servfail,
+               "fault: the outage answers SERVFAIL, not nothing");
+  app.add_option("--page-fault-every", o.page_fault_every,
+                 "fault: every Nth page gets a --page-fault (its first request)");
+  app.add_option("--page-fault")
+      ->description(
+          "reset (mid-body), short (Content-Length past the body), gzip (cut), "
+          "header (64 KB); repeat for more")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->check(CLI::IsMember({"reset", "short", "gzip", "header"}))
+      ->each([&o](const std::string& k) {
+        o.page_faults |= k == "reset"   ? kResetMidBody
+                         : k == "short" ? kShortBody
+                         : k == "gzip"  ? kCutGzip
+                                        : kHugeHeader;
+      });
+}
+
 }  // namespace
 
 int WebMain(int argc, char** argv) {
@@ -345,32 +372,12 @@ int WebMain(int argc, char** argv) {
                  "host 1 changes address this long after the first DNS question for it");
   app.add_option("--move-after-pages", o.move_after_pages,
                  "host 1 changes address after serving this many pages");
-  app.add_option("--dead-first", o.dead_first,
-                 "fault: every Nth host answers a dead address before its own");
-  app.add_option("--dns-outage-at-s", o.dns_outage_at_s,
-                 "fault: the DNS drops every query from this second ...");
-  app.add_option("--dns-outage-s", o.dns_outage_s, "... for this many seconds");
-  app.add_option("--dns-outage-after", o.dns_outage_after,
-                 "fault: ... or from the query after this many (0: by time)");
-  app.add_flag("--dns-outage-servfail", o.dns_outage_servfail,
-               "fault: the outage answers SERVFAIL, not nothing");
-  app.add_option("--page-fault-every", o.page_fault_every,
-                 "fault: every Nth page gets a --page-fault (its first request)");
-  std::vector<std::string> page_faults;
-  app.add_option("--page-fault", page_faults,
-                 "reset (mid-body), short (Content-Length past the body), gzip (cut), "
-                 "header (64 KB); repeat for more")
-      ->check(CLI::IsMember({"reset", "short", "gzip", "header"}));
+  AddFaultOptions(app, o);
   app.add_flag("--truth", truth, "print the URLs a correct crawl fetches, and exit");
   app.add_flag("--seeds", seeds, "print every normal host's root URL, and exit");
   app.add_flag("--resolve", resolve, "print NAME:PORT:ADDRESS lines, and exit");
   app.add_flag("--describe", describe, "print the web's shape in figures, and exit");
   CLI11_PARSE(app, argc, argv);
-  for (const std::string& k : page_faults)
-    o.page_faults |= k == "reset"   ? kResetMidBody
-                     : k == "short" ? kShortBody
-                     : k == "gzip"  ? kCutGzip
-                                    : kHugeHeader;
 
   if (describe) {
     Describe(Web(o));
