@@ -159,7 +159,8 @@ std::unique_ptr<ContentDecoder> ContentDecoder::For(std::string_view content_enc
   std::unique_ptr<ContentDecoder> d(new ContentDecoder);
   for (std::string_view rest = content_encoding; !rest.empty();) {
     const size_t comma = rest.find(',');
-    const std::string coding = ascii::LowerAscii(ascii::Trim(rest.substr(0, comma)));
+    const std::string coding =
+        ascii::LowerAscii(ascii::Trim(rest.substr(0, comma), ascii::kWhitespace));
     rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
     std::unique_ptr<Stage> stage;
     if (coding == "gzip" || coding == "x-gzip")

@@ -30,8 +30,9 @@ class ContentDecoder {
   using Sink = std::function<bool(const char* data, size_t size)>;
 
   // The decoder for a Content-Encoding value (every such header's values,
-  // comma-separated). nullptr with *error empty: nothing to undo; nullptr
-  // with *error set: a coding it does not know, named there.
+  // comma-separated, blanks and CRLF around each). nullptr with *error
+  // empty: nothing to undo; nullptr with *error set: a coding it does not
+  // know, named there.
   static std::unique_ptr<ContentDecoder> For(std::string_view content_encoding,
                                              std::string* error);
   ~ContentDecoder();

@@ -131,11 +131,11 @@ struct Fetcher::Impl {
     FetchResult result;
     Callback done;
     uint64_t max_body = 0;
-    bool too_large = false;
-    std::string content_encoding;             // the response's, undone by `decoder`
-    std::unique_ptr<ContentDecoder> decoder;  // made at the body's first byte
-    bool body_started = false;
-    std::string decode_error;       // a broken stream, or a coding not known
+    bool too_large = false, body_started = false;
+    // The response's Content-Encoding, undone by `decoder` (made at the
+    // body's first byte); a broken stream or an unknown coding.
+    std::string content_encoding, decode_error;
+    std::unique_ptr<ContentDecoder> decoder;
     curl_slist* headers = nullptr;  // extra request headers (Add's)
     // The host options.resolver looks up (empty: libcurl connects by
     // itself), and the CURLOPT_CONNECT_TO entry its answer made.
@@ -258,10 +258,9 @@ struct Fetcher::Impl {
     if (multi != nullptr) curl_multi_cleanup(multi);
   }
 
-  // libcurl callbacks: they only append to buffers and never throw (a
-  // bad_alloc would be the only source; it terminates like elsewhere).
-  // 0 aborts (CURLE_WRITE_ERROR): over the cap (truncated), a spool that
-  // cannot be written (kSpool), a broken or unknown Content-Encoding.
+  // libcurl callbacks: they only append to buffers and never throw (but
+  // bad_alloc). OnBody's 0 aborts (CURLE_WRITE_ERROR): over the cap, a
+  // spool not written (kSpool), a broken or unknown Content-Encoding.
   static size_t OnBody(char* data, size_t size, size_t n, void* user) {
     auto* t = static_cast<Transfer*>(user);
     const size_t bytes = size * n;
@@ -293,9 +292,7 @@ struct Fetcher::Impl {
       t->content_encoding.clear();
     }
     if (ascii::StartsWithIgnoreCase(line, "content-encoding:"))
-      t->content_encoding +=
-          ", " +
-          std::string(ascii::Trim(std::string_view(line).substr(17), ascii::kWhitespace));
+      t->content_encoding += "," + line.substr(17);  // decoder.h trims
     t->result.response_head += line;
     return size * n;
   }
@@ -355,9 +352,7 @@ struct Fetcher::Impl {
       r.error_message = t->decode_error;
     } else if (code == CURLE_OK && t->decoder != nullptr && !t->decoder->Ended()) {
       r.error = FetchError::kProtocol;
-      r.error_message =
-          "the body ended before its compressed stream (Content-Encoding: " +
-          t->content_encoding.substr(2) + ")";
+      r.error_message = "the body ended before its compressed stream did";
     } else if (code != CURLE_OK) {
       r.error = Classify(code);
       r.error_message = curl_easy_strerror(code);
