@@ -9,6 +9,9 @@
 #       redis-sentinel watching the primary 127.0.0.1:PRIMARY_PORT as NAME:
 #       quorum 2, down after 1 s; its config, which it rewrites, in DIR)
 #   scripts/redis-local.sh stop PORT
+# With REDIS_LOCAL_FOREGROUND=1, start and sentinel exec the server in the
+# foreground instead (no daemon, no wait for PONG): the tests' way, so that
+# the server is their child and dies with them.
 set -euo pipefail
 cmd=${1:-}; port=${2:-}
 if [[ -z "$cmd" || -z "$port" ]]; then
@@ -28,17 +31,21 @@ case "$cmd" in
   start)
     dir=${3:?usage: $0 start PORT DIR}
     mkdir -p "$dir"
-    redis-server --port "$port" --bind 127.0.0.1 --dir "$(cd "$dir" && pwd)" \
-      --appendonly yes --appendfsync always --save "" \
-      --daemonize yes --pidfile "$(cd "$dir" && pwd)/redis-$port.pid" \
-      --logfile "$(cd "$dir" && pwd)/redis-$port.log" "${@:4}"
+    dir=$(cd "$dir" && pwd)
+    server=(redis-server --port "$port" --bind 127.0.0.1 --dir "$dir"
+      --appendonly yes --appendfsync always --save ""
+      --pidfile "$dir/redis-$port.pid" --logfile "$dir/redis-$port.log")
+    if [ -n "${REDIS_LOCAL_FOREGROUND:-}" ]; then
+      exec "${server[@]}" --daemonize no "${@:4}"
+    fi
+    "${server[@]}" --daemonize yes "${@:4}"
     await_pong redis-server "$dir/redis-$port.log" ;;
   sentinel)
     dir=$(mkdir -p "${3:?}" && cd "$3" && pwd); name=${4:?}; primary=${5:?}
     cat >"$dir/sentinel-$port.conf" <<EOF
 port $port
 bind 127.0.0.1
-daemonize yes
+daemonize $([ -n "${REDIS_LOCAL_FOREGROUND:-}" ] && echo no || echo yes)
 pidfile $dir/sentinel-$port.pid
 logfile $dir/sentinel-$port.log
 dir $dir
@@ -46,6 +53,7 @@ sentinel monitor $name 127.0.0.1 $primary 2
 sentinel down-after-milliseconds $name 1000
 sentinel failover-timeout $name 10000
 EOF
+    [ -z "${REDIS_LOCAL_FOREGROUND:-}" ] || exec redis-sentinel "$dir/sentinel-$port.conf"
     redis-sentinel "$dir/sentinel-$port.conf"
     await_pong redis-sentinel "$dir/sentinel-$port.log" ;;
   stop)

@@ -328,7 +328,7 @@ TEST_CASE(
                      c.dir + "/n2.resumed.out");
   double away = Seconds(std::chrono::steady_clock::now() - killed).count();
   REQUIRE(away < 15);  // else n2's leases expired: not the case under test
-  REQUIRE(WaitForLog(c, "n2", "resumed from", 30));
+  REQUIRE(WaitForLog(c, "n2", "resumed from", 120));
   std::string log = ReadText(c.dir + "/n2/crawler.log");
   size_t at = log.find("(checkpoint ", log.find("resumed from"));
   REQUIRE(at != std::string::npos);

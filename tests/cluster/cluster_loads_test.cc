@@ -62,10 +62,10 @@ const ShardLoads::DirOf kDirs = [](const std::string& node) -> Result<std::strin
 };
 const auto kNoSkip = [](uint32_t) { return false; };
 
-// Steps (at `now`) until a load ends well (its Finished), or 10 s pass.
+// Steps (at `now`) until a load ends well (its Finished), or 60 s pass.
 std::optional<ShardLoads::Finished> StepUntilLoaded(
     ShardLoads* loads, Clock::time_point now, const ShardLoads::DirOf& dirs = kDirs) {
-  const auto deadline = Clock::now() + 10s;
+  const auto deadline = Clock::now() + 60s;
   while (Clock::now() < deadline) {
     if (auto done = loads->Step(dirs, kNoSkip, now)) return done;
     std::this_thread::sleep_for(1ms);
@@ -99,9 +99,10 @@ TEST_CASE(
   CHECK(loads.Wants(7));
   CHECK(loads.Waiting());
 
-  // No next load while a worker has not taken this one's state.
+  // No next load while a worker has not taken this one's state: none was
+  // started (Loading), so none can be read later.
   for (int i = 0; i < 20; ++i) CHECK_FALSE(loads.Step(kDirs, kNoSkip, t0));
-  std::this_thread::sleep_for(20ms);
+  CHECK_FALSE(loads.Loading());
   CHECK(rec.count() == 1);
 
   auto st = loads.Take();
@@ -128,12 +129,17 @@ TEST_CASE(
   ShardLoads loads(rec.reader());
   const Clock::time_point t0 = Clock::now();
   loads.Want(4, "a 3", "");
-  // The first try fails: nothing for a worker; no other try before t0 + 2 s.
-  const auto deadline = Clock::now() + 2s;
-  while (Clock::now() < deadline) {
+  // The first try fails: Step collects its end (nothing for a worker),
+  // however long its thread takes; then no other try before t0 + 2 s.
+  bool collected = false;
+  for (int i = 0; i < 60000 && !collected; ++i) {
     CHECK_FALSE(loads.Step(kDirs, kNoSkip, t0));
-    std::this_thread::sleep_for(1ms);
+    collected = rec.count() == 1 && !loads.Loading();
+    if (!collected) std::this_thread::sleep_for(1ms);
   }
+  REQUIRE(collected);
+  for (int i = 0; i < 20; ++i) CHECK_FALSE(loads.Step(kDirs, kNoSkip, t0));
+  CHECK_FALSE(loads.Loading());
   CHECK(rec.count() == 1);
   CHECK(loads.Wants(4));
   CHECK_FALSE(loads.Quiet());
@@ -173,11 +179,11 @@ TEST_CASE("ShardLoads: a shard held back waits; the others of its source load",
   bool dropping = true;  // shard 2: given up here, its queue not dropped yet
   const auto skip = [&](uint32_t s) { return s == 2 && dropping; };
   for (int i = 0; i < 5; ++i) CHECK_FALSE(loads.Step(kDirs, skip, t0));
-  std::this_thread::sleep_for(20ms);
+  CHECK_FALSE(loads.Loading());  // none started: none can be read later
   CHECK(rec.count() == 0);
   loads.Want(6, "a 1", "");
   std::optional<ShardLoads::Finished> done;
-  for (int i = 0; i < 10000 && !done; ++i) {
+  for (int i = 0; i < 60000 && !done; ++i) {
     done = loads.Step(kDirs, skip, t0);
     std::this_thread::sleep_for(1ms);
   }

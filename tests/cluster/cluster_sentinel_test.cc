@@ -25,24 +25,29 @@ using namespace cluster_fixture;  // NOLINT: the shared fixture
 constexpr const char* kMaster = "crawlmain";
 
 // Three sentinels watching `primary` as kMaster (quorum 2, down after 1 s:
-// scripts/redis-local.sh sentinel), stopped by the destructor.
+// scripts/redis-local.sh sentinel), the test's children, stopped by the
+// destructor.
 class Sentinels {
  public:
   Sentinels(const std::string& dir, unsigned primary) {
     for (int i = 0; i < 3; ++i) {
-      ports_.push_back(testing::FreePort());
-      CommandResult r =
-          RunCommand("bash " CRAWLER_SOURCE_DIR "/scripts/redis-local.sh sentinel " +
-                     std::to_string(ports_.back()) + " " + dir + "/sentinel" +
-                     std::to_string(i) + " " + kMaster + " " + std::to_string(primary));
-      if (r.exit_code != 0) throw std::runtime_error("redis-sentinel: " + r.output);
+      const unsigned port = testing::FreePort();
+      const std::string own = dir + "/sentinel" + std::to_string(i);
+      std::filesystem::create_directories(own);
+      const std::string name = own + "/sentinel-" + std::to_string(port);
+      try {
+        pids_.push_back(testing::StartLocalRedis("sentinel " + std::to_string(port) +
+                                                     " " + own + " " + kMaster + " " +
+                                                     std::to_string(primary),
+                                                 port, name + ".out", name + ".log"));
+      } catch (...) {
+        Stop();  // a constructor that throws runs no destructor
+        throw;
+      }
+      ports_.push_back(port);
     }
   }
-  ~Sentinels() {
-    for (unsigned p : ports_)
-      (void)RunCommand("bash " CRAWLER_SOURCE_DIR "/scripts/redis-local.sh stop " +
-                       std::to_string(p));
-  }
+  ~Sentinels() { Stop(); }
   Sentinels(const Sentinels&) = delete;
   Sentinels& operator=(const Sentinels&) = delete;
 
@@ -83,7 +88,13 @@ class Sentinels {
   }
 
  private:
+  void Stop() {
+    for (size_t i = 0; i < pids_.size(); ++i)
+      testing::StopLocalRedis(pids_[i], ports_[i]);
+    pids_.clear();
+  }
   std::vector<unsigned> ports_;
+  std::vector<pid_t> pids_;  // pids_[i] serves ports_[i]
 };
 
 std::string NewCrawl(const std::string& dir, const std::string& flags) {
@@ -146,7 +157,7 @@ TEST_CASE(
   REQUIRE(replica.Cli("REPLICAOF 127.0.0.1 " + std::to_string(scratch.server().port())) ==
           "OK\n");
   REQUIRE(
-      testing::WaitFor([&] { return replica.Info("master_link_status") == "up"; }, 30));
+      testing::WaitFor([&] { return replica.Info("master_link_status") == "up"; }, 120));
   // A timeout that cannot be the cause: 100 ms failed this step on two busy
   // cores (a replica just attached, its first acknowledgement late). The
   // write goes once a replica acknowledges it, however long that takes.
@@ -171,7 +182,7 @@ TEST_CASE(
       replica2(dir + "/replica2");
   for (RedisServer* r : {&replica1, &replica2}) {
     REQUIRE(r->Cli("REPLICAOF 127.0.0.1 " + std::to_string(primary.port())) == "OK\n");
-    REQUIRE(testing::WaitFor([&] { return r->Info("master_link_status") == "up"; }, 30));
+    REQUIRE(testing::WaitFor([&] { return r->Info("master_link_status") == "up"; }, 120));
   }
   Sentinels sentinels(dir, primary.port());
   REQUIRE(testing::WaitFor([&] { return sentinels.Ready(2); }, 60));

@@ -50,9 +50,9 @@ bool Listening(unsigned port) {
   return fd >= 0;
 }
 
-// Waits up to 5 s for a server on `port`; fails showing the server's `log`.
+// Waits up to 60 s for a server on `port`; fails showing the server's `log`.
 void WaitListening(unsigned port, const std::string& log) {
-  for (int i = 0; i < 500 && !Listening(port); ++i)
+  for (int i = 0; i < 6000 && !Listening(port); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   INFO(ReadText(log));
   REQUIRE(Listening(port));

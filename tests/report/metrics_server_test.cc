@@ -62,7 +62,7 @@ TEST_CASE(
   // The server met the queued connection and failed to accept it, twice:
   // it tried again after its wait.
   const bool retried =
-      testing::WaitFor([&] { return (*server)->accept_errors() >= 2; }, 10);
+      testing::WaitFor([&] { return (*server)->accept_errors() >= 2; }, 60);
   // Then the failures in one second, counted by the server (printed): a
   // wait of 100 ms between tries makes 10 (measured, Release); a loop
   // without the wait would try again as soon as accept fails, far more

@@ -36,7 +36,9 @@ class Nginx {
       : port_(port), scheme_(site.scheme) {
     std::filesystem::create_directories(dir + "/tmp");
     std::ofstream conf(dir + "/nginx.conf");
-    conf << "worker_processes 1;\ndaemon off;\npid " << dir << "/nginx.pid;\n"
+    // One process, no master and workers: the test's child (Spawn), killed
+    // with it however the test ends.
+    conf << "master_process off;\ndaemon off;\npid " << dir << "/nginx.pid;\n"
          << "error_log " << dir << "/error.log;\nevents { worker_connections 64; }\n"
          << "http {\n  access_log " << dir << "/access.log;\n";
     if (!site.types.empty()) conf << "  types { " << site.types << " }\n";

@@ -22,9 +22,45 @@
 
 namespace crawler::testing {
 
-// redis-server through scripts/redis-local.sh (AOF, appendfsync always).
-// `args` go to redis-server (as "--requirepass PW": redis-cli, here and in
-// the script, then needs REDISCLI_AUTH in the environment).
+// Runs scripts/redis-local.sh `verb_args` ("start PORT DIR ..." or
+// "sentinel PORT DIR ...") in the foreground: the server is the test's
+// child (Spawn: killed with it, however the test ends). Waits for PONG on
+// `port` as long as a busy machine takes (60 s: then it throws, with the
+// server's log); its stdout goes to `log`.
+inline pid_t StartLocalRedis(const std::string& verb_args, unsigned port,
+                             const std::string& log, const std::string& server_log) {
+  const pid_t pid = Spawn("env REDIS_LOCAL_FOREGROUND=1 bash " CRAWLER_SOURCE_DIR
+                          "/scripts/redis-local.sh " +
+                              verb_args,
+                          log);
+  const std::string ping = "redis-cli -p " + std::to_string(port) + " ping";
+  bool exited = false;
+  const bool up = WaitFor(
+      [&] {
+        exited = ::waitpid(pid, nullptr, WNOHANG) != 0;
+        return exited || RunCommand(ping).output == "PONG\n";
+      },
+      60);
+  if (up && !exited) return pid;
+  KillIfRunning(pid);
+  throw std::runtime_error("redis-local.sh " + verb_args + " did not answer PONG" +
+                           (exited ? " (it exited)" : " in 60 s") + ": " + ReadText(log) +
+                           ReadText(server_log));
+}
+
+// SHUTDOWN NOSAVE for a StartLocalRedis server, then waits for it to exit
+// (SIGKILL after 10 s: a primary waits for lagging replicas, a replica may
+// be mid-sync) and reaps it.
+inline void StopLocalRedis(pid_t pid, unsigned port) {
+  if (pid <= 0) return;
+  (void)RunCommand("redis-cli -p " + std::to_string(port) + " shutdown nosave", 30);
+  (void)WaitExitFor(pid, 10);
+}
+
+// redis-server through scripts/redis-local.sh (AOF, appendfsync always),
+// the test's child process. `args` go to redis-server (as "--requirepass
+// PW": redis-cli, here and in the script, then needs REDISCLI_AUTH in the
+// environment).
 class RedisServer {
  public:
   explicit RedisServer(std::string dir, std::string args = "")
@@ -32,39 +68,25 @@ class RedisServer {
     Start();
   }
   ~RedisServer() { Stop(); }
+  RedisServer(const RedisServer&) = delete;
+  RedisServer& operator=(const RedisServer&) = delete;
   void Start() {
-    CommandResult r =
-        RunCommand("bash " CRAWLER_SOURCE_DIR "/scripts/redis-local.sh start " +
-                   std::to_string(port_) + " " + dir_ + " " + args_);
-    if (r.exit_code != 0) throw std::runtime_error("redis-server: " + r.output);
+    std::filesystem::create_directories(dir_);
+    const std::string name = dir_ + "/redis-" + std::to_string(port_);
+    pid_ = StartLocalRedis("start " + std::to_string(port_) + " " + dir_ + " " + args_,
+                           port_, name + ".out", name + ".log");
   }
   // Like a crash: SIGKILL, no shutdown save (the AOF is what survives).
   void Kill() {
-    std::string pid = ReadText(dir_ + "/redis-" + std::to_string(port_) + ".pid");
-    if (!pid.empty()) ::kill(std::atoi(pid.c_str()), SIGKILL);
-    for (int i = 0;
-         i < 100 &&
-         RunCommand("redis-cli -p " + std::to_string(port_) + " ping").exit_code == 0;
-         ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    if (pid_ <= 0) return;  // (never waitpid(-1): that is any child)
+    ::kill(pid_, SIGKILL);
+    (void)WaitExitFor(pid_, 10);
+    pid_ = -1;
   }
-  // SHUTDOWN NOSAVE, then waits for the process to be gone: SIGKILL if it
-  // is still there after 10 s. A SHUTDOWN can fail or wait (a primary waits
-  // for lagging replicas; a replica mid-sync); without the wait a replica
-  // started mid-test outlived its test, its directory deleted under it.
+  // SHUTDOWN NOSAVE; returns once the process is gone (StopLocalRedis).
   void Stop() {
-    const std::string text = ReadText(dir_ + "/redis-" + std::to_string(port_) + ".pid");
-    const pid_t pid = static_cast<pid_t>(std::atoi(text.c_str()));
-    (void)RunCommand("bash " CRAWLER_SOURCE_DIR "/scripts/redis-local.sh stop " +
-                     std::to_string(port_));
-    if (pid <= 0) return;
-    auto gone = [pid] { return ::kill(pid, 0) != 0; };
-    for (int i = 0; i < 200 && !gone(); ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    if (!gone()) ::kill(pid, SIGKILL);
-    for (int i = 0; i < 200 && !gone(); ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    StopLocalRedis(pid_, port_);
+    pid_ = -1;
   }
   std::string Url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
   unsigned port() const { return port_; }
@@ -93,6 +115,7 @@ class RedisServer {
   std::string dir_;
   std::string args_;
   unsigned port_;
+  pid_t pid_ = -1;
 };
 
 // A part's test bench: a fresh directory (TMP/NAME-PID, emptied first,

@@ -3,9 +3,12 @@
 #ifndef TESTS_SUPPORT_RUN_COMMAND_H_
 #define TESTS_SUPPORT_RUN_COMMAND_H_
 
+#include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -28,32 +31,62 @@ inline std::string ShellQuote(const std::string& s) {
   return q + "'";
 }
 
+// Forks and runs `shell_command` under /bin/sh; stdout to `out_fd` if not
+// -1. The child gets `death_signal` when the test process dies (a crash, an
+// abort, ctest's kill at an entry's TIMEOUT), so nothing a test started
+// outlives it, however it ends; destructors stop them on the ordinary
+// paths. (The signal comes when the forking thread ends: tests start
+// processes from their main thread only.)
+inline pid_t ForkShell(const std::string& shell_command, int death_signal,
+                       int out_fd = -1) {
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, death_signal);
+    if (::getppid() != parent) ::_exit(127);  // the test died before prctl
+    if (out_fd >= 0) ::dup2(out_fd, STDOUT_FILENO);
+    ::execl("/bin/sh", "sh", "-c", shell_command.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  return pid;
+}
+
 // Runs `command` under sh, killed (TERM, then KILL 10 s later) after
 // `timeout_s`: a command that hangs fails its test (exit code 124, the
-// output so far) instead of holding ctest until the entry's TIMEOUT.
+// output so far) instead of holding ctest until the entry's TIMEOUT. If
+// the test dies first, timeout gets TERM and passes it on.
 inline CommandResult RunCommand(const std::string& command, double timeout_s = 1200) {
   CommandResult r;
-  const std::string run = "timeout -k 10 " + std::to_string(timeout_s) + " sh -c " +
+  int out[2];  // close-on-exec: the child's stdout is its dup2 copy only
+  if (::pipe2(out, O_CLOEXEC) != 0) return r;
+  const std::string run = "exec timeout -k 10 " + std::to_string(timeout_s) + " sh -c " +
                           ShellQuote(command) + " 2>&1";
-  std::FILE* p = ::popen(run.c_str(), "r");
-  if (p == nullptr) return r;
+  const pid_t pid = ForkShell(run, SIGTERM, out[1]);
+  ::close(out[1]);
+  if (pid < 0) {
+    ::close(out[0]);
+    return r;
+  }
   char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) r.output.append(buf, n);
-  int status = ::pclose(p);
+  ssize_t n;
+  while ((n = ::read(out[0], buf, sizeof(buf))) != 0) {
+    if (n > 0)
+      r.output.append(buf, static_cast<size_t>(n));
+    else if (errno != EINTR)
+      break;
+  }
+  ::close(out[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
   if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
   return r;
 }
 
-// Starts `command` (via sh, output appended to `log`) and returns its pid.
+// Starts `command` (via sh, output appended to `log`) and returns its pid;
+// it is killed (-9) if the test process dies first.
 inline pid_t Spawn(const std::string& command, const std::string& log) {
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    std::string cmd = "exec " + command + " >> " + log + " 2>&1";
-    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  return pid;
+  return ForkShell("exec " + command + " >> " + log + " 2>&1", SIGKILL);
 }
 
 // The exit code of `pid` (-1: killed by a signal).

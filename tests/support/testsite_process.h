@@ -5,6 +5,7 @@
 #ifndef TESTS_SUPPORT_TESTSITE_PROCESS_H_
 #define TESTS_SUPPORT_TESTSITE_PROCESS_H_
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -45,18 +46,10 @@ class TestSite {
   TestSite(const std::string& args, const std::string& log_path)
       : args_("--page-bytes 4000 " + args), log_(log_path) {
     int out[2];
-    if (::pipe(out) != 0) throw std::runtime_error("pipe failed");
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::dup2(out[1], STDOUT_FILENO);
-      ::close(out[0]);
-      ::close(out[1]);
-      std::string cmd =
-          std::string(TESTSITE_BINARY) + " --port 0 --log " + log_path + " " + args_;
-      ::execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(),
-              static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
+    if (::pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
+    pid_ = ForkShell("exec " + std::string(TESTSITE_BINARY) + " --port 0 --log " +
+                         log_path + " " + args_,
+                     SIGKILL, out[1]);
     ::close(out[1]);
     std::FILE* f = ::fdopen(out[0], "r");
     unsigned port = 0, hosts = 0;

@@ -112,6 +112,9 @@ class ShardLoads {
   // A worker's, inside a gate pass: the state to restore, once.
   std::optional<ShardState> Take() EXCLUDES(mu_);
   bool Waiting() const { return waiting_.load(); }  // put, not taken yet
+  // A load was started and Step has not collected its end (the exchange
+  // thread's; tests say "no load started" with it, without waiting).
+  bool Loading() const { return running_.valid(); }
   // Nothing wanted, loading or waiting for a worker (the exchange thread's).
   bool Quiet() const { return wanted_.empty() && !Waiting(); }
 
