@@ -13,9 +13,12 @@
 #include <map>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "checkpoint_helpers.h"
 #include "crawl_output.h"
+#include "loopback.h"
+#include "redis_server.h"
 #include "run_command.h"
 #include "testsite_process.h"
 
@@ -65,6 +68,60 @@ TEST_CASE("CLI: a wrong command, config, crawl directory or Redis URL is named, 
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.output, Catch::Contains("'127.0.0.1:1': not a redis:// URL"));
   CHECK_THAT(r.output, !Catch::Contains("cluster.redis"));
+  fs::remove_all(dir);
+}
+
+// The README's exit-code table, the rows of the smaller verbs: each path
+// with its code and a message naming what was wrong.
+TEST_CASE(
+    "CLI: exit codes of stats, wacz, index, normalize and cluster-stats as the README's "
+    "table gives them: an output that cannot be written 1, an input that cannot be read "
+    "2, a Redis or job that is not there 2",
+    "[engine][cli]") {
+  const std::string dir = TempDir("cli_exits");
+  TestSite site("--pages 6 --hosts 1", dir + "/requests.log");
+  site.WriteSeeds(dir + "/seeds.txt");
+  const std::string out = dir + "/out";
+  CommandResult r =
+      RunCommand(kCrawler + " crawl --seeds " + dir + "/seeds.txt --out " + out +
+                 " --set frontier.min_delay_s=0 --set crawl.max_pages=3");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  struct Row {
+    std::string command;
+    int code;
+    std::string says;
+  };
+  testing::RefusedPort refused;
+  const std::string nowhere = dir + "/no-such-dir/file";
+  std::ofstream(dir + "/garbage.warc.gz") << "not gzip at all\n";
+  const std::vector<Row> rows = {
+      {" stats " + out, 0, "Crawl"},
+      {" stats " + out + " --html " + nowhere, 1, nowhere},
+      {" stats " + dir + "/no-such-crawl", 2, "not a crawl output directory"},
+      {" wacz " + out + " -o " + nowhere, 1, dir + "/no-such-dir"},
+      {" wacz " + dir + "/no-such-crawl -o " + dir + "/x.wacz", 2, "no-such-crawl"},
+      {" index " + dir + "/missing.warc.gz", 2, dir + "/missing.warc.gz"},
+      {" index " + dir + "/garbage.warc.gz", 2, dir + "/garbage.warc.gz"},
+      {" normalize http://a.test/", 0, "http://a.test/"},
+      {" normalize 'http://a b/'", 1, "error: "},
+      {" cluster-stats redis://127.0.0.1:" + std::to_string(refused.port()), 2,
+       "127.0.0.1:" + std::to_string(refused.port())},
+      {" frobnicate", 2, "unknown command"},
+  };
+  for (const Row& row : rows) {
+    CommandResult got = RunCommand(kCrawler + row.command);
+    INFO("crawler" << row.command << "\n" << got.output);
+    CHECK(got.exit_code == row.code);
+    CHECK_THAT(got.output, Catch::Contains(row.says));
+  }
+  testing::RedisServer redis(dir + "/redis");
+  CommandResult job =
+      RunCommand(kCrawler + " cluster-stats " + redis.Url() + " --job nosuch");
+  INFO(job.output);
+  CHECK(job.exit_code == 2);
+  CHECK_THAT(job.output, Catch::Contains("no cluster job 'nosuch'"));
+  site.Stop();
   fs::remove_all(dir);
 }
 

@@ -127,9 +127,7 @@ Status Cluster::WaitForStart(const std::atomic<bool>& stop) {
     });
     if (!st.ok()) return st;
     if (members_.Started(r->view())) return Status::Ok();
-    if (stop.load())
-      return Status::Error(Status::Code::kInvalidArgument,
-                           "cluster: stopped while waiting for the job to start");
+    if (stop.load()) return StoppedWhile("waiting for the job to start");  // exit 1
     if (SteadyClock::now() - last_log > std::chrono::seconds(5)) {
       last_log = SteadyClock::now();
       spdlog::info("cluster: waiting for {} nodes to join job {}", cfg_.min_nodes,
