@@ -29,4 +29,16 @@ IndexLine ParseIndexLine(std::string_view line) {
   return out;
 }
 
+bool SetIndexField(std::string* line, size_t json_at, std::string_view name,
+                   std::string_view value) {
+  namespace json = boost::json;
+  if (json_at > line->size()) return false;
+  boost::system::error_code ec;
+  json::value v = json::parse(std::string_view(*line).substr(json_at), ec);
+  if (ec || !v.is_object()) return false;
+  v.as_object()[name] = value;
+  line->replace(json_at, std::string::npos, json::serialize(v));
+  return true;
+}
+
 }  // namespace crawler::engine

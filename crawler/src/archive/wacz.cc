@@ -210,13 +210,7 @@ class ReplayStatus {
     }
     auto capture = status_.find(l.url);
     if (l.status != "304" || capture == status_.end()) return false;
-    // Written by cdxj::Head: the field is there as this text (a quote inside
-    // a JSON string is escaped, so no value holds it).
-    const std::string was = R"("status":"304")";
-    const size_t at = line->find(was, l.json_at);
-    if (at == std::string::npos) return false;
-    line->replace(at, was.size(), R"("status":")" + capture->second + "\"");
-    return true;
+    return SetIndexField(line, l.json_at, "status", capture->second);
   }
 
  private:
@@ -231,16 +225,14 @@ Status MergeIndexes(const std::vector<Part>& parts, const std::string& index_pat
   std::vector<std::unique_ptr<std::ifstream>> in;
   using Head = std::pair<std::string, size_t>;  // a file's next line, the file
   std::priority_queue<Head, std::vector<Head>, std::greater<>> heads;
-  // A part's next line, its "filename" the part's name in the package (the
-  // field as cdxj::Tail writes it: the last of the line).
+  // A part's next line, its "filename" the part's name in the package.
   auto next = [&](size_t i) {
     std::string line;
     if (!std::getline(*in[i], line)) return;
-    const std::string file = fs::path(parts[i].warc).filename().string();
-    const std::string was = R"("filename":")" + file + "\"}";
-    if (parts[i].name != file && line.ends_with(was))
-      line.replace(line.size() - was.size(), was.size(),
-                   R"("filename":")" + parts[i].name + "\"}");
+    if (parts[i].name != fs::path(parts[i].warc).filename().string()) {
+      const IndexLine l = ParseIndexLine(line);
+      if (l.ok) SetIndexField(&line, l.json_at, "filename", parts[i].name);
+    }
     heads.emplace(std::move(line), i);
   };
   for (const Part& part : parts) {

@@ -5,6 +5,7 @@
 #include <curl/curl.h>
 
 #include <algorithm>
+#include <boost/url/parse.hpp>
 #include <cctype>
 #include <filesystem>
 #include <mutex>
@@ -200,18 +201,14 @@ struct Fetcher::Impl {
     curl_slist* connect_to = nullptr;
     curl_slist* resolve = nullptr;
   };
-  // "host:port" of `url`, lowercase (the port made explicit); "" if none.
+  // "host:port" of `url` (Boost.URL's parse), lowercase, the port made
+  // explicit, an IPv6 host in brackets; "" if it has no host.
   static std::string Authority(const std::string& url) {
-    const size_t start = url.find("://");
-    if (start == std::string::npos) return "";
-    std::string_view rest = std::string_view(url).substr(start + 3);
-    rest = rest.substr(0, rest.find_first_of("/?#"));
-    rest =
-        rest.substr(rest.rfind('@') == std::string_view::npos ? 0 : rest.rfind('@') + 1);
-    std::string key = LowerAscii(rest);
-    if (key.empty()) return "";
-    if (key.find(':', key[0] == '[' ? key.find(']') : 0) == std::string::npos)
-      key += ascii::StartsWithIgnoreCase(url, "https:") ? ":443" : ":80";
+    const auto u = boost::urls::parse_uri(url);
+    if (!u || u->encoded_host().empty()) return "";
+    std::string key = LowerAscii(u->encoded_host_and_port());
+    if (!u->has_port())
+      key += u->scheme_id() == boost::urls::scheme::https ? ":443" : ":80";
     return key;
   }
   // The name options.resolver should look up for `url`: none for an

@@ -1,26 +1,12 @@
 #include "engine/url_guards.h"
 
 #include <algorithm>
+#include <boost/url/parse.hpp>
 #include <vector>
 
 namespace crawler::engine {
 
 namespace {
-
-// The path of an absolute URL (without query and fragment), and its query.
-void Split(std::string_view url, std::string_view* path, std::string_view* query) {
-  size_t start = url.find("://");
-  start = start == std::string_view::npos ? 0 : url.find('/', start + 3);
-  if (start == std::string_view::npos) start = url.size();
-  const size_t end = url.find_first_of("?#", start);
-  *path = url.substr(start, (end == std::string_view::npos ? url.size() : end) - start);
-  *query = std::string_view();
-  if (end != std::string_view::npos && url[end] == '?') {
-    const size_t hash = url.find('#', end);
-    *query = url.substr(end + 1,
-                        (hash == std::string_view::npos ? url.size() : hash) - end - 1);
-  }
-}
 
 std::vector<std::string_view> Segments(std::string_view path) {
   std::vector<std::string_view> out;
@@ -62,14 +48,18 @@ uint32_t MostRepeats(std::string_view path) {
 
 const char* TrippedGuard(std::string_view url, const UrlGuards& g) {
   if (g.max_url_length != 0 && url.size() > g.max_url_length) return "url_length";
-  std::string_view path, query;
-  Split(url, &path, &query);
+  // Links come here normalized (Boost.URL built them): one that does not
+  // parse has no shape to judge.
+  const auto u = boost::urls::parse_uri_reference(url);
+  if (!u) return nullptr;
+  const std::string_view path = u->encoded_path();
   if (g.max_path_segments != 0 && Segments(path).size() > g.max_path_segments)
     return "path_segments";
   if (g.max_repeats != 0 && MostRepeats(path) > g.max_repeats) return "repeated_segments";
-  if (g.max_query_params != 0 && !query.empty() &&
-      static_cast<uint64_t>(std::count(query.begin(), query.end(), '&')) + 1 >
-          g.max_query_params)
+  // The query's parameters as a form reads them ('&'-separated); "?" alone
+  // has none.
+  if (g.max_query_params != 0 && !u->encoded_query().empty() &&
+      u->encoded_params().size() > g.max_query_params)
     return "query_params";
   return nullptr;
 }
