@@ -71,6 +71,17 @@ TEST_CASE("CLI: a wrong command, config, crawl directory or Redis URL is named, 
   fs::remove_all(dir);
 }
 
+// Crawls `site` (its seeds written to DIR/seeds.txt) into `out` with the
+// `sets`; the crawl must exit 0.
+void CrawlInto(const TestSite& site, const std::string& dir, const std::string& out,
+               const std::string& sets) {
+  site.WriteSeeds(dir + "/seeds.txt");
+  CommandResult r = RunCommand(kCrawler + " crawl --seeds " + dir + "/seeds.txt --out " +
+                               out + " " + sets);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+}
+
 // The README's exit-code table, the rows of the smaller verbs: each path
 // with its code and a message naming what was wrong.
 TEST_CASE(
@@ -80,13 +91,8 @@ TEST_CASE(
     "[engine][cli]") {
   const std::string dir = TempDir("cli_exits");
   TestSite site("--pages 6 --hosts 1", dir + "/requests.log");
-  site.WriteSeeds(dir + "/seeds.txt");
   const std::string out = dir + "/out";
-  CommandResult r =
-      RunCommand(kCrawler + " crawl --seeds " + dir + "/seeds.txt --out " + out +
-                 " --set frontier.min_delay_s=0 --set crawl.max_pages=3");
-  INFO(r.output);
-  REQUIRE(r.exit_code == 0);
+  CrawlInto(site, dir, out, "--set frontier.min_delay_s=0 --set crawl.max_pages=3");
   struct Row {
     std::string command;
     int code;
@@ -145,14 +151,10 @@ TEST_CASE(
     "[engine][cli][cdxj]") {
   std::string dir = TempDir("cli-index");
   TestSite site("--pages 300 --hosts 2", dir + "/requests.log");
-  site.WriteSeeds(dir + "/seeds.txt");
   const std::string out = dir + "/out";
   // Small WARC files, so that the crawl writes several.
-  CommandResult crawl =
-      RunCommand(kCrawler + " crawl --seeds " + dir + "/seeds.txt --out " + out +
-                 " --set frontier.min_delay_s=0 --set output.warc_rotate_bytes=1048576");
-  INFO(crawl.output);
-  REQUIRE(crawl.exit_code == 0);
+  CrawlInto(site, dir, out,
+            "--set frontier.min_delay_s=0 --set output.warc_rotate_bytes=1048576");
   site.Stop();
   const std::map<std::string, std::string> written = Indexes(out);
   REQUIRE(written.size() >= 2);
