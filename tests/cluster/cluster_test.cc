@@ -701,7 +701,7 @@ TEST_CASE(
   ::kill(c.nodes[1], SIGSTOP);
   // n2's leases expire (lease_s 2) and nobody may take them: its shards wait
   // for it. (Only n2's count: under a sanitizer n1 or n3 may miss a renewal
-  // too.) Waited for in cluster-stats, up to 30 s.
+  // too.) Waited for in cluster-stats, up to 120 s.
   size_t n2_waiting = 0;
   const bool all_waiting = testing::WaitFor(
       [&] {
@@ -711,7 +711,7 @@ TEST_CASE(
           n2_waiting += w.at("last_holder").as_string() == "n2";
         return n2_waiting == n2_shards;
       },
-      30);
+      120);
   INFO(n2_waiting << " of n2's " << n2_shards << " shards waiting for it");
   CHECK(all_waiting);
   ::kill(c.nodes[1], SIGCONT);

@@ -13,8 +13,15 @@ test cannot be lost or doubled without a failure:
    only cases that no per-case entry runs (hidden ones, [.]), and no two
    named entries run the same case and section.
 
+3. No case's name hangs Catch2's console reporter. Catch 2.13 prints a
+   case's name as a header when the case fails or warns, its continuation
+   lines indented to just past the first ": " of the name; with that past
+   column ~70 of its 80, a line holds one character and the wrapping never
+   ends (a failed case printed 22 GB of "-" lines until ctest's TIMEOUT).
+   The first ": " must be within the first 70 characters.
+
 Usage: check_test_entries.py COSTS_FILE BUILD_DIR [CTEST]
-Exit 0 when both hold, 1 otherwise (what is wrong, listed).
+Exit 0 when all hold, 1 otherwise (what is wrong, listed).
 """
 import json
 import re
@@ -109,6 +116,25 @@ def check_once(tests):
     return problems
 
 
+# Catch 2.13's header: continuation lines indented past the first ": ".
+HEADER_INDENT_MAX = 70
+
+
+def check_headers(tests):
+    problems = []
+    for t in tests:
+        m = re.fullmatch(r"[a-z_]+:(.+)", t["name"])
+        if not m:
+            continue
+        at = m.group(1).find(": ")
+        if at >= 0 and at + 2 > HEADER_INDENT_MAX:
+            problems.append(f"{t['name']!r}: its first ': ' is at column {at}, past "
+                            f"{HEADER_INDENT_MAX - 2}: Catch's header would wrap forever "
+                            "if the case fails (reword, or put the ': ' earlier)")
+    print(f"headers: {len(problems)} case names Catch could not print")
+    return problems
+
+
 def main():
     if len(sys.argv) not in (3, 4):
         sys.exit(__doc__)
@@ -117,7 +143,8 @@ def main():
     listed = subprocess.run([ctest, "--test-dir", build, "--show-only=json-v1"],
                             check=True, capture_output=True, text=True).stdout
     tests = json.loads(listed)["tests"]
-    problems = check_costs(costs, {t["name"] for t in tests}) + check_once(tests)
+    problems = (check_costs(costs, {t["name"] for t in tests}) + check_once(tests) +
+                check_headers(tests))
     for p in problems:
         print(p)
     return 1 if problems else 0

@@ -527,7 +527,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "WACZ of a running crawl, of the same crawl killed -9, of it resumed and done: "
+    "WACZ of a running crawl, of the same crawl killed -9 and of it resumed to its end, "
     "each as its last checkpoint has it (the file cut there), each passes the check",
     "[engine][testsite][wacz]") {
   std::string dir = TempDir("wacz-running");
@@ -553,7 +553,7 @@ TEST_CASE(
         return std::filesystem::exists(out + "/checkpoint/MANIFEST.json") &&
                std::filesystem::exists(out + "/warc") && files() >= 2;
       },
-      30));
+      120));
   auto package = [&](const std::string& name, bool at_checkpoint) {
     const std::string wacz = dir + "/" + name + ".wacz";
     CommandResult pack = RunCommand(crawler + " wacz " + out + " -o " + wacz);

@@ -125,14 +125,25 @@ Result<std::optional<uint64_t>> ReadLastCommit(const RedisAddress& address,
   auto redis = Redis::ConnectWaiting(address, 5, 60, stop);  // it may be restarting too
   if (!redis.ok() && StopSet(stop)) return redis.status();
   if (!redis.ok()) return bad(redis.status().message());
-  // A Redis just restarted answers LOADING while it reads its AOF.
+  // A Redis just restarted answers LOADING while it reads its AOF; one
+  // killed or restarted mid-question resets the connection (a node that
+  // starts while Redis restarts: the chaos test's kills). Both are asked
+  // again, over a new connection for the latter, for up to 60 s.
   auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   const std::vector<std::string> get = {"HGET", "crawler:{" + job + "}:commits", node};
   auto r = (*redis)->Command(get);
-  while (r.ok() && r->IsError() && r->Str().rfind("LOADING", 0) == 0 &&
-         std::chrono::steady_clock::now() < until) {
+  auto again = [&r] {
+    return !r.ok() || (r->IsError() && r->Str().rfind("LOADING", 0) == 0);
+  };
+  while (again() && std::chrono::steady_clock::now() < until) {
     if (StopSet(stop)) return StoppedWhile("reading this node's last commit");
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    if (!r.ok()) {
+      auto fresh = Redis::ConnectWaiting(address, 5, 60, stop);
+      if (!fresh.ok() && StopSet(stop)) return fresh.status();
+      if (!fresh.ok()) return bad(fresh.status().message());
+      redis = std::move(fresh);
+    }
     r = (*redis)->Command(get);
   }
   if (!r.ok() || r->IsError())
