@@ -5,11 +5,20 @@
 
 namespace crawler::engine {
 
+namespace {
+
+// Where the second space of `line` is (before its JSON), or npos.
+size_t SecondSpace(std::string_view line) {
+  const size_t sp1 = line.find(' ');
+  return sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
+}
+
+}  // namespace
+
 IndexLine ParseIndexLine(std::string_view line) {
   namespace json = boost::json;
   IndexLine out;
-  const size_t sp1 = line.find(' '),
-               sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
+  const size_t sp1 = line.find(' '), sp2 = SecondSpace(line);
   if (sp2 == std::string_view::npos) return out;
   out.key = line.substr(0, sp1);
   out.ts = line.substr(sp1 + 1, sp2 - sp1 - 1);
@@ -29,10 +38,11 @@ IndexLine ParseIndexLine(std::string_view line) {
   return out;
 }
 
-bool SetIndexField(std::string* line, size_t json_at, std::string_view name,
-                   std::string_view value) {
+bool SetIndexField(std::string* line, std::string_view name, std::string_view value) {
   namespace json = boost::json;
-  if (json_at > line->size()) return false;
+  const size_t sp2 = SecondSpace(*line);
+  if (sp2 == std::string::npos) return false;
+  const size_t json_at = sp2 + 1;
   boost::system::error_code ec;
   json::value v = json::parse(std::string_view(*line).substr(json_at), ec);
   if (ec || !v.is_object()) return false;

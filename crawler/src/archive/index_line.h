@@ -21,11 +21,10 @@ struct IndexLine {
 // digest); `ok` false for a line that is not one.
 IndexLine ParseIndexLine(std::string_view line);
 
-// Sets the field `name` of `line`'s JSON (from `json_at`) to the string
-// `value`: parsed, set and written again by Boost.JSON, the fields in their
-// order. False, `line` as it was, if that is not a JSON object.
-bool SetIndexField(std::string* line, size_t json_at, std::string_view name,
-                   std::string_view value);
+// Sets the field `name` of `line`'s JSON (after its key and timestamp) to
+// the string `value`: parsed, set and written again by Boost.JSON, the
+// fields in their order. False, `line` as it was, if it has no JSON object.
+bool SetIndexField(std::string* line, std::string_view name, std::string_view value);
 
 }  // namespace crawler::engine
 

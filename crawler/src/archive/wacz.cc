@@ -210,7 +210,7 @@ class ReplayStatus {
     }
     auto capture = status_.find(l.url);
     if (l.status != "304" || capture == status_.end()) return false;
-    return SetIndexField(line, l.json_at, "status", capture->second);
+    return SetIndexField(line, "status", capture->second);
   }
 
  private:
@@ -229,10 +229,8 @@ Status MergeIndexes(const std::vector<Part>& parts, const std::string& index_pat
   auto next = [&](size_t i) {
     std::string line;
     if (!std::getline(*in[i], line)) return;
-    if (parts[i].name != fs::path(parts[i].warc).filename().string()) {
-      const IndexLine l = ParseIndexLine(line);
-      if (l.ok) SetIndexField(&line, l.json_at, "filename", parts[i].name);
-    }
+    if (parts[i].name != fs::path(parts[i].warc).filename().string())
+      SetIndexField(&line, "filename", parts[i].name);
     heads.emplace(std::move(line), i);
   };
   for (const Part& part : parts) {
