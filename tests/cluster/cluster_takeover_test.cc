@@ -72,8 +72,8 @@ constexpr const char* kNoGives = " --set cluster.balance=false";
 
 // Stops `pid` (node `node` of `job`, its OUT `out`) at a moment when its
 // checkpoint/ is its last committed checkpoint and checkpoint.prev/ the one
-// before, holding fetches (not between a publish and its commit; 300 ms for
-// a checkpoint writer, a child that SIGSTOP does not stop). Its committed
+// before, holding fetches (not between a publish and its commit; stopped
+// with its checkpoint writer ended, testing::StopStill). Its committed
 // sequence and the fetch log bytes of the one before; {0, 0} if no such
 // moment came in 100 tries.
 std::pair<uint64_t, uint64_t> StopWhenCommittedIsNewest(const RedisServer& redis,
@@ -82,8 +82,10 @@ std::pair<uint64_t, uint64_t> StopWhenCommittedIsNewest(const RedisServer& redis
                                                         const std::string& out,
                                                         pid_t pid) {
   for (int i = 0; i < 100; ++i) {
-    ::kill(pid, SIGSTOP);
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    if (!testing::StopStill(pid, 60)) {  // a writer still running after 60 s
+      ::kill(pid, SIGCONT);
+      continue;
+    }
     auto cur = ReadManifest(out + "/" + kCheckpointDir);
     auto prev = ReadManifest(out + "/" + kCheckpointPrevDir);
     std::string seq = redis.Cli("HGET crawler:{" + job + "}:commits " + node);

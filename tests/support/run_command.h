@@ -13,6 +13,8 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 #include <thread>
@@ -158,6 +160,45 @@ bool WaitFor(Done done, double seconds) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return true;
+}
+
+// The state letter of process or thread `stat_path` (/proc/PID/stat or
+// /proc/PID/task/TID/stat): R, S, T, Z, ...; 0 if it is gone.
+inline char ProcState(const std::string& stat_path) {
+  std::ifstream in(stat_path);
+  std::string line;
+  std::getline(in, line);
+  const size_t close = line.rfind(')');
+  return close == std::string::npos || close + 2 >= line.size() ? 0 : line[close + 2];
+}
+
+// Whether `pid` is still: every thread of it stopped (SIGSTOP arrived) and
+// every child it forked (a checkpoint writer, which SIGSTOP of its parent
+// does not stop) ended, a zombie its stopped parent cannot reap. What it
+// shows on disk then stays as it is until SIGCONT.
+inline bool StoppedAndStill(pid_t pid) {
+  const std::string proc = "/proc/" + std::to_string(pid);
+  std::error_code ec;
+  bool any = false;
+  for (const auto& task : std::filesystem::directory_iterator(proc + "/task", ec)) {
+    const char state = ProcState(task.path().string() + "/stat");
+    if (state != 'T' && state != 't' && state != 0) return false;
+    std::ifstream children(task.path().string() + "/children");
+    for (long child = 0; children >> child;) {
+      const char c = ProcState("/proc/" + std::to_string(child) + "/stat");
+      if (c != 'Z' && c != 0) return false;
+    }
+    any = true;
+  }
+  return any && !ec;
+}
+
+// SIGSTOP to `pid`, then waits (up to `seconds`) until StoppedAndStill:
+// whether it came. Not a sleep: a checkpoint writer may take seconds on a
+// busy machine.
+inline bool StopStill(pid_t pid, double seconds) {
+  ::kill(pid, SIGSTOP);
+  return WaitFor([pid] { return StoppedAndStill(pid); }, seconds);
 }
 
 }  // namespace crawler::testing
