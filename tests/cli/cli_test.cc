@@ -242,5 +242,46 @@ TEST_CASE(
   fs::remove_all(dir);
 }
 
+// A crawl that ends with losses (URLs no server answered for) exits 3 and
+// names them in its summary, stats.json and the report; answers do not
+// count (the site's /status/500, given up after its retries, is the
+// server's word), and a clean crawl exits 0.
+TEST_CASE(
+    "CLI: a crawl ending with losses (a host that refuses connections) exits 3 and "
+    "names them; a 5xx given up is no loss, exit 0",
+    "[engine][cli]") {
+  const std::string dir = TempDir("cli_losses");
+  TestSite site("--pages 12 --hosts 1", dir + "/requests.log");
+  const std::string fast =
+      " --set frontier.min_delay_s=0 --set fetch.max_retries=1 --set "
+      "fetch.retry_base_s=0.05";
+  CrawlInto(site, dir, dir + "/clean", fast);
+  const json::value clean = json::parse(ReadText(dir + "/clean/stats.json"));
+  CHECK(clean.at("crawl").at("gave_up").to_number<uint64_t>() > 0);  // the 5xx
+  CHECK(clean.at("crawl").at("lost").as_object().empty());
+
+  testing::RefusedPort refused;
+  const std::string dead = "http://127.0.0.1:" + std::to_string(refused.port()) + "/";
+  site.WriteSeeds(dir + "/seeds.txt");
+  std::ofstream(dir + "/seeds.txt", std::ios::app) << dead << "\n";
+  CommandResult r = RunCommand(kCrawler + " crawl --seeds " + dir + "/seeds.txt --out " +
+                               dir + "/lossy" + fast);
+  INFO(r.output);
+  CHECK(r.exit_code == 3);
+  CHECK_THAT(r.output, Catch::Contains("crawl done, with losses"));
+  CHECK_THAT(r.output,
+             Catch::Contains("lost (no server answered): 1 URLs (connect 1); 1 "
+                             "hosts whose robots.txt had no answer (connect 1)"));
+  const json::value lossy = json::parse(ReadText(dir + "/lossy/stats.json"));
+  CHECK(lossy.at("crawl").at("lost").at("connect").to_number<uint64_t>() == 1);
+  CHECK(lossy.at("crawl").at("lost_hosts").at("connect").to_number<uint64_t>() == 1);
+  // Every page of the live host all the same.
+  CHECK(lossy.at("crawl").at("fetched") == clean.at("crawl").at("fetched"));
+  CommandResult report = RunCommand(kCrawler + " stats " + dir + "/lossy");
+  CHECK_THAT(report.output, Catch::Contains("1 URLs no server answered for (connect 1)"));
+  site.Stop();
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace crawler::engine

@@ -267,7 +267,13 @@ TEST_CASE("Testsite crawl: each failure ends in a fetch-log line and the crawl g
             "--set fetch.timeout_s=1 --set fetch.connect_timeout_s=1 "
             "--set fetch.max_body_bytes=1000000 --set fetch.retry_base_s=0.05");
   INFO(r.output);
-  REQUIRE(r.exit_code == 0);
+  // It ends with losses (exit 3): /slow timed out and the refused host's
+  // robots.txt had no answer; the 500, /bad (not HTTP) and the 404 are the
+  // server's answers, not losses.
+  REQUIRE(r.exit_code == 3);
+  CHECK_THAT(r.output, Catch::Contains(
+                           "lost (no server answered): 2 URLs (connect 1, timeout 1); 1 "
+                           "hosts whose robots.txt had no answer (connect 1)"));
   std::map<std::string, LogLine> by_url;
   for (const LogLine& l : ReadFetchLog(dir + "/out/fetch-log.jsonl")) by_url[l.url] = l;
   REQUIRE(by_url.count(o + "/slow"));
@@ -289,7 +295,7 @@ TEST_CASE("Testsite crawl: each failure ends in a fetch-log line and the crawl g
   CHECK(by_url[o + "/bad"].status == 0);
   // Refused: robots.txt is unreachable (RFC 9309: disallow all, after it was
   // fetched again as a page would be), so the page is logged as skipped for
-  // robots, not lost.
+  // robots, and counted lost (above).
   CHECK(by_url[refused + "/robots.txt"].error == "connect");
   CHECK(by_url[refused + "/robots.txt"].attempt == 4);
   CHECK(by_url[refused + "/robots.txt"].final);

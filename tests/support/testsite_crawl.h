@@ -22,6 +22,13 @@ inline testing::CommandResult Crawl(const std::string& seeds, const std::string&
 inline constexpr const char* kExactDedup =
     "--set dedup.capacity=500 --set dedup.error_rate=1e-7";
 
+// The summary's losses in a crawl of the synthetic internet with one dead
+// host of each kind among its seeds or links (--dead 1): the SERVFAIL and
+// the silent one (a failed lookup, exit 3); NXDOMAIN is no loss.
+inline constexpr const char* kDeadHostsLost =
+    "lost (no server answered): 2 URLs (dns-failure 2); 2 hosts whose robots.txt had no "
+    "answer (dns-failure 2)";
+
 }  // namespace crawler::engine::testsite_crawl
 
 #endif  // TESTS_SUPPORT_TESTSITE_CRAWL_H_

@@ -315,7 +315,10 @@ TEST_CASE(
                                         "--set frontier.max_connections_per_ip=2 " +
                                         std::string(engine::testsite_crawl::kExactDedup));
   INFO(r.output);
-  REQUIRE(r.exit_code == 0);
+  // Losses, exit 3: the SERVFAIL and the silent host (their names may come
+  // back); NXDOMAIN says the name does not exist, no loss.
+  REQUIRE(r.exit_code == 3);
+  CHECK_THAT(r.output, Catch::Contains(engine::testsite_crawl::kDeadHostsLost));
   site.Stop();
   std::multiset<std::string> attempted;
   std::map<std::string, std::string> dead_pages;  // URL: its skip reason
@@ -385,7 +388,12 @@ TEST_CASE(
 TEST_CASE("Synthetic internet crawl: requests to one address min_delay_ip_s apart",
           "[testsite][web]") {
   // 40 hosts on 2 addresses, each host free to go at once (min_delay_s 0):
-  // only the address's delay, 0.1 s, spaces their requests.
+  // only the address's delay, 0.1 s, spaces their requests. One connection
+  // an address: the next request there starts 0.1 s after the crawler had
+  // the last one's response (frontier_impl.h, IpEnded), so the server sees
+  // its requests at least 0.1 s apart, however late each reaches it on a
+  // busy machine. (With more connections an address, starts are spaced at
+  // the crawler, which the server cannot see exactly: ip_politeness_test.)
   std::string dir = TempDir("web-ip-gap");
   TestSite site("--web --hosts 40 --addresses 2 --page-bytes 2000",
                 dir + "/requests.log");
@@ -396,7 +404,7 @@ TEST_CASE("Synthetic internet crawl: requests to one address min_delay_ip_s apar
       dir + "/seeds.txt", dir + "/out",
       "--config " + dir +
           "/web.toml --set frontier.min_delay_s=0 --set frontier.min_delay_ip_s=0.1 "
-          "--set crawl.max_pages=50");
+          "--set frontier.max_connections_per_ip=1 --set crawl.max_pages=50");
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   site.Stop();
@@ -409,10 +417,7 @@ TEST_CASE("Synthetic internet crawl: requests to one address min_delay_ip_s apar
     for (size_t i = 1; i < at.size(); ++i)
       shortest = std::min(shortest, at[i] - at[i - 1]);
     INFO(address << ": " << at.size() << " requests, shortest gap " << shortest << " us");
-    // The crawler spaces its request starts 0.1 s apart; a request reaches
-    // the server some time after its start (a connect, a busy worker), so
-    // the server may see two closer: by at most half of it, here.
-    if (at.size() > 1) CHECK(shortest >= 50'000);
+    if (at.size() > 1) CHECK(shortest >= 100'000);
     most = std::max(most, at.size());
   }
   CHECK(most >= 20);  // robots.txt and pages of many hosts at one address

@@ -67,6 +67,19 @@ struct CrawlCounts {
   // admission), domain_urls (links past their domain's URL budget),
   // domain_pages (queued URLs popped past their domain's page budget).
   std::map<std::string, uint64_t> guarded;
+  // Losses: URLs in scope the crawl ended without because no server
+  // answered, by the kind of the failure that cost them (IsLoss in
+  // crawler/fetcher.h: dns-failure, connect, timeout, spool): a page given up
+  // after its last retry, or a page of a host whose robots.txt had no answer
+  // after its retries (then skipped: `robots`, or `dns` for dns-failure).
+  // Not losses: an answer (a 404, a 5xx or a malformed response given up:
+  // the server's word, in the fetch log), NXDOMAIN (no such name),
+  // robots.txt rules, budgets, guards.
+  // A crawl that ends (not stopped) with any exits 3 (cli/main.cc).
+  std::map<std::string, uint64_t> lost;
+  // Hosts whose robots.txt had no answer after its retries, by kind: each
+  // host's pages are then all in `lost`.
+  std::map<std::string, uint64_t> lost_hosts;
 };
 
 struct CrawlSummary : CrawlCounts {

@@ -69,7 +69,7 @@ struct FetchOptions {
   std::string proxy;
 };
 
-enum class FetchError {
+enum class FetchError : uint8_t {
   kNone,
   kDns,         // host name did not resolve (NXDOMAIN, no address)
   kDnsFailure,  // the lookup failed: SERVFAIL, no answer (transient)
@@ -82,6 +82,15 @@ enum class FetchError {
   kOther,
 };
 const char* FetchErrorName(FetchError e);
+// A failure that costs a URL the crawl's end without it being a loss
+// (CrawlCounts::lost): none of its answer came (a lookup that failed, not
+// NXDOMAIN; a connection refused or timed out), or it could not be kept
+// here (spool): a later crawl may well not meet it. A response that is
+// not HTTP, broken off mid-body (protocol) or refused TLS is the server's.
+inline bool IsLoss(FetchError e) {
+  return e == FetchError::kDnsFailure || e == FetchError::kConnect ||
+         e == FetchError::kTimeout || e == FetchError::kSpool;
+}
 
 struct FetchResult {
   std::string url;

@@ -27,7 +27,7 @@ BOOST_DESCRIBE_STRUCT(CrawlCounts, (), (fetched, failed, truncated, status_2xx, 
     duplicates, filter_full, too_many_redirects, bytes, bytes_2xx, bytes_3xx, bytes_4xx,
     bytes_5xx, spilled, retries, gave_up, dns_deferred, other_address, forgotten, cannot_forget, revisits_not_modified,
     revisits_identical, revisits_changed, revisit_bytes_saved, history_forgotten,
-    payload_revisits, payload_bytes_saved, revisit_intervals, revisit_demand_uhz, errors, guarded))
+    payload_revisits, payload_bytes_saved, revisit_intervals, revisit_demand_uhz, errors, guarded, lost, lost_hosts))
 // clang-format on
 
 // ---- MANIFEST.json ----

@@ -31,6 +31,7 @@
 #include <filesystem>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -51,6 +52,7 @@ namespace {
 constexpr int kExitOk = 0;
 constexpr int kExitCrawlError = 1;
 constexpr int kExitBadInput = 2;
+constexpr int kExitLosses = 3;  // a crawl that ended with losses (CrawlCounts::lost)
 
 std::atomic<bool> g_stop{false};
 std::atomic<bool> g_stop_now{false};  // a second signal: no grace
@@ -135,27 +137,27 @@ class Progress {
   int ticks_ = 0;
 };
 
-uint64_t Guarded(const crawler::engine::CrawlSummary& s) {
-  uint64_t n = 0;
-  for (const auto& [reason, count] : s.guarded) n += count;
-  return n;
-}
-
-// "connect 3, timeout 1" (every failed attempt's kind), or "none".
-std::string ErrorKinds(const crawler::engine::CrawlSummary& s) {
+// "connect 3, timeout 1" (a count's kinds), or "none".
+std::string Kinds(const std::map<std::string, uint64_t>& counts) {
   std::string kinds;
-  for (const auto& [kind, count] : s.errors)
+  for (const auto& [kind, count] : counts)
     kinds += (kinds.empty() ? "" : ", ") + kind + " " + std::to_string(count);
   return kinds.empty() ? "none" : kinds;
 }
 
+uint64_t Total(const std::map<std::string, uint64_t>& counts) {
+  uint64_t n = 0;
+  for (const auto& [kind, count] : counts) n += count;
+  return n;
+}
+
 // The crawl's last words on stdout (and in crawler.log).
 void PrintSummary(const crawler::engine::CrawlSummary& s, const std::string& dir) {
-  const char* how = s.stopped ? "stopped" : "done";
+  const char* how = s.stopped ? "stopped" : s.lost.empty() ? "done" : "done, with losses";
   spdlog::info(
       "crawl {} in {:.1f} s: {} fetched, {} failed, {} URLs given up, {} pages "
-      "unresolved",
-      how, s.seconds, s.fetched, s.failed, s.gave_up, s.unresolved);
+      "unresolved, {} URLs lost",
+      how, s.seconds, s.fetched, s.failed, s.gave_up, s.unresolved, Total(s.lost));
   fmt::print(
       "crawl {} in {:.1f} s: {} fetched (2xx {}, 3xx {}, 4xx {}, 5xx {}), {} failed, "
       "{} truncated, {:.1f} MB\n"
@@ -165,15 +167,18 @@ void PrintSummary(const crawler::engine::CrawlSummary& s, const std::string& dir
       "  given up: {} URLs after their last retry, {} pages of hosts whose name did not "
       "resolve (the fetch log names each with its kind: {}); deferred: {} attempts in a "
       "DNS outage, {} moved to a host's next address\n"
+      "  lost (no server answered): {} URLs ({}); {} hosts whose robots.txt had no "
+      "answer ({})\n"
       "  frontier: spilled to disk: {} URLs\n"
       "  WARC: {}/\n  fetch log: {}\n  log: {}/crawler.log\n"
       "  checkpoint: {}/checkpoint/ (resume: crawler crawl --resume {}; report: crawler "
       "stats {})\n",
       how, s.seconds, s.fetched, s.status_2xx, s.status_3xx, s.status_4xx, s.status_5xx,
       s.failed, s.truncated, static_cast<double>(s.bytes) / 1e6, s.robots_blocked,
-      s.out_of_scope, s.too_deep, s.trap_guard, Guarded(s), s.duplicates, s.filter_full,
-      s.gave_up, s.unresolved, ErrorKinds(s), s.dns_deferred, s.other_address, s.spilled,
-      s.warc_dir, s.fetch_log, dir, dir, dir, dir);
+      s.out_of_scope, s.too_deep, s.trap_guard, Total(s.guarded), s.duplicates,
+      s.filter_full, s.gave_up, s.unresolved, Kinds(s.errors), s.dns_deferred,
+      s.other_address, Total(s.lost), Kinds(s.lost), Total(s.lost_hosts),
+      Kinds(s.lost_hosts), s.spilled, s.warc_dir, s.fetch_log, dir, dir, dir, dir);
   std::fflush(stdout);
 }
 
@@ -292,7 +297,7 @@ int RunCrawl(const std::string& seeds_path, const std::string& config_path,
                : kExitCrawlError;
   }
   PrintSummary(*summary, resume.empty() ? out : resume);
-  return kExitOk;
+  return !summary->stopped && !summary->lost.empty() ? kExitLosses : kExitOk;
 }
 
 // `crawler normalize`: why did these two URLs (not) dedup? One line per

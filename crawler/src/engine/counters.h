@@ -71,6 +71,16 @@ class Counters {
     MutexLock lock(mu_);
     summary_.guarded[reason] += n;
   }
+  // A URL lost (CrawlCounts::lost) to a failure of `kind`.
+  void Lost(const char* kind) EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    ++summary_.lost[kind];
+  }
+  // A host whose robots.txt had no answer after its retries.
+  void LostHost(const char* kind) EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    ++summary_.lost_hosts[kind];
+  }
   // True the first time `host` has a URL skipped for `reason` (then it is
   // logged). At most kMaxSkipLogged pairs are remembered: past them (a
   // spam farm's endless hosts) nothing more is logged, and that is said once.

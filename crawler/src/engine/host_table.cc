@@ -59,7 +59,7 @@ std::optional<double> HostTable::RobotsDone(const Gate::Pass&, const std::string
   h.robots_time = now;
   h.robots_state = RobotsState::kKnown;
   h.robots_outcome = outcome;
-  h.unresolved = false;
+  h.unanswered = FetchError::kNone;
   h.robots_body = outcome == parsers::RobotsFetch::kOk
                       ? std::string(body.substr(0, kMaxRobotsBody))
                       : "";
@@ -138,7 +138,11 @@ HostTable::PageDecision HostTable::DecidePage(const Gate::Pass&, const std::stri
   MutexLock lock(mu_);
   Host& h = hosts_[host];
   d.allowed = (h.robots ? *h.robots : kNoRules).Allowed(path.empty() ? "/" : path);
-  d.unresolved = !d.allowed && h.unresolved;
+  if (!d.allowed && h.unanswered != FetchError::kNone) {
+    d.unresolved =
+        h.unanswered == FetchError::kDns || h.unanswered == FetchError::kDnsFailure;
+    if (IsLoss(h.unanswered)) d.lost = FetchErrorName(h.unanswered);
+  }
   d.over_limit = h.fetched >= max_pages_per_host_;
   DomainBudgets::Domain* domain = budgets_enabled_ ? &DomainOf(host, h) : nullptr;
   d.over_budget = domain != nullptr && domain->fetched >= domains_.PageBudget(*domain);
@@ -154,10 +158,10 @@ HostTable::PageDecision HostTable::DecidePage(const Gate::Pass&, const std::stri
   return d;
 }
 
-void HostTable::SetUnresolved(const Gate::Pass&, const std::string& host,
-                              bool unresolved) {
+void HostTable::SetUnanswered(const Gate::Pass&, const std::string& host,
+                              FetchError error) {
   MutexLock lock(mu_);
-  hosts_[host].unresolved = unresolved;
+  hosts_[host].unanswered = error;
 }
 
 bool HostTable::RobotsFetching(const Gate::Pass&,

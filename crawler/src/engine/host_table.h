@@ -30,6 +30,7 @@
 
 #include "base/mutex.h"
 #include "base/status.h"
+#include "crawler/fetcher.h"
 #include "engine/domain_budgets.h"
 #include "engine/gate.h"
 #include "frontier/frontier.h"
@@ -98,12 +99,15 @@ class HostTable {
     bool refresh_robots =
         false;  // the cached rules are older than robots_cache_s: fetch again
     bool unresolved = false;  // not allowed: the host's name did not resolve
+    // Not allowed because the host's robots.txt had no answer, a loss
+    // (IsLoss, CrawlCounts::lost): the failure's kind; null otherwise.
+    const char* lost = nullptr;
   };
-  // Whether `host`'s last robots.txt fetch ended because its name did not
-  // resolve (then its pages are not allowed, and skipped as such; RobotsDone
-  // clears it). Not in hosts.bin: after a resume such a host's pages count
-  // as robots-blocked.
-  void SetUnresolved(const Gate::Pass&, const std::string& host, bool unresolved)
+  // `host`'s last robots.txt fetch, given up, had no answer: `error` says
+  // why (then its pages are not allowed; kDns and kDnsFailure skip them as
+  // unresolved; IsLoss says which are losses; RobotsDone clears it). Not in
+  // hosts.bin: after a resume such a host's pages count as robots-blocked.
+  void SetUnanswered(const Gate::Pass&, const std::string& host, FetchError error)
       EXCLUDES(mu_);
   // May a page at `path` of `host` be fetched now? Counts it if so.
   PageDecision DecidePage(const Gate::Pass&, const std::string& host,
@@ -191,9 +195,9 @@ class HostTable {
     std::string robots_body;
     std::string robots_url;
     uint32_t robots_hops = 0;
-    uint32_t robots_failures = 0;   // in a row (not in hosts.bin: a resume starts over)
-    bool unresolved = false;        // SetUnresolved (not in hosts.bin)
-    bool robots_in_flight = false;  // SetRobotsInFlight (not in hosts.bin)
+    uint32_t robots_failures = 0;  // in a row (not in hosts.bin: a resume starts over)
+    FetchError unanswered = FetchError::kNone;  // SetUnanswered (not in hosts.bin)
+    bool robots_in_flight = false;              // SetRobotsInFlight (not in hosts.bin)
     uint64_t fetched = 0;
     DomainBudgets::Domain* domain = nullptr;  // when budgets apply: set at first use
   };

@@ -348,9 +348,12 @@ Status Worker::RobotsFailed(const Gate::Pass& pass, const Completed& c,
       c.host, why, r.status, failures - 1);
   std::optional<double> delay = p_.hosts.RobotsDone(
       pass, c.host, parsers::RobotsFetchForStatus(r.status), r.body, Clock::now());
-  // A host whose name did not resolve: its pages are skipped as "dns".
-  if (r.error == FetchError::kDns || r.error == FetchError::kDnsFailure)
-    p_.hosts.SetUnresolved(pass, c.host, true);
+  // No answer: its pages are skipped ("dns" if its name did not resolve),
+  // and lost if IsLoss.
+  if (r.status == 0 && r.error != FetchError::kNone) {
+    p_.hosts.SetUnanswered(pass, c.host, r.error);
+    if (IsLoss(r.error)) p_.counters.LostHost(FetchErrorName(r.error));
+  }
   p_.frontier.OpenHost(c.host, delay, Clock::now());
   return Status::Ok();
 }
@@ -401,6 +404,7 @@ Status Worker::FinishPage(const Gate::Pass& pass, const Completed& c, const Prep
   } else {
     if (v.gave_up) {
       p_.counters.Add(&CrawlSummary::gave_up);
+      if (r.status == 0 && IsLoss(r.error)) p_.counters.Lost(FetchErrorName(r.error));
       if (!c.before) Forget(pass, e.url);  // a revisit stays in the history
     }
     p_.frontier.Done(c.lease, now, r.seconds, v.signal);

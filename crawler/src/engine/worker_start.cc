@@ -69,6 +69,7 @@ Result<std::optional<Clock::time_point>> Worker::StartFetches(const Gate::Pass& 
                 : d.over_budget ? Skip(lease, "domain_pages", nullptr)
                                 : Status::Ok();
     if (!st.ok()) return st;
+    if (d.lost != nullptr) p_.counters.Lost(d.lost);
     const bool fetch = d.allowed && !d.over_limit && !d.over_budget;
     if (!fetch && *turn != 0) p_.placement->EndAt(lease.address, *turn);
     if (fetch && !StartPage(pass, std::move(lease), std::move(before), *turn)) break;

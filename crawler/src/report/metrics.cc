@@ -93,6 +93,15 @@ void CrawlFamilies(const StatsReport& r, Text& t) {
         "Failed attempts (transient) fetched again.", c.retries);
   t.One("crawler_urls_given_up_total", "counter",
         "URLs whose last allowed attempt failed transiently too.", c.gave_up);
+  t.Family("crawler_urls_lost_total", "counter",
+           "URLs in scope no server answered for (given up, or their host's robots.txt "
+           "had no answer), by the failure's kind; a crawl ending with any exits 3.");
+  for (const auto& [kind, n] : c.lost)
+    t.Sample("crawler_urls_lost_total", Label("kind", kind), n);
+  t.Family("crawler_hosts_lost_total", "counter",
+           "Hosts whose robots.txt had no answer after its retries, by kind.");
+  for (const auto& [kind, n] : c.lost_hosts)
+    t.Sample("crawler_hosts_lost_total", Label("kind", kind), n);
   t.One("crawler_fetch_dns_deferred_total", "counter",
         "Attempts whose lookup failed (fetch.dns_retry_s), fetched again later.",
         c.dns_deferred);

@@ -9,6 +9,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "crawler/checkpoint.h"
@@ -32,6 +33,14 @@ std::string Bytes(uint64_t n) {
 std::string Pct(double v) {
   if (v > 0 && v < 1e-7) return fmt::format("{:.2e} %", v * 100);
   return v < 0.001 ? fmt::format("{:.5f} %", v * 100) : fmt::format("{:.3f} %", v * 100);
+}
+
+// "connect 3, timeout 1", or "none".
+std::string Kinds(const std::map<std::string, uint64_t>& counts) {
+  std::string kinds;
+  for (const auto& [kind, n] : counts)
+    kinds += (kinds.empty() ? "" : ", ") + kind + " " + Count(n);
+  return kinds.empty() ? "none" : kinds;
 }
 
 struct Row {
@@ -128,10 +137,7 @@ Section CrawlSection(const CrawlCounts& c, const CrawlRates& r,
   cr.rows.push_back({"status", "2xx " + Count(c.status_2xx) + ", 3xx " +
                                    Count(c.status_3xx) + ", 4xx " + Count(c.status_4xx) +
                                    ", 5xx " + Count(c.status_5xx)});
-  std::string errors;
-  for (const auto& [name, n] : c.errors)
-    errors += (errors.empty() ? "" : ", ") + name + " " + Count(n);
-  cr.rows.push_back({"errors", errors.empty() ? "none" : errors});
+  cr.rows.push_back({"errors", Kinds(c.errors)});
   cr.rows.push_back({"retries", Count(c.retries) + " attempts fetched again, " +
                                     Count(c.gave_up) + " URLs given up after " +
                                     "their last attempt"});
@@ -142,6 +148,15 @@ Section CrawlSection(const CrawlCounts& c, const CrawlRates& r,
                                        Count(c.other_address) +
                                        " whose address did not connect, fetched again "
                                        "at the host's next address"});
+  // Losses: what no server answered for (exit 3 at a crawl's end).
+  uint64_t lost = 0, lost_hosts = 0;
+  for (const auto& [kind, n] : c.lost) lost += n;
+  for (const auto& [kind, n] : c.lost_hosts) lost_hosts += n;
+  cr.rows.push_back({"lost", lost == 0 ? "none"
+                                       : Count(lost) + " URLs no server answered for (" +
+                                             Kinds(c.lost) + "); " + Count(lost_hosts) +
+                                             " hosts whose robots.txt had no answer (" +
+                                             Kinds(c.lost_hosts) + ")"});
   if (c.forgotten + c.cannot_forget > 0) {
     // "cannot forget": named, not hidden (a bloom filter cannot erase).
     std::string row = Count(c.forgotten) +
@@ -161,10 +176,7 @@ Section CrawlSection(const CrawlCounts& c, const CrawlRates& r,
                       " trap guard, " + Count(c.too_many_redirects) +
                       " redirect limit, " + Count(c.filter_full) +
                       " refused by a full fixed-size filter"});
-  std::string guarded;
-  for (const auto& [reason, n] : c.guarded)
-    guarded += (guarded.empty() ? "" : ", ") + reason + " " + Count(n);
-  cr.rows.push_back({"guards, budgets", guarded.empty() ? "none" : guarded});
+  cr.rows.push_back({"guards, budgets", Kinds(c.guarded)});
   cr.rows.push_back({"pages/s", fmt::format("{:.1f}", r.pages_per_s) + " overall, " +
                                     fmt::format("{:.1f}", r.pages_per_s_last_minute) +
                                     " over the last minute"});
