@@ -104,6 +104,7 @@ Result<std::optional<Lease>> Frontier::Pop(Clock::time_point now,
                                            Clock::time_point* next_due) {
   Impl& m = *impl_;
   MutexLock lock(m.mu);
+  m.latest = std::max(m.latest, now);
   // The due host picked (PickDue) whose address is free too; the others wait for
   // their addresses (HoldForIp), each once.
   size_t id = 0;
@@ -177,10 +178,13 @@ void Frontier::SetAddress(std::string_view host, std::string_view address) {
   }
   if (from != Impl::kNoIp && h.ip_parked) {
     Impl::Ip& old = m.ips[from];
-    old.parked.erase(std::find(old.parked.begin(), old.parked.end(), id));
+    old.parked->erase(std::find(old.parked->begin(), old.parked->end(), id));
+    if (old.parked->empty()) old.parked.reset();
     h.ip_parked = false;
   }
   h.ip = to;
+  ++m.ips[to].hosts;
+  if (from != Impl::kNoIp && --m.ips[from].hosts == 0) m.ListIdle(from);
   m.WakeIp(from);
   m.MaybeSchedule(id);
   m.WakeIp(to);
@@ -189,6 +193,7 @@ void Frontier::SetAddress(std::string_view host, std::string_view address) {
 bool Frontier::TryStartAt(std::string_view address, Clock::time_point now) {
   Impl& m = *impl_;
   MutexLock lock(m.mu);
+  m.latest = std::max(m.latest, now);
   Impl::Ip& ip = m.ips[m.IpFor(address)];
   if (m.IpBlocked(ip, now)) return false;
   m.IpStarted(ip, now);
@@ -198,10 +203,13 @@ bool Frontier::TryStartAt(std::string_view address, Clock::time_point now) {
 void Frontier::EndAt(std::string_view address, Clock::time_point now) {
   Impl& m = *impl_;
   MutexLock lock(m.mu);
-  auto it = m.ip_index.find(std::string(address));
-  if (it == m.ip_index.end() || m.ips[it->second].in_flight == 0) return;
-  m.IpEnded(m.ips[it->second], now);
-  m.WakeIp(it->second);
+  auto it = m.ip_index.find(address);
+  if (it == m.ip_index.end() || m.ips[*it].in_flight == 0) return;
+  const uint32_t slot = *it;
+  m.IpEnded(m.ips[slot], now);
+  m.WakeIp(slot);
+  m.latest = std::max(m.latest, now);
+  m.ReclaimIps();
 }
 
 void Frontier::HoldAddress(std::string_view address, Clock::time_point until) {
@@ -279,7 +287,7 @@ FrontierStats Frontier::Stats(Clock::time_point now) const {
   s.queued_disk = m.on_disk;
   s.in_flight = m.in_flight;
   s.hosts = m.hosts.size();
-  s.addresses = m.ips.size();
+  s.addresses = m.ips.size() - m.free_ips.size();
   s.admitted = m.admitted;
   s.duplicates = m.duplicates;
   s.refused_full = m.refused_full;

@@ -12,9 +12,11 @@
 #include <deque>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "base/bytes.h"
@@ -81,16 +83,45 @@ struct Frontier::Impl {
   };
   static_assert(sizeof(Host) <= 256, "a field added to Host outgrew its padding");
 
-  // One address's politeness over all its hosts.
+  static constexpr uint32_t kNoWaker = UINT32_MAX;
+
+  // One address's politeness over all its hosts: 64 bytes, ~90 with its
+  // ip_index node and bucket (memory_bench --addresses). Its slot is freed
+  // for another address once no host refers to it, no request is under way
+  // there and its next start is due (ReclaimIps).
   struct Ip {
-    std::string address;
+    std::string address;      // "" while the slot is free
     Clock::time_point due{};  // the next request start allowed
     uint32_t in_flight = 0;
-    // Hosts due but held for this address, first come first served; at most
-    // one host (`waker`) is scheduled to come back when it is due.
-    std::deque<size_t> parked;
-    size_t waker = kNoHost;
+    uint32_t hosts = 0;  // hosts whose address it is (Host::ip)
+    // At most one host of its line (`waker`) is scheduled to come back
+    // when the address is due.
+    uint32_t waker = kNoWaker;
+    bool idle_listed = false;  // in idle_ips
+    // Hosts due but held for this address, first come first served. Only
+    // while any wait: an empty std::deque holds ~600 bytes.
+    std::unique_ptr<std::deque<uint32_t>> parked;
   };
+  static_assert(sizeof(Ip) <= 64, "a field added to Ip outgrew its padding");
+
+  // ip_index's hash and equality: an entry is a slot of `ips`, found by its
+  // address (heterogeneous lookup), so the address is held once. Hashing
+  // is noexcept: libstdc++ then keeps no hash in a node (16 bytes).
+  struct IpKey {
+    using is_transparent = void;
+    const std::deque<Ip>* ips;
+    std::string_view Of(std::string_view a) const noexcept { return a; }
+    std::string_view Of(uint32_t slot) const noexcept { return (*ips)[slot].address; }
+    template <class K>
+    size_t operator()(const K& k) const noexcept {
+      return std::hash<std::string_view>()(Of(k));
+    }
+    template <class A, class B>
+    bool operator()(const A& a, const B& b) const noexcept {
+      return Of(a) == Of(b);
+    }
+  };
+
   explicit Impl(const FrontierOptions& o) : options(o) {}
 
   ~Impl() {
@@ -126,17 +157,62 @@ struct Frontier::Impl {
   std::unordered_map<uint64_t, uint32_t> lease_ip GUARDED_BY(mu);
   std::map<uint32_t, uint64_t> depth_counts GUARDED_BY(mu);  // queued URLs by depth
   std::vector<std::string> drained GUARDED_BY(mu);           // read-back spill files
-  std::vector<Ip> ips GUARDED_BY(mu);
-  std::unordered_map<std::string, uint32_t> ip_index GUARDED_BY(mu);
+  // A deque: no vector's spare capacity (up to as much again) is held.
+  std::deque<Ip> ips GUARDED_BY(mu);
+  std::unordered_set<uint32_t, IpKey, IpKey> ip_index GUARDED_BY(mu){0, IpKey{&ips},
+                                                                     IpKey{&ips}};
+  std::vector<uint32_t> free_ips GUARDED_BY(mu);  // slots to reuse
+  std::deque<uint32_t> idle_ips GUARDED_BY(mu);   // slots no host refers to
+  // The latest time a caller gave (Pop, TryStartAt, EndAt, a lease's end):
+  // ReclaimIps's now, on the callers' clock (a test's is not the real one).
+  Clock::time_point latest GUARDED_BY(mu){};
 
+  // The slot of `address`'s record, made if there is none.
   uint32_t IpFor(std::string_view address) REQUIRES(mu) {
-    auto [it, fresh] =
-        ip_index.try_emplace(std::string(address), static_cast<uint32_t>(ips.size()));
-    if (fresh) {
+    auto it = ip_index.find(address);
+    if (it != ip_index.end()) return *it;
+    ReclaimIps();
+    uint32_t slot = static_cast<uint32_t>(ips.size());
+    if (!free_ips.empty()) {
+      slot = free_ips.back();
+      free_ips.pop_back();
+    } else {
       ips.emplace_back();
-      ips.back().address = std::string(address);
     }
-    return it->second;
+    ips[slot].address = std::string(address);  // before the index hashes it
+    ip_index.insert(slot);
+    ListIdle(slot);  // no host refers to it yet
+    return slot;
+  }
+  // Address `slot` may have no host left: it waits in idle_ips.
+  void ListIdle(uint32_t slot) REQUIRES(mu) {
+    Ip& ip = ips[slot];
+    if (ip.hosts > 0 || ip.idle_listed) return;
+    ip.idle_listed = true;
+    idle_ips.push_back(slot);
+  }
+  // Looks at the first two of idle_ips (amortised: every new address and
+  // every request's end calls this; "now" is `latest`): one that a host refers to again
+  // leaves the list, one that is free (nothing under way or waiting there, its next start
+  // due) is dropped and its slot reused, any other goes to the back. So the records of
+  // addresses no host has any more are dropped soon after their last request, never while
+  // their politeness binds.
+  void ReclaimIps() REQUIRES(mu) {
+    for (int i = 0; i < 2 && !idle_ips.empty(); ++i) {
+      const uint32_t slot = idle_ips.front();
+      idle_ips.pop_front();
+      Ip& ip = ips[slot];
+      ip.idle_listed = false;
+      if (ip.hosts > 0) continue;
+      if (ip.in_flight > 0 || ip.parked || ip.due > latest) {
+        ip.idle_listed = true;
+        idle_ips.push_back(slot);
+        continue;
+      }
+      ip_index.erase(slot);  // while its address still hashes to its entry
+      ip = Ip();
+      free_ips.push_back(slot);
+    }
   }
   // May a request start at address `ip` now?
   bool IpBlocked(const Ip& ip, Clock::time_point now) const {
@@ -154,7 +230,7 @@ struct Frontier::Impl {
     const Host& h = hosts[id];
     if (h.ip == kNoIp) return false;
     const Ip& ip = ips[h.ip];
-    return IpBlocked(ip, now) || (ip.waker != kNoHost && ip.waker != id);
+    return IpBlocked(ip, now) || (ip.waker != kNoWaker && ip.waker != id);
   }
   // A request at `ip` ended at `ended` (none: not sent): the next start
   // waits min_delay_ip_s after it too, so with one connection per address
@@ -174,7 +250,9 @@ struct Frontier::Impl {
     Unschedule(id);
     Host& h = hosts[id];
     h.ip_parked = true;
-    ips[h.ip].parked.push_back(id);
+    Ip& ip = ips[h.ip];
+    if (!ip.parked) ip.parked = std::make_unique<std::deque<uint32_t>>();
+    ip.parked->push_back(static_cast<uint32_t>(id));
     WakeIp(h.ip);
   }
   // A connection of address `ip` is free, or its waker left: the first host
@@ -182,10 +260,11 @@ struct Frontier::Impl {
   void WakeIp(uint32_t index) REQUIRES(mu) {
     if (index == kNoIp) return;
     Ip& ip = ips[index];
-    while (ip.waker == kNoHost && ip.in_flight < options.max_connections_per_ip &&
-           !ip.parked.empty()) {
-      const size_t id = ip.parked.front();
-      ip.parked.pop_front();
+    while (ip.waker == kNoWaker && ip.in_flight < options.max_connections_per_ip &&
+           ip.parked) {
+      const uint32_t id = ip.parked->front();
+      ip.parked->pop_front();
+      if (ip.parked->empty()) ip.parked.reset();
       Host& h = hosts[id];
       h.ip_parked = false;
       h.due = std::max(h.due, ip.due);
@@ -225,7 +304,7 @@ struct Frontier::Impl {
     if (h.scheduled) {
       schedule.erase({h.due, id});
       h.scheduled = false;
-      if (h.ip != kNoIp && ips[h.ip].waker == id) ips[h.ip].waker = kNoHost;
+      if (h.ip != kNoIp && ips[h.ip].waker == id) ips[h.ip].waker = kNoWaker;
     }
   }
 
@@ -373,6 +452,8 @@ struct Frontier::Impl {
     lease_ip.erase(it);
     IpEnded(ips[ip], ended);
     WakeIp(ip);
+    if (ended) latest = std::max(latest, *ended);
+    ReclaimIps();
   }
 
   // Frees the lease's connection slot; returns its host, or nullopt for a

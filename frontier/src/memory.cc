@@ -30,11 +30,14 @@ FrontierMemory Frontier::Memory() const {
     r.urls += h.ram.HeapBytes() + hb::Buffer(h.write_buf) + EntriesHeap(h.write_buf);
   }
   r.hosts += hb::Nodes(m.host_index) + hb::Nodes(m.schedule) + hb::Nodes(m.lease_ip) +
-             hb::Nodes(m.depth_counts) + hb::Buffer(m.drained) + hb::Buffer(m.ips) +
-             hb::Nodes(m.ip_index);
+             hb::Nodes(m.depth_counts) + hb::Buffer(m.drained);
   for (const std::string& path : m.drained) r.hosts += hb::Of(path);
-  for (const Impl::Ip& ip : m.ips) r.hosts += hb::Of(ip.address) + hb::Buffer(ip.parked);
-  for (const auto& [address, index] : m.ip_index) r.hosts += hb::Of(address);
+  r.addresses = hb::Buffer(m.ips) + hb::Nodes(m.ip_index) + hb::Buffer(m.free_ips) +
+                hb::Buffer(m.idle_ips);
+  for (const Impl::Ip& ip : m.ips) {
+    r.addresses += hb::Of(ip.address);
+    if (ip.parked) r.addresses += hb::Alloc(sizeof(*ip.parked)) + hb::Buffer(*ip.parked);
+  }
   r.urls += hb::Nodes(m.leased);
   for (const auto& [id, leased] : m.leased) r.urls += EntryHeap(leased.second);
   return r;

@@ -8,6 +8,7 @@
 // frontier's walk held its lock. Asserts nothing.
 //
 //   build/tests/memory_bench [--hosts H] [--urls K] [--bodies B]
+//   build/tests/memory_bench --addresses N   (the per-address records only)
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cinttypes>
@@ -92,6 +93,53 @@ int FrontierPart(uint64_t hosts, uint64_t urls, const std::string& dir) {
   return 0;
 }
 
+// The frontier's per-address records: `n` hosts, each on an address of its
+// own, each address asked once (a request started and ended), then every
+// host moved to a new address (as when DNS answers change): the first
+// addresses have no host left, so their records are dropped as the new ones
+// come. Prints the records kept and their bytes per address still referred
+// to, counted and as jemalloc saw them grow.
+int AddressesPart(uint64_t n, const std::string& dir) {
+  crawler::dedup::FilterOptions fo;
+  fo.capacity = n * 2;
+  auto filter = crawler::dedup::Filter::Create(fo);
+  crawler::frontier::FrontierOptions o;
+  o.max_memory_urls = n * 2;
+  o.min_delay_ip_s = 0;  // an address is idle once its request ended
+  o.spill_dir = dir;
+  auto frontier = crawler::frontier::Frontier::Create(o);
+  if (!filter.ok() || !frontier.ok()) return 1;
+  auto address = [](uint64_t round, uint64_t i) {
+    return std::to_string(10 + round) + "." + std::to_string(i >> 16 & 255) + "." +
+           std::to_string(i >> 8 & 255) + "." + std::to_string(i & 255);
+  };
+  std::vector<crawler::frontier::UrlEntry> batch;
+  for (uint64_t h = 0; h < n; ++h) {
+    crawler::frontier::UrlEntry e;
+    e.url = HostName(h) + "/";
+    batch.push_back(std::move(e));
+  }
+  if (!(*frontier)->Admit(std::move(batch), **filter).ok()) return 1;
+  const uint64_t before = Allocated();
+  for (uint64_t round = 0; round < 2; ++round) {
+    for (uint64_t h = 0; h < n; ++h) {
+      const std::string a = address(round, h);
+      (*frontier)->SetAddress(HostName(h), a);
+      const auto now = crawler::frontier::Clock::now();
+      if (!(*frontier)->TryStartAt(a, now)) return 1;
+      (*frontier)->EndAt(a, now);
+    }
+    const uint64_t grew = Allocated() - before;
+    const uint64_t kept = (*frontier)->Stats(crawler::frontier::Clock::now()).addresses;
+    const uint64_t counted = (*frontier)->Memory().addresses;
+    std::printf("addresses, round %" PRIu64 ": %" PRIu64 " seen, %" PRIu64
+                " records kept for %" PRIu64 " referred to\n",
+                round + 1, n * (round + 1), kept, n);
+    Print("  per address", n, counted, grew);
+  }
+  return 0;
+}
+
 // A host table of `hosts` hosts, each with a robots.txt of three rules and
 // a sitemap, four hosts to a registered domain, budgets on.
 void HostTablePart(uint64_t hosts) {
@@ -133,17 +181,24 @@ void BodiesPart(uint64_t n) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  uint64_t hosts = 100'000, urls = 4, bodies = 1000;
+  uint64_t hosts = 100'000, urls = 4, bodies = 1000, addresses = 0;
   CLI::App app{"memory_bench: each part's counted bytes against the allocator's"};
   app.add_option("--hosts", hosts, "hosts in the frontier and the host table");
   app.add_option("--urls", urls, "URLs queued per host");
   app.add_option("--bodies", bodies, "response bodies of 80 KiB");
+  app.add_option("--addresses", addresses,
+                 "only the per-address records: N addresses seen, then N more");
   CLI11_PARSE(app, argc, argv);
   const std::string dir =
       (std::filesystem::temp_directory_path() / "memory_bench").string();
   std::filesystem::create_directories(dir);
   std::printf("%-16s %10s %14s %14s %7s %10s\n", "part", "items", "counted_bytes",
               "allocator_grew", "ratio", "B_per_item");
+  if (addresses > 0) {
+    const int code = AddressesPart(addresses, dir);
+    std::filesystem::remove_all(dir);
+    return code;
+  }
   if (FrontierPart(hosts, urls, dir) != 0) {
     std::fprintf(stderr, "memory_bench: the frontier could not be built\n");
     return 1;

@@ -211,6 +211,32 @@ TEST_CASE("Per address: a request that ended frees its address before its result
   CHECK_FALSE(s.Pop(kStart + milliseconds(300)).has_value());
 }
 
+TEST_CASE(
+    "Per address: a record no host refers to is kept while its politeness binds, then "
+    "dropped and its slot reused",
+    "[frontier][ip]") {
+  Setup s(Options(1, 10.0, 10));
+  s.Hosts({"http://a"}, "10.0.0.1", 1);
+  REQUIRE(s.f->TryStartAt("10.0.0.1", kStart));
+  s.f->EndAt("10.0.0.1", kStart);           // 10.0.0.1's next start: kStart + 10 s
+  s.f->SetAddress("http://a", "10.0.0.2");  // no host at 10.0.0.1 any more
+  // New addresses come (each looks at the idle records): 10.0.0.1's is kept
+  // while its gap binds, so a request there still waits.
+  s.Hosts({"http://b", "http://c"}, "10.0.0.3", 1);
+  s.Hosts({"http://d"}, "10.0.0.4", 1);
+  CHECK(s.f->Stats(kStart).addresses == 4);
+  CHECK_FALSE(s.f->TryStartAt("10.0.0.1", kStart + std::chrono::seconds(1)));
+  // Past its gap (a request's end elsewhere says so) it is dropped as new
+  // addresses come: the records stay as many as the addresses hosts have.
+  const Clock::time_point later = kStart + std::chrono::seconds(20);
+  s.f->EndAt("10.0.0.1", later);
+  REQUIRE(s.f->TryStartAt("10.0.0.3", later));
+  s.f->EndAt("10.0.0.3", later);
+  for (int i = 0; i < 20; ++i)
+    s.f->SetAddress("http://d", "10.0.1." + std::to_string(i));  // d moves on and on
+  CHECK(s.f->Stats(later).addresses <= 4);  // a, b and c's, d's, one idle at most
+}
+
 }  // namespace ip_test
 }  // namespace
 }  // namespace crawler::frontier

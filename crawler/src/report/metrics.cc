@@ -200,15 +200,17 @@ void MemoryFamilies(const MemoryReport& m, Text& t) {
   t.Family("crawler_memory_bytes", "gauge",
            "Bytes held by each part of the crawl, counted from its structures; other: "
            "the resident set minus the parts.");
-  const std::pair<const char*, uint64_t> parts[] = {{"filter", m.filter},
-                                                    {"frontier_urls", m.frontier_urls},
-                                                    {"frontier_hosts", m.frontier_hosts},
-                                                    {"host_table", m.host_table},
-                                                    {"dns", m.dns},
-                                                    {"scope", m.scope},
-                                                    {"robots_queue", m.robots_queue},
-                                                    {"bodies", m.bodies},
-                                                    {"other", m.other}};
+  const std::pair<const char*, uint64_t> parts[] = {
+      {"filter", m.filter},
+      {"frontier_urls", m.frontier_urls},
+      {"frontier_hosts", m.frontier_hosts},
+      {"frontier_addresses", m.frontier_addresses},
+      {"host_table", m.host_table},
+      {"dns", m.dns},
+      {"scope", m.scope},
+      {"robots_queue", m.robots_queue},
+      {"bodies", m.bodies},
+      {"other", m.other}};
   for (const auto& [part, bytes] : parts)
     t.Sample("crawler_memory_bytes", Label("part", part), bytes);
 }

@@ -287,14 +287,16 @@ Section MemorySection(const MemoryReport& m, uint64_t hosts) {
                                      Bytes(m.allocator_resident) + " resident)"});
   ms.rows.push_back({"parts", "filter " + Bytes(m.filter) + ", frontier URLs " +
                                   Bytes(m.frontier_urls) + ", frontier hosts " +
-                                  Bytes(m.frontier_hosts) + ", host table " +
+                                  Bytes(m.frontier_hosts) + ", frontier addresses " +
+                                  Bytes(m.frontier_addresses) + ", host table " +
                                   Bytes(m.host_table) + ", DNS " + Bytes(m.dns) +
                                   ", scope " + Bytes(m.scope) + ", robots.txt queue " +
                                   Bytes(m.robots_queue) + ", bodies " + Bytes(m.bodies)});
   ms.rows.push_back(
       {"other", Bytes(m.other) + " (code, stacks, libraries, the allocator's spare)"});
   if (hosts > 0) {
-    const uint64_t per_host = m.frontier_hosts + m.host_table + m.dns + m.scope;
+    const uint64_t per_host =
+        m.frontier_hosts + m.frontier_addresses + m.host_table + m.dns + m.scope;
     ms.rows.push_back(
         {"per host", Bytes(m.rss / hosts) + " resident, " + Bytes(per_host / hosts) +
                          " in the per-host parts (" + Count(hosts) + " hosts known)"});

@@ -184,18 +184,19 @@ struct MemoryReport {
       0;                        // the allocator's resident pages (allocated and spare)
   uint64_t filter = 0;          // the dedup filter's tables and log buffers
   uint64_t frontier_urls = 0;   // URLs queued in RAM, leased, buffered for spill
-  uint64_t frontier_hosts = 0;  // the frontier's per-host and per-address state
-  uint64_t host_table = 0;      // robots.txt rules, per-host counts, domain budgets
-  uint64_t dns = 0;             // the DNS cache and its queue
-  uint64_t scope = 0;           // the hosts in scope (the seeds'), listed and indexed
-  uint64_t robots_queue = 0;    // robots.txt fetches waiting for room in a fetcher
-  uint64_t bodies = 0;          // response bodies in RAM: transfers, results waiting
+  uint64_t frontier_hosts = 0;  // the frontier's per-host state
+  uint64_t frontier_addresses = 0;  // its per-address records (politeness per address)
+  uint64_t host_table = 0;          // robots.txt rules, per-host counts, domain budgets
+  uint64_t dns = 0;                 // the DNS cache and its queue
+  uint64_t scope = 0;               // the hosts in scope (the seeds'), listed and indexed
+  uint64_t robots_queue = 0;        // robots.txt fetches waiting for room in a fetcher
+  uint64_t bodies = 0;              // response bodies in RAM: transfers, results waiting
   uint64_t other = 0;  // rss minus the parts (code, stacks, libraries, allocator)
 };
 BOOST_DESCRIBE_STRUCT(MemoryReport, (),
                       (allocator, rss, allocated, allocator_resident, filter,
-                       frontier_urls, frontier_hosts, host_table, dns, scope,
-                       robots_queue, bodies, other))
+                       frontier_urls, frontier_hosts, frontier_addresses, host_table, dns,
+                       scope, robots_queue, bodies, other))
 
 struct StatsReport {
   uint64_t version = 1;

@@ -106,13 +106,15 @@ MemoryReport Memory(const dedup::FilterStats& fs, const frontier::FrontierMemory
   m.filter = fs.bytes + fs.log_buffer_bytes;
   m.frontier_urls = fm.urls;
   m.frontier_hosts = fm.hosts;
+  m.frontier_addresses = fm.addresses;
   m.host_table = host_table;
   m.dns = dns;
   m.scope = scope;
   m.robots_queue = robots_queue;
   m.bodies = Body::RamBytes();
-  const uint64_t parts = m.filter + m.frontier_urls + m.frontier_hosts + m.host_table +
-                         m.dns + m.scope + m.robots_queue + m.bodies;
+  const uint64_t parts = m.filter + m.frontier_urls + m.frontier_hosts +
+                         m.frontier_addresses + m.host_table + m.dns + m.scope +
+                         m.robots_queue + m.bodies;
   m.other = m.rss > parts ? m.rss - parts : 0;
   return m;
 }

@@ -194,6 +194,7 @@ struct FrontierStats {
 struct FrontierMemory {
   uint64_t urls = 0;
   uint64_t hosts = 0;
+  uint64_t addresses = 0;  // the per-address records (politeness per address)
 };
 
 struct AdmitResult {
