@@ -113,6 +113,8 @@ TEST_CASE(
       {" normalize 'http://a b/'", 1, "error: "},
       {" cluster-stats redis://127.0.0.1:" + std::to_string(refused.port()), 2,
        "127.0.0.1:" + std::to_string(refused.port())},
+      {" cut-back " + dir + "/no-such-crawl", 2, "not a crawl output directory"},
+      {" cut-back " + out, 2, "not a cluster node's crawl"},
       {" frobnicate", 2, "unknown command"},
   };
   for (const Row& row : rows) {

@@ -119,8 +119,20 @@ inline void CheckUnionWithDead(const ClusterCrawl& c, const std::string& job,
   INFO(dead << "'s last commit: '" << seq << "'");
   if (!seq.empty() && seq != "\n") REQUIRE(!m.empty());
   uint64_t keep = m.empty() ? 0 : m.at("fetch_log").at("bytes").to_number<uint64_t>();
-  WARN(dead << "'s fetch log cut to its last commit: " << keep << " bytes");
-  std::filesystem::resize_file(c.dir + "/" + dead + "/fetch-log.jsonl", keep);
+  const std::string out = c.dir + "/" + dead;
+  if (m.empty()) {  // nothing committed: nothing of its log counts
+    std::filesystem::resize_file(out + "/fetch-log.jsonl", 0);
+  } else {
+    // What a user runs on a dead node's directory (README): its fetch log,
+    // WARC files and seen log cut back to that commit.
+    testing::CommandResult cut =
+        testing::RunCommand(std::string(CRAWLER_BINARY) + " cut-back " + out);
+    INFO(cut.output);
+    REQUIRE(cut.exit_code == 0);
+    CHECK(std::filesystem::file_size(out + "/fetch-log.jsonl") == keep);
+    CHECK(testing::WarcNotAsLogged(out).empty());  // its WARCs: the same pages
+  }
+  WARN(dead << "'s outputs cut back to its last commit: " << keep << " log bytes");
   CheckUnionIsTruth(c.dir, c.truth, nodes);
 }
 

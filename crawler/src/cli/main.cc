@@ -207,25 +207,45 @@ int ClusterStats(const std::string& redis, const std::string& job, bool as_json,
 #endif
 }
 
-// A cluster node fenced out (another node took its shards while it was cut
-// off): its outputs are cut back to its last committed checkpoint, which its
-// successors loaded, so no page is in two nodes' outputs. Then exit 1.
-int EndFenced(std::unique_ptr<crawler::engine::Crawl> crawl, const std::string& out) {
-  crawl.reset();  // outputs closed, OUT/.lock released
+// Cuts a cluster node's outputs back to its last committed checkpoint,
+// which its successors loaded, so no page is in two nodes' outputs; says
+// so (`then`: what the user may do next). Whether it could.
+bool CutBack(const std::string& out, const std::string& then) {
   auto sequence = crawler::engine::Crawl::CutBackToCommitted(out, Joiner());
   if (sequence.ok()) {
     spdlog::warn("cluster: outputs cut back to checkpoint {}, the last committed one",
                  *sequence);
     std::fprintf(stderr,
-                 "crawler: outputs cut back to checkpoint %llu, the last committed one; "
-                 "`crawler crawl --resume %s` rejoins the job\n",
-                 static_cast<unsigned long long>(*sequence), out.c_str());
-  } else {
-    spdlog::error("cluster: outputs not cut back: {}", sequence.status().message());
-    std::fprintf(stderr, "crawler: outputs not cut back: %s\n",
-                 sequence.status().message().c_str());
+                 "crawler: %s: outputs cut back to checkpoint %llu, the last committed "
+                 "one%s\n",
+                 out.c_str(), static_cast<unsigned long long>(*sequence), then.c_str());
+    return true;
   }
+  spdlog::error("cluster: outputs not cut back: {}", sequence.status().message());
+  std::fprintf(stderr, "crawler: %s: outputs not cut back: %s\n", out.c_str(),
+               sequence.status().message().c_str());
+  return false;
+}
+
+// A cluster node fenced out (another node took its shards while it was cut
+// off): its outputs are cut back (CutBack). Then exit 1.
+int EndFenced(std::unique_ptr<crawler::engine::Crawl> crawl, const std::string& out) {
+  crawl.reset();  // outputs closed, OUT/.lock released
+  CutBack(out, "; `crawler crawl --resume " + out + "` rejoins the job");
   return kExitCrawlError;
+}
+
+// `crawler cut-back DIR`: a dead node's (killed, not restarted) outputs cut
+// back to where the nodes that took its shards over began, before every
+// node's outputs are packaged or indexed together. A running node's DIR is
+// locked: refused.
+int RunCutBack(const std::string& dir) {
+  if (!crawler::engine::Crawl::IsOutputDir(dir)) {
+    std::fprintf(stderr, "crawler cut-back: %s: not a crawl output directory\n",
+                 dir.c_str());
+    return kExitBadInput;
+  }
+  return CutBack(dir, "") ? kExitOk : kExitBadInput;
 }
 
 int RunCrawl(const std::string& seeds_path, const std::string& config_path,
@@ -451,7 +471,8 @@ int main(int argc, char** argv) {
   spdlog::set_default_logger(std::make_shared<spdlog::logger>("none"));
   CLI::App app{
       "crawler: a polite web crawler with a compact URL-seen filter.\n"
-      "Exit codes: 0 done, 1 crawl error, 2 bad usage or bad input."};
+      "Exit codes: 0 done, 1 crawl error, 2 bad usage or bad input, 3 done with "
+      "losses."};
   app.require_subcommand(1);
   // CLI11 prints it and ends the parse (CallForVersion), as --help does.
   app.set_version_flag("--version", crawler::engine::VersionReport(),
@@ -493,6 +514,12 @@ int main(int argc, char** argv) {
       "index", "write the CDXJ index beside each WARC file (for WARCs without one)");
   index->add_option("warcs", warcs, "WARC files (.warc.gz, one gzip member per record)")
       ->required();
+  std::string cut_dir;
+  CLI::App* cut = app.add_subcommand(
+      "cut-back",
+      "cut a dead cluster node's outputs (fetch log, WARC files, seen log) back to its "
+      "last checkpoint committed in Redis, where its successors began");
+  cut->add_option("dir", cut_dir, "the dead node's output directory")->required();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -512,5 +539,6 @@ int main(int argc, char** argv) {
     return ClusterStats(cluster_redis, cluster_job, as_json, cluster_html);
   if (*index) return RunIndex(warcs);
   if (*wacz) return RunWacz(wacz_dir, wacz_file, wacz_with);
+  if (*cut) return RunCutBack(cut_dir);
   return RunNormalize(base, urls, url_options);
 }

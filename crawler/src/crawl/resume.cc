@@ -322,6 +322,12 @@ Result<uint64_t> Crawl::CutBackToCommitted(const std::string& out_dir,
     if (!loaded.ok()) return loaded.status();
     auto config = LoadConfig(loaded->config_path, {});
     if (!config.ok()) return config.status();
+    if (!config->cluster.enabled()) {
+      return Status::Invalid(
+          out_dir +
+          ": not a cluster node's crawl: nothing to cut back "
+          "(`crawler crawl --resume` goes on from its last checkpoint)");
+    }
     uint64_t skip_to = 0;
     Status st = SelectCommitted(*config, out_dir, joiner, &*loaded, fell_back, &skip_to);
     if (st.ok()) st = Repair(out_dir, loaded->info, config->output);
