@@ -117,6 +117,8 @@ enum PageFault : uint32_t {
   kShortBody = 2,     // a Content-Length 1,000 bytes past the body, then close
   kCutGzip = 4,       // gzip, cut to half its bytes (Content-Length says so)
   kHugeHeader = 8,    // a 64 KB response header (every time: not a failure)
+  kSilent = 16,       // nothing at all: the connection held open, never answered
+  kTrickle = 32,      // the head, then the body at one byte a second
 };
 
 // What a host name is.
@@ -284,7 +286,8 @@ class Web {
     const uint64_t m = Mix(0xfa, Mix(h, x));
     if (m % o_.page_fault_every != 0) return kNoFault;
     std::vector<PageFault> kinds;
-    for (PageFault k : {kResetMidBody, kShortBody, kCutGzip, kHugeHeader})
+    for (PageFault k :
+         {kResetMidBody, kShortBody, kCutGzip, kHugeHeader, kSilent, kTrickle})
       if ((o_.page_faults & k) != 0) kinds.push_back(k);
     return kinds[(m / o_.page_fault_every) % kinds.size()];
   }

@@ -22,6 +22,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -58,6 +59,8 @@ using crawler::testsite::kHugeHeader;
 using crawler::testsite::kNoFault;
 using crawler::testsite::kResetMidBody;
 using crawler::testsite::kShortBody;
+using crawler::testsite::kSilent;
+using crawler::testsite::kTrickle;
 using crawler::testsite::MoveClock;
 using crawler::testsite::PageFault;
 using crawler::testsite::Web;
@@ -205,10 +208,19 @@ class WebServer {
     std::lock_guard<std::mutex> lock(faulted_mu_);
     return faulted_.insert(url).second;
   }
-  // WebOptions::page_faults: a broken answer; the caller closes.
+  // WebOptions::page_faults: a broken answer; the caller closes. A silent
+  // or trickling one lasts until the client gives up (closes), 120 s at most.
   static void WriteFault(HttpConnection& conn, int fd, PageFault fault,
                          const std::string& type, const std::string& body) {
     namespace http = boost::beast::http;
+    if (fault == kSilent) {
+      for (int s = 0; s < 120; ++s) {
+        pollfd p{fd, POLLIN, 0};
+        char byte;
+        if (::poll(&p, 1, 1000) > 0 && ::recv(fd, &byte, 1, MSG_DONTWAIT) <= 0) return;
+      }
+      return;
+    }
     http::response<http::empty_body> head{http::status::ok, 11};
     head.set(http::field::content_type, type);
     head.keep_alive(false);
@@ -219,6 +231,13 @@ class WebServer {
       return;
     }
     if (!conn.WriteHead(head, body.size() + (fault == kShortBody ? 1000 : 0))) return;
+    if (fault == kTrickle) {
+      for (size_t i = 0; i < body.size() && i < 120; ++i) {
+        if (!conn.WriteRaw(std::string_view(body).substr(i, 1))) return;
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+      }
+      return;
+    }
     conn.WriteRaw(fault == kShortBody
                       ? std::string_view(body)
                       : std::string_view(body).substr(0, body.size() / 2));
@@ -326,14 +345,17 @@ void AddFaultOptions(CLI::App& app, WebOptions& o) {
   app.add_option("--page-fault")
       ->description(
           "reset (mid-body), short (Content-Length past the body), gzip (cut), "
-          "header (64 KB); repeat for more")
+          "header (64 KB), silent (never answered), trickle (a byte a second); repeat "
+          "for more")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
-      ->check(CLI::IsMember({"reset", "short", "gzip", "header"}))
+      ->check(CLI::IsMember({"reset", "short", "gzip", "header", "silent", "trickle"}))
       ->each([&o](const std::string& k) {
-        o.page_faults |= k == "reset"   ? kResetMidBody
-                         : k == "short" ? kShortBody
-                         : k == "gzip"  ? kCutGzip
-                                        : kHugeHeader;
+        o.page_faults |= k == "reset"     ? kResetMidBody
+                         : k == "short"   ? kShortBody
+                         : k == "gzip"    ? kCutGzip
+                         : k == "silent"  ? kSilent
+                         : k == "trickle" ? kTrickle
+                                          : kHugeHeader;
       });
 }
 

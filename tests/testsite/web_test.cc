@@ -661,6 +661,54 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "Synthetic internet crawl: a server that never answers and one that trickles a "
+    "byte a second are given up at their timeouts and fetched again whole",
+    "[testsite][web][faults]") {
+  // Every fourth page's first request is never answered (the connection
+  // held open) or trickles its body at 1 byte/s: the crawler's total and
+  // low-speed timeouts (2 s, and 1,000 bytes/s over 1 s) end each, as
+  // `timeout`, and the retry gets the page. No loss, no hang.
+  FaultCrawl c = CrawlWithFaults(
+      "web-silent-faults",
+      "--hosts 12 --addresses 3 --page-fault-every 4 --page-fault silent --page-fault "
+      "trickle",
+      "retry_base_s = 0.05\nconnect_timeout_s = 2\ntimeout_s = 2\nlow_speed_bytes = "
+      "1000\nlow_speed_time_s = 1\n",
+      "--set crawl.max_connections=64");
+  INFO(c.result.output);
+  REQUIRE(c.result.exit_code == 0);
+  CheckWhole(c);
+  WebOptions o;
+  o.hosts = 12;
+  o.addresses = 3;
+  o.page_fault_every = 4;
+  o.page_faults = kSilent | kTrickle;
+  const Web web(o);
+  std::map<PageFault, int> broken, expected;
+  for (const std::string& url : c.truth) {
+    const size_t path = url.find('/', 7);
+    const HostRef ref = web.Lookup(url.substr(7, url.rfind(':', path) - 7));
+    if (ref.kind == HostKind::kNormal)
+      ++expected[web.FaultOf(ref.index, url.substr(path))];
+  }
+  for (const ServedRequest& q : c.served) {
+    const HostRef ref = web.Lookup(q.authority.substr(0, q.authority.rfind(':')));
+    if (q.status == 0 && ref.kind == HostKind::kNormal)
+      ++broken[web.FaultOf(ref.index, q.target)];
+  }
+  for (PageFault k : {kSilent, kTrickle}) {
+    INFO("fault " << k);
+    CHECK(expected[k] > 0);
+    CHECK(broken[k] == expected[k]);  // each given up once, then fetched whole
+  }
+  size_t timeouts = 0;
+  for (const boost::json::object& line : FetchLogLines(c.out))
+    if (line.contains("error") && line.at("error").as_string() == "timeout") ++timeouts;
+  CHECK(timeouts == static_cast<size_t>(broken[kSilent] + broken[kTrickle]));
+  std::filesystem::remove_all(c.dir);
+}
+
+TEST_CASE(
     "Synthetic internet crawl: hosts on one address hold max_connections_per_ip "
     "connections together, not one host's",
     "[testsite][web][faults]") {
