@@ -11,7 +11,7 @@
 //   column family "due"       due time (u64 big-endian ms) + URL -> ""
 //   column family "payloads"  payload digest -> its first capture
 //                             (EncodePayloadCapture)
-// Why RocksDB (docs/history.md): an ordered, compressed, crash-safe store
+// Why RocksDB (docs/url-history.md): an ordered, compressed, crash-safe store
 // that holds far more than RAM, with a consistent on-disk image in
 // milliseconds (rocksdb::Checkpoint hard-links the immutable table files);
 // URLFrontier and OutbackCDX use it for the same jobs. The history is not
