@@ -120,11 +120,12 @@ TEST_CASE(
   // holds at least its tables; three hosts are known.
   const double rss = second.Get("crawler_resident_bytes{}");
   CHECK(rss > 1e6);
-  CHECK(second.Count("crawler_memory_bytes") == 9);
+  CHECK(second.Count("crawler_memory_bytes") == 10);
   CHECK(second.Sum("crawler_memory_bytes") == Approx(rss).epsilon(1e-9));
   CHECK(second.Get("crawler_memory_bytes{part=filter}") >=
         second.Get("crawler_dedup_bytes{}"));
   CHECK(second.Get("crawler_memory_bytes{part=frontier_hosts}") > 3 * 20);
+  CHECK(second.Get("crawler_memory_bytes{part=frontier_addresses}") > 0);
 
   REQUIRE(WaitExitFor(pid, 300) == 0);
   site.Stop();
