@@ -48,8 +48,6 @@ Result<std::optional<Clock::time_point>> Worker::StartFetches(const Gate::Pass& 
       p_.frontier.Defer(lease, Clock::now() + std::chrono::milliseconds(200));
       continue;
     }
-    std::optional<uint64_t> turn = TakeTurn(lease);
-    if (!turn) continue;
     p_.state.busy.fetch_add(1);
     std::string_view path = std::string_view(lease.entry.url).substr(lease.host.size());
     HostTable::PageDecision d = p_.hosts.DecidePage(pass, lease.host, path, Clock::now());
@@ -70,9 +68,16 @@ Result<std::optional<Clock::time_point>> Worker::StartFetches(const Gate::Pass& 
                                 : Status::Ok();
     if (!st.ok()) return st;
     if (d.lost != nullptr) p_.counters.Lost(d.lost);
-    const bool fetch = d.allowed && !d.over_limit && !d.over_budget;
-    if (!fetch && *turn != 0) p_.placement->EndAt(lease.address, *turn);
-    if (fetch && !StartPage(pass, std::move(lease), std::move(before), *turn)) break;
+    if (!d.allowed || d.over_limit || d.over_budget) continue;  // skipped: no turn
+    // The job's turn at its address, only for a request that will be made;
+    // refused for now, the page is put back and counted again when it comes.
+    std::optional<uint64_t> turn = TakeTurn(lease);
+    if (!turn) {
+      p_.hosts.Uncount(pass, lease.host);
+      p_.state.busy.fetch_sub(1);
+      continue;
+    }
+    if (!StartPage(pass, std::move(lease), std::move(before), *turn)) break;
   }
   return std::optional<Clock::time_point>();
 }
