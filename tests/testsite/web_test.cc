@@ -377,7 +377,18 @@ TEST_CASE(
   // the crawl), the dead hosts' failures by kind.
   const boost::json::object dns = DnsStats(out);
   CHECK(dns.at("enabled").as_bool());
-  CHECK(dns.at("not_found").to_number<uint64_t>() == 1);
+  // NXDOMAIN confirmed: asked 1 + fetch.max_retries (3) times, each a new
+  // lookup (not the cached answer), one robots.txt line each, the last final.
+  CHECK(dns.at("not_found").to_number<uint64_t>() == 4);
+  size_t gone_robots = 0;
+  for (const boost::json::object& line : FetchLogLines(out)) {
+    if (line.at("url").as_string() != "http://www.gone0.test:" + port + "/robots.txt")
+      continue;
+    ++gone_robots;
+    CHECK(line.at("error").as_string() == "dns");
+    CHECK(line.at("final").as_bool() == (line.at("attempt").to_number<int>() == 4));
+  }
+  CHECK(gone_robots == 4);
   CHECK(dns.at("failed").to_number<uint64_t>() >= 1);
   CHECK(dns.at("timeouts").to_number<uint64_t>() >= 1);
   CHECK(dns.at("queries").to_number<uint64_t>() >= address_of.size() + dead.size());

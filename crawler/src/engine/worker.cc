@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <boost/url/parse.hpp>
 #include <iterator>
 #include <random>
 #include <thread>
@@ -302,16 +303,20 @@ Status Worker::RobotsFailed(const Gate::Pass& pass, const Completed& c,
     return Status::Ok();
   }
   uint32_t failures = p_.hosts.RobotsFailed(pass, c.host);
-  // A name that does not exist is not asked again (the resolver's negative
-  // entry would answer): the host is settled at once. A lookup that failed
-  // while the resolver answered nobody (an outage) defers the host for up
-  // to fetch.dns_retry_s, whatever max_retries says: its queue waits,
-  // nothing is dropped. A name that fails alone (a lame delegation) spends
-  // its retries as any failure does.
+  // A name that does not exist (NXDOMAIN, or no address) is confirmed: asked
+  // again, not from the resolver's negative entry, as any failure is retried
+  // (fetch.max_retries, with back-off); only then are the host's pages
+  // skipped. A lookup that failed while the resolver answered nobody (an
+  // outage) defers the host for up to fetch.dns_retry_s, whatever
+  // max_retries says: its queue waits, nothing is dropped. A name that
+  // fails alone (a lame delegation) spends its retries as any failure does.
   const bool deferred = r.error == FetchError::kDnsFailure && r.dns_outage &&
                         DnsDefers(failures - 1, Policy());
-  bool again = deferred ||
-               (failures <= p_.config.fetch.max_retries && r.error != FetchError::kDns);
+  bool again = deferred || failures <= p_.config.fetch.max_retries;
+  if (again && r.error == FetchError::kDns && p_.resolver != nullptr) {
+    if (auto u = boost::urls::parse_uri(c.host); u && !u->encoded_host().empty())
+      p_.resolver->Forget(std::string(u->encoded_host()));
+  }
   Status st = Record(r, p, nullptr, /*final=*/!again, failures);
   if (!st.ok()) return st;
   std::string why = r.error == FetchError::kNone
