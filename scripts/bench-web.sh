@@ -24,7 +24,7 @@
 #        site's fault switches, tests/testsite/web.h: a DNS outage from the
 #        DNS's first query (or --dns-outage-after Q queries; SERVFAIL with
 #        --dns-outage-servfail), hosts answering a dead address first,
-#        --page-fault-every N --page-fault reset|short|gzip|header|silent|trickle)
+#        --dead-first-silent, --page-fault-every N --page-fault reset|short|gzip|header|silent|trickle)
 #
 # Every name is looked up in the site's DNS (fetch.dns_servers). The
 # default scope (the seeds' hosts: every normal root) keeps the traps, the

@@ -96,8 +96,11 @@ struct WebOptions {
   // that a crawl meets however long it took to start. With
   // dns_outage_after > 0 the outage begins instead with query number
   // dns_outage_after + 1 (mid-crawl, whatever the client's speed); with
-  // dns_outage_servfail it answers SERVFAIL instead of nothing.
+  // dns_outage_servfail it answers SERVFAIL instead of nothing. With
+  // dead_first_silent the dead addresses are blackholes instead: the server
+  // listens there, accepts, and never answers (until the client closes).
   uint32_t dead_first = 0;
+  bool dead_first_silent = false;
   double dns_outage_at_s = 0, dns_outage_s = 0;
   uint64_t dns_outage_after = 0;
   bool dns_outage_servfail = false;

@@ -70,27 +70,39 @@ using crawler::testsite::WebPage;
 std::atomic<bool> g_web_stop{false};
 extern "C" void OnWebSignal(int) { g_web_stop = true; }
 
+// A listening socket on `ip`:`port`, or -1.
+int ListenOn(uint32_t ip, uint32_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(ip);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      ::listen(fd, 512) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 // Listening sockets on `port` of every address (0: the first port from
-// 20000 up that all of them have free). Empty on failure.
+// 20000 up that all of them have free), and of the 250 dead addresses
+// with WebOptions::dead_first_silent. Empty on failure.
 std::vector<int> ListenAll(const Web& web, uint16_t* port) {
+  const bool blackholes = web.options().dead_first_silent;
+  std::vector<uint32_t> ips;
+  for (uint32_t a = 0; a < web.options().addresses; ++a) ips.push_back(Web::AddressIp(a));
+  for (uint32_t h = 0; blackholes && h < 250; ++h) ips.push_back(Web::DeadIp(h));
   for (uint32_t p = *port != 0 ? *port : 20000; p < 65000; ++p) {
     std::vector<int> fds;
-    for (uint32_t a = 0; a < web.options().addresses; ++a) {
-      int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-      int one = 1;
-      ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-      sockaddr_in addr{};
-      addr.sin_family = AF_INET;
-      addr.sin_addr.s_addr = htonl(Web::AddressIp(a));
-      addr.sin_port = htons(static_cast<uint16_t>(p));
-      if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-          ::listen(fd, 512) != 0) {
-        ::close(fd);
-        break;
-      }
+    for (uint32_t ip : ips) {
+      const int fd = ListenOn(ip, p);
+      if (fd < 0) break;
       fds.push_back(fd);
     }
-    if (fds.size() == web.options().addresses) {
+    if (fds.size() == ips.size()) {
       *port = static_cast<uint16_t>(p);
       return fds;
     }
@@ -145,6 +157,15 @@ class WebServer {
     ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len);
     const uint32_t ip = ntohl(local.sin_addr.s_addr);
     const int64_t address = web_.AddressIndex(ip);
+    if (address < 0 && web_.options().dead_first_silent) {
+      // A blackhole (WebOptions::dead_first_silent): nothing is answered.
+      for (int s = 0; s < 120 && !g_web_stop; ++s) {
+        pollfd p{fd, POLLIN, 0};
+        char byte[512];
+        if (::poll(&p, 1, 1000) > 0 && ::recv(fd, byte, sizeof(byte), 0) <= 0) return;
+      }
+      return;
+    }
     HttpConnection conn(fd);
     HttpRequest req;
     while (!g_web_stop && conn.Read(&req)) {
@@ -333,6 +354,8 @@ void RaiseFileLimit() {
 void AddFaultOptions(CLI::App& app, WebOptions& o) {
   app.add_option("--dead-first", o.dead_first,
                  "fault: every Nth host answers a dead address before its own");
+  app.add_flag("--dead-first-silent", o.dead_first_silent,
+               "fault: the dead first addresses accept and never answer (blackholes)");
   app.add_option("--dns-outage-at-s", o.dns_outage_at_s,
                  "fault: the DNS drops every query from this second ...");
   app.add_option("--dns-outage-s", o.dns_outage_s, "... for this many seconds");

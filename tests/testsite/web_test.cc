@@ -613,6 +613,27 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "Synthetic internet crawl: hosts whose first address accepts and never answers (a "
+    "blackhole) are fetched at their next address after one timeout each",
+    "[testsite][web][faults]") {
+  // As above, but the first address of every fifth host (12 of 60) takes
+  // the connection and never answers: a timeout (fetch.timeout_s 2) with
+  // no byte of a response marks it dead for the host, as a refused one is.
+  FaultCrawl c =
+      CrawlWithFaults("web-blackhole-first",
+                      "--hosts 60 --addresses 6 --dead-first 5 --dead-first-silent",
+                      "retry_base_s = 0.05\nconnect_timeout_s = 2\ntimeout_s = 2\n", "");
+  INFO(c.result.output);
+  REQUIRE(c.result.exit_code == 0);
+  CheckWhole(c);
+  const boost::json::object crawl = StatsPart(c.out, "crawl");
+  CHECK(crawl.at("other_address").to_number<uint64_t>() >= 1);
+  CHECK(crawl.at("other_address").to_number<uint64_t>() <= 12);
+  CHECK(crawl.at("gave_up").to_number<uint64_t>() == 0);
+  std::filesystem::remove_all(c.dir);
+}
+
+TEST_CASE(
     "Synthetic internet crawl: a reset mid-body, a body short of its Content-Length and "
     "a cut gzip body are fetched again whole, each broken record marked; a 64 KB "
     "header is read",

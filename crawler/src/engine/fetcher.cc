@@ -353,7 +353,7 @@ struct Fetcher::Impl {
     } else if (code != CURLE_OK) {
       r.error = Classify(code);
       r.error_message = curl_easy_strerror(code);
-      r.other_address = NoConnection(easy, code) && !t->address.empty() &&
+      r.other_address = NoAnswer(easy, code) && !t->address.empty() &&
                         options.resolver->MarkDead(t->dns_host, t->address);
       if (r.other_address) r.error_message += " (" + t->address + "; the next address)";
     }
@@ -361,14 +361,15 @@ struct Fetcher::Impl {
     t->done(std::move(r));
   }
 
-  // The transfer never had a connection: refused, unreachable, or its
-  // connect timed out.
-  static bool NoConnection(CURL* easy, CURLcode code) {
+  // The transfer's address never answered: refused, unreachable, its
+  // connect timed out, or it connected and no byte of a response came
+  // before the timeout (a blackhole: the next address may answer).
+  static bool NoAnswer(CURL* easy, CURLcode code) {
     if (code == CURLE_COULDNT_CONNECT) return true;
-    if (code != CURLE_OPERATION_TIMEDOUT) return false;
-    curl_off_t connect_us = 0;
-    return curl_easy_getinfo(easy, CURLINFO_CONNECT_TIME_T, &connect_us) == CURLE_OK &&
-           connect_us == 0;
+    long header_bytes = 0;
+    return code == CURLE_OPERATION_TIMEDOUT &&
+           curl_easy_getinfo(easy, CURLINFO_HEADER_SIZE, &header_bytes) == CURLE_OK &&
+           header_bytes == 0;
   }
 
   // Hands transfer `easy` to libcurl with its host's address, or holds it
