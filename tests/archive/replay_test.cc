@@ -305,15 +305,16 @@ TEST_CASE(
     CHECK(Str(o, "title") == "host 0 page " + i);
     CHECK(Str(o, "h1") == "Page " + i);
     CHECK(Unquoted(Str(o, "version")) == expected[k]);
+    // Every image shows, the SVG too: replayed from a 304 revisit, it has
+    // its capture's Content-Type (a 304's head has none, and the replay
+    // serves the revisit's head; crawler/warc.h, HeadForNotModified). An
+    // image without one shows only if the browser sniffs it (PNG), never
+    // an SVG.
     CheckStyledPage(o);
-    // Nothing archived is missing. The one request allowed to fail is the
-    // browser's own /favicon.ico: it asks for it when the page's icon,
-    // replayed from a 304 revisit, comes without a Content-Type (a 304's
-    // head has none, and the replay serves the revisit's head;
-    // docs/formats.md, "The WACZ's index").
-    for (const json::value& m : o.at("missing").as_array())
-      CHECK_THAT(std::string(m.as_string()),
-                 Catch::EndsWith("mp_/" + site.Origin(0) + "/favicon.ico"));
+    CHECK(o.at("images").as_array().size() >= 2);
+    // Nothing archived is missing (the page's icon has its type too, so
+    // the browser asks for no /favicon.ico of its own).
+    CHECK(o.at("missing").as_array().empty());
   }
   fs::remove_all(dir);
 }

@@ -480,7 +480,7 @@ TEST_CASE(
     for (const char* p :
          {"/static/site.css", "/static/theme/base.css", "/static/theme/print.css",
           "/static/img/bg.png", "/static/fonts/body.woff2", "/static/fonts/body.woff",
-          "/static/img/h1.png"})
+          "/static/img/h1.png", "/static/img/logo.svg"})
       expected.insert(h1 + p);
     for (int n = 0; n < 8; ++n) {
       expected.insert(h1 + "/static/img/" + std::to_string(n) + ".png");

@@ -47,6 +47,7 @@ TEST_CASE("History records: encoded and decoded whole; damage and other versions
   r.gone = 1;
   r.dated = 2;
   r.exposure_ms = 77'000;
+  r.content_type = "image/svg+xml";
   auto back = DecodeHistoryRecord(EncodeHistoryRecord(r), "http://a.test/");
   REQUIRE(back.ok());
   CHECK(*back == r);
@@ -61,12 +62,20 @@ TEST_CASE("History records: encoded and decoded whole; damage and other versions
   auto newer = DecodeHistoryRecord(other, "u");
   CHECK(newer.status().code() == Status::Code::kBadVersion);
   CHECK(newer.status().message().find("version 9") != std::string::npos);
-  // A version 1 record (an older build's history): read, with nothing dated.
-  std::string v1 = bytes.substr(0, bytes.size() - 12);
+  // Older builds' records: version 2 without the capture's Content-Type,
+  // version 1 with nothing dated either.
+  const size_t type_bytes = 4 + r.content_type.size();
+  std::string v2 = bytes.substr(0, bytes.size() - type_bytes);
+  v2[0] = 2;
+  auto two = DecodeHistoryRecord(v2, "u");
+  REQUIRE(two.ok());
+  HistoryRecord expect = r;
+  expect.content_type.clear();
+  CHECK(*two == expect);
+  std::string v1 = bytes.substr(0, bytes.size() - type_bytes - 12);
   v1[0] = 1;
   auto older = DecodeHistoryRecord(v1, "u");
   REQUIRE(older.ok());
-  HistoryRecord expect = r;
   expect.dated = 0;
   expect.exposure_ms = 0;
   CHECK(*older == expect);

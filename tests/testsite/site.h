@@ -49,7 +49,8 @@
 // set is a crawl's with crawl.include_assets = true):
 //   <link rel=stylesheet href=/static/site.css>, <link rel=icon
 //   href=/static/favicon.ico>, <img src=/static/img/N.png
-//   srcset=/static/img/N-2x.png 2x> (N = page % 8); images are real PNGs
+//   srcset=/static/img/N-2x.png 2x> (N = page % 8), <img
+//   src=/static/img/logo.svg>; images are real PNGs and one SVG
 //   /static/site.css         @import "theme/base.css", @import url() of
 //                            theme/print.css, url(img/bg.png)
 //   /static/theme/base.css   @font-face src: url(../fonts/body.woff2),
@@ -441,7 +442,8 @@ class Site {
   std::vector<std::string> PageAssets(uint32_t i) const {
     const std::string n = std::to_string(i % 8);
     std::vector<std::string> a = {"/static/site.css", "/static/img/" + n + ".png",
-                                  "/static/img/" + n + "-2x.png", "/static/favicon.ico"};
+                                  "/static/img/" + n + "-2x.png", "/static/favicon.ico",
+                                  "/static/img/logo.svg"};
     if (o_.asset_query)
       for (std::string& s : a) s += "?v=" + std::to_string(i);
     return a;
@@ -452,9 +454,10 @@ class Site {
   void Pad(const std::string& path, Page* p) const {
     if (p->body.size() >= o_.asset_bytes) return;
     Rng rng{std::hash<std::string>()(path)};
-    const bool text = p->content_type == "text/css";
-    if (text) p->body += "/* ";
-    while (p->body.size() + 3 < o_.asset_bytes) {
+    const bool svg = p->content_type == "image/svg+xml";
+    const bool text = svg || p->content_type == "text/css";
+    if (text) p->body += svg ? "<!-- " : "/* ";
+    while (p->body.size() + 4 < o_.asset_bytes) {
       const uint64_t v = rng.Next();
       if (text) {
         p->body += kAssetWords[v % (sizeof(kAssetWords) / sizeof(kAssetWords[0]))];
@@ -463,7 +466,7 @@ class Site {
         p->body.append(reinterpret_cast<const char*>(&v), sizeof(v));
       }
     }
-    if (text) p->body += "*/\n";
+    if (text) p->body += svg ? "-->\n" : "*/\n";
   }
   static constexpr const char* kAssetWords[] = {"grid",  "flex",   "margin", "padding",
                                                 "color", "border", "font",   "inline",
@@ -518,6 +521,13 @@ class Site {
          path == "/static/img/" + std::to_string(n) + "-2x.png")) {
       p.content_type = "image/png";
       p.body = OnePixelPng();
+      return p;
+    }
+    if (path == "/static/img/logo.svg") {  // shown only with its type (never sniffed)
+      p.content_type = "image/svg+xml";
+      p.body =
+          "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"8\" height=\"8\">"
+          "<rect width=\"8\" height=\"8\" fill=\"#36c\"/></svg>\n";
       return p;
     }
     if (path == "/static/favicon.ico") {
@@ -630,7 +640,8 @@ class Site {
       const std::string o = o_.assets_host >= 0 ? AssetOrigin(h) : "";
       b += "<link rel=\"stylesheet\" href=\"" + o + a[0] +
            "\"><link rel=\"icon\" href=\"" + o + a[3] + "\"></head><body>\n<img src=\"" +
-           o + a[1] + "\" srcset=\"" + o + a[2] + " 2x\" alt=\"\">";
+           o + a[1] + "\" srcset=\"" + o + a[2] + " 2x\" alt=\"\"><img src=\"" + o +
+           a[4] + "\" alt=\"\">";
     } else {
       b += "</head><body>\n";
     }

@@ -112,6 +112,7 @@ HistoryRecord NextRecord(const HistoryRecord* before, const VisitFacts& f,
     r.record_id = std::string(f.record_id);
     r.payload_digest = std::string(f.payload_digest);
     r.capture_uri = std::string(f.uri);
+    r.content_type = std::string(f.content_type);
     r.capture_ms = f.capture_ms != 0 ? f.capture_ms : f.now_ms;
     r.bytes = f.bytes;
   }

@@ -84,8 +84,9 @@ struct VisitFacts {
   // capture, whose index names none: revisits then name it by URI and date).
   bool capture = false;
   std::string_view record_id, payload_digest, uri;
-  uint64_t capture_ms = 0;  // its WARC-Date (Unix ms; 0: now_ms)
-  uint64_t bytes = 0;       // its payload bytes
+  std::string_view content_type;  // the response's Content-Type header ("": none)
+  uint64_t capture_ms = 0;        // its WARC-Date (Unix ms; 0: now_ms)
+  uint64_t bytes = 0;             // its payload bytes
   uint32_t depth = 0;
   uint8_t url_kind = 0;
 };

@@ -231,6 +231,12 @@ Worker::Prepared Worker::Prepare(const Completed& c) const {
                 .revisit = std::nullopt,
                 .payload_digest = {}};
     p.visit = revisits_.Classify(c.before ? &*c.before : nullptr, r, !c.robots, &ex);
+    // A 304's revisit keeps its capture's Content-Type (warc.h).
+    const std::string not_modified =
+        ex.revisit && ex.revisit->profile == Revisit::Profile::kServerNotModified
+            ? HeadForNotModified(head, c.before->content_type)
+            : std::string();
+    if (!not_modified.empty()) ex.response_head = not_modified;
     p.warc = p_.warc.Prepare(ex);
   }
   bool html = r.content_type == "text/html" || r.content_type == "application/xhtml+xml";

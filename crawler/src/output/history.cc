@@ -16,7 +16,8 @@ namespace {
 namespace fs = std::filesystem;
 
 // 2 adds `dated` and `exposure_ms`; version 1 records read with both 0.
-constexpr uint8_t kRecordVersion = 2;
+// 3 adds `content_type`; earlier records read with none.
+constexpr uint8_t kRecordVersion = 3;
 constexpr uint8_t kCaptureVersion = 1;
 constexpr size_t kPayloads = 2;  // cfs_[kPayloads]: "payloads"
 
@@ -97,6 +98,7 @@ std::string EncodeHistoryRecord(const HistoryRecord& r) {
   w.U64(r.checked_ms);
   w.U32(r.dated);
   w.U64(r.exposure_ms);
+  w.Str(r.content_type);
   return std::string(w.view());
 }
 
@@ -104,7 +106,7 @@ Result<HistoryRecord> DecodeHistoryRecord(std::string_view bytes, std::string_vi
   ByteReader in(bytes);
   HistoryRecord r;
   const uint8_t version = in.U8();
-  if (in.ok() && version != kRecordVersion && version != 1) {
+  if (in.ok() && (version < 1 || version > kRecordVersion)) {
     return Status::Error(Status::Code::kBadVersion,
                          "history record of " + std::string(url) + ": version " +
                              std::to_string(version) + ", this build reads version " +
@@ -132,6 +134,7 @@ Result<HistoryRecord> DecodeHistoryRecord(std::string_view bytes, std::string_vi
     r.dated = in.U32();
     r.exposure_ms = in.U64();
   }
+  if (version >= 3) r.content_type = in.Str();
   if (!in.ok() || !in.AtEnd()) {
     return Status::Error(Status::Code::kCorruption,
                          "history record of " + std::string(url) +

@@ -57,10 +57,12 @@ struct HistoryRecord {
   std::string etag;         // validators the server sent ("": none)
   std::string last_modified;
   // The last full capture (a response record), what a revisit refers to.
-  std::string payload_digest;           // "sha1:BASE32" of its payload
-  std::string record_id;                // its WARC-Record-ID ("<urn:uuid:...>")
-  uint64_t capture_ms = 0;              // its WARC-Date
-  std::string capture_uri;              // its WARC-Target-URI ("": the record's URL)
+  std::string payload_digest;  // "sha1:BASE32" of its payload
+  std::string record_id;       // its WARC-Record-ID ("<urn:uuid:...>")
+  uint64_t capture_ms = 0;     // its WARC-Date
+  std::string capture_uri;     // its WARC-Target-URI ("": the record's URL)
+  std::string
+      content_type;  // its Content-Type header, as sent ("": none): a 304 has none
   uint64_t interval_ms = 0;             // the current revisit interval
   uint64_t due_ms = 0;                  // the next visit (0: none planned)
   uint32_t changed = 0, unchanged = 0;  // visits by outcome
