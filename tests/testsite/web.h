@@ -101,6 +101,11 @@ struct WebOptions {
   // listens there, accepts, and never answers (until the client closes).
   uint32_t dead_first = 0;
   bool dead_first_silent = false;
+  // With redirect_loop, /loop/N of normal host h redirects (302) to
+  // /loop/N+1 of host h + 1 (mod hosts): an endless chain of new URLs
+  // across hosts, linked from nowhere (a seed starts it), for a crawler's
+  // redirect limit to end.
+  bool redirect_loop = false;
   double dns_outage_at_s = 0, dns_outage_s = 0;
   uint64_t dns_outage_after = 0;
   bool dns_outage_servfail = false;
@@ -146,6 +151,7 @@ struct HostRef {
 
 struct WebPage {
   int status = 200;
+  std::string location;  // a redirect's target ("": none)
   std::string content_type = "text/html";
   std::string body;
   bool gzip_ok = false;
@@ -459,6 +465,14 @@ class Web {
         p.content_type = "text/plain";
         p.body = "no robots.txt\n";
       }
+      return p;
+    }
+    unsigned n = 0;
+    if (o_.redirect_loop && ref.kind == HostKind::kNormal &&
+        std::sscanf(std::string(path).c_str(), "/loop/%u", &n) == 1) {
+      p.status = 302;
+      p.location =
+          Origin(HostName((ref.index + 1) % o_.hosts)) + "/loop/" + std::to_string(n + 1);
       return p;
     }
     if (ref.kind == HostKind::kNormal) return NormalPage(ref.index, path);

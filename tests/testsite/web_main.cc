@@ -206,6 +206,7 @@ class WebServer {
       namespace http = boost::beast::http;
       http::response<http::string_body> res{static_cast<http::status>(page.status), 11};
       res.set(http::field::content_type, page.content_type);
+      if (!page.location.empty()) res.set(http::field::location, page.location);
       // 64 KB of header in four fields (Beast holds a field to 64 KB - 1).
       for (int i = 0; fault == kHugeHeader && i < 4; ++i)
         res.set("X-Padding-" + std::to_string(i), std::string(16 * 1024, 'p'));
@@ -354,6 +355,8 @@ void RaiseFileLimit() {
 void AddFaultOptions(CLI::App& app, WebOptions& o) {
   app.add_option("--dead-first", o.dead_first,
                  "fault: every Nth host answers a dead address before its own");
+  app.add_flag("--redirect-loop", o.redirect_loop,
+               "fault: /loop/N of host h redirects to /loop/N+1 of host h+1, endlessly");
   app.add_flag("--dead-first-silent", o.dead_first_silent,
                "fault: the dead first addresses accept and never answer (blackholes)");
   app.add_option("--dns-outage-at-s", o.dns_outage_at_s,

@@ -502,14 +502,21 @@ struct FaultCrawl {
   std::vector<ServedRequest> served;
   std::multiset<std::string> pages;  // final fetch-log lines but robots.txt
 };
+// `loop_seed`: the first seed's /loop/0 is a seed too (--redirect-loop).
 FaultCrawl CrawlWithFaults(const std::string& name, const std::string& site_args,
-                           const std::string& fetch_toml, const std::string& sets) {
+                           const std::string& fetch_toml, const std::string& sets,
+                           bool loop_seed = false) {
   FaultCrawl c;
   c.dir = TempDir(name);
   c.out = c.dir + "/out";
   TestSite site("--web --page-bytes 2000 --max-site-pages 30 " + site_args,
                 c.dir + "/requests.log");
   site.WriteSeeds(c.dir + "/seeds.txt");
+  if (loop_seed) {
+    std::string first;
+    std::getline(std::ifstream(c.dir + "/seeds.txt"), first);
+    std::ofstream(c.dir + "/seeds.txt", std::ios::app) << first << "loop/0\n";
+  }
   c.truth = site.Truth();
   std::ofstream(c.dir + "/web.toml")
       << "[fetch]\ndns_servers = [\"127.0.0.1:" << site.dns_port() << "\"]\n"
@@ -630,6 +637,31 @@ TEST_CASE(
   CHECK(crawl.at("other_address").to_number<uint64_t>() >= 1);
   CHECK(crawl.at("other_address").to_number<uint64_t>() <= 12);
   CHECK(crawl.at("gave_up").to_number<uint64_t>() == 0);
+  std::filesystem::remove_all(c.dir);
+}
+
+TEST_CASE(
+    "Synthetic internet crawl: an endless redirect chain across hosts ends at "
+    "fetch.max_redirects; every other page once",
+    "[testsite][web][faults]") {
+  // A seed at /loop/0 of one host: each hop a new URL on the next host.
+  // The chain is followed as URLs of their own, five hops (the default
+  // fetch.max_redirects), then left out as too_many_redirects; the crawl
+  // ends by itself with the rest of the web whole.
+  FaultCrawl c =
+      CrawlWithFaults("web-redirect-loop", "--hosts 20 --addresses 2 --redirect-loop",
+                      "retry_base_s = 0.05\n", "", /*loop_seed=*/true);
+  INFO(c.result.output);
+  REQUIRE(c.result.exit_code == 0);
+  std::multiset<std::string> pages, loop;
+  for (const std::string& u : c.pages)
+    (u.find("/loop/") != std::string::npos ? loop : pages).insert(u);
+  CHECK(std::set<std::string>(pages.begin(), pages.end()) == c.truth);
+  CHECK(pages.size() == c.truth.size());
+  CHECK(loop.size() == 6);  // /loop/0 and five hops, each once
+  CHECK(std::set<std::string>(loop.begin(), loop.end()).size() == loop.size());
+  const boost::json::object crawl = StatsPart(c.out, "crawl");
+  CHECK(crawl.at("too_many_redirects").to_number<uint64_t>() == 1);
   std::filesystem::remove_all(c.dir);
 }
 
