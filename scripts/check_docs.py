@@ -18,6 +18,12 @@
    nor in the sources, scripts and tests (every text file git tracks under
    README.md, docs/, scripts/, tests/, crawler/ but test data and fuzz
    corpora), read across line breaks (a phrase split over two lines counts).
+6. Dated figures name their command: a paragraph of README.md or docs/ (but
+   docs/history.md, the record of past runs) that dates a measurement (the
+   marker: a YYYY-MM-DD date) must name the command that reproduces it, in
+   itself or in the paragraph before or after: `bash scripts/...`,
+   `python3 scripts/...`, `build/tests/...` (a benchmark), `build/crawler/
+   crawler ...`, a `scripts/*.sh`, or a test (`*_test "..."`, ctest).
 5. The declarations docs/architecture.md gives `Cluster` ("a facade of N
    declarations") are what scripts/count_declarations.py counts now.
 4. The Grafana dashboard (docs/grafana-dashboard.json) is valid JSON, and
@@ -192,6 +198,31 @@ def check_dashboard(errors):
     return len(names)
 
 
+COMMAND = re.compile(
+    r"bash scripts/|python3 scripts/|build/tests/|build/crawler/crawler|"
+    r"scripts/[\w-]+\.sh|_bench\b|ctest|\b[a-z_]+_test\b")
+DATE = re.compile(r"\b20\d\d-\d\d-\d\d\b")
+
+
+def check_dated_figures(path, errors):
+    """Rule 6: each dated paragraph (or a neighbour) names its command."""
+    if path.name == "history.md":
+        return
+    text = path.read_text()
+    paras = re.split(r"\n\s*\n", text)
+    at = 0
+    for i, para in enumerate(paras):
+        start = text.index(para, at)
+        at = start + len(para)
+        if not DATE.search(para):
+            continue
+        context = "\n".join(paras[max(0, i - 1):i + 2])
+        if not COMMAND.search(context):
+            line = text.count("\n", 0, start) + 1
+            errors.append(f"{path.relative_to(ROOT)}:{line}: a dated figure with no "
+                          f"command that reproduces it nearby: {para[:70]!r}")
+
+
 def main():
     keys, fields = schema_keys(), stats_fields()
     if len(keys) < 50:
@@ -201,6 +232,7 @@ def main():
     errors, checked = [], [0, 0]
     for path in [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md")):
         check_file(path, keys, fields, errors, checked)
+        check_dated_figures(path, errors)
     for path in work_word_files():
         check_work_words(path, errors)
     check_cluster_figure(errors)
