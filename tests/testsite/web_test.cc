@@ -597,21 +597,43 @@ TEST_CASE("Synthetic internet crawl: a burst of SERVFAIL mid-crawl defers; none 
   CheckMidCrawlDnsFault("web-dns-servfail", "--dns-outage-servfail");
 }
 
-TEST_CASE(
-    "Synthetic internet crawl: hosts whose first address is dead are fetched at their "
-    "next one",
-    "[testsite][web][faults]") {
-  // Every fifth host answers 127.0.200.x (nothing listens: refused) before
-  // its own address. Only the first address was ever tried: those hosts'
-  // robots.txt failed its retries and none of their pages was fetched.
-  FaultCrawl c =
-      CrawlWithFaults("web-dead-first", "--hosts 60 --addresses 6 --dead-first 5",
-                      "retry_base_s = 0.05\n", "");
+// A page-fault crawl of `hosts` hosts on `addresses` (every `every`-th
+// page with one of `faults`): per fault, the truth's pages that have it
+// (expected) and the requests the server logged broken, status 0 (broken).
+std::pair<std::map<PageFault, int>, std::map<PageFault, int>> CountFaults(
+    const FaultCrawl& c, uint32_t hosts, uint32_t addresses, uint32_t every,
+    uint32_t faults) {
+  WebOptions o;
+  o.hosts = hosts;
+  o.addresses = addresses;
+  o.page_fault_every = every;
+  o.page_faults = faults;
+  const Web web(o);
+  auto fault_of = [&](const std::string& authority, const std::string& target) {
+    const HostRef ref = web.Lookup(authority.substr(0, authority.rfind(':')));
+    return ref.kind == HostKind::kNormal ? web.FaultOf(ref.index, target) : kNoFault;
+  };
+  std::map<PageFault, int> expected, broken;
+  for (const std::string& url : c.truth) {
+    const size_t path = url.find('/', 7);
+    ++expected[fault_of(url.substr(7, path - 7), url.substr(path))];
+  }
+  for (const ServedRequest& q : c.served)
+    if (q.status == 0) ++broken[fault_of(q.authority, q.target)];
+  return {expected, broken};
+}
+
+// 60 hosts, every fifth (12) answering a dead address before its own
+// (`flags`: how it is dead): every page once whole, one move to the next
+// address per such host at most (then its live address for the rest of
+// its answer's TTL, a minute at least), nothing given up.
+void CrawlDeadFirst(const std::string& name, const std::string& flags,
+                    const std::string& fetch_toml) {
+  FaultCrawl c = CrawlWithFaults(name, "--hosts 60 --addresses 6 --dead-first 5" + flags,
+                                 "retry_base_s = 0.05\n" + fetch_toml, "");
   INFO(c.result.output);
   REQUIRE(c.result.exit_code == 0);
   CheckWhole(c);
-  // One failed connect per such host (12 of 60), then its live address
-  // for the rest of its answer's TTL (a minute at least).
   const boost::json::object crawl = StatsPart(c.out, "crawl");
   CHECK(crawl.at("other_address").to_number<uint64_t>() >= 1);
   CHECK(crawl.at("other_address").to_number<uint64_t>() <= 12);
@@ -620,24 +642,24 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "Synthetic internet crawl: hosts whose first address is dead are fetched at their "
+    "next one",
+    "[testsite][web][faults]") {
+  // 127.0.200.x, where nothing listens: refused. Only the first address
+  // was ever tried: those hosts' robots.txt failed its retries and none of
+  // their pages was fetched.
+  CrawlDeadFirst("web-dead-first", "", "");
+}
+
+TEST_CASE(
     "Synthetic internet crawl: hosts whose first address accepts and never answers (a "
     "blackhole) are fetched at their next address after one timeout each",
     "[testsite][web][faults]") {
-  // As above, but the first address of every fifth host (12 of 60) takes
-  // the connection and never answers: a timeout (fetch.timeout_s 2) with
-  // no byte of a response marks it dead for the host, as a refused one is.
-  FaultCrawl c =
-      CrawlWithFaults("web-blackhole-first",
-                      "--hosts 60 --addresses 6 --dead-first 5 --dead-first-silent",
-                      "retry_base_s = 0.05\nconnect_timeout_s = 2\ntimeout_s = 2\n", "");
-  INFO(c.result.output);
-  REQUIRE(c.result.exit_code == 0);
-  CheckWhole(c);
-  const boost::json::object crawl = StatsPart(c.out, "crawl");
-  CHECK(crawl.at("other_address").to_number<uint64_t>() >= 1);
-  CHECK(crawl.at("other_address").to_number<uint64_t>() <= 12);
-  CHECK(crawl.at("gave_up").to_number<uint64_t>() == 0);
-  std::filesystem::remove_all(c.dir);
+  // The first address takes the connection and never answers: a timeout
+  // (fetch.timeout_s 2) with no byte of a response marks it dead for the
+  // host, as a refused one is.
+  CrawlDeadFirst("web-blackhole-first", " --dead-first-silent",
+                 "connect_timeout_s = 2\ntimeout_s = 2\n");
 }
 
 TEST_CASE(
@@ -685,23 +707,8 @@ TEST_CASE(
   INFO(c.result.output);
   REQUIRE(c.result.exit_code == 0);
   CheckWhole(c);
-  WebOptions o;
-  o.hosts = 30;
-  o.addresses = 3;
-  o.page_fault_every = 4;
-  o.page_faults = kResetMidBody | kShortBody | kCutGzip | kHugeHeader;
-  const Web web(o);
-  auto fault_of = [&](const std::string& authority, const std::string& target) {
-    const HostRef ref = web.Lookup(authority.substr(0, authority.rfind(':')));
-    return ref.kind == HostKind::kNormal ? web.FaultOf(ref.index, target) : kNoFault;
-  };
-  std::map<PageFault, int> broken, expected;
-  for (const std::string& url : c.truth) {
-    const size_t path = url.find('/', 7);
-    ++expected[fault_of(url.substr(7, path - 7), url.substr(path))];
-  }
-  for (const ServedRequest& q : c.served)
-    if (q.status == 0) ++broken[fault_of(q.authority, q.target)];
+  auto [expected, broken] =
+      CountFaults(c, 30, 3, 4, kResetMidBody | kShortBody | kCutGzip | kHugeHeader);
   for (PageFault k : {kResetMidBody, kShortBody, kCutGzip}) {
     INFO("fault " << k);
     CHECK(expected[k] > 0);
@@ -742,24 +749,7 @@ TEST_CASE(
   INFO(c.result.output);
   REQUIRE(c.result.exit_code == 0);
   CheckWhole(c);
-  WebOptions o;
-  o.hosts = 12;
-  o.addresses = 3;
-  o.page_fault_every = 4;
-  o.page_faults = kSilent | kTrickle;
-  const Web web(o);
-  std::map<PageFault, int> broken, expected;
-  for (const std::string& url : c.truth) {
-    const size_t path = url.find('/', 7);
-    const HostRef ref = web.Lookup(url.substr(7, url.rfind(':', path) - 7));
-    if (ref.kind == HostKind::kNormal)
-      ++expected[web.FaultOf(ref.index, url.substr(path))];
-  }
-  for (const ServedRequest& q : c.served) {
-    const HostRef ref = web.Lookup(q.authority.substr(0, q.authority.rfind(':')));
-    if (q.status == 0 && ref.kind == HostKind::kNormal)
-      ++broken[web.FaultOf(ref.index, q.target)];
-  }
+  auto [expected, broken] = CountFaults(c, 12, 3, 4, kSilent | kTrickle);
   for (PageFault k : {kSilent, kTrickle}) {
     INFO("fault " << k);
     CHECK(expected[k] > 0);
