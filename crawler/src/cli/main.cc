@@ -453,6 +453,23 @@ CLI::App* AddWacz(CLI::App& app, std::string* out, std::string* wacz,
   return cmd;
 }
 
+CLI::App* AddIndex(CLI::App& app, std::vector<std::string>* warcs) {
+  CLI::App* cmd = app.add_subcommand(
+      "index", "write the CDXJ index beside each WARC file (for WARCs without one)");
+  cmd->add_option("warcs", *warcs, "WARC files (.warc.gz, one gzip member per record)")
+      ->required();
+  return cmd;
+}
+
+CLI::App* AddCutBack(CLI::App& app, std::string* dir) {
+  CLI::App* cmd = app.add_subcommand(
+      "cut-back",
+      "cut a dead cluster node's outputs (fetch log, WARC files, seen log) back to its "
+      "last checkpoint committed in Redis, where its successors began");
+  cmd->add_option("dir", *dir, "the dead node's output directory")->required();
+  return cmd;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -510,16 +527,9 @@ int main(int argc, char** argv) {
   std::vector<std::string> wacz_with;
   CLI::App* wacz = AddWacz(app, &wacz_dir, &wacz_file, &wacz_with);
   std::vector<std::string> warcs;
-  CLI::App* index = app.add_subcommand(
-      "index", "write the CDXJ index beside each WARC file (for WARCs without one)");
-  index->add_option("warcs", warcs, "WARC files (.warc.gz, one gzip member per record)")
-      ->required();
+  CLI::App* index = AddIndex(app, &warcs);
   std::string cut_dir;
-  CLI::App* cut = app.add_subcommand(
-      "cut-back",
-      "cut a dead cluster node's outputs (fetch log, WARC files, seen log) back to its "
-      "last checkpoint committed in Redis, where its successors began");
-  cut->add_option("dir", cut_dir, "the dead node's output directory")->required();
+  CLI::App* cut = AddCutBack(app, &cut_dir);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -68,6 +68,19 @@ std::string Label(std::string_view name, std::string_view value) {
   return out;
 }
 
+// Losses (CrawlCounts::lost): URLs and hosts no server answered for.
+void LossFamilies(const CrawlCounts& c, Text& t) {
+  t.Family("crawler_urls_lost_total", "counter",
+           "URLs in scope no server answered for (given up, or their host's robots.txt "
+           "had no answer), by the failure's kind; a crawl ending with any exits 3.");
+  for (const auto& [kind, n] : c.lost)
+    t.Sample("crawler_urls_lost_total", Label("kind", kind), n);
+  t.Family("crawler_hosts_lost_total", "counter",
+           "Hosts whose robots.txt had no answer after its retries, by kind.");
+  for (const auto& [kind, n] : c.lost_hosts)
+    t.Sample("crawler_hosts_lost_total", Label("kind", kind), n);
+}
+
 void CrawlFamilies(const StatsReport& r, Text& t) {
   const CrawlCounts& c = r.crawl;
   t.One("crawler_running", "gauge", "1 while the crawl runs, 0 once it has ended.",
@@ -93,15 +106,6 @@ void CrawlFamilies(const StatsReport& r, Text& t) {
         "Failed attempts (transient) fetched again.", c.retries);
   t.One("crawler_urls_given_up_total", "counter",
         "URLs whose last allowed attempt failed transiently too.", c.gave_up);
-  t.Family("crawler_urls_lost_total", "counter",
-           "URLs in scope no server answered for (given up, or their host's robots.txt "
-           "had no answer), by the failure's kind; a crawl ending with any exits 3.");
-  for (const auto& [kind, n] : c.lost)
-    t.Sample("crawler_urls_lost_total", Label("kind", kind), n);
-  t.Family("crawler_hosts_lost_total", "counter",
-           "Hosts whose robots.txt had no answer after its retries, by kind.");
-  for (const auto& [kind, n] : c.lost_hosts)
-    t.Sample("crawler_hosts_lost_total", Label("kind", kind), n);
   t.One("crawler_fetch_dns_deferred_total", "counter",
         "Attempts whose lookup failed (fetch.dns_retry_s), fetched again later.",
         c.dns_deferred);
@@ -351,6 +355,7 @@ std::string RenderMetrics(const MetricsInput& in) {
   t.Family("crawler_build_info", "gauge", "The crawler's version (value 1).");
   t.Sample("crawler_build_info", Label("version", Version()), 1);
   CrawlFamilies(in.report, t);
+  LossFamilies(in.report.crawl, t);
   RecrawlFamilies(in.report, t);
   FrontierFamilies(in.report.frontier, t);
   DnsFamilies(in.report.dns, t);
