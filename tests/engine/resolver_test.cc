@@ -146,8 +146,8 @@ TEST_CASE("Resolver: NXDOMAIN is kept, SERVFAIL and silence fail and are asked a
 }
 
 TEST_CASE(
-    "Resolver: every address of an answer is kept; MarkDead skips one until the next "
-    "answer; Healthy until two names fail with nothing answered since",
+    "Resolver: every address of an answer is kept; a dead mark skips one for every "
+    "host past the answer; Healthy until two names fail with nothing answered since",
     "[engine][resolver]") {
   Site s("--hosts 10 --addresses 2 --dead-first 2");
   WebOptions o;
@@ -180,16 +180,24 @@ TEST_CASE(
   CHECK(Settle(r, "www.broken1.test").kind == Resolver::Kind::kFailed);
   CHECK(WaitFor([&] { return r.Healthy(); }));
   CHECK(r.Figures().refreshes == refreshes + 1);
+  // A dead mark outlives the answer, is the address's, and doubles when
+  // the address fails again soon after it ended.
+  const int64_t t = clock_ms.load();
   CHECK(r.MarkDead(name, dead));  // another is left
   CHECK(r.Lookup(name).address == live);
-  CHECK_FALSE(r.MarkDead(name, live));  // none left: every address again
-  CHECK(r.Lookup(name).address == dead);
-  CHECK(r.MarkDead(name, dead));
-  CHECK_FALSE(r.MarkDead("unknown.test", dead));
-  CHECK(r.Figures().dead_addresses == 2);
-  // The answer expires: a new one, every address tried again.
-  clock_ms += 61'000;
+  clock_ms = t + 1000;
+  CHECK_FALSE(r.MarkDead("unknown.test", live));  // no such host; `live` marked
+  CHECK(r.Lookup(name).address == dead);          // every one marked: the first to end
+  clock_ms = t + 61'000;                          // the answer expired; a new one
+  CHECK(Settle(r, name).address == dead);         // `live`'s mark was the later
+  clock_ms = t + 601'000;                         // `dead`'s mark ended (600 s)
   CHECK(Settle(r, name).address == dead);
+  CHECK(r.MarkDead(name, dead));  // again: 1,200 s now
+  clock_ms = t + 1'300'000;       // 600 s would have ended
+  CHECK(Settle(r, name).address == live);
+  clock_ms = t + 1'802'000;
+  CHECK(Settle(r, name).address == dead);
+  CHECK(r.Figures().dead_addresses == 2);
 }
 
 TEST_CASE("Resolver: a host that moved is found at its new address",

@@ -24,9 +24,16 @@
 //     deferred without spending their retries (fetch.dns_retry_s).
 //     A refresh that fails keeps the address until it expires.
 // Every address of the answer is kept (up to 8), in its order; Lookup
-// gives the first one no fetch has marked dead (MarkDead: it refused or
-// its connect timed out), so a host whose first address is down is
-// fetched at its next one until its answer expires.
+// gives the first one not marked dead. A fetch marks an address dead
+// (MarkDead) when it refused, its connect timed out, or it took the
+// connection and sent nothing (a blackhole). The mark is the address's,
+// for every host on it, and outlives the answers that name it:
+// dead_address_s, doubled each time the address fails again soon after
+// its mark ended (up to dead_address_max_s), forgotten once it has gone
+// unmarked as long as it was marked. So a host whose first address is
+// down costs one failed connection, not one per TTL, and the hosts that
+// share that address cost none. A host whose every address is marked
+// gets the one whose mark ends first.
 // IPv4 first: AAAA is asked only for a name without an A record.
 //
 // Thread-safe. Lookup never blocks on the network.
@@ -50,6 +57,10 @@ struct ResolverOptions {
   double min_ttl_s = 60;
   double max_ttl_s = 21600;
   double negative_ttl_s = 300;
+  // An address marked dead is skipped this long, doubled each time it
+  // fails again, up to dead_address_max_s.
+  double dead_address_s = 600;
+  double dead_address_max_s = 21600;
   double timeout_s = 2;  // the first try's; c-ares doubles it for each further try
   int tries = 2;
   // Lookups sent at once at most; the others wait their turn in order.
@@ -102,10 +113,10 @@ class Resolver {
   // Lookup asks again. For an address that answered 421 Misdirected Request
   // (the host is no longer served there).
   void Forget(std::string_view host);
-  // `address` of `host` did not connect: Lookup skips it until the entry
-  // expires. Returns true iff the host has another address not marked
-  // dead; false (none left, or no such entry) clears the marks, so its
-  // addresses are tried again in order.
+  // `address` did not answer a fetch of `host`: Lookup skips it, for
+  // every host, while it is marked (see above). Returns true iff `host`
+  // has another address not marked dead (false: none left, or no such
+  // entry; the failure is the host's).
   bool MarkDead(std::string_view host, std::string_view address);
   // False once two different names failed (timeout, SERVFAIL, REFUSED, no
   // server) with no lookup answered (an address, or NXDOMAIN) since: the

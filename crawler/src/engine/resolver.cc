@@ -68,25 +68,51 @@ struct Resolver::Impl {
     int64_t refresh_ms = 0;  // kAddress: look up again from here on
     Kind kind = Kind::kPending;
     bool querying = false;
-    // Bit i: address i did not connect for some fetch (MarkDead): skipped
-    // until the entry expires, or until every address has failed.
-    uint8_t dead = 0;
     // kAddress: every address of the answer, in its order, comma-separated
     // (at most kMaxAddresses); else the error.
     std::string address;
   };
-  static constexpr size_t kMaxAddresses = 8;  // the bits of Entry::dead
+  static constexpr size_t kMaxAddresses = 8;
+  // An address that did not answer a fetch (MarkDead), for every host.
+  struct DeadMark {
+    int64_t until_ms = 0;    // skipped until then
+    int64_t backoff_ms = 0;  // the mark's length; doubled when marked again
+  };
+  struct StringHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const {
+      return std::hash<std::string_view>{}(s);
+    }
+  };
 
-  // The first address of `e` not marked dead (`e` holds an address).
-  static std::string_view Live(const Entry& e) {
+  // Calls f(address) for each address of `e` in order (`e` holds one).
+  template <typename F>
+  static void EachAddress(const Entry& e, F f) {
     std::string_view all = e.address;
-    for (size_t i = 0; !all.empty(); ++i) {
+    while (!all.empty()) {
       const size_t comma = all.find(',');
-      const std::string_view one = all.substr(0, comma);
-      if ((e.dead & (1u << i)) == 0) return one;
+      f(all.substr(0, comma));
       all = comma == std::string_view::npos ? "" : all.substr(comma + 1);
     }
-    return std::string_view(e.address).substr(0, e.address.find(','));
+  }
+  // When `address`'s dead mark ends; 0: it is not marked.
+  int64_t DeadUntil(std::string_view address, int64_t now) const REQUIRES(mu) {
+    if (dead.empty()) return 0;
+    auto it = dead.find(address);
+    return it == dead.end() || it->second.until_ms <= now ? 0 : it->second.until_ms;
+  }
+  // The first address of `e` not marked dead; every one marked: the one
+  // whose mark ends first (`e` holds an address).
+  std::string_view Live(const Entry& e, int64_t now) const REQUIRES(mu) {
+    std::string_view live, soonest;
+    int64_t soonest_until = INT64_MAX;
+    EachAddress(e, [&](std::string_view one) {
+      if (!live.empty()) return;
+      const int64_t until = DeadUntil(one, now);
+      if (until == 0) live = one;
+      if (until != 0 && until < soonest_until) soonest = one, soonest_until = until;
+    });
+    return live.empty() ? soonest : live;
   }
   // One lookup under way (ares_getaddrinfo's argument).
   struct Query {
@@ -200,7 +226,6 @@ struct Resolver::Impl {
       double s =
           std::clamp(static_cast<double>(ttl), options.min_ttl_s, options.max_ttl_s);
       e.kind = Kind::kAddress;
-      e.dead = 0;  // a new answer (a TTL's end): every address is tried again
       e.address = std::move(address);
       e.expires_ms = now + static_cast<int64_t>(s * 1000);
       e.refresh_ms = now + static_cast<int64_t>(s * 900);
@@ -262,6 +287,11 @@ struct Resolver::Impl {
       return !kv.second.querying && kv.second.kind != Kind::kPending &&
              kv.second.expires_ms <= now;
     });
+    // A dead mark is forgotten once its address has gone unmarked as long
+    // as it was marked: a failure after that starts the back-off again.
+    std::erase_if(dead, [&](const auto& kv) {
+      return kv.second.until_ms + kv.second.backoff_ms <= now;
+    });
   }
 
   void Loop() {
@@ -314,6 +344,8 @@ struct Resolver::Impl {
   mutable Mutex mu;
   bool stop GUARDED_BY(mu) = false;
   std::unordered_map<std::string, Entry> cache GUARDED_BY(mu);
+  std::unordered_map<std::string, DeadMark, StringHash, std::equal_to<>> dead
+      GUARDED_BY(mu);
   std::deque<std::string> waiting GUARDED_BY(mu);
   size_t in_flight GUARDED_BY(mu) = 0;
   int64_t next_sweep_ms GUARDED_BY(mu) = 0;
@@ -384,7 +416,7 @@ Resolver::Answer Resolver::Lookup(std::string_view host, bool count) {
     }
     a.kind = e.kind;
     if (a.kind == Kind::kAddress) {
-      a.address = Impl::Live(e);
+      a.address = impl_->Live(e, now);
     } else if (a.kind != Kind::kPending) {
       a.error = e.address;
     }
@@ -401,24 +433,27 @@ void Resolver::Forget(std::string_view host) {
 }
 
 bool Resolver::MarkDead(std::string_view host, std::string_view address) {
+  const int64_t now = impl_->Now();
   MutexLock lock(impl_->mu);
+  auto [mark, fresh] = impl_->dead.try_emplace(std::string(address));
+  Impl::DeadMark& m = mark->second;
+  const int64_t first = static_cast<int64_t>(impl_->options.dead_address_s * 1000);
+  const int64_t most = static_cast<int64_t>(impl_->options.dead_address_max_s * 1000);
+  if (fresh || m.until_ms + m.backoff_ms <= now) {
+    m.backoff_ms = first;  // new, or forgotten (Sweep's rule)
+    m.until_ms = now + m.backoff_ms;
+  } else if (m.until_ms <= now) {
+    m.backoff_ms = std::min(most, 2 * m.backoff_ms);  // failed again soon after
+    m.until_ms = now + m.backoff_ms;
+  }  // else still marked: another fetch's failure at the same moment
   auto it = impl_->cache.find(std::string(host));
   if (it == impl_->cache.end() || it->second.kind != Kind::kAddress) return false;
-  Impl::Entry& e = it->second;
-  std::string_view all = e.address;
-  size_t count = 0;
-  for (size_t i = 0; !all.empty(); ++i, ++count) {
-    const size_t comma = all.find(',');
-    if (all.substr(0, comma) == address) e.dead |= static_cast<uint8_t>(1u << i);
-    all = comma == std::string_view::npos ? "" : all.substr(comma + 1);
-  }
-  const uint8_t every = static_cast<uint8_t>((1u << count) - 1);
-  if ((e.dead & every) != every) {
-    ++impl_->figures.dead_addresses;
-    return true;
-  }
-  e.dead = 0;  // none left: each is tried again, the failure is the host's
-  return false;
+  bool other = false;
+  Impl::EachAddress(it->second, [&](std::string_view one) {
+    other = other || impl_->DeadUntil(one, now) == 0;
+  });
+  if (other) ++impl_->figures.dead_addresses;
+  return other;
 }
 
 bool Resolver::Healthy() const {
@@ -436,6 +471,8 @@ DnsFigures Resolver::Figures() const {
   for (const auto& [host, e] : impl_->cache) {
     f.memory_bytes += heap_bytes::Of(host) + heap_bytes::Of(e.address);
   }
+  f.memory_bytes += heap_bytes::Nodes(impl_->dead);
+  for (const auto& [address, m] : impl_->dead) f.memory_bytes += heap_bytes::Of(address);
   for (const std::string& host : impl_->waiting) f.memory_bytes += heap_bytes::Of(host);
   f.latency_p50_ms = impl_->latencies.QuantileMs(0.5);
   f.latency_p99_ms = impl_->latencies.QuantileMs(0.99);
