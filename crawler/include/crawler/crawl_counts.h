@@ -88,6 +88,21 @@ struct CrawlSummary : CrawlCounts {
   std::string warc_dir, fetch_log;
 };
 
+// The sum of a count by kind (CrawlCounts::errors, lost, ...).
+inline uint64_t KindsTotal(const std::map<std::string, uint64_t>& counts) {
+  uint64_t total = 0;
+  for (const auto& [kind, n] : counts) total += n;
+  return total;
+}
+// "connect 3, timeout 1" (each number as `number` writes it), or "none".
+template <typename Number>
+std::string KindsText(const std::map<std::string, uint64_t>& counts, Number number) {
+  std::string text;
+  for (const auto& [kind, n] : counts)
+    text += (text.empty() ? "" : ", ") + kind + " " + number(n);
+  return text.empty() ? "none" : text;
+}
+
 // Dedup figures a filter counts per process, carried across resumes in the
 // checkpoint's manifest so the report covers the whole crawl.
 struct DedupCarried {

@@ -94,15 +94,16 @@ inline bool IsLoss(FetchError e) {
 
 struct FetchResult {
   std::string url;
-  long status = 0;            // 0: no HTTP response
-  std::string request_head;   // the request as sent (for WARC)
-  std::string response_head;  // status line + headers as received
-  Body body;                  // decoded (body.h: in RAM, or a mapped file)
-  std::string content_type;   // lowercased media type without parameters
-  std::string charset;        // Content-Type charset parameter, if any
-  std::string location;       // Location header of a 3xx, as sent
-  std::string retry_after;    // Retry-After header (its last value), as sent
-  std::string etag;           // ETag and Last-Modified (validators), as sent
+  long status = 0;                  // 0: no HTTP response
+  std::string request_head;         // the request as sent (for WARC)
+  std::string response_head;        // status line + headers as received
+  Body body;                        // decoded (body.h: in RAM, or a mapped file)
+  std::string content_type;         // lowercased media type without parameters
+  std::string content_type_header;  // the Content-Type header as sent ("": none)
+  std::string charset;              // Content-Type charset parameter, if any
+  std::string location;             // Location header of a 3xx, as sent
+  std::string retry_after;          // Retry-After header (its last value), as sent
+  std::string etag;                 // ETag and Last-Modified (validators), as sent
   std::string last_modified;
   std::string date;  // Date header (the server's clock), as sent
   std::string ip;

@@ -153,16 +153,13 @@ class WarcWriter {
 // is added (unchanged if there was none of the three).
 std::string HeadForStoredBody(const std::string& head, size_t body_size);
 
-// The value of `head`'s first field `name` (case-insensitive), trimmed;
-// "" if it has none.
-std::string_view HeadField(std::string_view head, std::string_view name);
-
-// A 304's head as its server-not-modified revisit record stores it: the
-// 304 as received and, when it has none, the Content-Type of the capture it
-// refers to (`content_type`), which a 304 need not repeat and a replay
-// serves the revisit with (ReplayWeb.page takes the revisit's head; an SVG
-// image or a font without its type does not show), marked by
-// `X-Crawler-From-Capture: Content-Type`. Unchanged otherwise.
+// The head of a 304 without a Content-Type as its server-not-modified
+// revisit record stores it: the 304 as received plus the Content-Type of
+// the capture it refers to (`content_type`), which a 304 need not repeat
+// and a replay serves the revisit with (ReplayWeb.page takes the revisit's
+// head; an SVG image or a font without its type does not show), marked by
+// `X-Crawler-From-Capture: Content-Type`. Unchanged when `content_type` is
+// empty (the capture had none).
 std::string HeadForNotModified(const std::string& head, std::string_view content_type);
 
 // "2026-11-22T14:40:14Z"

@@ -137,19 +137,10 @@ class Progress {
   int ticks_ = 0;
 };
 
-// "connect 3, timeout 1" (a count's kinds), or "none".
 std::string Kinds(const std::map<std::string, uint64_t>& counts) {
-  std::string kinds;
-  for (const auto& [kind, count] : counts)
-    kinds += (kinds.empty() ? "" : ", ") + kind + " " + std::to_string(count);
-  return kinds.empty() ? "none" : kinds;
+  return crawler::engine::KindsText(counts, [](uint64_t n) { return std::to_string(n); });
 }
-
-uint64_t Total(const std::map<std::string, uint64_t>& counts) {
-  uint64_t n = 0;
-  for (const auto& [kind, count] : counts) n += count;
-  return n;
-}
+using crawler::engine::KindsTotal;
 
 // The crawl's last words on stdout (and in crawler.log).
 void PrintSummary(const crawler::engine::CrawlSummary& s, const std::string& dir) {
@@ -157,7 +148,7 @@ void PrintSummary(const crawler::engine::CrawlSummary& s, const std::string& dir
   spdlog::info(
       "crawl {} in {:.1f} s: {} fetched, {} failed, {} URLs given up, {} pages "
       "unresolved, {} URLs lost",
-      how, s.seconds, s.fetched, s.failed, s.gave_up, s.unresolved, Total(s.lost));
+      how, s.seconds, s.fetched, s.failed, s.gave_up, s.unresolved, KindsTotal(s.lost));
   fmt::print(
       "crawl {} in {:.1f} s: {} fetched (2xx {}, 3xx {}, 4xx {}, 5xx {}), {} failed, "
       "{} truncated, {:.1f} MB\n"
@@ -175,9 +166,9 @@ void PrintSummary(const crawler::engine::CrawlSummary& s, const std::string& dir
       "stats {})\n",
       how, s.seconds, s.fetched, s.status_2xx, s.status_3xx, s.status_4xx, s.status_5xx,
       s.failed, s.truncated, static_cast<double>(s.bytes) / 1e6, s.robots_blocked,
-      s.out_of_scope, s.too_deep, s.trap_guard, Total(s.guarded), s.duplicates,
+      s.out_of_scope, s.too_deep, s.trap_guard, KindsTotal(s.guarded), s.duplicates,
       s.filter_full, s.gave_up, s.unresolved, Kinds(s.errors), s.dns_deferred,
-      s.other_address, Total(s.lost), Kinds(s.lost), Total(s.lost_hosts),
+      s.other_address, KindsTotal(s.lost), Kinds(s.lost), KindsTotal(s.lost_hosts),
       Kinds(s.lost_hosts), s.spilled, s.warc_dir, s.fetch_log, dir, dir, dir, dir);
   std::fflush(stdout);
 }

@@ -313,6 +313,7 @@ struct Fetcher::Impl {
     char* ctype = nullptr;
     if (curl_easy_getinfo(easy, CURLINFO_CONTENT_TYPE, &ctype) == CURLE_OK &&
         ctype != nullptr) {
+      r.content_type_header = Trim(ctype);
       std::string ct = LowerAscii(ctype);
       size_t semi = ct.find(';');
       r.content_type = Trim(ct.substr(0, semi));

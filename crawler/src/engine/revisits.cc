@@ -121,7 +121,7 @@ Status Revisits::Remember(const Visit& v, bool* forget) {
                                   : v.response_id,
                .payload_digest = v.payload_digest,
                .uri = dup ? dup->uri : r.url,
-               .content_type = HeadField(r.response_head, "content-type"),
+               .content_type = r.content_type_header,
                .capture_ms = dup ? dup->date_ms : UnixMs(v.date),
                .bytes = r.body.size(),
                .depth = e.depth,

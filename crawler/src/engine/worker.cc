@@ -233,7 +233,8 @@ Worker::Prepared Worker::Prepare(const Completed& c) const {
     p.visit = revisits_.Classify(c.before ? &*c.before : nullptr, r, !c.robots, &ex);
     // A 304's revisit keeps its capture's Content-Type (warc.h).
     const std::string not_modified =
-        ex.revisit && ex.revisit->profile == Revisit::Profile::kServerNotModified
+        ex.revisit && ex.revisit->profile == Revisit::Profile::kServerNotModified &&
+                r.content_type_header.empty()
             ? HeadForNotModified(head, c.before->content_type)
             : std::string();
     if (!not_modified.empty()) ex.response_head = not_modified;

@@ -306,29 +306,9 @@ Result<uint64_t> IndexWarc(const std::string& warc_path) {
   return n;
 }
 
-std::string_view HeadField(std::string_view head, std::string_view name) {
-  size_t pos = head.find("\r\n");  // past the status line
-  while (pos != std::string_view::npos && pos + 2 < head.size()) {
-    pos += 2;
-    size_t end = head.find("\r\n", pos);
-    if (end == std::string_view::npos) end = head.size();
-    std::string_view line = head.substr(pos, end - pos);
-    if (line.empty()) break;
-    if (line.size() > name.size() && line[name.size()] == ':' &&
-        StartsWithIgnoreCase(line, name)) {
-      std::string_view v = line.substr(name.size() + 1);
-      while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
-      while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
-      return v;
-    }
-    pos = end;
-  }
-  return {};
-}
-
 std::string HeadForNotModified(const std::string& head, std::string_view content_type) {
-  if (content_type.empty() || !HeadField(head, "content-type").empty() ||
-      head.size() < 4 || head.compare(head.size() - 4, 4, "\r\n\r\n") != 0)
+  if (content_type.empty() || head.size() < 4 ||
+      head.compare(head.size() - 4, 4, "\r\n\r\n") != 0)
     return head;
   return head.substr(0, head.size() - 2) + "Content-Type: " + std::string(content_type) +
          "\r\nX-Crawler-From-Capture: Content-Type\r\n\r\n";

@@ -35,12 +35,8 @@ std::string Pct(double v) {
   return v < 0.001 ? fmt::format("{:.5f} %", v * 100) : fmt::format("{:.3f} %", v * 100);
 }
 
-// "connect 3, timeout 1", or "none".
 std::string Kinds(const std::map<std::string, uint64_t>& counts) {
-  std::string kinds;
-  for (const auto& [kind, n] : counts)
-    kinds += (kinds.empty() ? "" : ", ") + kind + " " + Count(n);
-  return kinds.empty() ? "none" : kinds;
+  return engine::KindsText(counts, [](uint64_t n) { return Count(n); });
 }
 
 struct Row {
@@ -149,9 +145,8 @@ Section CrawlSection(const CrawlCounts& c, const CrawlRates& r,
                                        " whose address did not connect, fetched again "
                                        "at the host's next address"});
   // Losses: what no server answered for (exit 3 at a crawl's end).
-  uint64_t lost = 0, lost_hosts = 0;
-  for (const auto& [kind, n] : c.lost) lost += n;
-  for (const auto& [kind, n] : c.lost_hosts) lost_hosts += n;
+  const uint64_t lost = engine::KindsTotal(c.lost);
+  const uint64_t lost_hosts = engine::KindsTotal(c.lost_hosts);
   cr.rows.push_back({"lost", lost == 0 ? "none"
                                        : Count(lost) + " URLs no server answered for (" +
                                              Kinds(c.lost) + "); " + Count(lost_hosts) +
