@@ -6,6 +6,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -198,6 +199,42 @@ TEST_CASE(
   clock_ms = t + 1'802'000;
   CHECK(Settle(r, name).address == dead);
   CHECK(r.Figures().dead_addresses == 2);
+}
+
+TEST_CASE(
+    "Resolver: fetch.ipv6 on asks AAAA with A, off asks A only, auto as the "
+    "machine's routes allow",
+    "[engine][resolver]") {
+  Site s("--hosts 10 --addresses 2 --ipv6-every 2");
+  WebOptions o;
+  o.hosts = 10;
+  o.addresses = 2;
+  const Web web(o);
+  const std::string name = web.HostName(1);  // 1 % 2 == 1: AAAA ::1 too
+  const std::string v4 = Web::IpText(Web::AddressIp(web.HostAddress(1)));
+  auto make = [&](Ipv6 ipv6) {
+    auto made = Resolver::Create({.servers = {s.server()}, .ipv6 = ipv6});
+    REQUIRE(made.ok());
+    return std::move(made).value();
+  };
+  {
+    auto r = make(Ipv6::kOn);
+    CHECK(r->BothFamilies());
+    // Both kept, in c-ares's order: the first marked dead leaves the other.
+    const std::string first = Settle(*r, name).address;
+    CHECK(r->MarkDead(name, first));
+    const std::string second = r->Lookup(name).address;
+    CHECK(std::set<std::string>{first, second} == std::set<std::string>{"::1", v4});
+    CHECK(Settle(*r, web.HostName(0)).address ==  // no AAAA: its A alone
+          Web::IpText(Web::AddressIp(web.HostAddress(0))));
+  }
+  {
+    auto r = make(Ipv6::kOff);
+    CHECK_FALSE(r->BothFamilies());
+    CHECK(Settle(*r, name).address == v4);
+    CHECK_FALSE(r->MarkDead(name, v4));  // the only one
+  }
+  CHECK(make(Ipv6::kAuto)->BothFamilies() == Resolver::Ipv6Routed());
 }
 
 TEST_CASE("Resolver: a host that moved is found at its new address",

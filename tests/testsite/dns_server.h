@@ -71,6 +71,9 @@ class DnsMessage {
       if (r.type == 1) {
         PutWord(&rdata, static_cast<uint16_t>(r.address >> 16));
         PutWord(&rdata, static_cast<uint16_t>(r.address & 0xffff));
+      } else if (r.type == 28) {
+        rdata.assign(15, '\0');
+        rdata += '\1';  // ::1
       } else {
         rdata = EncodeName(r.target);
       }

@@ -101,6 +101,11 @@ struct WebOptions {
   // listens there, accepts, and never answers (until the client closes).
   uint32_t dead_first = 0;
   bool dead_first_silent = false;
+  // Every ipv6_every-th normal host (h % ipv6_every == ipv6_every - 1)
+  // also answers an AAAA record, ::1, where nothing of the site listens
+  // (a connection there is refused): a dual-stack name whose IPv6 side is
+  // down.
+  uint32_t ipv6_every = 0;
   // With redirect_loop, /loop/N of normal host h redirects (302) to
   // /loop/N+1 of host h + 1 (mod hosts): an endless chain of new URLs
   // across hosts, linked from nowhere (a seed starts it), for a crawler's
@@ -160,7 +165,7 @@ struct WebPage {
 // One resource record of a DNS answer: an A (address) or a CNAME (target).
 struct DnsRecord {
   std::string name;
-  uint16_t type = 1;  // 1 A, 5 CNAME
+  uint16_t type = 1;  // 1 A, 5 CNAME, 28 AAAA (always ::1)
   uint32_t ttl = 0;
   uint32_t address = 0;  // A: host order
   std::string target;    // CNAME
@@ -390,6 +395,9 @@ class Web {
     if (qtype == 1) {
       if (DeadFirst(ref)) ans.records.push_back({at, 1, ttl, DeadIp(h), ""});
       ans.records.push_back({at, 1, ttl, AddressIp(AddressOf(ref, elapsed_s)), ""});
+    } else if (qtype == 28 && o_.ipv6_every > 0 && ref.kind == HostKind::kNormal &&
+               h % o_.ipv6_every == o_.ipv6_every - 1) {
+      ans.records.push_back({at, 28, ttl, 0, ""});
     } else
       ans.negative_soa = true;  // no data of that type (AAAA, ...)
     return ans;

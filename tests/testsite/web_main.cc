@@ -355,6 +355,8 @@ void RaiseFileLimit() {
 void AddFaultOptions(CLI::App& app, WebOptions& o) {
   app.add_option("--dead-first", o.dead_first,
                  "fault: every Nth host answers a dead address before its own");
+  app.add_option("--ipv6-every", o.ipv6_every,
+                 "fault: every Nth host also answers AAAA ::1, where nothing listens");
   app.add_flag("--redirect-loop", o.redirect_loop,
                "fault: /loop/N of host h redirects to /loop/N+1 of host h+1, endlessly");
   app.add_flag("--dead-first-silent", o.dead_first_silent,

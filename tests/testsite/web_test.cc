@@ -663,6 +663,33 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "Synthetic internet crawl: dual-stack names whose IPv6 side is down are fetched "
+    "over IPv4 (fetch.ipv6 on); off, no IPv6 address is tried",
+    "[testsite][web][faults]") {
+  // Every fifth host answers AAAA ::1 besides its A record; nothing of the
+  // site listens on ::1, so a connection there is refused. RFC 6724 puts
+  // ::1 first: each such host moves once to its IPv4 address.
+  for (const char* ipv6 : {"on", "off"}) {
+    FaultCrawl c = CrawlWithFaults(
+        std::string("web-ipv6-") + ipv6, "--hosts 60 --addresses 6 --ipv6-every 5",
+        "retry_base_s = 0.05\nipv6 = \"" + std::string(ipv6) + "\"\n", "");
+    INFO(ipv6 << "\n" << c.result.output);
+    REQUIRE(c.result.exit_code == 0);
+    CheckWhole(c);
+    const boost::json::object crawl = StatsPart(c.out, "crawl");
+    const uint64_t moved = crawl.at("other_address").to_number<uint64_t>();
+    if (ipv6 == std::string("on")) {
+      CHECK(moved >= 1);
+      CHECK(moved <= 12);
+    } else {
+      CHECK(moved == 0);
+    }
+    CHECK(crawl.at("gave_up").to_number<uint64_t>() == 0);
+    std::filesystem::remove_all(c.dir);
+  }
+}
+
+TEST_CASE(
     "Synthetic internet crawl: an endless redirect chain across hosts ends at "
     "fetch.max_redirects; every other page once",
     "[testsite][web][faults]") {

@@ -81,9 +81,10 @@ struct FetchConfig {
   double dns_max_ttl_s = 21600;
   double dns_negative_ttl_s = 300;
   double dns_timeout_s = 2;
-  std::string ca_file;    // PEM CA certificates to trust; empty: the system's
-  bool insecure = false;  // no TLS certificate checks (logged loudly)
-  std::string proxy;      // http://, https://, socks5[h]://HOST:PORT; empty: none
+  std::string ipv6 = "auto";  // auto | on | off (crawler/resolver.h, Ipv6)
+  std::string ca_file;        // PEM CA certificates to trust; empty: the system's
+  bool insecure = false;      // no TLS certificate checks (logged loudly)
+  std::string proxy;          // http://, https://, socks5[h]://HOST:PORT; empty: none
   // Transient failures (connect errors, timeouts, resets, failed DNS
   // lookups, 5xx, 429, 421, 408) are
   // fetched again up to max_retries times, after retry_base_s x 2^attempt

@@ -34,7 +34,12 @@
 // down costs one failed connection, not one per TTL, and the hosts that
 // share that address cost none. A host whose every address is marked
 // gets the one whose mark ends first.
-// IPv4 first: AAAA is asked only for a name without an A record.
+// Families (ipv6): kAuto (the default) asks A and AAAA together when this
+// machine has a route to the IPv6 internet (a UDP connect() to a global
+// address, which sends nothing), else A first and AAAA only for a name
+// without an A record; kOn asks both always; kOff asks A only. With both,
+// the addresses come in c-ares's order (RFC 6724, as getaddrinfo sorts):
+// a dead one of either family is moved past as above.
 //
 // Thread-safe. Lookup never blocks on the network.
 #ifndef CRAWLER_RESOLVER_H_
@@ -51,6 +56,8 @@
 
 namespace crawler::engine {
 
+enum class Ipv6 : uint8_t { kAuto, kOn, kOff };
+
 struct ResolverOptions {
   // "ADDRESS" or "ADDRESS:PORT" ("[V6]:PORT"); empty: /etc/resolv.conf's.
   std::vector<std::string> servers;
@@ -65,6 +72,7 @@ struct ResolverOptions {
   int tries = 2;
   // Lookups sent at once at most; the others wait their turn in order.
   size_t max_in_flight = 256;
+  Ipv6 ipv6 = Ipv6::kAuto;  // which families are asked (see above)
   // The cache's clock in milliseconds (TTLs, refreshes, expiry); empty:
   // steady_clock. Tests step one by hand, so no sleep decides an outcome.
   std::function<int64_t()> now_ms = nullptr;
@@ -129,6 +137,10 @@ class Resolver {
   // Grows each time a lookup ends: a caller holding kPending answers asks
   // again only when it has changed.
   uint64_t generation() const;
+  // Whether lookups ask A and AAAA together (ipv6, and for kAuto the route).
+  bool BothFamilies() const;
+  // Whether this machine has a route to the IPv6 internet.
+  static bool Ipv6Routed();
   DnsFigures Figures() const;
 
  private:

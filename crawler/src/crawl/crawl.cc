@@ -129,7 +129,10 @@ Result<std::unique_ptr<Resolver>> MakeResolver(const FetchConfig& fetch) {
                            .min_ttl_s = fetch.dns_min_ttl_s,
                            .max_ttl_s = fetch.dns_max_ttl_s,
                            .negative_ttl_s = fetch.dns_negative_ttl_s,
-                           .timeout_s = fetch.dns_timeout_s});
+                           .timeout_s = fetch.dns_timeout_s,
+                           .ipv6 = fetch.ipv6 == "on"    ? engine::Ipv6::kOn
+                                   : fetch.ipv6 == "off" ? engine::Ipv6::kOff
+                                                         : engine::Ipv6::kAuto});
 }
 
 // OUT/warc/'s writer, as the [output] keys say.

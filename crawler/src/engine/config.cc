@@ -162,6 +162,13 @@ std::vector<Key> FetchKeys() {
       DoubleKey(
           "fetch", "dns_timeout_s",
           [](Config & c) -> auto& { return c.fetch.dns_timeout_s; }, 0.01, 60, true),
+      StringKey(
+          "fetch", "ipv6", [](Config & c) -> auto& { return c.fetch.ipv6; },
+          [](const std::string& v) {
+            return v == "auto" || v == "on" || v == "off"
+                       ? std::string()
+                       : std::string("must be auto, on or off");
+          }),
       IntKey<uint32_t>(
           "fetch", "max_retries", [](Config & c) -> auto& { return c.fetch.max_retries; },
           0, 100),

@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -174,7 +175,8 @@ struct Resolver::Impl {
       if (res != nullptr) ares_freeaddrinfo(res);
       return;
     }
-    if (status == ARES_ENODATA && q->family == AF_INET) {
+    if (status == ARES_ENODATA && q->family == AF_INET &&
+        impl->options.ipv6 != Ipv6::kOff) {
       // No A record: ask for AAAA (the same lookup, still in flight).
       if (res != nullptr) ares_freeaddrinfo(res);
       impl->Send(std::move(q->host), AF_INET6);
@@ -309,7 +311,7 @@ struct Resolver::Impl {
         }
       }
       // Outside the lock: an answer from /etc/hosts comes back at once.
-      for (std::string& host : send) Send(std::move(host), AF_INET);
+      for (std::string& host : send) Send(std::move(host), both ? AF_UNSPEC : AF_INET);
       fds.assign(1, pollfd{wake_fd, POLLIN, 0});
       for (const auto& [fd, events] : sockets) fds.push_back(pollfd{fd, events, 0});
       timeval max{1, 0}, tv{};
@@ -335,6 +337,7 @@ struct Resolver::Impl {
   }
 
   const ResolverOptions options;
+  bool both = false;  // A and AAAA asked together (BothFamilies)
   ares_channel channel = nullptr;
   int wake_fd = -1;
   std::thread thread;
@@ -388,6 +391,7 @@ Result<std::unique_ptr<Resolver>> Resolver::Create(const ResolverOptions& option
   }
   impl->wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (impl->wake_fd < 0) return Status::Error(Status::Code::kIoError, "eventfd failed");
+  impl->both = options.ipv6 == Ipv6::kOn || (options.ipv6 == Ipv6::kAuto && Ipv6Routed());
   Impl* raw = impl.get();
   impl->thread = std::thread([raw] { raw->Loop(); });
   return std::unique_ptr<Resolver>(new Resolver(std::move(impl)));
@@ -454,6 +458,22 @@ bool Resolver::MarkDead(std::string_view host, std::string_view address) {
   });
   if (other) ++impl_->figures.dead_addresses;
   return other;
+}
+
+bool Resolver::BothFamilies() const { return impl_->both; }
+
+bool Resolver::Ipv6Routed() {
+  const int fd = ::socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_in6 to{};
+  to.sin6_family = AF_INET6;
+  to.sin6_port = htons(53);
+  // 2001:4860:4860::8888, a global address: a UDP connect() only looks up
+  // the route (no packet is sent).
+  inet_pton(AF_INET6, "2001:4860:4860::8888", &to.sin6_addr);
+  const bool routed = ::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) == 0;
+  ::close(fd);
+  return routed;
 }
 
 bool Resolver::Healthy() const {
