@@ -119,6 +119,36 @@ std::vector<Key> GuardKeys() {
           [](Config & c) -> auto& { return c.crawl.domain_budget_max; }, 0, kMax64)};
 }
 
+// The crawler's DNS (crawler/resolver.h).
+std::vector<Key> DnsKeys() {
+  return {
+      StringListKey(
+          "fetch", "dns_servers", [](Config & c) -> auto& { return c.fetch.dns_servers; },
+          false),
+      DoubleKey(
+          "fetch", "dns_min_ttl_s",
+          [](Config & c) -> auto& { return c.fetch.dns_min_ttl_s; }, 0, 7 * 86400.0),
+      DoubleKey(
+          "fetch", "dns_max_ttl_s",
+          [](Config & c) -> auto& { return c.fetch.dns_max_ttl_s; }, 0, 7 * 86400.0),
+      DoubleKey(
+          "fetch", "dns_negative_ttl_s",
+          [](Config & c) -> auto& { return c.fetch.dns_negative_ttl_s; }, 0, 7 * 86400.0),
+      DoubleKey(
+          "fetch", "dns_timeout_s",
+          [](Config & c) -> auto& { return c.fetch.dns_timeout_s; }, 0.01, 60, true),
+      StringKey(
+          "fetch", "ipv6", [](Config & c) -> auto& { return c.fetch.ipv6; },
+          [](const std::string& v) {
+            return v == "auto" || v == "on" || v == "off"
+                       ? std::string()
+                       : std::string("must be auto, on or off");
+          }),
+      DoubleKey(
+          "fetch", "dns_retry_s", [](Config & c) -> auto& { return c.fetch.dns_retry_s; },
+          0, 7 * 86400.0)};
+}
+
 std::vector<Key> FetchKeys() {
   return {
       DoubleKey(
@@ -147,28 +177,6 @@ std::vector<Key> FetchKeys() {
           [](Config & c) -> auto& { return c.fetch.robots_cache_s; }, 0, 365 * 86400.0),
       StringListKey(
           "fetch", "resolve", [](Config & c) -> auto& { return c.fetch.resolve; }, false),
-      StringListKey(
-          "fetch", "dns_servers", [](Config & c) -> auto& { return c.fetch.dns_servers; },
-          false),
-      DoubleKey(
-          "fetch", "dns_min_ttl_s",
-          [](Config & c) -> auto& { return c.fetch.dns_min_ttl_s; }, 0, 7 * 86400.0),
-      DoubleKey(
-          "fetch", "dns_max_ttl_s",
-          [](Config & c) -> auto& { return c.fetch.dns_max_ttl_s; }, 0, 7 * 86400.0),
-      DoubleKey(
-          "fetch", "dns_negative_ttl_s",
-          [](Config & c) -> auto& { return c.fetch.dns_negative_ttl_s; }, 0, 7 * 86400.0),
-      DoubleKey(
-          "fetch", "dns_timeout_s",
-          [](Config & c) -> auto& { return c.fetch.dns_timeout_s; }, 0.01, 60, true),
-      StringKey(
-          "fetch", "ipv6", [](Config & c) -> auto& { return c.fetch.ipv6; },
-          [](const std::string& v) {
-            return v == "auto" || v == "on" || v == "off"
-                       ? std::string()
-                       : std::string("must be auto, on or off");
-          }),
       IntKey<uint32_t>(
           "fetch", "max_retries", [](Config & c) -> auto& { return c.fetch.max_retries; },
           0, 100),
@@ -178,9 +186,6 @@ std::vector<Key> FetchKeys() {
       DoubleKey(
           "fetch", "retry_max_s", [](Config & c) -> auto& { return c.fetch.retry_max_s; },
           0, 86400),
-      DoubleKey(
-          "fetch", "dns_retry_s", [](Config & c) -> auto& { return c.fetch.dns_retry_s; },
-          0, 7 * 86400.0),
       StringKey(
           "fetch", "ca_file", [](Config & c) -> auto& { return c.fetch.ca_file; },
           [](const std::string& v) {
@@ -347,8 +352,8 @@ std::vector<Key> CheckpointKeys() {
 const std::vector<Key>& Schema() {
   static const std::vector<Key> keys = [] {
     std::vector<Key> all;
-    for (auto part : {CrawlKeys, GuardKeys, FetchKeys, FrontierKeys, DedupKeys, UrlKeys,
-                      OutputKeys, CheckpointKeys, config_key::ClusterKeys,
+    for (auto part : {CrawlKeys, GuardKeys, FetchKeys, DnsKeys, FrontierKeys, DedupKeys,
+                      UrlKeys, OutputKeys, CheckpointKeys, config_key::ClusterKeys,
                       config_key::MetricsKeys, config_key::RecrawlKeys}) {
       for (Key& k : part()) all.push_back(std::move(k));
     }
