@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "cluster/address_tokens.h"
-#include "cluster/redis.h"
+#include "cluster/redis/redis.h"
 
 using crawler::engine::AddressTokens;
 using crawler::engine::AddressTurn;

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "cluster/cluster.h"
-#include "cluster/redis.h"
+#include "cluster/redis/redis.h"
 
 using crawler::engine::Cluster;
 using crawler::engine::Config;

@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "cluster/cluster.h"
-#include "cluster/redis.h"
+#include "cluster/redis/redis.h"
 
 using crawler::engine::Cluster;
 using crawler::engine::ClusterHealth;

@@ -1,4 +1,4 @@
-// Work-aware placement (crawler/src/cluster/balance.h, balancer.h):
+// Work-aware placement (crawler/src/cluster/membership/balance.h, balancer.h):
 // three nodes of the real binary with cluster.shared_dir, a real
 // redis-server and crawler-testsite. One node crawls its hosts slowly (a
 // long politeness delay of its own), so the other two run out of work while

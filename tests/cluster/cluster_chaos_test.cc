@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "cluster/cluster.h"
-#include "cluster/redis.h"
+#include "cluster/redis/redis.h"
 #include "cluster_fixture.h"
 #include "crawler/checkpoint.h"
 #include "takeover_helpers.h"

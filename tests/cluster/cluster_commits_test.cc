@@ -1,4 +1,4 @@
-// The commits of a node's checkpoints (cluster/commits.h), without Redis:
+// The commits of a node's checkpoints (cluster/membership/commits.h), without Redis:
 // only the newest published checkpoint is committed; a shard whose state came
 // from elsewhere is named with its source until the checkpoint before a
 // commit holds it; a shard given up leaves the cuts not committed yet; a
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "cluster/commits.h"
+#include "cluster/membership/commits.h"
 
 namespace crawler::engine {
 namespace {

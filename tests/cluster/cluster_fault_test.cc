@@ -11,8 +11,8 @@
 #include <string>
 #include <thread>
 
-#include "cluster/cluster_wire.h"
-#include "cluster/redis.h"
+#include "cluster/redis/cluster_wire.h"
+#include "cluster/redis/redis.h"
 #include "cluster_fixture.h"
 #include "crawl_output.h"
 #include "frontier/frontier.h"

@@ -1,4 +1,4 @@
-// The inbox and its ledger of stream entries (cluster/inbox.h) without
+// The inbox and its ledger of stream entries (cluster/exchange/inbox.h) without
 // Redis: an entry is acknowledged only once the checkpoint that holds it is
 // the older of the two on disk, or at the job's end once committed. (The
 // fallback to checkpoint.prev/ with a real redis-server and real nodes:
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "cluster/inbox.h"
+#include "cluster/exchange/inbox.h"
 
 namespace crawler::engine {
 namespace {

@@ -1,4 +1,4 @@
-// The handoff checkpoints a node keeps (cluster/kept_checkpoints.h), on real
+// The handoff checkpoints a node keeps (cluster/handoff/kept_checkpoints.h), on real
 // files: a checkpoint kept by hard links under OUT/handoff/SEQ/ survives the
 // rotation of checkpoint/ and checkpoint.prev/, one kept by an earlier
 // process is found again, a copy cut short is removed, and a copy goes only
@@ -13,8 +13,8 @@
 #include <set>
 #include <string>
 
-#include "cluster/kept_checkpoints.h"
-#include "cluster/shard_loads.h"
+#include "cluster/handoff/kept_checkpoints.h"
+#include "cluster/membership/shard_loads.h"
 #include "crawler/checkpoint.h"
 
 namespace crawler::engine {

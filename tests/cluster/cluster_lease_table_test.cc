@@ -1,4 +1,4 @@
-// The lease table (cluster/leases.h) without Redis: what each heartbeat
+// The lease table (cluster/membership/leases.h) without Redis: what each heartbeat
 // reply, the passing of time, a fenced acknowledge and a handoff do to one
 // shard's lease. (The leases against a real redis-server, with real nodes
 // paused, cut off and killed: cluster_lease_test.cc.)
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "cluster/leases.h"
+#include "cluster/membership/leases.h"
 
 namespace crawler::engine {
 namespace {

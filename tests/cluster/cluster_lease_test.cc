@@ -11,16 +11,16 @@
 #include <thread>
 #include <vector>
 
-#include "cluster/cluster_wire.h"
-#include "cluster/commits.h"
-#include "cluster/give_script.h"
-#include "cluster/heartbeats.h"
-#include "cluster/leases.h"
-#include "cluster/membership.h"
-#include "cluster/receiver.h"
-#include "cluster/redis.h"
-#include "cluster/sender.h"
-#include "cluster/shard_owners.h"
+#include "cluster/exchange/receiver.h"
+#include "cluster/exchange/sender.h"
+#include "cluster/handoff/give_script.h"
+#include "cluster/membership/commits.h"
+#include "cluster/membership/heartbeats.h"
+#include "cluster/membership/leases.h"
+#include "cluster/membership/membership.h"
+#include "cluster/membership/shard_owners.h"
+#include "cluster/redis/cluster_wire.h"
+#include "cluster/redis/redis.h"
 #include "redis_server.h"
 #include "run_command.h"
 

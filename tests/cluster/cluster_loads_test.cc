@@ -1,4 +1,4 @@
-// Shard transfer, the taking side (cluster/shard_loads.h), without Redis:
+// Shard transfer, the taking side (cluster/membership/shard_loads.h), without Redis:
 // what a lease gained means (OnGained), the order of loads (one source at a
 // time, its shards together), the state kept for a worker until taken and
 // the crawl not quiet until then, a failed load tried again, a shard held
@@ -20,8 +20,8 @@
 #include <thread>
 #include <vector>
 
-#include "cluster/own_state.h"
-#include "cluster/shard_loads.h"
+#include "cluster/membership/own_state.h"
+#include "cluster/membership/shard_loads.h"
 
 namespace crawler::engine {
 namespace {

@@ -1,4 +1,4 @@
-// Membership of a node in a job (cluster/membership.h), without Redis: the
+// Membership of a node in a job (cluster/membership/membership.h), without Redis: the
 // start's reply read, the job's nodes kept sorted, this node's state written
 // only when it changes or Redis may have changed it, the end test's keys
 // (one liveness key per node, the takeover flag), the leave. (Its scripts on
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "cluster/membership.h"
+#include "cluster/membership/membership.h"
 
 namespace crawler::engine {
 namespace {

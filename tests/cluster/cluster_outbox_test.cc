@@ -1,4 +1,4 @@
-// The outbox's RAM part (cluster/outbox.h) without Redis: batching by size
+// The outbox's RAM part (cluster/exchange/outbox.h) without Redis: batching by size
 // and age, the lag limit, held batches first, what a cut keeps, the queued
 // count. (The outbox against a real redis-server, with a slow owner, spill
 // files and a full Redis: cluster_test.cc and cluster_fault_test.cc.)
@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "cluster/cluster_wire.h"
-#include "cluster/outbox.h"
+#include "cluster/exchange/outbox.h"
+#include "cluster/redis/cluster_wire.h"
 
 namespace crawler::engine {
 namespace {

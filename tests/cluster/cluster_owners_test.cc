@@ -1,4 +1,4 @@
-// Where each shard lives (cluster/shard_owners.h) without Redis: rendezvous
+// Where each shard lives (cluster/membership/shard_owners.h) without Redis: rendezvous
 // hashing over the live nodes, unless the assign names a live node. (Real
 // gives between real nodes: cluster_test.cc, "Cluster balance*".)
 #include <algorithm>
@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "cluster/shard_owners.h"
+#include "cluster/membership/shard_owners.h"
 
 namespace crawler::engine {
 namespace {

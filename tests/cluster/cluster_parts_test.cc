@@ -12,15 +12,15 @@
 #include <vector>
 
 #include "base/secret.h"
-#include "cluster/balance.h"
-#include "cluster/balancer.h"
 #include "cluster/cluster.h"
-#include "cluster/cluster_job.h"
-#include "cluster/cluster_wire.h"
-#include "cluster/doorbell.h"
-#include "cluster/heartbeats.h"
-#include "cluster/receiver.h"
-#include "cluster/redis.h"
+#include "cluster/exchange/doorbell.h"
+#include "cluster/exchange/receiver.h"
+#include "cluster/handoff/balancer.h"
+#include "cluster/membership/balance.h"
+#include "cluster/membership/cluster_job.h"
+#include "cluster/membership/heartbeats.h"
+#include "cluster/redis/cluster_wire.h"
+#include "cluster/redis/redis.h"
 #include "crawl_output.h"
 
 namespace crawler::engine {

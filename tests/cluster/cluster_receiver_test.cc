@@ -1,4 +1,4 @@
-// The receiving side of a node's exchange (cluster/receiver.h) against a
+// The receiving side of a node's exchange (cluster/exchange/receiver.h) against a
 // real redis-server, without a crawl, fed by a real Sender: new entries of
 // the shards whose lease this node holds go to the inbox (another node's
 // shard gives nothing), each URL once; a dead consumer's pending entries,
@@ -17,9 +17,9 @@
 #include <thread>
 #include <vector>
 
-#include "cluster/receiver.h"
-#include "cluster/redis.h"
-#include "cluster/sender.h"
+#include "cluster/exchange/receiver.h"
+#include "cluster/exchange/sender.h"
+#include "cluster/redis/redis.h"
 #include "redis_server.h"
 
 namespace crawler::engine {

@@ -1,4 +1,4 @@
-// The exchange thread's connection (cluster/redis_link.h) against a real
+// The exchange thread's connection (cluster/redis/redis_link.h) against a real
 // redis-server: an error reply that is a refusal (READONLY, here a script's
 // error with that code) is kept for the round and logged once per 30 s,
 // another is not a refusal; a killed server is down, counted from the loss,
@@ -13,7 +13,7 @@
 #include <filesystem>
 #include <string>
 
-#include "cluster/redis_link.h"
+#include "cluster/redis/redis_link.h"
 #include "redis_server.h"
 
 namespace crawler::engine {

@@ -1,4 +1,4 @@
-// The sending side of a node's exchange (cluster/sender.h) against a real
+// The sending side of a node's exchange (cluster/exchange/sender.h) against a real
 // redis-server, without a crawl: every URL shipped arrives once in its
 // shard's stream; a Redis that refuses sends (maxmemory reached) gets them
 // later, after a pause and one probe at a time, none lost; held URLs past
@@ -16,9 +16,9 @@
 #include <thread>
 #include <vector>
 
-#include "cluster/cluster_wire.h"
-#include "cluster/redis.h"
-#include "cluster/sender.h"
+#include "cluster/exchange/sender.h"
+#include "cluster/redis/cluster_wire.h"
+#include "cluster/redis/redis.h"
 #include "redis_server.h"
 #include "run_command.h"
 

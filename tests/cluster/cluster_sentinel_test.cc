@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "cluster/redis.h"
+#include "cluster/redis/redis.h"
 #include "cluster_fixture.h"
 #include "crawl_output.h"
 #include "loopback.h"

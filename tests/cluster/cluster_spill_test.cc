@@ -1,4 +1,4 @@
-// The outbox's spill files (cluster/spill.h) on real files, without Redis:
+// The outbox's spill files (cluster/exchange/spill.h) on real files, without Redis:
 // written whole, read back in order in batches of batch_urls, the files a
 // cut must fsync, a file read back deleted only once a checkpoint cut after
 // that is committed, and a resumed node's taking back (a write cut short
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "cluster/spill.h"
+#include "cluster/exchange/spill.h"
 
 namespace crawler::engine {
 namespace {

@@ -1,4 +1,4 @@
-// Shard transfer, the giving side (cluster/transfer.h), without Redis: a
+// Shard transfer, the giving side (cluster/handoff/transfer.h), without Redis: a
 // handoff's steps in their order, what each one holds back (cuts, the end
 // of the crawl, a reload), a handoff cancelled, a shard taken back. (Real
 // handoffs between real nodes on a real redis-server: cluster_test.cc,
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "cluster/transfer.h"
+#include "cluster/handoff/transfer.h"
 
 namespace crawler::engine {
 namespace {

@@ -5,6 +5,9 @@
 
 #include <utility>
 
+#include "cluster/turn_end.lua.h"
+#include "cluster/turn_start.lua.h"
+
 namespace crawler::engine {
 
 namespace {
@@ -14,48 +17,14 @@ namespace {
 // (the turn is the token's) or the ms to wait. A turn lapses, or ends
 // sooner with its process: once NODE's liveness key no longer holds the
 // PROCESS token of its field "NODE:PROCESS:N" (a node killed, its key
-// lapsed or a new process's). allow-oom (lua_functions.h): a full Redis
+// lapsed or a new process's). allow-oom (redis/redis.h, "Scripts"): a full Redis
 // must not stop every fetch; the hash is a few fields per address, gone
 // once it is idle.
-constexpr const char* kStartScript =
-    "#!lua flags=allow-oom\n"
-    "local t = redis.call('time')\n"
-    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
-    "local delay, conns, lapse = tonumber(ARGV[1]), tonumber(ARGV[2]), "
-    "tonumber(ARGV[3])\n"
-    "local function held(field)\n"
-    "  local node, process = string.match(field, '^(.*):([^:]*):[^:]*$')\n"
-    "  return node ~= nil and redis.call('get', ARGV[5] .. node) == process\n"
-    "end\n"
-    "local f = redis.call('hgetall', KEYS[1])\n"
-    "local next, live = 0, 0\n"
-    "for i = 1, #f, 2 do\n"
-    "  local v = tonumber(f[i + 1])\n"
-    "  if f[i] == 'next' then next = v\n"
-    "  elseif v <= now or not held(f[i]) then redis.call('hdel', KEYS[1], f[i])\n"
-    "  else live = live + 1 end\n"
-    "end\n"
-    "if now < next then return next - now end\n"
-    // A connection frees when a request ends, which no one can tell ahead:
-    // asked again after the delay, 20 ms at least.
-    "if live >= conns then return math.max(delay, 20) end\n"
-    "redis.call('hset', KEYS[1], ARGV[4], now + lapse, 'next', now + delay)\n"
-    "redis.call('pexpire', KEYS[1], lapse + delay)\n"
-    "return 0\n";
+// kTurnStartScript: turn_start.lua (embedded at build time)
 
 // KEYS[1]: the address's hash. ARGV: delay ms, the token. The next start
 // waits the delay after this end too (as the frontier's IpEnded).
-constexpr const char* kEndScript =
-    "#!lua flags=allow-oom\n"
-    "if redis.call('hdel', KEYS[1], ARGV[2]) == 0 then return 0 end\n"
-    "local t = redis.call('time')\n"
-    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
-    "local next = math.max(tonumber(redis.call('hget', KEYS[1], 'next') or 0),\n"
-    "                      now + tonumber(ARGV[1]))\n"
-    "redis.call('hset', KEYS[1], 'next', next)\n"
-    "local ttl = redis.call('pttl', KEYS[1])\n"
-    "if ttl < tonumber(ARGV[1]) then redis.call('pexpire', KEYS[1], ARGV[1]) end\n"
-    "return 1\n";
+// kTurnEndScript: turn_end.lua (embedded at build time)
 
 constexpr double kCommandTimeoutS = 0.5;
 constexpr auto kRetryAfter = std::chrono::seconds(1);
@@ -91,14 +60,14 @@ std::unique_ptr<Redis> AddressTokens::Take() {
       return r;
     }
   }
-  auto r = Redis::Connect(address_, kCommandTimeoutS);
+  // The worker's own timeout for every step: behind Sentinel its question
+  // and ROLE waited 5 s each on a worker's thread.
+  auto r = Redis::Connect(address_, kCommandTimeoutS, kCommandTimeoutS);
   if (!r.ok()) {
     Failed(r.status().message());
     return nullptr;
   }
-  std::unique_ptr<Redis> redis = std::move(r).value();
-  redis->SetCommandTimeout(kCommandTimeoutS);
-  return redis;
+  return std::move(r).value();
 }
 
 void AddressTokens::Put(std::unique_ptr<Redis> redis) {
@@ -120,9 +89,8 @@ void AddressTokens::Failed(const std::string& why) {
 
 std::vector<std::string> AddressTokens::EndCommand(std::string key,
                                                    std::string token) const {
-  return {
-      "EVAL",          kEndScript, "1", std::move(key), std::to_string(limits_.delay_ms),
-      std::move(token)};
+  return {"EVAL",         cluster_wire::kTurnEndScript,     "1",
+          std::move(key), std::to_string(limits_.delay_ms), std::move(token)};
 }
 
 void AddressTokens::KeepEnds(std::vector<std::vector<std::string>> ends) {
@@ -180,9 +148,9 @@ AddressTurn AddressTokens::Start(std::string_view address) {
     RedisReply reply;
     std::string why;
     if (Send(*redis,
-             {"EVAL", kStartScript, "1", Key(address), std::to_string(limits_.delay_ms),
-              std::to_string(limits_.connections), std::to_string(limits_.lapse_ms),
-              Token(token), prefix_ + "alive:"},
+             {"EVAL", cluster_wire::kTurnStartScript, "1", Key(address),
+              std::to_string(limits_.delay_ms), std::to_string(limits_.connections),
+              std::to_string(limits_.lapse_ms), Token(token), prefix_ + "alive:"},
              &reply, &why)) {
       Put(std::move(redis));
       const long long wait = reply.Int();

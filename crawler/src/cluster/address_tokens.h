@@ -55,8 +55,8 @@
 #include <vector>
 
 #include "base/mutex.h"
-#include "cluster/log_every.h"
-#include "cluster/redis.h"
+#include "cluster/redis/log_every.h"
+#include "cluster/redis/redis.h"
 #include "engine/placement.h"
 
 namespace crawler::engine {

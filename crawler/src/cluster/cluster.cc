@@ -16,9 +16,9 @@
 #include <set>
 #include <string_view>
 
-#include "cluster/cluster_job.h"
-#include "cluster/cluster_wire.h"
 #include "cluster/entry.h"
+#include "cluster/membership/cluster_job.h"
+#include "cluster/redis/cluster_wire.h"
 
 namespace crawler::engine {
 

@@ -13,8 +13,8 @@
 #include <thread>
 
 #include "cluster/cluster.h"
-#include "cluster/cluster_job.h"
-#include "cluster/cluster_wire.h"
+#include "cluster/membership/cluster_job.h"
+#include "cluster/redis/cluster_wire.h"
 
 namespace crawler::engine {
 

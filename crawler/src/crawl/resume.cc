@@ -82,7 +82,7 @@ Result<LoadedCheckpoint> Select(const std::string& out, std::string* warning,
 // When the committed one is checkpoint/ and damaged (`fell_back`), the node
 // resumes from checkpoint.prev/, the commit before it: nothing Redis no
 // longer keeps is newer (inbox.h), and a taker of its shards loads that one
-// too (cluster/shard_loads.h, ReadShards). Its next checkpoint then skips
+// too (cluster/membership/shard_loads.h, ReadShards). Its next checkpoint then skips
 // the damaged one's sequence (*skip_to), so "NODE SEQ" never names two
 // checkpoints.
 Status SelectCommitted(const Config& config, const std::string& out,
