@@ -268,12 +268,13 @@ TEST_CASE(
                  << kNodes[victim] << " killed at " << share << " of the truth");
     ClusterCrawl c("cluster_" + job, job,
                    std::string(kTakeover) + " --set cluster.lease_s=3");
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(300);
-    while (FetchedLines(c) <
-               static_cast<size_t>(share * static_cast<double>(c.truth.size())) &&
-           ::waitpid(c.nodes[victim], nullptr, WNOHANG) == 0 &&
-           std::chrono::steady_clock::now() < until)
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    const auto want = static_cast<size_t>(share * static_cast<double>(c.truth.size()));
+    testing::WaitFor(
+        [&] {
+          return FetchedLines(c) >= want ||
+                 ::waitpid(c.nodes[victim], nullptr, WNOHANG) != 0;
+        },
+        300);
     const size_t at = FetchedLines(c);
     ::kill(c.nodes[victim], SIGKILL);
     ::waitpid(c.nodes[victim], nullptr, 0);

@@ -53,6 +53,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "crawler/config.h"
 
 namespace crawler::engine {
 
@@ -95,6 +96,9 @@ struct DnsFigures {
 
 class Resolver {
  public:
+  // The crawl's resolver, as the [fetch] keys say; none (null) with
+  // fetch.proxy set (the proxy resolves).
+  static Result<std::unique_ptr<Resolver>> ForFetch(const FetchConfig& fetch);
   // Errors: a bad server address, or c-ares failing to start.
   static Result<std::unique_ptr<Resolver>> Create(const ResolverOptions& options);
   ~Resolver();

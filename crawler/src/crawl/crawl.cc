@@ -122,19 +122,6 @@ Result<std::unique_ptr<History>> OpenHistory(const Config& config, const std::st
   return history;
 }
 
-// The crawler's DNS (crawler/resolver.h); none with a proxy (it resolves).
-Result<std::unique_ptr<Resolver>> MakeResolver(const FetchConfig& fetch) {
-  if (!fetch.proxy.empty()) return std::unique_ptr<Resolver>();
-  return Resolver::Create({.servers = fetch.dns_servers,
-                           .min_ttl_s = fetch.dns_min_ttl_s,
-                           .max_ttl_s = fetch.dns_max_ttl_s,
-                           .negative_ttl_s = fetch.dns_negative_ttl_s,
-                           .timeout_s = fetch.dns_timeout_s,
-                           .ipv6 = fetch.ipv6 == "on"    ? engine::Ipv6::kOn
-                                   : fetch.ipv6 == "off" ? engine::Ipv6::kOff
-                                                         : engine::Ipv6::kAuto});
-}
-
 // OUT/warc/'s writer, as the [output] keys say.
 WarcOptions WarcOptionsOf(const Config& config, const std::string& out) {
   WarcOptions wo;
@@ -178,7 +165,7 @@ Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
   auto log = FetchLog::Open(out + "/fetch-log.jsonl");
   if (!log.ok()) return log.status();
   m->log = std::move(log).value();
-  auto resolver = MakeResolver(config.fetch);
+  auto resolver = Resolver::ForFetch(config.fetch);
   if (!resolver.ok()) return resolver.status();
   m->resolver = std::move(resolver).value();
   auto stats = StatsWriter::Open(

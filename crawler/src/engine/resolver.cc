@@ -458,6 +458,18 @@ bool Resolver::MarkDead(std::string_view host, std::string_view address) {
   return other;
 }
 
+Result<std::unique_ptr<Resolver>> Resolver::ForFetch(const FetchConfig& fetch) {
+  if (!fetch.proxy.empty()) return std::unique_ptr<Resolver>();
+  return Create({.servers = fetch.dns_servers,
+                 .min_ttl_s = fetch.dns_min_ttl_s,
+                 .max_ttl_s = fetch.dns_max_ttl_s,
+                 .negative_ttl_s = fetch.dns_negative_ttl_s,
+                 .timeout_s = fetch.dns_timeout_s,
+                 .ipv6 = fetch.ipv6 == "on"    ? Ipv6::kOn
+                         : fetch.ipv6 == "off" ? Ipv6::kOff
+                                               : Ipv6::kAuto});
+}
+
 bool Resolver::BothFamilies() const { return impl_->both; }
 
 bool Resolver::Ipv6Routed() {
