@@ -46,7 +46,9 @@
 #      site's default, 12 MiB, is cut at fetch.max_body_bytes, 10 MiB: 150
 #      such bodies are 97% of the crawl's bytes, fetched in its first seconds),
 #      BENCH_SITE_LOG (scaling: set, the testsite logs every request to
-#      WORK/site.log; scripts/site_tail.py reads it).
+#      WORK/site.log; scripts/site_tail.py reads it),
+#      BENCH_REDIS_DELAY_MS (scaling: the nodes reach Redis through
+#      scripts/delay_proxy.py, every reply that much later: a slow Redis).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
@@ -60,7 +62,7 @@ replica_ports=()
 cleanup() {
   bash scripts/redis-local.sh stop "$port"
   for p in "${replica_ports[@]}"; do bash scripts/redis-local.sh stop "$p"; done
-  kill "${site_pid:-}" 2>/dev/null || true
+  kill "${site_pid:-}" "${proxy_pid:-}" 2>/dev/null || true
 }
 trap cleanup EXIT
 fresh_redis() {
@@ -101,12 +103,19 @@ crawl_nodes() {  # N NAME [FLAGS...]: N nodes crawl the delayed site; prints pag
   bytes0=$(redis_info total_net_input_bytes)
   cpu0=$(python3 -c "print($(redis_info used_cpu_user) + $(redis_info used_cpu_sys))")
   start=$(date +%s.%N)
-  local site_cpu0
+  local site_cpu0 nodes_redis=$redis_url
   site_cpu0=$(proc_cpu "$site_pid")
+  if [ -n "${BENCH_REDIS_DELAY_MS:-}" ]; then  # a slow Redis
+    python3 scripts/delay_proxy.py --target "$port" --delay-ms "$BENCH_REDIS_DELAY_MS" \
+      >"$work/$job-proxy.port" &
+    proxy_pid=$!
+    for _ in $(seq 1 100); do [ -s "$work/$job-proxy.port" ] && break; sleep 0.05; done
+    nodes_redis=redis://127.0.0.1:$(cat "$work/$job-proxy.port")
+  fi
   for i in $(seq 1 "$nodes"); do
     /usr/bin/time -f "%U %S" -o "$work/$job-n$i.time" \
     "${BENCH_CRAWLER:-build/crawler/crawler}" crawl --seeds "$work/seeds.txt" --out "$work/$job-n$i" \
-      --set cluster.redis="$redis_url" --set cluster.job="$job" --set cluster.node="n$i" \
+      --set cluster.redis="$nodes_redis" --set cluster.job="$job" --set cluster.node="n$i" \
       --set cluster.min_nodes="$nodes" --set crawl.max_connections="${BENCH_CONNECTIONS:-8}" \
       --set crawl.max_depth=5 --set frontier.min_delay_s=0 \
       --set frontier.max_connections_per_host=1 \
@@ -117,6 +126,7 @@ crawl_nodes() {  # N NAME [FLAGS...]: N nodes crawl the delayed site; prints pag
   done
   wait "${pids[@]}"
   end=$(date +%s.%N)
+  if [ -n "${proxy_pid:-}" ]; then kill "$proxy_pid"; proxy_pid=; fi
   for i in $(seq 1 "$nodes"); do
     total=$((total + $(grep -c '"status"' "$work/$job-n$i/fetch-log.jsonl" || true)))
   done
@@ -149,7 +159,7 @@ print(f'  {sys.argv[3]} node(s) {sys.argv[6]}: {sys.argv[4]} pages in {t:.1f} s 
 }
 
 if [ "$what" = scaling ] || [ "$what" = all ]; then
-  echo "== scaling (every response delayed ${BENCH_DELAY_MS:-50} ms; ${BENCH_CONNECTIONS:-8} connections per node)"
+  echo "== scaling (every response delayed ${BENCH_DELAY_MS:-50} ms; ${BENCH_CONNECTIONS:-8} connections per node${BENCH_REDIS_DELAY_MS:+; Redis replies $BENCH_REDIS_DELAY_MS ms late})"
   fresh_redis
   build/tests/testsite/crawler-testsite --pages "${BENCH_PAGES:-6000}" --hosts 200 --port 0 \
     --slow-ms 10 --delay-ms "${BENCH_DELAY_MS:-50}" ${BENCH_HUGE_BYTES:+--huge-bytes "$BENCH_HUGE_BYTES"} \

@@ -126,7 +126,7 @@ Result<std::optional<Lease>> Frontier::Pop(Clock::time_point now,
     if (!st.ok()) return st;
   }
   Lease lease{h.PopRam(), h.key, m.next_lease++,
-              h.ip != Impl::kNoIp ? m.ips[h.ip].address : std::string()};
+              h.ip != Impl::kNoIp ? m.ips[h.ip].address : std::string(), now};
   m.CountDepth(lease.entry.depth, -1);
   m.leased.emplace(lease.id, std::make_pair(id, lease.entry));
   --m.in_memory;
@@ -138,9 +138,7 @@ Result<std::optional<Lease>> Frontier::Pop(Clock::time_point now,
     m.WakeIp(h.ip);  // the next host in its line, for when the address is due
   }
   // Request starts to one host are at least min_delay apart.
-  h.due =
-      std::max(h.due, now + std::chrono::duration_cast<Clock::duration>(
-                                std::chrono::duration<double>(m.options.min_delay_s)));
+  h.due = std::max(h.due, now + m.HostDelay());
   m.MaybeSchedule(id);
   return std::optional<Lease>(std::move(lease));
 }
@@ -212,6 +210,18 @@ void Frontier::EndAt(std::string_view address, Clock::time_point now) {
   m.ReclaimIps();
 }
 
+void Frontier::UndoStartAt(std::string_view address, Clock::time_point now) {
+  Impl& m = *impl_;
+  MutexLock lock(m.mu);
+  auto it = m.ip_index.find(address);
+  if (it == m.ip_index.end() || m.ips[*it].in_flight == 0) return;
+  const uint32_t slot = *it;
+  m.IpUnstarted(m.ips[slot], now);
+  m.IpEnded(m.ips[slot], std::nullopt);
+  m.WakeIp(slot);
+  m.ReclaimIps();
+}
+
 void Frontier::HoldAddress(std::string_view address, Clock::time_point until) {
   Impl& m = *impl_;
   MutexLock lock(m.mu);
@@ -261,12 +271,15 @@ void Frontier::Defer(const Lease& lease, Clock::time_point until) {
   auto it = m.leased.find(lease.id);
   if (it == m.leased.end()) return;
   UrlEntry entry = it->second.second;
+  if (auto at = m.lease_ip.find(lease.id); at != m.lease_ip.end())
+    m.IpUnstarted(m.ips[at->second], lease.popped);
   std::optional<size_t> id = m.EndLease(lease);
   Impl::Host& h = m.hosts[*id];
   m.Unschedule(*id);
   m.CountDepth(entry.depth, 1);
   h.ram.PushFront(std::move(entry));
   ++m.in_memory;
+  if (h.due == lease.popped + m.HostDelay()) h.due = lease.popped;
   h.due = std::max(h.due, until);
   m.MaybeSchedule(*id);
   m.WakeIp(h.ip);

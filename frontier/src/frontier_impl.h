@@ -218,11 +218,24 @@ struct Frontier::Impl {
   bool IpBlocked(const Ip& ip, Clock::time_point now) const {
     return ip.in_flight >= options.max_connections_per_ip || ip.due > now;
   }
+  Clock::duration IpDelay() const {
+    return std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(options.min_delay_ip_s));
+  }
+  Clock::duration HostDelay() const {
+    return std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(options.min_delay_s));
+  }
   // A request starts at `ip` now: the next waits min_delay_ip_s.
   void IpStarted(Ip& ip, Clock::time_point now) {
     ++ip.in_flight;
-    ip.due = now + std::chrono::duration_cast<Clock::duration>(
-                       std::chrono::duration<double>(options.min_delay_ip_s));
+    ip.due = now + IpDelay();
+  }
+  // The start IpStarted counted at `now` was not made: its delay goes,
+  // unless the address's next start moved since (that stands). The address
+  // was due at `now`, so `now` is as good as its due before.
+  void IpUnstarted(Ip& ip, Clock::time_point now) {
+    if (ip.due == now + IpDelay()) ip.due = now;
   }
   // May host `id` start a request at its address now? Not if the address
   // is busy, or if another host is first in its line (its waker).

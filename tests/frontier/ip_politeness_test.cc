@@ -167,6 +167,44 @@ TEST_CASE(
   CHECK(unknown->address.empty());
 }
 
+TEST_CASE(
+    "Per address: a lease deferred unfetched, or a start taken back, costs its host and "
+    "address no delay; an end since stands",
+    "[frontier][ip]") {
+  FrontierOptions o = Options(1, 10, 1);  // 10 s between starts at the address
+  Setup s(o);
+  o.min_delay_s = 10;  // and between a host's starts
+  s.f = std::move(Frontier::Create(o)).value();
+  s.Hosts({"http://a"}, "10.0.0.1", 3);
+  std::optional<Lease> first = s.Pop(kStart);
+  REQUIRE(first);
+  // Waiting a few ms for a turn from the job: no request was made, so
+  // neither the host's 10 s nor the address's 10 s run from this pop.
+  s.f->Defer(*first, kStart + milliseconds(2));
+  CHECK_FALSE(s.Pop(kStart + milliseconds(1)).has_value());
+  std::optional<Lease> again = s.Pop(kStart + milliseconds(2));
+  REQUIRE(again);
+  CHECK(again->entry.url == first->entry.url);
+  // This one is fetched: the next start waits the 10 s.
+  s.f->Done(*again, kStart + milliseconds(3), 0, HostSignal::kAnswered);
+  CHECK_FALSE(s.Pop(kStart + std::chrono::seconds(9)).has_value());
+  // A robots.txt start at another address taken back: the address is free
+  // at once; one taken back after a real end there keeps the end's delay.
+  CHECK(s.f->TryStartAt("10.0.0.2", kStart));
+  s.f->UndoStartAt("10.0.0.2", kStart);
+  CHECK(s.f->TryStartAt("10.0.0.2", kStart + milliseconds(1)));
+  s.f->EndAt("10.0.0.2", kStart + milliseconds(2));
+  CHECK_FALSE(s.f->TryStartAt("10.0.0.2", kStart + std::chrono::seconds(5)));
+  CHECK(s.f->TryStartAt("10.0.0.2", kStart + std::chrono::seconds(11)));
+  s.f->EndAt("10.0.0.2", kStart + std::chrono::seconds(12));
+  // A hold that came after the start taken back stands too.
+  CHECK(s.f->TryStartAt("10.0.0.2", kStart + std::chrono::seconds(22)));
+  s.f->HoldAddress("10.0.0.2", kStart + std::chrono::seconds(45));
+  s.f->UndoStartAt("10.0.0.2", kStart + std::chrono::seconds(22));
+  CHECK_FALSE(s.f->TryStartAt("10.0.0.2", kStart + std::chrono::seconds(44)));
+  CHECK(s.f->TryStartAt("10.0.0.2", kStart + std::chrono::seconds(45)));
+}
+
 TEST_CASE("Per address: a host that moves takes its fetches in flight along",
           "[frontier][ip]") {
   Setup s(Options(2, 0, 2));

@@ -3,17 +3,20 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "cluster/turn_end.lua.h"
 #include "cluster/turn_start.lua.h"
+#include "cluster/turn_taken.lua.h"
 
 namespace crawler::engine {
 
 namespace {
 
 // KEYS[1]: the address's hash. ARGV: delay ms, connections, lapse ms, the
-// token, the liveness keys' prefix ("crawler:{JOB}:alive:"). Returns 0
+// token, the liveness keys' prefix ("crawler:{JOB}:alive:"), the claim
+// ms (0 when the delay is). Returns 0
 // (the turn is the token's) or the ms to wait. A turn lapses, or ends
 // sooner with its process: once NODE's liveness key no longer holds the
 // PROCESS token of its field "NODE:PROCESS:N" (a node killed, its key
@@ -26,9 +29,23 @@ namespace {
 // waits the delay after this end too (as the frontier's IpEnded).
 // kTurnEndScript: turn_end.lua (embedded at build time)
 
+// KEYS[1]: the address's hash. ARGV: delay ms, the token: its request
+// started, the next start waits the delay after now, not after its claim.
+// kTurnTakenScript: turn_taken.lua (embedded at build time)
+
 constexpr double kCommandTimeoutS = 0.5;
 constexpr auto kRetryAfter = std::chrono::seconds(1);
 constexpr size_t kMaxEnds = 4096;
+// The turn thread wakes this often with nothing asked: the ends and
+// "taken" waiting go then (a question takes them at once).
+constexpr auto kTick = std::chrono::milliseconds(5);
+// Threads asking Redis, each on a connection of the pool: questions that
+// come while one waits for its answer go at once on another (with a Redis
+// 50 ms slow, one thread made each question wait for the round trip in
+// flight too: docs/cluster.md).
+constexpr size_t kAskers = 4;
+// Grants past their claim are looked for this often.
+constexpr auto kSweepEvery = std::chrono::milliseconds(50);
 
 }  // namespace
 
@@ -38,9 +55,21 @@ AddressTokens::AddressTokens(RedisAddress address, std::string prefix, std::stri
       prefix_(std::move(prefix)),
       node_(std::move(node)),
       process_(std::move(process)),
-      limits_(limits) {}
+      limits_(limits),
+      threads_([this] {
+        std::vector<std::thread> t;
+        for (size_t i = 0; i < kAskers; ++i) t.emplace_back([this, i] { Loop(i); });
+        return t;
+      }()) {}
 
-AddressTokens::~AddressTokens() = default;
+AddressTokens::~AddressTokens() {
+  {
+    MutexLock lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  for (std::thread& t : threads_) t.join();
+}
 
 std::string AddressTokens::Key(std::string_view address) const {
   return prefix_ + "ip:" + std::string(address);
@@ -101,16 +130,15 @@ void AddressTokens::KeepEnds(std::vector<std::vector<std::string>> ends) {
   }
 }
 
-bool AddressTokens::Send(Redis& redis, std::vector<std::string> start, RedisReply* reply,
-                         std::string* why) {
+bool AddressTokens::Send(Redis& redis, std::vector<std::vector<std::string>> starts,
+                         std::vector<RedisReply>* replies, std::string* why) {
   std::vector<std::vector<std::string>> commands;
   {
     MutexLock lock(mu_);
     commands.swap(ends_);
   }
   const size_t ends = commands.size();
-  const bool starts = !start.empty();
-  if (starts) commands.push_back(std::move(start));
+  for (auto& start : starts) commands.push_back(std::move(start));
   if (commands.empty()) return true;
   auto r = redis.Pipeline(commands);
   if (r.ok()) {
@@ -120,7 +148,8 @@ bool AddressTokens::Send(Redis& redis, std::vector<std::string> start, RedisRepl
     *why = r.status().message();
   }
   if (why->empty()) {
-    if (starts) *reply = r->back();
+    if (replies != nullptr)
+      replies->assign(r->begin() + static_cast<std::ptrdiff_t>(ends), r->end());
     return true;
   }
   commands.resize(ends);
@@ -142,30 +171,154 @@ void AddressTokens::Settle() {
     Failed(why);
 }
 
-AddressTurn AddressTokens::Start(std::string_view address) {
-  const uint64_t token = next_token_.fetch_add(1);
-  if (std::unique_ptr<Redis> redis = Take(); redis != nullptr) {
-    RedisReply reply;
-    std::string why;
-    if (Send(*redis,
-             {"EVAL", cluster_wire::kTurnStartScript, "1", Key(address),
-              std::to_string(limits_.delay_ms), std::to_string(limits_.connections),
-              std::to_string(limits_.lapse_ms), Token(token), prefix_ + "alive:"},
-             &reply, &why)) {
-      Put(std::move(redis));
-      const long long wait = reply.Int();
-      if (wait <= 0) {
-        granted_.fetch_add(1, std::memory_order_relaxed);
-        return {true, token, {}};
-      }
-      waits_.fetch_add(1, std::memory_order_relaxed);
-      return {false, 0, std::chrono::milliseconds(wait)};
-    }
-    // The script may have run, its reply lost: End gives the turn back.
-    Failed(why);
+std::vector<std::string> AddressTokens::StartCommand(const Question& q) const {
+  const uint32_t claim = limits_.delay_ms > 0 ? limits_.claim_ms : 0;
+  return {"EVAL",
+          cluster_wire::kTurnStartScript,
+          "1",
+          Key(q.address),
+          std::to_string(limits_.delay_ms),
+          std::to_string(limits_.connections),
+          std::to_string(limits_.lapse_ms),
+          Token(q.token),
+          prefix_ + "alive:",
+          std::to_string(claim)};
+}
+
+AddressTurn AddressTokens::Start(std::string_view address, uint64_t who) {
+  const Clock::time_point now = Clock::now();
+  MutexLock lock(mu_);
+  if (now < retry_at_) {  // Redis given up on for now: this node's own turn
+    local_.fetch_add(1, std::memory_order_relaxed);
+    return {true, next_token_.fetch_add(1), false, {}};
   }
-  local_.fetch_add(1, std::memory_order_relaxed);
-  return {true, token, {}};
+  Asked& a = asked_[std::string(address)];
+  while (!a.granted.empty() && a.granted.front().until <= now) {
+    if (ends_.size() < kMaxEnds)
+      ends_.push_back(EndCommand(Key(address), Token(a.granted.front().token)));
+    a.granted.pop_front();
+    unused_.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (!a.granted.empty()) {
+    const uint64_t token = a.granted.front().token;
+    a.granted.pop_front();
+    if (limits_.delay_ms > 0 && ends_.size() < kMaxEnds)
+      ends_.push_back({"EVAL", cluster_wire::kTurnTakenScript, "1", Key(address),
+                       std::to_string(limits_.delay_ms), Token(token)});
+    return {true, token, false, {}};
+  }
+  const auto ms = [](Clock::duration d) {
+    return std::chrono::ceil<std::chrono::milliseconds>(d);
+  };
+  if (now < a.wait_until) return {false, 0, false, ms(a.wait_until - now)};
+  const bool out =
+      who == 0 ? !a.asking.empty()
+               : std::find(a.asking.begin(), a.asking.end(), who) != a.asking.end();
+  if (!out) {
+    a.asking.push_back(who);
+    questions_.push_back({std::string(address), next_token_.fetch_add(1), who});
+    cv_.notify_one();
+  }
+  return {false, 0, true,
+          std::clamp(ms(round_trip_), std::chrono::milliseconds(1),
+                     std::chrono::milliseconds(100))};
+}
+
+AddressTokens::Asked& AddressTokens::Answered(const Question& q) {
+  Asked& a = asked_[q.address];
+  auto it = std::find(a.asking.begin(), a.asking.end(), q.who);
+  if (it != a.asking.end()) a.asking.erase(it);
+  return a;
+}
+
+void AddressTokens::Sweep(Clock::time_point now) {
+  for (auto it = asked_.begin(); it != asked_.end();) {
+    Asked& a = it->second;
+    while (!a.granted.empty() && (stop_ || a.granted.front().until <= now)) {
+      if (ends_.size() < kMaxEnds)
+        ends_.push_back(EndCommand(Key(it->first), Token(a.granted.front().token)));
+      a.granted.pop_front();
+      unused_.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (a.granted.empty() && a.asking.empty() && a.wait_until <= now)
+      it = asked_.erase(it);
+    else
+      ++it;
+  }
+}
+
+void AddressTokens::Loop(size_t index) {
+  for (;;) {
+    std::vector<Question> questions;
+    bool last = false;
+    {
+      MutexLock lock(mu_);
+      const auto asked = [&]() REQUIRES(mu_) { return stop_ || !questions_.empty(); };
+      if (index == 0)  // the one that sends what waits, each tick
+        cv_.wait_for(mu_, kTick, asked);
+      else
+        cv_.wait(mu_, asked);
+      const Clock::time_point now = Clock::now();
+      last = stop_;
+      if (last || now >= next_sweep_) {
+        Sweep(now);  // at the stop, every turn not taken is given back
+        next_sweep_ = now + kSweepEvery;
+      }
+      questions.swap(questions_);
+      if (now < retry_at_) {  // Start grants this node's own turns meanwhile
+        for (const Question& q : questions) Answered(q);
+        questions.clear();
+        if (last) return;
+        continue;
+      }
+      if (questions.empty() && ends_.empty()) {
+        if (last) return;
+        continue;
+      }
+    }
+    Ask(std::move(questions));
+    if (last) return;
+  }
+}
+
+void AddressTokens::Ask(std::vector<Question> questions) {
+  std::unique_ptr<Redis> redis = Take();
+  std::vector<RedisReply> replies;
+  std::string why;
+  const Clock::time_point sent = Clock::now();
+  bool answered = false;
+  if (redis != nullptr) {
+    std::vector<std::vector<std::string>> starts;
+    starts.reserve(questions.size());
+    for (const Question& q : questions) starts.push_back(StartCommand(q));
+    answered = Send(*redis, std::move(starts), &replies, &why);
+    if (answered) {
+      Put(std::move(redis));
+    } else {
+      // The scripts may have run, their replies lost: each turn is given back.
+      std::vector<std::vector<std::string>> ends;
+      for (const Question& q : questions)
+        ends.push_back(EndCommand(Key(q.address), Token(q.token)));
+      KeepEnds(std::move(ends));
+      Failed(why);
+    }
+  }
+  const Clock::time_point now = Clock::now();
+  MutexLock lock(mu_);
+  if (answered) round_trip_ = now - sent;
+  for (size_t i = 0; i < questions.size(); ++i) {
+    Asked& a = Answered(questions[i]);
+    if (!answered) continue;
+    const long long wait = replies[i].Int();
+    if (wait <= 0) {
+      a.granted.push_back(
+          {questions[i].token, sent + std::chrono::milliseconds(limits_.claim_ms)});
+      granted_.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      a.wait_until = now + std::chrono::milliseconds(wait);
+      waits_.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
 }
 
 void AddressTokens::End(std::string_view address, uint64_t token) {
@@ -176,7 +329,8 @@ void AddressTokens::End(std::string_view address, uint64_t token) {
 
 AddressTokens::Figures AddressTokens::figures() const {
   return {granted_.load(std::memory_order_relaxed),
-          waits_.load(std::memory_order_relaxed), local_.load(std::memory_order_relaxed)};
+          waits_.load(std::memory_order_relaxed), local_.load(std::memory_order_relaxed),
+          unused_.load(std::memory_order_relaxed)};
 }
 
 }  // namespace crawler::engine

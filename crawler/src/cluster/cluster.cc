@@ -312,6 +312,7 @@ ClusterReport Cluster::figures() const {
     f.address_turns = t.granted;
     f.address_waits = t.waits;
     f.address_turns_local = t.local;
+    f.address_turns_unused = t.unused;
   }
   return f;
 }

@@ -267,8 +267,8 @@ class Cluster final : public Node {
 
   // Politeness per address over the job (address_tokens.h); with
   // cluster.ip_politeness off, every turn is granted at once.
-  AddressTurn StartAt(std::string_view address) override {
-    return turns_ ? turns_->Start(address) : AddressTurn{true, 0, {}};
+  AddressTurn StartAt(std::string_view address, uint64_t who) override {
+    return turns_ ? turns_->Start(address, who) : AddressTurn{true, 0, false, {}};
   }
   void EndAt(std::string_view address, uint64_t token) override {
     if (turns_) turns_->End(address, token);

@@ -1,5 +1,8 @@
 #!lua flags=allow-oom
 if redis.call('hdel', KEYS[1], ARGV[2]) == 0 then return 0 end
+-- A turn given back untaken: its claim goes with it (the next start still
+-- waits the delay after now).
+if redis.call('hget', KEYS[1], 'claim') == ARGV[2] then redis.call('hdel', KEYS[1], 'claim') end
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local next = math.max(tonumber(redis.call('hget', KEYS[1], 'next') or 0),

@@ -124,18 +124,23 @@ class ShardMoves {
 // held by different nodes, each polite on its own and together not. A
 // request at an address (the frontier's own limits passed) starts only
 // with a turn, counted over every node; End gives it back when the request
-// ended.
+// ended. Asking costs no round trip: a turn not at hand is asked for
+// meanwhile (`pending`), and the caller asks again a little later.
 struct AddressTurn {
   bool granted = false;
   uint64_t token = 0;  // granted: for End
+  // Not granted: being asked for; ask again after `wait` (a round trip).
+  bool pending = false;
   // Not granted: ask again after this long (the address's next start, or
-  // a connection of it coming free).
+  // a connection of it coming free, or pending: the answer).
   std::chrono::milliseconds wait{0};
 };
 class AddressTurns {
  public:
   virtual ~AddressTurns() = default;
-  virtual AddressTurn StartAt(std::string_view address) = 0;
+  // `who`: the asker (a lease's id), asking again while its question is
+  // out; 0: anyone (asks only if no question for the address is out).
+  virtual AddressTurn StartAt(std::string_view address, uint64_t who) = 0;
   virtual void EndAt(std::string_view address, uint64_t token) = 0;
 };
 

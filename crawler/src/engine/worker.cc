@@ -29,6 +29,10 @@ double Jitter() {
 void Worker::Loop(const std::atomic<bool>& drain, const std::atomic<bool>& stop_now) {
   while (!stop_now.load() && !p_.state.failed()) {
     const bool draining = drain.load();
+    if (draining && !turn_waiting_.empty()) {
+      GateUnit unit(p_.gate);
+      ReturnWaiting(unit.pass());  // not started: queued in the checkpoint
+    }
     auto due = [&]() -> Result<std::optional<Clock::time_point>> {
       if (draining) return std::optional<Clock::time_point>();
       GateUnit unit(p_.gate);
@@ -59,10 +63,12 @@ void Worker::Loop(const std::atomic<bool>& drain, const std::atomic<bool>& stop_
       return StartFetches(unit.pass());
     }();
     if (!due.ok()) return p_.state.Fail(due.status());
+    // Leases waiting for their turn (StartWithTurn) are tried again each ms.
+    const auto idle = std::chrono::milliseconds(turn_waiting_.empty() ? 20 : 1);
     bool have_work = !p_.results.Empty();
     if (fetcher_->Running() > 0) {
       AbandonLapsed();
-      fetcher_->Run(std::chrono::milliseconds(have_work ? 0 : 20));
+      fetcher_->Run(have_work ? std::chrono::milliseconds(0) : idle);
       if (!completed_.empty()) {
         {
           GateUnit unit(p_.gate);
@@ -86,7 +92,7 @@ void Worker::Loop(const std::atomic<bool>& drain, const std::atomic<bool>& stop_
       if (finished) break;
       // Nothing here: wait for a result, a host to become due or another
       // worker to queue URLs (at most 20 ms).
-      auto cap = Clock::now() + std::chrono::milliseconds(20);
+      auto cap = Clock::now() + idle;
       p_.results.WaitUntil(std::min(due.value().value_or(cap), cap));
     }
   }

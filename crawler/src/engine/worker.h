@@ -207,10 +207,16 @@ class Worker {
   Result<std::optional<frontier::Clock::time_point>> StartFetches(const Gate::Pass& pass);
   bool StartPage(const Gate::Pass& pass, frontier::Lease lease,
                  std::optional<HistoryRecord> before, uint64_t turn);
-  // A multi-machine job's turn at `lease`'s address (placement.h,
-  // AddressTurns): its token (0: none needed), or nullopt when the address
-  // must wait: the lease is deferred, the address held, until then.
-  std::optional<uint64_t> TakeTurn(const frontier::Lease& lease);
+  // Starts `lease` (StartPage) once a multi-machine job's turn at its
+  // address is at hand (placement.h, AddressTurns). While the turn is
+  // asked for, the lease waits in turn_waiting_; told to wait, it goes back
+  // to the frontier and the address is held until then. False once
+  // crawl.max_pages fetches have started.
+  bool StartWithTurn(const Gate::Pass& pass, frontier::Lease lease,
+                     std::optional<HistoryRecord> before);
+  // Every lease waiting for its turn back to the frontier, unfetched (a
+  // stop, or crawl.max_pages reached).
+  void ReturnWaiting(const Gate::Pass& pass);
   // `counter` null: counted by Counters::Guarded, as `why`.
   [[nodiscard]] Status Skip(const frontier::Lease& lease, const char* why,
                             uint64_t CrawlSummary::*counter);
@@ -273,6 +279,13 @@ class Worker {
   // robots.txt fetches started, waiting for room in the fetcher (`at`
   // unused); this thread only, or before the workers run (the seeds).
   std::deque<RobotsRetry> robots_waiting_;
+  // Leases popped whose turn at their address is being asked for (no
+  // worker waits on Redis): tried again each round, every ms or so.
+  struct TurnWait {
+    frontier::Lease lease;
+    std::optional<HistoryRecord> before;
+  };
+  std::deque<TurnWait> turn_waiting_;
   void WaitForRoom(RobotsRetry r);  // to the back of robots_waiting_, counted
   RobotsRetry NextWaiting();        // off its front, uncounted
   // A cluster node: may a robots.txt fetch of `host` not in flight start

@@ -119,19 +119,20 @@ void Worker::AddWaitingRobots(const Gate::Pass& pass) {
     // Its address (politeness per address); while its name is looked up it
     // waits here, not in a transfer slot.
     std::optional<std::string> address = fetcher_->AddressFor(r.url);
-    if (!address ||
-        (!address->empty() && !p_.frontier.TryStartAt(*address, Clock::now()))) {
+    const Clock::time_point now = Clock::now();
+    if (!address || (!address->empty() && !p_.frontier.TryStartAt(*address, now))) {
       WaitForRoom(std::move(r));
       continue;
     }
     // A multi-machine job's turn at the address (placement.h): refused, the
-    // start counted here is ended, the address held until its turn may come.
+    // start counted here is taken back, the address held until its turn may
+    // come.
     uint64_t turn = 0;
     if (p_.placement != nullptr && !address->empty()) {
-      AddressTurn t = p_.placement->StartAt(*address);
+      AddressTurn t = p_.placement->StartAt(*address, 0);
       if (!t.granted) {
-        p_.frontier.EndAt(*address, Clock::now());
-        p_.frontier.HoldAddress(*address, Clock::now() + t.wait);
+        p_.frontier.UndoStartAt(*address, now);
+        p_.frontier.HoldAddress(*address, now + t.wait);
         WaitForRoom(std::move(r));
         continue;
       }

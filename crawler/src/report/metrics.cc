@@ -303,9 +303,9 @@ void ClusterFamilies(const ClusterReport& c, const ClusterHealth& h, Text& t) {
         "Shards this node handed to a less loaded node (work-aware placement).",
         c.shards_given);
   t.Family("crawler_cluster_address_turns_total", "counter",
-           "Requests started with a turn at their address over the whole job "
-           "(cluster.ip_politeness): granted by Redis, or by this node alone while "
-           "Redis could not be asked.");
+           "Turns at an address over the whole job (cluster.ip_politeness): granted "
+           "by Redis (those no request took: address_turns_unused_total), or by this "
+           "node alone while Redis could not be asked.");
   t.Sample("crawler_cluster_address_turns_total", Label("granted_by", "redis"),
            c.address_turns);
   t.Sample("crawler_cluster_address_turns_total", Label("granted_by", "node"),
@@ -313,6 +313,9 @@ void ClusterFamilies(const ClusterReport& c, const ClusterHealth& h, Text& t) {
   t.One("crawler_cluster_address_waits_total", "counter",
         "Turns at an address Redis refused for now (another node's request there).",
         c.address_waits);
+  t.One("crawler_cluster_address_turns_unused_total", "counter",
+        "Turns Redis granted that no request took within its claim (given back).",
+        c.address_turns_unused);
   t.One("crawler_cluster_urls_sent_total", "counter",
         "URLs sent to other nodes (confirmed by Redis).", c.urls_sent);
   t.One("crawler_cluster_urls_received_total", "counter",

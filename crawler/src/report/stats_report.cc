@@ -209,10 +209,11 @@ Section ClusterSection(const ClusterReport& c) {
                                    Count(c.fetches_deferred) + " fetches deferred, " +
                                    Count(c.shards_given) +
                                    " shards given to idle nodes"});
-  cl.rows.push_back({"addresses", Count(c.address_turns) + " turns from Redis, " +
-                                      Count(c.address_waits) + " waits, " +
-                                      Count(c.address_turns_local) +
-                                      " turns without Redis (politeness per address)"});
+  cl.rows.push_back(
+      {"addresses",
+       Count(c.address_turns) + " turns from Redis, " + Count(c.address_waits) +
+           " waits, " + Count(c.address_turns_local) + " turns without Redis, " +
+           Count(c.address_turns_unused) + " not taken (politeness per address)"});
   cl.rows.push_back({"redis", c.redis_down_s > 0
                                   ? fmt::format("down {:.0f} s", c.redis_down_s)
                                   : std::string("connected")});

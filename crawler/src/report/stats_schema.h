@@ -123,8 +123,10 @@ struct ClusterReport {
   uint64_t shards_given = 0;  // handed to a less loaded node (work-aware placement)
   // Politeness per address over the job (cluster.ip_politeness): turns
   // Redis gave, asks it answered "wait", turns granted without it (Redis
-  // could not be asked: this node polite on its own meanwhile).
-  uint64_t address_turns = 0, address_waits = 0, address_turns_local = 0;
+  // could not be asked: this node polite on its own meanwhile), and turns
+  // Redis gave that no request took within its claim (given back).
+  uint64_t address_turns = 0, address_waits = 0, address_turns_local = 0,
+           address_turns_unused = 0;
   // Takeovers: loads of shards from another node's checkpoint, and the one
   // that queued the most URLs: its seconds, URLs, and when it ended (Unix s).
   uint64_t shard_loads = 0;
@@ -140,7 +142,7 @@ BOOST_DESCRIBE_STRUCT(ClusterReport, (), (node, job, nodes, shards_owned, urls_s
     batches_sent, urls_received, batches_applied, urls_queued, urls_held, urls_on_disk,
     malformed, redis_down_s, redis_reconnects, leases_held, lease_losses, acks_fenced, fetches_deferred,
     sends_refused, sends_blocked, shards_given, address_turns, address_waits,
-    address_turns_local, shard_loads, biggest_load_s, biggest_load_urls,
+    address_turns_local, address_turns_unused, shard_loads, biggest_load_s, biggest_load_urls,
     biggest_load_end_unix, pages, pages_per_s, updated_unix))
 // clang-format on
 

@@ -142,6 +142,7 @@ struct Lease {
   // The host's address when it was handed out (SetAddress; "" while not
   // known yet): where its request counts.
   std::string address = {};
+  Clock::time_point popped = {};  // the Pop's `now` (Defer undoes its start)
 };
 
 // A host's schedule state, for checkpoints.
@@ -252,6 +253,10 @@ class Frontier {
   // EndAt when it ends.
   bool TryStartAt(std::string_view address, Clock::time_point now);
   void EndAt(std::string_view address, Clock::time_point now);
+  // The start TryStartAt counted at `now` was not made after all: the
+  // address is as before it, unless something since moved its next start
+  // (an end, a hold, another start), which then stands.
+  void UndoStartAt(std::string_view address, Clock::time_point now);
   // No request starts at `address` before `until` (a multi-machine job's
   // politeness per address said wait: the other machines' requests there
   // count too). Its hosts wait in its line meanwhile.
@@ -266,8 +271,13 @@ class Frontier {
   // without a politeness delay.
   void Release(const Lease& lease);
   // `lease` may not be fetched yet (a cluster node that lost its host's
-  // shard lease): its URL goes back to the head of its host's queue and the
-  // host is not handed out again before `until`.
+  // shard lease, or is waiting for its turn at the address): its URL goes
+  // back to the head of its host's queue and the host is not handed out
+  // again before `until`. No request was made: the host's min_delay_s and
+  // its address's min_delay_ip_s run from their last real start, as if it
+  // had not been popped (unless something since moved them). Else a node
+  // waiting a few ms for a turn from Redis held its host min_delay_s and
+  // its address min_delay_ip_s for nothing, and the turn lapsed meanwhile.
   void Defer(const Lease& lease, Clock::time_point until);
 
   // `lease`'s fetch failed at `now` after `response_s` and is tried again
