@@ -26,6 +26,9 @@ cluster/ itself assemble them, above all):
 
 A cluster file may include cluster headers of its own sub-room and of those
 below it, never of one above.
+Each room's code is in its room's namespace (NAMESPACE): cluster/'s in
+crawler::cluster, so a name shows its room (an engine name used there reads
+engine::X). The other rooms still share crawler::engine.
 The places where a rule is broken today are listed in KNOWN, each with its
 reason; the check fails on any other, and on a KNOWN entry that no longer
 occurs (so that the list stays true as the rooms are cleaned up).
@@ -54,6 +57,11 @@ PUBLIC = {
     "crawl.h": "crawl",
 }
 SUBROOMS = ["redis", "exchange", "membership", "handoff", "report", ""]
+# Each room's namespace; a file declares no crawler:: namespace but its
+# room's (or one nested in it).
+NAMESPACE = {room: "crawler::engine" for room in ROOMS}
+NAMESPACE["cluster"] = "crawler::cluster"
+NAMESPACE_DECL = re.compile(r"^\s*namespace\s+(crawler(?:::\w+)*)\s*\{", re.M)
 # (file, included header) -> why it is allowed for now.
 KNOWN = {
     ("crawler/src/cluster/report/cluster_stats.cc", "cluster/entry.h"):
@@ -115,7 +123,12 @@ def main():
         else:
             errors.append(f"{rel}: not in a room ({', '.join(ROOMS)})")
             continue
-        for inc in INCLUDE.findall(path.read_text()):
+        text = path.read_text()
+        for ns in NAMESPACE_DECL.findall(text):
+            want = NAMESPACE[room]
+            if ns != want and not ns.startswith(want + "::"):
+                errors.append(f"{rel}: namespace {ns} in room {room}/ (its namespace: {want})")
+        for inc in INCLUDE.findall(text):
             target = room_of_header(inc)
             if target is None:
                 continue

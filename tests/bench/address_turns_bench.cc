@@ -23,9 +23,9 @@
 #include "cluster/address_tokens.h"
 #include "cluster/redis/redis.h"
 
-using crawler::engine::AddressTokens;
+using crawler::cluster::AddressTokens;
+using crawler::cluster::Redis;
 using crawler::engine::AddressTurn;
-using crawler::engine::Redis;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
   app.add_option("--addresses", addresses, "addresses the turns are at");
   app.add_option("--seconds", seconds, "how long");
   CLI11_PARSE(app, argc, argv);
-  auto address = crawler::engine::ParseRedisUrl(url, "--redis");
+  auto address = crawler::cluster::ParseRedisUrl(url, "--redis");
   if (!address.ok()) {
     std::fprintf(stderr, "%s\n", address.status().message().c_str());
     return 2;

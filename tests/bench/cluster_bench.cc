@@ -24,7 +24,7 @@
 #include "cluster/cluster.h"
 #include "cluster/redis/redis.h"
 
-using crawler::engine::Cluster;
+using crawler::cluster::Cluster;
 using crawler::engine::Config;
 using Clock = std::chrono::steady_clock;
 
@@ -36,7 +36,7 @@ uint64_t NowNs() {
                                    .count());
 }
 
-uint64_t UsedMemory(crawler::engine::Redis& r) {
+uint64_t UsedMemory(crawler::cluster::Redis& r) {
   auto info = r.Command({"INFO", "memory"});
   std::string s = info.ok() ? info->Str() : "";
   size_t at = s.find("used_memory:");
@@ -122,9 +122,9 @@ int main(int argc, char** argv) {
                  (!a.ok() ? a.status() : b.status()).message().c_str());
     return 2;
   }
-  auto address = crawler::engine::ParseRedisUrl(redis);
+  auto address = crawler::cluster::ParseRedisUrl(redis);
   if (!address.ok()) return 2;
-  auto probe = crawler::engine::Redis::Connect(*address, 5);
+  auto probe = crawler::cluster::Redis::Connect(*address, 5);
   if (!probe.ok()) return 2;
   std::atomic<bool> stop{false};
   auto never_idle = [] { return false; };

@@ -30,10 +30,10 @@
 #include "cluster/cluster.h"
 #include "cluster/redis/redis.h"
 
-using crawler::engine::Cluster;
+using crawler::cluster::Cluster;
+using crawler::cluster::Redis;
 using crawler::engine::ClusterHealth;
 using crawler::engine::Config;
-using crawler::engine::Redis;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -138,7 +138,7 @@ int main(int argc, char** argv) {
     }
     cluster.push_back(std::move(n).value());
   }
-  auto address = crawler::engine::ParseRedisUrl(redis);
+  auto address = crawler::cluster::ParseRedisUrl(redis);
   if (!address.ok()) return 2;
   auto probe = Redis::Connect(*address, 5);
   if (!probe.ok()) return 2;

@@ -25,10 +25,10 @@
 #include "crawler/checkpoint.h"
 #include "takeover_helpers.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 namespace {
 
-using namespace cluster_fixture;  // NOLINT: the shared fixture
+using namespace engine::cluster_fixture;  // NOLINT: the shared fixture
 
 // Pages in the nodes' fetch logs (lines), all together.
 size_t FetchedLines(const ClusterCrawl& c) {
@@ -294,4 +294,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace crawler::engine
+}  // namespace crawler::cluster

@@ -27,10 +27,10 @@
 #include "crawler/checkpoint.h"
 #include "takeover_helpers.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 namespace {
 
-using namespace cluster_fixture;  // NOLINT: the shared fixture
+using namespace engine::cluster_fixture;  // NOLINT: the shared fixture
 
 // Chaos with shared_dir: nodes killed with -9 at random moments and resumed,
 // redis-server killed twice, a fourth node joins, then one node leaves
@@ -157,4 +157,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace crawler::engine
+}  // namespace crawler::cluster

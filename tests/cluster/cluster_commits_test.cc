@@ -12,7 +12,7 @@
 
 #include "cluster/membership/commits.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 namespace {
 
 using Args = std::vector<std::string>;
@@ -138,4 +138,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace crawler::engine
+}  // namespace crawler::cluster

@@ -18,10 +18,10 @@
 #include "frontier/frontier.h"
 #include "run_command.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 namespace {
 
-using namespace cluster_fixture;  // NOLINT: the shared fixture
+using namespace engine::cluster_fixture;  // NOLINT: the shared fixture
 
 // Entries in, and pending of, every stream of `job`: "LEN PENDING".
 std::string StreamsLeft(const RedisServer& redis, const std::string& job) {
@@ -190,4 +190,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace crawler::engine
+}  // namespace crawler::cluster

@@ -9,7 +9,7 @@
 
 #include "cluster/exchange/inbox.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 namespace {
 
 std::vector<frontier::UrlEntry> Urls(int n, int from = 0) {
@@ -103,4 +103,4 @@ TEST_CASE("Inbox: entries taken after a cut are in the next one, not that one",
 }
 
 }  // namespace
-}  // namespace crawler::engine
+}  // namespace crawler::cluster

@@ -27,10 +27,10 @@
 #include "crawler/checkpoint.h"
 #include "takeover_helpers.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 namespace {
 
-using namespace cluster_fixture;  // NOLINT: the shared fixture
+using namespace engine::cluster_fixture;  // NOLINT: the shared fixture
 
 // Spawns n4 into the running job of `c` with `extra`, and stops it (SIGSTOP)
 // the moment its first commit that holds shards is committed: every shard
@@ -70,8 +70,8 @@ std::pair<uint64_t, uint64_t> JoinKillAndDamage(ClusterCrawl& c, const std::stri
   const uint64_t first = JoinAndStopAtFirstCommit(c, job, extra, &n4);
   REQUIRE(first > 0);
   const std::string out = c.dir + "/n4";
-  auto cur = ReadManifest(out + "/" + kCheckpointDir);
-  auto prev = ReadManifest(out + "/" + kCheckpointPrevDir);
+  auto cur = engine::ReadManifest(out + "/" + engine::kCheckpointDir);
+  auto prev = engine::ReadManifest(out + "/" + engine::kCheckpointPrevDir);
   REQUIRE(cur.ok());
   REQUIRE(prev.ok());
   REQUIRE(cur->at("sequence").to_number<uint64_t>() == first);  // not cut on since
@@ -83,7 +83,7 @@ std::pair<uint64_t, uint64_t> JoinKillAndDamage(ClusterCrawl& c, const std::stri
   CHECK(!from.empty());
   ::kill(n4, SIGKILL);
   ::waitpid(n4, nullptr, 0);
-  std::ofstream(out + "/" + kCheckpointDir + "/MANIFEST.json", std::ios::trunc)
+  std::ofstream(out + "/" + engine::kCheckpointDir + "/MANIFEST.json", std::ios::trunc)
       << "{damaged";
   return {first, prev->at("fetch_log").at("bytes").to_number<uint64_t>()};
 }
@@ -354,4 +354,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace crawler::engine
+}  // namespace crawler::cluster

@@ -17,7 +17,7 @@
 #include "cluster/membership/shard_loads.h"
 #include "crawler/checkpoint.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 namespace {
 
 namespace fs = std::filesystem;
@@ -28,7 +28,7 @@ void MakeCheckpoint(const std::string& out, const std::string& name, uint64_t se
   const std::string dir = out + "/" + name;
   fs::remove_all(dir);
   fs::create_directories(dir + "/history");
-  CheckpointInfo info;
+  engine::CheckpointInfo info;
   info.sequence = sequence;
   std::ofstream(dir + "/MANIFEST.json") << EncodeManifest(info, {});
   std::ofstream(dir + "/frontier.bin") << "frontier of " << sequence;
@@ -84,4 +84,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace crawler::engine
+}  // namespace crawler::cluster

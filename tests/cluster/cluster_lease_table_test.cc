@@ -9,7 +9,7 @@
 
 #include "cluster/membership/leases.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 namespace {
 
 using State = Leases::State;
@@ -169,4 +169,4 @@ TEST_CASE("Leases: a fenced acknowledge lapses the lease; a handoff gives it up"
 }
 
 }  // namespace
-}  // namespace crawler::engine
+}  // namespace crawler::cluster

@@ -24,7 +24,7 @@
 #include "redis_server.h"
 #include "run_command.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 namespace {
 
 using testing::CommandResult;
@@ -580,4 +580,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace crawler::engine
+}  // namespace crawler::cluster

@@ -23,7 +23,7 @@
 #include "cluster/membership/own_state.h"
 #include "cluster/membership/shard_loads.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 namespace {
 
 using namespace std::chrono_literals;
@@ -37,14 +37,14 @@ struct Recorder {
   int fail = 0;
 
   ShardLoads::Reader reader() {
-    return [this](const ShardLoad& load) -> Result<ShardState> {
+    return [this](const ShardLoad& load) -> Result<engine::ShardState> {
       std::lock_guard<std::mutex> lock(mu);
       loads.push_back(load);
       if (fail > 0) {
         --fail;
         return Status::Error(Status::Code::kIoError, "not there yet");
       }
-      ShardState st;
+      engine::ShardState st;
       st.shards = load.shards;
       st.sequence = load.sequence;
       st.from = "node " + load.node + " checkpoint " + std::to_string(load.sequence);
@@ -298,14 +298,14 @@ TEST_CASE(
     if (host.find("a.example") != std::string_view::npos) return 1;
     return host.find("b.example") != std::string_view::npos ? 2 : 3;
   };
-  ShardState own;
+  engine::ShardState own;
   own.from = "node a checkpoint 9";
   own.sequence = 9;
   for (const char* h : {"http://c.example", "http://a.example", "http://b.example"}) {
     frontier::HostImage image;
     image.key = h;
     own.frontier.hosts.push_back(image);
-    HostSnapshot snapshot;
+    engine::HostSnapshot snapshot;
     snapshot.key = h;
     own.hosts.push_back(snapshot);
   }
@@ -326,7 +326,7 @@ TEST_CASE(
   state.Restore(3);
   state.Restore(1);
   size_t dropped = 99;
-  std::optional<ShardState> st = state.Take(shard_of, &dropped);
+  std::optional<engine::ShardState> st = state.Take(shard_of, &dropped);
   REQUIRE(st);
   CHECK(st->own);
   CHECK(st->from == "node a checkpoint 9");
@@ -392,4 +392,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace crawler::engine
+}  // namespace crawler::cluster

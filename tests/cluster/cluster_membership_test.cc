@@ -13,7 +13,7 @@
 
 #include "cluster/membership/membership.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 namespace {
 
 using Strings = std::vector<std::string>;
@@ -116,4 +116,4 @@ TEST_CASE("Membership: the end test's keys, and the leave", "[engine][cluster]")
 }
 
 }  // namespace
-}  // namespace crawler::engine
+}  // namespace crawler::cluster

@@ -11,7 +11,7 @@
 #include "cluster/exchange/outbox.h"
 #include "cluster/redis/cluster_wire.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 namespace {
 
 using namespace std::chrono_literals;
@@ -185,4 +185,4 @@ TEST_CASE("AppendLine: what ParseLines reads back, a sitemap marked",
 }
 
 }  // namespace
-}  // namespace crawler::engine
+}  // namespace crawler::cluster

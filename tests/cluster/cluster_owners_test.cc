@@ -10,7 +10,7 @@
 
 #include "cluster/membership/shard_owners.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 namespace {
 
 using Pairs = std::vector<std::pair<std::string, std::string>>;
@@ -150,4 +150,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace crawler::engine
+}  // namespace crawler::cluster

@@ -23,7 +23,7 @@
 #include "cluster/redis/redis.h"
 #include "crawl_output.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 namespace {
 
 TEST_CASE(
@@ -381,7 +381,7 @@ TEST_CASE(
       fs::temp_directory_path() / ("balancer-load-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
-  ClusterConfig cfg;
+  engine::ClusterConfig cfg;
   cfg.job = "j";
   cfg.node = "n1";
   cfg.shared_dir = dir;  // takeover: balancing on
@@ -397,7 +397,7 @@ TEST_CASE(
   RedisLink redis(RedisAddress{}, nullptr);
   Balancer balancer(cfg, {members, tenure, states, handoff, beats, redis},
                     std::vector<uint32_t>(cfg.shards, 0), /*continuous=*/false);
-  balancer.SetBacklogSource([](const NodeLife::HostVisitor& visit) {
+  balancer.SetBacklogSource([](const engine::NodeLife::HostVisitor& visit) {
     visit("http://a.example", 40, true);  // a shard this node does not hold
     return true;
   });
@@ -411,4 +411,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace crawler::engine
+}  // namespace crawler::cluster

@@ -22,7 +22,7 @@
 #include "cluster/redis/redis.h"
 #include "redis_server.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 namespace {
 
 struct ReceiverFixture {
@@ -30,7 +30,7 @@ struct ReceiverFixture {
   const std::string dir = scratch.dir();
   testing::RedisServer* server = &scratch.server();
   std::unique_ptr<Redis> redis;
-  ClusterConfig cfg;
+  engine::ClusterConfig cfg;
   std::vector<std::string> failures;  // what ReplyFailed was given
 
   ReceiverFixture() {
@@ -120,7 +120,7 @@ TEST_CASE(
   std::map<std::string, int> seen;
   CHECK(ReceiverFixture::TakeInto(*receiver, &seen) == 10);
   CHECK(receiver->Quiet());
-  ClusterReport f;
+  engine::ClusterReport f;
   receiver->Report(&f);
   CHECK(f.urls_received == 10);
   CHECK(f.batches_applied == 5);
@@ -229,4 +229,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace crawler::engine
+}  // namespace crawler::cluster

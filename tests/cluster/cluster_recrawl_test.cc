@@ -25,10 +25,10 @@
 #include "crawler/checkpoint.h"
 #include "takeover_helpers.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 namespace {
 
-using namespace cluster_fixture;  // NOLINT: the shared fixture
+using namespace engine::cluster_fixture;  // NOLINT: the shared fixture
 
 // [recrawl] in a cluster: full 200 captures in `records`, by URL, in time
 // order (WARC-Date), each with its node.
@@ -230,4 +230,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace crawler::engine
+}  // namespace crawler::cluster

@@ -16,7 +16,7 @@
 #include "cluster/redis/redis_link.h"
 #include "redis_server.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 namespace {
 
 struct LinkFixture {
@@ -123,4 +123,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace crawler::engine
+}  // namespace crawler::cluster

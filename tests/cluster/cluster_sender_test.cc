@@ -22,7 +22,7 @@
 #include "redis_server.h"
 #include "run_command.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 namespace {
 
 namespace fs = std::filesystem;
@@ -69,7 +69,7 @@ struct SenderFixture {
   const std::string dir = scratch.dir();
   RedisServer* server = &scratch.server();
   std::unique_ptr<Redis> redis;
-  ClusterConfig cfg;
+  engine::ClusterConfig cfg;
 
   SenderFixture() {
     auto address = ParseRedisUrl(server->Url());
@@ -145,8 +145,8 @@ struct SenderFixture {
     }
     return false;
   }
-  ClusterReport Report(const Sender& sender) {
-    ClusterReport f;
+  engine::ClusterReport Report(const Sender& sender) {
+    engine::ClusterReport f;
     sender.Report(&f);
     return f;
   }
@@ -216,11 +216,11 @@ TEST_CASE(
     sender->Ship(SenderFixture::Urls(40, 0), SenderFixture::ShardOfHost);
     std::this_thread::sleep_for(milliseconds(5));  // every batch due (batch_ms 1)
     sender->Hold();                                // Redis down
-    ClusterReport f = t.Report(*sender);
+    engine::ClusterReport f = t.Report(*sender);
     CHECK(f.urls_queued == 40);
     CHECK(f.urls_on_disk == 40);
     CHECK(f.urls_held == 0);
-    OutboxCut cut = sender->Cut(1);
+    engine::OutboxCut cut = sender->Cut(1);
     CHECK(cut.text == cluster_wire::kOutboxHeader);  // nothing left in RAM
     CHECK(cut.spill_files.size() >= 2);              // the files, and their directory
     // Killed here: a resumed node takes the files back.
@@ -266,4 +266,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace crawler::engine
+}  // namespace crawler::cluster

@@ -16,7 +16,7 @@
 
 #include "cluster/exchange/spill.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 namespace {
 
 namespace fs = std::filesystem;
@@ -141,4 +141,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace crawler::engine
+}  // namespace crawler::cluster

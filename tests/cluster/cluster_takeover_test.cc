@@ -29,10 +29,10 @@
 #include "crawler/checkpoint.h"
 #include "takeover_helpers.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 namespace {
 
-using namespace cluster_fixture;  // NOLINT: the shared fixture
+using namespace engine::cluster_fixture;  // NOLINT: the shared fixture
 
 TEST_CASE(
     "Cluster death: kill -9 of one of three, not restarted: the others take its shards "
@@ -86,8 +86,8 @@ std::pair<uint64_t, uint64_t> StopWhenCommittedIsNewest(const RedisServer& redis
       ::kill(pid, SIGCONT);
       continue;
     }
-    auto cur = ReadManifest(out + "/" + kCheckpointDir);
-    auto prev = ReadManifest(out + "/" + kCheckpointPrevDir);
+    auto cur = engine::ReadManifest(out + "/" + engine::kCheckpointDir);
+    auto prev = engine::ReadManifest(out + "/" + engine::kCheckpointPrevDir);
     std::string seq = redis.Cli("HGET crawler:{" + job + "}:commits " + node);
     const uint64_t committed = seq.empty() || seq == "\n" ? 0 : std::stoull(seq);
     if (cur.ok() && prev.ok() && committed > 0 &&
@@ -317,4 +317,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace crawler::engine
+}  // namespace crawler::cluster

@@ -11,7 +11,7 @@
 
 #include "cluster/handoff/transfer.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 namespace {
 
 using namespace std::chrono_literals;
@@ -149,4 +149,4 @@ TEST_CASE("Transfers: a cut holds only the shards drained before it",
 }
 
 }  // namespace
-}  // namespace crawler::engine
+}  // namespace crawler::cluster

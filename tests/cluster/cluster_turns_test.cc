@@ -15,7 +15,7 @@
 #include "run_command.h"
 #include "tcp_proxy.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 namespace {
 
 constexpr const char* kPrefix = "crawler:{turns}:";
@@ -50,8 +50,9 @@ struct TurnsFixture {
 
 // Asks until `turns` grants a turn at `address` (each ask costs no round
 // trip: the turn thread asks Redis meanwhile).
-AddressTurn WaitForTurn(AddressTokens& turns, const std::string& address, uint64_t who) {
-  AddressTurn t;
+engine::AddressTurn WaitForTurn(AddressTokens& turns, const std::string& address,
+                                uint64_t who) {
+  engine::AddressTurn t;
   const bool got = testing::WaitFor(
       [&] {
         t = turns.Start(address, who);
@@ -70,12 +71,12 @@ TEST_CASE(
   AddressTokens turns(fx.Address(fx.scratch.server().port()), kPrefix, "n1", "p1",
                       AddressTokens::Limits{0, 2, 60'000, 60'000});
   // Asked for: pending, not granted (a worker goes on with other hosts).
-  AddressTurn first = turns.Start("10.0.0.1", 7);
+  engine::AddressTurn first = turns.Start("10.0.0.1", 7);
   CHECK_FALSE(first.granted);
   CHECK(first.pending);
   CHECK(first.wait.count() >= 1);
   // The answer is kept for the next Start there, any asker's.
-  AddressTurn t = WaitForTurn(turns, "10.0.0.1", 8);
+  engine::AddressTurn t = WaitForTurn(turns, "10.0.0.1", 8);
   CHECK(t.token != 0);
   CHECK(fx.Hash("10.0.0.1").count("n1:p1:" + std::to_string(t.token)) == 1);
   turns.End("10.0.0.1", t.token);
@@ -102,11 +103,11 @@ TEST_CASE(
   WaitForTurn(turns, "10.0.0.1", 1);  // the connection is up
   proxy.Cut();
   // Before, this Start waited out the 0.5 s command timeout on its thread.
-  AddressTurn asked = turns.Start("10.0.0.3", 2);
+  engine::AddressTurn asked = turns.Start("10.0.0.3", 2);
   CHECK_FALSE(asked.granted);
   CHECK(asked.pending);
   CHECK(turns.figures().local == 0);
-  AddressTurn alone = WaitForTurn(turns, "10.0.0.3", 2);
+  engine::AddressTurn alone = WaitForTurn(turns, "10.0.0.3", 2);
   CHECK(turns.figures().local >= 1);
   turns.End("10.0.0.3", alone.token);
   proxy.Heal();
@@ -126,7 +127,7 @@ TEST_CASE(
   std::map<std::string, std::string> granted = fx.Hash("10.0.0.4");
   REQUIRE(granted.count("claim") == 1);
   const long long claimed_next = std::stoll(granted.at("next"));
-  AddressTurn t = turns.Start("10.0.0.4", 1);
+  engine::AddressTurn t = turns.Start("10.0.0.4", 1);
   REQUIRE(t.granted);
   CHECK(granted.at("claim") == "n1:p1:" + std::to_string(t.token));
   REQUIRE(testing::WaitFor([&] { return fx.Hash("10.0.0.4").count("claim") == 0; }, 30));
@@ -136,4 +137,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace crawler::engine
+}  // namespace crawler::cluster

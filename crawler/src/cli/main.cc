@@ -180,7 +180,7 @@ void PrintSummary(const crawler::engine::CrawlSummary& s, const std::string& dir
 const crawler::engine::NodeJoiner* Joiner() {
 #if CRAWLER_WITH_CLUSTER
   static const crawler::engine::NodeJoiner joiner =
-      crawler::engine::ClusterJoiner(&g_stop);
+      crawler::cluster::ClusterJoiner(&g_stop);
   return &joiner;
 #else
   return nullptr;
@@ -190,7 +190,7 @@ const crawler::engine::NodeJoiner* Joiner() {
 int ClusterStats(const std::string& redis, const std::string& job, bool as_json,
                  const std::string& html) {
 #if CRAWLER_WITH_CLUSTER
-  return crawler::engine::RunClusterStats(redis, job, as_json, html);
+  return crawler::cluster::RunClusterStats(redis, job, as_json, html);
 #else
   (void)redis, (void)job, (void)as_json, (void)html;
   std::fprintf(stderr, "crawler: this program was built without the cluster\n");

@@ -10,7 +10,7 @@
 #include "cluster/turn_start.lua.h"
 #include "cluster/turn_taken.lua.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
 namespace {
 
@@ -185,7 +185,7 @@ std::vector<std::string> AddressTokens::StartCommand(const Question& q) const {
           std::to_string(claim)};
 }
 
-AddressTurn AddressTokens::Start(std::string_view address, uint64_t who) {
+engine::AddressTurn AddressTokens::Start(std::string_view address, uint64_t who) {
   const Clock::time_point now = Clock::now();
   MutexLock lock(mu_);
   if (now < retry_at_) {  // Redis given up on for now: this node's own turn
@@ -333,4 +333,4 @@ AddressTokens::Figures AddressTokens::figures() const {
           unused_.load(std::memory_order_relaxed)};
 }
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster

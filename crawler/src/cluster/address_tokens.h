@@ -75,7 +75,7 @@
 #include "cluster/redis/redis.h"
 #include "engine/placement.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
 class AddressTokens {
  public:
@@ -100,7 +100,7 @@ class AddressTokens {
   // No round trip: a turn granted here for `address`, or how long to wait
   // (pending: a question is out for `who`, queued for the turn threads if
   // it was not; placement.h, AddressTurns::StartAt).
-  AddressTurn Start(std::string_view address, uint64_t who = 0) EXCLUDES(mu_);
+  engine::AddressTurn Start(std::string_view address, uint64_t who = 0) EXCLUDES(mu_);
   // No round trip: the end waits for the next one.
   void End(std::string_view address, uint64_t token) EXCLUDES(mu_);
   // The exchange thread's, each round, and the last word: sends the ends
@@ -182,6 +182,6 @@ class AddressTokens {
   std::vector<std::thread> threads_;  // last: started once the rest is built
 };
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster
 
 #endif  // CRAWLER_CLUSTER_ADDRESS_TOKENS_H_

@@ -20,11 +20,12 @@
 #include "cluster/membership/cluster_job.h"
 #include "cluster/redis/cluster_wire.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
 using namespace cluster_wire;  // NOLINT: this file's own formats
 
-Cluster::Cluster(const Config& config, JoinedJob joined, const std::string& out_dir)
+Cluster::Cluster(const engine::Config& config, JoinedJob joined,
+                 const std::string& out_dir)
     : cfg_(config.cluster),
       redis_(std::move(joined.address), std::move(joined.redis)),
       job_(std::move(joined)),
@@ -80,16 +81,17 @@ Receiver::Shards Cluster::Readable(const std::vector<uint32_t>& shards) const {
   return out;
 }
 
-NodeJoiner ClusterJoiner(const std::atomic<bool>* stop) {
-  NodeJoiner j;
-  j.join = [stop](
-               const Config& config, const std::string& out_dir, bool resumed,
-               const std::vector<std::string>& seeds) -> Result<std::unique_ptr<Node>> {
+engine::NodeJoiner ClusterJoiner(const std::atomic<bool>* stop) {
+  engine::NodeJoiner j;
+  j.join = [stop](const engine::Config& config, const std::string& out_dir, bool resumed,
+                  const std::vector<std::string>& seeds)
+      -> Result<std::unique_ptr<engine::Node>> {
     auto node = Cluster::Join(config, out_dir, resumed, seeds, stop);
     if (!node.ok()) return node.status();
-    return std::unique_ptr<Node>(std::move(node).value());
+    return std::unique_ptr<engine::Node>(std::move(node).value());
   };
-  j.last_commit = [stop](const Config& config) -> Result<std::optional<uint64_t>> {
+  j.last_commit =
+      [stop](const engine::Config& config) -> Result<std::optional<uint64_t>> {
     auto address = ClusterRedisAddress(config.cluster);
     if (!address.ok()) return address.status();
     return ReadLastCommit(*address, config.cluster.job, config.cluster.node, stop);
@@ -97,7 +99,7 @@ NodeJoiner ClusterJoiner(const std::atomic<bool>* stop) {
   return j;
 }
 
-Result<std::unique_ptr<Cluster>> Cluster::Join(const Config& config,
+Result<std::unique_ptr<Cluster>> Cluster::Join(const engine::Config& config,
                                                const std::string& out_dir, bool resumed,
                                                const std::vector<std::string>& seeds,
                                                const std::atomic<bool>* stop) {
@@ -245,8 +247,8 @@ bool Cluster::Quiet() const {
   return receiver_.Quiet() && sender_.Quiet() && handoff_.Quiet();
 }
 
-OutboxCut Cluster::OnCut(uint64_t sequence) {
-  OutboxCut out = sender_.Cut(sequence);
+engine::OutboxCut Cluster::OnCut(uint64_t sequence) {
+  engine::OutboxCut out = sender_.Cut(sequence);
   MutexLock lock(mu_);
   // The shards this checkpoint holds (their state is restored here), and
   // the epochs the commit must still find.
@@ -302,8 +304,8 @@ bool Cluster::CommitPending() const {
   return states_.takeover() && commits_.published() > receiver_.committed();
 }
 
-ClusterReport Cluster::figures() const {
-  ClusterReport f = counters_.report();
+engine::ClusterReport Cluster::figures() const {
+  engine::ClusterReport f = counters_.report();
   sender_.Report(&f);
   receiver_.Report(&f);
   f.shards_given = balancer_.shards_given();
@@ -326,4 +328,4 @@ void Cluster::ShardsLoaded(const std::vector<uint32_t>& shards) {
   }
 }
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster

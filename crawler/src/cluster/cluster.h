@@ -159,9 +159,9 @@
 #include "output/seen_log.h"
 #include "report/stats_schema.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
-class Cluster final : public Node {
+class Cluster final : public engine::Node {
  public:
   // Connects and joins the job. Errors: Redis unreachable (kIoError, naming
   // the address), a refusal (kInvalidArgument, naming the reason).
@@ -170,7 +170,7 @@ class Cluster final : public Node {
   // `seeds`: a new crawl's; if this node creates the job, their hosts per
   // shard become the job's placement weights (shard_owners.h). A set `stop`
   // (a signal before the node runs) ends the join's waits (JoinJob).
-  static Result<std::unique_ptr<Cluster>> Join(const Config& config,
+  static Result<std::unique_ptr<Cluster>> Join(const engine::Config& config,
                                                const std::string& out_dir, bool resumed,
                                                const std::vector<std::string>& seeds = {},
                                                const std::atomic<bool>* stop = nullptr);
@@ -201,7 +201,7 @@ class Cluster final : public Node {
   // dead or leaving node, for a worker to restore (inside a gate pass), then
   // ShardsLoaded. The error that stops this node (a shard it held was taken
   // by another node), if any.
-  std::optional<ShardState> TakeShardState() override { return states_.Take(); }
+  std::optional<engine::ShardState> TakeShardState() override { return states_.Take(); }
   void ShardsLoaded(const std::vector<uint32_t>& shards) override EXCLUDES(mu_);
   bool Failed() const override { return fate_.failed(); }
   bool Fenced() const override { return fate_.fenced(); }
@@ -216,7 +216,7 @@ class Cluster final : public Node {
   // A resumed node with shared_dir: its checkpoint's frontier and hosts,
   // restored at Start only for the shards it still holds (the others were
   // taken over meanwhile: their new owners have them).
-  void StashOwn(ShardState own) override { states_.StashOwn(std::move(own)); }
+  void StashOwn(engine::ShardState own) override { states_.StashOwn(std::move(own)); }
 
   // Handoff (a node joined the job, or came back): a shard held here that
   // rendezvous hashing over the live nodes now gives another node is handed
@@ -267,8 +267,8 @@ class Cluster final : public Node {
 
   // Politeness per address over the job (address_tokens.h); with
   // cluster.ip_politeness off, every turn is granted at once.
-  AddressTurn StartAt(std::string_view address, uint64_t who) override {
-    return turns_ ? turns_->Start(address, who) : AddressTurn{true, 0, false, {}};
+  engine::AddressTurn StartAt(std::string_view address, uint64_t who) override {
+    return turns_ ? turns_->Start(address, who) : engine::AddressTurn{true, 0, false, {}};
   }
   void EndAt(std::string_view address, uint64_t token) override {
     if (turns_) turns_->End(address, token);
@@ -280,7 +280,7 @@ class Cluster final : public Node {
   // counts as done in a checkpoint only once its links are durable, in
   // Redis or in that checkpoint.
   // Also names the spill files the checkpoint writer must fsync.
-  OutboxCut OnCut(uint64_t sequence) override EXCLUDES(mu_);
+  engine::OutboxCut OnCut(uint64_t sequence) override EXCLUDES(mu_);
   // A resumed node's outbox, queued to be sent again (duplicates are
   // dropped by the owners' filters). Errors: a malformed file.
   [[nodiscard]] Status RestoreOutbox(const std::string& text,
@@ -290,16 +290,16 @@ class Cluster final : public Node {
   [[nodiscard]] Status RestoreSpill() override { return sender_.RestoreSpill(); }
   void OnPublished(uint64_t sequence) override EXCLUDES(mu_);
 
-  ClusterReport figures() const override;
+  engine::ClusterReport figures() const override;
   // Read at every heartbeat: owned shards' lag, the heartbeat's round trip.
-  ClusterHealth health() const override { return counters_.health(); }
+  engine::ClusterHealth health() const override { return counters_.health(); }
   // The crawl's own figures, published with the node's (cluster-stats).
   void SetCrawlFigures(uint64_t pages, double pages_per_s) override {
     counters_.SetCrawl(pages, pages_per_s);
   }
 
  private:
-  Cluster(const Config& config, JoinedJob joined, const std::string& out_dir);
+  Cluster(const engine::Config& config, JoinedJob joined, const std::string& out_dir);
   // Those of `shards` readable now (state here, lease valid by this node's
   // clock), with their leases' epochs: what the receiver reads.
   Receiver::Shards Readable(const std::vector<uint32_t>& shards) const;
@@ -333,7 +333,7 @@ class Cluster final : public Node {
   Status Retry(const std::atomic<bool>& stop, const char* what,
                const std::function<bool()>& step);
 
-  const ClusterConfig cfg_;
+  const engine::ClusterConfig cfg_;
   // The exchange thread's connection (Join's, then Start's, before it), its
   // loss, reconnects and refusals (redis_link.h).
   RedisLink redis_;
@@ -390,6 +390,6 @@ class Cluster final : public Node {
   std::thread thread_;
 };
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster
 
 #endif  // CRAWLER_CLUSTER_H_

@@ -16,7 +16,7 @@
 #include "cluster/membership/cluster_job.h"
 #include "cluster/redis/cluster_wire.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
 using namespace cluster_wire;  // NOLINT: the formats this thread speaks
 
@@ -144,7 +144,7 @@ bool Cluster::Round(bool* did) {
 
 // One pipelined round trip, read back in send order.
 bool Cluster::Heartbeat() {
-  ClusterReport f = figures();
+  engine::ClusterReport f = figures();
   f.updated_unix =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
           .count();
@@ -361,4 +361,4 @@ bool Cluster::Release() {
   return true;
 }
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster

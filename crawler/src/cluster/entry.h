@@ -9,12 +9,12 @@
 
 #include "crawl/node.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
 // Joins a job as a Cluster (cluster.h); reads a node's last commit. `stop`
 // (the command's signal flag, set before the node runs) ends their waits
 // for Redis and for a previous process's liveness key.
-NodeJoiner ClusterJoiner(const std::atomic<bool>* stop = nullptr);
+engine::NodeJoiner ClusterJoiner(const std::atomic<bool>* stop = nullptr);
 
 // `crawler cluster-stats redis://HOST:PORT --job J [--json]`: a cluster job as
 // Redis sees it: nodes (alive, pages/s, shards), stream lag per shard,
@@ -22,6 +22,6 @@ NodeJoiner ClusterJoiner(const std::atomic<bool>* stop = nullptr);
 int RunClusterStats(const std::string& redis_url, const std::string& job, bool json,
                     const std::string& html_path = "");
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster
 
 #endif  // CRAWLER_CLUSTER_ENTRY_H_

@@ -14,7 +14,7 @@
 #include "base/mutex.h"
 #include "base/status.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
 class Fate {
  public:
@@ -43,6 +43,6 @@ class Fate {
   Status status_ GUARDED_BY(mu_);
 };
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster
 
 #endif  // CRAWLER_CLUSTER_FATE_H_

@@ -24,7 +24,7 @@
 #include <utility>
 #include <vector>
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
 class Doorbell {
  public:
@@ -75,6 +75,6 @@ class Doorbell {
   std::chrono::milliseconds wait_{0};  // between looks, while idle
 };
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster
 
 #endif  // CRAWLER_CLUSTER_DOORBELL_H_

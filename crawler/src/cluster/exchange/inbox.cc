@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <utility>
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
 void Inbox::Add(std::vector<frontier::UrlEntry> urls, std::vector<StreamEntry> entries) {
   for (auto& u : urls) urls_.push_back(std::move(u));
@@ -52,4 +52,4 @@ bool Inbox::AwaitingCut() const {
   });
 }
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster

@@ -25,7 +25,7 @@
 
 #include "frontier/frontier.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
 // One entry of a shard's stream, by its ID.
 struct StreamEntry {
@@ -70,6 +70,6 @@ class Inbox {
   uint64_t committed_ = 0;
 };
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster
 
 #endif  // CRAWLER_CLUSTER_INBOX_H_

@@ -6,7 +6,7 @@
 
 #include "cluster/redis/cluster_wire.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
 Outbox::Outbox(uint32_t shards, uint32_t batch_urls, std::chrono::milliseconds batch_ms,
                uint64_t max_lag_batches)
@@ -118,4 +118,4 @@ void Outbox::AppendCut(std::string* text) const {
     for (const OutBatch& b : q) *text += b.lines;
 }
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster

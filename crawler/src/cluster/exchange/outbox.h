@@ -32,7 +32,7 @@
 
 #include "frontier/frontier.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
 // A batch of URLs for one shard's stream: wire lines, uncompressed.
 struct OutBatch {
@@ -98,6 +98,6 @@ class Outbox {
   std::vector<uint64_t> lag_;  // by shard: the last lag seen, plus batches sent since
 };
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster
 
 #endif  // CRAWLER_CLUSTER_OUTBOX_H_

@@ -10,11 +10,11 @@
 
 #include "cluster/redis/cluster_wire.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
 using namespace cluster_wire;  // NOLINT: the formats this file speaks
 
-Receiver::Receiver(const ClusterConfig& cfg,
+Receiver::Receiver(const engine::ClusterConfig& cfg,
                    std::function<std::string(const std::string&)> key, ReplyFailed failed)
     : key_(std::move(key)),
       failed_(std::move(failed)),
@@ -81,7 +81,7 @@ void Receiver::Claim(uint32_t shard) {
   to_claim_.push_back(shard);
 }
 
-void Receiver::Report(ClusterReport* f) const {
+void Receiver::Report(engine::ClusterReport* f) const {
   MutexLock lock(mu_);
   f->urls_received = urls_received_;
   f->batches_applied = batches_applied_;
@@ -372,4 +372,4 @@ bool Receiver::Reclaim(Redis& redis, const Shards& shards, std::chrono::millisec
   return true;
 }
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster

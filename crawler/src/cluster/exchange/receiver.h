@@ -52,7 +52,7 @@
 #include "frontier/frontier.h"
 #include "report/stats_schema.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
 class Receiver {
  public:
@@ -69,8 +69,8 @@ class Receiver {
   static constexpr uint32_t kPendingChunk = 16;
 
   // `key`: the job's key of a suffix (Membership::Key).
-  Receiver(const ClusterConfig& cfg, std::function<std::string(const std::string&)> key,
-           ReplyFailed failed);
+  Receiver(const engine::ClusterConfig& cfg,
+           std::function<std::string(const std::string&)> key, ReplyFailed failed);
 
   // The workers': the URLs to admit now (the inbox is emptied), then
   // Admitted once they are in the frontier.
@@ -93,7 +93,7 @@ class Receiver {
   // shard taken over, restored, or taken back.
   void Claim(uint32_t shard) EXCLUDES(mu_);
   // urls_received, batches_applied, malformed into `f`.
-  void Report(ClusterReport* f) const EXCLUDES(mu_);
+  void Report(engine::ClusterReport* f) const EXCLUDES(mu_);
 
   // The exchange thread's. False: the connection broke, or an error reply
   // failed the round. *did: entries were taken.
@@ -206,6 +206,6 @@ namespace cluster_wire {
 
 }  // namespace cluster_wire
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster
 
 #endif  // CRAWLER_CLUSTER_RECEIVER_H_

@@ -13,11 +13,11 @@
 
 #include "cluster/redis/cluster_wire.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
 using namespace cluster_wire;  // NOLINT: the formats of this module
 
-Sender::Sender(const ClusterConfig& cfg,
+Sender::Sender(const engine::ClusterConfig& cfg,
                std::function<std::string(const std::string&)> key,
                const std::string& out_dir)
     : key_(std::move(key)),
@@ -70,10 +70,10 @@ bool Sender::Quiet() const {
   return outbox_.queued_urls() == 0;
 }
 
-OutboxCut Sender::Cut(uint64_t sequence) {
+engine::OutboxCut Sender::Cut(uint64_t sequence) {
   MutexLock spill(spill_mu_);  // no batch is between RAM and a spill file now
   MutexLock lock(mu_);
-  OutboxCut out;
+  engine::OutboxCut out;
   out.text = kOutboxHeader;
   outbox_.AppendCut(&out.text);
   out.spill_files = spill_.Cut(sequence);
@@ -85,7 +85,7 @@ void Sender::Committed(uint64_t sequence) {
   spill_.Committed(sequence);
 }
 
-void Sender::Report(ClusterReport* f) const {
+void Sender::Report(engine::ClusterReport* f) const {
   {
     MutexLock spill(spill_mu_);
     f->urls_on_disk = spill_.urls();
@@ -281,4 +281,4 @@ bool Sender::RefreshLag(Redis& redis) {
   return true;
 }
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster

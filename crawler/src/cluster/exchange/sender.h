@@ -50,15 +50,15 @@
 #include "frontier/frontier.h"
 #include "report/stats_schema.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
 class Sender {
  public:
   using Clock = std::chrono::steady_clock;
   // `key`: the job's key of a suffix (Membership::Key); the spill files go
   // in OUT/cluster-outbox.
-  Sender(const ClusterConfig& cfg, std::function<std::string(const std::string&)> key,
-         const std::string& out_dir);
+  Sender(const engine::ClusterConfig& cfg,
+         std::function<std::string(const std::string&)> key, const std::string& out_dir);
 
   // URLs for their owners: `shard_of` a URL's host key.
   void Ship(const std::vector<frontier::UrlEntry>& entries,
@@ -75,10 +75,10 @@ class Sender {
   // Checkpoint `sequence` is cut: outbox.txt's text (every URL in RAM not
   // confirmed) and the spill files to fsync. / It is committed: spill
   // files read back before it are deleted.
-  OutboxCut Cut(uint64_t sequence) EXCLUDES(spill_mu_, mu_);
+  engine::OutboxCut Cut(uint64_t sequence) EXCLUDES(spill_mu_, mu_);
   void Committed(uint64_t sequence) EXCLUDES(spill_mu_);
   // The outbox's figures into `f` (queued, held, on disk, sent, refused).
-  void Report(ClusterReport* f) const EXCLUDES(spill_mu_, mu_);
+  void Report(engine::ClusterReport* f) const EXCLUDES(spill_mu_, mu_);
 
   // The exchange thread's. Sends the due batches (all with `flush_all`),
   // pipelined, one kSendScript each; *did when any went. False: the
@@ -139,6 +139,6 @@ namespace cluster_wire {
 
 }  // namespace cluster_wire
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster
 
 #endif  // CRAWLER_CLUSTER_SENDER_H_

@@ -14,7 +14,7 @@
 #include "base/file_util.h"
 #include "cluster/redis/cluster_wire.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
 SpillFiles::SpillFiles(std::string dir, uint32_t shards, uint32_t batch_urls)
     : dir_(std::move(dir)), shards_(shards), batch_urls_(batch_urls) {}
@@ -162,4 +162,4 @@ Result<uint64_t> SpillFiles::Restore() {
   return urls;
 }
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster

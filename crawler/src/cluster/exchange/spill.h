@@ -29,7 +29,7 @@
 #include "base/status.h"
 #include "cluster/exchange/outbox.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
 class SpillFiles {
  public:
@@ -75,6 +75,6 @@ class SpillFiles {
   std::map<uint64_t, std::vector<std::string>> read_back_cut_;
 };
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster
 
 #endif  // CRAWLER_CLUSTER_SPILL_H_

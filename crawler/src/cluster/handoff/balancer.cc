@@ -11,11 +11,11 @@
 #include "cluster/handoff/give_script.h"
 #include "cluster/redis/cluster_wire.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
 using namespace cluster_wire;  // NOLINT: the formats this file speaks
 
-Balancer::Balancer(const ClusterConfig& cfg, Parts parts,
+Balancer::Balancer(const engine::ClusterConfig& cfg, Parts parts,
                    const std::vector<uint32_t>& weights, bool continuous)
     : cfg_(cfg), p_(parts), continuous_(continuous), owners_(cfg.shards) {
   owners_.SetWeights(weights);
@@ -208,4 +208,4 @@ void Balancer::Balance(const std::string& taker, uint64_t load, const Crawl& cra
       load == 0 ? ": idle" : "");
 }
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster

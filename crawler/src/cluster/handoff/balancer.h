@@ -33,7 +33,7 @@
 #include "crawl/node.h"
 #include "crawler/config.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
 class Balancer {
  public:
@@ -48,10 +48,12 @@ class Balancer {
   };
   // `weights`: seed hosts per shard (the job's placement weights).
   // `continuous`: [recrawl]: nodes never idle, shards move only to an idle one.
-  Balancer(const ClusterConfig& cfg, Parts parts, const std::vector<uint32_t>& weights,
-           bool continuous);
+  Balancer(const engine::ClusterConfig& cfg, Parts parts,
+           const std::vector<uint32_t>& weights, bool continuous);
 
-  void SetBacklogSource(NodeLife::BacklogSource source) { backlog_ = std::move(source); }
+  void SetBacklogSource(engine::NodeLife::BacklogSource source) {
+    backlog_ = std::move(source);
+  }
   // Start's: the shards the placement gives this node among `nodes`.
   std::vector<uint32_t> Placed(const std::vector<std::string>& nodes);
 
@@ -97,10 +99,10 @@ class Balancer {
   // could not look now).
   bool HeldBacklog(std::vector<ShardBacklog>* backlog);
 
-  const ClusterConfig& cfg_;
+  const engine::ClusterConfig& cfg_;
   const Parts p_;
   const bool continuous_;
-  NodeLife::BacklogSource backlog_;  // the crawl's queued URLs by host
+  engine::NodeLife::BacklogSource backlog_;  // the crawl's queued URLs by host
   ShardOwners owners_;
   std::string soon_for_;  // the version Seen last asked a heartbeat for
   std::chrono::steady_clock::time_point last_give_{};
@@ -108,6 +110,6 @@ class Balancer {
   std::atomic<uint64_t> shards_given_{0};
 };
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster
 
 #endif  // CRAWLER_CLUSTER_BALANCER_H_

@@ -9,7 +9,7 @@
 #include "cluster/handoff/give.lua.h"
 #include "cluster/handoff/members.lua.h"
 
-namespace crawler::engine::cluster_wire {
+namespace crawler::cluster::cluster_wire {
 
 // The job's nodes and the live ones, and the placement's overrides.
 // KEYS: nodes, assign_v, assign, load. ARGV: the liveness keys' prefix
@@ -36,6 +36,6 @@ namespace crawler::engine::cluster_wire {
 // given.
 // kGiveScript: give.lua (embedded at build time)
 
-}  // namespace crawler::engine::cluster_wire
+}  // namespace crawler::cluster::cluster_wire
 
 #endif  // CRAWLER_CLUSTER_GIVE_SCRIPT_H_

@@ -11,7 +11,7 @@
 
 #include "cluster/redis/cluster_wire.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
 using cluster_wire::SteadyClock;
 
@@ -256,4 +256,4 @@ bool Handoffs::HandOver(Redis& redis, const Membership& members, uint64_t commit
   return SendReleases(redis, members);
 }
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster

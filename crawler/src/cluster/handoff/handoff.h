@@ -35,7 +35,7 @@
 #include "cluster/redis/log_every.h"
 #include "cluster/redis/redis.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
 class Handoffs {
  public:
@@ -114,6 +114,6 @@ class Handoffs {
   LogEvery keep_warn_{std::chrono::seconds(10)};  // a handoff checkpoint not kept
 };
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster
 
 #endif  // CRAWLER_CLUSTER_HANDOFF_H_

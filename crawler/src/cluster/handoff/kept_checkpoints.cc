@@ -11,7 +11,7 @@
 #include "cluster/membership/shard_loads.h"
 #include "cluster/redis/cluster_wire.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
 namespace fs = std::filesystem;
 
@@ -79,4 +79,4 @@ std::set<uint64_t> KeptCheckpoints::Prune(const std::set<uint64_t>& named) {
   return gone;
 }
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster

@@ -21,7 +21,7 @@
 
 #include "base/status.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
 class KeptCheckpoints {
  public:
@@ -41,6 +41,6 @@ class KeptCheckpoints {
   std::set<uint64_t> kept_;
 };
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster
 
 #endif  // CRAWLER_CLUSTER_KEPT_CHECKPOINTS_H_

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstddef>
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
 bool Transfers::Begin(uint32_t shard, const std::string& to) {
   auto it = handoff_.find(shard);
@@ -130,4 +130,4 @@ void Transfers::TakenBack(uint32_t shard) {
   untaken_.erase(shard);
 }
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster

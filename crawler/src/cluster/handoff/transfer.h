@@ -34,7 +34,7 @@
 #include <utility>
 #include <vector>
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
 class Transfers {
  public:
@@ -116,6 +116,6 @@ class Transfers {
   Clock::time_point last_drain_{};
 };
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster
 
 #endif  // CRAWLER_CLUSTER_TRANSFER_H_

@@ -23,7 +23,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
 struct ShardBacklog {
   uint32_t shard = 0;
@@ -126,6 +126,6 @@ inline uint64_t MaxTakerLoad(uint64_t total, const BalanceRule& rule) {
   return static_cast<double>(total) > gap ? total - static_cast<uint64_t>(gap) : 0;
 }
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster
 
 #endif  // CRAWLER_CLUSTER_BALANCE_H_

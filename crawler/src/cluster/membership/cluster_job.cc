@@ -15,7 +15,7 @@
 #include "base/file_util.h"
 #include "cluster/redis/cluster_wire.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
 namespace json = boost::json;
 
@@ -153,4 +153,4 @@ Result<std::optional<uint64_t>> ReadLastCommit(const RedisAddress& address,
   return std::optional<uint64_t>(std::strtoull(r->Str().c_str(), nullptr, 10));
 }
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster

@@ -14,7 +14,7 @@
 #include "base/status.h"
 #include "cluster/redis/redis.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
 inline constexpr const char* kClusterJobFile = "cluster-job.json";
 
@@ -51,6 +51,6 @@ Result<std::optional<uint64_t>> ReadLastCommit(const RedisAddress& address,
                                                const std::string& node,
                                                const std::atomic<bool>* stop = nullptr);
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster
 
 #endif  // CRAWLER_CLUSTER_CLUSTER_JOB_H_

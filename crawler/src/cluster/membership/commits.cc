@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
 void Commits::GaveUp(uint32_t shard) {
   for (auto& [seq, held] : cuts_)
@@ -54,4 +54,4 @@ void Commits::Accepted(const Request& request) {
   cuts_.erase(cuts_.begin(), cuts_.upper_bound(request.sequence));
 }
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster

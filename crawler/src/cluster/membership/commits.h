@@ -34,7 +34,7 @@
 
 #include "cluster/membership/commit.lua.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
 class Commits {
  public:
@@ -102,6 +102,6 @@ namespace cluster_wire {
 
 }  // namespace cluster_wire
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster
 
 #endif  // CRAWLER_CLUSTER_COMMITS_H_

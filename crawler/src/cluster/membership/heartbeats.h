@@ -26,7 +26,7 @@
 #include "cluster/membership/full.lua.h"
 #include "cluster/membership/timeline.lua.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
 class Heartbeats {
  public:
@@ -124,6 +124,6 @@ inline constexpr double kTimelineBeats = 5;
 
 }  // namespace cluster_wire
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster
 
 #endif  // CRAWLER_CLUSTER_HEARTBEATS_H_

@@ -3,7 +3,7 @@
 
 #include <utility>
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
 Leases::Leases(std::string node, uint32_t shards, std::chrono::milliseconds ttl)
     : node_(std::move(node)),
@@ -72,4 +72,4 @@ std::string Leases::Token(uint32_t shard) const {
   return node_ + " " + std::to_string(epoch_[shard]);
 }
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster

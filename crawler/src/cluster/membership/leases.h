@@ -32,7 +32,7 @@
 #include "cluster/membership/ack.lua.h"
 #include "cluster/membership/lease.lua.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
 // One shard's line of the heartbeat's kLeaseScript reply.
 struct LeaseReply {
@@ -144,6 +144,6 @@ namespace cluster_wire {
 
 }  // namespace cluster_wire
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster
 
 #endif  // CRAWLER_CLUSTER_LEASES_H_

@@ -18,7 +18,7 @@
 #include "cluster/membership/shard_owners.h"
 #include "cluster/redis/cluster_wire.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
 using namespace cluster_wire;  // NOLINT: the scripts this file speaks
 
@@ -26,7 +26,8 @@ namespace {
 
 // With shared_dir: OUT relative to it, where the others find this node's
 // checkpoints. Errors: OUT is not inside shared_dir.
-Result<std::string> OutUnderShared(const ClusterConfig& c, const std::string& out_dir) {
+Result<std::string> OutUnderShared(const engine::ClusterConfig& c,
+                                   const std::string& out_dir) {
   if (c.shared_dir.empty()) return std::string();
   std::error_code ec;
   auto shared = std::filesystem::weakly_canonical(c.shared_dir, ec);
@@ -44,7 +45,7 @@ Result<std::string> OutUnderShared(const ClusterConfig& c, const std::string& ou
 
 // The join script's refusals ("shards", "config", "closed", or an unknown
 // verdict), as the error that names what differs. ("duplicate" waits.)
-Status JoinRefusal(const ClusterConfig& c, const std::string& verdict,
+Status JoinRefusal(const engine::ClusterConfig& c, const std::string& verdict,
                    const std::string& detail, const std::string& config_json) {
   if (verdict == "shards")
     return Refused(c.job, "it has " + detail + " shards, this node is configured with " +
@@ -70,7 +71,8 @@ struct JoinRequest {
   std::string weights;  // EncodeWeights
 };
 
-JoinRequest MakeJoinRequest(const Config& config, const std::vector<std::string>& seeds) {
+JoinRequest MakeJoinRequest(const engine::Config& config,
+                            const std::vector<std::string>& seeds) {
   JoinRequest j;
   std::random_device rd;
   j.seed_candidate = (uint64_t{rd()} << 32) | rd();
@@ -109,10 +111,10 @@ Result<std::unique_ptr<Redis>> ConnectToJoin(const RedisAddress& address, bool r
 
 }  // namespace
 
-Result<JoinedJob> JoinJob(const Config& config, const std::string& out_dir, bool resumed,
-                          const std::vector<std::string>& seeds,
+Result<JoinedJob> JoinJob(const engine::Config& config, const std::string& out_dir,
+                          bool resumed, const std::vector<std::string>& seeds,
                           const std::atomic<bool>* stop) {
-  const ClusterConfig& c = config.cluster;
+  const engine::ClusterConfig& c = config.cluster;
   auto address = ClusterRedisAddress(c);
   if (!address.ok()) return address.status();
   auto out_rel = OutUnderShared(c, out_dir);
@@ -280,4 +282,4 @@ bool Membership::TestDone(RedisLink& redis) {
   return true;
 }
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster

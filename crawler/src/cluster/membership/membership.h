@@ -41,7 +41,7 @@
 #include "cluster/redis/redis_link.h"
 #include "crawler/config.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
 // What a join brings back: the connection it joined on, and the job's.
 struct JoinedJob {
@@ -59,8 +59,8 @@ struct JoinedJob {
 // the job lost or another (JobLost, exit 2). `resumed`: Redis may be
 // restarting too; it is waited for (a minute). `seeds`: a new crawl's. A
 // set `stop` (a signal) ends each wait here (StoppedWhile: nothing done).
-Result<JoinedJob> JoinJob(const Config& config, const std::string& out_dir, bool resumed,
-                          const std::vector<std::string>& seeds,
+Result<JoinedJob> JoinJob(const engine::Config& config, const std::string& out_dir,
+                          bool resumed, const std::vector<std::string>& seeds,
                           const std::atomic<bool>* stop = nullptr);
 
 class Membership {
@@ -169,6 +169,6 @@ namespace cluster_wire {
 
 }  // namespace cluster_wire
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster
 
 #endif  // CRAWLER_CLUSTER_MEMBERSHIP_H_

@@ -7,9 +7,9 @@
 
 #include "frontier/frontier.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
-void OwnState::Stash(ShardState own, const ShardOf& shard_of) {
+void OwnState::Stash(engine::ShardState own, const ShardOf& shard_of) {
   std::vector<uint32_t>& shards = from_.shards;
   for (const frontier::HostImage& h : own.frontier.hosts)
     shards.push_back(shard_of(h.key));
@@ -19,11 +19,12 @@ void OwnState::Stash(ShardState own, const ShardOf& shard_of) {
   own_ = std::move(own);
 }
 
-std::optional<ShardState> OwnState::Take(const ShardOf& shard_of, size_t* dropped) {
+std::optional<engine::ShardState> OwnState::Take(const ShardOf& shard_of,
+                                                 size_t* dropped) {
   *dropped = 0;
   if (!own_) return std::nullopt;
   std::set<uint32_t> keep(restore_.begin(), restore_.end());
-  ShardState st;
+  engine::ShardState st;
   st.own = true;
   st.from = own_->from;
   st.shards = restore_;
@@ -37,11 +38,11 @@ std::optional<ShardState> OwnState::Take(const ShardOf& shard_of, size_t* droppe
       ++*dropped;
     }
   }
-  for (HostSnapshot& h : own_->hosts)
+  for (engine::HostSnapshot& h : own_->hosts)
     if (mine(h.key)) st.hosts.push_back(std::move(h));
   own_.reset();
   restore_.clear();
   return st;
 }
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster

@@ -20,14 +20,14 @@
 #include "cluster/membership/shard_loads.h"
 #include "engine/placement.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
 class OwnState {
  public:
   using ShardOf = std::function<uint32_t(std::string_view host_key)>;
 
   // The state resumed from; its shards are those its hosts are in.
-  void Stash(ShardState own, const ShardOf& shard_of);
+  void Stash(engine::ShardState own, const ShardOf& shard_of);
   // What OnGained reads: null unless a state is stashed and not taken yet.
   const ResumedFrom* resumed() const { return own_ ? &from_ : nullptr; }
   // The checkpoint resumed from and its shards (kept after Take).
@@ -37,14 +37,14 @@ class OwnState {
   // The stash's part of the shards restored (own = true), for a worker;
   // nullopt if nothing was stashed. `*dropped`: queued URLs of the other
   // shards. The stash is gone after.
-  std::optional<ShardState> Take(const ShardOf& shard_of, size_t* dropped);
+  std::optional<engine::ShardState> Take(const ShardOf& shard_of, size_t* dropped);
 
  private:
   ResumedFrom from_;
-  std::optional<ShardState> own_;
+  std::optional<engine::ShardState> own_;
   std::vector<uint32_t> restore_;
 };
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster
 
 #endif  // CRAWLER_CLUSTER_OWN_STATE_H_

@@ -17,7 +17,7 @@
 #include "crawler/checkpoint.h"
 #include "engine/host_table.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
 using namespace cluster_wire;  // NOLINT: the formats this file reads
 
@@ -136,7 +136,7 @@ bool ShardLoads::LoadElsewhere(const ShardLoad& load) {
 }
 
 std::optional<ShardLoads::Finished> ShardLoads::Ended(ShardLoad load,
-                                                      Result<ShardState> result,
+                                                      Result<engine::ShardState> result,
                                                       Clock::time_point start,
                                                       Clock::time_point now) {
   if (!result.ok()) {
@@ -147,7 +147,7 @@ std::optional<ShardLoads::Finished> ShardLoads::Ended(ShardLoad load,
     retry_at_ = now + std::chrono::seconds(2);
     return std::nullopt;
   }
-  const ShardState& st = *result;
+  const engine::ShardState& st = *result;
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   Finished out{
       load.shards, load.node + " " + std::to_string(st.sequence), seconds,
@@ -167,16 +167,16 @@ std::optional<ShardLoads::Finished> ShardLoads::Ended(ShardLoad load,
   return out;
 }
 
-void ShardLoads::Put(ShardState state) {
+void ShardLoads::Put(engine::ShardState state) {
   MutexLock lock(mu_);
   state_ = std::move(state);
   waiting_ = true;
 }
 
-std::optional<ShardState> ShardLoads::Take() {
+std::optional<engine::ShardState> ShardLoads::Take() {
   if (!waiting_.load()) return std::nullopt;
   MutexLock lock(mu_);
-  std::optional<ShardState> out;
+  std::optional<engine::ShardState> out;
   out.swap(state_);
   waiting_ = false;
   return out;
@@ -187,9 +187,9 @@ std::string CheckpointOfSequence(const std::string& out, uint64_t sequence) {
   // handoff/SEQ/ first: it never changes, while a live node's checkpoint/
   // and checkpoint.prev/ rotate at its next cut (a taker reading one then
   // saw a checksum mismatch, and tried again).
-  for (const std::string& name :
-       {handoff, std::string(kCheckpointDir), std::string(kCheckpointPrevDir)}) {
-    auto m = ReadManifest(out + "/" + name);
+  for (const std::string& name : {handoff, std::string(engine::kCheckpointDir),
+                                  std::string(engine::kCheckpointPrevDir)}) {
+    auto m = engine::ReadManifest(out + "/" + name);
     if (m.ok() && m->contains("sequence") &&
         m->at("sequence").to_number<uint64_t>() == sequence)
       return out + "/" + name;
@@ -200,14 +200,15 @@ std::string CheckpointOfSequence(const std::string& out, uint64_t sequence) {
 std::string OlderThanDamaged(const std::string& out, uint64_t sequence) {
   std::error_code ec;
   const bool damaged =
-      std::filesystem::exists(out + "/" + kCheckpointDamagedDir, ec) ||
-      (std::filesystem::exists(out + "/" + kCheckpointDir + "/MANIFEST.json", ec) &&
-       !ReadManifest(out + "/" + kCheckpointDir).ok());
+      std::filesystem::exists(out + "/" + engine::kCheckpointDamagedDir, ec) ||
+      (std::filesystem::exists(out + "/" + engine::kCheckpointDir + "/MANIFEST.json",
+                               ec) &&
+       !engine::ReadManifest(out + "/" + engine::kCheckpointDir).ok());
   if (!damaged) return "";
   std::string best;
   uint64_t best_sequence = 0;
-  for (const char* name : {kCheckpointDir, kCheckpointPrevDir}) {
-    auto m = ReadManifest(out + "/" + name);
+  for (const char* name : {engine::kCheckpointDir, engine::kCheckpointPrevDir}) {
+    auto m = engine::ReadManifest(out + "/" + name);
     if (!m.ok() || !m->contains("sequence")) continue;
     const uint64_t seq = m->at("sequence").to_number<uint64_t>();
     if (seq < sequence && seq > best_sequence) {
@@ -302,14 +303,13 @@ Result<std::string> FindSource(const ShardLoad& load) {
 
 }  // namespace
 
-Result<ShardState> ReadShards(const ShardLoad& load,
-                              const std::function<uint32_t(std::string_view)>& shard_of,
-                              const std::string& history_import,
-                              const std::string& self) {
+Result<engine::ShardState> ReadShards(
+    const ShardLoad& load, const std::function<uint32_t(std::string_view)>& shard_of,
+    const std::string& history_import, const std::string& self) {
   SlowLoadForTests(self);  // a big shard, a slow disk
   auto found = FindSource(load);
   if (!found.ok()) return found.status();
-  auto cp = LoadCheckpoint(*found, /*with_filter=*/false);
+  auto cp = engine::LoadCheckpoint(*found, /*with_filter=*/false);
   if (!cp.ok()) return cp.status();
   // Selected by host below, and the node's directory is not ours to keep.
   Status read = cp->frontier.ReadSpills();
@@ -318,7 +318,7 @@ Result<ShardState> ReadShards(const ShardLoad& load,
   auto mine = [&](std::string_view host) { return want.count(shard_of(host)) > 0; };
   // The shards the source held with URLs queued at the cut (its outbox, below).
   std::set<uint32_t> held;
-  ShardState st;
+  engine::ShardState st;
   st.shards = load.shards;
   st.from = "node " + load.node + " checkpoint " + std::to_string(cp->info.sequence);
   st.sequence = cp->info.sequence;
@@ -329,21 +329,21 @@ Result<ShardState> ReadShards(const ShardLoad& load,
     held.insert(shard);
     if (want.count(shard) > 0) st.frontier.urls.push_back(std::move(u));
   }
-  auto hosts = HostTable::Decode(cp->hosts_bin, *found + "/hosts.bin");
+  auto hosts = engine::HostTable::Decode(cp->hosts_bin, *found + "/hosts.bin");
   if (!hosts.ok()) return hosts.status();
-  for (HostSnapshot& h : *hosts)
+  for (engine::HostSnapshot& h : *hosts)
     if (mine(h.key)) st.hosts.push_back(std::move(h));
-  auto domains = HostTable::DecodeDomains(cp->hosts_bin, *found + "/hosts.bin");
+  auto domains = engine::HostTable::DecodeDomains(cp->hosts_bin, *found + "/hosts.bin");
   if (!domains.ok()) return domains.status();
   st.domains = std::move(domains).value();
-  auto seen = SeenLog::Read(load.dir + "/seen.log", cp->info.seen_log_bytes,
-                            [&](uint32_t s) { return want.count(s) > 0; });
+  auto seen = engine::SeenLog::Read(load.dir + "/seen.log", cp->info.seen_log_bytes,
+                                    [&](uint32_t s) { return want.count(s) > 0; });
   if (!seen.ok()) return seen.status();
   st.seen = std::move(seen).value();
   if (!cp->history_dir.empty()) {
     // [recrawl]: the shards' URL history moves with them (read now: the
     // source's checkpoint/ may rotate before a worker restores it).
-    auto history = History::ReadImage(
+    auto history = engine::History::ReadImage(
         cp->history_dir, history_import,
         [&](std::string_view url) { return mine(frontier::HostKey(url)); });
     if (!history.ok()) return history.status();
@@ -356,4 +356,4 @@ Result<ShardState> ReadShards(const ShardLoad& load,
   return st;
 }
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster

@@ -41,7 +41,7 @@
 #include "cluster/membership/leases.h"
 #include "engine/placement.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
 // What a lease newly this process's means for its shard (shard_states.h):
 // its state is loaded from a source checkpoint (kLoad: `source`, and `prev`
@@ -77,7 +77,7 @@ class ShardLoads {
  public:
   using Clock = std::chrono::steady_clock;
   // Reads a load's state (files only; on the load's own thread).
-  using Reader = std::function<Result<ShardState>(const ShardLoad&)>;
+  using Reader = std::function<Result<engine::ShardState>(const ShardLoad&)>;
   // A node's OUT as the others read it (from Redis), or an error.
   using DirOf = std::function<Result<std::string>(const std::string& node)>;
 
@@ -108,9 +108,9 @@ class ShardLoads {
                                Clock::time_point now);
 
   // State for a worker that was not loaded here (a resumed node's own).
-  void Put(ShardState state) EXCLUDES(mu_);
+  void Put(engine::ShardState state) EXCLUDES(mu_);
   // A worker's, inside a gate pass: the state to restore, once.
-  std::optional<ShardState> Take() EXCLUDES(mu_);
+  std::optional<engine::ShardState> Take() EXCLUDES(mu_);
   bool Waiting() const { return waiting_.load(); }  // put, not taken yet
   // A load was started and Step has not collected its end (the exchange
   // thread's; tests say "no load started" with it, without waiting).
@@ -123,7 +123,7 @@ class ShardLoads {
   // there (true: nothing loads this round).
   bool LoadElsewhere(const ShardLoad& load);
   // `start`: when it started (for the log); `now`: the round's time.
-  std::optional<Finished> Ended(ShardLoad load, Result<ShardState> result,
+  std::optional<Finished> Ended(ShardLoad load, Result<engine::ShardState> result,
                                 Clock::time_point start, Clock::time_point now);
 
   const Reader reader_;
@@ -133,11 +133,12 @@ class ShardLoads {
   struct Running {
     ShardLoad load;
     Clock::time_point start;
-    Result<ShardState> result = Status::Error(Status::Code::kIoError, "not loaded");
+    Result<engine::ShardState> result =
+        Status::Error(Status::Code::kIoError, "not loaded");
   };
   std::future<Running> running_;
   mutable Mutex mu_;
-  std::optional<ShardState> state_ GUARDED_BY(mu_);
+  std::optional<engine::ShardState> state_ GUARDED_BY(mu_);
   std::atomic<bool> waiting_{false};
 };
 
@@ -148,9 +149,9 @@ class ShardLoads {
 // one damaged, the newest older readable one. `shard_of`: a host key's shard.
 // `self`: this node's name (the test hook CRAWLER_TEST_TAKEOVER_LOAD_MS,
 // "NODE:MS" or "*:MS", makes its loads slow).
-Result<ShardState> ReadShards(const ShardLoad& load,
-                              const std::function<uint32_t(std::string_view)>& shard_of,
-                              const std::string& history_import, const std::string& self);
+Result<engine::ShardState> ReadShards(
+    const ShardLoad& load, const std::function<uint32_t(std::string_view)>& shard_of,
+    const std::string& history_import, const std::string& self);
 
 // Of a source node's outbox at a cut, what one load sends again: each URL
 // goes from one taker only, the one that takes its referrer's shard, if
@@ -183,6 +184,6 @@ std::string CheckpointOfSequence(const std::string& out, uint64_t sequence);
 // of checkpoint/ and checkpoint.prev/ older than `sequence` ("" if none).
 std::string OlderThanDamaged(const std::string& out, uint64_t sequence);
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster
 
 #endif  // CRAWLER_CLUSTER_SHARD_LOADS_H_

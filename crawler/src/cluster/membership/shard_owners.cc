@@ -7,7 +7,7 @@
 #include <charconv>
 #include <utility>
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
 uint32_t ShardOfHost(std::string_view host_key, uint64_t seed, uint32_t shards) {
   return static_cast<uint32_t>(
@@ -134,4 +134,4 @@ const std::string& ShardOwners::OwnerOf(const std::vector<std::string>& live,
   return live[placed_[shard]];
 }
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
 // A host's shard: XXH3-64(host key, the job's seed) mod `shards`.
 uint32_t ShardOfHost(std::string_view host_key, uint64_t seed, uint32_t shards);
@@ -71,6 +71,6 @@ class ShardOwners {
   std::vector<uint32_t> placed_;
 };
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster
 
 #endif  // CRAWLER_CLUSTER_SHARD_OWNERS_H_

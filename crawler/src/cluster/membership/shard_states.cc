@@ -3,9 +3,9 @@
 
 #include "cluster/membership/shard_owners.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
-ShardStates::ShardStates(const ClusterConfig& cfg, uint64_t seed,
+ShardStates::ShardStates(const engine::ClusterConfig& cfg, uint64_t seed,
                          const std::string& out_dir)
     : node_(cfg.node),
       seed_(seed),
@@ -54,16 +54,16 @@ std::optional<ShardLoads::Finished> ShardStates::StepLoads(
   return loads_.Step(dir_of, skip, ShardLoads::Clock::now());
 }
 
-void ShardStates::StashOwn(ShardState own) {
+void ShardStates::StashOwn(engine::ShardState own) {
   own_.Stash(std::move(own), [this](std::string_view host) { return ShardOf(host); });
 }
 
 size_t ShardStates::RestoreOwn() {
   size_t dropped = 0;
-  std::optional<ShardState> st =
+  std::optional<engine::ShardState> st =
       own_.Take([this](std::string_view host) { return ShardOf(host); }, &dropped);
   if (st) loads_.Put(std::move(*st));
   return dropped;
 }
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster

@@ -29,12 +29,13 @@
 #include "crawler/config.h"
 #include "engine/placement.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
 class ShardStates {
  public:
   // `seed`: the job's (a host's shard); `out_dir`: this node's OUT.
-  ShardStates(const ClusterConfig& cfg, uint64_t seed, const std::string& out_dir);
+  ShardStates(const engine::ClusterConfig& cfg, uint64_t seed,
+              const std::string& out_dir);
 
   // cluster.shared_dir is set: shards move between nodes through
   // checkpoints (takeover, handoff).
@@ -69,7 +70,7 @@ class ShardStates {
   std::optional<ShardLoads::Finished> StepLoads(
       const ShardLoads::DirOf& dir_of, const std::function<bool(uint32_t)>& skip);
   // A worker's: the state to restore; then the shards restored are ready.
-  std::optional<ShardState> Take() { return loads_.Take(); }
+  std::optional<engine::ShardState> Take() { return loads_.Take(); }
   void Loaded(uint32_t shard) { ready_[shard] = true; }
   // Nothing loading, nothing waiting for a worker.
   bool Quiet() const { return loads_.Quiet(); }
@@ -77,7 +78,7 @@ class ShardStates {
   // A resumed node's own state: kept until Start's first heartbeat, then
   // restored for the shards held again (RestoreOwn: the queued URLs left to
   // the other shards' new owners, counted).
-  void StashOwn(ShardState own);
+  void StashOwn(engine::ShardState own);
   const ResumedFrom& own() const { return own_.from(); }
   bool resumed() const { return own_.resumed() != nullptr; }
   size_t RestoreOwn();
@@ -92,6 +93,6 @@ class ShardStates {
   OwnState own_;
 };
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster
 
 #endif  // CRAWLER_CLUSTER_SHARD_STATES_H_

@@ -10,7 +10,7 @@
 
 #include "cluster/redis/cluster_wire.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
 using SteadyClock = std::chrono::steady_clock;
 using cluster_wire::kAckScript;
@@ -212,4 +212,4 @@ Tenure::Acked Tenure::Acknowledge(
   return out;
 }
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster

@@ -24,7 +24,7 @@
 #include "cluster/membership/leases.h"
 #include "cluster/redis/redis.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
 class Tenure {
  public:
@@ -111,6 +111,6 @@ class Tenure {
   std::map<uint32_t, uint64_t> holding_ GUARDED_BY(mu_);  // held shard -> epoch
 };
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster
 
 #endif  // CRAWLER_CLUSTER_TENURE_H_

@@ -22,7 +22,7 @@
 #include "crawler/config.h"
 #include "frontier/frontier.h"
 
-namespace crawler::engine::cluster_wire {
+namespace crawler::cluster::cluster_wire {
 
 namespace json = boost::json;
 using SteadyClock = std::chrono::steady_clock;
@@ -37,7 +37,7 @@ inline std::string Hex64(uint64_t v) { return fmt::format("{:016x}", v); }
 // "a.b = 1" lines of the job's config as one JSON object, and its hash.
 // crawl.max_duration_s is each node's own run (a node may --resume with
 // another), not the job's.
-inline std::string JobConfigJson(const Config& config) {
+inline std::string JobConfigJson(const engine::Config& config) {
   json::object o;
   for (const auto& [key, value] :
        ConfigEntries(config, {"crawl", "url", "dedup", "recrawl"}))
@@ -150,6 +150,6 @@ inline StreamId ParseStreamId(std::string_view id) {
   return out;
 }
 
-}  // namespace crawler::engine::cluster_wire
+}  // namespace crawler::cluster::cluster_wire
 
 #endif  // CRAWLER_CLUSTER_WIRE_H_

@@ -7,7 +7,7 @@
 
 #include <chrono>
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
 class LogEvery {
  public:
@@ -25,6 +25,6 @@ class LogEvery {
   Clock::time_point last_{};
 };
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster
 
 #endif  // CRAWLER_CLUSTER_LOG_EVERY_H_

@@ -16,7 +16,7 @@
 #include "base/secret.h"
 #include "base/sha1.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 namespace {
 
 timeval Timeval(double s) {
@@ -79,7 +79,7 @@ std::string RefusalOf(const std::string& error) {
   return "";
 }
 
-Result<RedisAddress> ClusterRedisAddress(const ClusterConfig& c) {
+Result<RedisAddress> ClusterRedisAddress(const engine::ClusterConfig& c) {
   RedisAddress a;
   if (c.sentinels.empty()) {
     auto parsed = ParseRedisUrl(c.redis);
@@ -340,4 +340,4 @@ Result<std::vector<RedisReply>> Redis::Pipeline(
   return replies;
 }
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster

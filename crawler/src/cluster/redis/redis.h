@@ -23,7 +23,7 @@
 #include "base/status.h"
 #include "crawler/config.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
 // redis://HOST[:PORT] (default port 6379). The password, if the server wants
 // one, is read from the environment (kRedisPasswordEnv, base/secret.h): a URL
@@ -59,7 +59,7 @@ Result<RedisAddress> ParseRedisUrl(const std::string& url,
                                    std::string_view what = "cluster.redis");
 // A cluster config's Redis: cluster.redis, or cluster.sentinels with
 // cluster.sentinel_master; with cluster.wait_replicas. Errors name the key.
-Result<RedisAddress> ClusterRedisAddress(const ClusterConfig& c);
+Result<RedisAddress> ClusterRedisAddress(const engine::ClusterConfig& c);
 
 // A typed, null-safe view of one reply or of one of its elements: how every
 // reply is read. A missing element (past the end, or of a reply that is not
@@ -236,6 +236,6 @@ inline Status StoppedWhile(const std::string& what) {
       "cluster: stopped by a signal while " + what + ": nothing of this run crawled");
 }
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster
 
 #endif  // CRAWLER_REDIS_H_

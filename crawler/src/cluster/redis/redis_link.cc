@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <thread>
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
 void RedisLink::Lost(Clock::time_point now) {
   redis_.reset();
@@ -71,4 +71,4 @@ Status RedisLink::Retry(const std::atomic<bool>& stop, const char* what,
   }
 }
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster

@@ -28,7 +28,7 @@
 #include "cluster/redis/log_every.h"
 #include "cluster/redis/redis.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
 class RedisLink {
  public:
@@ -74,6 +74,6 @@ class RedisLink {
   LogEvery refusal_log_{std::chrono::seconds(30)};
 };
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster
 
 #endif  // CRAWLER_CLUSTER_REDIS_LINK_H_

@@ -14,7 +14,7 @@
 
 #include "cluster/redis/log_every.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
 class RefusalBackoff {
  public:
@@ -48,6 +48,6 @@ class RefusalBackoff {
   LogEvery log_{std::chrono::seconds(30)};
 };
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster
 
 #endif  // CRAWLER_CLUSTER_REFUSAL_BACKOFF_H_

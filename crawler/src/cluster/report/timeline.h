@@ -14,12 +14,12 @@
 #include "cluster/redis/redis.h"
 #include "report/stats_schema.h"
 
-namespace crawler::engine {
+namespace crawler::cluster {
 
 struct TimelinePoint {
   std::string node;
   double unix_s = 0;  // Redis's clock (the entry's ID): one clock for every node
-  ClusterReport figures;
+  engine::ClusterReport figures;
   uint64_t redis_bytes = 0;  // used_memory
   std::string load;          // the backlog it published (Balancer: "", "-" or a count)
 };
@@ -36,6 +36,6 @@ Result<std::vector<TimelinePoint>> ReadTimeline(Redis& redis, const std::string&
 std::string TimelineHtml(const boost::json::object& collected,
                          const std::vector<TimelinePoint>& points);
 
-}  // namespace crawler::engine
+}  // namespace crawler::cluster
 
 #endif  // CRAWLER_CLUSTER_TIMELINE_H_
