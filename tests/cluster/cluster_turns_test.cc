@@ -33,6 +33,11 @@ struct TurnsFixture {
     // The node's liveness key: a start drops the turns of a process not in it.
     REQUIRE(probe->Command({"SET", std::string(kPrefix) + "alive:n1", "p1"}).ok());
   }
+  // A node's turns, n1's process p1, through `port` (0: the server's own).
+  std::unique_ptr<AddressTokens> Turns(AddressTokens::Limits limits, unsigned port = 0) {
+    return std::make_unique<AddressTokens>(
+        Address(port != 0 ? port : scratch.server().port()), kPrefix, "n1", "p1", limits);
+  }
   RedisAddress Address(unsigned port) const {
     auto a = ParseRedisUrl("redis://127.0.0.1:" + std::to_string(port));
     REQUIRE(a.ok());
@@ -68,8 +73,8 @@ TEST_CASE(
     "its address, one not taken in its claim is given back",
     "[cluster][turns]") {
   TurnsFixture fx;
-  AddressTokens turns(fx.Address(fx.scratch.server().port()), kPrefix, "n1", "p1",
-                      AddressTokens::Limits{0, 2, 60'000, 60'000});
+  auto owned = fx.Turns({0, 2, 60'000, 60'000});
+  AddressTokens& turns = *owned;
   // Asked for: pending, not granted (a worker goes on with other hosts).
   engine::AddressTurn first = turns.Start("10.0.0.1", 7);
   CHECK_FALSE(first.granted);
@@ -84,10 +89,9 @@ TEST_CASE(
   CHECK(fx.Hash("10.0.0.1").count("n1:p1:" + std::to_string(t.token)) == 0);
   CHECK(turns.figures().local == 0);
   // A turn no one takes within its claim (1 ms here) goes back to Redis.
-  AddressTokens brief(fx.Address(fx.scratch.server().port()), kPrefix, "n1", "p1",
-                      AddressTokens::Limits{0, 2, 60'000, 1});
-  CHECK(brief.Start("10.0.0.2", 1).pending);
-  REQUIRE(testing::WaitFor([&] { return brief.figures().unused == 1; }, 30));
+  auto brief = fx.Turns({0, 2, 60'000, 1});
+  CHECK(brief->Start("10.0.0.2", 1).pending);
+  REQUIRE(testing::WaitFor([&] { return brief->figures().unused == 1; }, 30));
   REQUIRE(testing::WaitFor([&] { return fx.Hash("10.0.0.2").size() == 1; }, 30));
   CHECK(fx.Hash("10.0.0.2").count("next") == 1);  // no turn left there
 }
@@ -98,8 +102,8 @@ TEST_CASE(
     "[cluster][turns]") {
   TurnsFixture fx;
   testing::TcpProxy proxy(fx.scratch.server().port());
-  AddressTokens turns(fx.Address(proxy.port()), kPrefix, "n1", "p1",
-                      AddressTokens::Limits{0, 2, 60'000, 60'000});
+  auto owned = fx.Turns({0, 2, 60'000, 60'000}, proxy.port());
+  AddressTokens& turns = *owned;
   WaitForTurn(turns, "10.0.0.1", 1);  // the connection is up
   proxy.Cut();
   // Before, this Start waited out the 0.5 s command timeout on its thread.
@@ -120,8 +124,8 @@ TEST_CASE(
   TurnsFixture fx;
   // 1 s between starts, a claim of 60 s: taken or not, no other start
   // would come for 61 s but for the turn's taking.
-  AddressTokens turns(fx.Address(fx.scratch.server().port()), kPrefix, "n1", "p1",
-                      AddressTokens::Limits{1000, 2, 600'000, 60'000});
+  auto owned = fx.Turns({1000, 2, 600'000, 60'000});
+  AddressTokens& turns = *owned;
   CHECK(turns.Start("10.0.0.4", 1).pending);
   REQUIRE(testing::WaitFor([&] { return turns.figures().granted == 1; }, 30));
   std::map<std::string, std::string> granted = fx.Hash("10.0.0.4");
