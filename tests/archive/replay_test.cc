@@ -36,7 +36,7 @@
 #include "testsite_crawl.h"
 #include "testsite_process.h"
 
-namespace crawler::engine {
+namespace crawler::archive {
 namespace {
 
 namespace fs = std::filesystem;
@@ -124,7 +124,7 @@ void CheckStyledPage(const json::object& o) {
 // configs/archive.toml, no politeness delay, and `extra` settings.
 void CrawlForReplay(const std::string& dir, const std::string& out,
                     const std::string& extra = "") {
-  CommandResult r = testsite_crawl::Crawl(
+  CommandResult r = engine::testsite_crawl::Crawl(
       dir + "/seeds.txt", out,
       std::string("--config ") + CRAWLER_SOURCE_DIR +
           "/configs/archive.toml --set frontier.min_delay_s=0 " + extra);
@@ -403,4 +403,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace crawler::engine
+}  // namespace crawler::archive

@@ -104,11 +104,11 @@ int main(int argc, char** argv) {
               static_cast<double>(fs.bytes) / 1e9, fs.items, urls,
               fr->Stats(Clock::now()).spilled, Since(t));
 
-  engine::CheckpointInfo info;
+  checkpoint::CheckpointInfo info;
   info.sequence = 1;
   info.config_toml = "[dedup]\ntype = \"bloom\"\n";
   info.warc_file = "crawl-00000.warc.gz";
-  engine::CheckpointSources src;
+  checkpoint::CheckpointSources src;
   src.filter = filter.get();
   src.frontier = fr.get();
   // An empty host table (hosts.bin's preamble and end record only).
@@ -130,7 +130,7 @@ int main(int argc, char** argv) {
     auto t0 = Clock::now();
     pid_t pid = ::fork();
     if (pid == 0) {
-      auto written = engine::WriteCheckpoint(out, info, src);
+      auto written = checkpoint::WriteCheckpoint(out, info, src);
       if (!written.ok()) std::fprintf(stderr, "%s\n", written.status().message().c_str());
       ::_exit(written.ok() ? 0 : 1);
     }
@@ -170,7 +170,7 @@ int main(int argc, char** argv) {
   for (int round = 0; round < 3; ++round) {
     cold = DropCaches() && cold;
     t = Clock::now();
-    auto loaded = engine::LoadCheckpoint(out + "/checkpoint");
+    auto loaded = checkpoint::LoadCheckpoint(out + "/checkpoint");
     if (!loaded.ok()) {
       std::fprintf(stderr, "%s\n", loaded.status().message().c_str());
       return 1;

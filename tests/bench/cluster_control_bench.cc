@@ -32,8 +32,8 @@
 
 using crawler::cluster::Cluster;
 using crawler::cluster::Redis;
-using crawler::engine::ClusterHealth;
 using crawler::engine::Config;
+using crawler::report::ClusterHealth;
 using Clock = std::chrono::steady_clock;
 
 namespace {

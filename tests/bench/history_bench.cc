@@ -16,9 +16,9 @@
 
 namespace {
 
-using crawler::engine::DirectoryBytes;
-using crawler::engine::History;
-using crawler::engine::HistoryRecord;
+using crawler::output::DirectoryBytes;
+using crawler::output::History;
+using crawler::output::HistoryRecord;
 using Clock = std::chrono::steady_clock;
 
 double Since(Clock::time_point start) {
@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
     r.due_ms = r.fetched_ms + 86'400'000 + rng() % 3'600'000;
     const std::string url = url_of(i);
     url_bytes += url.size();
-    record_bytes += crawler::engine::EncodeHistoryRecord(r).size();
+    record_bytes += crawler::output::EncodeHistoryRecord(r).size();
     Check(history.Put(url, r));
   }
   const double put_s = Since(start);

@@ -32,7 +32,7 @@
 #include "run_command.h"
 #include "testsite_process.h"
 
-namespace crawler::engine {
+namespace crawler::checkpoint {
 namespace {
 
 namespace fs = std::filesystem;
@@ -51,15 +51,15 @@ using testing::TestSite;
 using testing::WaitExit;
 using testing::WarcResponses;
 
-using checkpoint_testing::CheckpointLogBytes;
-using checkpoint_testing::Distinct;
-using checkpoint_testing::FlipByte;
-using checkpoint_testing::kCrawler;
-using checkpoint_testing::kExactDedup;
-using checkpoint_testing::Manifest;
-using checkpoint_testing::PageLinesAfter;
-using checkpoint_testing::Restore;
-using checkpoint_testing::Truncate;
+using engine::checkpoint_testing::CheckpointLogBytes;
+using engine::checkpoint_testing::Distinct;
+using engine::checkpoint_testing::FlipByte;
+using engine::checkpoint_testing::kCrawler;
+using engine::checkpoint_testing::kExactDedup;
+using engine::checkpoint_testing::Manifest;
+using engine::checkpoint_testing::PageLinesAfter;
+using engine::checkpoint_testing::Restore;
+using engine::checkpoint_testing::Truncate;
 
 // A crawl stopped by max_pages with checkpoint/ and checkpoint.prev/.
 struct StoppedCrawl {
@@ -508,4 +508,4 @@ TEST_CASE("crawler stats on a directory without a crawl exits 2", "[checkpoint]"
 }
 
 }  // namespace
-}  // namespace crawler::engine
+}  // namespace crawler::checkpoint

@@ -25,7 +25,7 @@
 #include "run_command.h"
 #include "testsite_process.h"
 
-namespace crawler::engine {
+namespace crawler::checkpoint {
 namespace {
 
 namespace fs = std::filesystem;
@@ -37,12 +37,12 @@ bool Started(const std::string& out) {
   return fs::exists(out + "/start-config.toml") || fs::exists(out + "/checkpoint") ||
          fs::exists(out + "/checkpoint.prev");
 }
-using checkpoint_testing::CheckpointCompactions;
-using checkpoint_testing::CheckpointLogBytes;
-using checkpoint_testing::Distinct;
-using checkpoint_testing::kCrawler;
-using checkpoint_testing::kExactDedup;
-using checkpoint_testing::PageLinesAfter;
+using engine::checkpoint_testing::CheckpointCompactions;
+using engine::checkpoint_testing::CheckpointLogBytes;
+using engine::checkpoint_testing::Distinct;
+using engine::checkpoint_testing::kCrawler;
+using engine::checkpoint_testing::kExactDedup;
+using engine::checkpoint_testing::PageLinesAfter;
 using testing::CommandResult;
 using testing::ReadFetchLog;
 using testing::ReadText;
@@ -163,7 +163,7 @@ TEST_CASE("Crash torture: kill -9 at random moments and resume, until the crawl 
       for (const char* d : {"/checkpoint", "/checkpoint.prev"}) {
         if (fs::exists(out + d)) {
           INFO("kill " << kills);
-          CHECK(checkpoint_testing::CheckpointProblem(out + d) == "");
+          CHECK(engine::checkpoint_testing::CheckpointProblem(out + d) == "");
         }
       }
       lost += PageLinesAfter(log, CheckpointLogBytes(out));
@@ -313,7 +313,7 @@ TEST_CASE(
     for (const char* d : {"/checkpoint", "/checkpoint.prev"}) {
       if (fs::exists(out + d)) {
         INFO("kill " << kills);
-        CHECK(checkpoint_testing::CheckpointProblem(out + d) == "");
+        CHECK(engine::checkpoint_testing::CheckpointProblem(out + d) == "");
       }
     }
   }
@@ -381,4 +381,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace crawler::engine
+}  // namespace crawler::checkpoint

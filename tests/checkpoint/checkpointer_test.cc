@@ -17,7 +17,7 @@
 #include "run_command.h"
 #include "testsite_process.h"
 
-namespace crawler::engine {
+namespace crawler::checkpoint {
 namespace {
 
 namespace fs = std::filesystem;
@@ -68,4 +68,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace crawler::engine
+}  // namespace crawler::checkpoint

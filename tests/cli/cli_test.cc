@@ -22,7 +22,7 @@
 #include "run_command.h"
 #include "testsite_process.h"
 
-namespace crawler::engine {
+namespace crawler::cli {
 namespace {
 
 namespace fs = std::filesystem;
@@ -195,7 +195,7 @@ TEST_CASE(
 // read racing the checkpoint's renames counts as none).
 uint64_t CheckpointSequence(const std::string& out) {
   try {
-    return checkpoint_testing::Manifest(out + "/checkpoint")
+    return engine::checkpoint_testing::Manifest(out + "/checkpoint")
         .at("sequence")
         .to_number<uint64_t>();
   } catch (const std::exception&) {
@@ -232,7 +232,7 @@ TEST_CASE(
   REQUIRE(WaitFor([&] { return CheckpointSequence(out) >= 2; }, 60));
   // Taken mid-crawl: it records fetch-log lines, and the crawl was still
   // running after it (the process had not exited).
-  const json::object m = checkpoint_testing::Manifest(out + "/checkpoint");
+  const json::object m = engine::checkpoint_testing::Manifest(out + "/checkpoint");
   CHECK(m.at("sequence").to_number<uint64_t>() == 2);
   CHECK(m.at("fetch_log").at("bytes").to_number<uint64_t>() > 0);
   int status = 0;
@@ -286,4 +286,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace crawler::engine
+}  // namespace crawler::cli

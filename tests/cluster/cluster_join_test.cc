@@ -70,8 +70,8 @@ std::pair<uint64_t, uint64_t> JoinKillAndDamage(ClusterCrawl& c, const std::stri
   const uint64_t first = JoinAndStopAtFirstCommit(c, job, extra, &n4);
   REQUIRE(first > 0);
   const std::string out = c.dir + "/n4";
-  auto cur = engine::ReadManifest(out + "/" + engine::kCheckpointDir);
-  auto prev = engine::ReadManifest(out + "/" + engine::kCheckpointPrevDir);
+  auto cur = checkpoint::ReadManifest(out + "/" + checkpoint::kCheckpointDir);
+  auto prev = checkpoint::ReadManifest(out + "/" + checkpoint::kCheckpointPrevDir);
   REQUIRE(cur.ok());
   REQUIRE(prev.ok());
   REQUIRE(cur->at("sequence").to_number<uint64_t>() == first);  // not cut on since
@@ -83,7 +83,8 @@ std::pair<uint64_t, uint64_t> JoinKillAndDamage(ClusterCrawl& c, const std::stri
   CHECK(!from.empty());
   ::kill(n4, SIGKILL);
   ::waitpid(n4, nullptr, 0);
-  std::ofstream(out + "/" + engine::kCheckpointDir + "/MANIFEST.json", std::ios::trunc)
+  std::ofstream(out + "/" + checkpoint::kCheckpointDir + "/MANIFEST.json",
+                std::ios::trunc)
       << "{damaged";
   return {first, prev->at("fetch_log").at("bytes").to_number<uint64_t>()};
 }

@@ -28,9 +28,9 @@ void MakeCheckpoint(const std::string& out, const std::string& name, uint64_t se
   const std::string dir = out + "/" + name;
   fs::remove_all(dir);
   fs::create_directories(dir + "/history");
-  engine::CheckpointInfo info;
+  checkpoint::CheckpointInfo info;
   info.sequence = sequence;
-  std::ofstream(dir + "/MANIFEST.json") << EncodeManifest(info, {});
+  std::ofstream(dir + "/MANIFEST.json") << checkpoint::EncodeManifest(info, {});
   std::ofstream(dir + "/frontier.bin") << "frontier of " << sequence;
   std::ofstream(dir + "/history/image") << "history of " << sequence;
 }

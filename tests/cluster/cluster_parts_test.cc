@@ -397,7 +397,7 @@ TEST_CASE(
   RedisLink redis(RedisAddress{}, nullptr);
   Balancer balancer(cfg, {members, tenure, states, handoff, beats, redis},
                     std::vector<uint32_t>(cfg.shards, 0), /*continuous=*/false);
-  balancer.SetBacklogSource([](const engine::NodeLife::HostVisitor& visit) {
+  balancer.SetBacklogSource([](const crawl::NodeLife::HostVisitor& visit) {
     visit("http://a.example", 40, true);  // a shard this node does not hold
     return true;
   });

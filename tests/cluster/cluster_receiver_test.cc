@@ -120,7 +120,7 @@ TEST_CASE(
   std::map<std::string, int> seen;
   CHECK(ReceiverFixture::TakeInto(*receiver, &seen) == 10);
   CHECK(receiver->Quiet());
-  engine::ClusterReport f;
+  report::ClusterReport f;
   receiver->Report(&f);
   CHECK(f.urls_received == 10);
   CHECK(f.batches_applied == 5);

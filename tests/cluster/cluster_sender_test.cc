@@ -145,8 +145,8 @@ struct SenderFixture {
     }
     return false;
   }
-  engine::ClusterReport Report(const Sender& sender) {
-    engine::ClusterReport f;
+  report::ClusterReport Report(const Sender& sender) {
+    report::ClusterReport f;
     sender.Report(&f);
     return f;
   }
@@ -216,11 +216,11 @@ TEST_CASE(
     sender->Ship(SenderFixture::Urls(40, 0), SenderFixture::ShardOfHost);
     std::this_thread::sleep_for(milliseconds(5));  // every batch due (batch_ms 1)
     sender->Hold();                                // Redis down
-    engine::ClusterReport f = t.Report(*sender);
+    report::ClusterReport f = t.Report(*sender);
     CHECK(f.urls_queued == 40);
     CHECK(f.urls_on_disk == 40);
     CHECK(f.urls_held == 0);
-    engine::OutboxCut cut = sender->Cut(1);
+    checkpoint::OutboxCut cut = sender->Cut(1);
     CHECK(cut.text == cluster_wire::kOutboxHeader);  // nothing left in RAM
     CHECK(cut.spill_files.size() >= 2);              // the files, and their directory
     // Killed here: a resumed node takes the files back.

@@ -86,8 +86,8 @@ std::pair<uint64_t, uint64_t> StopWhenCommittedIsNewest(const RedisServer& redis
       ::kill(pid, SIGCONT);
       continue;
     }
-    auto cur = engine::ReadManifest(out + "/" + engine::kCheckpointDir);
-    auto prev = engine::ReadManifest(out + "/" + engine::kCheckpointPrevDir);
+    auto cur = checkpoint::ReadManifest(out + "/" + checkpoint::kCheckpointDir);
+    auto prev = checkpoint::ReadManifest(out + "/" + checkpoint::kCheckpointPrevDir);
     std::string seq = redis.Cli("HGET crawler:{" + job + "}:commits " + node);
     const uint64_t committed = seq.empty() || seq == "\n" ? 0 : std::stoull(seq);
     if (cur.ok() && prev.ok() && committed > 0 &&

@@ -17,7 +17,7 @@
 #include "http_test_server.h"
 #include "run_command.h"
 
-namespace crawler::engine {
+namespace crawler::crawl {
 namespace {
 
 using testing::HttpTestServer;
@@ -219,4 +219,4 @@ TEST_CASE("Crawl: bad input exits 2 with a message naming what was wrong",
 }
 
 }  // namespace
-}  // namespace crawler::engine
+}  // namespace crawler::crawl

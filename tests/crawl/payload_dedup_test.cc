@@ -23,7 +23,7 @@
 #include "testsite_crawl.h"
 #include "testsite_process.h"
 
-namespace crawler::engine {
+namespace crawler::crawl {
 namespace {
 
 using testing::CommandResult;
@@ -43,7 +43,7 @@ constexpr const char* kSite =
 std::string ArchiveSets(const std::string& extra) {
   return std::string("--config ") + CRAWLER_SOURCE_DIR +
          "/configs/archive.toml --set frontier.min_delay_s=0 " + extra + " " +
-         testsite_crawl::kExactDedup;
+         engine::testsite_crawl::kExactDedup;
 }
 
 uint64_t Counter(const std::string& out, const char* name) {
@@ -99,8 +99,8 @@ TEST_CASE(
   // once" is exact.
   const std::string sets = ArchiveSets("--set crawl.workers=1");
   const std::string out = dir + "/out";
-  CommandResult r = testsite_crawl::Crawl(dir + "/seeds.txt", out,
-                                          sets + " --set dedup.payload_min_bytes=0");
+  CommandResult r = engine::testsite_crawl::Crawl(
+      dir + "/seeds.txt", out, sets + " --set dedup.payload_min_bytes=0");
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   const std::vector<WarcRecord> records = testing::WarcRecords(out);
@@ -120,8 +120,8 @@ TEST_CASE(
 
   // A minimum above every payload: each is stored whole, nothing looked up.
   const std::string whole = dir + "/whole";
-  r = testsite_crawl::Crawl(dir + "/seeds.txt", whole,
-                            sets + " --set dedup.payload_min_bytes=1000000000");
+  r = engine::testsite_crawl::Crawl(dir + "/seeds.txt", whole,
+                                    sets + " --set dedup.payload_min_bytes=1000000000");
   REQUIRE(r.exit_code == 0);
   const std::vector<WarcRecord> whole_records = testing::WarcRecords(whole);
   CHECK(NotAsTruth(whole, truth) == "");
@@ -145,7 +145,7 @@ TEST_CASE(
   site.WriteSeeds(dir + "/seeds.txt");
   const std::set<std::string> truth = site.Truth();
   const std::string out = dir + "/out";
-  CommandResult r = testsite_crawl::Crawl(
+  CommandResult r = engine::testsite_crawl::Crawl(
       dir + "/seeds.txt", out,
       ArchiveSets("--set crawl.workers=4 --set crawl.max_connections=16 "
                   "--set frontier.max_connections_per_host=2"));
@@ -281,7 +281,8 @@ TEST_CASE(
   site.WriteSeeds(dir + "/seeds.txt");
   const std::string sets = ArchiveSets("");
   auto crawl = [&](const std::string& out, const std::string& extra) {
-    CommandResult r = testsite_crawl::Crawl(dir + "/seeds.txt", out, sets + " " + extra);
+    CommandResult r =
+        engine::testsite_crawl::Crawl(dir + "/seeds.txt", out, sets + " " + extra);
     INFO(out << ": " << r.output);
     REQUIRE(r.exit_code == 0);
     return testing::WarcRecords(out);
@@ -356,8 +357,8 @@ TEST_CASE(
             dir + "/seeds.txt: not a crawl's output"},
         {"--set dedup.payload=false --set 'dedup.from=[\"" + first + "\"]'",
          "dedup.from: needs dedup.payload = true"}}) {
-    CommandResult r =
-        testsite_crawl::Crawl(dir + "/seeds.txt", dir + "/refused", sets + " " + extra);
+    CommandResult r = engine::testsite_crawl::Crawl(dir + "/seeds.txt", dir + "/refused",
+                                                    sets + " " + extra);
     INFO(r.output);
     CHECK(r.exit_code != 0);
     CHECK_THAT(r.output, Catch::Contains(words));
@@ -368,4 +369,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace crawler::engine
+}  // namespace crawler::crawl

@@ -16,15 +16,15 @@
 #include "testsite_crawl.h"
 #include "testsite_process.h"
 
-namespace crawler::engine {
+namespace crawler::crawl {
 namespace {
 
+using engine::testsite_crawl::Crawl;
 using testing::CommandResult;
 using testing::ServedRequest;
 using testing::TempDir;
 using testing::TestSite;
 using testing::WarcRecord;
-using testsite_crawl::Crawl;
 
 boost::json::object CrawlStats(const std::string& out) {
   CommandResult stats =
@@ -139,4 +139,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace crawler::engine
+}  // namespace crawler::crawl

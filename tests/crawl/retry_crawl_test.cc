@@ -17,9 +17,11 @@
 #include "testsite_crawl.h"
 #include "testsite_process.h"
 
-namespace crawler::engine {
+namespace crawler::crawl {
 namespace {
 
+using engine::testsite_crawl::Crawl;
+using engine::testsite_crawl::kExactDedup;
 using testing::Attempted;
 using testing::CommandResult;
 using testing::LogLine;
@@ -27,8 +29,6 @@ using testing::ReadFetchLog;
 using testing::ServedRequest;
 using testing::TempDir;
 using testing::TestSite;
-using testsite_crawl::Crawl;
-using testsite_crawl::kExactDedup;
 
 TEST_CASE(
     "Retries: every URL fails its first two attempts (503, 429 with Retry-After, a "
@@ -381,4 +381,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace crawler::engine
+}  // namespace crawler::crawl

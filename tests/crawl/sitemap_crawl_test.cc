@@ -13,17 +13,17 @@
 #include "testsite_crawl.h"
 #include "testsite_process.h"
 
-namespace crawler::engine {
+namespace crawler::crawl {
 namespace {
 
+using engine::testsite_crawl::Crawl;
+using engine::testsite_crawl::kExactDedup;
 using testing::CommandResult;
 using testing::LogLine;
 using testing::ReadFetchLog;
 using testing::ServedRequest;
 using testing::TempDir;
 using testing::TestSite;
-using testsite_crawl::Crawl;
-using testsite_crawl::kExactDedup;
 
 TEST_CASE(
     "Sitemaps: pages only a sitemap lists are crawled (robots.txt Sitemap:, an index, "
@@ -102,4 +102,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace crawler::engine
+}  // namespace crawler::crawl

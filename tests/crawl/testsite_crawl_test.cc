@@ -30,9 +30,11 @@
 #include "run_command.h"
 #include "testsite_process.h"
 
-namespace crawler::engine {
+namespace crawler::crawl {
 namespace {
 
+using engine::testsite_crawl::Crawl;
+using engine::testsite_crawl::kExactDedup;
 using testing::Attempted;
 using testing::CommandResult;
 using testing::LogLine;
@@ -43,8 +45,6 @@ using testing::ServedRequest;
 using testing::TempDir;
 using testing::TestSite;
 using testing::WarcResponses;
-using testsite_crawl::Crawl;
-using testsite_crawl::kExactDedup;
 
 // The URLs fetched are exactly the truth set: what is missing, what is extra.
 void CheckExactly(const std::set<std::string>& truth,
@@ -687,4 +687,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace crawler::engine
+}  // namespace crawler::crawl

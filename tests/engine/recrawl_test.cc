@@ -15,8 +15,8 @@ namespace {
 constexpr const char* kDigest = "sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ";
 constexpr const char* kOtherDigest = "sha1:ZUNCFD6AG3YJI7ZJP5R2IPVO4LPQVKFO";
 
-HistoryRecord Captured() {
-  HistoryRecord r;
+output::HistoryRecord Captured() {
+  output::HistoryRecord r;
   r.fetched_ms = 1'000'000;
   r.status = 200;
   r.etag = "\"v1\"";
@@ -42,7 +42,7 @@ RecrawlConfig Config(const std::string& adapt) {
 
 TEST_CASE("Recrawl rules: conditional headers from the record's validators",
           "[engine][recrawl]") {
-  HistoryRecord r = Captured();
+  output::HistoryRecord r = Captured();
   CHECK(ConditionalHeaders(r) ==
         std::vector<std::string>{"If-None-Match: \"v1\"",
                                  "If-Modified-Since: Fri, 27 Nov 2026 11:00:00 GMT"});
@@ -56,10 +56,10 @@ TEST_CASE(
     "Recrawl rules: a 304 and a 200 with the capture's digest are revisit records that "
     "refer to the capture; a changed 200 or a URL without a capture is a full record",
     "[engine][recrawl]") {
-  const HistoryRecord before = Captured();
-  std::optional<Revisit> v = RevisitFor(&before, 304, "");
+  const output::HistoryRecord before = Captured();
+  std::optional<output::Revisit> v = RevisitFor(&before, 304, "");
   REQUIRE(v);
-  CHECK(v->profile == Revisit::Profile::kServerNotModified);
+  CHECK(v->profile == output::Revisit::Profile::kServerNotModified);
   CHECK(v->refers_to == before.record_id);
   CHECK(v->refers_to_uri == before.capture_uri);
   CHECK(v->refers_to_date ==
@@ -70,7 +70,7 @@ TEST_CASE(
 
   v = RevisitFor(&before, 200, kDigest);
   REQUIRE(v);
-  CHECK(v->profile == Revisit::Profile::kIdenticalPayloadDigest);
+  CHECK(v->profile == output::Revisit::Profile::kIdenticalPayloadDigest);
   CHECK(KindOf(&before, 200, v) == VisitKind::kIdentical);
 
   CHECK_FALSE(RevisitFor(&before, 200, kOtherDigest));
@@ -79,14 +79,14 @@ TEST_CASE(
   CHECK(KindOf(&before, 404, std::nullopt) == VisitKind::kOther);
   CHECK_FALSE(RevisitFor(nullptr, 304, ""));
   CHECK(KindOf(nullptr, 200, std::nullopt) == VisitKind::kFirst);
-  HistoryRecord no_capture = before;  // e.g. only ever answered 404
+  output::HistoryRecord no_capture = before;  // e.g. only ever answered 404
   no_capture.record_id.clear();
   no_capture.capture_ms = 0;
   no_capture.payload_digest.clear();
   CHECK_FALSE(RevisitFor(&no_capture, 304, ""));
   // A capture of an earlier crawl (dedup.from), whose index names no record:
   // referred to by URI and date alone.
-  HistoryRecord earlier = before;
+  output::HistoryRecord earlier = before;
   earlier.record_id.clear();
   v = RevisitFor(&earlier, 304, "");
   REQUIRE(v);
@@ -112,7 +112,7 @@ TEST_CASE(
   f.uri = "http://a.test/p";
   f.bytes = 7000;
   f.depth = 3;
-  HistoryRecord first = NextRecord(nullptr, f, adaptive);
+  output::HistoryRecord first = NextRecord(nullptr, f, adaptive);
   CHECK(first.interval_ms == 10'000);
   CHECK(first.due_ms == 2'010'000);
   CHECK(first.etag == "\"v2\"");
@@ -132,7 +132,7 @@ TEST_CASE(
   same.capture = false;
   same.record_id = "";
   same.now_ms = 2'010'000;
-  HistoryRecord r = NextRecord(&first, same, adaptive);
+  output::HistoryRecord r = NextRecord(&first, same, adaptive);
   CHECK(r.interval_ms == 14'000);
   CHECK(r.due_ms == 2'024'000);
   CHECK(r.unchanged == 1);
@@ -163,14 +163,14 @@ TEST_CASE(
   failed.kind = VisitKind::kOther;
   failed.capture = false;
   failed.record_id = "";
-  HistoryRecord kept = NextRecord(&r, failed, adaptive);
+  output::HistoryRecord kept = NextRecord(&r, failed, adaptive);
   CHECK(kept.interval_ms == 5'000);
   CHECK(kept.record_id == r.record_id);
   CHECK(kept.status == r.status);  // no response: the last status stays
 
   // Fixed: interval_s whatever the visits find.
   const RecrawlConfig fixed = Config("fixed");
-  HistoryRecord fx = NextRecord(&first, same, fixed);
+  output::HistoryRecord fx = NextRecord(&first, same, fixed);
   CHECK(fx.interval_ms == 10'000);
   fx = NextRecord(&fx, changed, fixed);
   CHECK(fx.interval_ms == 10'000);
@@ -184,12 +184,12 @@ TEST_CASE("Recrawl rules: a URL gone (404/410) on forget_gone_after visits in a 
   gone.now_ms = 1;
   gone.status = 404;
   gone.kind = VisitKind::kOther;
-  HistoryRecord r = NextRecord(nullptr, gone, c);
+  output::HistoryRecord r = NextRecord(nullptr, gone, c);
   CHECK(r.gone == 1);
   CHECK_FALSE(ShouldForget(r, c));
   VisitFacts back = gone;
   back.status = 200;
-  HistoryRecord again = NextRecord(&r, back, c);
+  output::HistoryRecord again = NextRecord(&r, back, c);
   CHECK(again.gone == 0);  // in a row only
   gone.status = 410;
   r = NextRecord(&r, gone, c);
@@ -203,7 +203,7 @@ TEST_CASE(
     "Recrawl rules, change-rate: the estimator (Cho and Garcia-Molina), the optimal "
     "interval at a price, and the price following demand",
     "[engine][recrawl]") {
-  HistoryRecord r;
+  output::HistoryRecord r;
   CHECK(EstimatedRate(r) == 0);  // nothing compared yet
   r.unchanged = 10;
   r.observed_ms = 100'000;  // 10 visits 10 s apart, no change: half a change in 100 s
@@ -240,14 +240,14 @@ TEST_CASE(
   f.now_ms = 1'000'000;
   f.status = 200;
   f.kind = VisitKind::kFirst;
-  HistoryRecord first = NextRecord(nullptr, f, c, 5);
+  output::HistoryRecord first = NextRecord(nullptr, f, c, 5);
   CHECK(first.checked_ms == 1'000'000);
   CHECK(first.interval_ms == 10'000);  // no estimate yet: interval_s
   VisitFacts same = f;
   same.status = 304;
   same.kind = VisitKind::kNotModified;
   same.now_ms = 1'010'000;
-  HistoryRecord next = NextRecord(&first, same, c, 5);
+  output::HistoryRecord next = NextRecord(&first, same, c, 5);
   CHECK(next.observed_ms == 10'000);
   CHECK(next.unchanged == 1);
   // Rate 0.5 / 10 s = 0.05: x solves 1 - (1 + x) e^-x = 0.25, interval x / 0.05.
@@ -256,7 +256,7 @@ TEST_CASE(
   VisitFacts changed = f;
   changed.kind = VisitKind::kChanged;
   changed.now_ms = 1'020'000;
-  HistoryRecord hot = NextRecord(&next, changed, c, 5);
+  output::HistoryRecord hot = NextRecord(&next, changed, c, 5);
   CHECK(hot.observed_ms == 20'000);
   CHECK(hot.changed == 1);
 }
@@ -270,7 +270,7 @@ TEST_CASE(
   CHECK_FALSE(HttpDateMs("").has_value());
 
   const RecrawlConfig c = Config("change-rate");
-  HistoryRecord r = Captured();  // Last-Modified 11:00:00, checked at 11:00:10
+  output::HistoryRecord r = Captured();  // Last-Modified 11:00:00, checked at 11:00:10
   r.checked_ms = *HttpDateMs("Fri, 27 Nov 2026 11:00:10 GMT");
   VisitFacts same;
   same.status = 304;
@@ -287,7 +287,7 @@ TEST_CASE(
   changed.now_ms = r.checked_ms + 30'000;
   changed.last_modified = "Fri, 27 Nov 2026 11:00:55 GMT";
   changed.date = "Fri, 27 Nov 2026 11:01:00 GMT";
-  HistoryRecord dated = NextRecord(&r, changed, c, 5);
+  output::HistoryRecord dated = NextRecord(&r, changed, c, 5);
   CHECK(dated.dated == 1);
   CHECK(dated.changed == 1);
   CHECK(dated.exposure_ms == 25'000);
@@ -311,7 +311,7 @@ TEST_CASE(
         std::string_view("Fri, 27 Nov 2026 11:02:00 GMT")}) {
     VisitFacts undated = changed;
     undated.last_modified = lm;
-    HistoryRecord u = NextRecord(&r, undated, c, 5);
+    output::HistoryRecord u = NextRecord(&r, undated, c, 5);
     CHECK(u.dated == 0);
     CHECK(u.exposure_ms == 50'000);
     CHECK(EstimatedRate(u) == Approx(std::log(2.5 / 1.5) / 25));
@@ -324,7 +324,7 @@ TEST_CASE(
     "[engine][recrawl]") {
   RecrawlConfig c = Config("change-rate");
   c.min_interval_s = 0;
-  HistoryRecord r = Captured();
+  output::HistoryRecord r = Captured();
   r.checked_ms = 1'000'000;
   r.unchanged = 3;
   r.observed_ms = 30'000;
@@ -338,13 +338,13 @@ TEST_CASE(
       f.now_ms = 1'010'000;
       f.last_modified = "Fri, 27 Nov 2026 11:00:05 GMT";  // 0 s before Date
       f.date = f.last_modified;
-      const HistoryRecord next = NextRecord(&r, f, c, mu);
+      const output::HistoryRecord next = NextRecord(&r, f, c, mu);
       CHECK(next.due_ms > f.now_ms);
       CHECK(next.interval_ms <= 20'000);
     }
   }
   // A record from a crawl stopped long ago: due from this visit, never then.
-  HistoryRecord old = r;
+  output::HistoryRecord old = r;
   old.due_ms = 5;
   old.interval_ms = 0;
   VisitFacts late;
@@ -383,7 +383,7 @@ TEST_CASE(
   // In NextRecord: age_weight / interval_s is nu.
   RecrawlConfig c = Config("change-rate");
   c.age_weight = 0.5;
-  HistoryRecord r = Captured();
+  output::HistoryRecord r = Captured();
   r.checked_ms = 1'000'000;
   r.changed = 10;
   r.dated = 10;
@@ -393,7 +393,7 @@ TEST_CASE(
   f.status = 304;
   f.kind = VisitKind::kNotModified;
   f.now_ms = 1'001'000;
-  const HistoryRecord next = NextRecord(&r, f, c, 0.2);
+  const output::HistoryRecord next = NextRecord(&r, f, c, 0.2);
   CHECK(static_cast<double>(next.interval_ms) ==
         Approx(1000 * BestInterval(EstimatedRate(next), 0.2, 0.05, 5, 20)).epsilon(1e-3));
   CHECK(next.interval_ms < 20'000);

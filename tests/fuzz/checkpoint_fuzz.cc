@@ -28,7 +28,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string text(reinterpret_cast<const char*>(data) + 1, size - 1);
   switch (data[0] % 3) {
     case 0:
-      NamesFile(crawler::engine::DecodeManifest(text, "MANIFEST.json").status(),
+      NamesFile(crawler::checkpoint::DecodeManifest(text, "MANIFEST.json").status(),
                 "MANIFEST.json");
       break;
     case 1: {
@@ -40,7 +40,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       std::snprintf(hex, sizeof(hex), "%016" PRIx64,
                     XXH3_64bits(text.data(), text.size()));
       text += std::string(hex) + "\"}\n";
-      NamesFile(crawler::engine::DecodeManifest(text, "MANIFEST.json").status(),
+      NamesFile(crawler::checkpoint::DecodeManifest(text, "MANIFEST.json").status(),
                 "MANIFEST.json");
       break;
     }

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
-namespace crawler::engine {
+namespace crawler::output {
 namespace {
 
 namespace fs = std::filesystem;
@@ -74,4 +74,4 @@ TEST_CASE("FetchLog: a directory that cannot hold the file is an error naming it
 }
 
 }  // namespace
-}  // namespace crawler::engine
+}  // namespace crawler::output

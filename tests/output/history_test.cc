@@ -10,7 +10,7 @@
 #include <map>
 #include <string>
 
-namespace crawler::engine {
+namespace crawler::output {
 namespace {
 
 namespace fs = std::filesystem;
@@ -271,4 +271,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace crawler::engine
+}  // namespace crawler::output

@@ -10,7 +10,7 @@
 
 #include "dedup/hash.h"
 
-namespace crawler::engine {
+namespace crawler::output {
 namespace {
 
 namespace fs = std::filesystem;
@@ -66,4 +66,4 @@ TEST_CASE("SeenLog: appended records read back up to a length, by shard",
 }
 
 }  // namespace
-}  // namespace crawler::engine
+}  // namespace crawler::output

@@ -23,7 +23,7 @@
 #include "output/cdxj.h"
 #include "run_command.h"
 
-namespace crawler::engine {
+namespace crawler::output {
 namespace {
 
 std::string Hex(const std::array<uint8_t, 20>& d) {
@@ -472,4 +472,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace crawler::engine
+}  // namespace crawler::output

@@ -9,7 +9,7 @@
 
 #include "crawler/checkpoint.h"
 
-namespace crawler::engine {
+namespace crawler::checkpoint {
 namespace {
 
 TEST_CASE(
@@ -38,4 +38,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace crawler::engine
+}  // namespace crawler::checkpoint

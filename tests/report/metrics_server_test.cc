@@ -16,7 +16,7 @@
 #include "report/metrics.h"
 #include "run_command.h"
 
-namespace crawler::engine {
+namespace crawler::report {
 namespace {
 
 // The lowest free descriptor number: with RLIMIT_NOFILE at it, no
@@ -94,4 +94,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace crawler::engine
+}  // namespace crawler::report

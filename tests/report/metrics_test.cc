@@ -21,7 +21,7 @@
 #include "run_command.h"
 #include "testsite_process.h"
 
-namespace crawler::engine {
+namespace crawler::report {
 namespace {
 
 using testing::AttemptedUrls;
@@ -224,4 +224,4 @@ TEST_CASE("Metrics: a bad or busy listen address is a setup error naming the key
 }
 
 }  // namespace
-}  // namespace crawler::engine
+}  // namespace crawler::report

@@ -7,11 +7,11 @@
 
 #include "output/json_fields.h"
 
-namespace crawler::engine {
+namespace crawler::report {
 namespace {
 
 namespace json = boost::json;
-using json_fields::ReadLenient;
+using output::json_fields::ReadLenient;
 
 StatsReport Sample() {
   StatsReport r;
@@ -107,11 +107,11 @@ TEST_CASE("SeriesPoint: one line of stats-series.jsonl", "[engine][stats]") {
        {"t", "pages", "pages_per_s", "dedup_items", "fpr", "fpr_bound", "queued"}) {
     CHECK(v.as_object().contains(key));
   }
-  SeriesPoint back = json_fields::ReadLenient<SeriesPoint>(v);
+  SeriesPoint back = output::json_fields::ReadLenient<SeriesPoint>(v);
   CHECK(back.t == 12.5);
   CHECK(back.queued == 55);
   CHECK(back.fpr_bound == 0.01);
 }
 
 }  // namespace
-}  // namespace crawler::engine
+}  // namespace crawler::report

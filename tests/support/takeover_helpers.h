@@ -40,8 +40,8 @@ inline boost::json::object Committed(const RedisServer& redis, const std::string
   std::string seq = redis.Cli("HGET crawler:{" + job + "}:commits " + node);
   if (seq.empty() || seq == "\n") return {};
   uint64_t want = std::stoull(seq);
-  for (const char* d : {kCheckpointDir, kCheckpointPrevDir}) {
-    auto m = ReadManifest(dir + "/" + node + "/" + d);
+  for (const char* d : {checkpoint::kCheckpointDir, checkpoint::kCheckpointPrevDir}) {
+    auto m = checkpoint::ReadManifest(dir + "/" + node + "/" + d);
     if (m.ok() && m->at("sequence").to_number<uint64_t>() == want) return *m;
   }
   return {};

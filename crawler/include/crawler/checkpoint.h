@@ -57,7 +57,7 @@
 #include "frontier/frontier.h"
 #include "frontier/image.h"
 
-namespace crawler::engine {
+namespace crawler::checkpoint {
 
 inline constexpr const char* kCheckpointDir = "checkpoint";
 inline constexpr const char* kCheckpointPrevDir = "checkpoint.prev";
@@ -80,9 +80,9 @@ struct CheckpointInfo {
   double elapsed_s = 0;  // crawl time so far (over all runs)
   std::string config_toml;
   std::vector<std::string> scope_hosts;
-  CrawlSummary summary;
+  engine::CrawlSummary summary;
   uint64_t started = 0;  // page fetches started (max_pages), in-flight ones included
-  DedupCarried dedup;    // over all runs up to this cut
+  engine::DedupCarried dedup;  // over all runs up to this cut
   // Each dedup stripe's hash log length at the cut (0: none), so a resume
   // cuts the logs without reading them (Filter::StartLog).
   std::vector<uint64_t> dedup_log_bytes;
@@ -183,6 +183,6 @@ Result<boost::json::object> ReadManifest(const std::string& dir);
 // else, a damaged manifest included, is left for the loader to judge.
 Status RepairCutPublish(const std::string& out, bool* repaired);
 
-}  // namespace crawler::engine
+}  // namespace crawler::checkpoint
 
 #endif  // CRAWLER_CHECKPOINT_H_

@@ -32,7 +32,7 @@
 #include "crawler/crawl_counts.h"
 #include "frontier/frontier.h"
 
-namespace crawler::engine {
+namespace crawler::crawl {
 
 struct NodeJoiner;  // crawler/src/crawl/node.h
 
@@ -43,7 +43,7 @@ class Crawl {
   // `joiner`: how a config with cluster.redis set joins its job (the
   // cluster's, cluster/entry.h); without one such a config is refused.
   static Result<std::unique_ptr<Crawl>> Create(
-      const Config& config, const std::vector<std::string>& seeds,
+      const engine::Config& config, const std::vector<std::string>& seeds,
       const std::string& out_dir, std::vector<std::string>* skipped = nullptr,
       const NodeJoiner* joiner = nullptr);
   ~Crawl();
@@ -57,10 +57,11 @@ class Crawl {
   // the transfers still in flight then go into the last checkpoint as in
   // flight (asked again after --resume). Errors: output I/O failures.
   // `progress`, if set, is called about once a second from the calling thread.
-  using ProgressFn = std::function<void(const CrawlProgress&)>;
-  Result<CrawlSummary> Run(const std::atomic<bool>& stop, const ProgressFn& progress = {},
-                           std::atomic<bool>* checkpoint_request = nullptr,
-                           const std::atomic<bool>* stop_now = nullptr);
+  using ProgressFn = std::function<void(const engine::CrawlProgress&)>;
+  Result<engine::CrawlSummary> Run(const std::atomic<bool>& stop,
+                                   const ProgressFn& progress = {},
+                                   std::atomic<bool>* checkpoint_request = nullptr,
+                                   const std::atomic<bool>* stop_now = nullptr);
 
   // Resumes the crawl in OUT from OUT/checkpoint/ (or, if that is damaged,
   // OUT/checkpoint.prev/, with *warning set). The config is the checkpoint's;
@@ -78,7 +79,7 @@ class Crawl {
                                                std::string* warning,
                                                const NodeJoiner* joiner = nullptr);
   static const std::vector<std::string>& ResumableKeys();
-  CrawlProgress Progress() const;
+  engine::CrawlProgress Progress() const;
   // "http://HOST:PORT/metrics" when [metrics] listen is set, else "".
   std::string MetricsUrl() const;
   // A cluster node whose Run failed because other nodes took its shards
@@ -102,6 +103,6 @@ class Crawl {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace crawler::engine
+}  // namespace crawler::crawl
 
 #endif  // CRAWLER_CRAWL_H_

@@ -12,13 +12,13 @@
 
 #include "base/status.h"
 
-namespace crawler::engine {
+namespace crawler::report {
 
 // The newest report for OUT; *source says where it came from.
 Result<boost::json::object> LoadStats(const std::string& out, std::string* source);
 // The command; returns the exit code (0, or 2 when OUT has no report).
 int RunStats(const std::string& out, bool json, const std::string& html_path);
 
-}  // namespace crawler::engine
+}  // namespace crawler::report
 
 #endif  // CRAWLER_STATS_REPORT_H_

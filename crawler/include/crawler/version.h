@@ -6,7 +6,7 @@
 
 #include <string>
 
-namespace crawler::engine {
+namespace crawler::report {
 
 // "0.1.0" (CMake's project version).
 const char* Version();
@@ -16,6 +16,6 @@ std::string Software();
 // features, protocols), gumbo, Boost, xxHash, zlib, spdlog, toml++.
 std::string VersionReport();
 
-}  // namespace crawler::engine
+}  // namespace crawler::report
 
 #endif  // CRAWLER_VERSION_H_

@@ -36,7 +36,7 @@
 
 #include "base/status.h"
 
-namespace crawler::engine {
+namespace crawler::archive {
 
 struct WaczSummary {
   uint64_t warcs = 0;
@@ -57,6 +57,6 @@ struct WaczSummary {
                                             const std::string& software,
                                             const std::vector<std::string>& earlier = {});
 
-}  // namespace crawler::engine
+}  // namespace crawler::archive
 
 #endif  // CRAWLER_WACZ_H_

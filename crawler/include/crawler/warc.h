@@ -33,7 +33,7 @@
 #include "base/mutex.h"
 #include "base/status.h"
 
-namespace crawler::engine {
+namespace crawler::output {
 
 struct WarcOptions {
   std::string dir;  // OUT/warc
@@ -165,6 +165,6 @@ std::string HeadForNotModified(const std::string& head, std::string_view content
 // "2026-11-22T14:40:14Z"
 std::string WarcDate(std::chrono::system_clock::time_point t);
 
-}  // namespace crawler::engine
+}  // namespace crawler::output
 
 #endif  // CRAWLER_WARC_H_

@@ -14,7 +14,7 @@
 #include "archive/index_line.h"
 #include "output/cdxj.h"
 
-namespace crawler::engine {
+namespace crawler::archive {
 namespace {
 
 // "20261202204541" -> Unix ms (UTC); 0 for a timestamp that is not one.
@@ -204,12 +204,12 @@ Status EarlierCrawl(const std::string& dir,
   if (ec || warcs.empty())
     return Status::Invalid("dedup.from: " + dir + ": a directory without warc/*.warc.gz");
   for (const std::string& warc : warcs) {
-    const std::string index = cdxj::PathFor(warc);
+    const std::string index = output::cdxj::PathFor(warc);
     Status st;
     if (fs::exists(index, ec)) {
       st = EarlierCdxj(index, index, f);
     } else {
-      auto lines = cdxj::IndexFile(warc);  // a torn tail is an error naming it
+      auto lines = output::cdxj::IndexFile(warc);  // a torn tail is an error naming it
       st = lines.ok() ? EarlierLines(*lines, warc, f) : lines.status();
     }
     if (!st.ok()) return st;
@@ -230,4 +230,4 @@ Status ReadEarlierCaptures(const std::string& source,
                          ": not a crawl's output directory, a .wacz or a .cdxj file");
 }
 
-}  // namespace crawler::engine
+}  // namespace crawler::archive

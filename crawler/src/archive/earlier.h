@@ -19,7 +19,7 @@
 
 #include "base/status.h"
 
-namespace crawler::engine {
+namespace crawler::archive {
 
 struct EarlierCapture {
   std::string digest;    // "sha1:BASE32"
@@ -33,6 +33,6 @@ struct EarlierCapture {
 [[nodiscard]] Status ReadEarlierCaptures(
     const std::string& source, const std::function<Status(const EarlierCapture&)>& f);
 
-}  // namespace crawler::engine
+}  // namespace crawler::archive
 
 #endif  // CRAWLER_SRC_ARCHIVE_EARLIER_H_

@@ -3,7 +3,7 @@
 
 #include <boost/json.hpp>
 
-namespace crawler::engine {
+namespace crawler::archive {
 
 namespace {
 
@@ -51,4 +51,4 @@ bool SetIndexField(std::string* line, std::string_view name, std::string_view va
   return true;
 }
 
-}  // namespace crawler::engine
+}  // namespace crawler::archive

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-namespace crawler::engine {
+namespace crawler::archive {
 
 struct IndexLine {
   std::string_view key, ts;  // views of the line
@@ -26,6 +26,6 @@ IndexLine ParseIndexLine(std::string_view line);
 // fields in their order. False, `line` as it was, if it has no JSON object.
 bool SetIndexField(std::string* line, std::string_view name, std::string_view value);
 
-}  // namespace crawler::engine
+}  // namespace crawler::archive
 
 #endif  // CRAWLER_SRC_ARCHIVE_INDEX_LINE_H_

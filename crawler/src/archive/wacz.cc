@@ -27,7 +27,7 @@
 #include "crawler/warc.h"
 #include "output/cdxj.h"
 
-namespace crawler::engine {
+namespace crawler::archive {
 namespace {
 
 namespace fs = std::filesystem;
@@ -127,14 +127,15 @@ Result<std::vector<Part>> Parts(const std::string& out, const std::string& cut_i
   }
   if (ec) return Status::Error(Status::Code::kIoError, dir + ": " + ec.message());
   std::sort(warcs.begin(), warcs.end());
-  std::optional<CheckpointInfo> cut;
+  std::optional<checkpoint::CheckpointInfo> cut;
   if (*running || unclean) {
-    const std::string manifest = out + "/" + kCheckpointDir + "/MANIFEST.json";
+    const std::string manifest =
+        out + "/" + checkpoint::kCheckpointDir + "/MANIFEST.json";
     std::ifstream in(manifest, std::ios::binary);
     std::string text((std::istreambuf_iterator<char>(in)),
                      std::istreambuf_iterator<char>());
     if (!in && !in.eof()) return IoError(manifest, "read");
-    auto m = DecodeManifest(text, manifest);
+    auto m = checkpoint::DecodeManifest(text, manifest);
     if (!m.ok()) {
       return Status::Invalid(
           out + ": the crawl is " + (*running ? "running" : "not ended cleanly") +
@@ -150,18 +151,18 @@ Result<std::vector<Part>> Parts(const std::string& out, const std::string& cut_i
     if (cut && name == cut->warc_file) {
       if (fs::file_size(w, ec) < cut->warc_bytes || ec)
         return Status::Invalid(w + " is shorter than its checkpoint recorded");
-      auto lines = cdxj::IndexFile(w, cut->warc_bytes);
+      auto lines = output::cdxj::IndexFile(w, cut->warc_bytes);
       if (!lines.ok()) return lines.status();
-      Status st = cdxj::WriteSorted(cut_index, std::move(lines).value());
+      Status st = output::cdxj::WriteSorted(cut_index, std::move(lines).value());
       if (!st.ok()) return st;
       parts.push_back(Part{w, cut->warc_bytes, cut_index, name});
       continue;
     }
-    if (!fs::exists(cdxj::PathFor(w))) {
-      auto n = IndexWarc(w);
+    if (!fs::exists(output::cdxj::PathFor(w))) {
+      auto n = output::IndexWarc(w);
       if (!n.ok()) return n.status();
     }
-    parts.push_back(Part{w, UINT64_MAX, cdxj::PathFor(w), name});
+    parts.push_back(Part{w, UINT64_MAX, output::cdxj::PathFor(w), name});
   }
   if (parts.empty()) return Status::Invalid(dir + ": no WARC file to package");
   return parts;
@@ -336,7 +337,7 @@ class Zip {
   std::vector<std::unique_ptr<std::string>> buffers_;  // alive until Close
 };
 
-std::string NowRfc3339() { return WarcDate(std::chrono::system_clock::now()); }
+std::string NowRfc3339() { return output::WarcDate(std::chrono::system_clock::now()); }
 
 }  // namespace
 
@@ -409,4 +410,4 @@ Result<WaczSummary> WriteWacz(const std::string& out_dir, const std::string& wac
   return summary;
 }
 
-}  // namespace crawler::engine
+}  // namespace crawler::archive

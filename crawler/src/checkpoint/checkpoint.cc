@@ -23,7 +23,7 @@
 #include "checkpoint/manifest_schema.h"
 #include "output/json_fields.h"
 
-namespace crawler::engine {
+namespace crawler::checkpoint {
 namespace {
 
 namespace fs = std::filesystem;
@@ -345,10 +345,10 @@ std::string EncodeManifest(const CheckpointInfo& info,
           .count();
   m.elapsed_s = info.elapsed_s;
   m.scope_hosts = info.scope_hosts;
-  m.counters =
-      json_fields::Flat(static_cast<const CrawlCounts&>(info.summary),
-                        ManifestCounts{info.started, info.dedup.expected_false_seen,
-                                       info.dedup.compactions, info.dedup.compaction_s});
+  m.counters = output::json_fields::Flat(
+      static_cast<const engine::CrawlCounts&>(info.summary),
+      ManifestCounts{info.started, info.dedup.expected_false_seen, info.dedup.compactions,
+                     info.dedup.compaction_s});
   m.warc = ManifestWarc{info.warc_index, info.warc_file, info.warc_bytes};
   m.fetch_log.bytes = info.fetch_log_bytes;
   m.stats_series.bytes = info.series_bytes;
@@ -387,7 +387,8 @@ Result<json::object> VerifyManifest(std::string_view text, const std::string& pa
                          path + ": not a crawler checkpoint manifest");
   }
   const json::value* v_version = o.if_contains("version");
-  uint64_t version = v_version ? json_fields::ReadLenient<uint64_t>(*v_version) : 0;
+  uint64_t version =
+      v_version ? output::json_fields::ReadLenient<uint64_t>(*v_version) : 0;
   if (version != kManifestVersion) {
     return Status::Error(Status::Code::kBadVersion,
                          path + ": checkpoint format version " + std::to_string(version) +
@@ -428,7 +429,7 @@ Status RepairCutPublish(const std::string& out, bool* repaired) {
 Result<Manifest> DecodeManifest(std::string_view text, const std::string& path) {
   auto verified = VerifyManifest(text, path);
   if (!verified.ok()) return verified.status();
-  auto m = json_fields::ReadLenient<ManifestDoc>(*verified);
+  auto m = output::json_fields::ReadLenient<ManifestDoc>(*verified);
   Manifest out;
   for (const auto& [name, f] : m.files) {
     if (f.xxh3.empty()) return Damaged(path, "bad entry for " + name);
@@ -438,11 +439,12 @@ Result<Manifest> DecodeManifest(std::string_view text, const std::string& path) 
   info.sequence = m.sequence;
   info.elapsed_s = m.elapsed_s;
   info.scope_hosts = std::move(m.scope_hosts);
-  json_fields::ReadLenient(m.counters, static_cast<CrawlCounts&>(info.summary));
-  auto counts = json_fields::ReadLenient<ManifestCounts>(m.counters);
+  output::json_fields::ReadLenient(m.counters,
+                                   static_cast<engine::CrawlCounts&>(info.summary));
+  auto counts = output::json_fields::ReadLenient<ManifestCounts>(m.counters);
   info.started = counts.started;
-  info.dedup =
-      DedupCarried{counts.expected_false_seen, counts.compactions, counts.compaction_s};
+  info.dedup = engine::DedupCarried{counts.expected_false_seen, counts.compactions,
+                                    counts.compaction_s};
   info.dedup_log_bytes = std::move(m.dedup_log.bytes);
   info.warc_index = static_cast<uint32_t>(m.warc.file_index);
   info.warc_file = m.warc.file;
@@ -458,4 +460,4 @@ Result<Manifest> DecodeManifest(std::string_view text, const std::string& path) 
   return out;
 }
 
-}  // namespace crawler::engine
+}  // namespace crawler::checkpoint

@@ -8,7 +8,7 @@
 
 #include "base/status.h"
 
-namespace crawler::engine {
+namespace crawler::checkpoint {
 
 // kCorruption: "PATH: WHAT".
 Status Damaged(const std::string& path, const std::string& what);
@@ -21,6 +21,6 @@ Result<uint64_t> HashRange(const std::string& path, uint64_t from, uint64_t byte
 // The whole file; a missing one is kCorruption ("PATH: missing").
 Result<std::string> ReadWhole(const std::string& path);
 
-}  // namespace crawler::engine
+}  // namespace crawler::checkpoint
 
 #endif  // CRAWLER_SRC_CHECKPOINT_CHECKPOINT_FILES_H_

@@ -13,7 +13,7 @@
 #include "checkpoint/checkpoint_files.h"
 #include "crawler/checkpoint.h"
 
-namespace crawler::engine {
+namespace crawler::checkpoint {
 namespace {
 
 namespace fs = std::filesystem;
@@ -201,4 +201,4 @@ Result<LoadedCheckpoint> LoadCheckpoint(const std::string& dir, bool with_filter
   return out;
 }
 
-}  // namespace crawler::engine
+}  // namespace crawler::checkpoint

@@ -14,7 +14,7 @@
 
 #include "base/file_util.h"
 
-namespace crawler::engine {
+namespace crawler::checkpoint {
 namespace {
 
 using frontier::Clock;
@@ -53,7 +53,7 @@ double MsSince(Clock::time_point t) {
 
 }  // namespace
 
-Checkpointer::Checkpointer(std::string out, const CheckpointConfig& config,
+Checkpointer::Checkpointer(std::string out, const engine::CheckpointConfig& config,
                            const Parts& parts, uint64_t sequence)
     : out_(std::move(out)), config_(config), p_(parts) {
   figures_.sequence = sequence;
@@ -111,7 +111,7 @@ Status Checkpointer::Prepare(CheckpointInfo* info, CheckpointSources* src, bool 
   }
   src->filter = &p_.filter;
   src->frontier = &p_.frontier;
-  const HostTable* hosts = &p_.hosts;
+  const engine::HostTable* hosts = &p_.hosts;
   src->write_hosts = [hosts, cut = Clock::now()](std::FILE* f, const std::string& path) {
     return hosts->Write(f, path, cut);
   };
@@ -239,4 +239,4 @@ Status Checkpointer::Poll(bool wait) {
                        "checkpoint " + std::to_string(figures_.sequence) + ": " + why);
 }
 
-}  // namespace crawler::engine
+}  // namespace crawler::checkpoint

@@ -40,17 +40,17 @@
 #include "output/history.h"
 #include "output/seen_log.h"
 
-namespace crawler::engine {
+namespace crawler::checkpoint {
 
 class Checkpointer {
  public:
   struct Parts {
-    Gate& gate;
+    engine::Gate& gate;
     dedup::Filter& filter;  // its hash log is flushed at each cut
     frontier::Frontier& frontier;
-    const HostTable& hosts;
-    FetchLog& log;
-    WarcWriter& warc;
+    const engine::HostTable& hosts;
+    output::FetchLog& log;
+    output::WarcWriter& warc;
     // Fills the crawl's part of the manifest (counters, scope, config, time,
     // stats report, the stats series' length; `running`: taken while the
     // workers run) at the cut, gate closed. An error (the series cannot be
@@ -60,13 +60,13 @@ class Checkpointer {
     // outbox.txt to write, if any) / published.
     std::function<std::optional<OutboxCut>(uint64_t sequence)> on_cut;
     std::function<void(uint64_t sequence)> on_published;
-    const SeenLog* seen = nullptr;  // a cluster node's with shared_dir
+    const output::SeenLog* seen = nullptr;  // a cluster node's with shared_dir
     // [recrawl] on: its image is taken at the cut, in this process (Prepare).
-    History* history = nullptr;
+    output::History* history = nullptr;
   };
   // `sequence`: of the last checkpoint written (0 for a new crawl).
-  Checkpointer(std::string out, const CheckpointConfig& config, const Parts& parts,
-               uint64_t sequence);
+  Checkpointer(std::string out, const engine::CheckpointConfig& config,
+               const Parts& parts, uint64_t sequence);
   ~Checkpointer();
   Checkpointer(const Checkpointer&) = delete;
   Checkpointer& operator=(const Checkpointer&) = delete;
@@ -87,7 +87,7 @@ class Checkpointer {
   void Written(uint64_t bytes, double seconds, const char* how);
 
   const std::string out_;
-  const CheckpointConfig config_;
+  const engine::CheckpointConfig config_;
   Parts p_;
   CheckpointFigures figures_;
   frontier::Clock::time_point last_ = frontier::Clock::now();
@@ -97,6 +97,6 @@ class Checkpointer {
   int child_pipe_ = -1;
 };
 
-}  // namespace crawler::engine
+}  // namespace crawler::checkpoint
 
 #endif  // CRAWLER_CHECKPOINTER_H_

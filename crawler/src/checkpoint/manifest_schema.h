@@ -1,6 +1,7 @@
 // The checkpoint room's JSON schemas: MANIFEST.json's (checkpoint.cc writes
 // and reads it, with its seal), the crawl's counts' (CrawlCounts:
-// MANIFEST.json's "counters" and stats.json's "crawl") and the
+// MANIFEST.json's "counters" and stats.json's "crawl", described in
+// engine/crawl_counts_schema.h, its own room) and the
 // checkpointer's figures (stats.json's "checkpoint"); report/stats_schema.h
 // builds stats.json on them. A struct per object, described with
 // BOOST_DESCRIBE_STRUCT, so boost::json::value_from writes it and
@@ -18,17 +19,9 @@
 
 #include "crawler/checkpoint.h"
 #include "crawler/crawl_counts.h"
+#include "engine/crawl_counts_schema.h"
 
-namespace crawler::engine {
-
-// clang-format off
-BOOST_DESCRIBE_STRUCT(CrawlCounts, (), (fetched, failed, truncated, status_2xx, status_3xx,
-    status_4xx, status_5xx, robots_blocked, unresolved, out_of_scope, too_deep, trap_guard,
-    duplicates, filter_full, too_many_redirects, bytes, bytes_2xx, bytes_3xx, bytes_4xx,
-    bytes_5xx, spilled, retries, gave_up, dns_deferred, other_address, forgotten, cannot_forget, revisits_not_modified,
-    revisits_identical, revisits_changed, revisit_bytes_saved, history_forgotten,
-    payload_revisits, payload_bytes_saved, revisit_intervals, revisit_demand_uhz, errors, guarded, lost, lost_hosts))
-// clang-format on
+namespace crawler::checkpoint {
 
 // ---- MANIFEST.json ----
 
@@ -93,6 +86,6 @@ BOOST_DESCRIBE_STRUCT(CheckpointFigures, (),
                       (written, failed, sequence, last_pause_ms, max_pause_ms,
                        last_write_s, last_bytes))
 
-}  // namespace crawler::engine
+}  // namespace crawler::checkpoint
 
 #endif  // CRAWLER_CHECKPOINT_MANIFEST_SCHEMA_H_

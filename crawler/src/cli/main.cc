@@ -177,9 +177,9 @@ void PrintSummary(const crawler::engine::CrawlSummary& s, const std::string& dir
 // in a build without it (cmake -DCRAWLER_CLUSTER=OFF), which then refuses
 // such a config. A signal ends the join's waits (for Redis, for a previous
 // process's liveness key): the node stops before it runs.
-const crawler::engine::NodeJoiner* Joiner() {
+const crawler::crawl::NodeJoiner* Joiner() {
 #if CRAWLER_WITH_CLUSTER
-  static const crawler::engine::NodeJoiner joiner =
+  static const crawler::crawl::NodeJoiner joiner =
       crawler::cluster::ClusterJoiner(&g_stop);
   return &joiner;
 #else
@@ -202,7 +202,7 @@ int ClusterStats(const std::string& redis, const std::string& job, bool as_json,
 // which its successors loaded, so no page is in two nodes' outputs; says
 // so (`then`: what the user may do next). Whether it could.
 bool CutBack(const std::string& out, const std::string& then) {
-  auto sequence = crawler::engine::Crawl::CutBackToCommitted(out, Joiner());
+  auto sequence = crawler::crawl::Crawl::CutBackToCommitted(out, Joiner());
   if (sequence.ok()) {
     spdlog::warn("cluster: outputs cut back to checkpoint {}, the last committed one",
                  *sequence);
@@ -220,7 +220,7 @@ bool CutBack(const std::string& out, const std::string& then) {
 
 // A cluster node fenced out (another node took its shards while it was cut
 // off): its outputs are cut back (CutBack). Then exit 1.
-int EndFenced(std::unique_ptr<crawler::engine::Crawl> crawl, const std::string& out) {
+int EndFenced(std::unique_ptr<crawler::crawl::Crawl> crawl, const std::string& out) {
   crawl.reset();  // outputs closed, OUT/.lock released
   CutBack(out, "; `crawler crawl --resume " + out + "` rejoins the job");
   return kExitCrawlError;
@@ -231,7 +231,7 @@ int EndFenced(std::unique_ptr<crawler::engine::Crawl> crawl, const std::string& 
 // node's outputs are packaged or indexed together. A running node's DIR is
 // locked: refused.
 int RunCutBack(const std::string& dir) {
-  if (!crawler::engine::Crawl::IsOutputDir(dir)) {
+  if (!crawler::crawl::Crawl::IsOutputDir(dir)) {
     std::fprintf(stderr, "crawler cut-back: %s: not a crawl output directory\n",
                  dir.c_str());
     return kExitBadInput;
@@ -242,7 +242,7 @@ int RunCutBack(const std::string& dir) {
 int RunCrawl(const std::string& seeds_path, const std::string& config_path,
              const std::string& out, const std::vector<std::string>& sets,
              const std::string& resume) {
-  using crawler::engine::Crawl;
+  using crawler::crawl::Crawl;
   crawler::Result<std::unique_ptr<Crawl>> crawl =
       crawler::Status::Error(crawler::Status::Code::kInvalidArgument, "");
   // Before the setup: a signal while a cluster node waits to join ends the
@@ -362,7 +362,7 @@ CLI::App* AddNormalize(CLI::App& app, std::string* base, std::vector<std::string
 int RunIndex(const std::vector<std::string>& warcs) {
   int rc = kExitOk;
   for (const std::string& w : warcs) {
-    auto n = crawler::engine::IndexWarc(w);
+    auto n = crawler::output::IndexWarc(w);
     if (n.ok()) {
       std::printf("%s: %llu records indexed\n", w.c_str(),
                   static_cast<unsigned long long>(*n));
@@ -378,7 +378,7 @@ int RunIndex(const std::vector<std::string>& warcs) {
 // directory that cannot be packaged (named, with why), 1 for an I/O error.
 int RunWacz(const std::string& out, const std::string& wacz,
             const std::vector<std::string>& with) {
-  auto s = crawler::engine::WriteWacz(out, wacz, crawler::engine::Software(), with);
+  auto s = crawler::archive::WriteWacz(out, wacz, crawler::report::Software(), with);
   if (!s.ok()) {
     std::fprintf(stderr, "crawler wacz: %s\n", s.status().message().c_str());
     return s.status().code() == crawler::Status::Code::kInvalidArgument ? kExitBadInput
@@ -483,7 +483,7 @@ int main(int argc, char** argv) {
       "losses."};
   app.require_subcommand(1);
   // CLI11 prints it and ends the parse (CallForVersion), as --help does.
-  app.set_version_flag("--version", crawler::engine::VersionReport(),
+  app.set_version_flag("--version", crawler::report::VersionReport(),
                        "print the version and the libraries' versions");
   std::string seeds, config, out = "crawl-out", base, resume, stats_dir, html;
   bool as_json = false;
@@ -535,7 +535,7 @@ int main(int argc, char** argv) {
     }
     return RunCrawl(seeds, config, out, sets, resume);
   }
-  if (*stats) return crawler::engine::RunStats(stats_dir, as_json, html);
+  if (*stats) return crawler::report::RunStats(stats_dir, as_json, html);
   if (*cluster_stats)
     return ClusterStats(cluster_redis, cluster_job, as_json, cluster_html);
   if (*index) return RunIndex(warcs);

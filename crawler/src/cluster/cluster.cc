@@ -81,14 +81,15 @@ Receiver::Shards Cluster::Readable(const std::vector<uint32_t>& shards) const {
   return out;
 }
 
-engine::NodeJoiner ClusterJoiner(const std::atomic<bool>* stop) {
-  engine::NodeJoiner j;
-  j.join = [stop](const engine::Config& config, const std::string& out_dir, bool resumed,
-                  const std::vector<std::string>& seeds)
-      -> Result<std::unique_ptr<engine::Node>> {
+crawl::NodeJoiner ClusterJoiner(const std::atomic<bool>* stop) {
+  crawl::NodeJoiner j;
+  j.join =
+      [stop](
+          const engine::Config& config, const std::string& out_dir, bool resumed,
+          const std::vector<std::string>& seeds) -> Result<std::unique_ptr<crawl::Node>> {
     auto node = Cluster::Join(config, out_dir, resumed, seeds, stop);
     if (!node.ok()) return node.status();
-    return std::unique_ptr<engine::Node>(std::move(node).value());
+    return std::unique_ptr<crawl::Node>(std::move(node).value());
   };
   j.last_commit =
       [stop](const engine::Config& config) -> Result<std::optional<uint64_t>> {
@@ -247,8 +248,8 @@ bool Cluster::Quiet() const {
   return receiver_.Quiet() && sender_.Quiet() && handoff_.Quiet();
 }
 
-engine::OutboxCut Cluster::OnCut(uint64_t sequence) {
-  engine::OutboxCut out = sender_.Cut(sequence);
+checkpoint::OutboxCut Cluster::OnCut(uint64_t sequence) {
+  checkpoint::OutboxCut out = sender_.Cut(sequence);
   MutexLock lock(mu_);
   // The shards this checkpoint holds (their state is restored here), and
   // the epochs the commit must still find.
@@ -304,8 +305,8 @@ bool Cluster::CommitPending() const {
   return states_.takeover() && commits_.published() > receiver_.committed();
 }
 
-engine::ClusterReport Cluster::figures() const {
-  engine::ClusterReport f = counters_.report();
+report::ClusterReport Cluster::figures() const {
+  report::ClusterReport f = counters_.report();
   sender_.Report(&f);
   receiver_.Report(&f);
   f.shards_given = balancer_.shards_given();

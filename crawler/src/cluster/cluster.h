@@ -161,7 +161,7 @@
 
 namespace crawler::cluster {
 
-class Cluster final : public engine::Node {
+class Cluster final : public crawl::Node {
  public:
   // Connects and joins the job. Errors: Redis unreachable (kIoError, naming
   // the address), a refusal (kInvalidArgument, naming the reason).
@@ -280,7 +280,7 @@ class Cluster final : public engine::Node {
   // counts as done in a checkpoint only once its links are durable, in
   // Redis or in that checkpoint.
   // Also names the spill files the checkpoint writer must fsync.
-  engine::OutboxCut OnCut(uint64_t sequence) override EXCLUDES(mu_);
+  checkpoint::OutboxCut OnCut(uint64_t sequence) override EXCLUDES(mu_);
   // A resumed node's outbox, queued to be sent again (duplicates are
   // dropped by the owners' filters). Errors: a malformed file.
   [[nodiscard]] Status RestoreOutbox(const std::string& text,
@@ -290,9 +290,9 @@ class Cluster final : public engine::Node {
   [[nodiscard]] Status RestoreSpill() override { return sender_.RestoreSpill(); }
   void OnPublished(uint64_t sequence) override EXCLUDES(mu_);
 
-  engine::ClusterReport figures() const override;
+  report::ClusterReport figures() const override;
   // Read at every heartbeat: owned shards' lag, the heartbeat's round trip.
-  engine::ClusterHealth health() const override { return counters_.health(); }
+  report::ClusterHealth health() const override { return counters_.health(); }
   // The crawl's own figures, published with the node's (cluster-stats).
   void SetCrawlFigures(uint64_t pages, double pages_per_s) override {
     counters_.SetCrawl(pages, pages_per_s);

@@ -144,7 +144,7 @@ bool Cluster::Round(bool* did) {
 
 // One pipelined round trip, read back in send order.
 bool Cluster::Heartbeat() {
-  engine::ClusterReport f = figures();
+  report::ClusterReport f = figures();
   f.updated_unix =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
           .count();

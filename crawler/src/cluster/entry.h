@@ -14,7 +14,7 @@ namespace crawler::cluster {
 // Joins a job as a Cluster (cluster.h); reads a node's last commit. `stop`
 // (the command's signal flag, set before the node runs) ends their waits
 // for Redis and for a previous process's liveness key.
-engine::NodeJoiner ClusterJoiner(const std::atomic<bool>* stop = nullptr);
+crawl::NodeJoiner ClusterJoiner(const std::atomic<bool>* stop = nullptr);
 
 // `crawler cluster-stats redis://HOST:PORT --job J [--json]`: a cluster job as
 // Redis sees it: nodes (alive, pages/s, shards), stream lag per shard,

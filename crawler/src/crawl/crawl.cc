@@ -20,7 +20,7 @@
 #include "crawl/crawl_impl.h"
 #include "crawler/version.h"
 
-namespace crawler::engine {
+namespace crawler::crawl {
 
 using frontier::Clock;
 
@@ -52,12 +52,13 @@ double Crawl::Impl::Elapsed() const {
   return elapsed_base + std::chrono::duration<double>(Clock::now() - run_start).count();
 }
 
-StatsReport Crawl::Impl::Report(bool running) {
-  StatsReport r = stats->Build(running, Elapsed(), spilled_base, checkpointer->figures());
+report::StatsReport Crawl::Impl::Report(bool running) {
+  report::StatsReport r =
+      stats->Build(running, Elapsed(), spilled_base, checkpointer->figures());
   if (config.recrawl.enabled) {
     r.recrawl.enabled = true;
-    r.recrawl.due = history->CountDue(UnixMs(), kDueCountCap);
-    r.recrawl.due_capped = r.recrawl.due >= kDueCountCap;
+    r.recrawl.due = history->CountDue(engine::UnixMs(), report::kDueCountCap);
+    r.recrawl.due_capped = r.recrawl.due >= report::kDueCountCap;
     if (config.recrawl.adapt == "change-rate") r.recrawl.mu = state.recrawl_mu.load();
   }
   if (cluster) {
@@ -70,30 +71,30 @@ StatsReport Crawl::Impl::Report(bool running) {
 void Crawl::Impl::PublishMetrics(bool running) {
   if (!metrics) return;
   auto start = Clock::now();
-  StatsReport r = Report(running);
-  ClusterHealth health;
+  report::StatsReport r = Report(running);
+  report::ClusterHealth health;
   if (cluster) health = cluster->health();
-  std::string text = RenderMetrics(
+  std::string text = report::RenderMetrics(
       {r, cluster ? &health : nullptr, metrics->render_s_total(), metrics->renders()});
   metrics->Publish(std::move(text),
                    std::chrono::duration<double>(Clock::now() - start).count());
 }
 
-Status Crawl::Impl::Describe(CheckpointInfo* info, bool running) {
+Status Crawl::Impl::Describe(checkpoint::CheckpointInfo* info, bool running) {
   auto series = stats->SeriesBytes();
   if (!series.ok()) return series.status();
   info->series_bytes = *series;
   info->elapsed_s = Elapsed();
-  info->config_toml = ConfigToToml(config);
+  info->config_toml = engine::ConfigToToml(config);
   info->scope_hosts = scope->hosts();
   info->summary = counters.Summary();
   info->summary.spilled = spilled_base + frontier->Stats(Clock::now()).spilled;
   info->started = state.started.load();
-  StatsReport report = Report(running);
+  report::StatsReport report = Report(running);
   // Before this process and in it (the filter's own counts start at 0).
-  info->dedup = DedupCarried{report.dedup.expected_false_seen, report.dedup.compactions,
-                             report.dedup.compaction_s};
-  info->stats = ToJson(report);
+  info->dedup = engine::DedupCarried{report.dedup.expected_false_seen,
+                                     report.dedup.compactions, report.dedup.compaction_s};
+  info->stats = report::ToJson(report);
   return Status::Ok();
 }
 
@@ -102,20 +103,22 @@ namespace {
 // OUT/history/: a resume restored the checkpoint's image there (resume.cc);
 // a new crawl (`sequence` 0) starts empty (a leftover is past any checkpoint)
 // but for the payloads of the earlier crawls dedup.from names.
-Result<std::unique_ptr<History>> OpenHistory(const Config& config, const std::string& out,
-                                             uint64_t sequence) {
+Result<std::unique_ptr<output::History>> OpenHistory(const engine::Config& config,
+                                                     const std::string& out,
+                                                     uint64_t sequence) {
   const std::string dir = out + "/" + kHistoryDir;
   std::error_code ec;
   if (sequence == 0) std::filesystem::remove_all(dir, ec);
-  auto history = History::Open(dir);
+  auto history = output::History::Open(dir);
   if (!history.ok() || sequence != 0) return history;
   for (const std::string& source : config.dedup_from) {
     uint64_t n = 0;
-    Status st = ReadEarlierCaptures(source, [&](const EarlierCapture& c) {
-      ++n;
-      return (*history)->AddCapture(
-          c.digest, {.uri = c.uri, .record_id = "", .date_ms = c.date_ms});
-    });
+    Status st =
+        archive::ReadEarlierCaptures(source, [&](const archive::EarlierCapture& c) {
+          ++n;
+          return (*history)->AddCapture(
+              c.digest, {.uri = c.uri, .record_id = "", .date_ms = c.date_ms});
+        });
     if (!st.ok()) return st;
     spdlog::info("dedup.from: {}: {} captures of 200s read", source, n);
   }
@@ -123,52 +126,52 @@ Result<std::unique_ptr<History>> OpenHistory(const Config& config, const std::st
 }
 
 // OUT/warc/'s writer, as the [output] keys say.
-WarcOptions WarcOptionsOf(const Config& config, const std::string& out) {
-  WarcOptions wo;
+output::WarcOptions WarcOptionsOf(const engine::Config& config, const std::string& out) {
+  output::WarcOptions wo;
   wo.dir = out + "/warc";
   wo.prefix = config.output.warc_prefix;
   wo.rotate_bytes = config.output.warc_rotate_bytes;
   wo.gzip_level = config.output.warc_gzip_level;
   wo.cdxj = config.output.cdxj;
   wo.operator_info = config.crawl.user_agent;
-  wo.software = Software();
+  wo.software = report::Software();
   return wo;
 }
 
 }  // namespace
 
-Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
+Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const engine::Config& config,
                                                 const std::string& out, int lock_fd,
                                                 std::unique_ptr<dedup::Filter> filter,
-                                                Scope scope, uint64_t sequence,
+                                                engine::Scope scope, uint64_t sequence,
                                                 std::span<const uint64_t> log_bytes,
                                                 const NodeJoiner* joiner,
                                                 const std::vector<std::string>& seeds) {
   auto m = std::make_unique<Crawl::Impl>(config, out, lock_fd);
   spdlog::info("open files: up to {} (RLIMIT_NOFILE's hard limit)", RaiseOpenFileLimit());
-  Body::ClearSpool(out + "/spool");
+  engine::Body::ClearSpool(out + "/spool");
   m->filter = std::move(filter);
   // Before any insert: the log must record every key the filter admits.
   Status logged = m->filter->StartLog(
-      out + "/" + kDedupLogDir, config.dedup_compact_growth,
+      out + "/" + checkpoint::kDedupLogDir, config.dedup_compact_growth,
       [](const std::string& msg) { spdlog::warn("{}", msg); }, log_bytes);
   if (!logged.ok()) return logged.WithContext("dedup");
-  m->scope = std::make_unique<Scope>(std::move(scope));
+  m->scope = std::make_unique<engine::Scope>(std::move(scope));
   frontier::FrontierOptions fo = config.frontier;
   fo.spill_dir = out + "/frontier";
   auto fr = frontier::Frontier::Create(fo);
   if (!fr.ok()) return fr.status();
   m->frontier = std::move(fr).value();
-  auto warc = WarcWriter::Open(WarcOptionsOf(config, out));
+  auto warc = output::WarcWriter::Open(WarcOptionsOf(config, out));
   if (!warc.ok()) return warc.status();
   m->warc = std::move(warc).value();
-  auto log = FetchLog::Open(out + "/fetch-log.jsonl");
+  auto log = output::FetchLog::Open(out + "/fetch-log.jsonl");
   if (!log.ok()) return log.status();
   m->log = std::move(log).value();
-  auto resolver = Resolver::ForFetch(config.fetch);
+  auto resolver = engine::Resolver::ForFetch(config.fetch);
   if (!resolver.ok()) return resolver.status();
   m->resolver = std::move(resolver).value();
-  auto stats = StatsWriter::Open(
+  auto stats = report::StatsWriter::Open(
       out, {*m->filter, *m->frontier, m->hosts, m->counters, m->resolver.get(),
             m->scope.get(), &m->state.robots_waiting_bytes});
   if (!stats.ok()) return stats.status();
@@ -180,7 +183,7 @@ Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
     m->cluster = std::move(cluster).value();
   }
   if (m->cluster && !config.cluster.shared_dir.empty()) {
-    auto seen = SeenLog::Open(out + "/seen.log");
+    auto seen = output::SeenLog::Open(out + "/seen.log");
     if (!seen.ok()) return seen.status();
     m->seen = std::move(seen).value();
   }
@@ -190,28 +193,29 @@ Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const Config& config,
     m->history = std::move(history).value();
   }
   if (!config.metrics.listen.empty()) {
-    auto metrics = MetricsServer::Start(config.metrics.listen);
+    auto metrics = report::MetricsServer::Start(config.metrics.listen);
     if (!metrics.ok()) return metrics.status();
     m->metrics = std::move(metrics).value();
   }
   Crawl::Impl* raw = m.get();
-  m->checkpointer = std::make_unique<Checkpointer>(
+  m->checkpointer = std::make_unique<checkpoint::Checkpointer>(
       out, config.checkpoint,
-      Checkpointer::Parts{m->gate, *m->filter, *m->frontier, m->hosts, *m->log, *m->warc,
-                          [raw](CheckpointInfo* info, bool running) {
-                            return raw->Describe(info, running);
-                          },
-                          [raw](uint64_t seq) -> std::optional<OutboxCut> {
-                            if (!raw->cluster) return std::nullopt;
-                            return raw->cluster->OnCut(seq);
-                          },
-                          [raw](uint64_t seq) {
-                            if (raw->cluster) raw->cluster->OnPublished(seq);
-                          },
-                          m->seen.get(), m->history.get()},
+      checkpoint::Checkpointer::Parts{
+          m->gate, *m->filter, *m->frontier, m->hosts, *m->log, *m->warc,
+          [raw](checkpoint::CheckpointInfo* info, bool running) {
+            return raw->Describe(info, running);
+          },
+          [raw](uint64_t seq) -> std::optional<checkpoint::OutboxCut> {
+            if (!raw->cluster) return std::nullopt;
+            return raw->cluster->OnCut(seq);
+          },
+          [raw](uint64_t seq) {
+            if (raw->cluster) raw->cluster->OnPublished(seq);
+          },
+          m->seen.get(), m->history.get()},
       sequence);
   Status st;
-  m->workers = Worker::MakeAll(
+  m->workers = engine::Worker::MakeAll(
       config,
       {m->config, *m->scope, *m->filter, *m->frontier, m->hosts, *m->log, *m->warc,
        m->counters, m->gate, m->results, m->state, m->cluster.get(), m->seen.get(),
@@ -231,7 +235,7 @@ Status NoCluster() {
 Crawl::Crawl(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Crawl::~Crawl() = default;
 
-Result<std::unique_ptr<Crawl>> Crawl::Create(const Config& config,
+Result<std::unique_ptr<Crawl>> Crawl::Create(const engine::Config& config,
                                              const std::vector<std::string>& seeds,
                                              const std::string& out_dir,
                                              std::vector<std::string>* skipped,
@@ -243,11 +247,11 @@ Result<std::unique_ptr<Crawl>> Crawl::Create(const Config& config,
   if (ec)
     return Status::Error(Status::Code::kIoError,
                          out_dir + ": cannot create: " + ec.message());
-  auto scope = Scope::From(config.crawl, seeds);
+  auto scope = engine::Scope::From(config.crawl, seeds);
   if (!scope.ok()) return scope.status();
   auto lock = LockOut(out_dir, 0);
   if (!lock.ok()) return lock.status();
-  for (const char* dir : {kCheckpointDir, kCheckpointPrevDir}) {
+  for (const char* dir : {checkpoint::kCheckpointDir, checkpoint::kCheckpointPrevDir}) {
     if (std::filesystem::exists(out_dir + "/" + dir)) {
       ::close(*lock);
       return Status::Error(Status::Code::kInvalidArgument,
@@ -273,9 +277,10 @@ Result<std::unique_ptr<Crawl>> Crawl::Create(const Config& config,
   // pair complete.
   std::string seed_text;
   for (const std::string& s : seeds) seed_text += s + "\n";
-  Status st = WriteFileAtomic(out_dir + "/" + kStartSeeds, seed_text);
+  Status st = WriteFileAtomic(out_dir + "/" + checkpoint::kStartSeeds, seed_text);
   if (st.ok())  // the owner's only, like each checkpoint's config.toml
-    st = WriteFileAtomic(out_dir + "/" + kStartConfig, ConfigToToml(config), true, 0600);
+    st = WriteFileAtomic(out_dir + "/" + checkpoint::kStartConfig,
+                         engine::ConfigToToml(config), true, 0600);
   if (!st.ok()) {
     ::close(*lock);
     return st;
@@ -297,8 +302,8 @@ namespace {
 // The seeds of a new crawl (then checkpoint 1: a crash at any later moment
 // resumes), or the robots.txt fetches a resumed crawl must start again.
 Status Seed(Crawl::Impl& m) {
-  GateUnit unit(m.gate);  // open: no worker runs yet
-  Worker& first = *m.workers[0];
+  engine::GateUnit unit(m.gate);  // open: no worker runs yet
+  engine::Worker& first = *m.workers[0];
   if (!m.seeds.empty()) {
     // A cluster node sends the seeds it does not own to their owners.
     std::vector<frontier::UrlEntry> seeds, theirs;
@@ -312,7 +317,7 @@ Status Seed(Crawl::Impl& m) {
     m.seeds.clear();
     return Status::Ok();
   }
-  for (const RobotsFetchToStart& r : m.resume_robots)
+  for (const engine::RobotsFetchToStart& r : m.resume_robots)
     first.StartRobots(unit.pass(), r.host, r.url, r.hops);
   m.resume_robots.clear();
   return Status::Ok();
@@ -330,7 +335,7 @@ Status StartNodeAndSeed(Crawl::Impl& m, const std::atomic<bool>& stop) {
     // being cut the node counts as busy and shows no backlog (neither ends
     // the job nor gives work away); the next round asks again.
     m.cluster->SetBacklogSource([&m](const Node::HostVisitor& f) {
-      GateUnit unit(m.gate, std::try_to_lock);
+      engine::GateUnit unit(m.gate, std::try_to_lock);
       if (!unit.entered()) return false;
       // The hosts whose robots.txt is being fetched (as a handoff's drain
       // sees them: Worker::HandOff), noted first: the host table's lock is
@@ -351,7 +356,7 @@ Status StartNodeAndSeed(Crawl::Impl& m, const std::atomic<bool>& stop) {
     // marked done (sticky in Redis, and its acknowledgements "last") the
     // first moment all nodes waited for their next due URL.
     Status st = m.cluster->Start(stop, [&m] {
-      GateUnit unit(m.gate, std::try_to_lock);
+      engine::GateUnit unit(m.gate, std::try_to_lock);
       return unit.entered() && m.state.busy.load() == 0 && m.results.Empty() &&
              (m.state.max_pages_hit.load() ||
               (m.frontier->Empty() && !m.config.recrawl.enabled));
@@ -367,8 +372,8 @@ Status StartNodeAndSeed(Crawl::Impl& m, const std::atomic<bool>& stop) {
 // fetch writes the next one. In a gate pass, so a checkpoint's history image
 // and frontier agree.
 Status ScheduleDue(Crawl::Impl& m) {
-  GateUnit unit(m.gate);
-  const uint64_t now = UnixMs();
+  engine::GateUnit unit(m.gate);
+  const uint64_t now = engine::UnixMs();
   // A bounded batch: a backlog drains over several rounds. A cluster
   // node's record of a shard not owned here now, being handed over (its
   // record travels in the handoff's checkpoint) or arriving (a takeover's
@@ -392,12 +397,12 @@ Status ScheduleDue(Crawl::Impl& m) {
 // "change-rate": the price of freshness follows the history's revisit
 // demand against the budget of one revisit per interval_s per URL.
 void TuneMu(Crawl::Impl& m) {
-  const CrawlSummary s = m.counters.Summary();
+  const engine::CrawlSummary s = m.counters.Summary();
   uint64_t urls = 0;
   for (const auto& [bucket, n] : s.revisit_intervals) urls += n;
-  const double mu =
-      NextMu(m.state.recrawl_mu.load(), static_cast<double>(s.revisit_demand_uhz) / 1e6,
-             urls, m.config.recrawl);
+  const double mu = engine::NextMu(m.state.recrawl_mu.load(),
+                                   static_cast<double>(s.revisit_demand_uhz) / 1e6, urls,
+                                   m.config.recrawl);
   m.state.recrawl_mu.store(mu);
 }
 
@@ -415,7 +420,7 @@ struct Stops {
 // `halt`) stops them at once.
 Status Supervise(Crawl::Impl& m, Stops s, const Crawl::ProgressFn& progress,
                  std::atomic<bool>* checkpoint_request,
-                 const std::function<CrawlProgress()>& progress_now,
+                 const std::function<engine::CrawlProgress()>& progress_now,
                  const std::vector<std::atomic<bool>>& done) {
   auto last_progress = Clock::now(), last_stats = Clock::now(), last_due = Clock::now();
   std::optional<Clock::time_point> halted;
@@ -473,11 +478,12 @@ Status Supervise(Crawl::Impl& m, Stops s, const Crawl::ProgressFn& progress,
 
 // After the workers ended normally: outputs synced, the summary, the last
 // checkpoint (resumable after a stop) and the final stats.
-Result<CrawlSummary> Finish(Crawl::Impl& m, bool stopped, Clock::time_point start) {
+Result<engine::CrawlSummary> Finish(Crawl::Impl& m, bool stopped,
+                                    Clock::time_point start) {
   Status st = m.log->Sync();
   if (st.ok()) st = m.warc->Sync();
   if (!st.ok()) return st;
-  CrawlSummary s = m.counters.Summary();
+  engine::CrawlSummary s = m.counters.Summary();
   s.stopped = stopped;
   s.spilled = m.spilled_base + m.frontier->Stats(Clock::now()).spilled;
   s.seconds = std::chrono::duration<double>(Clock::now() - start).count();
@@ -505,9 +511,10 @@ Result<CrawlSummary> Finish(Crawl::Impl& m, bool stopped, Clock::time_point star
 
 }  // namespace
 
-Result<CrawlSummary> Crawl::Run(const std::atomic<bool>& stop, const ProgressFn& progress,
-                                std::atomic<bool>* checkpoint_request,
-                                const std::atomic<bool>* stop_now) {
+Result<engine::CrawlSummary> Crawl::Run(const std::atomic<bool>& stop,
+                                        const ProgressFn& progress,
+                                        std::atomic<bool>* checkpoint_request,
+                                        const std::atomic<bool>* stop_now) {
   Impl& m = *impl_;
   auto start = Clock::now();
   m.run_start = start;
@@ -521,7 +528,7 @@ Result<CrawlSummary> Crawl::Run(const std::atomic<bool>& stop, const ProgressFn&
   // done at its start, and each node then ended once it ran out of local
   // work, whatever the others still sent it (cluster_test "Cluster takeover
   // of a big shard*": the takers ended before the big shard loaded).
-  m.state.recrawl_mu.store(InitialMu(m.config.recrawl));
+  m.state.recrawl_mu.store(engine::InitialMu(m.config.recrawl));
   m.state.busy.fetch_add(1);
   st = StartNodeAndSeed(m, stop);
   m.state.busy.fetch_sub(1);
@@ -559,9 +566,9 @@ std::string Crawl::MetricsUrl() const {
   return m.metrics ? m.metrics->url() : std::string();
 }
 
-CrawlProgress Crawl::Progress() const {
+engine::CrawlProgress Crawl::Progress() const {
   const Impl& m = *impl_;
-  CrawlProgress p;
+  engine::CrawlProgress p;
   p.summary = m.counters.Summary();
   p.frontier = m.frontier->Stats(Clock::now());
   dedup::FilterStats fs = m.filter->Stats();
@@ -569,7 +576,7 @@ CrawlProgress Crawl::Progress() const {
   p.dedup_fpr = fs.estimated_fpr;
   p.dedup_bytes = fs.bytes;
   if (m.cluster) {
-    ClusterReport c = m.cluster->figures();
+    report::ClusterReport c = m.cluster->figures();
     p.cluster = c.node + " " + std::to_string(c.shards_owned) + " shards, sent " +
                 std::to_string(c.urls_sent) + " + " + std::to_string(c.urls_queued) +
                 " queued, received " + std::to_string(c.urls_received);
@@ -587,4 +594,4 @@ CrawlProgress Crawl::Progress() const {
   return p;
 }
 
-}  // namespace crawler::engine
+}  // namespace crawler::crawl

@@ -27,52 +27,52 @@
 #include "report/metrics.h"
 #include "report/stats_writer.h"
 
-namespace crawler::engine {
+namespace crawler::crawl {
 
 struct Crawl::Impl {
-  Impl(const Config& c, std::string out_dir, int lock)
+  Impl(const engine::Config& c, std::string out_dir, int lock)
       : config(c),
         out(std::move(out_dir)),
         lock_fd(lock),
         hosts(c.crawl.user_agent, c.crawl.max_pages_per_host, c.fetch.robots_cache_s,
-              BudgetsOf(c.crawl)) {}
+              engine::BudgetsOf(c.crawl)) {}
   ~Impl();
 
-  const Config config;
+  const engine::Config config;
   const std::string out;
   const int lock_fd;  // flock on OUT/.lock, held for the crawl's life
   std::unique_ptr<dedup::Filter> filter;
   std::unique_ptr<frontier::Frontier> frontier;
-  std::unique_ptr<Scope> scope;
-  HostTable hosts;
-  std::unique_ptr<FetchLog> log;
+  std::unique_ptr<engine::Scope> scope;
+  engine::HostTable hosts;
+  std::unique_ptr<output::FetchLog> log;
   // The crawler's DNS (crawler/resolver.h); null with a proxy (it resolves).
-  std::unique_ptr<Resolver> resolver;
-  std::unique_ptr<SeenLog> seen;  // a cluster node's with shared_dir (seen_log.h)
+  std::unique_ptr<engine::Resolver> resolver;
+  std::unique_ptr<output::SeenLog> seen;  // a cluster node's with shared_dir (seen_log.h)
   // [recrawl] or dedup.payload on: OUT/history/ (output/history.h)
-  std::unique_ptr<History> history;
-  std::unique_ptr<WarcWriter> warc;
-  Counters counters;
-  Gate gate;
-  ResultQueue results;
-  RunState state;
-  std::unique_ptr<StatsWriter> stats;
-  std::unique_ptr<Checkpointer> checkpointer;
-  std::vector<std::unique_ptr<Worker>> workers;
-  std::unique_ptr<Node> cluster;           // [cluster] set: this node of the job
-  std::unique_ptr<MetricsServer> metrics;  // [metrics] listen set (stopped first)
+  std::unique_ptr<output::History> history;
+  std::unique_ptr<output::WarcWriter> warc;
+  engine::Counters counters;
+  engine::Gate gate;
+  engine::ResultQueue results;
+  engine::RunState state;
+  std::unique_ptr<report::StatsWriter> stats;
+  std::unique_ptr<checkpoint::Checkpointer> checkpointer;
+  std::vector<std::unique_ptr<engine::Worker>> workers;
+  std::unique_ptr<Node> cluster;                   // [cluster] set: this node of the job
+  std::unique_ptr<report::MetricsServer> metrics;  // [metrics] listen set (stopped first)
 
-  std::vector<std::string> seeds;                 // a new crawl's, until admitted
-  std::vector<RobotsFetchToStart> resume_robots;  // a resumed crawl's
-  double elapsed_base = 0;                        // crawl time before this run
-  uint64_t spilled_base = 0;                      // URLs spilled before this run
+  std::vector<std::string> seeds;                         // a new crawl's, until admitted
+  std::vector<engine::RobotsFetchToStart> resume_robots;  // a resumed crawl's
+  double elapsed_base = 0;                                // crawl time before this run
+  uint64_t spilled_base = 0;                              // URLs spilled before this run
   frontier::Clock::time_point run_start = frontier::Clock::now();
 
   double Elapsed() const;
-  StatsReport Report(bool running);
+  report::StatsReport Report(bool running);
   // Run thread: renders the metrics text for the scrapes waiting (metrics.h).
   void PublishMetrics(bool running);
-  [[nodiscard]] Status Describe(CheckpointInfo* info, bool running);
+  [[nodiscard]] Status Describe(checkpoint::CheckpointInfo* info, bool running);
 };
 
 // OUT/history/, the live URL history and payload digests of a crawl with
@@ -84,8 +84,8 @@ inline constexpr const char* kHistoryDir = "history";
 // dedup hash log lengths (CheckpointInfo::dedup_log_bytes; empty: none);
 // `seeds`: a new crawl's, for the cluster's join (NodeJoiner).
 Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(
-    const Config& config, const std::string& out, int lock_fd,
-    std::unique_ptr<dedup::Filter> filter, Scope scope, uint64_t sequence,
+    const engine::Config& config, const std::string& out, int lock_fd,
+    std::unique_ptr<dedup::Filter> filter, engine::Scope scope, uint64_t sequence,
     std::span<const uint64_t> log_bytes, const NodeJoiner* joiner,
     const std::vector<std::string>& seeds = {});
 
@@ -97,6 +97,6 @@ Status NoCluster();
 // may still hold it for a moment). Returns the descriptor (kept open).
 Result<int> LockOut(const std::string& out, double wait_s);
 
-}  // namespace crawler::engine
+}  // namespace crawler::crawl
 
 #endif  // CRAWLER_CRAWL_IMPL_H_

@@ -24,7 +24,7 @@
 #include "report/metrics.h"
 #include "report/stats_schema.h"
 
-namespace crawler::engine {
+namespace crawler::crawl {
 
 // Node's parts, split by what calls them: the Run thread's life of the
 // node, the checkpointer's hooks, a resume's restores, and the figures the
@@ -67,7 +67,7 @@ class NodeLife {
 class CheckpointHooks {
  public:
   virtual ~CheckpointHooks() = default;
-  virtual OutboxCut OnCut(uint64_t sequence) = 0;
+  virtual checkpoint::OutboxCut OnCut(uint64_t sequence) = 0;
   virtual void OnPublished(uint64_t sequence) = 0;
   virtual bool CheckpointWanted() const = 0;
   virtual bool CommitPending() const = 0;
@@ -80,7 +80,7 @@ class CheckpointHooks {
 class NodeRestore {
  public:
   virtual ~NodeRestore() = default;
-  virtual void StashOwn(ShardState own) = 0;
+  virtual void StashOwn(engine::ShardState own) = 0;
   [[nodiscard]] virtual Status RestoreOutbox(const std::string& text,
                                              const std::string& path) = 0;
   [[nodiscard]] virtual Status RestoreSpill() = 0;
@@ -92,12 +92,12 @@ class NodeFigures {
  public:
   virtual ~NodeFigures() = default;
   virtual void SetCrawlFigures(uint64_t pages, double pages_per_s) = 0;
-  virtual ClusterReport figures() const = 0;
-  virtual ClusterHealth health() const = 0;
+  virtual report::ClusterReport figures() const = 0;
+  virtual report::ClusterHealth health() const = 0;
 };
 
 // A node: the workers' Placement and the crawl's four parts.
-class Node : public Placement,
+class Node : public engine::Placement,
              public NodeLife,
              public CheckpointHooks,
              public NodeRestore,
@@ -108,15 +108,16 @@ struct NodeJoiner {
   // Joins the job. `out_dir`: the crawl's output. `resumed`: a resume.
   // `seeds`: a new crawl's (a job created by this node places its shards by
   // their seed hosts: shard_owners.h).
-  std::function<Result<std::unique_ptr<Node>>(const Config& config,
+  std::function<Result<std::unique_ptr<Node>>(const engine::Config& config,
                                               const std::string& out_dir, bool resumed,
                                               const std::vector<std::string>& seeds)>
       join;
   // A resume with cluster.shared_dir: the sequence of this node's last
   // checkpoint the job committed (nullopt: none yet).
-  std::function<Result<std::optional<uint64_t>>(const Config& config)> last_commit;
+  std::function<Result<std::optional<uint64_t>>(const engine::Config& config)>
+      last_commit;
 };
 
-}  // namespace crawler::engine
+}  // namespace crawler::crawl
 
 #endif  // CRAWLER_CRAWL_NODE_H_

@@ -17,7 +17,7 @@
 #include "crawler/seeds.h"
 #include "output/cdxj.h"
 
-namespace crawler::engine {
+namespace crawler::crawl {
 namespace {
 
 namespace fs = std::filesystem;
@@ -41,12 +41,12 @@ Status CheckOverrides(const std::vector<std::string>& overrides) {
 
 // OUT/checkpoint/, or OUT/checkpoint.prev/ when that is damaged (*warning
 // says why). A damaged checkpoint is kCorruption & co; unreadable, kIoError.
-Result<LoadedCheckpoint> Select(const std::string& out, std::string* warning,
-                                bool* fell_back) {
-  const std::string cur = out + "/" + kCheckpointDir,
-                    prev = out + "/" + kCheckpointPrevDir;
+Result<checkpoint::LoadedCheckpoint> Select(const std::string& out, std::string* warning,
+                                            bool* fell_back) {
+  const std::string cur = out + "/" + checkpoint::kCheckpointDir,
+                    prev = out + "/" + checkpoint::kCheckpointPrevDir;
   bool repaired = false;
-  Status st = RepairCutPublish(out, &repaired);
+  Status st = checkpoint::RepairCutPublish(out, &repaired);
   if (!st.ok()) return st.WithContext("cannot resume " + out);
   if (repaired) {
     spdlog::warn(
@@ -56,7 +56,7 @@ Result<LoadedCheckpoint> Select(const std::string& out, std::string* warning,
   }
   std::string first_problem = cur + ": missing (a crash between publishing steps)";
   if (fs::exists(cur)) {
-    auto loaded = LoadCheckpoint(cur);
+    auto loaded = checkpoint::LoadCheckpoint(cur);
     if (loaded.ok()) return loaded;
     first_problem = loaded.status().message();
   }
@@ -65,7 +65,7 @@ Result<LoadedCheckpoint> Select(const std::string& out, std::string* warning,
         Status::Code::kCorruption,
         "cannot resume " + out + ": " + first_problem + "; and there is no " + prev);
   }
-  auto loaded = LoadCheckpoint(prev);
+  auto loaded = checkpoint::LoadCheckpoint(prev);
   if (!loaded.ok()) {
     return loaded.status().WithContext("cannot resume " + out + ": " + first_problem +
                                        "; and");
@@ -85,10 +85,10 @@ Result<LoadedCheckpoint> Select(const std::string& out, std::string* warning,
 // too (cluster/membership/shard_loads.h, ReadShards). Its next checkpoint then skips
 // the damaged one's sequence (*skip_to), so "NODE SEQ" never names two
 // checkpoints.
-Status SelectCommitted(const Config& config, const std::string& out,
-                       const NodeJoiner* joiner, LoadedCheckpoint* cp, bool fell_back,
-                       uint64_t* skip_to) {
-  const ClusterConfig& c = config.cluster;
+Status SelectCommitted(const engine::Config& config, const std::string& out,
+                       const NodeJoiner* joiner, checkpoint::LoadedCheckpoint* cp,
+                       bool fell_back, uint64_t* skip_to) {
+  const engine::ClusterConfig& c = config.cluster;
   if (!c.enabled() || c.shared_dir.empty()) return Status::Ok();
   if (joiner == nullptr || !joiner->last_commit) return NoCluster();
   auto last = joiner->last_commit(config);
@@ -106,11 +106,11 @@ Status SelectCommitted(const Config& config, const std::string& out,
     *skip_to = committed;
     return Status::Ok();
   }
-  const std::string prev = out + "/" + kCheckpointPrevDir;
-  auto older =
-      cp->info.sequence > committed
-          ? LoadCheckpoint(prev)
-          : Result<LoadedCheckpoint>(Status::Error(Status::Code::kCorruption, "newer"));
+  const std::string prev = out + "/" + checkpoint::kCheckpointPrevDir;
+  auto older = cp->info.sequence > committed
+                   ? checkpoint::LoadCheckpoint(prev)
+                   : Result<checkpoint::LoadedCheckpoint>(
+                         Status::Error(Status::Code::kCorruption, "newer"));
   if (!older.ok() || older->info.sequence != committed) {
     return Status::Error(
         Status::Code::kCorruption,
@@ -125,7 +125,7 @@ Status SelectCommitted(const Config& config, const std::string& out,
   *cp = std::move(older).value();
   // The committed one becomes checkpoint/ again, so the next publish keeps it
   // as checkpoint.prev/ (a taker may still load from it).
-  const std::string cur = out + "/" + kCheckpointDir,
+  const std::string cur = out + "/" + checkpoint::kCheckpointDir,
                     aside = out + "/checkpoint.uncommitted";
   std::error_code ec;
   fs::remove_all(aside, ec);
@@ -168,7 +168,7 @@ std::optional<unsigned> WarcIndex(const std::string& name, const std::string& pr
 // After the cut: each WARC file kept has its CDXJ index, and the one that
 // was cut (or was never closed, so has only a .cdxj.open of its lines) has
 // it made again from the file itself: exactly its records (warc.h).
-Status RepairIndexes(const std::string& warc_dir, const OutputConfig& output,
+Status RepairIndexes(const std::string& warc_dir, const engine::OutputConfig& output,
                      const std::string& cut_file, bool cut) {
   std::error_code ec;
   std::vector<std::string> warcs;
@@ -178,9 +178,9 @@ Status RepairIndexes(const std::string& warc_dir, const OutputConfig& output,
   }
   if (ec) return Status::Error(Status::Code::kIoError, warc_dir + ": " + ec.message());
   for (const std::string& warc : warcs) {
-    const std::string index = cdxj::PathFor(warc);
+    const std::string index = output::cdxj::PathFor(warc);
     if (output.cdxj && ((cut && warc.ends_with("/" + cut_file)) || !fs::exists(index))) {
-      auto lines = IndexWarc(warc);
+      auto lines = output::IndexWarc(warc);
       if (!lines.ok()) return lines.status();
       spdlog::info("{}: indexed again from the file ({} records)", index, *lines);
     }
@@ -193,8 +193,8 @@ Status RepairIndexes(const std::string& warc_dir, const OutputConfig& output,
 
 // Removes what was written after the checkpoint. Only with the checkpoint
 // fully loaded.
-Status Repair(const std::string& out, const CheckpointInfo& info,
-              const OutputConfig& output) {
+Status Repair(const std::string& out, const checkpoint::CheckpointInfo& info,
+              const engine::OutputConfig& output) {
   Status st =
       Cut(out + "/fetch-log.jsonl", info.fetch_log_bytes, info.fetch_log_bytes > 0);
   bool warc_cut = false;
@@ -210,7 +210,7 @@ Status Repair(const std::string& out, const CheckpointInfo& info,
     if (index && *index > info.warc_index) {
       const std::string path = entry.path().string();
       for (const std::string& p :
-           {path, cdxj::PathFor(path), cdxj::PathFor(path) + ".open"}) {
+           {path, output::cdxj::PathFor(path), output::cdxj::PathFor(path) + ".open"}) {
         fs::remove(p, ec);
         if (ec)
           return Status::Error(Status::Code::kIoError, p + ": remove: " + ec.message());
@@ -220,7 +220,7 @@ Status Repair(const std::string& out, const CheckpointInfo& info,
   st = RepairIndexes(out + "/warc", output, info.warc_file, warc_cut);
   if (!st.ok()) return st;
   fs::remove_all(out + "/frontier", ec);
-  if (!ec) fs::remove_all(out + "/" + kCheckpointTmpDir, ec);
+  if (!ec) fs::remove_all(out + "/" + checkpoint::kCheckpointTmpDir, ec);
   if (ec)
     return Status::Error(Status::Code::kIoError,
                          out + ": cannot clear scratch files: " + ec.message());
@@ -228,18 +228,18 @@ Status Repair(const std::string& out, const CheckpointInfo& info,
 }
 
 // The loaded state into a freshly built crawl.
-Status Restore(Crawl::Impl& m, LoadedCheckpoint& cp) {
-  const CheckpointInfo& info = cp.info;
-  CrawlSummary summary = info.summary;
+Status Restore(Crawl::Impl& m, checkpoint::LoadedCheckpoint& cp) {
+  const checkpoint::CheckpointInfo& info = cp.info;
+  engine::CrawlSummary summary = info.summary;
   summary.stopped = false;
   m.counters.Restore(summary, info.dedup);
   m.elapsed_base = info.elapsed_s;
   m.spilled_base = info.summary.spilled;
-  auto hosts = HostTable::Decode(cp.hosts_bin, cp.dir + "/hosts.bin");
+  auto hosts = engine::HostTable::Decode(cp.hosts_bin, cp.dir + "/hosts.bin");
   if (!hosts.ok()) return hosts.status();
   // The domains' budgets: this node's, whichever shards it holds (a cluster
   // node counts what it admits).
-  auto domains = HostTable::DecodeDomains(cp.hosts_bin, cp.dir + "/hosts.bin");
+  auto domains = engine::HostTable::DecodeDomains(cp.hosts_bin, cp.dir + "/hosts.bin");
   if (!domains.ok()) return domains.status();
   m.hosts.RestoreDomains(std::move(domains).value());
   auto now = Clock::now();
@@ -249,7 +249,7 @@ Status Restore(Crawl::Impl& m, LoadedCheckpoint& cp) {
   uint64_t urls = cp.frontier.Urls(), host_count = cp.frontier.hosts.size();
   if (m.cluster && !m.config.cluster.shared_dir.empty()) {
     // Restored at Start, only the shards this node still holds (cluster.h).
-    ShardState own;
+    engine::ShardState own;
     own.own = true;
     own.from = "this node's checkpoint " + std::to_string(info.sequence);
     own.sequence = info.sequence;
@@ -289,14 +289,14 @@ Result<std::unique_ptr<Crawl>> StartAgain(const std::string& out_dir,
   auto lock = LockOut(out_dir, 10);
   if (!lock.ok()) return lock.status();
   ::close(*lock);
-  auto config = LoadConfig(out_dir + "/" + kStartConfig, overrides);
+  auto config = engine::LoadConfig(out_dir + "/" + checkpoint::kStartConfig, overrides);
   if (!config.ok()) return config.status();
-  auto seeds = ReadSeeds(out_dir + "/" + kStartSeeds, config->url);
+  auto seeds = engine::ReadSeeds(out_dir + "/" + checkpoint::kStartSeeds, config->url);
   if (!seeds.ok()) return seeds.status();
   *warning = out_dir +
              " holds no checkpoint yet (the crawl was stopped before its first one): " +
              "starting it again from its " + std::to_string(seeds->urls.size()) +
-             " seeds (" + kStartSeeds + ")";
+             " seeds (" + checkpoint::kStartSeeds + ")";
   return Crawl::Create(*config, seeds->urls, out_dir, nullptr, joiner);
 }
 
@@ -320,7 +320,7 @@ Result<uint64_t> Crawl::CutBackToCommitted(const std::string& out_dir,
     bool fell_back = false;
     auto loaded = Select(out_dir, &warning, &fell_back);
     if (!loaded.ok()) return loaded.status();
-    auto config = LoadConfig(loaded->config_path, {});
+    auto config = engine::LoadConfig(loaded->config_path, {});
     if (!config.ok()) return config.status();
     if (!config->cluster.enabled()) {
       return Status::Invalid(
@@ -341,7 +341,8 @@ Result<uint64_t> Crawl::CutBackToCommitted(const std::string& out_dir,
 
 bool Crawl::IsOutputDir(const std::string& out_dir) {
   std::error_code ec;
-  for (const char* name : {kCheckpointDir, kCheckpointPrevDir, kStartConfig})
+  for (const char* name : {checkpoint::kCheckpointDir, checkpoint::kCheckpointPrevDir,
+                           checkpoint::kStartConfig})
     if (fs::exists(out_dir + "/" + name, ec)) return true;
   return false;
 }
@@ -353,12 +354,12 @@ Result<std::unique_ptr<Crawl>> Crawl::Resume(const std::string& out_dir,
   Status st = CheckOverrides(overrides);
   if (!st.ok()) return st;
   if (!fs::is_directory(out_dir)) return Status::Invalid(out_dir + ": no such directory");
-  if (!fs::exists(out_dir + "/" + kCheckpointDir) &&
-      !fs::exists(out_dir + "/" + kCheckpointPrevDir)) {
+  if (!fs::exists(out_dir + "/" + checkpoint::kCheckpointDir) &&
+      !fs::exists(out_dir + "/" + checkpoint::kCheckpointPrevDir)) {
     if (!IsOutputDir(out_dir)) {
       return Status::Invalid(out_dir +
                              ": no checkpoint/ or checkpoint.prev/ here, and no " +
-                             kStartConfig + ": not a crawl output directory");
+                             checkpoint::kStartConfig + ": not a crawl output directory");
     }
     return StartAgain(out_dir, overrides, warning, joiner);
   }
@@ -371,13 +372,13 @@ Result<std::unique_ptr<Crawl>> Crawl::Resume(const std::string& out_dir,
   bool fell_back = false;
   auto loaded = Select(out_dir, warning, &fell_back);
   if (!loaded.ok()) return fail(loaded.status());
-  LoadedCheckpoint& cp = *loaded;
-  auto config = LoadConfig(cp.config_path, overrides);
+  checkpoint::LoadedCheckpoint& cp = *loaded;
+  auto config = engine::LoadConfig(cp.config_path, overrides);
   if (!config.ok()) return fail(config.status());
   uint64_t skip_to = 0;
   st = SelectCommitted(*config, out_dir, joiner, &cp, fell_back, &skip_to);
   if (!st.ok()) return fail(st);
-  auto scope = Scope::FromHosts(config->crawl, cp.info.scope_hosts);
+  auto scope = engine::Scope::FromHosts(config->crawl, cp.info.scope_hosts);
   if (!scope.ok()) return fail(scope.status());
   st = Repair(out_dir, cp.info, config->output);
   if (!st.ok()) return fail(st);
@@ -387,13 +388,14 @@ Result<std::unique_ptr<Crawl>> Crawl::Resume(const std::string& out_dir,
     std::error_code ec;
     const std::string live = out_dir + "/" + kHistoryDir;
     fs::remove_all(live, ec);
-    if (!cp.history_dir.empty()) st = History::Restore(cp.history_dir, live);
+    if (!cp.history_dir.empty()) st = output::History::Restore(cp.history_dir, live);
     if (!st.ok()) return fail(st);
   }
   if (fell_back) {
     std::error_code ec;
-    fs::remove_all(out_dir + "/" + kCheckpointDamagedDir, ec);
-    fs::rename(out_dir + "/" + kCheckpointDir, out_dir + "/" + kCheckpointDamagedDir, ec);
+    fs::remove_all(out_dir + "/" + checkpoint::kCheckpointDamagedDir, ec);
+    fs::rename(out_dir + "/" + checkpoint::kCheckpointDir,
+               out_dir + "/" + checkpoint::kCheckpointDamagedDir, ec);
   }
   auto impl =
       BuildCrawl(*config, out_dir, *lock, std::move(cp.filter), std::move(scope).value(),
@@ -405,4 +407,4 @@ Result<std::unique_ptr<Crawl>> Crawl::Resume(const std::string& out_dir,
   return std::unique_ptr<Crawl>(new Crawl(std::move(impl).value()));
 }
 
-}  // namespace crawler::engine
+}  // namespace crawler::crawl

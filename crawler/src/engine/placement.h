@@ -50,12 +50,12 @@ struct ShardState {
   // A takeover's: the source checkpoint's domain budgets, all of them (a
   // domain spans shards), merged into this node's (HostTable::RestoreDomains).
   std::vector<DomainSnapshot> domains;
-  std::vector<SeenRecord> seen;
+  std::vector<output::SeenRecord> seen;
   std::vector<frontier::UrlEntry> outbox;  // the source node's, to send again
   // [recrawl]: the shards' URL history records (a takeover's, from the source
   // checkpoint's history/; a resume's own records are in the live history
   // already, restored whole by --resume).
-  History::Records history;
+  output::History::Records history;
 };
 
 // The interface is split by what calls it: routing (admission, fetch,

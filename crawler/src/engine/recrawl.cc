@@ -9,24 +9,24 @@
 
 namespace crawler::engine {
 
-std::vector<std::string> ConditionalHeaders(const HistoryRecord& r) {
+std::vector<std::string> ConditionalHeaders(const output::HistoryRecord& r) {
   std::vector<std::string> out;
   if (!r.etag.empty()) out.push_back("If-None-Match: " + r.etag);
   if (!r.last_modified.empty()) out.push_back("If-Modified-Since: " + r.last_modified);
   return out;
 }
 
-std::optional<Revisit> RevisitFor(const HistoryRecord* before, long status,
-                                  std::string_view digest) {
+std::optional<output::Revisit> RevisitFor(const output::HistoryRecord* before,
+                                          long status, std::string_view digest) {
   // Without an earlier full capture there is nothing to refer to: the
   // response is written whole.
   if (before == nullptr || before->capture_ms == 0 || before->payload_digest.empty())
     return std::nullopt;
-  Revisit v;
+  output::Revisit v;
   if (status == 304) {
-    v.profile = Revisit::Profile::kServerNotModified;
+    v.profile = output::Revisit::Profile::kServerNotModified;
   } else if (status == 200 && digest == before->payload_digest) {
-    v.profile = Revisit::Profile::kIdenticalPayloadDigest;
+    v.profile = output::Revisit::Profile::kIdenticalPayloadDigest;
   } else {
     return std::nullopt;
   }
@@ -38,11 +38,11 @@ std::optional<Revisit> RevisitFor(const HistoryRecord* before, long status,
   return v;
 }
 
-VisitKind KindOf(const HistoryRecord* before, long status,
-                 const std::optional<Revisit>& revisit) {
+VisitKind KindOf(const output::HistoryRecord* before, long status,
+                 const std::optional<output::Revisit>& revisit) {
   if (before == nullptr) return VisitKind::kFirst;
   if (revisit) {
-    return revisit->profile == Revisit::Profile::kServerNotModified
+    return revisit->profile == output::Revisit::Profile::kServerNotModified
                ? VisitKind::kNotModified
                : VisitKind::kIdentical;
   }
@@ -65,7 +65,8 @@ namespace {
 // one). HTTP-dates are whole seconds: a change dated in the visit's own
 // second counts half of one, and against the visit's own clock a change is
 // taken to be half a second into the second it names.
-std::optional<uint64_t> DatedChange(const HistoryRecord& before, const VisitFacts& f) {
+std::optional<uint64_t> DatedChange(const output::HistoryRecord& before,
+                                    const VisitFacts& f) {
   const std::optional<uint64_t> made = HttpDateMs(f.last_modified),
                                 was = HttpDateMs(before.last_modified);
   if (!made || !was || *made <= *was) return std::nullopt;
@@ -80,9 +81,9 @@ std::optional<uint64_t> DatedChange(const HistoryRecord& before, const VisitFact
 
 }  // namespace
 
-HistoryRecord NextRecord(const HistoryRecord* before, const VisitFacts& f,
-                         const RecrawlConfig& c, double mu) {
-  HistoryRecord r = before != nullptr ? *before : HistoryRecord{};
+output::HistoryRecord NextRecord(const output::HistoryRecord* before, const VisitFacts& f,
+                                 const RecrawlConfig& c, double mu) {
+  output::HistoryRecord r = before != nullptr ? *before : output::HistoryRecord{};
   r.fetched_ms = f.now_ms;
   r.depth = f.depth;
   r.kind = f.url_kind;
@@ -148,7 +149,7 @@ HistoryRecord NextRecord(const HistoryRecord* before, const VisitFacts& f,
   return r;
 }
 
-double EstimatedRate(const HistoryRecord& r) {
+double EstimatedRate(const output::HistoryRecord& r) {
   const double n = r.changed + r.unchanged, x = r.changed;
   const double observed_s = static_cast<double>(r.observed_ms) / 1000;
   if (n == 0 || observed_s <= 0) return 0;
@@ -213,7 +214,7 @@ std::string IntervalBucket(uint64_t interval_ms) {
          static_cast<char>('0' + k % 10);
 }
 
-bool ShouldForget(const HistoryRecord& r, const RecrawlConfig& c) {
+bool ShouldForget(const output::HistoryRecord& r, const RecrawlConfig& c) {
   return c.forget_gone_after > 0 && r.gone >= c.forget_gone_after;
 }
 

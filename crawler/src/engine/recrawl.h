@@ -64,13 +64,13 @@ inline uint64_t UnixMs() { return UnixMs(std::chrono::system_clock::now()); }
 
 // "If-None-Match: ..." and "If-Modified-Since: ..." lines for `r` (none for
 // a validator the server did not send).
-std::vector<std::string> ConditionalHeaders(const HistoryRecord& r);
+std::vector<std::string> ConditionalHeaders(const output::HistoryRecord& r);
 
 // The revisit record a response is written as, if any. `before`: the URL's
 // record (null for a first fetch); `digest`: the response's payload digest
 // ("sha1:BASE32"; only read for a 200).
-std::optional<Revisit> RevisitFor(const HistoryRecord* before, long status,
-                                  std::string_view digest);
+std::optional<output::Revisit> RevisitFor(const output::HistoryRecord* before,
+                                          long status, std::string_view digest);
 
 // What a visit adds to the record.
 struct VisitFacts {
@@ -93,12 +93,12 @@ struct VisitFacts {
 
 // The kind of a visit: `before` (null: first), the status and whether a
 // revisit record was written for it.
-VisitKind KindOf(const HistoryRecord* before, long status,
-                 const std::optional<Revisit>& revisit);
+VisitKind KindOf(const output::HistoryRecord* before, long status,
+                 const std::optional<output::Revisit>& revisit);
 
 // `mu`: "change-rate"'s price (RecrawlMu; unused by the other rules).
-HistoryRecord NextRecord(const HistoryRecord* before, const VisitFacts& f,
-                         const RecrawlConfig& config, double mu = 0);
+output::HistoryRecord NextRecord(const output::HistoryRecord* before, const VisitFacts& f,
+                                 const RecrawlConfig& config, double mu = 0);
 
 // A page's change rate (changes per second) from `r`'s visits, 0 before
 // any comparison (n = 0); with no change seen, half a change over the time
@@ -112,7 +112,7 @@ HistoryRecord NextRecord(const HistoryRecord* before, const VisitFacts& f,
 // which X found a change, -ln((n - X + 0.5) / (n + 0.5)) / I, which knows
 // no more than "changed or not" and so cannot tell a page that changes
 // once per visit from one that changes a hundred times.
-double EstimatedRate(const HistoryRecord& r);
+double EstimatedRate(const output::HistoryRecord& r);
 // Unix ms of an HTTP-date ("Sun, 06 Nov 1994 08:49:37 GMT" and the other
 // two forms RFC 9110 allows); nullopt for anything else.
 std::optional<uint64_t> HttpDateMs(std::string_view text);
@@ -144,7 +144,7 @@ std::string IntervalBucket(uint64_t interval_ms);
 uint64_t DemandMicroHertz(uint64_t interval_ms);
 
 // The record's URL has been gone long enough to leave the history.
-bool ShouldForget(const HistoryRecord& r, const RecrawlConfig& config);
+bool ShouldForget(const output::HistoryRecord& r, const RecrawlConfig& config);
 
 }  // namespace crawler::engine
 

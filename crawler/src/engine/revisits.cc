@@ -20,19 +20,21 @@ void CountInterval(Counters& c, std::optional<uint64_t> was,
                  was ? DemandMicroHertz(*was) : 0, now ? DemandMicroHertz(*now) : 0);
 }
 
-std::optional<uint64_t> IntervalOf(const HistoryRecord* r) {
+std::optional<uint64_t> IntervalOf(const output::HistoryRecord* r) {
   return r != nullptr ? std::optional<uint64_t>(r->interval_ms) : std::nullopt;
 }
 
 }  // namespace
 
-Result<std::optional<HistoryRecord>> Revisits::Recall(const std::string& url) const {
-  if (p_.history == nullptr) return std::optional<HistoryRecord>();
+Result<std::optional<output::HistoryRecord>> Revisits::Recall(
+    const std::string& url) const {
+  if (p_.history == nullptr) return std::optional<output::HistoryRecord>();
   return p_.history->Get(url);
 }
 
-Revisits::Classified Revisits::Classify(const HistoryRecord* before, const FetchResult& r,
-                                        bool page, Exchange* ex) const {
+Revisits::Classified Revisits::Classify(const output::HistoryRecord* before,
+                                        const FetchResult& r, bool page,
+                                        output::Exchange* ex) const {
   Classified c;
   // Payloads stored once: a whole 200 page of at least the minimum size.
   const bool dedup = p_.payloads != nullptr && page && r.status == 200 && !r.truncated &&
@@ -53,13 +55,14 @@ Revisits::Classified Revisits::Classify(const HistoryRecord* before, const Fetch
     c.first_capture = true;
     return c;
   }
-  const PayloadCapture& to = **first;
-  ex->revisit = Revisit{.profile = Revisit::Profile::kIdenticalPayloadDigest,
-                        .refers_to = to.record_id,
-                        .refers_to_uri = to.uri,
-                        .refers_to_date = std::chrono::system_clock::time_point(
-                            std::chrono::milliseconds(to.date_ms)),
-                        .payload_digest = ex->payload_digest};
+  const output::PayloadCapture& to = **first;
+  ex->revisit = output::Revisit{
+      .profile = output::Revisit::Profile::kIdenticalPayloadDigest,
+      .refers_to = to.record_id,
+      .refers_to_uri = to.uri,
+      .refers_to_date =
+          std::chrono::system_clock::time_point(std::chrono::milliseconds(to.date_ms)),
+      .payload_digest = ex->payload_digest};
   c.duplicate_of = to;
   return c;
 }
@@ -85,7 +88,7 @@ Status Revisits::Remember(const Visit& v, bool* forget) {
   if (p_.history == nullptr) return Status::Ok();
   const FetchResult& r = v.result;
   const frontier::UrlEntry& e = v.entry;
-  const HistoryRecord* before = v.before;
+  const output::HistoryRecord* before = v.before;
   // A URL that never answered is not kept (given up: forgotten, worker.h).
   if (r.status == 0 && before == nullptr) return Status::Ok();
   const VisitKind kind = v.classified.visit;
@@ -108,7 +111,7 @@ Status Revisits::Remember(const Visit& v, bool* forget) {
   // Only a full capture is what later revisits refer to: this response, or
   // the first capture of its payload it was written as a revisit of.
   const bool full = kind == VisitKind::kFirst || kind == VisitKind::kChanged;
-  const std::optional<PayloadCapture>& dup = v.classified.duplicate_of;
+  const std::optional<output::PayloadCapture>& dup = v.classified.duplicate_of;
   VisitFacts f{.now_ms = UnixMs(),
                .status = r.status,
                .kind = kind,
@@ -126,7 +129,7 @@ Status Revisits::Remember(const Visit& v, bool* forget) {
                .bytes = r.body.size(),
                .depth = e.depth,
                .url_kind = static_cast<uint8_t>(e.kind)};
-  HistoryRecord next = NextRecord(before, f, p_.config.recrawl, p_.mu.load());
+  output::HistoryRecord next = NextRecord(before, f, p_.config.recrawl, p_.mu.load());
   if (!ShouldForget(next, p_.config.recrawl)) {
     CountInterval(p_.counters, IntervalOf(before), next.interval_ms);
     return p_.history->Put(e.url, next);
@@ -143,7 +146,7 @@ Status Revisits::Postpone(const std::string& url) {
   if (p_.history == nullptr) return Status::Ok();
   auto record = p_.history->Get(url);
   if (!record.ok() || !record->has_value()) return record.status();
-  HistoryRecord r = std::move(**record);
+  output::HistoryRecord r = std::move(**record);
   r.due_ms = UnixMs() + std::max<uint64_t>(r.interval_ms, 1000);
   return p_.history->Put(url, r);
 }
@@ -185,10 +188,11 @@ Status Revisits::Erase(const std::vector<uint32_t>& shards) {
 // on a big history: docs/recrawl.md).
 Status Revisits::EraseIf(const std::function<bool(std::string_view)>& pred) {
   std::vector<std::pair<std::string, uint64_t>> gone;  // URL, interval
-  Status st = p_.history->ForEach([&](std::string_view url, const HistoryRecord& r) {
-    if (pred(url)) gone.emplace_back(std::string(url), r.interval_ms);
-    return Status::Ok();
-  });
+  Status st =
+      p_.history->ForEach([&](std::string_view url, const output::HistoryRecord& r) {
+        if (pred(url)) gone.emplace_back(std::string(url), r.interval_ms);
+        return Status::Ok();
+      });
   for (const auto& [url, interval_ms] : gone) {
     if (!st.ok()) return st;
     CountInterval(p_.counters, interval_ms, std::nullopt);

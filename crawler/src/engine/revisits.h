@@ -39,8 +39,8 @@ class Revisits {
  public:
   struct Parts {
     const Config& config;
-    History* history;   // null: [recrawl] off
-    History* payloads;  // null: dedup.payload off (else the same store)
+    output::History* history;   // null: [recrawl] off
+    output::History* payloads;  // null: dedup.payload off (else the same store)
     Counters& counters;
     const std::atomic<double>& mu;  // the price of freshness (RunState::recrawl_mu)
     Mutex& shards_moving;           // RunState::shards_moving
@@ -50,7 +50,8 @@ class Revisits {
 
   // The history record of a page about to be fetched (none: recrawl off,
   // or its first fetch).
-  [[nodiscard]] Result<std::optional<HistoryRecord>> Recall(const std::string& url) const;
+  [[nodiscard]] Result<std::optional<output::HistoryRecord>> Recall(
+      const std::string& url) const;
   // What a response is written as: a revisit of the URL's own last capture
   // (a 304, or the same payload), else with dedup.payload one of its
   // payload's first capture at any URL (`page`: not robots.txt); and what
@@ -59,13 +60,14 @@ class Revisits {
     VisitKind visit = VisitKind::kOther;
     // Set: a revisit of this capture of the payload, archived before (maybe
     // at another URL); the history's capture is then that one.
-    std::optional<PayloadCapture> duplicate_of;
+    std::optional<output::PayloadCapture> duplicate_of;
     // A payload looked up and not found: written whole, it is the payload's
     // first capture (Stored keeps it).
     bool first_capture = false;
   };
-  [[nodiscard]] Classified Classify(const HistoryRecord* before, const FetchResult& r,
-                                    bool page, Exchange* ex) const;
+  [[nodiscard]] Classified Classify(const output::HistoryRecord* before,
+                                    const FetchResult& r, bool page,
+                                    output::Exchange* ex) const;
   // A page's final response, as written (`response_id`, `payload_digest`:
   // its record's; `date`: its WARC-Date): counted if a payload revisit, or
   // kept as its payload's first capture if it is one.
@@ -78,7 +80,7 @@ class Revisits {
   struct Visit {
     const FetchResult& result;
     const frontier::UrlEntry& entry;
-    const HistoryRecord* before;  // null: its first fetch
+    const output::HistoryRecord* before;  // null: its first fetch
     const Classified& classified;
     std::string_view response_id, payload_digest;  // the WARC record's
     std::chrono::system_clock::time_point date;    // its WARC-Date

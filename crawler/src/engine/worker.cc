@@ -138,7 +138,7 @@ Status Worker::RestoreShards(const Gate::Pass& pass, ShardState s) {
   // log (a later taker of these shards loads them from here). Their loss
   // was counted where they were first checked: RestoreHash does not count.
   uint64_t added = 0;
-  for (const SeenRecord& r : s.seen)
+  for (const output::SeenRecord& r : s.seen)
     added += p_.filter.RestoreHash(r.hash) == dedup::InsertResult::kInserted;
   if (p_.seen != nullptr) {
     st = p_.seen->Append(s.seen);
@@ -225,23 +225,24 @@ Worker::Prepared Worker::Prepare(const Completed& c) const {
   Prepared p;
   const FetchResult& r = c.result;
   if (r.status > 0) {
-    const std::string head = HeadForStoredBody(r.response_head, r.body.size());
+    const std::string head = output::HeadForStoredBody(r.response_head, r.body.size());
     p.date = std::chrono::system_clock::now();
-    Exchange ex{.url = r.url,
-                .ip = r.ip,
-                .date = p.date,
-                .request = r.request_head,
-                .response_head = head,
-                .body = r.body,
-                .truncated = TruncatedReason(r),
-                .revisit = std::nullopt,
-                .payload_digest = {}};
+    output::Exchange ex{.url = r.url,
+                        .ip = r.ip,
+                        .date = p.date,
+                        .request = r.request_head,
+                        .response_head = head,
+                        .body = r.body,
+                        .truncated = TruncatedReason(r),
+                        .revisit = std::nullopt,
+                        .payload_digest = {}};
     p.visit = revisits_.Classify(c.before ? &*c.before : nullptr, r, !c.robots, &ex);
     // A 304's revisit keeps its capture's Content-Type (warc.h).
     const std::string not_modified =
-        ex.revisit && ex.revisit->profile == Revisit::Profile::kServerNotModified &&
+        ex.revisit &&
+                ex.revisit->profile == output::Revisit::Profile::kServerNotModified &&
                 r.content_type_header.empty()
-            ? HeadForNotModified(head, c.before->content_type)
+            ? output::HeadForNotModified(head, c.before->content_type)
             : std::string();
     if (!not_modified.empty()) ex.response_head = not_modified;
     p.warc = p_.warc.Prepare(ex);
@@ -279,12 +280,12 @@ Status Worker::Record(const FetchResult& r, const Prepared& p,
     if (!st.ok()) return st;
   }
   std::string_view error = r.error == FetchError::kNone ? "" : FetchErrorName(r.error);
-  const FetchLogResponse response{.content_type = r.content_type,
-                                  .bytes = r.body.size(),
-                                  .seconds = r.seconds,
-                                  .truncated = r.truncated,
-                                  .location = r.location,
-                                  .ip = r.ip};
+  const output::FetchLogResponse response{.content_type = r.content_type,
+                                          .bytes = r.body.size(),
+                                          .seconds = r.seconds,
+                                          .truncated = r.truncated,
+                                          .location = r.location,
+                                          .ip = r.ip};
   if (page == nullptr) {
     return p_.log.Append(
         {r.url, r.status, &response, 0, "", error, true, robots_attempt, final});

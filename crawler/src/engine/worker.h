@@ -101,7 +101,7 @@ struct Completed {
   FetchResult result;
   // [recrawl]: the page's history record when its fetch started (none: its
   // first fetch, or recrawl off).
-  std::optional<HistoryRecord> before;
+  std::optional<output::HistoryRecord> before;
   // robots: the address it was counted at (Frontier::TryStartAt), if any;
   // ended there when the fetch ends (ConnectionsFreed).
   std::string started_at = {};
@@ -132,15 +132,15 @@ struct WorkerParts {
   dedup::Filter& filter;
   frontier::Frontier& frontier;
   HostTable& hosts;
-  FetchLog& log;
-  WarcWriter& warc;
+  output::FetchLog& log;
+  output::WarcWriter& warc;
   Counters& counters;
   Gate& gate;
   ResultQueue& results;
   RunState& state;
-  Placement* placement;  // null: a single-machine crawl (placement.h)
-  SeenLog* seen;         // a cluster node's with shared_dir; else null
-  History* history;      // [recrawl] or dedup.payload on (revisits.h); else null
+  Placement* placement;      // null: a single-machine crawl (placement.h)
+  output::SeenLog* seen;     // a cluster node's with shared_dir; else null
+  output::History* history;  // [recrawl] or dedup.payload on (revisits.h); else null
   // Where bodies past fetch.spool_body_bytes wait (OUT/spool; "": in RAM).
   std::string spool_dir = {};
   Resolver* resolver = nullptr;  // the crawler's DNS; null: libcurl resolves
@@ -190,7 +190,7 @@ class Worker {
 
  private:
   struct Prepared {
-    PreparedExchange warc;
+    output::PreparedExchange warc;
     parsers::ExtractResult links;
     // A sitemap's entries, resolved against its URL (sitemap.h).
     struct SitemapUrls {
@@ -206,14 +206,14 @@ class Worker {
   Prepared::SitemapUrls ReadSitemap(const FetchResult& r, const std::string& url) const;
   Result<std::optional<frontier::Clock::time_point>> StartFetches(const Gate::Pass& pass);
   bool StartPage(const Gate::Pass& pass, frontier::Lease lease,
-                 std::optional<HistoryRecord> before, uint64_t turn);
+                 std::optional<output::HistoryRecord> before, uint64_t turn);
   // Starts `lease` (StartPage) once a multi-machine job's turn at its
   // address is at hand (placement.h, AddressTurns). While the turn is
   // asked for, the lease waits in turn_waiting_; told to wait, it goes back
   // to the frontier and the address is held until then. False once
   // crawl.max_pages fetches have started.
   bool StartWithTurn(const Gate::Pass& pass, frontier::Lease lease,
-                     std::optional<HistoryRecord> before);
+                     std::optional<output::HistoryRecord> before);
   // Every lease waiting for its turn back to the frontier, unfetched (a
   // stop, or crawl.max_pages reached).
   void ReturnWaiting(const Gate::Pass& pass);
@@ -283,7 +283,7 @@ class Worker {
   // worker waits on Redis): tried again each round, every ms or so.
   struct TurnWait {
     frontier::Lease lease;
-    std::optional<HistoryRecord> before;
+    std::optional<output::HistoryRecord> before;
   };
   std::deque<TurnWait> turn_waiting_;
   void WaitForRoom(RobotsRetry r);  // to the back of robots_waiting_, counted

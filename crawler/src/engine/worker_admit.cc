@@ -64,7 +64,7 @@ Status Worker::Admit(const Gate::Pass& pass, std::vector<frontier::UrlEntry> ent
     if (entries.empty()) return Status::Ok();
   }
   // A cluster node with shared_dir records what it admits, by shard (seen_log.h).
-  std::vector<SeenRecord> seen;
+  std::vector<output::SeenRecord> seen;
   std::vector<size_t> inserted;
   if (p_.seen != nullptr) {
     for (const frontier::UrlEntry& e : entries)
@@ -85,7 +85,7 @@ Status Worker::Admit(const Gate::Pass& pass, std::vector<frontier::UrlEntry> ent
     if (!back.empty()) p_.hosts.ReturnUrls(pass, back);
   }
   if (p_.seen != nullptr && !inserted.empty()) {
-    std::vector<SeenRecord> keep;
+    std::vector<output::SeenRecord> keep;
     keep.reserve(inserted.size());
     for (size_t i : inserted) keep.push_back(seen[i]);
     Status st = p_.seen->Append(keep);

@@ -69,7 +69,7 @@ Result<std::optional<Clock::time_point>> Worker::StartFetches(const Gate::Pass& 
     // [recrawl]: the URL's history record, if it is a revisit.
     auto recalled = revisits_.Recall(lease.entry.url);
     if (!recalled.ok()) return recalled.status();
-    std::optional<HistoryRecord> before = std::move(recalled).value();
+    std::optional<output::HistoryRecord> before = std::move(recalled).value();
     // A URL the history holds is revisited anyway: not forgotten (a later
     // link would queue it a second time).
     if (d.allowed && (d.over_limit || d.over_budget) && !before)
@@ -90,7 +90,7 @@ Result<std::optional<Clock::time_point>> Worker::StartFetches(const Gate::Pass& 
 }
 
 bool Worker::StartWithTurn(const Gate::Pass& pass, frontier::Lease lease,
-                           std::optional<HistoryRecord> before) {
+                           std::optional<output::HistoryRecord> before) {
   uint64_t token = 0;
   if (p_.placement != nullptr && !lease.address.empty()) {
     AddressTurn turn = p_.placement->StartAt(lease.address, lease.id);
@@ -126,7 +126,7 @@ void Worker::ReturnWaiting(const Gate::Pass& pass) {
 // Starts the fetch of `lease`; false (and the URL stays queued) once
 // crawl.max_pages fetches have started.
 bool Worker::StartPage(const Gate::Pass&, frontier::Lease lease,
-                       std::optional<HistoryRecord> before, uint64_t turn) {
+                       std::optional<output::HistoryRecord> before, uint64_t turn) {
   uint64_t started_before =
       p_.state.started.fetch_add(1);  // counted always: checkpoints keep it
   if (p_.config.crawl.max_pages > 0 && started_before >= p_.config.crawl.max_pages) {

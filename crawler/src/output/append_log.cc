@@ -9,7 +9,7 @@
 
 #include "base/file_util.h"
 
-namespace crawler::engine {
+namespace crawler::output {
 
 Result<std::unique_ptr<AppendLog>> AppendLog::Open(const std::string& path) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -51,4 +51,4 @@ Status AppendLog::Sync() const {
   return Status::Ok();
 }
 
-}  // namespace crawler::engine
+}  // namespace crawler::output

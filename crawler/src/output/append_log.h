@@ -16,7 +16,7 @@
 #include "base/mutex.h"
 #include "base/status.h"
 
-namespace crawler::engine {
+namespace crawler::output {
 
 class AppendLog {
  public:
@@ -42,6 +42,6 @@ class AppendLog {
   uint64_t bytes_ GUARDED_BY(mu_);
 };
 
-}  // namespace crawler::engine
+}  // namespace crawler::output
 
 #endif  // CRAWLER_APPEND_LOG_H_

@@ -13,7 +13,7 @@
 #include "base/ascii.h"
 #include "base/file_util.h"
 
-namespace crawler::engine::cdxj {
+namespace crawler::output::cdxj {
 namespace {
 
 using ascii::EqualsIgnoreCase;
@@ -277,4 +277,4 @@ Status WriteSorted(const std::string& path, std::vector<std::string> lines) {
   });
 }
 
-}  // namespace crawler::engine::cdxj
+}  // namespace crawler::output::cdxj

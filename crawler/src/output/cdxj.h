@@ -19,7 +19,7 @@
 
 #include "base/status.h"
 
-namespace crawler::engine::cdxj {
+namespace crawler::output::cdxj {
 
 // warcio's getSurt: "https://www.Example.com:8080/a?b=1&a=2#f" ->
 // "com,example:8080)/a?a=2&b=1" (scheme, www\d*. and the fragment dropped,
@@ -70,6 +70,6 @@ Result<std::vector<std::string>> IndexFile(const std::string& warc_path,
 // Sorts `lines` in byte order and writes them to `path` atomically.
 [[nodiscard]] Status WriteSorted(const std::string& path, std::vector<std::string> lines);
 
-}  // namespace crawler::engine::cdxj
+}  // namespace crawler::output::cdxj
 
 #endif  // CRAWLER_OUTPUT_CDXJ_H_

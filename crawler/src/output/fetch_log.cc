@@ -3,7 +3,7 @@
 
 #include <boost/json.hpp>
 
-namespace crawler::engine {
+namespace crawler::output {
 
 namespace json = boost::json;
 
@@ -42,4 +42,4 @@ Status FetchLog::Append(const FetchLogEntry& e) {
   return file_->Append(line);
 }
 
-}  // namespace crawler::engine
+}  // namespace crawler::output

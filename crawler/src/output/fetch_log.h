@@ -25,7 +25,7 @@
 #include "base/status.h"
 #include "output/append_log.h"
 
-namespace crawler::engine {
+namespace crawler::output {
 
 // What a line keeps of a response (the fetcher fills it from its result:
 // output/ owns its record types and knows nothing of the fetcher).
@@ -71,6 +71,6 @@ class FetchLog {
   std::unique_ptr<AppendLog> file_;
 };
 
-}  // namespace crawler::engine
+}  // namespace crawler::output
 
 #endif  // CRAWLER_FETCH_LOG_H_

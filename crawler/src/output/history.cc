@@ -10,7 +10,7 @@
 
 #include "base/bytes.h"
 
-namespace crawler::engine {
+namespace crawler::output {
 namespace {
 
 namespace fs = std::filesystem;
@@ -409,4 +409,4 @@ uint64_t DirectoryBytes(const std::string& dir) {
   return bytes;
 }
 
-}  // namespace crawler::engine
+}  // namespace crawler::output

@@ -49,7 +49,7 @@ class DB;
 class ColumnFamilyHandle;
 }  // namespace rocksdb
 
-namespace crawler::engine {
+namespace crawler::output {
 
 struct HistoryRecord {
   uint64_t fetched_ms = 0;  // Unix ms of the last fetch
@@ -177,6 +177,6 @@ class History {
 // Bytes of the files under `dir` (the store's size on disk).
 uint64_t DirectoryBytes(const std::string& dir);
 
-}  // namespace crawler::engine
+}  // namespace crawler::output
 
 #endif  // CRAWLER_SRC_OUTPUT_HISTORY_H_

@@ -18,7 +18,7 @@
 #include <type_traits>
 #include <vector>
 
-namespace crawler::engine::json_fields {
+namespace crawler::output::json_fields {
 
 namespace json = boost::json;
 
@@ -128,6 +128,6 @@ json::object Flat(const Parts&... parts) {
   return out;
 }
 
-}  // namespace crawler::engine::json_fields
+}  // namespace crawler::output::json_fields
 
 #endif  // CRAWLER_JSON_FIELDS_H_

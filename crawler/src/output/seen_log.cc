@@ -6,7 +6,7 @@
 #include "base/bytes.h"
 #include "base/file_util.h"
 
-namespace crawler::engine {
+namespace crawler::output {
 
 Result<std::unique_ptr<SeenLog>> SeenLog::Open(const std::string& path) {
   auto file = AppendLog::Open(path);
@@ -64,4 +64,4 @@ Result<std::vector<SeenRecord>> SeenLog::Read(const std::string& path, uint64_t 
   return out;
 }
 
-}  // namespace crawler::engine
+}  // namespace crawler::output

@@ -27,7 +27,7 @@
 #include "dedup/hash.h"
 #include "output/append_log.h"
 
-namespace crawler::engine {
+namespace crawler::output {
 
 struct SeenRecord {
   uint32_t shard = 0;
@@ -54,6 +54,6 @@ class SeenLog {
   std::unique_ptr<AppendLog> file_;
 };
 
-}  // namespace crawler::engine
+}  // namespace crawler::output
 
 #endif  // CRAWLER_SEEN_LOG_H_

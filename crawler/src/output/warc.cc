@@ -20,7 +20,7 @@
 #include "base/sha1.h"
 #include "output/cdxj.h"
 
-namespace crawler::engine {
+namespace crawler::output {
 namespace {
 
 // A version-4 (random) UUID per record, as WARC 1.1 recommends.
@@ -343,4 +343,4 @@ std::string HeadForStoredBody(const std::string& head, size_t body_size) {
   return out + "Content-Length: " + std::to_string(body_size) + "\r\n\r\n";
 }
 
-}  // namespace crawler::engine
+}  // namespace crawler::output

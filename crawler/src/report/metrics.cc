@@ -11,7 +11,7 @@
 
 #include "crawler/version.h"
 
-namespace crawler::engine {
+namespace crawler::report {
 namespace {
 
 namespace beast = boost::beast;
@@ -69,7 +69,7 @@ std::string Label(std::string_view name, std::string_view value) {
 }
 
 // Losses (CrawlCounts::lost): URLs and hosts no server answered for.
-void LossFamilies(const CrawlCounts& c, Text& t) {
+void LossFamilies(const engine::CrawlCounts& c, Text& t) {
   t.Family("crawler_urls_lost_total", "counter",
            "URLs in scope no server answered for (given up, or their host's robots.txt "
            "had no answer), by the failure's kind; a crawl ending with any exits 3.");
@@ -82,7 +82,7 @@ void LossFamilies(const CrawlCounts& c, Text& t) {
 }
 
 void CrawlFamilies(const StatsReport& r, Text& t) {
-  const CrawlCounts& c = r.crawl;
+  const engine::CrawlCounts& c = r.crawl;
   t.One("crawler_running", "gauge", "1 while the crawl runs, 0 once it has ended.",
         r.running ? 1 : 0);
   t.Family("crawler_pages_total", "counter", "Responses received, by status class.");
@@ -160,7 +160,7 @@ void CrawlFamilies(const StatsReport& r, Text& t) {
 
 // [recrawl]: the URL history by interval, and the due backlog.
 void RecrawlFamilies(const StatsReport& r, Text& t) {
-  const CrawlCounts& c = r.crawl;
+  const engine::CrawlCounts& c = r.crawl;
   if (r.recrawl.enabled) {
     t.Family("crawler_history_urls", "gauge",
              "URLs in the URL history ([recrawl]), by revisit interval (at most "
@@ -262,7 +262,7 @@ void DedupFamilies(const DedupReport& d, Text& t) {
            d.inserts_duplicate);
 }
 
-void CheckpointFamilies(const CheckpointFigures& c, Text& t) {
+void CheckpointFamilies(const checkpoint::CheckpointFigures& c, Text& t) {
   t.Family("crawler_checkpoints_total", "counter", "Checkpoints, by outcome.");
   t.Sample("crawler_checkpoints_total", Label("result", "written"), c.written);
   t.Sample("crawler_checkpoints_total", Label("result", "failed"), c.failed);
@@ -557,4 +557,4 @@ std::string MetricsServer::Scrape() {
   return text_;
 }
 
-}  // namespace crawler::engine
+}  // namespace crawler::report

@@ -29,7 +29,7 @@
 #include "base/status.h"
 #include "report/stats_schema.h"
 
-namespace crawler::engine {
+namespace crawler::report {
 
 // A cluster node's exchange health, read at every heartbeat (crawl/node.h).
 struct ClusterHealth {
@@ -87,6 +87,6 @@ class MetricsServer {
   std::thread thread_;
 };
 
-}  // namespace crawler::engine
+}  // namespace crawler::report
 
 #endif  // CRAWLER_METRICS_H_

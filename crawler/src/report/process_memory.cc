@@ -10,7 +10,7 @@
 extern "C" int mallctl(const char* name, void* oldp, size_t* oldlenp, void* newp,
                        size_t newlen) __attribute__((weak));
 
-namespace crawler::engine {
+namespace crawler::report {
 
 namespace {
 
@@ -48,4 +48,4 @@ ProcessMemory ReadProcessMemory() {
   return m;
 }
 
-}  // namespace crawler::engine
+}  // namespace crawler::report

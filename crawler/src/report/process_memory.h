@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <string>
 
-namespace crawler::engine {
+namespace crawler::report {
 
 struct ProcessMemory {
   uint64_t rss = 0;        // 0 when /proc cannot be read
@@ -24,6 +24,6 @@ struct ProcessMemory {
 
 ProcessMemory ReadProcessMemory();
 
-}  // namespace crawler::engine
+}  // namespace crawler::report
 
 #endif  // CRAWLER_PROCESS_MEMORY_H_

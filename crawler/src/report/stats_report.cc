@@ -17,7 +17,7 @@
 #include "report/stats_schema.h"
 #include "report/svg_chart.h"
 
-namespace crawler::engine {
+namespace crawler::report {
 namespace {
 
 namespace json = boost::json;
@@ -119,7 +119,7 @@ Section FrontierSection(const FrontierReport& f) {
   return fr;
 }
 
-Section CrawlSection(const CrawlCounts& c, const CrawlRates& r,
+Section CrawlSection(const engine::CrawlCounts& c, const CrawlRates& r,
                      const std::string& variant) {
   Section cr{"Crawl", {}};
   cr.rows.push_back({"fetched", Count(c.fetched) + " responses, " + Count(c.failed) +
@@ -183,7 +183,7 @@ Section CrawlSection(const CrawlCounts& c, const CrawlRates& r,
   return cr;
 }
 
-Section CheckpointSection(const CheckpointFigures& k) {
+Section CheckpointSection(const checkpoint::CheckpointFigures& k) {
   Section ck{"Checkpoints", {}};
   ck.rows.push_back({"written", Count(k.written) + " this run (" + Count(k.failed) +
                                     " failed), last sequence " + Count(k.sequence)});
@@ -230,7 +230,7 @@ std::string IntervalLabel(const std::string& bucket) {
   return "<= " + std::to_string(s / 86400) + " d";
 }
 
-Section RecrawlSection(const CrawlCounts& c, const RecrawlReport& r) {
+Section RecrawlSection(const engine::CrawlCounts& c, const RecrawlReport& r) {
   Section rs{"Recrawl", {}};
   uint64_t urls = 0;
   std::string intervals;
@@ -356,10 +356,10 @@ Result<json::object> LoadStats(const std::string& out, std::string* source) {
       }
     }
   }
-  for (const char* dir : {kCheckpointDir, kCheckpointPrevDir}) {
+  for (const char* dir : {checkpoint::kCheckpointDir, checkpoint::kCheckpointPrevDir}) {
     std::string path = out + "/" + dir;
     if (!std::filesystem::exists(path)) continue;
-    auto m = ReadManifest(path);
+    auto m = checkpoint::ReadManifest(path);
     if (!m.ok()) {
       problems += m.status().message() + "; ";
       continue;
@@ -390,7 +390,8 @@ std::vector<SeriesPoint> LoadSeries(const std::string& out) {
   for (std::string line; std::getline(in, line);) {
     boost::system::error_code ec;
     json::value v = json::parse(line, ec);
-    if (!ec && v.is_object()) series.push_back(json_fields::ReadLenient<SeriesPoint>(v));
+    if (!ec && v.is_object())
+      series.push_back(output::json_fields::ReadLenient<SeriesPoint>(v));
   }
   return series;
 }
@@ -468,4 +469,4 @@ int RunStats(const std::string& out, bool as_json, const std::string& html_path)
   return 0;
 }
 
-}  // namespace crawler::engine
+}  // namespace crawler::report

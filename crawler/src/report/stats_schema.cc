@@ -3,24 +3,24 @@
 
 #include "output/json_fields.h"
 
-namespace crawler::engine {
+namespace crawler::report {
 
 namespace json = boost::json;
 
 json::object ToJson(const StatsReport& r) {
   json::object o = json::value_from(r).as_object();
-  o["crawl"] = json_fields::Flat(r.crawl, r.rates);
+  o["crawl"] = output::json_fields::Flat(r.crawl, r.rates);
   return o;
 }
 
 StatsReport StatsReportFromJson(const json::value& v) {
-  StatsReport r = json_fields::ReadLenient<StatsReport>(v);
+  StatsReport r = output::json_fields::ReadLenient<StatsReport>(v);
   if (const json::value* c =
           v.is_object() ? v.as_object().if_contains("crawl") : nullptr) {
-    json_fields::ReadLenient(*c, r.crawl);
-    json_fields::ReadLenient(*c, r.rates);
+    output::json_fields::ReadLenient(*c, r.crawl);
+    output::json_fields::ReadLenient(*c, r.rates);
   }
   return r;
 }
 
-}  // namespace crawler::engine
+}  // namespace crawler::report

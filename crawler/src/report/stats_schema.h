@@ -24,7 +24,7 @@
 #include "crawler/crawl_counts.h"
 #include "dedup/filter.h"
 
-namespace crawler::engine {
+namespace crawler::report {
 
 // ---- stats.json ----
 
@@ -207,9 +207,9 @@ struct StatsReport {
   std::string out;
   DedupReport dedup;
   FrontierReport frontier;
-  CrawlCounts crawl;  // "crawl": these two, flat
+  engine::CrawlCounts crawl;  // "crawl": these two, flat
   CrawlRates rates;
-  CheckpointFigures checkpoint;
+  checkpoint::CheckpointFigures checkpoint;
   ClusterReport cluster;
   RecrawlReport recrawl;
   DnsReport dns;
@@ -236,6 +236,6 @@ struct SeriesPoint {
 BOOST_DESCRIBE_STRUCT(SeriesPoint, (),
                       (t, pages, pages_per_s, dedup_items, fpr, fpr_bound, queued))
 
-}  // namespace crawler::engine
+}  // namespace crawler::report
 
 #endif  // CRAWLER_STATS_SCHEMA_H_

@@ -9,13 +9,13 @@
 #include "crawler/checkpoint.h"
 #include "report/process_memory.h"
 
-namespace crawler::engine {
+namespace crawler::report {
 namespace {
 
 namespace json = boost::json;
 using frontier::Clock;
 
-DedupReport Dedup(const dedup::FilterStats& fs, const DedupCarried& before) {
+DedupReport Dedup(const dedup::FilterStats& fs, const engine::DedupCarried& before) {
   DedupReport d;
   d.variant = dedup::FilterTypeName(fs.type);
   d.stripes = fs.stripes;
@@ -76,7 +76,7 @@ FrontierReport Frontier(const frontier::FrontierStats& s, uint64_t spilled_base,
   return f;
 }
 
-DnsReport Dns(const DnsFigures& d) {
+DnsReport Dns(const engine::DnsFigures& d) {
   const uint64_t asked = d.hits + d.misses;
   return DnsReport{
       true,
@@ -111,7 +111,7 @@ MemoryReport Memory(const dedup::FilterStats& fs, const frontier::FrontierMemory
   m.dns = dns;
   m.scope = scope;
   m.robots_queue = robots_queue;
-  m.bodies = Body::RamBytes();
+  m.bodies = engine::Body::RamBytes();
   const uint64_t parts = m.filter + m.frontier_urls + m.frontier_hosts +
                          m.frontier_addresses + m.host_table + m.dns + m.scope +
                          m.robots_queue + m.bodies;
@@ -138,11 +138,11 @@ Result<std::unique_ptr<StatsWriter>> StatsWriter::Open(const std::string& out,
 StatsWriter::~StatsWriter() { std::fclose(series_); }
 
 StatsReport StatsWriter::Build(bool running, double elapsed, uint64_t spilled_base,
-                               const CheckpointFigures& checkpoints) {
+                               const checkpoint::CheckpointFigures& checkpoints) {
   auto now = Clock::now();
-  CrawlSummary s = src_.counters.Summary();
+  engine::CrawlSummary s = src_.counters.Summary();
   dedup::FilterStats fs = src_.filter.Stats();
-  HostTable::Figures hosts = src_.hosts.Summarize(10);
+  engine::HostTable::Figures hosts = src_.hosts.Summarize(10);
 
   StatsReport report;
   report.updated_unix = WallNow();
@@ -170,7 +170,7 @@ StatsReport StatsWriter::Build(bool running, double elapsed, uint64_t spilled_ba
   for (const auto& [fetched, host] : hosts.top) r.top_hosts.push_back({host, fetched});
   uint64_t dns_bytes = 0;
   if (src_.resolver != nullptr) {
-    const DnsFigures d = src_.resolver->Figures();
+    const engine::DnsFigures d = src_.resolver->Figures();
     report.dns = Dns(d);
     dns_bytes = d.memory_bytes;
   }
@@ -206,4 +206,4 @@ Result<uint64_t> StatsWriter::SeriesBytes() {
   return static_cast<uint64_t>(pos);
 }
 
-}  // namespace crawler::engine
+}  // namespace crawler::report

@@ -30,17 +30,17 @@
 #include "frontier/frontier.h"
 #include "report/stats_schema.h"
 
-namespace crawler::engine {
+namespace crawler::report {
 
 class StatsWriter {
  public:
   struct Sources {
     const dedup::Filter& filter;
     const frontier::Frontier& frontier;
-    const HostTable& hosts;
-    Counters& counters;                  // its FPR estimate is refreshed by every Build
-    const Resolver* resolver = nullptr;  // null: libcurl resolves
-    const Scope* scope = nullptr;        // its host list's bytes ("memory")
+    const engine::HostTable& hosts;
+    engine::Counters& counters;  // its FPR estimate is refreshed by every Build
+    const engine::Resolver* resolver = nullptr;  // null: libcurl resolves
+    const engine::Scope* scope = nullptr;        // its host list's bytes ("memory")
     // The workers' waiting robots.txt fetches' bytes (RunState).
     const std::atomic<uint64_t>* robots_waiting_bytes = nullptr;
   };
@@ -53,7 +53,7 @@ class StatsWriter {
   // The report now. `elapsed_s`: crawl time over all runs; `spilled_base`:
   // URLs spilled before this run.
   StatsReport Build(bool running, double elapsed_s, uint64_t spilled_base,
-                    const CheckpointFigures& checkpoints);
+                    const checkpoint::CheckpointFigures& checkpoints);
   // Writes stats.json and appends a series line.
   [[nodiscard]] Status Write(const StatsReport& report);
   // The series file's length, flushed (a checkpoint records it).
@@ -69,6 +69,6 @@ class StatsWriter {
       rate_samples_;  // pages, last minute
 };
 
-}  // namespace crawler::engine
+}  // namespace crawler::report
 
 #endif  // CRAWLER_STATS_WRITER_H_

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
-namespace crawler::engine {
+namespace crawler::report {
 
 std::string HtmlEscape(const std::string& s) {
   std::string out;
@@ -112,4 +112,4 @@ std::string LineChart(const std::string& title, const std::vector<ChartLine>& li
   return svg + "</figure>\n";
 }
 
-}  // namespace crawler::engine
+}  // namespace crawler::report

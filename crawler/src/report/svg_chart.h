@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-namespace crawler::engine {
+namespace crawler::report {
 
 struct ChartLine {
   std::string name;  // in the legend ("": no legend entry)
@@ -27,6 +27,6 @@ std::string HtmlEscape(const std::string& s);
 std::string Count(uint64_t v);
 std::string Count(double v);
 
-}  // namespace crawler::engine
+}  // namespace crawler::report
 
 #endif  // CRAWLER_REPORT_SVG_CHART_H_

@@ -9,7 +9,7 @@
 
 #include <boost/version.hpp>
 
-namespace crawler::engine {
+namespace crawler::report {
 
 const char* Version() { return CRAWLER_VERSION; }
 
@@ -59,4 +59,4 @@ std::string VersionReport() {
   return out;
 }
 
-}  // namespace crawler::engine
+}  // namespace crawler::report

@@ -81,7 +81,7 @@ void Receiver::Claim(uint32_t shard) {
   to_claim_.push_back(shard);
 }
 
-void Receiver::Report(engine::ClusterReport* f) const {
+void Receiver::Report(report::ClusterReport* f) const {
   MutexLock lock(mu_);
   f->urls_received = urls_received_;
   f->batches_applied = batches_applied_;

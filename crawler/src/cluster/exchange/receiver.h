@@ -93,7 +93,7 @@ class Receiver {
   // shard taken over, restored, or taken back.
   void Claim(uint32_t shard) EXCLUDES(mu_);
   // urls_received, batches_applied, malformed into `f`.
-  void Report(engine::ClusterReport* f) const EXCLUDES(mu_);
+  void Report(report::ClusterReport* f) const EXCLUDES(mu_);
 
   // The exchange thread's. False: the connection broke, or an error reply
   // failed the round. *did: entries were taken.

@@ -70,10 +70,10 @@ bool Sender::Quiet() const {
   return outbox_.queued_urls() == 0;
 }
 
-engine::OutboxCut Sender::Cut(uint64_t sequence) {
+checkpoint::OutboxCut Sender::Cut(uint64_t sequence) {
   MutexLock spill(spill_mu_);  // no batch is between RAM and a spill file now
   MutexLock lock(mu_);
-  engine::OutboxCut out;
+  checkpoint::OutboxCut out;
   out.text = kOutboxHeader;
   outbox_.AppendCut(&out.text);
   out.spill_files = spill_.Cut(sequence);
@@ -85,7 +85,7 @@ void Sender::Committed(uint64_t sequence) {
   spill_.Committed(sequence);
 }
 
-void Sender::Report(engine::ClusterReport* f) const {
+void Sender::Report(report::ClusterReport* f) const {
   {
     MutexLock spill(spill_mu_);
     f->urls_on_disk = spill_.urls();

@@ -75,10 +75,10 @@ class Sender {
   // Checkpoint `sequence` is cut: outbox.txt's text (every URL in RAM not
   // confirmed) and the spill files to fsync. / It is committed: spill
   // files read back before it are deleted.
-  engine::OutboxCut Cut(uint64_t sequence) EXCLUDES(spill_mu_, mu_);
+  checkpoint::OutboxCut Cut(uint64_t sequence) EXCLUDES(spill_mu_, mu_);
   void Committed(uint64_t sequence) EXCLUDES(spill_mu_);
   // The outbox's figures into `f` (queued, held, on disk, sent, refused).
-  void Report(engine::ClusterReport* f) const EXCLUDES(spill_mu_, mu_);
+  void Report(report::ClusterReport* f) const EXCLUDES(spill_mu_, mu_);
 
   // The exchange thread's. Sends the due batches (all with `flush_all`),
   // pipelined, one kSendScript each; *did when any went. False: the

@@ -51,7 +51,7 @@ class Balancer {
   Balancer(const engine::ClusterConfig& cfg, Parts parts,
            const std::vector<uint32_t>& weights, bool continuous);
 
-  void SetBacklogSource(engine::NodeLife::BacklogSource source) {
+  void SetBacklogSource(crawl::NodeLife::BacklogSource source) {
     backlog_ = std::move(source);
   }
   // Start's: the shards the placement gives this node among `nodes`.
@@ -102,7 +102,7 @@ class Balancer {
   const engine::ClusterConfig& cfg_;
   const Parts p_;
   const bool continuous_;
-  engine::NodeLife::BacklogSource backlog_;  // the crawl's queued URLs by host
+  crawl::NodeLife::BacklogSource backlog_;  // the crawl's queued URLs by host
   ShardOwners owners_;
   std::string soon_for_;  // the version Seen last asked a heartbeat for
   std::chrono::steady_clock::time_point last_give_{};

@@ -38,13 +38,13 @@ class NodeCounters {
     return true;
   }
 
-  engine::ClusterReport report() const EXCLUDES(mu_) {
+  report::ClusterReport report() const EXCLUDES(mu_) {
     MutexLock lock(mu_);
-    engine::ClusterReport r = report_;
+    report::ClusterReport r = report_;
     r.fetches_deferred = deferred_.load();
     return r;
   }
-  engine::ClusterHealth health() const EXCLUDES(mu_) {
+  report::ClusterHealth health() const EXCLUDES(mu_) {
     MutexLock lock(mu_);
     return health_;
   }
@@ -110,7 +110,7 @@ class NodeCounters {
   // script's reply `lags`) that `leases` holds.
   void Heartbeat(double rtt, const std::vector<uint32_t>& asked, ReplyView lags,
                  const Leases& leases) EXCLUDES(mu_) {
-    const auto& bounds = engine::ClusterHealth::kRttBounds;
+    const auto& bounds = report::ClusterHealth::kRttBounds;
     MutexLock lock(mu_);
     size_t bucket = 0;
     while (bucket < bounds.size() && rtt > bounds[bucket]) ++bucket;
@@ -127,8 +127,8 @@ class NodeCounters {
 
  private:
   mutable Mutex mu_;
-  engine::ClusterReport report_ GUARDED_BY(mu_);
-  engine::ClusterHealth health_ GUARDED_BY(mu_);
+  report::ClusterReport report_ GUARDED_BY(mu_);
+  report::ClusterHealth health_ GUARDED_BY(mu_);
   mutable std::atomic<uint64_t> deferred_{0};            // Fetchable is const
   std::chrono::steady_clock::time_point timeline_at_{};  // the exchange thread's
 };

@@ -187,9 +187,9 @@ std::string CheckpointOfSequence(const std::string& out, uint64_t sequence) {
   // handoff/SEQ/ first: it never changes, while a live node's checkpoint/
   // and checkpoint.prev/ rotate at its next cut (a taker reading one then
   // saw a checksum mismatch, and tried again).
-  for (const std::string& name : {handoff, std::string(engine::kCheckpointDir),
-                                  std::string(engine::kCheckpointPrevDir)}) {
-    auto m = engine::ReadManifest(out + "/" + name);
+  for (const std::string& name : {handoff, std::string(checkpoint::kCheckpointDir),
+                                  std::string(checkpoint::kCheckpointPrevDir)}) {
+    auto m = checkpoint::ReadManifest(out + "/" + name);
     if (m.ok() && m->contains("sequence") &&
         m->at("sequence").to_number<uint64_t>() == sequence)
       return out + "/" + name;
@@ -200,15 +200,15 @@ std::string CheckpointOfSequence(const std::string& out, uint64_t sequence) {
 std::string OlderThanDamaged(const std::string& out, uint64_t sequence) {
   std::error_code ec;
   const bool damaged =
-      std::filesystem::exists(out + "/" + engine::kCheckpointDamagedDir, ec) ||
-      (std::filesystem::exists(out + "/" + engine::kCheckpointDir + "/MANIFEST.json",
+      std::filesystem::exists(out + "/" + checkpoint::kCheckpointDamagedDir, ec) ||
+      (std::filesystem::exists(out + "/" + checkpoint::kCheckpointDir + "/MANIFEST.json",
                                ec) &&
-       !engine::ReadManifest(out + "/" + engine::kCheckpointDir).ok());
+       !checkpoint::ReadManifest(out + "/" + checkpoint::kCheckpointDir).ok());
   if (!damaged) return "";
   std::string best;
   uint64_t best_sequence = 0;
-  for (const char* name : {engine::kCheckpointDir, engine::kCheckpointPrevDir}) {
-    auto m = engine::ReadManifest(out + "/" + name);
+  for (const char* name : {checkpoint::kCheckpointDir, checkpoint::kCheckpointPrevDir}) {
+    auto m = checkpoint::ReadManifest(out + "/" + name);
     if (!m.ok() || !m->contains("sequence")) continue;
     const uint64_t seq = m->at("sequence").to_number<uint64_t>();
     if (seq < sequence && seq > best_sequence) {
@@ -309,7 +309,7 @@ Result<engine::ShardState> ReadShards(
   SlowLoadForTests(self);  // a big shard, a slow disk
   auto found = FindSource(load);
   if (!found.ok()) return found.status();
-  auto cp = engine::LoadCheckpoint(*found, /*with_filter=*/false);
+  auto cp = checkpoint::LoadCheckpoint(*found, /*with_filter=*/false);
   if (!cp.ok()) return cp.status();
   // Selected by host below, and the node's directory is not ours to keep.
   Status read = cp->frontier.ReadSpills();
@@ -336,14 +336,14 @@ Result<engine::ShardState> ReadShards(
   auto domains = engine::HostTable::DecodeDomains(cp->hosts_bin, *found + "/hosts.bin");
   if (!domains.ok()) return domains.status();
   st.domains = std::move(domains).value();
-  auto seen = engine::SeenLog::Read(load.dir + "/seen.log", cp->info.seen_log_bytes,
+  auto seen = output::SeenLog::Read(load.dir + "/seen.log", cp->info.seen_log_bytes,
                                     [&](uint32_t s) { return want.count(s) > 0; });
   if (!seen.ok()) return seen.status();
   st.seen = std::move(seen).value();
   if (!cp->history_dir.empty()) {
     // [recrawl]: the shards' URL history moves with them (read now: the
     // source's checkpoint/ may rotate before a worker restores it).
-    auto history = engine::History::ReadImage(
+    auto history = output::History::ReadImage(
         cp->history_dir, history_import,
         [&](std::string_view url) { return mine(frontier::HostKey(url)); });
     if (!history.ok()) return history.status();

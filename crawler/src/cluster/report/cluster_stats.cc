@@ -188,13 +188,13 @@ json::array NodeFigures(const std::vector<RedisReply>& rep,
                         const std::vector<std::string>& nodes, uint32_t shards,
                         const std::vector<uint32_t>& weights,
                         const std::map<std::string, uint64_t>& leases_of,
-                        engine::ClusterReport* sum) {
-  std::map<std::string, engine::ClusterReport> reports;
+                        report::ClusterReport* sum) {
+  std::map<std::string, report::ClusterReport> reports;
   rep[0].view().ForEachPair([&](ReplyView node, ReplyView figures) {
     boost::system::error_code ec;
     json::value v = json::parse(figures.str(), ec);
     if (!ec)
-      reports[node.str()] = engine::json_fields::ReadLenient<engine::ClusterReport>(v);
+      reports[node.str()] = output::json_fields::ReadLenient<report::ClusterReport>(v);
   });
   // Where the placement puts each shard over all the job's nodes, unless
   // work-aware placement gave it to a live node (assign), and with how many
@@ -219,8 +219,8 @@ json::array NodeFigures(const std::vector<RedisReply>& rep,
   });
   json::array list;
   for (size_t i = 0; i < nodes.size(); ++i) {
-    engine::ClusterReport c =
-        reports.count(nodes[i]) ? reports[nodes[i]] : engine::ClusterReport{};
+    report::ClusterReport c =
+        reports.count(nodes[i]) ? reports[nodes[i]] : report::ClusterReport{};
     c.node = nodes[i];
     json::object n = json::value_from(c).as_object();
     n["alive"] = rep[5 + i].Int() == 1;
@@ -269,7 +269,7 @@ Result<json::object> Collect(Redis& r, const std::string& job) {
   std::map<std::string, uint64_t> leases_of;
   json::object leases =
       LeaseFigures(rep, base + 3 * static_cast<size_t>(shards), shards, &leases_of);
-  engine::ClusterReport sum;
+  report::ClusterReport sum;
   json::array node_list = NodeFigures(rep, nodes, shards, weights, leases_of, &sum);
   double per_batch = sum.batches_sent ? static_cast<double>(sum.urls_sent) /
                                             static_cast<double>(sum.batches_sent)

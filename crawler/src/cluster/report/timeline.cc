@@ -38,7 +38,7 @@ Result<std::vector<TimelinePoint>> ReadTimeline(Redis& redis, const std::string&
         boost::system::error_code ec;
         json::value f = json::parse(v.str(), ec);
         read = !ec && f.is_object();
-        if (read) p.figures = engine::json_fields::ReadLenient<engine::ClusterReport>(f);
+        if (read) p.figures = output::json_fields::ReadLenient<report::ClusterReport>(f);
       }
     });
     if (read && !p.node.empty() && p.unix_s > 0) out.push_back(std::move(p));
@@ -53,11 +53,11 @@ using Field = std::function<double(const TimelinePoint&)>;
 // One line per node of `field`, and (if `all` names it) their sum: each
 // node's latest value, a node counted while its last point is at most
 // `fresh_s` old (0: for ever, for counts that only grow).
-std::vector<engine::ChartLine> Lines(const std::vector<TimelinePoint>& points, double t0,
+std::vector<report::ChartLine> Lines(const std::vector<TimelinePoint>& points, double t0,
                                      const Field& field, const std::string& all = "",
                                      double fresh_s = 0) {
-  std::map<std::string, engine::ChartLine> by_node;
-  engine::ChartLine sum{all, {}};
+  std::map<std::string, report::ChartLine> by_node;
+  report::ChartLine sum{all, {}};
   std::map<std::string, std::pair<double, double>> latest;  // node -> (t, value)
   for (const TimelinePoint& p : points) {
     const double t = p.unix_s - t0, v = field(p);
@@ -69,7 +69,7 @@ std::vector<engine::ChartLine> Lines(const std::vector<TimelinePoint>& points, d
       if (fresh_s <= 0 || t - tv.first <= fresh_s) total += tv.second;
     sum.points.emplace_back(t, total);
   }
-  std::vector<engine::ChartLine> lines;
+  std::vector<report::ChartLine> lines;
   if (!all.empty()) lines.push_back(std::move(sum));
   for (auto& [node, line] : by_node) lines.push_back(std::move(line));
   return lines;
@@ -83,8 +83,8 @@ std::string Rows(const json::object& o) {
     const std::string text = v.is_string()   ? std::string(v.as_string())
                              : v.is_double() ? fmt::format("{:.1f}", v.as_double())
                                              : json::serialize(v);
-    rows += "<tr><td>" + engine::HtmlEscape(std::string(k)) + "</td><td>" +
-            engine::HtmlEscape(text) + "</td></tr>\n";
+    rows += "<tr><td>" + report::HtmlEscape(std::string(k)) + "</td><td>" +
+            report::HtmlEscape(text) + "</td></tr>\n";
   }
   return rows;
 }
@@ -107,17 +107,17 @@ std::string NodeTable(const json::object& collected,
     // Not alive once the job is done: it exited (its liveness key expires
     // 3 heartbeats after its last).
     const bool alive = n.at("alive").as_bool(), done = collected.at("done").as_bool();
-    t += "<tr><td>" + engine::HtmlEscape(name) + "</td><td>" +
+    t += "<tr><td>" + report::HtmlEscape(name) + "</td><td>" +
          (alive  ? "alive"
           : done ? "exited"
                  : "DEAD") +
-         "</td><td>" + engine::Count(num("shards")) + "</td><td>" +
-         engine::Count(num("leases")) + "</td><td>" + engine::Count(num("pages")) +
+         "</td><td>" + report::Count(num("shards")) + "</td><td>" +
+         report::Count(num("leases")) + "</td><td>" + report::Count(num("pages")) +
          "</td><td>" + fmt::format("{:.1f}", num("pages_per_s")) + "</td><td>" +
-         engine::Count(num("urls_sent")) + "</td><td>" +
-         engine::Count(num("urls_received")) + "</td><td>" +
-         engine::Count(num("urls_queued")) + "</td><td>" +
-         engine::Count(num("committed")) + "</td><td>" +
+         report::Count(num("urls_sent")) + "</td><td>" +
+         report::Count(num("urls_received")) + "</td><td>" +
+         report::Count(num("urls_queued")) + "</td><td>" +
+         report::Count(num("committed")) + "</td><td>" +
          (last_point.count(name) ? fmt::format("{:.0f} s", last_point[name]) : "none") +
          "</td></tr>\n";
   }
@@ -125,27 +125,27 @@ std::string NodeTable(const json::object& collected,
 }
 
 std::string Charts(const std::vector<TimelinePoint>& points, double t0) {
-  auto count = [](double v) { return engine::Count(v); };
-  auto u = [](uint64_t engine::ClusterReport::*m) -> Field {
+  auto count = [](double v) { return report::Count(v); };
+  auto u = [](uint64_t report::ClusterReport::*m) -> Field {
     return [m](const TimelinePoint& p) { return static_cast<double>(p.figures.*m); };
   };
   std::string html;
-  html += engine::LineChart(
-      "pages fetched", Lines(points, t0, u(&engine::ClusterReport::pages), "all nodes"),
+  html += report::LineChart(
+      "pages fetched", Lines(points, t0, u(&report::ClusterReport::pages), "all nodes"),
       count);
-  html += engine::LineChart(
+  html += report::LineChart(
       "pages/s (last minute)",
       Lines(
           points, t0, [](const TimelinePoint& p) { return p.figures.pages_per_s; },
           "all nodes", 60),
       [](double v) { return fmt::format("{:.1f}", v); });
   html +=
-      engine::LineChart("URLs waiting to be sent",
-                        Lines(points, t0, u(&engine::ClusterReport::urls_queued)), count);
+      report::LineChart("URLs waiting to be sent",
+                        Lines(points, t0, u(&report::ClusterReport::urls_queued)), count);
   if (std::any_of(points.begin(), points.end(), [](const TimelinePoint& p) {
         return !p.load.empty() && p.load != "-";
       }))
-    html += engine::LineChart("backlog: URLs queued in the held shards",
+    html += report::LineChart("backlog: URLs queued in the held shards",
                               Lines(points, t0,
                                     [](const TimelinePoint& p) {
                                       return p.load.empty() || p.load == "-"
@@ -153,33 +153,33 @@ std::string Charts(const std::vector<TimelinePoint>& points, double t0) {
                                                  : std::strtod(p.load.c_str(), nullptr);
                                     }),
                               count);
-  html += engine::LineChart(
+  html += report::LineChart(
       "leases held",
-      Lines(points, t0, u(&engine::ClusterReport::leases_held), "all nodes", 60), count);
-  html += engine::LineChart(
+      Lines(points, t0, u(&report::ClusterReport::leases_held), "all nodes", 60), count);
+  html += report::LineChart(
       "URLs sent to other nodes",
-      Lines(points, t0, u(&engine::ClusterReport::urls_sent), "all nodes"), count);
-  html += engine::LineChart(
+      Lines(points, t0, u(&report::ClusterReport::urls_sent), "all nodes"), count);
+  html += report::LineChart(
       "URLs received from other nodes",
-      Lines(points, t0, u(&engine::ClusterReport::urls_received), "all nodes"), count);
-  engine::ChartLine memory{"used_memory", {}};
+      Lines(points, t0, u(&report::ClusterReport::urls_received), "all nodes"), count);
+  report::ChartLine memory{"used_memory", {}};
   for (const TimelinePoint& p : points)
     memory.points.emplace_back(p.unix_s - t0, static_cast<double>(p.redis_bytes));
-  html += engine::LineChart("Redis memory (bytes)", {memory}, count);
-  html += engine::LineChart(
+  html += report::LineChart("Redis memory (bytes)", {memory}, count);
+  html += report::LineChart(
       "sends Redis refused (full)",
-      Lines(points, t0, u(&engine::ClusterReport::sends_refused), "all nodes"), count);
-  std::vector<engine::ChartLine> events;
+      Lines(points, t0, u(&report::ClusterReport::sends_refused), "all nodes"), count);
+  std::vector<report::ChartLine> events;
   for (const auto& [name, m] :
-       std::vector<std::pair<std::string, uint64_t engine::ClusterReport::*>>{
-           {"takeovers (shard loads)", &engine::ClusterReport::shard_loads},
-           {"handoffs (shards given)", &engine::ClusterReport::shards_given},
-           {"lease losses", &engine::ClusterReport::lease_losses},
-           {"Redis reconnects", &engine::ClusterReport::redis_reconnects}}) {
-    engine::ChartLine l = Lines(points, t0, u(m), name).front();
+       std::vector<std::pair<std::string, uint64_t report::ClusterReport::*>>{
+           {"takeovers (shard loads)", &report::ClusterReport::shard_loads},
+           {"handoffs (shards given)", &report::ClusterReport::shards_given},
+           {"lease losses", &report::ClusterReport::lease_losses},
+           {"Redis reconnects", &report::ClusterReport::redis_reconnects}}) {
+    report::ChartLine l = Lines(points, t0, u(m), name).front();
     events.push_back(std::move(l));
   }
-  html += engine::LineChart("events, all nodes (counts so far)", events, count);
+  html += report::LineChart("events, all nodes (counts so far)", events, count);
   return html;
 }
 
@@ -192,15 +192,15 @@ std::string TimelineHtml(const json::object& collected,
   std::string html =
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>crawler "
       "cluster " +
-      engine::HtmlEscape(job) +
+      report::HtmlEscape(job) +
       "</title>\n"
       "<style>body{font:14px/1.4 sans-serif;margin:24px;color:#222}h1{font-size:20px}"
       "h2{font-size:16px;margin-top:24px}table{border-collapse:collapse}"
       "td,th{border-bottom:1px solid #e3e3ea;padding:4px 12px 4px 0;text-align:left}"
       "figure{display:inline-block;margin:8px}</style>\n</head><body>\n<h1>crawler "
       "cluster job " +
-      engine::HtmlEscape(job) + "</h1>\n<p>Redis " +
-      engine::HtmlEscape(json::value_to<std::string>(collected.at("redis"))) + ": " +
+      report::HtmlEscape(job) + "</h1>\n<p>Redis " +
+      report::HtmlEscape(json::value_to<std::string>(collected.at("redis"))) + ": " +
       (collected.at("done").as_bool() ? "done" : "running") + "; " +
       std::to_string(points.size()) + " points on the time line, over " +
       fmt::format("{:.0f}", points.empty() ? 0.0 : points.back().unix_s - t0) +

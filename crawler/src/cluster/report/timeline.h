@@ -19,7 +19,7 @@ namespace crawler::cluster {
 struct TimelinePoint {
   std::string node;
   double unix_s = 0;  // Redis's clock (the entry's ID): one clock for every node
-  engine::ClusterReport figures;
+  report::ClusterReport figures;
   uint64_t redis_bytes = 0;  // used_memory
   std::string load;          // the backlog it published (Balancer: "", "-" or a count)
 };
