@@ -3,7 +3,7 @@
 
 The rooms, bottom up:
 
-  output -> engine -> checkpoint -> archive -> report -> crawl -> cluster -> cli
+  browser -> output -> engine -> checkpoint -> archive -> report -> crawl -> cluster -> cli
 
 A file may include headers of its own room and of rooms below it, never of a
 room above. A public header (crawler/include/crawler/X.h) belongs to the room
@@ -39,7 +39,7 @@ import pathlib
 import re
 import sys
 
-ROOMS = ["output", "engine", "checkpoint", "archive", "report", "crawl", "cluster", "cli"]
+ROOMS = ["browser", "output", "engine", "checkpoint", "archive", "report", "crawl", "cluster", "cli"]
 # The one cluster header a file outside cluster/ may include, and where.
 CLUSTER_ENTRY = ("crawler/src/cli/main.cc", "cluster/entry.h")
 PUBLIC = {

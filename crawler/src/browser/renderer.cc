@@ -1,0 +1,224 @@
+#include "browser/renderer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <set>
+#include <utility>
+
+namespace crawler::browser {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+std::string Str(const json::object& o, std::string_view key) {
+  const json::value* v = o.if_contains(key);
+  return v != nullptr && v->is_string() ? std::string(v->get_string()) : std::string();
+}
+
+const json::object& Obj(const json::object& o, std::string_view key) {
+  static const json::object kEmpty;
+  const json::value* v = o.if_contains(key);
+  return v != nullptr && v->is_object() ? v->get_object() : kEmpty;
+}
+
+int Int(const json::object& o, std::string_view key) {
+  const json::value* v = o.if_contains(key);
+  return v != nullptr && v->is_number() ? static_cast<int>(v->to_number<double>()) : 0;
+}
+
+// Who asked for a request: the initiator's URL, else the first frame of the
+// script stack that made it.
+std::string InitiatorOf(const json::object& initiator) {
+  std::string url = Str(initiator, "url");
+  if (!url.empty()) return url;
+  const json::value* frames = Obj(initiator, "stack").if_contains("callFrames");
+  if (frames != nullptr && frames->is_array() && !frames->get_array().empty() &&
+      frames->get_array()[0].is_object()) {
+    return Str(frames->get_array()[0].get_object(), "url");
+  }
+  return "";
+}
+
+// One tab's page: its session's events filed into the requests it made and
+// what is in flight, and waits for its network to be idle.
+class Page {
+ public:
+  Page(DevTools& d, std::string session, Clock::time_point deadline)
+      : d_(d), session_(std::move(session)), deadline_(deadline), last_(Clock::now()) {}
+
+  // Reads events until no request has been in flight for idle_ms (after the
+  // load event, when need_load), or the deadline; quiet counted from the
+  // last event or this call, whichever is later, so what the page does
+  // after a scroll has idle_ms to begin. True: it became idle.
+  Result<bool> WaitIdle(int idle_ms, bool need_load) {
+    last_ = std::max(last_, Clock::now());
+    for (;;) {
+      const auto now = Clock::now();
+      if (now >= deadline_) return false;
+      const auto quiet = std::chrono::duration_cast<milliseconds>(now - last_).count();
+      const bool settled = (loaded_ || !need_load) && inflight_.empty();
+      if (settled && quiet >= idle_ms) return true;
+      long wait = settled ? idle_ms - quiet : idle_ms;
+      wait = std::min<long>(
+          wait, std::chrono::duration_cast<milliseconds>(deadline_ - now).count() + 1);
+      auto e = d_.NextEvent(static_cast<int>(std::max<long>(wait, 1)));
+      if (!e.ok()) return e.status();
+      if (e->has_value() && (*e)->session == session_) On(**e);
+    }
+  }
+
+  // A script's value (returnByValue; a promise awaited). Given at least 2 s
+  // even past the deadline: a page at its cap is still read as it stands.
+  Result<json::value> Evaluate(const std::string& expression) {
+    const auto left =
+        std::chrono::duration_cast<milliseconds>(deadline_ - Clock::now()).count();
+    const int timeout = static_cast<int>(std::clamp<long>(left, 2000, 10000));
+    auto r = d_.Call(
+        "Runtime.evaluate",
+        {{"expression", expression}, {"returnByValue", true}, {"awaitPromise", true}},
+        session_, timeout);
+    if (!r.ok()) return r.status();
+    if (r->contains("exceptionDetails")) {
+      return Status::Error(Status::Code::kIoError,
+                           "browser: a script of ours failed: " +
+                               json::serialize(r->at("exceptionDetails")));
+    }
+    const json::value* v = Obj(*r, "result").if_contains("value");
+    return v != nullptr ? *v : json::value();
+  }
+
+  std::vector<RenderedRequest> requests;
+
+ private:
+  void On(const Event& e) {
+    const json::object& p = e.params;
+    last_ = Clock::now();
+    if (e.method == "Network.requestWillBeSent") {
+      const std::string id = Str(p, "requestId");
+      auto known = by_id_.find(id);
+      if (known != by_id_.end() && p.contains("redirectResponse")) {
+        requests[known->second].status = Int(Obj(p, "redirectResponse"), "status");
+      }
+      const json::object& req = Obj(p, "request");
+      requests.push_back({Str(req, "url"), Str(req, "method"), Str(p, "type"),
+                          InitiatorOf(Obj(p, "initiator")), 0, false});
+      by_id_[id] = requests.size() - 1;
+      inflight_.insert(id);
+    } else if (e.method == "Network.responseReceived") {
+      if (auto it = by_id_.find(Str(p, "requestId")); it != by_id_.end()) {
+        requests[it->second].status = Int(Obj(p, "response"), "status");
+      }
+    } else if (e.method == "Network.loadingFinished") {
+      inflight_.erase(Str(p, "requestId"));
+    } else if (e.method == "Network.loadingFailed") {
+      const std::string id = Str(p, "requestId");
+      if (auto it = by_id_.find(id); it != by_id_.end())
+        requests[it->second].failed = true;
+      inflight_.erase(id);
+    } else if (e.method == "Page.loadEventFired") {
+      loaded_ = true;
+    } else if (e.method == "Page.javascriptDialogOpening") {
+      // alert() and confirm() would stop the page: answered at once.
+      (void)d_.Call("Page.handleJavaScriptDialog", {{"accept", true}}, session_, 2000);
+    }
+  }
+
+  DevTools& d_;
+  const std::string session_;
+  const Clock::time_point deadline_;
+  Clock::time_point last_;  // the last event of this page, or the last wait's start
+  bool loaded_ = false;
+  std::map<std::string, size_t> by_id_;  // requestId -> its latest entry in requests
+  std::set<std::string> inflight_;
+};
+
+constexpr const char* kScroll =
+    "(() => { const s = document.scrollingElement || document.body;"
+    " if (!s) return false; const before = s.scrollTop;"
+    " window.scrollBy(0, window.innerHeight); return s.scrollTop > before; })()";
+constexpr const char* kLinks =
+    "Array.from(document.querySelectorAll('a[href], area[href]'), e => e.href)"
+    ".filter(h => typeof h === 'string' && h.length > 0)";
+constexpr const char* kHtml =
+    "document.documentElement ? document.documentElement.outerHTML : ''";
+
+// Behaviors, then the page read as it stands: links, DOM, URL.
+Status RunAndRead(Page& page, const RenderOptions& o, Clock::time_point deadline,
+                  RenderResult& out) {
+  while (out.scrolls < o.scroll_steps && Clock::now() < deadline) {
+    auto moved = page.Evaluate(kScroll);
+    if (!moved.ok()) return moved.status();
+    if (!moved->is_bool() || !moved->get_bool()) break;  // at the end
+    ++out.scrolls;
+    auto idle = page.WaitIdle(o.idle_ms, false);
+    if (!idle.ok()) return idle.status();
+    out.idle = out.idle && *idle;
+  }
+  auto links = page.Evaluate(kLinks);
+  if (!links.ok()) return links.status();
+  if (links->is_array()) {
+    for (const json::value& l : links->get_array()) {
+      if (l.is_string()) out.links.emplace_back(l.get_string());
+    }
+  }
+  auto html = page.Evaluate(kHtml);
+  if (!html.ok()) return html.status();
+  if (html->is_string()) out.html = std::string(html->get_string());
+  auto href = page.Evaluate("location.href");
+  if (!href.ok()) return href.status();
+  if (href->is_string()) out.url = std::string(href->get_string());
+  return Status();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Renderer>> Renderer::Start(const LaunchOptions& options) {
+  auto d = DevTools::Launch(options);
+  if (!d.ok()) return d.status();
+  return std::unique_ptr<Renderer>(new Renderer(std::move(d).value()));
+}
+
+Result<RenderResult> Renderer::Render(const std::string& url, const RenderOptions& o) {
+  const auto start = Clock::now();
+  const auto deadline = start + milliseconds(static_cast<long>(o.page_timeout_s * 1000));
+  DevTools& d = *devtools_;
+  auto target = d.Call("Target.createTarget", {{"url", "about:blank"}}, "", 10000);
+  if (!target.ok()) return target.status();
+  const std::string target_id = Str(*target, "targetId");
+  RenderResult out;
+  Status st = [&]() -> Status {
+    auto attached = d.Call("Target.attachToTarget",
+                           {{"targetId", target_id}, {"flatten", true}}, "", 10000);
+    if (!attached.ok()) return attached.status();
+    const std::string session = Str(*attached, "sessionId");
+    for (const char* m : {"Network.enable", "Page.enable"}) {
+      if (auto r = d.Call(m, {}, session, 10000); !r.ok()) return r.status();
+    }
+    if (!o.user_agent.empty()) {
+      auto r = d.Call("Network.setUserAgentOverride", {{"userAgent", o.user_agent}},
+                      session, 10000);
+      if (!r.ok()) return r.status();
+    }
+    Page page(d, session, deadline);
+    auto nav = d.Call("Page.navigate", {{"url", url}}, session,
+                      static_cast<int>(std::max<double>(o.page_timeout_s * 1000, 1000)));
+    if (!nav.ok()) return nav.status();
+    if (std::string error = Str(*nav, "errorText"); !error.empty()) {
+      return Status::Error(Status::Code::kIoError, "browser: " + url + ": " + error);
+    }
+    auto idle = page.WaitIdle(o.idle_ms, true);
+    if (!idle.ok()) return idle.status();
+    out.idle = *idle;
+    Status read = RunAndRead(page, o, deadline, out);
+    out.requests = std::move(page.requests);
+    return read;
+  }();
+  if (d.alive()) (void)d.Call("Target.closeTarget", {{"targetId", target_id}}, "", 5000);
+  if (!st.ok()) return st;
+  out.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return out;
+}
+
+}  // namespace crawler::browser

@@ -1,0 +1,217 @@
+// browser/renderer.h: Debian's chromium, headless over the DevTools pipe,
+// renders pages a real HTTP server on 127.0.0.1 serves: a page built by
+// script (links only after a fetch() answers), lazy content that comes on
+// scrolling, a page whose requests never end (ended at its cap), an address where
+// nothing listens, and a browser killed -9 mid-crawl. Each Renderer's
+// process group is gone after it.
+#include <signal.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../support/crawl_output.h"
+#include "../support/http_test_server.h"
+#include "../support/loopback.h"
+#include "../support/run_command.h"
+#include "browser/renderer.h"
+
+namespace crawler::browser {
+namespace {
+
+using testing::HttpTestServer;
+
+HttpTestServer::Response Answer(int status, const char* type, std::string body) {
+  HttpTestServer::Response r;
+  r.status = status;
+  r.headers = {{"Content-Type", type}};
+  r.body = std::move(body);
+  return r;
+}
+
+HttpTestServer::Response Html(std::string body) {
+  return Answer(200, "text/html", std::move(body));
+}
+
+HttpTestServer::Response Js(std::string body) {
+  return Answer(200, "application/javascript", std::move(body));
+}
+
+// The pages: /app (an empty root and a script), /lazy (more on scrolling),
+// /poll (a request every 100 ms, forever), /plain (a link in its HTML).
+HttpTestServer::Response Site(const std::string& path) {
+  if (path == "/app") {
+    return Html(
+        "<html><body><div id=root></div><noscript>enable JavaScript</noscript>"
+        "<script src=/app.js></script></body></html>");
+  }
+  if (path == "/app.js") {
+    return Js(
+        "fetch('/api/items.json').then(r => r.json()).then(items => {"
+        " for (const i of items) { const a = document.createElement('a');"
+        " a.href = '/item/' + i; a.textContent = i;"
+        " document.getElementById('root').appendChild(a); } });");
+  }
+  if (path == "/api/items.json") {
+    HttpTestServer::Response r =
+        Answer(200, "application/json", R"(["one","two","three"])");
+    r.delay_ms = 200;  // the page is read after it answers, however late
+    return r;
+  }
+  if (path == "/lazy") {
+    return Html(
+        "<html><body><div style='height:4000px'>tall</div><div id=end></div><script>"
+        "let n = 0; window.addEventListener('scroll', () => {"
+        " if (n < 2 && innerHeight + scrollY >= document.body.scrollHeight - 10) {"
+        "  n++; const k = n; fetch('/more.json?' + k).then(r => r.text()).then(() => {"
+        "   const a = document.createElement('a'); a.href = '/lazy/' + k;"
+        "   a.style.display = 'block'; a.style.height = '2000px';"
+        "   document.getElementById('end').appendChild(a); }); } });"
+        "</script></body></html>");
+  }
+  if (path.rfind("/more.json", 0) == 0 || path.rfind("/poll?", 0) == 0) {
+    return Answer(200, "application/json", "{}");
+  }
+  if (path == "/poll-page") {
+    return Html(
+        "<html><body><a href=/static>s</a><script>fetch('/hang');"
+        "setInterval(() => fetch('/poll?' + Date.now()), 100);</script></body></html>");
+  }
+  if (path == "/hang") {  // answered when the server stops: always in flight
+    HttpTestServer::Response r = Answer(200, "text/plain", "late");
+    r.delay_ms = 600000;
+    return r;
+  }
+  if (path == "/plain") return Html("<html><body><a href=/next>next</a></body></html>");
+  return Answer(404, "text/plain", "not found");
+}
+
+std::unique_ptr<Renderer> StartRenderer(const std::string& name) {
+  const std::string dir = testing::TempDir(name);
+  LaunchOptions o;
+  o.user_data_dir = dir + "/profile";
+  o.log_path = dir + "/chromium.log";
+  auto r = Renderer::Start(o);
+  INFO((r.ok() ? std::string() : r.status().message()));
+  REQUIRE(r.ok());
+  return std::move(r).value();
+}
+
+bool Has(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+const RenderedRequest* Request(const RenderResult& r, const std::string& url) {
+  for (const RenderedRequest& q : r.requests) {
+    if (q.url == url) return &q;
+  }
+  return nullptr;
+}
+
+// Whether no process of Chromium's group is left (it led its own group).
+bool GroupGone(pid_t group) { return ::kill(-group, 0) != 0 && errno == ESRCH; }
+
+TEST_CASE("Browser: a page built by script is read after its fetch() answers",
+          "[browser]") {
+  HttpTestServer server(Site);
+  pid_t group = 0;
+  {
+    auto renderer = StartRenderer("browser-app");
+    group = renderer->pid();
+    auto r = renderer->Render(server.Url("/app"), RenderOptions{});
+    INFO((r.ok() ? std::string() : r.status().message()));
+    REQUIRE(r.ok());
+    CHECK(r->idle);
+    CHECK(r->url == server.Url("/app"));
+    for (const char* item : {"one", "two", "three"}) {
+      CHECK(Has(r->links, server.Url(std::string("/item/") + item)));
+    }
+    CHECK(r->html.find("/item/two") != std::string::npos);
+    // Every request, with its answer and who asked.
+    const RenderedRequest* doc = Request(*r, server.Url("/app"));
+    const RenderedRequest* script = Request(*r, server.Url("/app.js"));
+    const RenderedRequest* api = Request(*r, server.Url("/api/items.json"));
+    REQUIRE(doc != nullptr);
+    REQUIRE(script != nullptr);
+    REQUIRE(api != nullptr);
+    CHECK(doc->type == "Document");
+    CHECK(doc->status == 200);
+    CHECK(script->type == "Script");
+    CHECK(script->initiator == server.Url("/app"));
+    CHECK(api->type == "Fetch");
+    CHECK(api->status == 200);
+    CHECK(api->initiator == server.Url("/app.js"));
+    // The same renderer, the next page in a tab of its own.
+    auto plain = renderer->Render(server.Url("/plain"), RenderOptions{});
+    REQUIRE(plain.ok());
+    CHECK(plain->links == std::vector<std::string>{server.Url("/next")});
+    CHECK(Request(*plain, server.Url("/app.js")) == nullptr);
+  }
+  CHECK(testing::WaitFor([&] { return GroupGone(group); }, 30));
+}
+
+TEST_CASE("Browser: links that come on scrolling are read after the scrolls",
+          "[browser]") {
+  HttpTestServer server(Site);
+  auto renderer = StartRenderer("browser-lazy");
+  // The page asks for more in its scroll event, a frame after the scroll: a
+  // wide idle window, so a loaded machine's late frame is still waited for.
+  RenderOptions o;
+  o.idle_ms = 1500;
+  o.page_timeout_s = 120;
+  auto r = renderer->Render(server.Url("/lazy"), o);
+  INFO((r.ok() ? std::string() : r.status().message()));
+  REQUIRE(r.ok());
+  CHECK(Has(r->links, server.Url("/lazy/1")));
+  CHECK(Has(r->links, server.Url("/lazy/2")));
+  CHECK(r->scrolls >= 2);
+  CHECK(Request(*r, server.Url("/more.json?2")) != nullptr);
+  // No scroll: the lazy links are not there (what the behaviors add).
+  RenderOptions still = o;
+  still.scroll_steps = 0;
+  auto s = renderer->Render(server.Url("/lazy"), still);
+  REQUIRE(s.ok());
+  CHECK(s->scrolls == 0);
+  CHECK_FALSE(Has(s->links, server.Url("/lazy/1")));
+}
+
+TEST_CASE("Browser: a page that is never idle ends at its cap, read as it stands",
+          "[browser]") {
+  HttpTestServer server(Site);
+  auto renderer = StartRenderer("browser-poll");
+  RenderOptions o;
+  o.page_timeout_s = 5;
+  auto r = renderer->Render(server.Url("/poll-page"), o);
+  INFO((r.ok() ? std::string() : r.status().message()));
+  REQUIRE(r.ok());
+  CHECK_FALSE(r->idle);
+  CHECK(r->links == std::vector<std::string>{server.Url("/static")});
+  const RenderedRequest* hang = Request(*r, server.Url("/hang"));
+  REQUIRE(hang != nullptr);
+  CHECK(hang->status == 0);  // still waiting when the page was read
+  CHECK_FALSE(hang->failed);
+}
+
+TEST_CASE("Browser: an address where nothing listens, a browser killed: errors",
+          "[browser]") {
+  HttpTestServer server(Site);
+  const testing::RefusedPort refused;
+  const std::string dead = "http://127.0.0.1:" + std::to_string(refused.port()) + "/";
+  auto renderer = StartRenderer("browser-dead");
+  auto r = renderer->Render(dead, RenderOptions{});
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().message().find("ERR_CONNECTION_REFUSED") != std::string::npos);
+  CHECK(renderer->alive());  // a page's failure is not the browser's
+  const pid_t group = renderer->pid();
+  ::kill(-group, SIGKILL);
+  auto after = renderer->Render(server.Url("/plain"), RenderOptions{});
+  REQUIRE_FALSE(after.ok());
+  CHECK_FALSE(renderer->alive());
+  renderer.reset();
+  CHECK(testing::WaitFor([&] { return GroupGone(group); }, 30));
+}
+
+}  // namespace
+}  // namespace crawler::browser
