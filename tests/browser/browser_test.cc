@@ -5,8 +5,10 @@
 // nothing listens, and a browser killed -9 mid-crawl. Each Renderer's
 // process group is gone after it.
 #include <signal.h>
+#include <strings.h>
 
 #include <algorithm>
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <memory>
 #include <string>
@@ -110,12 +112,23 @@ const RenderedRequest* Request(const RenderResult& r, const std::string& url) {
   return nullptr;
 }
 
+std::string HeaderOf(const Headers& headers, const std::string& name) {
+  for (const auto& [n, v] : headers) {
+    if (strcasecmp(n.c_str(), name.c_str()) == 0) return v;
+  }
+  return "";
+}
+
 // Whether no process of Chromium's group is left (it led its own group).
 bool GroupGone(pid_t group) { return ::kill(-group, 0) != 0 && errno == ESRCH; }
 
 TEST_CASE("Browser: a page built by script is read after its fetch() answers",
           "[browser]") {
-  HttpTestServer server(Site);
+  std::atomic<int> documents{0};  // requests for /app
+  HttpTestServer server([&](const std::string& path) {
+    if (path == "/app") ++documents;
+    return Site(path);
+  });
   pid_t group = 0;
   {
     auto renderer = StartRenderer("browser-app");
@@ -143,6 +156,28 @@ TEST_CASE("Browser: a page built by script is read after its fetch() answers",
     CHECK(api->type == "Fetch");
     CHECK(api->status == 200);
     CHECK(api->initiator == server.Url("/app.js"));
+    // Every response as the browser received it: headers and body.
+    CHECK(script->captured);
+    CHECK(script->body == Site("/app.js").body);
+    CHECK(HeaderOf(script->response_headers, "Content-Type") == "application/javascript");
+    CHECK(HeaderOf(script->request_headers, "User-Agent").find("Chrome") !=
+          std::string::npos);
+    CHECK(api->body == R"(["one","two","three"])");
+    CHECK_FALSE(doc->from_crawl);
+    // The page's own document given from the crawl's fetch: the server is
+    // not asked for it again; the rest of the page is as before.
+    REQUIRE(documents == 1);
+    RenderOptions given;
+    given.document = Document{200, {{"Content-Type", "text/html"}}, Site("/app").body};
+    auto again = renderer->Render(server.Url("/app"), given);
+    REQUIRE(again.ok());
+    const RenderedRequest* doc2 = Request(*again, server.Url("/app"));
+    REQUIRE(doc2 != nullptr);
+    CHECK(doc2->from_crawl);
+    CHECK(doc2->status == 200);
+    CHECK(Has(again->links, server.Url("/item/three")));
+    CHECK(documents == 1);
+    CHECK(Request(*again, server.Url("/api/items.json")) != nullptr);
     // The same renderer, the next page in a tab of its own.
     auto plain = renderer->Render(server.Url("/plain"), RenderOptions{});
     REQUIRE(plain.ok());

@@ -237,27 +237,40 @@ Status DevTools::Pump(int timeout_ms) {
   return alive_ ? Status() : Failed("the browser closed its connection");
 }
 
-Result<json::object> DevTools::Call(std::string_view method, json::object params,
-                                    std::string_view session, int timeout_ms) {
+Result<uint64_t> DevTools::Post(std::string_view method, json::object params,
+                                std::string_view session) {
   const uint64_t id = next_id_++;
   json::object m{{"id", id}, {"method", method}, {"params", std::move(params)}};
   if (!session.empty()) m["sessionId"] = session;
   if (Status st = Send(json::serialize(m)); !st.ok()) return st;
+  return id;
+}
+
+std::optional<Result<json::object>> DevTools::Reply(uint64_t id,
+                                                    std::string_view method) {
+  auto it = replies_.find(id);
+  if (it == replies_.end()) return std::nullopt;
+  json::object reply = std::move(it->second);
+  replies_.erase(it);
+  if (const json::value* err = reply.if_contains("error"); err && err->is_object()) {
+    const json::value* text = err->as_object().if_contains("message");
+    return Result<json::object>(
+        Failed(std::string(method) + ": " +
+               (text && text->is_string() ? std::string(text->get_string())
+                                          : json::serialize(*err))));
+  }
+  json::value* result = reply.if_contains("result");
+  return Result<json::object>(
+      result && result->is_object() ? std::move(result->as_object()) : json::object{});
+}
+
+Result<json::object> DevTools::Call(std::string_view method, json::object params,
+                                    std::string_view session, int timeout_ms) {
+  auto id = Post(method, std::move(params), session);
+  if (!id.ok()) return id.status();
   const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
   for (;;) {
-    if (auto it = replies_.find(id); it != replies_.end()) {
-      json::object reply = std::move(it->second);
-      replies_.erase(it);
-      if (const json::value* err = reply.if_contains("error"); err && err->is_object()) {
-        const json::value* text = err->as_object().if_contains("message");
-        return Failed(std::string(method) + ": " +
-                      (text && text->is_string() ? std::string(text->get_string())
-                                                 : json::serialize(*err)));
-      }
-      json::value* result = reply.if_contains("result");
-      return result && result->is_object() ? std::move(result->as_object())
-                                           : json::object{};
-    }
+    if (auto reply = Reply(*id, method)) return std::move(*reply);
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) {

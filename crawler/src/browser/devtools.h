@@ -60,6 +60,14 @@ class DevTools {
   // browser gone is an error naming the method.
   Result<json::object> Call(std::string_view method, json::object params,
                             std::string_view session, int timeout_ms);
+  // Sends it and returns at once: its id, for Reply. For a command whose
+  // reply waits on events the caller must answer first (Page.navigate
+  // while the Fetch domain holds the document).
+  Result<uint64_t> Post(std::string_view method, json::object params,
+                        std::string_view session);
+  // The reply to Post's id if it came (read by NextEvent or Call), as
+  // Call returns it; nullopt if not yet.
+  std::optional<Result<json::object>> Reply(uint64_t id, std::string_view method);
   // The next event, waiting up to timeout_ms; nullopt when none came. An
   // error when the browser is gone.
   Result<std::optional<Event>> NextEvent(int timeout_ms);

@@ -6,6 +6,8 @@
 #include <set>
 #include <utility>
 
+#include "browser/capture.h"
+
 namespace crawler::browser {
 namespace {
 
@@ -45,8 +47,14 @@ std::string InitiatorOf(const json::object& initiator) {
 // what is in flight, and waits for its network to be idle.
 class Page {
  public:
-  Page(DevTools& d, std::string session, Clock::time_point deadline)
-      : d_(d), session_(std::move(session)), deadline_(deadline), last_(Clock::now()) {}
+  Page(DevTools& d, std::string session, Clock::time_point deadline, std::string url,
+       const RenderOptions& o)
+      : d_(d),
+        session_(std::move(session)),
+        deadline_(deadline),
+        last_(Clock::now()),
+        url_(std::move(url)),
+        o_(o) {}
 
   // Reads events until no request has been in flight for idle_ms (after the
   // load event, when need_load), or the deadline; quiet counted from the
@@ -64,6 +72,26 @@ class Page {
       wait = std::min<long>(
           wait, std::chrono::duration_cast<milliseconds>(deadline_ - now).count() + 1);
       auto e = d_.NextEvent(static_cast<int>(std::max<long>(wait, 1)));
+      if (!e.ok()) return e.status();
+      if (e->has_value() && (*e)->session == session_) On(**e);
+    }
+  }
+
+  // Navigates to the page's URL; its reply comes once the document's
+  // response has (so the pauses are answered meanwhile). The reply, or an
+  // error at the deadline.
+  Result<json::object> Navigate() {
+    auto id = d_.Post("Page.navigate", {{"url", url_}}, session_);
+    if (!id.ok()) return id.status();
+    for (;;) {
+      if (auto reply = d_.Reply(*id, "Page.navigate")) return std::move(*reply);
+      const auto left =
+          std::chrono::duration_cast<milliseconds>(deadline_ - Clock::now()).count();
+      if (left <= 0) {
+        return Status::Error(Status::Code::kIoError,
+                             "browser: " + url_ + ": no response before the page's cap");
+      }
+      auto e = d_.NextEvent(static_cast<int>(std::min<long>(left, 100)));
       if (!e.ok()) return e.status();
       if (e->has_value() && (*e)->session == session_) On(**e);
     }
@@ -98,13 +126,20 @@ class Page {
     if (e.method == "Network.requestWillBeSent") {
       const std::string id = Str(p, "requestId");
       auto known = by_id_.find(id);
-      if (known != by_id_.end() && p.contains("redirectResponse")) {
+      const bool redirect = p.contains("redirectResponse");
+      if (known != by_id_.end() && redirect) {
         requests[known->second].status = Int(Obj(p, "redirectResponse"), "status");
       }
       const json::object& req = Obj(p, "request");
-      requests.push_back({Str(req, "url"), Str(req, "method"), Str(p, "type"),
-                          InitiatorOf(Obj(p, "initiator")), 0, false});
-      by_id_[id] = requests.size() - 1;
+      if (known == by_id_.end() || redirect) {
+        requests.emplace_back();
+        by_id_[id] = requests.size() - 1;
+      }
+      RenderedRequest& r = requests[by_id_[id]];  // new, or one a pause made first
+      r.url = Str(req, "url");
+      r.method = Str(req, "method");
+      r.type = Str(p, "type");
+      r.initiator = InitiatorOf(Obj(p, "initiator"));
       inflight_.insert(id);
     } else if (e.method == "Network.responseReceived") {
       if (auto it = by_id_.find(Str(p, "requestId")); it != by_id_.end()) {
@@ -117,12 +152,74 @@ class Page {
       if (auto it = by_id_.find(id); it != by_id_.end())
         requests[it->second].failed = true;
       inflight_.erase(id);
+    } else if (e.method == "Fetch.requestPaused") {
+      Paused(p);
     } else if (e.method == "Page.loadEventFired") {
       loaded_ = true;
     } else if (e.method == "Page.javascriptDialogOpening") {
       // alert() and confirm() would stop the page: answered at once.
       (void)d_.Call("Page.handleJavaScriptDialog", {{"accept", true}}, session_, 2000);
     }
+  }
+
+  // A request paused by the Fetch domain (PausePatterns). At the request (a
+  // document): the page's own URL is answered from the crawl's fetch, any
+  // other goes on. At the response: its headers and body are read, then it
+  // goes on to the page.
+  void Paused(const json::object& p) {
+    const std::string fetch_id = Str(p, "requestId");
+    const json::object& req = Obj(p, "request");
+    RenderedRequest& r = Entry(Str(p, "networkId"), req, Str(p, "resourceType"));
+    r.request_headers = HeadersOfObject(Obj(req, "headers"));
+    const bool response =
+        p.contains("responseStatusCode") || p.contains("responseErrorReason");
+    if (!response && o_.document && !answered_ && r.url == url_) {
+      answered_ = true;
+      r.from_crawl = true;
+      r.status = o_.document->status;
+      (void)d_.Call("Fetch.fulfillRequest", FulfillParams(fetch_id, *o_.document),
+                    session_, 10000);
+      return;
+    }
+    if (response && p.contains("responseStatusCode")) {
+      r.status = Int(p, "responseStatusCode");
+      r.response_headers = HeadersOfEntries(
+          p.contains("responseHeaders") ? p.at("responseHeaders") : json::value());
+      r.captured = true;
+      if (!(r.status >= 300 && r.status < 400) && r.status != 204) ReadBody(fetch_id, r);
+    }
+    (void)d_.Call("Fetch.continueRequest", {{"requestId", fetch_id}}, session_, 10000);
+  }
+
+  void ReadBody(const std::string& fetch_id, RenderedRequest& r) {
+    auto b = d_.Call("Fetch.getResponseBody", {{"requestId", fetch_id}}, session_, 10000);
+    if (!b.ok()) return;  // no body (e.g. a HEAD): left empty
+    const std::string text = Str(*b, "body");
+    const json::value* encoded = b->if_contains("base64Encoded");
+    std::optional<std::string> bytes =
+        encoded && encoded->is_bool() && encoded->get_bool() ? FromBase64(text) : text;
+    if (!bytes) return;
+    if (bytes->size() > o_.max_body_bytes) {
+      r.body_cut = true;
+    } else {
+      r.body = std::move(*bytes);
+    }
+  }
+
+  // The entry of Network request id: the one its events made, or a new one
+  // when the pause comes first (its events then fill it in).
+  RenderedRequest& Entry(const std::string& id, const json::object& req,
+                         const std::string& type) {
+    auto it = by_id_.find(id);
+    if (it == by_id_.end() || id.empty()) {
+      requests.emplace_back();
+      requests.back().url = Str(req, "url");
+      requests.back().method = Str(req, "method");
+      requests.back().type = type;
+      if (id.empty()) return requests.back();
+      it = by_id_.emplace(id, requests.size() - 1).first;
+    }
+    return requests[it->second];
   }
 
   DevTools& d_;
@@ -132,6 +229,9 @@ class Page {
   bool loaded_ = false;
   std::map<std::string, size_t> by_id_;  // requestId -> its latest entry in requests
   std::set<std::string> inflight_;
+  const std::string url_;  // the page's own
+  const RenderOptions& o_;
+  bool answered_ = false;  // the page's own document given from the crawl
 };
 
 constexpr const char* kScroll =
@@ -196,14 +296,17 @@ Result<RenderResult> Renderer::Render(const std::string& url, const RenderOption
     for (const char* m : {"Network.enable", "Page.enable"}) {
       if (auto r = d.Call(m, {}, session, 10000); !r.ok()) return r.status();
     }
+    if (auto r = d.Call("Fetch.enable", {{"patterns", PausePatterns()}}, session, 10000);
+        !r.ok()) {
+      return r.status();
+    }
     if (!o.user_agent.empty()) {
       auto r = d.Call("Network.setUserAgentOverride", {{"userAgent", o.user_agent}},
                       session, 10000);
       if (!r.ok()) return r.status();
     }
-    Page page(d, session, deadline);
-    auto nav = d.Call("Page.navigate", {{"url", url}}, session,
-                      static_cast<int>(std::max<double>(o.page_timeout_s * 1000, 1000)));
+    Page page(d, session, deadline, url, o);
+    auto nav = page.Navigate();
     if (!nav.ok()) return nav.status();
     if (std::string error = Str(*nav, "errorText"); !error.empty()) {
       return Status::Error(Status::Code::kIoError, "browser: " + url + ": " + error);

@@ -12,7 +12,9 @@
 #define CRAWLER_BROWSER_RENDERER_H_
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -20,14 +22,29 @@
 
 namespace crawler::browser {
 
-struct RenderOptions {
-  int idle_ms = 500;           // network idle: no request in flight for this long
-  double page_timeout_s = 30;  // the cap on one page, behaviors included
-  int scroll_steps = 20;       // behaviors: at most this many scrolls of a window
-  std::string user_agent;      // empty: Chromium's own
+using Headers = std::vector<std::pair<std::string, std::string>>;
+
+// The page's own response as the crawl fetched it: the browser is answered
+// with it (the Fetch domain's fulfillRequest) instead of asking the server
+// a second time.
+struct Document {
+  int status = 200;
+  Headers headers;   // Content-Encoding, -Length, Transfer-Encoding dropped
+  std::string body;  // decoded
 };
 
-// A request the page made, as the Network domain reported it.
+struct RenderOptions {
+  int idle_ms = 500;                  // network idle: no request in flight for this long
+  double page_timeout_s = 30;         // the cap on one page, behaviors included
+  int scroll_steps = 20;              // behaviors: at most this many scrolls of a window
+  std::string user_agent;             // empty: Chromium's own
+  std::optional<Document> document;   // the page's own URL answered from this
+  size_t max_body_bytes = 16u << 20;  // a captured body past this is not kept
+};
+
+// A request the page made, as the Network domain reported it, and its
+// response as the browser received it (the Fetch domain, paused at the
+// response: headers and body read, then let go on).
 struct RenderedRequest {
   std::string url;
   std::string method;
@@ -35,6 +52,12 @@ struct RenderedRequest {
   std::string initiator;  // the URL of the script or document that asked, if known
   int status = 0;         // 0: no response (failed, or still pending at the end)
   bool failed = false;
+  Headers request_headers;   // as sent
+  Headers response_headers;  // as received
+  std::string body;          // as received (decoded by the browser)
+  bool captured = false;     // its response was paused and read
+  bool body_cut = false;     // its body was past max_body_bytes: not kept
+  bool from_crawl = false;   // the page's own document, from RenderOptions::document
 };
 
 struct RenderResult {
