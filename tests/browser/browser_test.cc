@@ -10,14 +10,19 @@
 #include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "../support/crawl_output.h"
 #include "../support/http_test_server.h"
 #include "../support/loopback.h"
 #include "../support/run_command.h"
+#include "browser/pool.h"
 #include "browser/renderer.h"
 
 namespace crawler::browser {
@@ -246,6 +251,155 @@ TEST_CASE("Browser: an address where nothing listens, a browser killed: errors",
   CHECK_FALSE(renderer->alive());
   renderer.reset();
   CHECK(testing::WaitFor([&] { return GroupGone(group); }, 30));
+}
+
+// A page whose document is answered only once the test says so (or the
+// server stops): a page in a browser's tab at a moment the test picks.
+struct GatedSite {
+  std::atomic<bool> open{false};
+  std::atomic<int> asked{0};
+  HttpTestServer::Response operator()(const std::string& path) {
+    if (path == "/gate") {
+      ++asked;
+      testing::WaitFor([&] { return open.load(); }, 120);
+      return Html("<html><body><a href=/after-gate>g</a></body></html>");
+    }
+    if (path == "/spin")
+      return Html("<html><body><script>for (;;) {}</script></body></html>");
+    if (path.rfind("/page/", 0) == 0) {
+      return Html("<html><body><a href=/next/" + path.substr(6) + ">n</a></body></html>");
+    }
+    return Site(path);
+  }
+};
+
+PoolOptions PoolIn(const std::string& name, int processes, int restart_pages) {
+  const std::string dir = testing::TempDir(name);
+  PoolOptions o;
+  o.launch.user_data_dir = dir + "/profiles";
+  o.launch.log_path = dir + "/chromium.log";
+  o.processes = processes;
+  o.restart_pages = restart_pages;
+  return o;
+}
+
+// What the jobs' done callbacks saw, by URL.
+struct Answers {
+  Mutex mu;
+  std::map<std::string, std::pair<Outcome, Result<RenderResult>>> by_url GUARDED_BY(mu);
+  RenderJob Job(const std::string& url, RenderOptions o = {}) {
+    return {url, std::move(o), [this, url](Result<RenderResult> r, Outcome outcome) {
+              MutexLock lock(mu);
+              by_url.emplace(url, std::make_pair(outcome, std::move(r)));
+            }};
+  }
+  size_t size() {
+    MutexLock lock(mu);
+    return by_url.size();
+  }
+  Outcome outcome(const std::string& url) {
+    MutexLock lock(mu);
+    return by_url.at(url).first;
+  }
+  Result<RenderResult> result(const std::string& url) {
+    MutexLock lock(mu);
+    return by_url.at(url).second;
+  }
+};
+
+TEST_CASE("Browser pool: pages over two browsers, each restarted every two pages",
+          "[browser][pool]") {
+  GatedSite site;
+  HttpTestServer server(std::ref(site));
+  Answers answers;
+  std::vector<pid_t> seen;
+  {
+    Pool pool(PoolIn("browser-pool", 2, 2));
+    CHECK(pool.pids() == std::vector<pid_t>{});  // nothing started before a page
+    for (int i = 0; i < 6; ++i) {
+      pool.Submit(answers.Job(server.Url("/page/" + std::to_string(i))));
+    }
+    REQUIRE(testing::WaitFor([&] { return answers.size() == 6; }, 300));
+    for (int i = 0; i < 6; ++i) {
+      const std::string url = server.Url("/page/" + std::to_string(i));
+      REQUIRE(answers.outcome(url) == Outcome::kRendered);
+      CHECK(answers.result(url)->links ==
+            std::vector<std::string>{server.Url("/next/" + std::to_string(i))});
+    }
+    const Pool::Figures f = pool.figures();
+    CHECK(f.rendered == 6);
+    CHECK(f.started >= 3);  // six pages, two a browser
+    CHECK(f.deaths == 0);
+    seen = pool.pids();
+  }
+  for (pid_t pid : seen) {
+    if (pid > 0) CHECK(testing::WaitFor([&] { return GroupGone(pid); }, 30));
+  }
+}
+
+TEST_CASE("Browser pool: a browser killed -9 with a page in its tab loses no page",
+          "[browser][pool]") {
+  GatedSite site;
+  HttpTestServer server(std::ref(site));
+  Answers answers;
+  Pool pool(PoolIn("browser-pool-kill", 1, 100));
+  pool.Submit(answers.Job(server.Url("/gate")));
+  REQUIRE(testing::WaitFor([&] { return site.asked.load() == 1; }, 120));
+  const pid_t first = pool.pids().at(0);
+  REQUIRE(first > 0);
+  ::kill(-first, SIGKILL);
+  // The page is rendered again in a fresh browser, which is let in.
+  REQUIRE(testing::WaitFor([&] { return site.asked.load() == 2; }, 120));
+  site.open = true;
+  REQUIRE(testing::WaitFor([&] { return answers.size() == 1; }, 120));
+  REQUIRE(answers.outcome(server.Url("/gate")) == Outcome::kRendered);
+  CHECK(answers.result(server.Url("/gate"))->links ==
+        std::vector<std::string>{server.Url("/after-gate")});
+  const Pool::Figures f = pool.figures();
+  CHECK(f.deaths == 1);
+  CHECK(f.retried == 1);
+  CHECK(f.started == 2);
+  CHECK(pool.pids().at(0) != first);
+}
+
+TEST_CASE("Browser pool: a page that hangs is tried once more, then given up",
+          "[browser][pool]") {
+  GatedSite site;
+  HttpTestServer server(std::ref(site));
+  Answers answers;
+  Pool pool(PoolIn("browser-pool-spin", 1, 100));
+  RenderOptions o;
+  o.page_timeout_s = 2;
+  pool.Submit(answers.Job(server.Url("/spin"), o));
+  REQUIRE(testing::WaitFor([&] { return answers.size() == 1; }, 300));
+  CHECK(answers.outcome(server.Url("/spin")) == Outcome::kGivenUp);
+  const Result<RenderResult> r = answers.result(server.Url("/spin"));
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == Status::Code::kOutOfRange);
+  CHECK(pool.figures().retried == 1);
+  CHECK(pool.figures().given_up == 1);
+}
+
+TEST_CASE("Browser pool: a stop answers the pages not begun, none dropped",
+          "[browser][pool]") {
+  GatedSite site;
+  HttpTestServer server(std::ref(site));
+  Answers answers;
+  Pool pool(PoolIn("browser-pool-stop", 1, 100));
+  pool.Submit(answers.Job(server.Url("/gate")));
+  pool.Submit(answers.Job(server.Url("/page/1")));
+  pool.Submit(answers.Job(server.Url("/page/2")));
+  REQUIRE(testing::WaitFor([&] { return site.asked.load() == 1; }, 120));
+  std::thread stopper([&] { pool.Stop(); });
+  REQUIRE(testing::WaitFor([&] { return answers.size() == 2; }, 120));
+  site.open = true;  // the page in the tab finishes; then the pool stops
+  stopper.join();
+  REQUIRE(answers.size() == 3);
+  CHECK(answers.outcome(server.Url("/gate")) == Outcome::kRendered);
+  CHECK(answers.outcome(server.Url("/page/1")) == Outcome::kStopped);
+  CHECK(answers.outcome(server.Url("/page/2")) == Outcome::kStopped);
+  pool.Submit(answers.Job(server.Url("/page/3")));  // after the stop: answered at once
+  CHECK(answers.outcome(server.Url("/page/3")) == Outcome::kStopped);
 }
 
 }  // namespace

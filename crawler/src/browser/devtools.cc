@@ -274,8 +274,9 @@ Result<json::object> DevTools::Call(std::string_view method, json::object params
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) {
-      return Failed(std::string(method) + ": no reply in " + std::to_string(timeout_ms) +
-                    " ms");
+      return Status::Error(Status::Code::kOutOfRange,
+                           "browser: " + std::string(method) + ": no reply in " +
+                               std::to_string(timeout_ms) + " ms");
     }
     if (Status st = Pump(static_cast<int>(left.count())); !st.ok()) {
       return Failed(std::string(method) + ": " + Inner(st));

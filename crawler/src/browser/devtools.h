@@ -56,8 +56,9 @@ class DevTools {
   DevTools& operator=(const DevTools&) = delete;
 
   // Sends method(params) in session ("" for the browser) and waits up to
-  // timeout_ms for its reply's "result". An error reply, a timeout or a
-  // browser gone is an error naming the method.
+  // timeout_ms for its reply's "result". An error reply, a timeout (code
+  // kOutOfRange: the page or the browser hangs) or a browser gone is an
+  // error naming the method.
   Result<json::object> Call(std::string_view method, json::object params,
                             std::string_view session, int timeout_ms);
   // Sends it and returns at once: its id, for Reply. For a command whose

@@ -88,7 +88,7 @@ class Page {
       const auto left =
           std::chrono::duration_cast<milliseconds>(deadline_ - Clock::now()).count();
       if (left <= 0) {
-        return Status::Error(Status::Code::kIoError,
+        return Status::Error(Status::Code::kOutOfRange,
                              "browser: " + url_ + ": no response before the page's cap");
       }
       auto e = d_.NextEvent(static_cast<int>(std::min<long>(left, 100)));

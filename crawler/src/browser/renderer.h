@@ -75,7 +75,8 @@ class Renderer {
   static Result<std::unique_ptr<Renderer>> Start(const LaunchOptions& options);
 
   // Renders url. An error when it could not be loaded (net::ERR_..., naming
-  // it) or the browser died; the Renderer is then not alive().
+  // it), when it hung (code kOutOfRange: no response, or a script of ours
+  // unanswered, past its cap) or the browser died (then not alive()).
   Result<RenderResult> Render(const std::string& url, const RenderOptions& options);
 
   bool alive() const { return devtools_->alive(); }
