@@ -190,7 +190,7 @@ TEST_CASE(
   // (the case that left turns held). Sites twice the default size (~360
   // pages): n2 has work for seconds after the heal (with the default ~180,
   // a loaded CI machine's n2 had fetched all of its 41 pages 2 s after it). n2's way to
-  // Redis stops forwarding for 2 s (its lease is 15 s: it keeps its shards)
+  // Redis stops forwarding for 4 s (its lease is 15 s: it keeps its shards)
   // once it has fetched 3 pages.
   bool cut = false;
   size_t settled = 0;  // n2's fetch-log lines 2 s after the heal
@@ -205,19 +205,20 @@ TEST_CASE(
           std::vector<pid_t>&) {
         if (!testing::WaitFor([&] { return lines(dir) >= 3; }, 60)) return;
         n2_redis.Cut();
-        std::this_thread::sleep_for(std::chrono::seconds(2));
+        // Past the turn threads' 2 s command timeout: n2 gives Redis up.
+        std::this_thread::sleep_for(std::chrono::seconds(4));
         n2_redis.Heal();
         cut = true;
         // Turns alone end by then: Redis is asked again 1 s after a
-        // failure, and a command times out after 0.5 s.
-        std::this_thread::sleep_for(std::chrono::seconds(2));
+        // failure, and a question sent in the cut is answered at the heal.
+        std::this_thread::sleep_for(std::chrono::seconds(3));
         settled = lines(dir);
       },
       200, "--site-xmin 2");
   REQUIRE(cut);
   const boost::json::object& n2 = c.figures[1];
   const uint64_t alone = Figure(n2, "address_turns_local");
-  INFO(boost::json::serialize(n2) << "; n2's log lines 2 s after the heal: " << settled
+  INFO(boost::json::serialize(n2) << "; n2's log lines 3 s after the heal: " << settled
                                   << ", at the end: " << c.n2_lines);
   // n2 went on alone while cut off, and said so.
   CHECK(alone > 0);

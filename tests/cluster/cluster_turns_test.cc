@@ -106,7 +106,7 @@ TEST_CASE(
   AddressTokens& turns = *owned;
   WaitForTurn(turns, "10.0.0.1", 1);  // the connection is up
   proxy.Cut();
-  // Before, this Start waited out the 0.5 s command timeout on its thread.
+  // No Start waits out the turn threads' 2 s command timeout.
   engine::AddressTurn asked = turns.Start("10.0.0.3", 2);
   CHECK_FALSE(asked.granted);
   CHECK(asked.pending);

@@ -33,7 +33,12 @@ namespace {
 // started, the next start waits the delay after now, not after its claim.
 // kTurnTakenScript: turn_taken.lua (embedded at build time)
 
-constexpr double kCommandTimeoutS = 0.5;
+// The turn threads' connect and command timeout. No worker waits on it (a
+// Start is answered at once), so it says only when Redis counts as gone:
+// at 0.5 s a loaded CI machine's Redis, up and answering, was given up on
+// by nodes it never was cut from, which then took turns alone, and two
+// nodes' requests met at one address 0.1 ms apart.
+constexpr double kCommandTimeoutS = 2.0;
 constexpr auto kRetryAfter = std::chrono::seconds(1);
 constexpr size_t kMaxEnds = 4096;
 // The turn thread wakes this often with nothing asked: the ends and
@@ -89,8 +94,8 @@ std::unique_ptr<Redis> AddressTokens::Take() {
       return r;
     }
   }
-  // The worker's own timeout for every step: behind Sentinel its question
-  // and ROLE waited 5 s each on a worker's thread.
+  // The same timeout for every step: behind Sentinel the question to the
+  // sentinels and ROLE too.
   auto r = Redis::Connect(address_, kCommandTimeoutS, kCommandTimeoutS);
   if (!r.ok()) {
     Failed(r.status().message());

@@ -41,7 +41,7 @@
 // each node stays polite on its own, as it was without this part, and the
 // crawl goes on; the job's combined limit holds again once Redis answers.
 // A connection that failed is tried again after 1 s, not before, with a
-// command timeout of 0.5 s. A question whose reply was lost (the script
+// connect and command timeout of 2 s. A question whose reply was lost (the script
 // may have run) is given back as an end.
 //
 // A turn's end is no round trip of its own either: it waits for a turn
