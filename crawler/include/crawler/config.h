@@ -207,6 +207,23 @@ struct MetricsConfig {
   std::string listen;  // "HOST:PORT" serves GET /metrics there; empty: off
 };
 
+// [browser]: pages rendered in headless Chromium (docs/rendering.md).
+struct BrowserConfig {
+  // "off": nothing of the browser starts; "always": every HTML page the
+  // crawl fetched with a 200 (and matched by include, not by exclude) is
+  // rendered too: its links read after it ran, every request it made
+  // archived.
+  std::string render = "off";
+  std::vector<std::string> include;   // regexes; empty: every page
+  std::vector<std::string> exclude;   // regexes
+  uint32_t processes = 1;             // Chromium processes, a page at a time each
+  uint32_t restart_pages = 100;       // a browser restarted after this many pages
+  double page_timeout_s = 30;         // the cap on one page, behaviors included
+  uint32_t idle_ms = 500;             // network idle: no request in flight this long
+  uint32_t scroll_steps = 20;         // behaviors: scrolls of a window, at most
+  std::string chromium = "chromium";  // the browser: a path, or a name in PATH
+};
+
 struct Config {
   CrawlConfig crawl;
   FetchConfig fetch;
@@ -233,6 +250,7 @@ struct Config {
   ClusterConfig cluster;
   MetricsConfig metrics;
   RecrawlConfig recrawl;
+  BrowserConfig browser;
 };
 
 // Defaults, then `path` (if not empty), then each "section.key=value" of

@@ -40,6 +40,10 @@ struct CrawlCounts {
   // Attempts whose address did not connect, fetched again at once at the
   // host's next address (Resolver::MarkDead); robots.txt's included.
   uint64_t other_address = 0;
+  // [browser] render: pages rendered (read after they ran; at their cap
+  // too), pages the browser gave up (recorded as fetched), and the
+  // browser's responses archived with them (docs/rendering.md).
+  uint64_t rendered = 0, render_failed = 0, render_resources = 0;
   // URLs given up, or cut by max_pages_per_host, erased from the dedup
   // filter (cuckoo or counting with dedup.allow_erase): a later link admits
   // them again. cannot_forget: such URLs a filter that cannot erase keeps.

@@ -32,7 +32,8 @@ std::string Inner(const Status& st) {
 // The executable for name: itself if it has a slash, else the first match in
 // PATH (looked up before fork: the child only calls what is safe there).
 std::string FindExecutable(const std::string& name) {
-  if (name.find('/') != std::string::npos) return name;
+  if (name.find('/') != std::string::npos)
+    return ::access(name.c_str(), X_OK) == 0 ? name : "";
   const char* path = std::getenv("PATH");
   std::string dirs = path != nullptr ? path : "/usr/bin:/bin";
   size_t at = 0;
@@ -92,7 +93,12 @@ std::vector<std::string> Arguments(const LaunchOptions& o) {
 Result<std::unique_ptr<DevTools>> DevTools::Launch(const LaunchOptions& options,
                                                    int timeout_ms) {
   const std::string exe = FindExecutable(options.chromium);
-  if (exe.empty()) return Failed(options.chromium + ": not found in PATH");
+  if (exe.empty()) {
+    return Failed(options.chromium + ": not found" +
+                  (options.chromium.find('/') == std::string::npos
+                       ? " in PATH"
+                       : " or not executable"));
+  }
   std::error_code ec;
   std::filesystem::create_directories(options.user_data_dir, ec);
   if (ec) return Failed(options.user_data_dir + ": " + ec.message());

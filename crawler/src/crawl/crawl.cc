@@ -214,12 +214,14 @@ Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const engine::Config& config,
           },
           m->seen.get(), m->history.get()},
       sequence);
+  if (config.browser.render != "off")
+    m->browser = std::make_unique<browser::Pool>(engine::BrowserPoolOptions(config, out));
   Status st;
   m->workers = engine::Worker::MakeAll(
       config,
       {m->config, *m->scope, *m->filter, *m->frontier, m->hosts, *m->log, *m->warc,
        m->counters, m->gate, m->results, m->state, m->cluster.get(), m->seen.get(),
-       m->history.get(), out + "/spool", m->resolver.get()},
+       m->history.get(), out + "/spool", m->resolver.get(), m->browser.get()},
       &st);
   if (!st.ok()) return st;
   return m;

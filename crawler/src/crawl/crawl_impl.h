@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "browser/pool.h"
 #include "checkpoint/checkpointer.h"
 #include "crawl/node.h"
 #include "crawler/crawl.h"
@@ -56,6 +57,10 @@ struct Crawl::Impl {
   engine::Gate gate;
   engine::ResultQueue results;
   engine::RunState state;
+  // [browser] render on: the Chromium pool (browser/pool.h; profiles and
+  // its log under OUT/browser/). After results and state, which its pages
+  // come back to, so it stops (answering what it holds) before they go.
+  std::unique_ptr<browser::Pool> browser;
   std::unique_ptr<report::StatsWriter> stats;
   std::unique_ptr<checkpoint::Checkpointer> checkpointer;
   std::vector<std::unique_ptr<engine::Worker>> workers;

@@ -352,9 +352,10 @@ std::vector<Key> CheckpointKeys() {
 const std::vector<Key>& Schema() {
   static const std::vector<Key> keys = [] {
     std::vector<Key> all;
-    for (auto part : {CrawlKeys, GuardKeys, FetchKeys, DnsKeys, FrontierKeys, DedupKeys,
-                      UrlKeys, OutputKeys, CheckpointKeys, config_key::ClusterKeys,
-                      config_key::MetricsKeys, config_key::RecrawlKeys}) {
+    for (auto part :
+         {CrawlKeys, GuardKeys, FetchKeys, DnsKeys, FrontierKeys, DedupKeys, UrlKeys,
+          OutputKeys, CheckpointKeys, config_key::ClusterKeys, config_key::MetricsKeys,
+          config_key::RecrawlKeys, config_key::BrowserKeys}) {
       for (Key& k : part()) all.push_back(std::move(k));
     }
     return all;

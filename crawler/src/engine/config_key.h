@@ -157,6 +157,7 @@ constexpr int64_t kMax64 = std::numeric_limits<int64_t>::max();
 std::vector<Key> ClusterKeys();
 std::vector<Key> MetricsKeys();
 std::vector<Key> RecrawlKeys();
+std::vector<Key> BrowserKeys();
 
 }  // namespace crawler::engine::config_key
 

@@ -1,4 +1,4 @@
-// The [cluster], [metrics] and [recrawl] keys of the config schema
+// The [cluster], [metrics], [recrawl] and [browser] keys of the config schema
 // (config_key.h; config.cc holds the rest and the cross-key checks).
 #include "base/secret.h"
 #include "engine/config_key.h"
@@ -150,6 +150,44 @@ std::vector<Key> RecrawlKeys() {
       IntKey<uint32_t>(
           "recrawl", "forget_gone_after",
           [](Config & c) -> auto& { return c.recrawl.forget_gone_after; }, 0, 1000),
+  };
+}
+
+std::vector<Key> BrowserKeys() {
+  return {
+      StringKey(
+          "browser", "render", [](Config & c) -> auto& { return c.browser.render; },
+          [](const std::string& v) {
+            return v == "off" || v == "always"
+                       ? std::string()
+                       : std::string("must be \"off\" or \"always\"");
+          }),
+      StringListKey(
+          "browser", "include", [](Config & c) -> auto& { return c.browser.include; },
+          true),
+      StringListKey(
+          "browser", "exclude", [](Config & c) -> auto& { return c.browser.exclude; },
+          true),
+      IntKey<uint32_t>(
+          "browser", "processes", [](Config & c) -> auto& { return c.browser.processes; },
+          1, 64),
+      IntKey<uint32_t>(
+          "browser", "restart_pages",
+          [](Config & c) -> auto& { return c.browser.restart_pages; }, 1, 1000000),
+      DoubleKey(
+          "browser", "page_timeout_s",
+          [](Config & c) -> auto& { return c.browser.page_timeout_s; }, 1, 3600),
+      IntKey<uint32_t>(
+          "browser", "idle_ms", [](Config & c) -> auto& { return c.browser.idle_ms; }, 0,
+          600000),
+      IntKey<uint32_t>(
+          "browser", "scroll_steps",
+          [](Config & c) -> auto& { return c.browser.scroll_steps; }, 0, 10000),
+      StringKey(
+          "browser", "chromium", [](Config & c) -> auto& { return c.browser.chromium; },
+          [](const std::string& v) {
+            return v.empty() ? std::string("must name the browser") : std::string();
+          }),
   };
 }
 

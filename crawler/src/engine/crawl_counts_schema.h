@@ -16,7 +16,7 @@ namespace crawler::engine {
 BOOST_DESCRIBE_STRUCT(CrawlCounts, (), (fetched, failed, truncated, status_2xx, status_3xx,
     status_4xx, status_5xx, robots_blocked, unresolved, out_of_scope, too_deep, trap_guard,
     duplicates, filter_full, too_many_redirects, bytes, bytes_2xx, bytes_3xx, bytes_4xx,
-    bytes_5xx, spilled, retries, gave_up, dns_deferred, other_address, forgotten, cannot_forget, revisits_not_modified,
+    bytes_5xx, spilled, retries, gave_up, dns_deferred, other_address, rendered, render_failed, render_resources, forgotten, cannot_forget, revisits_not_modified,
     revisits_identical, revisits_changed, revisit_bytes_saved, history_forgotten,
     payload_revisits, payload_bytes_saved, revisit_intervals, revisit_demand_uhz, errors, guarded, lost, lost_hosts))
 // clang-format on

@@ -9,6 +9,7 @@
 #include <random>
 #include <thread>
 
+#include "browser/renderer.h"
 #include "engine/retry.h"
 #include "engine/url_guards.h"
 
@@ -84,7 +85,10 @@ void Worker::Loop(const std::atomic<bool>& drain, const std::atomic<bool>& stop_
       continue;
     }
     if (fetcher_->Running() == 0) {
-      if (draining) break;  // this worker's transfers done, the results taken
+      // This worker's transfers done, the results taken, no page left in
+      // the browser (any worker records one that comes back).
+      // (rendering is read first: a page is queued before it stops counting.)
+      if (draining && p_.state.rendering.load() == 0 && p_.results.Empty()) break;
       bool finished = [&] {
         GateUnit unit(p_.gate);
         return Finished(unit.pass());
@@ -210,6 +214,10 @@ Status Worker::ProcessOne() {
   std::optional<Completed> c = p_.results.TryPop();
   if (!c) return Status::Ok();
   if (c->result.abandoned) return Abandoned(*c);
+  if (WantsRender(*c)) {  // back through the queue once rendered (worker_render.cc)
+    SendToBrowser(std::move(*c));
+    return Status::Ok();
+  }
   Prepared prepared = Prepare(*c);  // outside the gate: a checkpoint need not wait for it
   Status st;
   {
@@ -263,13 +271,14 @@ Worker::Prepared Worker::Prepare(const Completed& c) const {
     eo.url = p_.config.url;
     p.links = parsers::ExtractCssLinks(r.body, c.lease.entry.url, eo);
   }
+  if (c.rendered) PrepareRendered(c, p);
   return p;
 }
 
 // Counts, stores and logs a fetch; `page` is null for robots.txt.
 Status Worker::Record(const FetchResult& r, const Prepared& p,
-                      const frontier::UrlEntry* page, bool final,
-                      uint32_t robots_attempt) {
+                      const frontier::UrlEntry* page, bool final, uint32_t robots_attempt,
+                      std::string_view render, uint32_t resources) {
   // A failed attempt that is tried again counts as a retry, not a page.
   if (final) p_.counters.Fetched(r);
   if (r.status > 0) {
@@ -293,7 +302,7 @@ Status Worker::Record(const FetchResult& r, const Prepared& p,
   if (r.error != FetchError::kNone)
     spdlog::warn("{}: {} ({})", page->url, error, r.error_message);
   return p_.log.Append({page->url, r.status, &response, page->depth, page->referrer,
-                        error, false, page->attempt + 1, final});
+                        error, false, page->attempt + 1, final, render, resources});
 }
 
 // robots.txt answered 5xx or not at all. RFC 9309 2.3.1.3/4: the host is
@@ -407,7 +416,22 @@ Status Worker::FinishPage(const Gate::Pass& pass, const Completed& c, const Prep
     p_.frontier.SetAddress(c.lease.host, r.ip);
   }
   const Verdict v = Classify(r, e.attempt, policy, Jitter(), std::time(nullptr));
-  Status st = Record(r, p, &e, v.final);
+  // A rendered page's responses go in before its own line (the count is
+  // in that line); what the browser could not render is said there too.
+  std::string render;
+  uint32_t resources = 0;
+  if (c.render_sent) {
+    if (c.rendered) {
+      Status stored = StoreResources(pass, p, &resources);
+      if (!stored.ok()) return stored;
+      render = c.rendered->idle ? "rendered" : "rendered-cap";
+      p_.counters.Add(&CrawlSummary::rendered);
+    } else {
+      render = "render-failed: " + c.render_error;
+      p_.counters.Add(&CrawlSummary::render_failed);
+    }
+  }
+  Status st = Record(r, p, &e, v.final, 1, render, resources);
   if (!st.ok()) return st;
   // Measured after the record: a retry's wait runs from when its answer was in.
   auto now = Clock::now();

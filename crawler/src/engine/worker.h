@@ -30,10 +30,12 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <regex>
 #include <string>
 #include <vector>
 
 #include "base/mutex.h"
+#include "browser/pool.h"
 #include "crawler/config.h"
 #include "crawler/fetcher.h"
 #include "crawler/resolver.h"
@@ -63,6 +65,9 @@ class RunState {
   // The crawl is over when this is 0 and the frontier is empty.
   std::atomic<uint64_t> busy{0};
   std::atomic<uint64_t> started{0};  // page fetches started (crawl.max_pages)
+  // Pages in the browser pool ([browser] render): a stop's drain waits for
+  // them (each is busy too, until it comes back and is processed).
+  std::atomic<uint64_t> rendering{0};
   // Heap bytes of the robots.txt fetches waiting for room in the workers'
   // fetchers (Worker::robots_waiting_): the stats report's "robots_queue".
   std::atomic<uint64_t> robots_waiting_bytes{0};
@@ -108,6 +113,11 @@ struct Completed {
   // A multi-machine job's turn at its address (robots: started_at; pages:
   // lease.address), given back when the fetch ends; 0: none taken.
   uint64_t turn = 0;
+  // [browser] render: sent to the browser pool once (worker_render.cc); back
+  // with the page as rendered, or why not.
+  bool render_sent = false;
+  std::shared_ptr<const browser::RenderResult> rendered = {};
+  std::string render_error = {};
 };
 
 class ResultQueue {
@@ -143,8 +153,12 @@ struct WorkerParts {
   output::History* history;  // [recrawl] or dedup.payload on (revisits.h); else null
   // Where bodies past fetch.spool_body_bytes wait (OUT/spool; "": in RAM).
   std::string spool_dir = {};
-  Resolver* resolver = nullptr;  // the crawler's DNS; null: libcurl resolves
+  Resolver* resolver = nullptr;      // the crawler's DNS; null: libcurl resolves
+  browser::Pool* browser = nullptr;  // [browser] render on; null: off
 };
+
+// [browser]'s pool for a crawl into `out` (profiles and log in OUT/browser/).
+browser::PoolOptions BrowserPoolOptions(const Config& config, const std::string& out);
 
 class Worker {
  public:
@@ -154,7 +168,9 @@ class Worker {
                    parts.config.dedup_payload ? parts.history : nullptr, parts.counters,
                    parts.state.recrawl_mu, parts.state.shards_moving, parts.placement}),
         fetcher_(std::move(fetcher)),
-        max_running_(max_running) {}
+        max_running_(max_running) {
+    CompileRenderRules();
+  }
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
 
@@ -201,8 +217,24 @@ class Worker {
     std::optional<SitemapUrls> sitemap;
     Revisits::Classified visit;                  // what the history counts (revisits.h)
     std::chrono::system_clock::time_point date;  // the records' WARC-Date
+    // A rendered page: the browser's responses, to be archived with it
+    // (worker_render.cc), each under its normalized URL.
+    struct Resource {
+      std::string url;
+      output::PreparedExchange warc;
+    };
+    std::vector<Resource> resources;
   };
   Prepared Prepare(const Completed& c) const;
+  // [browser] render (worker_render.cc): whether a finished page goes to
+  // the browser; sending it; its rendered links and responses into p;
+  // archiving those responses the crawl does not hold yet.
+  void CompileRenderRules();
+  bool WantsRender(const Completed& c) const;
+  void SendToBrowser(Completed c);
+  void PrepareRendered(const Completed& c, Prepared& p) const;
+  [[nodiscard]] Status StoreResources(const Gate::Pass& pass, const Prepared& p,
+                                      uint32_t* stored);
   Prepared::SitemapUrls ReadSitemap(const FetchResult& r, const std::string& url) const;
   Result<std::optional<frontier::Clock::time_point>> StartFetches(const Gate::Pass& pass);
   bool StartPage(const Gate::Pass& pass, frontier::Lease lease,
@@ -256,7 +288,8 @@ class Worker {
   // `robots_attempt`: robots.txt's (page == null) attempt number.
   [[nodiscard]] Status Record(const FetchResult& r, const Prepared& p,
                               const frontier::UrlEntry* page, bool final = true,
-                              uint32_t robots_attempt = 1);
+                              uint32_t robots_attempt = 1, std::string_view render = {},
+                              uint32_t resources = 0);
   bool Finished(const Gate::Pass& pass) const;
   // completed_'s requests are over: their addresses' connections are free.
   void ConnectionsFreed(const Gate::Pass& pass) const;
@@ -267,6 +300,7 @@ class Worker {
   Revisits revisits_;  // [recrawl]: the URL history's side of each fetch
   std::unique_ptr<Fetcher> fetcher_;
   const size_t max_running_;
+  std::vector<std::regex> render_include_, render_exclude_;  // browser.include/exclude
   std::vector<Completed> completed_;  // filled by fetcher callbacks, this thread only
   struct RobotsRetry {
     frontier::Clock::time_point at;

@@ -33,6 +33,10 @@ std::string FetchLog::Line(const FetchLogEntry& e) {
     o["attempt"] = e.attempt;
     o["final"] = e.final;
   }
+  if (!e.render.empty()) {
+    o["render"] = e.render;
+    o["resources"] = e.resources;
+  }
   return json::serialize(o);
 }
 

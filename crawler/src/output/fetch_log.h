@@ -48,6 +48,10 @@ struct FetchLogEntry {
   bool robots_txt = false;
   uint32_t attempt = 1;  // pages: 1 for the first fetch, 2 for its first retry ...
   bool final = true;     // false: a transient failure that is tried again
+  // [browser]: "rendered", "rendered-cap" (read at its cap, never idle), or
+  // "render-failed: WHY" (archived as fetched); empty: not rendered.
+  std::string_view render = {};
+  uint32_t resources = 0;  // rendered: the responses archived with it
 };
 
 class FetchLog {

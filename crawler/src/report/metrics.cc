@@ -81,6 +81,16 @@ void LossFamilies(const engine::CrawlCounts& c, Text& t) {
     t.Sample("crawler_hosts_lost_total", Label("kind", kind), n);
 }
 
+// [browser] render (docs/rendering.md).
+void RenderFamilies(const engine::CrawlCounts& c, Text& t) {
+  t.One("crawler_pages_rendered_total", "counter",
+        "Pages rendered in the browser ([browser] render).", c.rendered);
+  t.One("crawler_render_failures_total", "counter",
+        "Pages the browser gave up (recorded as fetched).", c.render_failed);
+  t.One("crawler_render_resources_total", "counter",
+        "The browser's responses archived with rendered pages.", c.render_resources);
+}
+
 void CrawlFamilies(const StatsReport& r, Text& t) {
   const engine::CrawlCounts& c = r.crawl;
   t.One("crawler_running", "gauge", "1 while the crawl runs, 0 once it has ended.",
@@ -109,6 +119,7 @@ void CrawlFamilies(const StatsReport& r, Text& t) {
   t.One("crawler_fetch_dns_deferred_total", "counter",
         "Attempts whose lookup failed (fetch.dns_retry_s), fetched again later.",
         c.dns_deferred);
+  RenderFamilies(c, t);
   t.One("crawler_fetch_other_address_total", "counter",
         "Attempts whose address did not connect, fetched again at the host's next "
         "address.",

@@ -144,6 +144,11 @@ Section CrawlSection(const engine::CrawlCounts& c, const CrawlRates& r,
                                        Count(c.other_address) +
                                        " whose address did not connect, fetched again "
                                        "at the host's next address"});
+  if (c.rendered + c.render_failed > 0)
+    cr.rows.push_back(
+        {"rendered", Count(c.rendered) + " pages rendered in the browser, " +
+                         Count(c.render_failed) + " it gave up (recorded as fetched); " +
+                         Count(c.render_resources) + " of its responses archived"});
   // Losses: what no server answered for (exit 3 at a crawl's end).
   const uint64_t lost = engine::KindsTotal(c.lost);
   const uint64_t lost_hosts = engine::KindsTotal(c.lost_hosts);

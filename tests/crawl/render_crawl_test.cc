@@ -1,0 +1,160 @@
+// [browser] render = "always": the real `crawler` binary, Debian's chromium
+// and a real HTTP server on 127.0.0.1. A page whose links a script makes
+// after a fetch() has them followed; the page's own document is asked of the
+// server once (the browser is given the crawl's fetch); every response the
+// browser received is archived, each URL once in the whole crawl.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "crawl_output.h"
+#include "http_test_server.h"
+#include "run_command.h"
+
+namespace crawler::crawl {
+namespace {
+
+using testing::HttpTestServer;
+
+HttpTestServer::Response Answer(const char* type, std::string body) {
+  HttpTestServer::Response r;
+  r.headers = {{"Content-Type", type}};
+  r.body = std::move(body);
+  return r;
+}
+
+// Occurrences of `needle` in `text`.
+size_t Count(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos;
+       at = text.find(needle, at + needle.size()))
+    ++n;
+  return n;
+}
+
+TEST_CASE(
+    "Rendered crawl: links a script makes are followed, each response archived once",
+    "[engine][crawl][browser]") {
+  std::mutex mu;
+  std::map<std::string, int> asked;
+  HttpTestServer site([&](const std::string& path) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      ++asked[path];
+    }
+    if (path == "/") {
+      return Answer("text/html",
+                    "<html><body><div id=root></div><script src=/app.js></script>"
+                    "</body></html>");
+    }
+    if (path == "/app.js") {
+      return Answer("application/javascript",
+                    "fetch('/api/items.json').then(r => r.json()).then(items => {"
+                    " for (const i of items) { const a = document.createElement('a');"
+                    " a.href = '/item/' + i; a.textContent = i;"
+                    " document.getElementById('root').appendChild(a); } });");
+    }
+    if (path == "/api/items.json") return Answer("application/json", R"(["1","2","3"])");
+    if (path.rfind("/item/", 0) == 0) {
+      return Answer("text/html",
+                    "<html><body><p>item " + path.substr(6) +
+                        "</p><script src=/common.js></script></body></html>");
+    }
+    if (path == "/common.js") return Answer("application/javascript", "var common = 1;");
+    HttpTestServer::Response missing;
+    missing.status = 404;
+    return missing;
+  });
+  const std::string dir = testing::TempDir("render-crawl");
+  const std::string out = dir + "/out";
+  std::ofstream(dir + "/seeds.txt") << site.Url("/") << "\n";
+  testing::CommandResult run = testing::RunCommand(
+      std::string(CRAWLER_BINARY) + " crawl --seeds " + dir + "/seeds.txt --out " + out +
+      " --config " CRAWLER_SOURCE_DIR
+      "/configs/default.toml --set frontier.min_delay_s=0 --set browser.render=always "
+      "--set browser.idle_ms=300");
+  INFO(run.output);
+  REQUIRE(run.exit_code == 0);
+
+  std::string log;
+  {
+    std::ifstream in(out + "/fetch-log.jsonl");
+    log.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  INFO(log);
+  // The items only a script links to are fetched, each once.
+  for (const char* item : {"/item/1", "/item/2", "/item/3"}) {
+    CHECK(Count(log, "\"url\":\"" + site.Url(item) + "\"") == 1);
+  }
+  // Four pages rendered: the application and its three items.
+  CHECK(Count(log, "\"render\":\"rendered\"") == 4);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    CHECK(asked["/"] == 1);  // the browser was given the crawl's fetch
+    CHECK(asked["/item/1"] == 1);
+    CHECK(asked["/api/items.json"] == 1);
+  }
+  // The browser's responses in the WARC, read by an independent reader:
+  // the script, the API's JSON, and the script every item page loads, once.
+  std::string warcs;
+  for (const auto& e : std::filesystem::directory_iterator(out + "/warc"))
+    if (e.path().extension() == ".gz") warcs += " " + e.path().string();
+  testing::CommandResult index = testing::RunCommand("warcio index" + warcs);
+  REQUIRE(index.exit_code == 0);
+  auto responses = [&](const std::string& path) {
+    return Count(index.output, "\"warc-type\":\"response\",\"warc-target-uri\":\"" +
+                                   site.Url(path) + "\"");
+  };
+  CHECK(responses("/") == 1);
+  CHECK(responses("/app.js") == 1);
+  CHECK(responses("/api/items.json") == 1);
+  CHECK(responses("/common.js") == 1);
+  CHECK(responses("/item/2") == 1);
+  CHECK(Count(index.output, "\"warc-type\":\"request\",\"warc-target-uri\":\"" +
+                                site.Url("/api/items.json") + "\"") == 1);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("Rendered crawl: no browser to start, every page recorded as fetched, said",
+          "[engine][crawl][browser]") {
+  HttpTestServer site([](const std::string& path) {
+    if (path == "/")
+      return Answer("text/html", "<html><body><a href=/next>n</a></body></html>");
+    if (path == "/next") return Answer("text/html", "<html><body>end</body></html>");
+    HttpTestServer::Response missing;
+    missing.status = 404;
+    return missing;
+  });
+  const std::string dir = testing::TempDir("render-crawl-none");
+  std::ofstream(dir + "/seeds.txt") << site.Url("/") << "\n";
+  const std::string base = std::string(CRAWLER_BINARY) + " crawl --seeds " + dir +
+                           "/seeds.txt --set frontier.min_delay_s=0 ";
+  // A value the key does not take is named, and nothing runs.
+  testing::CommandResult bad =
+      testing::RunCommand(base + "--out " + dir + "/bad --set browser.render=sometimes");
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.output, Catch::Contains("browser.render"));
+  testing::CommandResult run = testing::RunCommand(
+      base + "--out " + dir +
+      "/out --set browser.render=always --set browser.chromium=/nonexistent/chromium");
+  INFO(run.output);
+  REQUIRE(run.exit_code == 0);
+  std::string log;
+  {
+    std::ifstream in(dir + "/out/fetch-log.jsonl");
+    log.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  INFO(log);
+  CHECK(Count(log, "\"url\":\"" + site.Url("/next") + "\"") ==
+        1);  // static links followed
+  CHECK(Count(log, "\"render\":\"render-failed: ") == 2);
+  CHECK(Count(log, "/nonexistent/chromium: not found") == 2);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace crawler::crawl
