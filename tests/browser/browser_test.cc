@@ -402,5 +402,23 @@ TEST_CASE("Browser pool: a stop answers the pages not begun, none dropped",
   CHECK(answers.outcome(server.Url("/page/3")) == Outcome::kStopped);
 }
 
+TEST_CASE("Browser pool: destroyed mid-page, it kills its browsers and answers the page",
+          "[browser][pool]") {
+  GatedSite site;
+  HttpTestServer server(std::ref(site));
+  Answers answers;
+  pid_t group = 0;
+  {
+    Pool pool(PoolIn("browser-pool-kill-stop", 1, 100));
+    pool.Submit(answers.Job(server.Url("/gate")));
+    REQUIRE(testing::WaitFor([&] { return site.asked.load() == 1; }, 120));
+    group = pool.pids().at(0);
+  }  // not waiting for the page: the gate is never opened
+  REQUIRE(answers.size() == 1);
+  CHECK(answers.outcome(server.Url("/gate")) == Outcome::kStopped);
+  CHECK(testing::WaitFor([&] { return GroupGone(group); }, 30));
+  site.open = true;  // the server's handler thread ends
+}
+
 }  // namespace
 }  // namespace crawler::browser

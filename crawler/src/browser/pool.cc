@@ -1,5 +1,7 @@
 #include "browser/pool.h"
 
+#include <signal.h>
+
 #include <utility>
 
 namespace crawler::browser {
@@ -25,7 +27,7 @@ void Pool::Submit(RenderJob job) {
            Outcome::kStopped);
 }
 
-void Pool::Stop() {
+void Pool::Stop(bool kill) {
   std::deque<RenderJob> left;
   std::vector<std::thread> threads;
   {
@@ -33,6 +35,10 @@ void Pool::Stop() {
     stopping_ = true;
     left.swap(queue_);
     threads.swap(threads_);
+    if (kill) {
+      for (pid_t pid : pids_)
+        if (pid > 0) ::kill(-pid, SIGKILL);  // its thread reaps it
+    }
   }
   cv_.notify_all();
   for (RenderJob& job : left) {
@@ -89,6 +95,10 @@ void Pool::RenderOne(int slot, std::unique_ptr<Renderer>& browser, int& pages,
     out = browser->Render(job.url, job.options);
     ++pages;
     if (out.ok()) break;
+    {
+      MutexLock lock(mu_);
+      if (stopping_) break;  // killed by Stop: not tried again
+    }
     const bool died = !browser->alive();
     if (died) ++deaths_;
     const bool hung = out.status().code() == Status::Code::kOutOfRange;
@@ -98,9 +108,16 @@ void Pool::RenderOne(int slot, std::unique_ptr<Renderer>& browser, int& pages,
     MutexLock lock(mu_);
     pids_[static_cast<size_t>(slot)] = 0;
   }
+  bool stopped = false;
+  {
+    MutexLock lock(mu_);
+    stopped = stopping_;
+  }
   if (out.ok()) {
     ++rendered_;
     job.done(std::move(out), Outcome::kRendered);
+  } else if (stopped) {
+    job.done(std::move(out), Outcome::kStopped);
   } else {
     ++given_up_;
     job.done(std::move(out), Outcome::kGivenUp);

@@ -51,15 +51,17 @@ struct RenderJob {
 class Pool {
  public:
   explicit Pool(PoolOptions options) : options_(std::move(options)) {}
-  ~Pool() { Stop(); }
+  // Stops at once: the pages in the browsers are answered kStopped too.
+  ~Pool() { Stop(/*kill=*/true); }
   Pool(const Pool&) = delete;
   Pool& operator=(const Pool&) = delete;
 
   // Queues a page; the first one starts the threads.
   void Submit(RenderJob job) EXCLUDES(mu_);
   // Answers the queued jobs kStopped, lets each thread finish the page it
-  // renders, stops the browsers. Idempotent.
-  void Stop() EXCLUDES(mu_);
+  // renders (with `kill`: kills the browsers, and those pages are answered
+  // kStopped as well), stops the browsers. Idempotent.
+  void Stop(bool kill = false) EXCLUDES(mu_);
 
   struct Figures {
     uint64_t rendered = 0;
