@@ -106,6 +106,15 @@ std::unique_ptr<Renderer> StartRenderer(const std::string& name) {
   return std::move(r).value();
 }
 
+// url rendered: the result, or the test stops naming why not.
+RenderResult Rendered(Renderer& renderer, const std::string& url,
+                      const RenderOptions& o = {}) {
+  auto r = renderer.Render(url, o);
+  INFO((r.ok() ? std::string() : r.status().message()));
+  REQUIRE(r.ok());
+  return std::move(r).value();
+}
+
 bool Has(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
 }
@@ -138,19 +147,17 @@ TEST_CASE("Browser: a page built by script is read after its fetch() answers",
   {
     auto renderer = StartRenderer("browser-app");
     group = renderer->pid();
-    auto r = renderer->Render(server.Url("/app"), RenderOptions{});
-    INFO((r.ok() ? std::string() : r.status().message()));
-    REQUIRE(r.ok());
-    CHECK(r->idle);
-    CHECK(r->url == server.Url("/app"));
+    const RenderResult r = Rendered(*renderer, server.Url("/app"));
+    CHECK(r.idle);
+    CHECK(r.url == server.Url("/app"));
     for (const char* item : {"one", "two", "three"}) {
-      CHECK(Has(r->links, server.Url(std::string("/item/") + item)));
+      CHECK(Has(r.links, server.Url(std::string("/item/") + item)));
     }
-    CHECK(r->html.find("/item/two") != std::string::npos);
+    CHECK(r.html.find("/item/two") != std::string::npos);
     // Every request, with its answer and who asked.
-    const RenderedRequest* doc = Request(*r, server.Url("/app"));
-    const RenderedRequest* script = Request(*r, server.Url("/app.js"));
-    const RenderedRequest* api = Request(*r, server.Url("/api/items.json"));
+    const RenderedRequest* doc = Request(r, server.Url("/app"));
+    const RenderedRequest* script = Request(r, server.Url("/app.js"));
+    const RenderedRequest* api = Request(r, server.Url("/api/items.json"));
     REQUIRE(doc != nullptr);
     REQUIRE(script != nullptr);
     REQUIRE(api != nullptr);
@@ -174,20 +181,18 @@ TEST_CASE("Browser: a page built by script is read after its fetch() answers",
     REQUIRE(documents == 1);
     RenderOptions given;
     given.document = Document{200, {{"Content-Type", "text/html"}}, Site("/app").body};
-    auto again = renderer->Render(server.Url("/app"), given);
-    REQUIRE(again.ok());
-    const RenderedRequest* doc2 = Request(*again, server.Url("/app"));
+    const RenderResult again = Rendered(*renderer, server.Url("/app"), given);
+    const RenderedRequest* doc2 = Request(again, server.Url("/app"));
     REQUIRE(doc2 != nullptr);
     CHECK(doc2->from_crawl);
     CHECK(doc2->status == 200);
-    CHECK(Has(again->links, server.Url("/item/three")));
+    CHECK(Has(again.links, server.Url("/item/three")));
     CHECK(documents == 1);
-    CHECK(Request(*again, server.Url("/api/items.json")) != nullptr);
+    CHECK(Request(again, server.Url("/api/items.json")) != nullptr);
     // The same renderer, the next page in a tab of its own.
-    auto plain = renderer->Render(server.Url("/plain"), RenderOptions{});
-    REQUIRE(plain.ok());
-    CHECK(plain->links == std::vector<std::string>{server.Url("/next")});
-    CHECK(Request(*plain, server.Url("/app.js")) == nullptr);
+    const RenderResult plain = Rendered(*renderer, server.Url("/plain"));
+    CHECK(plain.links == std::vector<std::string>{server.Url("/next")});
+    CHECK(Request(plain, server.Url("/app.js")) == nullptr);
   }
   CHECK(testing::WaitFor([&] { return GroupGone(group); }, 30));
 }
@@ -201,20 +206,17 @@ TEST_CASE("Browser: links that come on scrolling are read after the scrolls",
   RenderOptions o;
   o.idle_ms = 1500;
   o.page_timeout_s = 120;
-  auto r = renderer->Render(server.Url("/lazy"), o);
-  INFO((r.ok() ? std::string() : r.status().message()));
-  REQUIRE(r.ok());
-  CHECK(Has(r->links, server.Url("/lazy/1")));
-  CHECK(Has(r->links, server.Url("/lazy/2")));
-  CHECK(r->scrolls >= 2);
-  CHECK(Request(*r, server.Url("/more.json?2")) != nullptr);
+  const RenderResult r = Rendered(*renderer, server.Url("/lazy"), o);
+  CHECK(Has(r.links, server.Url("/lazy/1")));
+  CHECK(Has(r.links, server.Url("/lazy/2")));
+  CHECK(r.scrolls >= 2);
+  CHECK(Request(r, server.Url("/more.json?2")) != nullptr);
   // No scroll: the lazy links are not there (what the behaviors add).
   RenderOptions still = o;
   still.scroll_steps = 0;
-  auto s = renderer->Render(server.Url("/lazy"), still);
-  REQUIRE(s.ok());
-  CHECK(s->scrolls == 0);
-  CHECK_FALSE(Has(s->links, server.Url("/lazy/1")));
+  const RenderResult s = Rendered(*renderer, server.Url("/lazy"), still);
+  CHECK(s.scrolls == 0);
+  CHECK_FALSE(Has(s.links, server.Url("/lazy/1")));
 }
 
 TEST_CASE("Browser: a page that is never idle ends at its cap, read as it stands",
@@ -223,12 +225,10 @@ TEST_CASE("Browser: a page that is never idle ends at its cap, read as it stands
   auto renderer = StartRenderer("browser-poll");
   RenderOptions o;
   o.page_timeout_s = 5;
-  auto r = renderer->Render(server.Url("/poll-page"), o);
-  INFO((r.ok() ? std::string() : r.status().message()));
-  REQUIRE(r.ok());
-  CHECK_FALSE(r->idle);
-  CHECK(r->links == std::vector<std::string>{server.Url("/static")});
-  const RenderedRequest* hang = Request(*r, server.Url("/hang"));
+  const RenderResult r = Rendered(*renderer, server.Url("/poll-page"), o);
+  CHECK_FALSE(r.idle);
+  CHECK(r.links == std::vector<std::string>{server.Url("/static")});
+  const RenderedRequest* hang = Request(r, server.Url("/hang"));
   REQUIRE(hang != nullptr);
   CHECK(hang->status == 0);  // still waiting when the page was read
   CHECK_FALSE(hang->failed);
