@@ -20,6 +20,7 @@
 
 #include "browser/pool.h"
 #include "engine/worker.h"
+#include "output/http_head.h"
 
 namespace crawler::engine {
 namespace {
@@ -31,20 +32,9 @@ bool IsHtml(const FetchResult& r) {
 // "Name: value" lines of an HTTP head (its status line skipped).
 browser::Headers HeadersOf(const std::string& head) {
   browser::Headers out;
-  size_t at = head.find("\r\n");
-  while (at != std::string::npos) {
-    const size_t start = at + 2;
-    const size_t end = head.find("\r\n", start);
-    if (end == std::string::npos || end == start) break;
-    const std::string line = head.substr(start, end - start);
-    const size_t colon = line.find(':');
-    if (colon != std::string::npos) {
-      size_t v = colon + 1;
-      while (v < line.size() && (line[v] == ' ' || line[v] == '\t')) ++v;
-      out.emplace_back(line.substr(0, colon), line.substr(v));
-    }
-    at = end;
-  }
+  output::ForEachHeader(head, true, [&](std::string_view name, std::string_view value) {
+    out.emplace_back(std::string(name), std::string(value));
+  });
   return out;
 }
 

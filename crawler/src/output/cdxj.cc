@@ -12,6 +12,7 @@
 
 #include "base/ascii.h"
 #include "base/file_util.h"
+#include "output/http_head.h"
 
 namespace crawler::output::cdxj {
 namespace {
@@ -19,28 +20,6 @@ namespace {
 using ascii::EqualsIgnoreCase;
 using ascii::LowerAscii;
 using ascii::Trim;
-
-// Calls `each(name, value)` for each "Name: value" line of a head (after
-// its first line when `skip_first`), up to the blank line or the end.
-template <class Each>
-void ForEachHeader(std::string_view head, bool skip_first, Each each) {
-  size_t pos = 0;
-  bool first = skip_first;
-  while (pos < head.size()) {
-    size_t end = head.find("\r\n", pos);
-    if (end == std::string_view::npos) end = head.size();
-    std::string_view line = head.substr(pos, end - pos);
-    pos = end + 2;
-    if (line.empty()) break;
-    if (first) {
-      first = false;
-      continue;
-    }
-    size_t colon = line.find(':');
-    if (colon != std::string_view::npos)
-      each(Trim(line.substr(0, colon)), Trim(line.substr(colon + 1)));
-  }
-}
 
 std::string Quoted(std::string_view s) {
   return boost::json::serialize(boost::json::string_view(s.data(), s.size()));
