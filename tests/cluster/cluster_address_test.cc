@@ -190,14 +190,21 @@ TEST_CASE(
   // (the case that left turns held). Sites twice the default size (~360
   // pages): n2 has work for seconds after the heal (with the default ~180,
   // a loaded CI machine's n2 had fetched all of its 41 pages 2 s after it). n2's way to
-  // Redis stops forwarding for 4 s (its lease is 15 s: it keeps its shards)
-  // once it has fetched 3 pages.
+  // Redis stops forwarding until n2 gives Redis up (its lease is 15 s: it keeps its
+  // shards) once it has fetched 3 pages.
   bool cut = false;
-  size_t settled = 0;  // n2's fetch-log lines 2 s after the heal
+  size_t settled = 0;       // n2's fetch-log lines once its turns were Redis's again
+  uint64_t alone_back = 0;  // the turns n2 had taken alone by then, as it logged
   auto lines = [](const std::string& dir) {
     return testing::ReadFetchLog(dir + "/n2/fetch-log.jsonl", testing::LogRead::kLive)
         .size();
   };
+  auto n2_log = [](const std::string& dir) {
+    std::ifstream in(dir + "/n2/crawler.log");
+    return std::string(std::istreambuf_iterator<char>(in),
+                       std::istreambuf_iterator<char>());
+  };
+  const std::string back = "politeness per address from Redis again (";
   AddressCrawl c = CrawlAddresses(
       "cluster-ip-cut",
       "--set frontier.min_delay_ip_s=0 --set frontier.max_connections_per_ip=2",
@@ -205,28 +212,40 @@ TEST_CASE(
           std::vector<pid_t>&) {
         if (!testing::WaitFor([&] { return lines(dir) >= 3; }, 60)) return;
         n2_redis.Cut();
-        // Past the turn threads' 2 s command timeout: n2 gives Redis up.
-        std::this_thread::sleep_for(std::chrono::seconds(4));
+        // Cut until n2 has given Redis up (its turn threads' command
+        // timeout) and says so, then healed.
+        if (!testing::WaitFor(
+                [&] {
+                  return n2_log(dir).find("politeness per address is this node's own") !=
+                         std::string::npos;
+                },
+                60))
+          return;
         n2_redis.Heal();
         cut = true;
-        // Turns alone end by then: Redis is asked again 1 s after a
-        // failure, and a question sent in the cut is answered at the heal.
-        std::this_thread::sleep_for(std::chrono::seconds(3));
+        // Once a round trip works again n2 logs it, with the turns it took
+        // alone: none is taken alone after that line.
+        if (!testing::WaitFor([&] { return n2_log(dir).find(back) != std::string::npos; },
+                              60))
+          return;
         settled = lines(dir);
+        const std::string text = n2_log(dir);
+        alone_back = std::stoull(text.substr(text.find(back) + back.size()));
       },
       200, "--site-xmin 2");
   REQUIRE(cut);
   const boost::json::object& n2 = c.figures[1];
   const uint64_t alone = Figure(n2, "address_turns_local");
-  INFO(boost::json::serialize(n2) << "; n2's log lines 3 s after the heal: " << settled
+  INFO(boost::json::serialize(n2) << "; n2's log lines when back on Redis: " << settled
                                   << ", at the end: " << c.n2_lines);
   // n2 went on alone while cut off, and said so.
   CHECK(alone > 0);
   CHECK_THAT(c.n2_log,
              Catch::Contains("politeness per address is this node's own for now"));
-  // Every turn alone came before `settled` lines were logged, and n2 fetched
-  // more after: those turns were Redis's again.
-  CHECK(alone <= settled);
+  // Every turn alone came before n2 said its turns were Redis's again, and
+  // n2 fetched more after: those turns were Redis's.
+  CHECK_THAT(c.n2_log, Catch::Contains(back));
+  CHECK(alone == alone_back);
   CHECK(c.n2_lines > settled);
   // The turns n2 could not give back while cut off were given back after.
   INFO("turns left in Redis: " << c.turns_left.size()

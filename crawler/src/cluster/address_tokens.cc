@@ -114,6 +114,7 @@ void AddressTokens::Failed(const std::string& why) {
   const Clock::time_point now = Clock::now();
   idle_.clear();  // likely broken too
   retry_at_ = now + kRetryAfter;
+  alone_ = true;
   if (log_.Due(now))
     spdlog::warn(
         "cluster: politeness per address is this node's own for now (Redis: {}); "
@@ -162,6 +163,15 @@ bool AddressTokens::Send(Redis& redis, std::vector<std::vector<std::string>> sta
   return false;
 }
 
+void AddressTokens::Back() {
+  MutexLock lock(mu_);
+  if (!alone_) return;
+  alone_ = false;  // no turn is granted alone from here on (Start)
+  spdlog::info(
+      "cluster: politeness per address from Redis again ({} turns taken alone in all)",
+      local_.load(std::memory_order_relaxed));
+}
+
 void AddressTokens::Settle() {
   {
     MutexLock lock(mu_);
@@ -170,10 +180,12 @@ void AddressTokens::Settle() {
   std::unique_ptr<Redis> redis = Take();
   if (redis == nullptr) return;
   std::string why;
-  if (Send(*redis, {}, nullptr, &why))
+  if (Send(*redis, {}, nullptr, &why)) {
     Put(std::move(redis));
-  else
+    Back();
+  } else {
     Failed(why);
+  }
 }
 
 std::vector<std::string> AddressTokens::StartCommand(const Question& q) const {
@@ -193,7 +205,7 @@ std::vector<std::string> AddressTokens::StartCommand(const Question& q) const {
 engine::AddressTurn AddressTokens::Start(std::string_view address, uint64_t who) {
   const Clock::time_point now = Clock::now();
   MutexLock lock(mu_);
-  if (now < retry_at_) {  // Redis given up on for now: this node's own turn
+  if (alone_ && now < retry_at_) {  // Redis given up on for now: this node's own turn
     local_.fetch_add(1, std::memory_order_relaxed);
     return {true, next_token_.fetch_add(1), false, {}};
   }
@@ -299,6 +311,7 @@ void AddressTokens::Ask(std::vector<Question> questions) {
     answered = Send(*redis, std::move(starts), &replies, &why);
     if (answered) {
       Put(std::move(redis));
+      Back();
     } else {
       // The scripts may have run, their replies lost: each turn is given back.
       std::vector<std::vector<std::string>> ends;

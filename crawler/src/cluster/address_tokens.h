@@ -39,7 +39,8 @@
 // While Redis cannot be asked (down, cut off, an error reply), turns are
 // granted here without it (counted as `local`, logged once every 30 s):
 // each node stays polite on its own, as it was without this part, and the
-// crawl goes on; the job's combined limit holds again once Redis answers.
+// crawl goes on; the job's combined limit holds again once Redis answers
+// (logged too, with the turns taken alone: none is taken alone after it).
 // A connection that failed is tried again after 1 s, not before, with a
 // connect and command timeout of 2 s. A question whose reply was lost (the script
 // may have run) is given back as an end.
@@ -139,6 +140,9 @@ class AddressTokens {
   void Put(std::unique_ptr<Redis> redis) EXCLUDES(mu_);
   // A round trip failed: the pool is dropped, Redis not asked for a second.
   void Failed(const std::string& why) EXCLUDES(mu_);
+  // A round trip worked: after a failure, turns are Redis's again (logged,
+  // with the count of turns taken alone).
+  void Back() EXCLUDES(mu_);
   // One pipeline: the ends waiting, then `starts`, whose replies go to
   // `replies`. False (`why` says why; the ends wait again, sending one
   // twice is harmless) if the round trip or a reply failed.
@@ -171,6 +175,7 @@ class AddressTokens {
   // taken (turn_taken.lua).
   std::vector<std::vector<std::string>> ends_ GUARDED_BY(mu_);
   Clock::time_point retry_at_ GUARDED_BY(mu_){};
+  bool alone_ GUARDED_BY(mu_) = false;  // given up on Redis, not yet back
   LogEvery log_ GUARDED_BY(mu_){std::chrono::seconds(30)};
   std::unordered_map<std::string, Asked> asked_ GUARDED_BY(mu_);
   std::vector<Question> questions_ GUARDED_BY(mu_);
