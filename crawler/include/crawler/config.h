@@ -156,6 +156,11 @@ struct ClusterConfig {
   // (cluster/address_tokens.h: two round trips a request). false: each
   // node is polite per address on its own.
   bool ip_politeness = true;
+  // A turn's question to Redis (its connect too) unanswered this long and
+  // the node takes its turns alone until Redis answers again (counted as
+  // address_turns_local, logged). A Redis whose AOF fsync stalls on a busy
+  // disk can take seconds: a larger value waits that out.
+  double turn_timeout_s = 2.0;
   // Redis behind Sentinel (cluster.redis then empty): the sentinels'
   // "HOST:PORT"s and the name of the primary they watch. A node asks them
   // for the primary at every (re)connect, so it follows a failover without

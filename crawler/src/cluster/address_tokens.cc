@@ -33,12 +33,6 @@ namespace {
 // started, the next start waits the delay after now, not after its claim.
 // kTurnTakenScript: turn_taken.lua (embedded at build time)
 
-// The turn threads' connect and command timeout. No worker waits on it (a
-// Start is answered at once), so it says only when Redis counts as gone:
-// at 0.5 s a loaded CI machine's Redis, up and answering, was given up on
-// by nodes it never was cut from, which then took turns alone, and two
-// nodes' requests met at one address 0.1 ms apart.
-constexpr double kCommandTimeoutS = 2.0;
 constexpr auto kRetryAfter = std::chrono::seconds(1);
 constexpr size_t kMaxEnds = 4096;
 // The turn thread wakes this often with nothing asked: the ends and
@@ -55,12 +49,13 @@ constexpr auto kSweepEvery = std::chrono::milliseconds(50);
 }  // namespace
 
 AddressTokens::AddressTokens(RedisAddress address, std::string prefix, std::string node,
-                             std::string process, Limits limits)
+                             std::string process, Limits limits, double timeout_s)
     : address_(std::move(address)),
       prefix_(std::move(prefix)),
       node_(std::move(node)),
       process_(std::move(process)),
       limits_(limits),
+      timeout_s_(timeout_s),
       threads_([this] {
         std::vector<std::thread> t;
         for (size_t i = 0; i < kAskers; ++i) t.emplace_back([this, i] { Loop(i); });
@@ -96,9 +91,13 @@ std::unique_ptr<Redis> AddressTokens::Take() {
   }
   // The same timeout for every step: behind Sentinel the question to the
   // sentinels and ROLE too.
-  auto r = Redis::Connect(address_, kCommandTimeoutS, kCommandTimeoutS);
+  const Clock::time_point asked = Clock::now();
+  // No worker waits on this timeout (a Start is answered at once): it says
+  // only when Redis counts as gone. At 0.5 s a loaded CI machine's Redis,
+  // up and answering, was given up on by nodes never cut from it.
+  auto r = Redis::Connect(address_, timeout_s_, timeout_s_);
   if (!r.ok()) {
-    Failed(r.status().message());
+    Failed("connect: " + r.status().message(), Clock::now() - asked);
     return nullptr;
   }
   return std::move(r).value();
@@ -109,7 +108,7 @@ void AddressTokens::Put(std::unique_ptr<Redis> redis) {
   idle_.push_back(std::move(redis));
 }
 
-void AddressTokens::Failed(const std::string& why) {
+void AddressTokens::Failed(const std::string& why, Clock::duration took) {
   MutexLock lock(mu_);
   const Clock::time_point now = Clock::now();
   idle_.clear();  // likely broken too
@@ -117,9 +116,9 @@ void AddressTokens::Failed(const std::string& why) {
   alone_ = true;
   if (log_.Due(now))
     spdlog::warn(
-        "cluster: politeness per address is this node's own for now (Redis: {}); "
-        "asked again in 1 s",
-        why);
+        "cluster: politeness per address is this node's own for now (Redis: {}, "
+        "after {:.3f} s); asked again in 1 s",
+        why, std::chrono::duration<double>(took).count());
 }
 
 std::vector<std::string> AddressTokens::EndCommand(std::string key,
@@ -180,16 +179,24 @@ void AddressTokens::Settle() {
   std::unique_ptr<Redis> redis = Take();
   if (redis == nullptr) return;
   std::string why;
+  const Clock::time_point sent = Clock::now();
   if (Send(*redis, {}, nullptr, &why)) {
     Put(std::move(redis));
     Back();
   } else {
-    Failed(why);
+    Failed(why, Clock::now() - sent);
   }
 }
 
+uint32_t AddressTokens::Claim() const {
+  const auto rt = std::chrono::duration_cast<std::chrono::milliseconds>(slow_trip_);
+  const auto most = static_cast<int64_t>(std::max(timeout_s_ * 1000, 1.0));
+  return static_cast<uint32_t>(
+      std::max<int64_t>(limits_.claim_ms, std::min<int64_t>(3 * rt.count(), most)));
+}
+
 std::vector<std::string> AddressTokens::StartCommand(const Question& q) const {
-  const uint32_t claim = limits_.delay_ms > 0 ? limits_.claim_ms : 0;
+  const uint32_t claim = limits_.delay_ms > 0 ? q.claim_ms : 0;
   return {"EVAL",
           cluster_wire::kTurnStartScript,
           "1",
@@ -227,18 +234,24 @@ engine::AddressTurn AddressTokens::Start(std::string_view address, uint64_t who)
   const auto ms = [](Clock::duration d) {
     return std::chrono::ceil<std::chrono::milliseconds>(d);
   };
-  if (now < a.wait_until) return {false, 0, false, ms(a.wait_until - now)};
+  const auto pending = [&]() REQUIRES(mu_) {
+    return engine::AddressTurn{false, 0, true,
+                               std::clamp(ms(round_trip_), std::chrono::milliseconds(1),
+                                          std::chrono::milliseconds(100))};
+  };
+  // A question of its own in flight: its answer is waited for, even when
+  // another's answer said to wait. Sent away meanwhile, the request left
+  // the turn it was then granted unused: one in two questions wasted with
+  // two connections an address (both asked at once, one told to wait).
   const bool out =
       who == 0 ? !a.asking.empty()
                : std::find(a.asking.begin(), a.asking.end(), who) != a.asking.end();
-  if (!out) {
-    a.asking.push_back(who);
-    questions_.push_back({std::string(address), next_token_.fetch_add(1), who});
-    cv_.notify_one();
-  }
-  return {false, 0, true,
-          std::clamp(ms(round_trip_), std::chrono::milliseconds(1),
-                     std::chrono::milliseconds(100))};
+  if (out) return pending();
+  if (now < a.wait_until) return {false, 0, false, ms(a.wait_until - now)};
+  a.asking.push_back(who);
+  questions_.push_back({std::string(address), next_token_.fetch_add(1), who, Claim()});
+  cv_.notify_one();
+  return pending();
 }
 
 AddressTokens::Asked& AddressTokens::Answered(const Question& q) {
@@ -308,6 +321,7 @@ void AddressTokens::Ask(std::vector<Question> questions) {
     std::vector<std::vector<std::string>> starts;
     starts.reserve(questions.size());
     for (const Question& q : questions) starts.push_back(StartCommand(q));
+    const Clock::time_point piped = Clock::now();
     answered = Send(*redis, std::move(starts), &replies, &why);
     if (answered) {
       Put(std::move(redis));
@@ -318,19 +332,23 @@ void AddressTokens::Ask(std::vector<Question> questions) {
       for (const Question& q : questions)
         ends.push_back(EndCommand(Key(q.address), Token(q.token)));
       KeepEnds(std::move(ends));
-      Failed(why);
+      Failed(why, Clock::now() - piped);
     }
   }
   const Clock::time_point now = Clock::now();
   MutexLock lock(mu_);
-  if (answered) round_trip_ = now - sent;
+  if (answered) {
+    round_trip_ = now - sent;
+    slow_trip_ = round_trip_ >= slow_trip_ ? round_trip_
+                                           : slow_trip_ - (slow_trip_ - round_trip_) / 8;
+  }
   for (size_t i = 0; i < questions.size(); ++i) {
     Asked& a = Answered(questions[i]);
     if (!answered) continue;
     const long long wait = replies[i].Int();
     if (wait <= 0) {
       a.granted.push_back(
-          {questions[i].token, sent + std::chrono::milliseconds(limits_.claim_ms)});
+          {questions[i].token, sent + std::chrono::milliseconds(questions[i].claim_ms)});
       granted_.fetch_add(1, std::memory_order_relaxed);
     } else {
       a.wait_until = now + std::chrono::milliseconds(wait);

@@ -32,7 +32,8 @@
 // A turn granted is taken within the claim (Limits::claim_ms) or given back: Redis,
 // granting it, moves the address's next start the claim further (delay + the claim, when
 // min_delay_ip_s is not 0), so a request started any time in the claim
-// still comes min_delay_ip_s before the next node's. The claim is
+// still comes min_delay_ip_s before the next node's. The claim grows to
+// 3 round trips when Redis is slow (Claim). The claim is
 // counted from when the question was sent, before Redis's clock granted
 // it, so it is never longer here than there.
 //
@@ -42,7 +43,8 @@
 // crawl goes on; the job's combined limit holds again once Redis answers
 // (logged too, with the turns taken alone: none is taken alone after it).
 // A connection that failed is tried again after 1 s, not before, with a
-// connect and command timeout of 2 s. A question whose reply was lost (the script
+// connect and command timeout of cluster.turn_timeout_s (2 s by default).
+// A question whose reply was lost (the script
 // may have run) is given back as an end.
 //
 // A turn's end is no round trip of its own either: it waits for a turn
@@ -92,8 +94,9 @@ class AddressTokens {
   // `address`: Redis (its WAIT is not used: a turn lost in a failover
   // costs one early start, not work). `prefix`: "crawler:{JOB}:".
   // `process`: this process's token, in its liveness key (membership.h).
+  // `timeout_s`: the connect and command timeout (cluster.turn_timeout_s).
   AddressTokens(RedisAddress address, std::string prefix, std::string node,
-                std::string process, Limits limits);
+                std::string process, Limits limits, double timeout_s = 2.0);
   ~AddressTokens();
   AddressTokens(const AddressTokens&) = delete;
   AddressTokens& operator=(const AddressTokens&) = delete;
@@ -133,13 +136,22 @@ class AddressTokens {
     std::string address;
     uint64_t token = 0;
     uint64_t who = 0;
+    uint32_t claim_ms = 0;  // Claim(), when it was asked
   };
+  // The claim of a turn asked now: Limits::claim_ms, or 3 round trips
+  // when that is longer (at most the timeout). A grant reaches this node a
+  // round trip after it was asked, and its claim counts from then: with
+  // Redis's AOF fsync stalling on a busy disk (round trips of 300 ms), a
+  // fixed 100 ms claim had lapsed before its grant arrived, and most
+  // turns went unused.
+  uint32_t Claim() const REQUIRES(mu_);
   // An idle connection of the pool, or a new one; null while Redis is
   // given up on (after a failure, for a second) or cannot be reached.
   std::unique_ptr<Redis> Take() EXCLUDES(mu_);
   void Put(std::unique_ptr<Redis> redis) EXCLUDES(mu_);
   // A round trip failed: the pool is dropped, Redis not asked for a second.
-  void Failed(const std::string& why) EXCLUDES(mu_);
+  // `took`: how long the failed step waited (logged: a timeout or not).
+  void Failed(const std::string& why, Clock::duration took) EXCLUDES(mu_);
   // A round trip worked: after a failure, turns are Redis's again (logged,
   // with the count of turns taken alone).
   void Back() EXCLUDES(mu_);
@@ -167,6 +179,7 @@ class AddressTokens {
   const RedisAddress address_;
   const std::string prefix_, node_, process_;
   const Limits limits_;
+  const double timeout_s_;
   std::atomic<uint64_t> next_token_{1};
   std::atomic<uint64_t> granted_{0}, waits_{0}, local_{0}, unused_{0};
   mutable Mutex mu_;
@@ -181,6 +194,9 @@ class AddressTokens {
   std::vector<Question> questions_ GUARDED_BY(mu_);
   // The last round trip's time (what a worker is told to wait for an answer).
   Clock::duration round_trip_ GUARDED_BY(mu_){std::chrono::milliseconds(1)};
+  // The round trips' recent peak, for Claim: up at once, down by an
+  // eighth of the gap at each answer.
+  Clock::duration slow_trip_ GUARDED_BY(mu_){std::chrono::milliseconds(1)};
   bool stop_ GUARDED_BY(mu_) = false;
   Clock::time_point next_sweep_ GUARDED_BY(mu_){};
   std::condition_variable_any cv_;

@@ -63,7 +63,8 @@ Cluster::Cluster(const engine::Config& config, JoinedJob joined,
         std::move(turns_at), members_.Key(""), config.cluster.node, job_.token,
         AddressTokens::Limits{
             ms(f.min_delay_ip_s), f.max_connections_per_ip,
-            ms(config.fetch.timeout_s + config.fetch.connect_timeout_s + 10)});
+            ms(config.fetch.timeout_s + config.fetch.connect_timeout_s + 10)},
+        config.cluster.turn_timeout_s);
   }
 }
 

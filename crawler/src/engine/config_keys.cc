@@ -108,6 +108,9 @@ std::vector<Key> ClusterKeys() {
       BoolKey(
           "cluster", "ip_politeness",
           [](Config & c) -> auto& { return c.cluster.ip_politeness; }),
+      DoubleKey(
+          "cluster", "turn_timeout_s",
+          [](Config & c) -> auto& { return c.cluster.turn_timeout_s; }, 0.01, 3600),
   };
   for (Key& k : SentinelKeys()) keys.push_back(std::move(k));
   return keys;
