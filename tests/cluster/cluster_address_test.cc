@@ -90,7 +90,7 @@ AddressCrawl CrawlAddresses(const std::string& name, const std::string& flags,
                      // fsyncs every write, on a busy disk): they then took
                      // turns alone. Only a cut may make them (its case sets
                      // its own).
-                     " --set cluster.turn_timeout_s=2 " +
+                     " --set cluster.turn_timeout_s=30 " +
                      flags,
                  "n2", &n2_redis);
   if (meanwhile) meanwhile(dir, redis, n2_redis, nodes);

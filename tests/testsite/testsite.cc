@@ -480,12 +480,16 @@ void AddServerOptions(CLI::App& app, ServerOptions& o) {
                  "the site's time 0, Unix seconds (default: now); pages change from it");
 }
 
-// --web: the synthetic internet (web_main.cc).
+// --web: the synthetic internet (web_main.cc); --js: a site whose pages
+// need a browser (js_main.cc).
 int WebMain(int argc, char** argv);
+int JsMain(int argc, char** argv);
 
 int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i)
     if (std::strcmp(argv[i], "--web") == 0) return WebMain(argc, argv);
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--js") == 0) return JsMain(argc, argv);
   CLI::App app{
       "crawler-testsite: a deterministic synthetic web on 127.0.0.1 (see "
       "tests/testsite/site.h)"};
