@@ -11,6 +11,7 @@
 
 #include "ascii.h"
 #include "parsers/css.h"
+#include "script_signals.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define CRAWLER_ASAN 1
@@ -204,6 +205,7 @@ class Extractor {
     while (!stack.empty()) {
       const GumboNode* node = stack.back();
       stack.pop_back();
+      NoteScriptSignals(*node, result_.signals);
       if (node->type != GUMBO_NODE_ELEMENT && node->type != GUMBO_NODE_TEMPLATE) continue;
       const GumboElement& e = node->v.element;
       Visit(e);

@@ -65,7 +65,8 @@ using Meanwhile = std::function<void(const std::string& dir, const RedisServer& 
                                      TcpProxy& n2_redis, std::vector<pid_t>& nodes)>;
 AddressCrawl CrawlAddresses(const std::string& name, const std::string& flags,
                             const Meanwhile& meanwhile = {}, int reply_ms = 20,
-                            const std::string& site_flags = "", bool whole = true) {
+                            const std::string& site_flags = "", bool whole = true,
+                            const PerNode& per_node = {}) {
   const std::string dir = TempDir(name);
   RedisServer redis(dir + "/redis", "--latency-monitor-threshold 100");
   TcpProxy n2_redis(redis.port());
@@ -92,7 +93,7 @@ AddressCrawl CrawlAddresses(const std::string& name, const std::string& flags,
                      // its own).
                      " --set cluster.turn_timeout_s=30 " +
                      flags,
-                 "n2", &n2_redis);
+                 "n2", &n2_redis, per_node);
   if (meanwhile) meanwhile(dir, redis, n2_redis, nodes);
   WaitNodes(dir, nodes);
   site.Stop();
@@ -230,8 +231,7 @@ TEST_CASE(
   const std::string back = "politeness per address from Redis again (";
   AddressCrawl c = CrawlAddresses(
       "cluster-ip-cut",
-      "--set frontier.min_delay_ip_s=0 --set frontier.max_connections_per_ip=2"
-      " --set cluster.turn_timeout_s=4",
+      "--set frontier.min_delay_ip_s=0 --set frontier.max_connections_per_ip=2",
       [&](const std::string& dir, const RedisServer&, TcpProxy& n2_redis,
           std::vector<pid_t>&) {
         if (!testing::WaitFor([&] { return lines(dir) >= 3; }, 60)) return;
@@ -256,20 +256,27 @@ TEST_CASE(
         const std::string text = n2_log(dir);
         alone_back = std::stoull(text.substr(text.find(back) + back.size()));
       },
-      200, "--site-xmin 2");
+      // n2 alone gives Redis up after 4 s (the others 30 s: a Redis on a
+      // busy disk stalled its AOF fsync 4.1 s once, LATENCY LATEST).
+      200, "--site-xmin 2", true, {{"n2", "--set cluster.turn_timeout_s=4"}});
   REQUIRE(cut);
   const boost::json::object& n2 = c.figures[1];
   const uint64_t alone = Figure(n2, "address_turns_local");
   INFO(boost::json::serialize(n2) << "; n2's log lines when back on Redis: " << settled
+                                  << " (" << alone_back << " turns alone by then)"
                                   << ", at the end: " << c.n2_lines);
   // n2 went on alone while cut off, and said so.
   CHECK(alone > 0);
   CHECK_THAT(c.n2_log,
              Catch::Contains("politeness per address is this node's own for now"));
   // Every turn alone came before n2 said its turns were Redis's again, and
-  // n2 fetched more after: those turns were Redis's.
+  // n2 fetched more after: those turns were Redis's. (A later stall of
+  // Redis past n2's 4 s may send it alone again: then its last such line
+  // counts them all.)
   CHECK_THAT(c.n2_log, Catch::Contains(back));
-  CHECK(alone == alone_back);
+  const size_t last = c.n2_log.rfind(back);
+  REQUIRE(last != std::string::npos);
+  CHECK(alone == std::stoull(c.n2_log.substr(last + back.size())));
   CHECK(c.n2_lines > settled);
   // The turns n2 could not give back while cut off were given back after.
   INFO("turns left in Redis: " << c.turns_left.size()

@@ -9,11 +9,13 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "crawl_output.h"
 #include "http_test_server.h"
 #include "run_command.h"
+#include "testsite_process.h"
 
 namespace crawler::crawl {
 namespace {
@@ -153,6 +155,70 @@ TEST_CASE("Rendered crawl: no browser to start, every page recorded as fetched, 
         1);  // static links followed
   CHECK(Count(log, "\"render\":\"render-failed: ") == 2);
   CHECK(Count(log, "/nonexistent/chromium: not found") == 2);
+  std::filesystem::remove_all(dir);
+}
+
+// The URLs of the WARC files' response records under `out`, as warcio (an
+// independent reader) indexes them, each as often as it is there.
+std::multiset<std::string> ArchivedResponses(const std::string& out) {
+  std::string warcs;
+  for (const auto& e : std::filesystem::directory_iterator(out + "/warc"))
+    if (e.path().extension() == ".gz") warcs += " " + e.path().string();
+  testing::CommandResult index = testing::RunCommand("warcio index" + warcs);
+  REQUIRE(index.exit_code == 0);
+  std::multiset<std::string> urls;
+  const std::string key = "\"warc-type\":\"response\",\"warc-target-uri\":\"";
+  for (size_t at = index.output.find(key); at != std::string::npos;
+       at = index.output.find(key, at + 1)) {
+    const size_t from = at + key.size();
+    urls.insert(index.output.substr(from, index.output.find('"', from) - from));
+  }
+  return urls;
+}
+
+TEST_CASE(
+    "Rendered crawl, render = auto, of crawler-testsite --js: its truth archived, each "
+    "URL once; render = off: its static part only",
+    "[engine][crawl][browser]") {
+  const std::string dir = testing::TempDir("render-auto");
+  testing::TestSite site("--js", dir + "/requests.log");
+  site.WriteSeeds(dir + "/seeds.txt");
+  const std::set<std::string> truth = site.Truth();
+  const std::set<std::string> static_truth = site.Truth("--static");
+  const std::string base = std::string(CRAWLER_BINARY) + " crawl --seeds " + dir +
+                           "/seeds.txt --set frontier.min_delay_s=0 "
+                           "--set browser.page_timeout_s=10 --set browser.processes=2 "
+                           "--set browser.idle_ms=300 ";
+  SECTION("auto") {
+    testing::CommandResult run =
+        testing::RunCommand(base + "--out " + dir + "/auto --set browser.render=auto");
+    INFO(run.output);
+    REQUIRE(run.exit_code == 0);
+    const std::multiset<std::string> archived = ArchivedResponses(dir + "/auto");
+    for (const std::string& url : truth) {
+      INFO(url);
+      CHECK(archived.count(url) == 1);
+    }
+    // Nothing twice (favicon.ico and robots.txt, beside the truth, included).
+    for (const std::string& url :
+         std::set<std::string>(archived.begin(), archived.end())) {
+      INFO(url);
+      CHECK(archived.count(url) == 1);
+    }
+    const std::string log = testing::ReadText(dir + "/auto/fetch-log.jsonl");
+    // The page that polls forever ends at its cap and says so.
+    CHECK(Count(log, "\"render\":\"rendered-cap\"") >= 1);
+  }
+  SECTION("off") {
+    testing::CommandResult run =
+        testing::RunCommand(base + "--out " + dir + "/off --set browser.render=off");
+    INFO(run.output);
+    REQUIRE(run.exit_code == 0);
+    std::multiset<std::string> archived = ArchivedResponses(dir + "/off");
+    archived.erase(site.Origin(0) + "/robots.txt");
+    CHECK(std::set<std::string>(archived.begin(), archived.end()) == static_truth);
+    CHECK(archived.size() == static_truth.size());
+  }
   std::filesystem::remove_all(dir);
 }
 

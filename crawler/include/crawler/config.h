@@ -217,7 +217,8 @@ struct BrowserConfig {
   // "off": nothing of the browser starts; "always": every HTML page the
   // crawl fetched with a 200 (and matched by include, not by exclude) is
   // rendered too: its links read after it ran, every request it made
-  // archived.
+  // archived; "auto": such a page only where its static parse says a
+  // browser would find more, learnt per host (engine/render_choice.h).
   std::string render = "off";
   std::vector<std::string> include;   // regexes; empty: every page
   std::vector<std::string> exclude;   // regexes

@@ -43,6 +43,25 @@ std::string InitiatorOf(const json::object& initiator) {
   return "";
 }
 
+// Pending timers: setTimeout wrapped before any script of the page runs,
+// each timer of at most 5 s counted until it fires or is cleared.
+// A page that shows a spinner for 1.5 s (no request meanwhile) and then
+// fetches its content was read as the spinner: idle after 500 ms.
+constexpr int kTimerPollMs = 100;
+constexpr const char* kTimersScript =
+    "(() => { const st = window.setTimeout.bind(window),"
+    " ct = window.clearTimeout.bind(window), live = new Set();"
+    " window.setTimeout = function (f, ms, ...a) { const d = Number(ms) || 0;"
+    " if (typeof f !== 'function' || d > 5000) return st(f, ms, ...a);"
+    " const id = st(() => { live.delete(id); f(...a); }, d); live.add(id); return id; };"
+    " window.clearTimeout = function (id) { live.delete(id); return ct(id); };"
+    " Object.defineProperty(window, '__crawlerTimers', { get: () => live.size }); })()";
+constexpr const char* kTimersPending = "window.__crawlerTimers || 0";
+// After a scroll, what it set off begins within a frame or two (a scroll
+// handler, an IntersectionObserver): at most this long is waited for a
+// request to start, then for the network to be idle as after the load.
+constexpr int kScrollQuietMs = 200;
+
 // One tab's page: its session's events filed into the requests it made and
 // what is in flight, and waits for its network to be idle.
 class Page {
@@ -67,7 +86,15 @@ class Page {
       if (now >= deadline_) return false;
       const auto quiet = std::chrono::duration_cast<milliseconds>(now - last_).count();
       const bool settled = (loaded_ || !need_load) && inflight_.empty();
-      if (settled && quiet >= idle_ms) return true;
+      if (settled && quiet >= idle_ms) {
+        // A short timer still pending (a loader's spinner) is work to come:
+        // asked again kTimerPollMs later.
+        auto timers = Evaluate(kTimersPending);
+        if (!timers.ok()) return timers.status();
+        if (!timers->is_number() || timers->to_number<double>() <= 0) return true;
+        last_ = now - milliseconds(std::max(idle_ms - kTimerPollMs, 0));
+        continue;
+      }
       long wait = settled ? idle_ms - quiet : idle_ms;
       wait = std::min<long>(
           wait, std::chrono::duration_cast<milliseconds>(deadline_ - now).count() + 1);
@@ -252,7 +279,7 @@ Status RunAndRead(Page& page, const RenderOptions& o, Clock::time_point deadline
     if (!moved.ok()) return moved.status();
     if (!moved->is_bool() || !moved->get_bool()) break;  // at the end
     ++out.scrolls;
-    auto idle = page.WaitIdle(o.idle_ms, false);
+    auto idle = page.WaitIdle(std::min(o.idle_ms, kScrollQuietMs), false);
     if (!idle.ok()) return idle.status();
     out.idle = out.idle && *idle;
   }
@@ -295,6 +322,11 @@ Result<RenderResult> Renderer::Render(const std::string& url, const RenderOption
     const std::string session = Str(*attached, "sessionId");
     for (const char* m : {"Network.enable", "Page.enable"}) {
       if (auto r = d.Call(m, {}, session, 10000); !r.ok()) return r.status();
+    }
+    if (auto r = d.Call("Page.addScriptToEvaluateOnNewDocument",
+                        {{"source", kTimersScript}}, session, 10000);
+        !r.ok()) {
+      return r.status();
     }
     if (auto r = d.Call("Fetch.enable", {{"patterns", PausePatterns()}}, session, 10000);
         !r.ok()) {

@@ -161,9 +161,9 @@ std::vector<Key> BrowserKeys() {
       StringKey(
           "browser", "render", [](Config & c) -> auto& { return c.browser.render; },
           [](const std::string& v) {
-            return v == "off" || v == "always"
+            return v == "off" || v == "auto" || v == "always"
                        ? std::string()
-                       : std::string("must be \"off\" or \"always\"");
+                       : std::string("must be \"off\", \"auto\" or \"always\"");
           }),
       StringListKey(
           "browser", "include", [](Config & c) -> auto& { return c.browser.include; },

@@ -214,11 +214,10 @@ Status Worker::ProcessOne() {
   std::optional<Completed> c = p_.results.TryPop();
   if (!c) return Status::Ok();
   if (c->result.abandoned) return Abandoned(*c);
-  if (WantsRender(*c)) {  // back through the queue once rendered (worker_render.cc)
-    SendToBrowser(std::move(*c));
-    return Status::Ok();
-  }
+  // Back through the queue once rendered (worker_render.cc).
+  if (ToBrowser(*c, nullptr)) return Status::Ok();
   Prepared prepared = Prepare(*c);  // outside the gate: a checkpoint need not wait for it
+  if (ToBrowser(*c, &prepared)) return Status::Ok();
   Status st;
   {
     GateUnit unit(p_.gate);
@@ -587,6 +586,10 @@ std::vector<std::unique_ptr<Worker>> Worker::MakeAll(const Config& config,
       return {};
     }
     workers.push_back(std::make_unique<Worker>(parts, std::move(fetcher).value(), share));
+  }
+  if (config.browser.render == "auto") {
+    auto learning = std::make_shared<RenderLearning>();
+    for (auto& w : workers) w->render_learning_ = learning;
   }
   return workers;
 }

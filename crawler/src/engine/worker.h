@@ -46,6 +46,7 @@
 #include "engine/host_table.h"
 #include "engine/placement.h"
 #include "engine/recrawl.h"
+#include "engine/render_choice.h"
 #include "engine/retry.h"
 #include "engine/revisits.h"
 #include "engine/scope.h"
@@ -231,6 +232,11 @@ class Worker {
   // archiving those responses the crawl does not hold yet.
   void CompileRenderRules();
   bool WantsRender(const Completed& c) const;
+  // "auto": whether a page WantsRender allows goes, by its static parse.
+  bool AutoRenders(const Completed& c, const parsers::ScriptSignals& s) const;
+  // Sends `c` to the browser if it goes: "always" before its static parse
+  // (`prepared` null), "auto" after it, by its signals. True: sent.
+  bool ToBrowser(Completed& c, const Prepared* prepared);
   void SendToBrowser(Completed c);
   void PrepareRendered(const Completed& c, Prepared& p) const;
   [[nodiscard]] Status StoreResources(const Gate::Pass& pass, const Prepared& p,
@@ -301,6 +307,9 @@ class Worker {
   std::unique_ptr<Fetcher> fetcher_;
   const size_t max_running_;
   std::vector<std::regex> render_include_, render_exclude_;  // browser.include/exclude
+  // browser.render = "auto": what rendering gave per host, shared by the
+  // workers (null otherwise).
+  std::shared_ptr<RenderLearning> render_learning_;
   std::vector<Completed> completed_;  // filled by fetcher callbacks, this thread only
   struct RobotsRetry {
     frontier::Clock::time_point at;

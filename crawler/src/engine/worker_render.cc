@@ -97,6 +97,26 @@ bool Worker::WantsRender(const Completed& c) const {
   return std::none_of(render_exclude_.begin(), render_exclude_.end(), match);
 }
 
+bool Worker::AutoRenders(const Completed& c, const parsers::ScriptSignals& s) const {
+  switch (render_learning_->For(c.lease.host)) {
+    case RenderLearning::Verdict::kAlways:
+      return true;
+    case RenderLearning::Verdict::kNever:
+      return false;
+    case RenderLearning::Verdict::kSignals:
+      break;
+  }
+  return SignalsWantBrowser(s);
+}
+
+bool Worker::ToBrowser(Completed& c, const Prepared* prepared) {
+  if ((render_learning_ == nullptr) != (prepared == nullptr) || !WantsRender(c))
+    return false;
+  if (prepared != nullptr && !AutoRenders(c, prepared->links.signals)) return false;
+  SendToBrowser(std::move(c));
+  return true;
+}
+
 void Worker::SendToBrowser(Completed c) {
   const BrowserConfig& b = p_.config.browser;
   browser::RenderJob job;
@@ -137,9 +157,12 @@ void Worker::PrepareRendered(const Completed& c, Prepared& p) const {
       parsers::ExtractLinks(rendered.html, c.lease.entry.url, "utf-8", eo);
   std::set<std::string> have;
   for (const parsers::Link& l : p.links.links) have.insert(l.url);
+  const size_t static_links = have.size();
   for (parsers::Link& l : more.links) {
     if (have.insert(l.url).second) p.links.links.push_back(std::move(l));
   }
+  if (render_learning_ != nullptr)
+    render_learning_->Learn(c.lease.host, static_links, have.size() - static_links);
   for (const browser::RenderedRequest& q : rendered.requests) {
     if (!q.captured || q.from_crawl || q.status <= 0) continue;
     auto url = parsers::NormalizeUrl(q.url, p_.config.url);
