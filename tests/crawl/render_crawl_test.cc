@@ -4,12 +4,14 @@
 // server once (the browser is given the crawl's fetch); every response the
 // browser received is archived, each URL once in the whole crawl.
 #include <algorithm>
+#include <boost/json.hpp>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include "crawl_output.h"
@@ -118,6 +120,32 @@ TEST_CASE(
   CHECK(responses("/item/2") == 1);
   CHECK(Count(index.output, "\"warc-type\":\"request\",\"warc-target-uri\":\"" +
                                 site.Url("/api/items.json") + "\"") == 1);
+  // Each browser record names its page (the UUID of the page's response
+  // record), its type and its initiator, as Browsertrix Crawler does.
+  testing::CommandResult fields = testing::RunCommand(
+      "warcio index" + warcs +
+      " -f warc-type warc-target-uri warc-record-id warc-page-id warc-resource-type "
+      "warc-json-metadata");
+  REQUIRE(fields.exit_code == 0);
+  std::map<std::string, boost::json::object> response;  // by URL
+  std::istringstream lines(fields.output);
+  for (std::string line; std::getline(lines, line);) {
+    boost::json::object o = boost::json::parse(line).as_object();
+    if (o["warc-type"] == "response")
+      response[std::string(o["warc-target-uri"].as_string())] = o;
+  }
+  INFO(fields.output);
+  REQUIRE(response.count(site.Url("/")) == 1);
+  REQUIRE(response.count(site.Url("/api/items.json")) == 1);
+  const std::string page_id(response[site.Url("/")]["warc-record-id"].as_string());
+  boost::json::object& items = response[site.Url("/api/items.json")];
+  CHECK("<urn:uuid:" + std::string(items["warc-page-id"].as_string()) + ">" == page_id);
+  CHECK(items["warc-resource-type"] == "fetch");
+  CHECK(boost::json::parse(items["warc-json-metadata"].as_string()).at("initiator") ==
+        boost::json::value(site.Url("/app.js")));
+  CHECK(response[site.Url("/app.js")]["warc-resource-type"] == "script");
+  // The page's own record is the crawl's, named by none of this.
+  CHECK_FALSE(response[site.Url("/")].contains("warc-page-id"));
   std::filesystem::remove_all(dir);
 }
 

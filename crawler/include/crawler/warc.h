@@ -83,6 +83,9 @@ struct Exchange {
   // The body's payload digest if the caller computed it already ("": Prepare
   // computes it).
   std::string payload_digest;
+  // More WARC headers of both records, each "Name: value\r\n" (a rendered
+  // page's resources name their page: docs/rendering.md).
+  std::string more_headers;
 };
 
 // The two gzipped records of one fetch, ready to append (Prepare does the

@@ -242,7 +242,8 @@ Worker::Prepared Worker::Prepare(const Completed& c) const {
                         .body = r.body,
                         .truncated = TruncatedReason(r),
                         .revisit = std::nullopt,
-                        .payload_digest = {}};
+                        .payload_digest = {},
+                        .more_headers = {}};
     p.visit = revisits_.Classify(c.before ? &*c.before : nullptr, r, !c.robots, &ex);
     // A 304's revisit keeps its capture's Content-Type (warc.h).
     const std::string not_modified =

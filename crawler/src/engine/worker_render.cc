@@ -12,7 +12,9 @@
 // A page that could not be rendered is recorded as fetched, the reason in
 // its fetch-log line. A page in the pool at a crash is in the checkpoint
 // as in flight (its lease), fetched and rendered again after --resume.
+#include <boost/json.hpp>
 #include <boost/url.hpp>
+#include <cctype>
 #include <chrono>
 #include <memory>
 #include <set>
@@ -40,6 +42,33 @@ browser::Headers HeadersOf(const std::string& head) {
 
 // The request as the browser sent it, as an HTTP/1.1 head (DevTools gives
 // its headers without Host; the target and Host come from the URL).
+// A rendered page's resource names its page and what it is, as Browsertrix
+// Crawler does (browsertrix-crawler#451, iipc/warc-specifications#96):
+// WARC-Page-ID, the page's response record's UUID; WARC-Resource-Type, the
+// browser's type of the request in lower case ("script", "fetch", "image",
+// ...); WARC-JSON-Metadata, {"initiator": the URL of the script, stylesheet
+// or document that asked}, when the browser said.
+std::string ResourceHeaders(const browser::RenderedRequest& q,
+                            const std::string& page_record_id) {
+  std::string h;
+  // "<urn:uuid:UUID>" -> "UUID".
+  const size_t colon = page_record_id.rfind(':');
+  if (colon != std::string::npos && page_record_id.size() > colon + 2)
+    h += "WARC-Page-ID: " +
+         page_record_id.substr(colon + 1, page_record_id.size() - colon - 2) + "\r\n";
+  std::string type = q.type;
+  for (char& ch : type)
+    ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (!type.empty() && type.find_first_of("\r\n") == std::string::npos)
+    h += "WARC-Resource-Type: " + type + "\r\n";
+  if (!q.initiator.empty()) {
+    // Serialized JSON has no raw CR or LF (they are escaped).
+    h += "WARC-JSON-Metadata: " +
+         boost::json::serialize(boost::json::object{{"initiator", q.initiator}}) + "\r\n";
+  }
+  return h;
+}
+
 std::string RequestHead(const browser::RenderedRequest& q) {
   const auto u = boost::urls::parse_uri(q.url);
   std::string target = "/", host;
@@ -177,7 +206,8 @@ void Worker::PrepareRendered(const Completed& c, Prepared& p) const {
                         .body = q.body,
                         .truncated = q.body_cut ? "length" : "",
                         .revisit = std::nullopt,
-                        .payload_digest = {}};
+                        .payload_digest = {},
+                        .more_headers = ResourceHeaders(q, p.warc.response_id)};
     p.resources.push_back({std::move(url).value(), p_.warc.Prepare(ex)});
   }
 }

@@ -186,6 +186,7 @@ PreparedExchange WarcWriter::Prepare(const Exchange& ex) const {
   const std::string response_id = RecordId();
   std::string common = "WARC-Date: " + date + "\r\nWARC-Target-URI: " + ex.url + "\r\n";
   if (!ex.ip.empty()) common += "WARC-IP-Address: " + ex.ip + "\r\n";
+  common += ex.more_headers;
 
   PreparedExchange out;
   out.response_id = response_id;
