@@ -57,8 +57,7 @@ bool Empty(const GumboElement& e) {
 
 uint64_t NonSpace(std::string_view text) {
   uint64_t n = 0;
-  for (char c : text)
-    n += c != ' ' && c != '\t' && c != '\n' && c != '\r' && c != '\f';
+  for (char c : text) n += c != ' ' && c != '\t' && c != '\n' && c != '\r' && c != '\f';
   return n;
 }
 
@@ -101,13 +100,15 @@ void NoteScriptSignals(const GumboNode& node, ScriptSignals& s) {
     case GUMBO_TAG_SOURCE:
     case GUMBO_TAG_IFRAME:
     case GUMBO_TAG_VIDEO:
-      s.lazy_media += Attr(e, "data-src") != nullptr || Attr(e, "data-srcset") != nullptr ||
+      s.lazy_media += Attr(e, "data-src") != nullptr ||
+                      Attr(e, "data-srcset") != nullptr ||
                       Attr(e, "data-lazy-src") != nullptr;
       break;
     default:
       break;
   }
-  if (const char* id = Attr(e, "id"); id != nullptr && signals::AppRootId(id) && signals::Empty(e))
+  if (const char* id = Attr(e, "id");
+      id != nullptr && signals::AppRootId(id) && signals::Empty(e))
     s.app_root = true;
 }
 

@@ -139,7 +139,8 @@ struct OwnedExchange {
   std::string url, ip, request, response_head, body;
   std::chrono::system_clock::time_point date;
   Exchange View() const {
-    return Exchange{url, ip, date, request, response_head, body, {}, std::nullopt, {}, {}};
+    return Exchange{url,  ip, date,         request, response_head,
+                    body, {}, std::nullopt, {},      {}};
   }
 };
 

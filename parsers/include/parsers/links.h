@@ -80,11 +80,11 @@ struct SkipCounts {
 // What a page's markup says of its scripts, for [browser] render = "auto"
 // (docs/rendering.md): counted in the same walk as the links.
 struct ScriptSignals {
-  uint32_t scripts = 0;     // <script>s that run (no type, JavaScript, module)
-  uint64_t text_chars = 0;  // visible text: non-space characters outside
-                            // script, style, noscript, template and title
-  bool app_root = false;    // an empty element whose id is an application
-                            // root's ("root", "app", "__next", ...)
+  uint32_t scripts = 0;      // <script>s that run (no type, JavaScript, module)
+  uint64_t text_chars = 0;   // visible text: non-space characters outside
+                             // script, style, noscript, template and title
+  bool app_root = false;     // an empty element whose id is an application
+                             // root's ("root", "app", "__next", ...)
   bool noscript_js = false;  // a <noscript> whose text names JavaScript
   uint32_t lazy_media = 0;   // img, source, iframe or video with data-src,
                              // data-srcset or data-lazy-src (a script loads it)
