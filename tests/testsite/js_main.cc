@@ -135,14 +135,7 @@ int JsMain(int argc, char** argv) {
     return 1;
   }
   std::FILE* log = nullptr;
-  if (!log_path.empty()) {
-    log = std::fopen(log_path.c_str(), "w");
-    if (log == nullptr) {
-      std::fprintf(stderr, "crawler-testsite: %s: %s\n", log_path.c_str(),
-                   std::strerror(errno));
-      return 2;
-    }
-  }
+  if (!crawler::testsite::OpenLog(log_path, &log)) return 2;
   std::signal(SIGINT, OnJsSignal);
   std::signal(SIGTERM, OnJsSignal);
   std::signal(SIGPIPE, SIG_IGN);

@@ -9,11 +9,15 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
 #include <utility>
 
@@ -34,6 +38,29 @@ inline int BindLoopback(int type, uint16_t port) {
     return -1;
   }
   return fd;
+}
+
+// --log PATH opened for writing into *log (PATH empty: none, null). False,
+// said on stderr, if it cannot be.
+inline bool OpenLog(const std::string& path, std::FILE** log) {
+  *log = nullptr;
+  if (path.empty()) return true;
+  *log = std::fopen(path.c_str(), "w");
+  if (*log == nullptr)
+    std::fprintf(stderr, "crawler-testsite: %s: %s\n", path.c_str(),
+                 std::strerror(errno));
+  return *log != nullptr;
+}
+
+// A real image (1x1, transparent), so a replay shows no broken image.
+inline std::string OnePixelPng() {
+  static const unsigned char kPng[] = {
+      0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x48,
+      0x44, 0x52, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00,
+      0x00, 0x1F, 0x15, 0xC4, 0x89, 0x00, 0x00, 0x00, 0x0A, 0x49, 0x44, 0x41, 0x54, 0x78,
+      0x9C, 0x63, 0x00, 0x01, 0x00, 0x00, 0x05, 0x00, 0x01, 0x0D, 0x0A, 0x2D, 0xB4, 0x00,
+      0x00, 0x00, 0x00, 0x49, 0x45, 0x4E, 0x44, 0xAE, 0x42, 0x60, 0x82};
+  return std::string(reinterpret_cast<const char*>(kPng), sizeof(kPng));
 }
 
 // Open connections, each served by a detached thread of its own (a long

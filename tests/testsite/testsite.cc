@@ -520,14 +520,7 @@ int main(int argc, char** argv) {
   if (truth || seeds || resolve) return PrintSite(o, seeds, resolve);
 
   std::FILE* log = nullptr;
-  if (!log_path.empty()) {
-    log = std::fopen(log_path.c_str(), "w");
-    if (log == nullptr) {
-      std::fprintf(stderr, "crawler-testsite: %s: %s\n", log_path.c_str(),
-                   std::strerror(errno));
-      return 2;
-    }
-  }
+  if (!crawler::testsite::OpenLog(log_path, &log)) return 2;
   uint16_t base = o.port;
   uint32_t ports = o.vhost_domain.empty() ? o.hosts : 1;
   std::vector<int> fds = BindPorts(ports, &base);

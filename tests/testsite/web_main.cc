@@ -437,11 +437,7 @@ int WebMain(int argc, char** argv) {
 
   RaiseFileLimit();
   std::FILE* log = nullptr;
-  if (!log_path.empty() && (log = std::fopen(log_path.c_str(), "w")) == nullptr) {
-    std::fprintf(stderr, "crawler-testsite: %s: %s\n", log_path.c_str(),
-                 std::strerror(errno));
-    return 2;
-  }
+  if (!crawler::testsite::OpenLog(log_path, &log)) return 2;
   std::vector<int> fds = ListenAll(Web(o), &o.port);
   if (fds.empty()) {
     std::fprintf(stderr, "crawler-testsite: cannot listen on one port of %u addresses\n",
