@@ -236,6 +236,26 @@ TEST_CASE(
     const std::string log = testing::ReadText(dir + "/auto/fetch-log.jsonl");
     // The page that polls forever ends at its cap and says so.
     CHECK(Count(log, "\"render\":\"rendered-cap\"") >= 1);
+    // The browser's figures: that page's 10 s cap is the slowest render, the
+    // browsers' CPU is counted (their helpers' too), and `crawler stats`
+    // shows them.
+    const boost::json::object browser =
+        boost::json::parse(testing::ReadText(dir + "/auto/stats.json"))
+            .at("browser")
+            .as_object();
+    INFO(boost::json::serialize(browser));
+    CHECK(browser.at("enabled").as_bool());
+    CHECK(browser.at("started").to_number<uint64_t>() >= 1);
+    CHECK(browser.at("render_p50_s").to_number<double>() > 0);
+    CHECK(browser.at("render_p50_s").to_number<double>() < 8);
+    CHECK(browser.at("render_p99_s").to_number<double>() >= 8);
+    CHECK(browser.at("cpu_s").to_number<double>() > 0);
+    const double share = browser.at("cpu_share").to_number<double>();
+    CHECK((share > 0 && share < 1));
+    testing::CommandResult stats =
+        testing::RunCommand(std::string(CRAWLER_BINARY) + " stats " + dir + "/auto");
+    CHECK_THAT(stats.output,
+               Catch::Contains("render time") && Catch::Contains("the browsers took"));
   }
   SECTION("off") {
     testing::CommandResult run =

@@ -8,10 +8,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <utility>
 
 namespace crawler::browser {
@@ -159,8 +162,42 @@ Result<std::unique_ptr<DevTools>> DevTools::Launch(const LaunchOptions& options,
 
 DevTools::~DevTools() { Stop(); }
 
+namespace {
+// CPU seconds of the browsers stopped (GroupCpuSeconds before each kill).
+std::atomic<double> g_stopped_cpu_s{0};
+}  // namespace
+
+double GroupCpuSeconds(pid_t group) {
+  static const double kTick = static_cast<double>(::sysconf(_SC_CLK_TCK));
+  uint64_t ticks = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    std::ifstream in(e.path() / "stat");
+    std::string line;
+    if (!std::getline(in, line)) continue;  // gone meanwhile
+    const size_t paren = line.rfind(')');
+    if (paren == std::string::npos) continue;
+    // After the command: state ppid pgrp ... utime(14) stime cutime cstime.
+    std::istringstream fields(line.substr(paren + 1));
+    std::string state;
+    long long ppid = 0, pgrp = 0, skip = 0;
+    fields >> state >> ppid >> pgrp;
+    for (int i = 0; i < 8; ++i) fields >> skip;  // session .. cmajflt
+    unsigned long long utime = 0, stime = 0, cutime = 0, cstime = 0;
+    fields >> utime >> stime >> cutime >> cstime;
+    if (fields && pgrp == group) ticks += utime + stime + cutime + cstime;
+  }
+  return static_cast<double>(ticks) / kTick;
+}
+
+double StoppedBrowsersCpuSeconds() { return g_stopped_cpu_s.load(); }
+
 void DevTools::Stop() {
   if (pid_ > 0) {
+    g_stopped_cpu_s.fetch_add(GroupCpuSeconds(pid_));
     ::kill(-pid_, SIGKILL);  // the group: the browser and its helpers
     ::kill(pid_, SIGKILL);
     int st = 0;

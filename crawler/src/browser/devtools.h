@@ -45,6 +45,14 @@ struct Event {
   std::string session;
 };
 
+// CPU seconds (user and system, their reaped children's included) of the
+// processes in process group `group` now: a browser and its helpers (each
+// browser is the leader of a group of its own). Read from /proc.
+double GroupCpuSeconds(pid_t group);
+// CPU seconds of the browsers stopped so far in this process, each read
+// just before it was killed.
+double StoppedBrowsersCpuSeconds();
+
 class DevTools {
  public:
   // Starts Chromium headless and checks it answers (Browser.getVersion).

@@ -115,6 +115,10 @@ void Pool::RenderOne(int slot, std::unique_ptr<Renderer>& browser, int& pages,
   }
   if (out.ok()) {
     ++rendered_;
+    {
+      MutexLock lock(mu_);
+      render_us_.Add(static_cast<int64_t>(out->seconds * 1e6));
+    }
     job.done(std::move(out), Outcome::kRendered);
   } else if (stopped) {
     job.done(std::move(out), Outcome::kStopped);
@@ -125,8 +129,22 @@ void Pool::RenderOne(int slot, std::unique_ptr<Renderer>& browser, int& pages,
 }
 
 Pool::Figures Pool::figures() const {
-  return {rendered_.load(), given_up_.load(), retried_.load(), started_.load(),
-          deaths_.load()};
+  Figures f{rendered_.load(), given_up_.load(), retried_.load(), started_.load(),
+            deaths_.load()};
+  std::vector<pid_t> running;
+  {
+    MutexLock lock(mu_);
+    f.render_p50_s = render_us_.QuantileMs(0.5) / 1000;
+    f.render_p99_s = render_us_.QuantileMs(0.99) / 1000;
+    running = pids_;
+  }
+  // (Outside the lock: /proc is read.) A browser stopped between the two
+  // reads is counted in neither, or, killed after its pid was read, in both:
+  // a figure off by one browser's CPU for one refresh.
+  f.cpu_s = StoppedBrowsersCpuSeconds();
+  for (pid_t pid : running)
+    if (pid > 0) f.cpu_s += GroupCpuSeconds(pid);
+  return f;
 }
 
 std::vector<pid_t> Pool::pids() const {

@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/latencies.h"
 #include "base/mutex.h"
 #include "base/status.h"
 #include "browser/renderer.h"
@@ -69,6 +70,11 @@ class Pool {
     uint64_t retried = 0;  // pages rendered again after a death or a hang
     uint64_t started = 0;  // browsers started (restarts included)
     uint64_t deaths = 0;   // browsers found dead after a page
+    // A rendered page's time in the browser (within 19%), 0 before one.
+    double render_p50_s = 0, render_p99_s = 0;
+    // The browsers' CPU seconds, their helpers' included: those stopped,
+    // and those running now.
+    double cpu_s = 0;
   };
   Figures figures() const;
   // The browsers' process ids now (0: none running in that slot).
@@ -89,6 +95,7 @@ class Pool {
   std::vector<std::thread> threads_ GUARDED_BY(mu_);
   std::vector<pid_t> pids_ GUARDED_BY(mu_);
   std::atomic<uint64_t> rendered_{0}, given_up_{0}, retried_{0}, started_{0}, deaths_{0};
+  Latencies render_us_ GUARDED_BY(mu_);
 };
 
 }  // namespace crawler::browser

@@ -171,9 +171,12 @@ Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const engine::Config& config,
   auto resolver = engine::Resolver::ForFetch(config.fetch);
   if (!resolver.ok()) return resolver.status();
   m->resolver = std::move(resolver).value();
+  // (The pool starts no browser before its first page.)
+  if (config.browser.render != "off")
+    m->browser = std::make_unique<browser::Pool>(engine::BrowserPoolOptions(config, out));
   auto stats = report::StatsWriter::Open(
       out, {*m->filter, *m->frontier, m->hosts, m->counters, m->resolver.get(),
-            m->scope.get(), &m->state.robots_waiting_bytes});
+            m->scope.get(), &m->state.robots_waiting_bytes, m->browser.get()});
   if (!stats.ok()) return stats.status();
   m->stats = std::move(stats).value();
   if (config.cluster.enabled()) {
@@ -214,8 +217,6 @@ Result<std::unique_ptr<Crawl::Impl>> BuildCrawl(const engine::Config& config,
           },
           m->seen.get(), m->history.get()},
       sequence);
-  if (config.browser.render != "off")
-    m->browser = std::make_unique<browser::Pool>(engine::BrowserPoolOptions(config, out));
   Status st;
   m->workers = engine::Worker::MakeAll(
       config,

@@ -20,6 +20,7 @@
 #include <unordered_map>
 
 #include "base/heap_bytes.h"
+#include "base/latencies.h"
 #include "base/mutex.h"
 
 namespace crawler::engine {
@@ -32,36 +33,6 @@ int64_t NowMs() {
 }
 
 }  // namespace
-
-namespace resolver_detail {
-
-// Latencies in buckets of a quarter power of two of microseconds (each
-// bucket's upper bound at most 19% over its lower): quantiles within 19%.
-class Latencies {
- public:
-  void Add(int64_t us) {
-    double b = 4 * std::log2(static_cast<double>(std::max<int64_t>(us, 1)));
-    ++buckets_[std::min<size_t>(kBuckets - 1, static_cast<size_t>(b))];
-    ++n_;
-  }
-  double QuantileMs(double q) const {
-    if (n_ == 0) return 0;
-    uint64_t want = static_cast<uint64_t>(std::ceil(q * static_cast<double>(n_)));
-    uint64_t seen = 0;
-    for (size_t i = 0; i < kBuckets; ++i) {
-      seen += buckets_[i];
-      if (seen >= want) return std::exp2(static_cast<double>(i + 1) / 4) / 1000;
-    }
-    return 0;
-  }
-
- private:
-  static constexpr size_t kBuckets = 128;
-  std::array<uint64_t, kBuckets> buckets_{};
-  uint64_t n_ = 0;
-};
-
-}  // namespace resolver_detail
 
 struct Resolver::Impl {
   struct Entry {
@@ -356,7 +327,7 @@ struct Resolver::Impl {
   int64_t next_probe_ms GUARDED_BY(mu) = 0;
   std::string probe_name GUARDED_BY(mu);  // the last name answered an address
   DnsFigures figures GUARDED_BY(mu);
-  resolver_detail::Latencies latencies GUARDED_BY(mu);
+  Latencies latencies GUARDED_BY(mu);
 };
 
 Resolver::Resolver(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

@@ -209,6 +209,21 @@ void DnsFamilies(const DnsReport& d, Text& t) {
            d.latency_p99_ms / 1000);
 }
 
+// [browser] render's pool (BrowserReport), when on.
+void BrowserFamilies(const BrowserReport& b, Text& t) {
+  if (!b.enabled) return;
+  t.One("crawler_browsers_started_total", "counter",
+        "Browsers started (restarts included).", b.started);
+  t.One("crawler_browser_deaths_total", "counter", "Browsers found dead after a page.",
+        b.deaths);
+  t.One("crawler_browser_cpu_seconds_total", "counter",
+        "CPU seconds of the browsers and their helper processes.", b.cpu_s);
+  t.Family("crawler_render_seconds", "gauge",
+           "A rendered page's time in the browser, quantiles (within 19%).");
+  t.Sample("crawler_render_seconds", Label("quantile", "0.5"), b.render_p50_s);
+  t.Sample("crawler_render_seconds", Label("quantile", "0.99"), b.render_p99_s);
+}
+
 // The resident set and the bytes each part holds (MemoryReport).
 void MemoryFamilies(const MemoryReport& m, Text& t) {
   t.One("crawler_resident_bytes", "gauge", "The crawler's resident set size.", m.rss);
@@ -373,6 +388,7 @@ std::string RenderMetrics(const MetricsInput& in) {
   RecrawlFamilies(in.report, t);
   FrontierFamilies(in.report.frontier, t);
   DnsFamilies(in.report.dns, t);
+  BrowserFamilies(in.report.browser, t);
   MemoryFamilies(in.report.memory, t);
   DedupFamilies(in.report.dedup, t);
   CheckpointFamilies(in.report.checkpoint, t);

@@ -280,6 +280,19 @@ Section DnsSection(const DnsReport& d) {
   return ds;
 }
 
+Section BrowserSection(const BrowserReport& b) {
+  Section bs{"Browser", {}};
+  bs.rows.push_back({"render time", fmt::format("p50 {:.2f} s, p99 {:.2f} s",
+                                                b.render_p50_s, b.render_p99_s)});
+  bs.rows.push_back({"browsers", Count(b.started) + " started, " + Count(b.deaths) +
+                                     " died, " + Count(b.retried) + " pages retried"});
+  bs.rows.push_back(
+      {"CPU", fmt::format("{:.1f} s in the browsers, {:.1f} s in the crawler: "
+                          "the browsers took {:.0f}%",
+                          b.cpu_s, b.crawl_cpu_s, 100 * b.cpu_share)});
+  return bs;
+}
+
 // The resident set by part (MemoryReport), and per host known.
 Section MemorySection(const MemoryReport& m, uint64_t hosts) {
   Section ms{"Memory", {}};
@@ -312,6 +325,7 @@ std::vector<Section> Sections(const StatsReport& s) {
   if (!s.cluster.node.empty()) out.push_back(ClusterSection(s.cluster));
   if (s.recrawl.enabled) out.push_back(RecrawlSection(s.crawl, s.recrawl));
   if (s.dns.enabled) out.push_back(DnsSection(s.dns));
+  if (s.browser.enabled) out.push_back(BrowserSection(s.browser));
   if (s.memory.rss > 0) out.push_back(MemorySection(s.memory, s.frontier.hosts));
   return out;
 }

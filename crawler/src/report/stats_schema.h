@@ -176,6 +176,23 @@ BOOST_DESCRIBE_STRUCT(DnsReport, (),
                       (enabled, queries, hits, misses, hit_ratio, refreshes, not_found,
                        failed, timeouts, entries, latency_p50_ms, latency_p99_ms))
 
+// "browser": [browser] render's pool, this run's figures (docs/rendering.md;
+// the pages rendered are crawl.rendered, kept across resumes).
+struct BrowserReport {
+  bool enabled = false;     // browser.render is not "off"
+  uint64_t started = 0;     // browsers started, restarts included
+  uint64_t deaths = 0;      // browsers found dead after a page
+  uint64_t retried = 0;     // pages rendered again after a death or a hang
+  double render_p50_s = 0;  // a rendered page's time in the browser (within 19%)
+  double render_p99_s = 0;
+  double cpu_s = 0;        // the browsers' CPU, their helpers' included
+  double crawl_cpu_s = 0;  // the crawler process's own CPU
+  double cpu_share = 0;    // cpu_s / (cpu_s + crawl_cpu_s)
+};
+BOOST_DESCRIBE_STRUCT(BrowserReport, (),
+                      (enabled, started, deaths, retried, render_p50_s, render_p99_s,
+                       cpu_s, crawl_cpu_s, cpu_share))
+
 // "memory": the process's memory and the bytes each part holds, counted
 // from its structures at each refresh (base/heap_bytes.h; docs/stats.md).
 struct MemoryReport {
@@ -214,11 +231,12 @@ struct StatsReport {
   RecrawlReport recrawl;
   DnsReport dns;
   MemoryReport memory;
+  BrowserReport browser;
 };
 // "crawl" is written and read by hand (two structs in one object).
 BOOST_DESCRIBE_STRUCT(StatsReport, (),
                       (version, updated_unix, running, out, dedup, frontier, checkpoint,
-                       cluster, recrawl, dns, memory))
+                       cluster, recrawl, dns, memory, browser))
 
 boost::json::object ToJson(const StatsReport& r);
 StatsReport StatsReportFromJson(const boost::json::value& v);

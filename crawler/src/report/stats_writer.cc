@@ -1,6 +1,8 @@
 // See stats_writer.h.
 #include "report/stats_writer.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
 
@@ -74,6 +76,26 @@ FrontierReport Frontier(const frontier::FrontierStats& s, uint64_t spilled_base,
   f.spilled = spilled_base + s.spilled;
   for (const auto& [depth, n] : s.depths) f.depths.push_back(DepthCount{depth, n});
   return f;
+}
+
+BrowserReport Browser(const browser::Pool::Figures& f) {
+  BrowserReport b;
+  b.enabled = true;
+  b.started = f.started;
+  b.deaths = f.deaths;
+  b.retried = f.retried;
+  b.render_p50_s = f.render_p50_s;
+  b.render_p99_s = f.render_p99_s;
+  b.cpu_s = f.cpu_s;
+  rusage self{};
+  if (::getrusage(RUSAGE_SELF, &self) == 0) {
+    b.crawl_cpu_s =
+        static_cast<double>(self.ru_utime.tv_sec + self.ru_stime.tv_sec) +
+        static_cast<double>(self.ru_utime.tv_usec + self.ru_stime.tv_usec) / 1e6;
+  }
+  const double all = b.cpu_s + b.crawl_cpu_s;
+  b.cpu_share = all > 0 ? b.cpu_s / all : 0;
+  return b;
 }
 
 DnsReport Dns(const engine::DnsFigures& d) {
@@ -174,6 +196,7 @@ StatsReport StatsWriter::Build(bool running, double elapsed, uint64_t spilled_ba
     report.dns = Dns(d);
     dns_bytes = d.memory_bytes;
   }
+  if (src_.browser != nullptr) report.browser = Browser(src_.browser->figures());
   report.memory = Memory(
       fs, src_.frontier.Memory(), hosts.memory_bytes, dns_bytes,
       src_.scope != nullptr ? src_.scope->HeapBytes() : 0,

@@ -22,6 +22,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "browser/pool.h"
 #include "crawler/resolver.h"
 #include "dedup/filter.h"
 #include "engine/counters.h"
@@ -43,6 +44,7 @@ class StatsWriter {
     const engine::Scope* scope = nullptr;        // its host list's bytes ("memory")
     // The workers' waiting robots.txt fetches' bytes (RunState).
     const std::atomic<uint64_t>* robots_waiting_bytes = nullptr;
+    const browser::Pool* browser = nullptr;  // null: browser.render = "off"
   };
   static Result<std::unique_ptr<StatsWriter>> Open(const std::string& out,
                                                    const Sources& sources);
